@@ -1,0 +1,5 @@
+"""``python -m acurank_cli`` runs the CLI."""
+
+from .cli import run
+
+run()

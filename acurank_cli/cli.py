@@ -1,0 +1,291 @@
+"""The ``acurank`` command line: rerank, baseline, eval, convert (+ retrieve, index, report)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__
+from .errors import InputError
+from .io.outputs import stats_path_for
+from .io.readers import read_candidates, read_qrels, read_run
+from .io.writers import write_corpus, write_run, write_topics
+from .ratings import Init, Updater
+from .strategies import Partition, StopRule, build_strategy, known_methods
+
+app = typer.Typer(
+    name="acurank",
+    help="Uncertainty-aware adaptive listwise reranking (AcuRank) between retrieval and evaluation.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+err = Console(stderr=True, highlight=False)
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Print a one-line error on stderr and exit (2 = bad input)."""
+    err.print(f"acurank: error: {message}", markup=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"acurank {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+) -> None:
+    """AcuRank: TrueSkill ratings, adaptive reranking of the uncertain set, honest call accounting."""
+
+
+# --------------------------------------------------------------------------------------------- rerank
+
+
+def rerank(
+    ctx: typer.Context,
+    run: str = typer.Argument(..., help="TREC run, or a candidate file (RankGPT JSON, AcuRank/RankLLM JSONL); '-' = stdin."),
+    method: Optional[str] = typer.Option(None, "--method", help=f"Method: {known_methods()}."),
+    reranker: str = typer.Option("simulated", "--reranker", help="Backend: simulated | minilm | hf:MODEL | openai:MODEL."),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="Output run (default stdout). An existing file is resumed."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Start afresh instead of resuming an existing --output."),
+    tag: Optional[str] = typer.Option(None, "--tag", help="Run tag (default: the method)."),
+    stats: Optional[str] = typer.Option(None, "--stats", help="Per-query stats JSONL (calls, iterations, tokens, seconds)."),
+    trace: Optional[str] = typer.Option(None, "--trace", help="Per-iteration ratings (mu, sigma, s_i, rank) JSONL."),
+    topics: Optional[str] = typer.Option(None, "--topics", help="Topics 'qid<TAB>text'."),
+    corpus: Optional[str] = typer.Option(None, "--corpus", help="Doc texts: JSONL {_id,title,text} or {id,contents} (.gz ok)."),
+    index: Optional[str] = typer.Option(None, "--index", help="Take doc texts from a Lucene index (stored raw docs)."),
+    qrels: Optional[str] = typer.Option(None, "--qrels", help="Qrels (needed by the simulated reranker)."),
+    depth: int = typer.Option(100, "--depth", help="Rerank the top N candidates per query."),
+    skip_missing: bool = typer.Option(False, "--skip-missing", help="Skip candidates without text / queries without topic."),
+    k: Optional[int] = typer.Option(None, "--k", help="AcuRank cutoff k (default 10)."),
+    eps: Optional[float] = typer.Option(None, "--eps", help="AcuRank tolerance eps (variant default)."),
+    tau: Optional[int] = typer.Option(None, "--tau", help="AcuRank stop threshold tau (variant default)."),
+    window: Optional[int] = typer.Option(None, "--window", "-m", help="Window size m (default 20)."),
+    budget: Optional[int] = typer.Option(None, "--budget", help="AcuRank cap B on adaptive groups (default 100)."),
+    init: Optional[Init] = typer.Option(None, "--init", help="Rating init: score (mu=score, sigma=mu/3), zscore, uniform."),
+    partition: Optional[Partition] = typer.Option(None, "--partition", help="Cut C into groups in s_i order or shuffled."),
+    stop: Optional[StopRule] = typer.Option(None, "--stop", help="Stop rule: uncertain (|C| < tau) or topk-stable."),
+    seed: int = typer.Option(0, "--seed", help="Seed for shuffles (TourRank, random partition)."),
+    updater: Updater = typer.Option(Updater.library, "--updater", help="TrueSkill update: library (trueskill.rate) or fast."),
+    sim_noise: float = typer.Option(1.0, "--sim-noise", help="Simulated reranker noise."),
+    sim_seed: int = typer.Option(0, "--sim-seed", help="Simulated reranker seed."),
+    batch_queries: int = typer.Option(1, "--batch-queries", help="Advance Q queries together so their windows share batches."),
+    cache: Optional[str] = typer.Option(None, "--cache", help="SQLite call cache (default: user cache dir)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the call cache."),
+    device: Optional[str] = typer.Option(None, "--device", help="hf: device (cpu, cuda, cuda:1)."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="hf: dtype (bf16 on GPU by default)."),
+    batch_size: int = typer.Option(8, "--batch-size", help="hf/minilm: windows per forward batch."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="openai: endpoint (vLLM/SGLang/OpenAI)."),
+    concurrency: int = typer.Option(8, "--concurrency", help="openai: requests in flight."),
+    timeout: float = typer.Option(120.0, "--timeout", help="openai: seconds per request."),
+    retries: int = typer.Option(6, "--retries", help="openai: retries on 429/5xx/timeouts."),
+    context_size: int = typer.Option(4096, "--context-size", help="Prompt budget in tokens."),
+    prompt: Optional[str] = typer.Option(None, "--prompt", help="Prompt format: rankzephyr | rankvicuna | chat."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
+) -> None:
+    """Rerank a first-stage run with AcuRank (or a baseline) and write a TREC run."""
+    from .engine import RerankJob, run_job
+
+    baseline_only = ctx.info_name == "baseline"
+    method = method or ("sw-1" if baseline_only else "acurank")
+    strategy = build_strategy(
+        method, baseline_only=baseline_only, k=k, eps=eps, tau=tau, m=window, budget=budget,
+        init=init, partition=partition, stop=stop, seed=seed, updater=updater,
+    )
+    job = RerankJob(
+        run=run, strategy=strategy, reranker=reranker, output=output, overwrite=overwrite,
+        tag=tag or method, stats=stats, trace=trace, topics=topics, corpus=corpus, index=index,
+        qrels=qrels, depth=depth, skip_missing=skip_missing, batch_queries=batch_queries,
+        cache=None if no_cache else (cache or "default"), quiet=quiet,
+        reranker_options=dict(
+            sim_noise=sim_noise, sim_seed=sim_seed, device=device, dtype=dtype, batch_size=batch_size,
+            base_url=base_url, concurrency=concurrency, timeout=timeout, retries=retries,
+            context_size=context_size, prompt_format=prompt, m=window or 20,
+        ),
+    )
+    run_job(job, err)
+
+
+app.command("rerank", help="Rerank a run with AcuRank (any method, default acurank).")(rerank)
+app.command("baseline", help="Rerank a run with a baseline: sw-x, tourrank-x, ts-c1-c2-... (default sw-1).")(rerank)
+
+
+# ----------------------------------------------------------------------------------------------- eval
+
+
+def _mean_calls(path: Path) -> float | None:
+    if not path.exists():
+        return None
+    calls = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            try:
+                calls.append(float(json.loads(line)["calls"]))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                raise InputError("bad stats record (expected JSON with 'calls')", str(path), lineno) from None
+    return statistics.fmean(calls) if calls else None
+
+
+@app.command("eval")
+def eval_cmd(
+    runs: List[str] = typer.Argument(..., help="One or more TREC runs ('-' = stdin)."),
+    qrels: str = typer.Option(..., "--qrels", help="TREC qrels."),
+    measure: List[str] = typer.Option(["ndcg_cut_10"], "--measure", "-m", help="trec_eval measure (repeatable): ndcg_cut_10, map, recall_100, P_10, ..."),
+    rel_level: int = typer.Option(1, "--rel-level", "-l", help="Relevance level for binary measures (TREC DL uses 2)."),
+    per_query: bool = typer.Option(False, "--per-query", "-q", help="Also per-query values."),
+    stats: Optional[str] = typer.Option(None, "--stats", help="Stats JSONL of the (single) run: adds mean calls. Default: X.stats.jsonl beside X.run."),
+    fmt: str = typer.Option("table", "--format", help="table | tsv | json."),
+) -> None:
+    """Evaluate runs with pytrec_eval (trec_eval semantics; queries missing from a run score 0)."""
+    from .evaluation import evaluate, measure_name
+
+    if fmt not in ("table", "tsv", "json"):
+        raise InputError(f"--format must be table, tsv or json, not {fmt!r}")
+    if stats and len(runs) != 1:
+        raise InputError("--stats goes with a single run")
+    judged = read_qrels(qrels)
+    rows = []
+    for path in runs:
+        parsed = read_run(path)
+        run = {q: {c.docid: c.score for c in cands} for q, cands in parsed.items()}
+        ev = evaluate(run, judged, measure, rel_level)
+        calls = _mean_calls(Path(stats)) if stats else (_mean_calls(stats_path_for(path)) if path != "-" else None)
+        rows.append((path, ev, calls))
+    names = [measure_name(m) for m in measure]
+    if fmt == "json":
+        out = []
+        for path, ev, calls in rows:
+            rec = {"run": path, "queries": len(ev.per_query), **{m: ev.mean(m) for m in names}}
+            if calls is not None:
+                rec["mean_calls"] = calls
+            if per_query:
+                rec["per_query"] = ev.per_query
+            out.append(rec)
+        typer.echo(json.dumps(out if len(out) > 1 else out[0], indent=1))
+        return
+    if fmt == "tsv":
+        for path, ev, calls in rows:
+            if per_query:
+                for qid, vals in ev.per_query.items():
+                    for m in names:
+                        typer.echo(f"{m}\t{qid}\t{vals[m]:.4f}")
+            for m in names:
+                typer.echo(f"{m}\tall\t{ev.mean(m):.4f}" + (f"\t{path}" if len(rows) > 1 else ""))
+            if calls is not None:
+                typer.echo(f"mean_calls\tall\t{calls:.2f}" + (f"\t{path}" if len(rows) > 1 else ""))
+        return
+    table = Table(title=f"{qrels} ({len(judged)} judged queries)")
+    table.add_column("run")
+    for m in names:
+        table.add_column(m, justify="right")
+    table.add_column("calls/query", justify="right")
+    for path, ev, calls in rows:
+        table.add_row(path, *(f"{ev.mean(m):.4f}" for m in names), "" if calls is None else f"{calls:.2f}")
+    Console().print(table)
+    if per_query:
+        pq = Table(title="per query")
+        pq.add_column("qid")
+        for path, _, _ in rows:
+            for m in names:
+                pq.add_column(f"{m}" + (f" {Path(path).name}" if len(rows) > 1 else ""), justify="right")
+        for qid in rows[0][1].per_query:
+            pq.add_row(qid, *(f"{ev.per_query[qid][m]:.4f}" for _, ev, _ in rows for m in names))
+        Console().print(pq)
+
+
+# -------------------------------------------------------------------------------------------- convert
+
+
+@app.command("convert")
+def convert_cmd(
+    candidates: str = typer.Argument(..., help="Candidate file: RankGPT JSON, AcuRank JSONL or RankLLM JSONL."),
+    out_dir: Path = typer.Option(..., "--out-dir", help="Folder for bm25.run, topics.tsv, passages.jsonl.gz (+ qrels.txt)."),
+    qrels: Optional[str] = typer.Option(None, "--qrels", help="Keep only queries judged in these qrels and copy them."),
+    tag: str = typer.Option("bm25", "--tag", help="Run tag."),
+    depth: int = typer.Option(100, "--depth", help="Keep the top N candidates per query."),
+) -> None:
+    """Split a candidate file into run + topics + corpus (the sample_runs layout)."""
+    bundle, fmt = read_candidates(candidates, depth)
+    if fmt == "trec":
+        raise InputError("expected a candidate file with texts, got a plain TREC run", candidates)
+    judged = read_qrels(qrels) if qrels else bundle.qrels
+    keep = [q for q in bundle.runs if not judged or q in judged]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with (out_dir / "bm25.run").open("w", encoding="utf-8") as fh:
+        write_run(fh, {q: bundle.runs[q] for q in keep}, tag)
+    write_topics(out_dir / "topics.tsv", {q: bundle.topics[q] for q in keep})
+    seen: dict[str, None] = {}
+    for q in keep:
+        for c in bundle.runs[q]:
+            seen.setdefault(c.docid)
+    write_corpus(out_dir / "passages.jsonl.gz", (bundle.docs[d] for d in seen))
+    if judged:
+        with (out_dir / "qrels.txt").open("w", encoding="utf-8") as fh:
+            for q in keep:
+                for d, g in judged[q].items():
+                    fh.write(f"{q} 0 {d} {g}\n")
+    err.print(f"{fmt}: {len(keep)} queries, {len(seen)} passages -> {out_dir}", markup=False)
+
+
+# ----------------------------------------------------------------------- retrieve / index / report
+
+
+def _not_yet(name: str):
+    def stub(ctx: typer.Context) -> None:
+        fail(f"'acurank {name}' is not implemented yet")
+
+    stub.__doc__ = f"{name} (not implemented yet)."
+    return stub
+
+
+def _mount_optional() -> None:
+    """Mount retrieve/index and report when their modules are present."""
+    try:
+        from .retrieval.cli import index_cmd, retrieve_cmd
+    except ImportError:
+        app.command("retrieve", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})(_not_yet("retrieve"))
+    else:
+        app.command("index", help="Build a Lucene index from a JSONL corpus (pyserini/Anserini).")(index_cmd)
+        app.command("retrieve", help="BM25 retrieval with pyserini/Anserini; writes a TREC run.")(retrieve_cmd)
+    try:
+        from .report.cli import report_app
+    except ImportError:
+        app.command("report", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})(_not_yet("report"))
+    else:
+        app.add_typer(report_app, name="report")
+
+
+_mount_optional()
+
+
+def run() -> None:
+    """Console-script entry point: InputError -> one line on stderr, exit 2; Ctrl-C -> exit 130."""
+    import click
+
+    try:
+        code = app(standalone_mode=False)
+    except InputError as exc:
+        err.print(f"acurank: error: {exc}", markup=False, soft_wrap=True)
+        sys.exit(2)
+    except (KeyboardInterrupt, click.Abort):
+        err.print("acurank: interrupted; finished queries are saved (rerun the same command to resume)", markup=False)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    run()

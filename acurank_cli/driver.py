@@ -1,0 +1,166 @@
+"""The one driver connecting strategies (decide windows) and rerankers (execute windows).
+
+Up to ``batch_queries`` queries advance together; every window of their current steps goes to the
+reranker as one batch. Windows of 0 or 1 documents are never sent and never counted as calls.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator, Sequence
+
+from .records import Doc, QueryOutcome, RankingTask, RerankRequest, RerankResult, Step
+from .rerankers.base import Reranker
+from .strategies.base import Strategy
+
+
+def passage_text(doc: Doc) -> str:
+    """A passage as prompts show it: ``Title: ... Content: ...`` when there is a title."""
+    body = " ".join(doc.text.split())
+    return f"Title: {doc.title.strip()} Content: {body}" if doc.title.strip() else body
+
+
+@dataclass
+class _Active:
+    """Book-keeping for one query in flight."""
+
+    task: RankingTask
+    plan: Iterator
+    step: Step | None = None
+    started: float = field(default_factory=time.perf_counter)
+    calls: int = 0
+    docs_sent: int = 0
+    cached: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    rerank_seconds: float = 0.0
+    parse: Counter = field(default_factory=Counter)
+    iterations: list = field(default_factory=list)
+    results: list = field(default_factory=list)
+
+
+StepHook = Callable[[RankingTask, Step], None]
+
+
+class Driver:
+    """Runs one strategy over many queries with one reranker, batching windows across queries."""
+
+    def __init__(
+        self,
+        strategy: Strategy,
+        reranker: Reranker,
+        docs: dict[str, Doc] | None = None,
+        batch_queries: int = 1,
+        on_step: StepHook | None = None,
+    ):
+        self.strategy = strategy
+        self.reranker = reranker
+        self.docs = docs or {}
+        self.batch_queries = max(1, batch_queries)
+        self.on_step = on_step
+
+    def _request(self, task: RankingTask, window: Sequence[str]) -> RerankRequest:
+        texts = ()
+        if getattr(self.reranker, "needs_texts", False):
+            texts = tuple(passage_text(self.docs[d]) for d in window)
+        return RerankRequest(task.qid, task.query, tuple(window), texts)
+
+    def _advance(self, act: _Active, perms) -> QueryOutcome | None:
+        """Send permutations into the plan; return the outcome when the plan has finished."""
+        try:
+            act.step = act.plan.send(perms) if perms is not None else next(act.plan)
+        except StopIteration as stop:
+            return QueryOutcome(
+                qid=act.task.qid,
+                method=self.strategy.name,
+                ranking=tuple(stop.value),
+                calls=act.calls,
+                docs_sent=act.docs_sent,
+                iterations=tuple(act.iterations),
+                seconds=time.perf_counter() - act.started,
+                input_tokens=act.input_tokens,
+                output_tokens=act.output_tokens,
+                parse_counts=dict(act.parse),
+                cached_calls=act.cached,
+                rerank_seconds=act.rerank_seconds,
+            )
+        step = act.step
+        if step.windows:
+            act.iterations.append(
+                {
+                    "iteration": step.iteration,
+                    "phase": step.phase,
+                    "uncertain": step.uncertain,
+                    "groups": len(step.windows),
+                    "window_sizes": [len(w) for w in step.windows],
+                }
+            )
+        if self.on_step is not None:
+            self.on_step(act.task, step)
+        return None
+
+    def run(self, tasks: Iterable[RankingTask]) -> Iterator[QueryOutcome]:
+        """Rerank every task; outcomes are yielded in input order as soon as they are complete."""
+        pending = iter(tasks)
+        active: list[_Active] = []
+        finished: dict[int, QueryOutcome] = {}
+        seq: dict[int, int] = {}
+        next_in, next_out = 0, 0
+        exhausted = False
+        while True:
+            while not exhausted and len(active) < self.batch_queries:
+                task = next(pending, None)
+                if task is None:
+                    exhausted = True
+                    break
+                act = _Active(task, iter(self.strategy.plan(task)))
+                seq[id(act)] = next_in
+                next_in += 1
+                done = self._advance(act, None)
+                if done is not None:
+                    finished[seq.pop(id(act))] = done
+                else:
+                    active.append(act)
+            while next_out in finished:
+                yield finished.pop(next_out)
+                next_out += 1
+            if not active:
+                if exhausted:
+                    return
+                continue
+            self._execute(active)
+            still = []
+            for act in active:
+                outcome = self._advance(act, act.results)
+                if outcome is not None:
+                    finished[seq.pop(id(act))] = outcome
+                else:
+                    still.append(act)
+            active = still
+
+    def _execute(self, active: list[_Active]) -> None:
+        """Send every window (>= 2 docs) of every active query's current step as one batch."""
+        requests: list[RerankRequest] = []
+        owners: list[tuple[_Active, int]] = []
+        for act in active:
+            act.results = [tuple(range(len(w))) for w in act.step.windows]
+            for j, window in enumerate(act.step.windows):
+                if len(window) >= 2:
+                    requests.append(self._request(act.task, window))
+                    owners.append((act, j))
+        if not requests:
+            return
+        t0 = time.perf_counter()
+        results: list[RerankResult] = self.reranker.rerank(requests)
+        share = (time.perf_counter() - t0) / len(requests)
+        for (act, j), req, res in zip(owners, requests, results):
+            act.results[j] = res.order
+            act.calls += 1
+            act.docs_sent += len(req.docids)
+            act.input_tokens += res.input_tokens
+            act.output_tokens += res.output_tokens
+            act.cached += int(res.cached)
+            act.parse[res.parse] += 1
+            act.rerank_seconds += share

@@ -1,0 +1,98 @@
+"""Assemble rerank inputs: candidates (run or candidate file), topics, doc texts and qrels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .errors import InputError
+from .io.readers import Bundle, read_candidates, read_corpus, read_qrels, read_topics, source_name
+from .records import Doc, RankingTask
+
+#: The sample_runs layout: files beside a run that are used when not given explicitly.
+BESIDE_TOPICS = "topics.tsv"
+BESIDE_CORPUS = "passages.jsonl.gz"
+
+
+@dataclass
+class Inputs:
+    """Everything ``rerank`` needs, plus what was skipped and notes for stderr."""
+
+    tasks: list[RankingTask]
+    docs: dict[str, Doc]
+    qrels: dict[str, dict[str, int]]
+    fmt: str
+    notes: list[str] = field(default_factory=list)
+    skipped_docs: int = 0
+    skipped_queries: int = 0
+
+
+def _beside(run: str, name: str) -> Path | None:
+    if run == "-":
+        return None
+    candidate = Path(run).parent / name
+    return candidate if candidate.exists() else None
+
+
+def load_inputs(
+    run: str,
+    depth: int | None,
+    topics: str | None = None,
+    corpus: str | None = None,
+    qrels: str | None = None,
+    need_texts: bool = True,
+    skip_missing: bool = False,
+    doc_fetcher: Callable[[set[str]], dict[str, Doc]] | None = None,
+) -> Inputs:
+    """Read the run/candidate file and complete it with topics, texts and qrels (see README)."""
+    bundle, fmt = read_candidates(run, depth)
+    notes: list[str] = []
+    if fmt == "trec":
+        topics = topics or _note(_beside(run, BESIDE_TOPICS), "topics", notes)
+        if corpus is None and doc_fetcher is None:
+            corpus = _note(_beside(run, BESIDE_CORPUS), "passages", notes)
+    if topics:
+        bundle.topics.update(read_topics(topics))
+    wanted = {c.docid for cands in bundle.runs.values() for c in cands}
+    if corpus:
+        bundle.docs.update(read_corpus(corpus, wanted))
+    elif doc_fetcher is not None and need_texts:
+        bundle.docs.update(doc_fetcher(wanted - set(bundle.docs)))
+    if qrels:
+        bundle.qrels = read_qrels(qrels)
+    return _complete(bundle, fmt, run, notes, need_texts, skip_missing)
+
+
+def _note(path: Path | None, what: str, notes: list[str]) -> str | None:
+    if path is not None:
+        notes.append(f"using {what} from {path}")
+        return str(path)
+    return None
+
+
+def _complete(bundle: Bundle, fmt: str, run: str, notes: list[str], need_texts: bool, skip: bool) -> Inputs:
+    tasks: list[RankingTask] = []
+    skipped_docs = skipped_queries = 0
+    name = source_name(run)
+    for qid, cands in bundle.runs.items():
+        query = bundle.topics.get(qid)
+        if query is None and need_texts:
+            if not skip:
+                raise InputError(
+                    f"no topic text for query {qid} (pass --topics FILE, or --skip-missing)", name
+                )
+            skipped_queries += 1
+            continue
+        if need_texts:
+            missing = [c for c in cands if c.docid not in bundle.docs]
+            if missing and not skip:
+                raise InputError(
+                    f"no text for doc {missing[0].docid} of query {qid} ({len(missing)} missing in this "
+                    "query; pass --corpus FILE or --index DIR, or --skip-missing)",
+                    name,
+                )
+            skipped_docs += len(missing)
+            cands = tuple(c for c in cands if c.docid in bundle.docs)
+        tasks.append(RankingTask(qid, query or "", cands))
+    return Inputs(tasks, bundle.docs, bundle.qrels, fmt, notes, skipped_docs, skipped_queries)

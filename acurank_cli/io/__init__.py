@@ -1,0 +1,1 @@
+"""Readers and writers for TREC runs, topics, qrels, corpora and candidate files."""

@@ -1,0 +1,129 @@
+"""Append-only outputs (run, stats, trace) that survive Ctrl-C / kill -9 and resume where they stopped.
+
+Each query's block is written with one ``write`` and flushed, so a crash leaves at most one partial
+block at the end; on resume, only complete query blocks are kept (the file is rewritten atomically).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from ..errors import InputError
+
+
+def stats_path_for(run_path: str | Path) -> Path:
+    """The conventional stats file beside a run: ``X.run`` -> ``X.stats.jsonl``."""
+    p = Path(run_path)
+    stem = p.name[: -len(".run")] if p.name.endswith(".run") else p.name
+    return p.with_name(stem + ".stats.jsonl")
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def complete_run_blocks(path: Path, expected: dict[str, int], tag: str) -> dict[str, str]:
+    """Complete query blocks already in a run file (qid -> text), checking the tag matches."""
+    blocks: dict[str, list[str]] = {}
+    with path.open("r", encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.endswith("\n"):
+                break  # torn last line
+            parts = line.split()
+            if len(parts) != 6:
+                break
+            if parts[5] != tag:
+                raise InputError(
+                    f"existing output has run tag {parts[5]!r}, this command writes {tag!r}; "
+                    "use --overwrite to start afresh (or another --output)",
+                    str(path),
+                    lineno,
+                )
+            blocks.setdefault(parts[0], []).append(line)
+    return {q: "".join(v) for q, v in blocks.items() if q in expected and len(v) == expected[q]}
+
+
+@dataclass
+class RunOutputs:
+    """The run (file or stdout) plus optional stats/trace JSONL, appended query by query."""
+
+    output: str | None
+    stats: str | None = None
+    trace: str | None = None
+    order: list[str] = field(default_factory=list)
+    _fh: dict[str, TextIO] = field(default_factory=dict)
+    done: set[str] = field(default_factory=set)
+    resumed: bool = False
+
+    def open(self, expected: dict[str, int], tag: str, overwrite: bool) -> set[str]:
+        """Open outputs; returns the qids already complete (resume) unless ``overwrite``."""
+        self.order = list(expected)
+        if self.output and self.output != "-":
+            path = Path(self.output)
+            if path.exists() and path.stat().st_size > 0 and not overwrite:
+                kept = complete_run_blocks(path, expected, tag)
+                self.done = set(kept)
+                self.resumed = True
+                _atomic_write(path, "".join(kept[q] for q in self.order if q in kept))
+            self._fh["run"] = path.open("w" if overwrite or not self.resumed else "a", encoding="utf-8")
+        else:
+            self._fh["run"] = sys.stdout
+        for key, name in (("stats", self.stats), ("trace", self.trace)):
+            if not name:
+                continue
+            path = Path(name)
+            if self.resumed and path.exists():
+                self._keep_done_records(path)
+                self._fh[key] = path.open("a", encoding="utf-8")
+            else:
+                self._fh[key] = path.open("w", encoding="utf-8")
+        return set(self.done)
+
+    def _keep_done_records(self, path: Path) -> None:
+        lines = []
+        with path.open("r", encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    break
+                if rec.get("qid") in self.done:
+                    lines.append(line if line.endswith("\n") else line + "\n")
+        _atomic_write(path, "".join(lines))
+
+    def write_query(self, qid: str, run_text: str, stats: dict | None, traces: list[dict]) -> None:
+        """Append one finished query: trace and stats first, the run block last (it marks done)."""
+        if "trace" in self._fh and traces:
+            self._fh["trace"].write("".join(json.dumps(t) + "\n" for t in traces))
+            self._fh["trace"].flush()
+        if "stats" in self._fh and stats is not None:
+            self._fh["stats"].write(json.dumps(stats) + "\n")
+            self._fh["stats"].flush()
+        self._fh["run"].write(run_text)
+        self._fh["run"].flush()
+        self.done.add(qid)
+
+    def close(self) -> None:
+        """Close files; after a resumed run, rewrite the run in input query order."""
+        for key, fh in self._fh.items():
+            if fh is not sys.stdout:
+                fh.close()
+        self._fh.clear()
+        if self.resumed and self.output and self.output != "-" and self.done >= set(self.order):
+            path = Path(self.output)
+            groups: dict[str, list[str]] = {}
+            with path.open("r", encoding="utf-8") as fh:
+                for line in fh:
+                    groups.setdefault(line.split(maxsplit=1)[0], []).append(line)
+            _atomic_write(path, "".join("".join(groups.get(q, [])) for q in self.order))
+

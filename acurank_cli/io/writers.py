@@ -1,0 +1,73 @@
+"""Writers: TREC runs with strictly decreasing scores, topics, corpora, per-query stats JSONL."""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import math
+from pathlib import Path
+from typing import Iterable, TextIO
+
+from ..records import Candidate, Doc, QueryOutcome, Ranked
+
+
+def strictly_decreasing(scores: Iterable[float]) -> list[float]:
+    """Nudge scores (already in output order) down where needed so they strictly decrease."""
+    out: list[float] = []
+    for s in scores:
+        if out and not s < out[-1]:
+            s = math.nextafter(out[-1], -math.inf)
+        out.append(float(s))
+    return out
+
+
+def positional(docids: Iterable[str]) -> tuple[Ranked, ...]:
+    """Positional scores n, n-1, ..., 1 for methods without a score of their own."""
+    docids = list(docids)
+    n = len(docids)
+    return tuple(Ranked(d, float(n - i)) for i, d in enumerate(docids))
+
+
+def run_lines(qid: str, ranking: Iterable[Ranked], tag: str) -> str:
+    """One query's block of TREC run lines ``qid Q0 docid rank score tag``."""
+    ranking = list(ranking)
+    scores = strictly_decreasing(r.score for r in ranking)
+    return "".join(
+        f"{qid} Q0 {r.docid} {i} {s!r} {tag}\n" for i, (r, s) in enumerate(zip(ranking, scores), 1)
+    )
+
+
+def write_run(fh: TextIO, runs: dict[str, Iterable[Candidate]], tag: str) -> None:
+    """Write first-stage runs (scores as given; trec_eval ranks ties by docid)."""
+    for qid, cands in runs.items():
+        fh.write(
+            "".join(f"{qid} Q0 {c.docid} {i} {c.score!r} {tag}\n" for i, c in enumerate(cands, 1))
+        )
+
+
+def write_topics(path: Path, topics: dict[str, str]) -> None:
+    """Write topics as ``qid<TAB>text``."""
+    with path.open("w", encoding="utf-8") as fh:
+        for qid, text in topics.items():
+            fh.write(f"{qid}\t{' '.join(text.split())}\n")
+
+
+def write_corpus(path: Path, docs: Iterable[Doc]) -> None:
+    """Write a BEIR-style JSONL corpus (gzip when the name ends in .gz), reproducibly."""
+    opener = (lambda p: gzip.GzipFile(p, "wb", mtime=0)) if path.suffix == ".gz" else (
+        lambda p: open(p, "wb")
+    )
+    with opener(path) as fh:
+        for d in docs:
+            rec = {"_id": d.docid, "title": d.title, "text": d.text}
+            fh.write((json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8"))
+
+
+def stats_record(outcome: QueryOutcome) -> dict:
+    """The per-query stats JSONL record (everything but the ranking)."""
+    rec = dataclasses.asdict(outcome)
+    rec.pop("ranking")
+    rec["iterations"] = list(outcome.iterations)
+    rec["seconds"] = round(outcome.seconds, 4)
+    return rec

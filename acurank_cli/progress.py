@@ -1,0 +1,52 @@
+"""Live view on stderr: a bar over queries and, for AcuRank, the uncertain-set size |C| per iteration."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from .records import RankingTask, Step
+
+
+class ProgressView:
+    """A rich progress bar on stderr; silent when stderr is not a terminal or with ``--quiet``."""
+
+    def __init__(self, total: int, label: str, quiet: bool = False):
+        self.console = Console(stderr=True)
+        self.enabled = not quiet and sys.stderr.isatty()
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[detail]}"),
+            console=self.console,
+            transient=False,
+            disable=not self.enabled,
+        )
+        self._task = self._progress.add_task(label, total=total, detail="")
+        self._history: dict[str, list[int]] = {}
+
+    def __enter__(self) -> "ProgressView":
+        self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._progress.__exit__(*exc)
+
+    def on_step(self, task: RankingTask, step: Step) -> None:
+        """Show the step: for adaptive iterations the trail of |C| sizes, e.g. ``|C| 31>24>12``."""
+        if step.uncertain is not None:
+            trail = self._history.setdefault(task.qid, [])
+            trail.append(step.uncertain)
+            shown = ">".join(str(c) for c in trail[-12:])
+            self._progress.update(self._task, detail=f"q {task.qid} it {step.iteration} |C| {shown}")
+        elif step.windows:
+            self._progress.update(self._task, detail=f"q {task.qid} {step.phase} {step.iteration}")
+
+    def query_done(self, qid: str) -> None:
+        """Advance the bar by one query."""
+        self._history.pop(qid, None)
+        self._progress.advance(self._task)

@@ -1,0 +1,111 @@
+"""Records passed between modules: small frozen dataclasses, named after the paper's notation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One first-stage candidate: docid and its first-stage score."""
+
+    docid: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Doc:
+    """A document's text: optional title and body (title is prepended in prompts)."""
+
+    docid: str
+    text: str
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class RankingTask:
+    """One query to rerank: qid, query text and candidates in first-stage order."""
+
+    qid: str
+    query: str
+    candidates: tuple[Candidate, ...]
+
+    @property
+    def n(self) -> int:
+        """Number of candidates n."""
+        return len(self.candidates)
+
+
+@dataclass(frozen=True)
+class Window:
+    """A window of docids to be reranked together (size <= m), in presented order."""
+
+    qid: str
+    docids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Step:
+    """What a strategy asks for next: independent windows plus bookkeeping for stats/progress.
+
+    ``phase`` names the stage (initial, adaptive, final, pass, stage); ``uncertain`` is |C| for
+    adaptive AcuRank iterations (None for other methods).
+    """
+
+    windows: tuple[tuple[str, ...], ...]
+    phase: str
+    iteration: int
+    uncertain: int | None = None
+    #: Lazily builds the ratings state (t, per-doc mu, sigma, s, rank) for ``--trace``.
+    snapshot: Callable[[], dict] | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class RerankRequest:
+    """A window as the reranker sees it: query, docids and texts in presented order."""
+
+    qid: str
+    query: str
+    docids: tuple[str, ...]
+    texts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RerankResult:
+    """A reranker's answer: ``order`` is a permutation of window positions, best first."""
+
+    order: tuple[int, ...]
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency: float = 0.0
+    parse: str = "ok"  # ok | repaired | unparseable
+    cached: bool = False
+    raw: str = ""
+    backend: str = ""
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One output line: docid with its final score (strictly decreasing down a query)."""
+
+    docid: str
+    score: float
+
+
+@dataclass(frozen=True)
+class QueryOutcome:
+    """The result of reranking one query: final ranking plus the honest accounting."""
+
+    qid: str
+    method: str
+    ranking: tuple[Ranked, ...]
+    calls: int
+    docs_sent: int
+    iterations: tuple[dict, ...] = field(default_factory=tuple)
+    seconds: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    parse_counts: dict = field(default_factory=dict)
+    cached_calls: int = 0
+    rerank_seconds: float = 0.0

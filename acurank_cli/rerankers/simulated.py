@@ -1,0 +1,61 @@
+"""The simulated reranker: qrels grade plus seeded Gaussian noise per (window, doc), as specified."""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ..errors import InputError
+from ..records import RerankRequest, RerankResult
+from .base import register
+
+_NORMAL = statistics.NormalDist()
+
+
+def simulated_scores(qid: str, window: Sequence[str], grades: dict[str, int], noise: float, seed: int) -> list[float]:
+    """score(d) = g(d) + noise * z, z from sha256("acurank-sim|seed|qid|window|d")."""
+    joined = ",".join(window)
+    scores = []
+    for d in window:
+        key = f"acurank-sim|{seed}|{qid}|{joined}|{d}"
+        u = int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:16], 16) / 2**64
+        z = _NORMAL.inv_cdf(min(max(u, 1e-12), 1 - 1e-12))
+        scores.append(grades.get(d, 0) + noise * z)
+    return scores
+
+
+def simulated_order(qid: str, window: Sequence[str], grades: dict[str, int], noise: float, seed: int) -> tuple[int, ...]:
+    """Positions by score descending, ties by smaller position."""
+    scores = simulated_scores(qid, window, grades, noise, seed)
+    return tuple(sorted(range(len(window)), key=lambda i: (-scores[i], i)))
+
+
+@dataclass
+class SimulatedReranker:
+    """A research device: orders a window by noisy qrels grades (needs ``--qrels``)."""
+
+    qrels: dict[str, dict[str, int]]
+    noise: float = 1.0
+    seed: int = 0
+    name: str = field(default="simulated")
+    needs_texts: bool = False
+
+    def rerank(self, requests: Sequence[RerankRequest]) -> list[RerankResult]:
+        """Order every window by its simulated scores."""
+        return [
+            RerankResult(simulated_order(r.qid, r.docids, self.qrels.get(r.qid, {}), self.noise, self.seed))
+            for r in requests
+        ]
+
+
+@register("simulated", takes_arg=False, help="noisy qrels oracle (needs --qrels)", needs_texts=False)
+def _factory(arg: str, options: dict[str, Any]) -> SimulatedReranker:
+    qrels = options.get("qrels")
+    if not qrels:
+        raise InputError("--reranker simulated needs --qrels (it orders windows by noisy grades)")
+    return SimulatedReranker(
+        qrels, noise=options.get("sim_noise", 1.0), seed=options.get("sim_seed", 0),
+        name=f"simulated(noise={options.get('sim_noise', 1.0)},seed={options.get('sim_seed', 0)})",
+    )

@@ -1,0 +1,151 @@
+"""AcuRank: uncertainty-aware adaptive reranking with TrueSkill ratings (NeurIPS 2025).
+
+Follows ../shared/spec/acurank-semantics.md: initial pass in disjoint windows of m, then adaptive
+groups over the uncertain set C = {i : eps < s_i < 1 - eps}, s_i = P(x_i > t), sum_i s_i = k.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..io.writers import strictly_decreasing
+from ..ratings import Init, Updater, exceed_probability, get_updater, initial_ratings, threshold
+from ..records import Ranked, RankingTask, Step
+from .base import Plan, query_rng
+
+
+class Partition(str, enum.Enum):
+    """How the uncertain set C is cut into groups of m: in s_i order, or shuffled (ablation)."""
+
+    sequential = "sequential"
+    random = "random"
+
+
+class StopRule(str, enum.Enum):
+    """When to stop: |C| < tau (then one final pass), or top-k unchanged after an iteration."""
+
+    uncertain = "uncertain"
+    topk_stable = "topk-stable"
+
+
+@dataclass(frozen=True)
+class AcuRankParams:
+    """Parameters in the paper's names: cutoff k, tolerance eps, stop threshold tau, window m,
+    adaptive-group budget B (``budget``) or total call cap N (``cap``, acurank-N)."""
+
+    k: int = 10
+    eps: float = 0.01
+    tau: int = 10
+    m: int = 20
+    budget: int = 100
+    cap: int | None = None
+    init: Init = Init.score
+    partition: Partition = Partition.sequential
+    stop: StopRule = StopRule.uncertain
+    seed: int = 0
+    updater: Updater = Updater.library
+
+
+def sort_by(order: list[int], key: np.ndarray) -> list[int]:
+    """Stable sort of candidate indices by ``key`` descending."""
+    return sorted(order, key=lambda i: -key[i])
+
+
+class AcuRank:
+    """The AcuRank strategy (variants acurank, acurank-H, acurank-HH, acurank-N)."""
+
+    def __init__(self, name: str, params: AcuRankParams):
+        self.name = name
+        self.params = params
+        self._update = get_updater(params.updater)
+
+    def adaptive_budget(self, n: int) -> int:
+        """B: adaptive groups allowed (acurank-N: N minus the initial pass's windows)."""
+        p = self.params
+        if p.cap is None:
+            return p.budget
+        return max(0, p.cap - math.ceil(n / p.m))
+
+    def plan(self, task: RankingTask) -> Plan:
+        """Initial pass, adaptive loop over the uncertain set, final order by mu."""
+        p = self.params
+        docids = [c.docid for c in task.candidates]
+        n = len(docids)
+        mu, sigma = initial_ratings([c.score for c in task.candidates], p.init, task.qid)
+
+        def snapshot(t: float | None, s: np.ndarray | None):
+            mu_now, sigma_now = mu.copy(), sigma.copy()
+            s_now = None if s is None else s.copy()
+
+            def build() -> dict:
+                ranks = {i: r for r, i in enumerate(sort_by(list(range(n)), mu_now), 1)}
+                return {
+                    "t": t,
+                    "docs": [
+                        {
+                            "docid": docids[i],
+                            "mu": float(mu_now[i]),
+                            "sigma": float(sigma_now[i]),
+                            "s": None if s_now is None else float(s_now[i]),
+                            "rank": ranks[i],
+                        }
+                        for i in sorted(ranks, key=ranks.get)
+                    ],
+                }
+
+            return build
+
+        def rerank(groups, phase: str, iteration: int, uncertain: int | None, snap=None):
+            perms = yield Step(
+                tuple(tuple(docids[i] for i in g) for g in groups), phase, iteration, uncertain, snap
+            )
+            for g, perm in zip(groups, perms):
+                if len(g) >= 2:
+                    self._update(mu, sigma, [g[j] for j in perm])
+            return perms
+
+        # Initial pass: disjoint windows of m in first-stage order.
+        order = list(range(n))
+        windows = [order[s : s + p.m] for s in range(0, n, p.m)]
+        yield from rerank(windows, "initial", 0, None)
+        order = [i for w in windows for i in sort_by(w, mu)]
+        order = sort_by(order, mu)
+
+        budget = self.adaptive_budget(n)
+        iteration = 0
+        rng = query_rng(p.seed, task.qid, "partition")
+        topk = tuple(order[: p.k])
+        while iteration < budget:
+            t = threshold(mu, sigma, p.k)
+            s = exceed_probability(mu, sigma, t)
+            order = sort_by(order, s)
+            chosen = [i for i in order if p.eps < s[i] < 1.0 - p.eps]
+            uncertain = len(chosen)
+            final = p.stop is StopRule.uncertain and uncertain < p.tau
+            if final:
+                chosen = [i for i in order if s[i] > p.eps]
+            if p.partition is Partition.random:
+                rng.shuffle(chosen)
+            groups = [chosen[j : j + p.m] for j in range(0, len(chosen), p.m)]
+            groups = groups[: budget - iteration]
+            if not groups:
+                break
+            phase = "final" if final else "adaptive"
+            yield from rerank(groups, phase, iteration, uncertain, snapshot(t, s))
+            iteration += len(groups)
+            if final:
+                break
+            if p.stop is StopRule.topk_stable:
+                new_topk = tuple(sort_by(order, mu)[: p.k])
+                if new_topk == topk:
+                    break
+                topk = new_topk
+        ranked = sort_by(order, mu)
+        t = threshold(mu, sigma, p.k)
+        yield Step((), "done", iteration, None, snapshot(t, exceed_probability(mu, sigma, t)))
+        scores = strictly_decreasing(mu[i] for i in ranked)
+        return tuple(Ranked(docids[i], sc) for i, sc in zip(ranked, scores))

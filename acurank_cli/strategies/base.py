@@ -1,0 +1,35 @@
+"""Strategy protocol: a strategy only decides which windows to rerank and consumes permutations.
+
+A strategy's ``plan(task)`` is a generator: it yields a :class:`Step` (independent windows of docids),
+receives one permutation per window (positions, best first) and finally returns the ranking.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Generator, Protocol, Sequence
+
+from ..records import Ranked, RankingTask, Step
+
+Permutation = tuple[int, ...]
+Plan = Generator[Step, Sequence[Permutation], tuple[Ranked, ...]]
+
+
+class Strategy(Protocol):
+    """Decides windows (never executes them)."""
+
+    name: str
+
+    def plan(self, task: RankingTask) -> Plan:  # pragma: no cover - protocol
+        """Yield steps of windows, receive permutations, return the final ranking."""
+        ...
+
+
+def apply(window: Sequence[str], perm: Permutation) -> list[str]:
+    """The window's docids in the reranker's returned order."""
+    return [window[i] for i in perm]
+
+
+def query_rng(seed: int, qid: str, salt: str = "") -> random.Random:
+    """A per-query RNG derived from the run's seed (reproducible across runs and batching)."""
+    return random.Random(f"acurank|{seed}|{qid}|{salt}")

@@ -1,0 +1,108 @@
+"""Baselines: sliding windows (sw-x), TourRank (tourrank-x), TrueSkill-Static (ts-c1-c2-...)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..io.writers import positional, strictly_decreasing
+from ..ratings import Init, Updater, get_updater, initial_ratings
+from ..records import Ranked, RankingTask, Step
+from .acurank import sort_by
+from .base import Plan, apply, query_rng
+
+
+@dataclass(frozen=True)
+class SlidingWindows:
+    """sw-x: x bottom-up passes of window m, stride m/2 (RankGPT / RankZephyr style)."""
+
+    name: str
+    passes: int
+    m: int = 20
+    stride: int = 10
+
+    def starts(self, n: int) -> list[int]:
+        """Window starts from the bottom: n-m, n-m-stride, ..., and 0 if missing."""
+        starts = list(range(max(0, n - self.m), -1, -self.stride))
+        if not starts or starts[-1] != 0:
+            starts.append(0)
+        return starts
+
+    def plan(self, task: RankingTask) -> Plan:
+        """Each window rewrites its slice of the current list in the returned order."""
+        ranking = [c.docid for c in task.candidates]
+        for p in range(self.passes):
+            for j, start in enumerate(self.starts(len(ranking))):
+                window = tuple(ranking[start : start + self.m])
+                (perm,) = yield Step((window,), "pass", p + 1)
+                ranking[start : start + len(window)] = apply(window, perm)
+        return positional(ranking)
+
+
+@dataclass(frozen=True)
+class TourRank:
+    """tourrank-x: x tournaments of five stages; documents score points per stage advanced."""
+
+    name: str
+    tournaments: int
+    seed: int = 0
+
+    #: (candidates entering, groups, promoted per group, stage runs if n > this)
+    STAGES = ((None, 5, 10, 50), (50, 5, 4, 20), (20, 1, 10, 10), (10, 1, 5, 5), (5, 1, 2, 2))
+
+    def plan(self, task: RankingTask) -> Plan:
+        """Sum points over tournaments; order by total points, ties by first-stage order."""
+        docids = [c.docid for c in task.candidates]
+        n = len(docids)
+        total = [0] * n
+        rng = query_rng(self.seed, task.qid, "tourrank")
+        for tour in range(self.tournaments):
+            points = [0] * n
+            for stage, (top, n_groups, promote, min_n) in enumerate(self.STAGES, 1):
+                if n <= min_n:
+                    continue
+                current = sorted(range(n), key=lambda i: -points[i])
+                if top is None:
+                    top, n_groups = n, max(n_groups, math.ceil(n / 20))
+                entrants = current[:top]
+                groups = [entrants[g::n_groups] for g in range(n_groups)]
+                groups = [g for g in groups if g]
+                for g in groups:
+                    rng.shuffle(g)
+                perms = yield Step(
+                    tuple(tuple(docids[i] for i in g) for g in groups), f"stage{stage}", tour + 1
+                )
+                for g, perm in zip(groups, perms):
+                    for i in apply(g, perm)[:promote]:
+                        points[i] += 1
+            total = [a + b for a, b in zip(total, points)]
+        ranked = sorted(range(n), key=lambda i: -total[i])
+        return positional(docids[i] for i in ranked)
+
+
+@dataclass(frozen=True)
+class TrueSkillStatic:
+    """ts-c1-c2-...: each stage reranks the current top m*c_j in groups of m, then sorts by mu."""
+
+    name: str
+    stages: tuple[int, ...]
+    m: int = 20
+    init: Init = Init.score
+    updater: Updater = Updater.library
+
+    def plan(self, task: RankingTask) -> Plan:
+        """No initial pass; stage budgets c_j in windows of m over the current top."""
+        docids = [c.docid for c in task.candidates]
+        mu, sigma = initial_ratings([c.score for c in task.candidates], self.init, task.qid)
+        update = get_updater(self.updater)
+        order = list(range(len(docids)))
+        for j, c in enumerate(self.stages, 1):
+            top = order[: self.m * c]
+            groups = [top[s : s + self.m] for s in range(0, len(top), self.m)]
+            perms = yield Step(tuple(tuple(docids[i] for i in g) for g in groups), "stage", j)
+            for g, perm in zip(groups, perms):
+                if len(g) >= 2:
+                    update(mu, sigma, [g[x] for x in perm])
+            order = sort_by(order, mu)
+        scores = strictly_decreasing(mu[i] for i in order)
+        return tuple(Ranked(docids[i], s) for i, s in zip(order, scores))

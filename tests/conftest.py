@@ -1,0 +1,28 @@
+"""Shared fixtures: paths to the bundled sample runs, the spec's reference figures and shared data."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "sample_runs"
+DATA = Path(__file__).resolve().parent / "data"
+SHARED = Path(os.environ.get("ACURANK_SHARED", ROOT.parent / "shared"))
+
+
+@pytest.fixture(scope="session")
+def sample() -> Path:
+    """The bundled sample_runs folder (dl19, dl20, dl23)."""
+    return SAMPLE
+
+
+@pytest.fixture(scope="session")
+def dl23_candidates() -> Path:
+    """The published DL23 candidate file (file order = the reference implementation's order)."""
+    path = SHARED / "data" / "dl23" / "bm25-top100.acurank.jsonl"
+    if not path.exists():
+        pytest.skip(f"{path} not present (set ACURANK_SHARED)")
+    return path

@@ -1,0 +1,145 @@
+"""End-to-end CLI tests on sample_runs: rerank -> eval, errors (exit 2, one line), stdin, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ENV = {**os.environ, "ACURANK_CACHE": "/nonexistent-not-used", "PYTHONUNBUFFERED": "1"}
+
+
+def acurank(*args, stdin=None, check=True):
+    proc = subprocess.run(
+        [sys.executable, "-m", "acurank_cli", *map(str, args)],
+        input=stdin, capture_output=True, text=True, env=ENV,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}: {proc.stderr}")
+    return proc
+
+
+def small_run(sample, tmp_path, queries=4, depth=100):
+    """The first few queries of the DL19 sample run (beside a copy of its topics/passages)."""
+    lines = (sample / "dl19" / "bm25.run").read_text().splitlines()
+    qids = list(dict.fromkeys(l.split()[0] for l in lines))[:queries]
+    keep = [l for l in lines if l.split()[0] in qids and int(l.split()[3]) <= depth]
+    path = tmp_path / "bm25.run"
+    path.write_text("\n".join(keep) + "\n")
+    return path, qids
+
+
+def test_rerank_then_eval(sample, tmp_path):
+    run, qids = small_run(sample, tmp_path)
+    qrels = sample / "dl19" / "qrels.txt"
+    out, stats, trace = tmp_path / "a.run", tmp_path / "a.stats.jsonl", tmp_path / "a.trace.jsonl"
+    proc = acurank("rerank", run, "--method", "acurank", "--reranker", "simulated", "--qrels", qrels,
+                   "--topics", sample / "dl19" / "topics.tsv", "--corpus", sample / "dl19" / "passages.jsonl.gz",
+                   "--output", out, "--stats", stats, "--trace", trace, "--tag", "mytag")
+    assert "calls/query" in proc.stderr
+    lines = out.read_text().splitlines()
+    assert len(lines) == 400 and all(l.split()[5] == "mytag" for l in lines)
+    for q in qids:
+        scores = [float(l.split()[4]) for l in lines if l.split()[0] == q]
+        assert all(a > b for a, b in zip(scores, scores[1:]))
+    records = [json.loads(l) for l in stats.read_text().splitlines()]
+    assert [r["qid"] for r in records] == qids
+    assert all(r["calls"] >= 5 and r["iterations"][0]["groups"] == 5 for r in records)
+    traces = [json.loads(l) for l in trace.read_text().splitlines()]
+    assert {t["phase"] for t in traces} >= {"adaptive", "done"}
+    assert all(len(t["docs"]) == 100 for t in traces)
+    ev = json.loads(acurank("eval", out, "--qrels", qrels, "-m", "ndcg_cut_10", "-m", "map",
+                            "--rel-level", "2", "--format", "json").stdout)
+    assert ev["queries"] == 43 and 0 < ev["ndcg_cut_10"] <= 1 and "mean_calls" in ev
+    base = json.loads(acurank("eval", run, "--qrels", qrels, "--format", "json").stdout)
+    assert ev["ndcg_cut_10"] > base["ndcg_cut_10"]  # missing queries count 0 for both
+
+
+def test_stdin_and_baseline(sample, tmp_path):
+    run, _ = small_run(sample, tmp_path, queries=2)
+    qrels = sample / "dl19" / "qrels.txt"
+    proc = acurank("baseline", "-", "--method", "sw-1", "--qrels", qrels, "--quiet", stdin=run.read_text())
+    assert len(proc.stdout.splitlines()) == 200
+    bad = acurank("baseline", run, "--method", "acurank", "--qrels", qrels, check=False)
+    assert bad.returncode == 2 and "unknown method" in bad.stderr
+
+
+def test_eval_on_sample_bm25_matches_published(sample):
+    for name, expected in (("dl19", "0.5058"), ("dl20", "0.4796"), ("dl23", "0.2624")):
+        out = acurank("eval", sample / name / "bm25.run", "--qrels", sample / name / "qrels.txt", "--format", "tsv").stdout
+        assert out.split("\n")[0] == f"ndcg_cut_10\tall\t{expected}"
+
+
+@pytest.mark.parametrize(
+    "content,fragment",
+    [
+        ("1 Q0 a 1 2.0 t\n1 Q0 b 2 oops t\n", ":2: score 'oops' is not a number"),
+        ("1 Q0 a 1 2.0 t\n1 Q0 a 2 1.0 t\n", ":2: docid a repeated in query 1"),
+        ("1 Q0 a 1 -2.0 t\n1 Q0 b 2 -3.0 t\n", "--init zscore"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(tmp_path, content, fragment, sample):
+    run = tmp_path / "bad.run"
+    run.write_text(content)
+    proc = acurank("rerank", run, "--qrels", sample / "dl19" / "qrels.txt", check=False)
+    assert proc.returncode == 2
+    assert fragment in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert len([l for l in proc.stderr.splitlines() if "error" in l]) == 1
+
+
+def test_missing_texts_error_and_skip(sample, tmp_path):
+    run, _ = small_run(sample, tmp_path, queries=2, depth=5)
+    (tmp_path / "topics.tsv").write_text("")  # present but empty: no topic for the queries
+    proc = acurank("rerank", run, "--reranker", "minilm", "--corpus", sample / "dl19" / "passages.jsonl.gz",
+                   "--topics", tmp_path / "topics.tsv", check=False)
+    assert proc.returncode == 2 and "no topic text for query" in proc.stderr
+
+
+def _blocks(path: Path) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for line in path.read_text().splitlines():
+        out.setdefault(line.split()[0], []).append(line)
+    return out
+
+
+def test_resume_after_torn_output(sample, tmp_path):
+    run, qids = small_run(sample, tmp_path, queries=5)
+    qrels = sample / "dl19" / "qrels.txt"
+    full = tmp_path / "full.run"
+    acurank("rerank", run, "--method", "acurank-9", "--qrels", qrels, "--output", full, "--stats", tmp_path / "full.stats.jsonl")
+    part = tmp_path / "part.run"
+    text = full.read_text()
+    cut = text.index(f"{qids[2]} Q0") + 150  # two whole queries and a torn third
+    part.write_text(text[:cut])
+    stats = tmp_path / "part.stats.jsonl"
+    stats.write_text("".join((tmp_path / "full.stats.jsonl").read_text().splitlines(True)[:3]))
+    proc = acurank("rerank", run, "--method", "acurank-9", "--qrels", qrels, "--output", part, "--stats", stats)
+    assert "resuming" in proc.stderr and "2 of 5" in proc.stderr
+    assert part.read_text() == text
+    assert [json.loads(l)["qid"] for l in stats.read_text().splitlines()] == qids
+
+
+def test_kill_9_then_resume_gives_the_same_run(sample, tmp_path):
+    run, qids = small_run(sample, tmp_path, queries=12)
+    qrels = sample / "dl19" / "qrels.txt"
+    args = ["rerank", run, "--method", "acurank-H", "--qrels", qrels]
+    ref = tmp_path / "ref.run"
+    acurank(*args, "--output", ref)
+    out = tmp_path / "killed.run"
+    proc = subprocess.Popen([sys.executable, "-m", "acurank_cli", *map(str, args), "--output", str(out)],
+                            env=ENV, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline and (not out.exists() or len(_blocks(out)) < 2):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert 0 < len(_blocks(out)) < 12, "the run finished before it could be killed"
+    acurank(*args, "--output", out)
+    assert out.read_text() == ref.read_text()

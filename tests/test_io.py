@@ -1,0 +1,95 @@
+"""Readers, validation errors (file:line), candidate-file formats, writers."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+
+import pytest
+
+from acurank_cli.errors import InputError
+from acurank_cli.io.readers import read_candidates, read_corpus, read_qrels, read_run, read_topics
+from acurank_cli.io.writers import run_lines, strictly_decreasing
+from acurank_cli.records import Ranked
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_run_orders_by_score_then_docid_desc_and_depth(tmp_path):
+    p = write(tmp_path, "r.run", "1 Q0 a 1 2.0 t\n1 Q0 b 2 3.0 t\n1 Q0 c 3 2.0 t\n2 Q0 x 1 1 t\n")
+    runs = read_run(p, depth=2)
+    assert [c.docid for c in runs["1"]] == ["b", "c"]
+    assert list(runs) == ["1", "2"]
+
+
+def test_run_gz_and_stream(tmp_path):
+    p = tmp_path / "r.run.gz"
+    with gzip.open(p, "wt") as fh:
+        fh.write("7 Q0 d 1 1.5 t\n")
+    assert read_run(p)["7"][0].score == 1.5
+    assert read_run(io.StringIO("7 Q0 d 1 1.5 t\n"))["7"][0].docid == "d"
+
+
+@pytest.mark.parametrize(
+    "text,line,fragment",
+    [
+        ("1 Q0 a 1 2.0 t\n1 Q0 b 2 x t\n", 2, "not a number"),
+        ("1 Q0 a 1 2.0 t\n\n1 Q0 b 2\n", 3, "expected 6 columns"),
+        ("1 Q0 a 1 2.0 t\n1 Q0 a 2 1.0 t\n", 2, "repeated"),
+    ],
+)
+def test_run_errors_name_file_and_line(tmp_path, text, line, fragment):
+    p = write(tmp_path, "bad.run", text)
+    with pytest.raises(InputError) as exc:
+        read_run(p)
+    assert str(exc.value).startswith(f"{p}:{line}: ")
+    assert fragment in str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+def test_topics_qrels_corpus(tmp_path):
+    assert read_topics(write(tmp_path, "t.tsv", "1\thello world\n")) == {"1": "hello world"}
+    with pytest.raises(InputError, match=r"t2.tsv:1: expected"):
+        read_topics(write(tmp_path, "t2.tsv", "1 no tab\n"))
+    assert read_qrels(write(tmp_path, "q.txt", "1 0 a 2\n1 0 b 0\n")) == {"1": {"a": 2, "b": 0}}
+    with pytest.raises(InputError, match=r"q2.txt:1: grade"):
+        read_qrels(write(tmp_path, "q2.txt", "1 0 a x\n"))
+    corpus = write(
+        tmp_path, "c.jsonl",
+        json.dumps({"_id": "a", "title": "T", "text": "body"}) + "\n" + json.dumps({"id": "b", "contents": "c"}) + "\n",
+    )
+    docs = read_corpus(corpus)
+    assert docs["a"].title == "T" and docs["b"].text == "c"
+    assert set(read_corpus(corpus, wanted={"b"})) == {"b"}
+    with pytest.raises(InputError, match=r"c2.jsonl:2: bad corpus record"):
+        read_corpus(write(tmp_path, "c2.jsonl", json.dumps({"_id": "a", "text": ""}) + "\n{oops\n"))
+
+
+def test_candidate_formats(tmp_path):
+    rankgpt = [{"query": "q one", "hits": [{"content": "p", "qid": 5, "docid": "d1", "rank": 1, "score": 3.0},
+                                           {"content": "p2", "qid": 5, "docid": "d2", "rank": 2, "score": 3.0}]}]
+    b, fmt = read_candidates(write(tmp_path, "a.json", json.dumps(rankgpt)))
+    assert fmt == "rankgpt-json" and b.topics == {"5": "q one"}
+    assert [c.docid for c in b.runs["5"]] == ["d1", "d2"]  # file order kept
+    acu = {"qid": 9, "q_text": "q", "bm25_results": [{"text": "x", "title": "T", "bm25_score": 1.0, "pid": "p"}],
+           "qrels": {"p": 2}}
+    b, fmt = read_candidates(write(tmp_path, "b.jsonl", json.dumps(acu) + "\n"))
+    assert fmt == "acurank-jsonl" and b.qrels == {"9": {"p": 2}} and b.docs["p"].title == "T"
+    rl = {"query": {"text": "q", "qid": "3"}, "candidates": [{"docid": "z", "score": 2.5, "doc": {"segment": "s"}}]}
+    b, fmt = read_candidates(write(tmp_path, "c.jsonl", json.dumps(rl) + "\n"))
+    assert fmt == "rankllm-jsonl" and b.docs["z"].text == "s"
+    with pytest.raises(InputError, match=r"d.jsonl:2: bad JSON"):
+        read_candidates(write(tmp_path, "d.jsonl", json.dumps(rl) + "\n{bad\n"))
+
+
+def test_strictly_decreasing_scores():
+    scores = strictly_decreasing([3.0, 3.0, 2.0, 2.0, 2.0])
+    assert all(a > b for a, b in zip(scores, scores[1:]))
+    text = run_lines("1", [Ranked("a", 1.0), Ranked("b", 1.0)], "tag")
+    parsed = [float(line.split()[4]) for line in text.splitlines()]
+    assert parsed[0] > parsed[1]

@@ -1,0 +1,132 @@
+"""Strategies with the simulated reranker: spec vectors, call counts, and the DL23 reference figures."""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+from collections import defaultdict
+
+import pytest
+
+from acurank_cli.driver import Driver
+from acurank_cli.evaluation import evaluate
+from acurank_cli.io.readers import read_candidates, read_qrels
+from acurank_cli.records import RankingTask
+from acurank_cli.rerankers.simulated import SimulatedReranker, simulated_order, simulated_scores
+from acurank_cli.strategies import build_strategy
+
+from conftest import DATA
+
+
+def test_simulated_reranker_vectors():
+    vectors = json.loads((DATA / "simulated-reranker-vectors.json").read_text())
+    assert vectors
+    for v in vectors:
+        grades = dict(zip(v["window"], v["grades"]))
+        scores = simulated_scores(str(v["qid"]), v["window"], grades, v["noise"], 0)
+        assert max(abs(a - b) for a, b in zip(scores, v["scores"])) < 1e-12
+        assert list(simulated_order(str(v["qid"]), v["window"], grades, v["noise"], 0)) == v["perm"]
+
+
+@pytest.fixture(scope="module")
+def dl19(sample):
+    bundle, _ = read_candidates(sample / "dl19" / "bm25.run")
+    qrels = read_qrels(sample / "dl19" / "qrels.txt")
+    tasks = [RankingTask(q, "", c) for q, c in bundle.runs.items()]
+    return tasks, qrels
+
+
+def run_method(method, tasks, qrels, **opts):
+    return list(Driver(build_strategy(method, **opts), SimulatedReranker(qrels)).run(tasks))
+
+
+@pytest.mark.parametrize("method,calls", [("sw-1", 9), ("sw-2", 18), ("tourrank-1", 13), ("tourrank-2", 26), ("ts-5-2-2-1", 10)])
+def test_fixed_call_counts_on_n100(dl19, method, calls):
+    tasks, qrels = dl19
+    outs = run_method(method, tasks[:6], qrels)
+    assert [o.calls for o in outs] == [calls] * 6
+    assert all(len(o.ranking) == 100 and len({r.docid for r in o.ranking}) == 100 for o in outs)
+
+
+def test_acurank_9_at_most_9_calls_and_5_initial(dl19):
+    tasks, qrels = dl19
+    outs = run_method("acurank-9", tasks, qrels)
+    assert all(o.calls <= 9 for o in outs)
+    assert all(o.iterations[0]["phase"] == "initial" and o.iterations[0]["groups"] == 5 for o in outs)
+    assert statistics.mean(o.calls for o in outs) > 8.5
+
+
+def test_acurank_stats_follow_the_uncertain_set(dl19):
+    tasks, qrels = dl19
+    (out,) = run_method("acurank", tasks[:1], qrels)
+    adaptive = [it for it in out.iterations if it["phase"] in ("adaptive", "final")]
+    assert adaptive and all(it["uncertain"] is not None for it in adaptive)
+    for it in adaptive:
+        if it["phase"] == "adaptive":
+            assert it["groups"] == -(-it["uncertain"] // 20)
+    assert out.calls == sum(sum(1 for s in it["window_sizes"] if s >= 2) for it in out.iterations)
+    assert out.docs_sent == sum(s for it in out.iterations for s in it["window_sizes"] if s >= 2)
+    scores = [r.score for r in out.ranking]
+    assert all(a > b for a, b in zip(scores, scores[1:]))
+
+
+def test_small_lists_and_budget(dl19):
+    tasks, qrels = dl19
+    task = RankingTask(tasks[0].qid, "", tasks[0].candidates[:7])
+    (out,) = run_method("acurank", [task], qrels)
+    assert len(out.ranking) == 7 and out.calls >= 2  # initial window + final pass on n <= k
+    (capped,) = run_method("acurank", tasks[:1], qrels, budget=2)
+    assert capped.calls <= 5 + 2
+    single = RankingTask("x", "", tasks[0].candidates[:1])
+    (one,) = run_method("sw-1", [single], qrels)
+    assert one.calls == 0 and [r.docid for r in one.ranking] == [tasks[0].candidates[0].docid]
+
+
+def test_batching_across_queries_changes_nothing(dl19):
+    tasks, qrels = dl19
+    one = list(Driver(build_strategy("acurank"), SimulatedReranker(qrels)).run(tasks[:5]))
+    batched = list(Driver(build_strategy("acurank"), SimulatedReranker(qrels), batch_queries=4).run(tasks[:5]))
+    assert [o.qid for o in batched] == [t.qid for t in tasks[:5]]
+    assert [(o.ranking, o.calls) for o in one] == [(o.ranking, o.calls) for o in batched]
+
+
+# --- DL23 against the published implementation (reference-dl23-perquery.tsv) ----------------------
+
+REFERENCE = defaultdict(dict)
+with open(DATA / "reference-dl23-perquery.tsv") as fh:
+    for row in csv.DictReader(fh, delimiter="\t"):
+        REFERENCE[row["method"]][row["qid"]] = (int(row["calls"]), float(row["ndcg10"]))
+
+
+@pytest.fixture(scope="module")
+def dl23(dl23_candidates):
+    bundle, _ = read_candidates(dl23_candidates)
+    tasks = [RankingTask(q, bundle.topics[q], c) for q, c in bundle.runs.items()]
+    return tasks, bundle.qrels
+
+
+@pytest.mark.parametrize("method", ["sw-1", "sw-2", "tourrank-1", "ts-5-2-2-1", "acurank-9", "acurank"])
+def test_dl23_matches_reference(dl23, method):
+    tasks, qrels = dl23
+    outs = run_method(method, tasks, qrels)
+    run = {o.qid: {r.docid: r.score for r in o.ranking} for o in outs}
+    ndcg = evaluate(run, qrels).mean("ndcg_cut_10")
+    ref = REFERENCE[method]
+    same_calls = sum(ref[o.qid][0] == o.calls for o in outs)
+    assert same_calls >= 0.9 * len(ref)
+    assert abs(ndcg - statistics.mean(v[1] for v in ref.values())) <= 0.01
+    if method.startswith("sw"):  # identical rankings: per-query nDCG equal
+        per_query = evaluate(run, qrels).per_query
+        assert all(abs(per_query[q]["ndcg_cut_10"] - ref[q][1]) < 1e-5 for q in ref)
+
+
+def test_dl23_sw1_rankings_identical(dl23, dl23_candidates):
+    path = dl23_candidates.parents[2] / "spec" / "reference-dl23-sw-1.jsonl"
+    if not path.exists():
+        pytest.skip("reference-dl23-sw-1.jsonl not present")
+    tasks, qrels = dl23
+    outs = {o.qid: [r.docid for r in o.ranking] for o in run_method("sw-1", tasks, qrels)}
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        assert outs[rec["qid"]] == rec["ranking"]

@@ -1,0 +1,51 @@
+"""Threshold solver against numerical integration; TrueSkill update direction; initialisation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from scipy import integrate, stats
+
+from acurank_cli.errors import InputError
+from acurank_cli.ratings import Init, exceed_probability, initial_ratings, library_update, threshold
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(11, 120), st.integers(1, 10), st.integers(0, 10_000))
+def test_threshold_solves_sum_of_exceedance(n, k, seed):
+    rng = np.random.default_rng(seed)
+    mu = rng.uniform(5, 30, n)
+    sigma = rng.uniform(0.3, 8, n)
+    t = threshold(mu, sigma, k)
+    s = exceed_probability(mu, sigma, t)
+    assert abs(s.sum() - k) < 1e-8
+    # P(x_i > t) by numerical integration of the normal density agrees with s_i.
+    for i in range(3):
+        val, _ = integrate.quad(lambda x: stats.norm.pdf(x, mu[i], sigma[i]), t, np.inf)
+        assert abs(val - s[i]) < 1e-7
+
+
+def test_threshold_when_n_at_most_k():
+    mu, sigma = np.array([10.0, 12.0]), np.array([1.0, 2.0])
+    assert threshold(mu, sigma, 10) == pytest.approx(min(10 - 3.0902, 12 - 3.0902 * 2))
+
+
+def test_trueskill_update_direction():
+    mu, sigma = np.array([20.0, 20.0, 20.0]), np.array([3.0, 3.0, 3.0])
+    library_update(mu, sigma, [2, 0, 1])  # doc 2 wins, doc 1 loses
+    assert mu[2] > 20 > mu[1]
+    assert np.all(sigma < 3.0)
+
+
+def test_initialisation_modes():
+    mu, sigma = initial_ratings([12.0, 6.0], Init.score)
+    assert list(mu) == [12.0, 6.0] and list(sigma) == [4.0, 2.0]
+    mu, _ = initial_ratings([3.0, 1.0, -1.0], Init.zscore)
+    assert mu.mean() == pytest.approx(10) and mu.std() == pytest.approx(1)
+    mu, sigma = initial_ratings([-5.0], Init.uniform)
+    assert mu[0] == 25 and sigma[0] == pytest.approx(25 / 3)
+    with pytest.raises(InputError, match="--init zscore"):
+        initial_ratings([3.0, -1.0], Init.score, "q1")
+    with pytest.raises(InputError, match="--init zscore"):
+        initial_ratings([3.0, float("nan")], Init.score, "q1")
