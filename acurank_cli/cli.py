@@ -77,7 +77,7 @@ def rerank(
     partition: Optional[Partition] = typer.Option(None, "--partition", help="Cut C into groups in s_i order or shuffled."),
     stop: Optional[StopRule] = typer.Option(None, "--stop", help="Stop rule: uncertain (|C| < tau) or topk-stable."),
     seed: int = typer.Option(0, "--seed", help="Seed for shuffles (TourRank, random partition)."),
-    updater: Updater = typer.Option(Updater.library, "--updater", help="TrueSkill update: library (trueskill.rate) or fast."),
+    updater: Updater = typer.Option(Updater.fast, "--updater", help="TrueSkill update: fast (vectorised, bit-identical) or library (trueskill.rate)."),
     sim_noise: float = typer.Option(1.0, "--sim-noise", help="Simulated reranker noise."),
     sim_seed: int = typer.Option(0, "--sim-seed", help="Simulated reranker seed."),
     batch_queries: int = typer.Option(1, "--batch-queries", help="Advance Q queries together so their windows share batches."),
@@ -270,21 +270,12 @@ _mount_optional()
 
 
 def run() -> None:
-    """Console-script entry point: InputError -> one line on stderr, exit 2; Ctrl-C -> exit 130."""
-    import click
-
+    """Console-script entry point: InputError -> one line on stderr, exit 2 (Ctrl-C exits 130)."""
     try:
-        code = app(standalone_mode=False)
+        app()  # standalone: usage errors print click's message (exit 2); Ctrl-C exits 130
     except InputError as exc:
         err.print(f"acurank: error: {exc}", markup=False, soft_wrap=True)
         sys.exit(2)
-    except (KeyboardInterrupt, click.Abort):
-        err.print("acurank: interrupted; finished queries are saved (rerun the same command to resume)", markup=False)
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

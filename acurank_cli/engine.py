@@ -117,6 +117,11 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
                 )
                 totals.add(outcome)
                 view.query_done(outcome.qid)
+        except KeyboardInterrupt:
+            where = job.output if job.output and job.output != "-" else "the output"
+            err.print(f"acurank: interrupted; {len(outputs.done)} finished queries are in {where} "
+                      "(rerun the same command with --output to resume)", markup=False)
+            raise
         finally:
             outputs.close()
             if hasattr(reranker, "close"):

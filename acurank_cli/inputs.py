@@ -50,12 +50,12 @@ def load_inputs(
     notes: list[str] = []
     if fmt == "trec":
         topics = topics or _note(_beside(run, BESIDE_TOPICS), "topics", notes)
-        if corpus is None and doc_fetcher is None:
+        if corpus is None and doc_fetcher is None and need_texts:
             corpus = _note(_beside(run, BESIDE_CORPUS), "passages", notes)
     if topics:
         bundle.topics.update(read_topics(topics))
     wanted = {c.docid for cands in bundle.runs.values() for c in cands}
-    if corpus:
+    if corpus and need_texts:
         bundle.docs.update(read_corpus(corpus, wanted))
     elif doc_fetcher is not None and need_texts:
         bundle.docs.update(doc_fetcher(wanted - set(bundle.docs)))

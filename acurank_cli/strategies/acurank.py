@@ -47,7 +47,7 @@ class AcuRankParams:
     partition: Partition = Partition.sequential
     stop: StopRule = StopRule.uncertain
     seed: int = 0
-    updater: Updater = Updater.library
+    updater: Updater = Updater.fast
 
 
 def sort_by(order: list[int], key: np.ndarray) -> list[int]:

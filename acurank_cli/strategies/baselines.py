@@ -88,7 +88,7 @@ class TrueSkillStatic:
     stages: tuple[int, ...]
     m: int = 20
     init: Init = Init.score
-    updater: Updater = Updater.library
+    updater: Updater = Updater.fast
 
     def plan(self, task: RankingTask) -> Plan:
         """No initial pass; stage budgets c_j in windows of m over the current top."""

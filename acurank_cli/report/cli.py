@@ -1,0 +1,276 @@
+"""``acurank report``: tables, significance, Pareto plots, allocation analysis and traces over runs.
+
+Mounted by the main app with ``app.add_typer(report_app, name="report")``.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+
+import typer
+
+from ..errors import InputError
+from .render import FORMATS, emit
+
+RUNS_HELP = """Naming runs (the same options for table, pareto and allocation):
+
+--runs DIR: runs in DIR/<dataset>/<method>.run (or .run.gz), qrels in
+DIR/<dataset>/qrels.txt, stats beside each run as <method>.stats.jsonl,
+optional DIR/<dataset>/topics.tsv (for WIG); a DIR holding *.run files
+itself is one dataset named after DIR. Repeatable.
+
+--run DATASET:METHOD=PATH adds one run (DATASET may be left out when there
+is one dataset); --qrels DATASET=PATH, --stats DATASET:METHOD=PATH and
+--topics DATASET=PATH name the other files. --dataset and --method restrict
+and order the columns and rows.
+
+The first-stage run (--first-stage, default bm25) counts 0 calls; it is
+also where WIG takes its scores from.
+"""
+
+HELP = (
+    "Effectiveness/efficiency reports over finished runs: `table` (methods x datasets, macro nDCG@10 "
+    "and calls, significance marks), `pareto` (nDCG@10 against cost, PNG/SVG), `allocation` (calls "
+    "against WIG and difficulty, easy/hard split) and `trace` (mu +/- sigma per AcuRank iteration).\n\n"
+    "Example: acurank report table --runs sample_runs --baseline sw-1 --format markdown"
+)
+
+report_app = typer.Typer(name="report", help=HELP, no_args_is_help=True, add_completion=False,
+                         pretty_exceptions_enable=False)
+
+
+def _user_errors(fn):
+    """InputError -> one line on stderr, exit code 2 (as the rest of the CLI)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except InputError as exc:
+            typer.echo(f"acurank: error: {exc}", err=True)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+# ----------------------------------------------------------------------------- shared options
+
+_RUNS = typer.Option(None, "--runs", "-r", help="Directory DIR/<dataset>/<method>.run with DIR/<dataset>/qrels.txt (repeatable).")
+_RUN = typer.Option(None, "--run", help="DATASET:METHOD=PATH, one TREC run (repeatable).")
+_QRELS = typer.Option(None, "--qrels", help="DATASET=PATH qrels (repeatable; overrides DIR/<dataset>/qrels.txt).")
+_STATS = typer.Option(None, "--stats", help="DATASET:METHOD=PATH stats JSONL (default: X.stats.jsonl beside X.run).")
+_TOPICS = typer.Option(None, "--topics", help="DATASET=PATH topics qid<TAB>text (for WIG's |q|; default DIR/<dataset>/topics.tsv).")
+_DATASET = typer.Option(None, "--dataset", "-d", help="Datasets to show, in this order (repeatable; default all).")
+_FIRST = typer.Option("bm25", "--first-stage", help="Method name of the first-stage run (0 calls; WIG scores).")
+_MEASURE = typer.Option("ndcg@10", "--measure", "-m", help="trec_eval measure (nDCG@10 = ndcg_cut_10, map, recall_100, ...).")
+_REL = typer.Option(1, "--rel-level", "-l", help="Relevance level for binary measures (TREC DL uses 2).")
+_FORMAT = typer.Option("terminal", "--format", "-f", help=f"Output format: {' | '.join(FORMATS)}.")
+_OUTPUT = typer.Option(None, "--output", "-o", help="Write the table/JSON here instead of stdout.")
+_BASELINE = typer.Option(None, "--baseline", "-b", help="Baseline METHOD for every dataset, or DATASET=METHOD (repeatable).")
+
+
+def _collection(runs, run, qrels, stats, topics, dataset, method, first_stage, measure, rel_level):
+    from .collection import build_collection
+
+    return build_collection(
+        dirs=[str(p) for p in runs or ()], runs=run or (), qrels=qrels or (), stats=stats or (), topics=topics or (),
+        datasets=dataset or (), methods=method or (), first_stage=first_stage, measure=measure, rel_level=rel_level,
+    )
+
+
+def _check_format(fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise InputError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    return fmt
+
+
+# -------------------------------------------------------------------------------------- table
+
+
+@report_app.command("table", help="Methods x datasets: mean nDCG@10 per dataset, macro average and mean "
+                    "calls per query, with significance marks against a baseline.\n\n" + RUNS_HELP + """
+Significance (per dataset, paired over the judged queries, two-sided):
+† p < 0.05, ‡ p < 0.01 by the test chosen with --test; JSON and CSV hold
+both p-values (paired t-test and sign-flip randomisation test).
+
+Example: acurank report table --runs sample_runs --baseline sw-1 -f latex
+""")
+@_user_errors
+def table_cmd(
+    runs: list[Path] | None = _RUNS,
+    run: list[str] | None = _RUN,
+    qrels: list[str] | None = _QRELS,
+    stats: list[str] | None = _STATS,
+    topics: list[str] | None = _TOPICS,
+    dataset: list[str] | None = _DATASET,
+    method: list[str] | None = typer.Option(None, "--method", help="Methods (rows) to show, in this order (repeatable; default: first stage, then by calls)."),
+    first_stage: str = _FIRST,
+    measure: str = _MEASURE,
+    rel_level: int = _REL,
+    baseline: list[str] | None = _BASELINE,
+    test: str = typer.Option("ttest", "--test", help="Test behind the marks: ttest (paired t-test) | permutation (sign flips)."),
+    resamples: int = typer.Option(10_000, "--resamples", min=1, help="Sign flips of the randomisation test (exact below 2^n)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the randomisation test."),
+    percent: bool = typer.Option(False, "--percent", help="Show the measure x 100 with 2 decimals (as the paper)."),
+    fmt: str = _FORMAT,
+    output: Path | None = _OUTPUT,
+) -> None:
+    from .tables import build_main_table, parse_baselines
+
+    _check_format(fmt)
+    coll = _collection(runs, run, qrels, stats, topics, dataset, method, first_stage, measure, rel_level)
+    rep = build_main_table(coll, parse_baselines(baseline or [], list(coll.datasets)), test, resamples, seed, percent)
+    emit(fmt, rep.tables, rep.records, rep.data, output)
+
+
+# ------------------------------------------------------------------------------------- pareto
+
+
+@report_app.command("pareto", help="Pareto plot of nDCG@10 against mean cost per query (calls, tokens or "
+                    "seconds), one point per method, the frontier drawn; also prints the points.\n\n" + RUNS_HELP + """
+Example: acurank report pareto --runs sample_runs --view all --out pareto.png
+--out pareto.svg
+""")
+@_user_errors
+def pareto_cmd(
+    runs: list[Path] | None = _RUNS,
+    run: list[str] | None = _RUN,
+    qrels: list[str] | None = _QRELS,
+    stats: list[str] | None = _STATS,
+    topics: list[str] | None = _TOPICS,
+    dataset: list[str] | None = _DATASET,
+    method: list[str] | None = typer.Option(None, "--method", help="Methods to plot (repeatable; default all)."),
+    first_stage: str = _FIRST,
+    measure: str = _MEASURE,
+    rel_level: int = _REL,
+    x: str = typer.Option("calls", "--x", help="x axis: calls | tokens (input + output) | seconds (wall, per query)."),
+    view: list[str] | None = typer.Option(None, "--view", help="Panel: a dataset name, 'macro', or 'all' (each dataset + macro); repeatable. Default: macro (or the only dataset)."),
+    out: list[Path] | None = typer.Option(None, "--out", help="Plot file(s): .png, .svg or .pdf (repeatable; default pareto.png and pareto.svg)."),
+    log_x: bool = typer.Option(False, "--log-x", help="Symmetric-log x axis (linear below 1)."),
+    fmt: str = _FORMAT,
+    output: Path | None = _OUTPUT,
+) -> None:
+    from .pareto import build_pareto, plot_pareto
+    from .tables import measure_label
+
+    _check_format(fmt)
+    coll = _collection(runs, run, qrels, stats, topics, dataset, method, first_stage, measure, rel_level)
+    views: list[str] = []
+    for v in view or (["macro"] if len(coll.datasets) > 1 else list(coll.datasets)):
+        views.extend(list(coll.datasets) + ["macro"] if v == "all" else [v])
+    views = list(dict.fromkeys(views))
+    computed, rep = build_pareto(coll, views, x)
+    outs = out or [Path("pareto.png"), Path("pareto.svg")]
+    written = plot_pareto(computed, outs, x, measure_label(coll.measure), log_x)
+    emit(fmt, rep.tables, rep.records, rep.data, output)
+    typer.echo("wrote " + ", ".join(str(p) for p in written), err=True)
+
+
+# --------------------------------------------------------------------------------- allocation
+
+
+@report_app.command("allocation", help="Adaptive allocation: Spearman rho of calls per query against WIG "
+                    "(first-stage query-performance predictor: log(1+s), k = 50) and against nDCG@10; the "
+                    "easy/hard split at the baseline's mean nDCG@10 (queries, nDCG@10 and calls of both, deltas).\n\n"
+                    + RUNS_HELP + """
+WIG (Zhou & Croft 2007) per query from the first-stage scores s_i:
+x_i = log(1 + s_i), ref = mean of x over the whole candidate list (no
+collection score is available), WIG = mean over the top k of (x_i - ref),
+divided by sqrt(|q|) when topics are known (|q| = word tokens).
+
+Example: acurank report allocation --runs sample_runs --method acurank
+--baseline sw-1 --plot allocation.png
+""")
+@_user_errors
+def allocation_cmd(
+    runs: list[Path] | None = _RUNS,
+    run: list[str] | None = _RUN,
+    qrels: list[str] | None = _QRELS,
+    stats: list[str] | None = _STATS,
+    topics: list[str] | None = _TOPICS,
+    dataset: list[str] | None = _DATASET,
+    method: list[str] | None = typer.Option(None, "--method", help="Methods to analyse (repeatable; default: every method with stats but the first stage and the baseline)."),
+    first_stage: str = _FIRST,
+    measure: str = _MEASURE,
+    rel_level: int = _REL,
+    baseline: list[str] | None = _BASELINE,
+    wig_k: int = typer.Option(50, "--wig-k", min=1, help="k of WIG (top documents averaged)."),
+    plot: list[Path] | None = typer.Option(None, "--plot", help="Also draw calls against WIG to this file (.png/.svg; repeatable)."),
+    fmt: str = _FORMAT,
+    output: Path | None = _OUTPUT,
+) -> None:
+    from .allocation import build_allocation, plot_allocation
+    from .tables import measure_label, parse_baselines
+
+    _check_format(fmt)
+    coll = _collection(runs, run, qrels, stats, topics, dataset, None, first_stage, measure, rel_level)
+    known = {m for d in coll.datasets.values() for m in d.runs}
+    for m in method or ():
+        if m not in known:
+            raise InputError(f"--method {m!r} has no run (methods: {', '.join(sorted(known))})")
+    baselines = parse_baselines(baseline or [], list(coll.datasets))
+    for b in set(baselines.values()):
+        if b not in known:
+            raise InputError(f"--baseline {b!r} has no run (methods: {', '.join(sorted(known))})")
+    if method:
+        methods = list(dict.fromkeys(method))
+    else:
+        methods = [m for m in coll.methods() if m != first_stage and m not in baselines.values()
+                   and any(coll.has(d, m) and coll.run(d, m).stats_path for d in coll.datasets)]
+    rep = build_allocation(coll, methods, baselines, wig_k)
+    for p in plot or ():
+        if p.suffix.lower() not in (".png", ".svg", ".pdf"):
+            raise InputError(f"--plot {p}: plot files must end in .png, .svg or .pdf")
+    if plot:
+        plot_allocation(rep, [str(p) for p in plot], measure_label(coll.measure))
+    emit(fmt, rep.tables, rep.records, rep.data, output)
+    if plot:
+        typer.echo("wrote " + ", ".join(str(p) for p in plot), err=True)
+
+
+# -------------------------------------------------------------------------------------- trace
+
+
+@report_app.command("trace", help="""One query's AcuRank trace (written by rerank --trace FILE).
+
+Plots mu ± sigma per iteration for the top documents by final mu (the
+threshold t dashed) and prints a table: the top documents, or with --docid
+the paper-style per-iteration table (mu, sigma, s = P(x > t), rank).
+
+Example: acurank report trace dl23.trace.jsonl --qid 2025253 --docid D1
+""")
+@_user_errors
+def trace_cmd(
+    file: Path = typer.Argument(..., help="Trace JSONL written by rerank --trace ('-' = stdin, .gz ok)."),
+    qid: str = typer.Option(..., "--qid", "-q", help="Query to show."),
+    method: str | None = typer.Option(None, "--method", help="Method, when the trace holds several for the query."),
+    docid: list[str] | None = typer.Option(None, "--docid", help="Documents for the per-iteration table (repeatable; also plotted)."),
+    top: int = typer.Option(10, "--top", min=1, help="How many top documents (by final mu) to plot."),
+    out: list[Path] | None = typer.Option(None, "--out", help="Plot file(s) .png/.svg/.pdf (repeatable; default trace-<qid>.png)."),
+    no_plot: bool = typer.Option(False, "--no-plot", help="Only print the table."),
+    fmt: str = _FORMAT,
+    output: Path | None = _OUTPUT,
+) -> None:
+    from .trace_plot import build_trace_report, plot_trace, read_trace
+
+    _check_format(fmt)
+    src = "-" if str(file) == "-" else file
+    name, steps = read_trace(src, qid, method)
+    rep = build_trace_report(steps, qid, name, docid or (), top)
+    written = []
+    if not no_plot:
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in qid)
+        written = plot_trace(steps, qid, name, out or [Path(f"trace-{safe}.png")], top, docid or ())
+    emit(fmt, rep.tables, rep.records, rep.data, output)
+    if written:
+        typer.echo("wrote " + ", ".join(str(p) for p in written), err=True)
+
+
+def main() -> None:  # pragma: no cover - convenience: python -m acurank_cli.report.cli
+    report_app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,384 @@
+"""Which runs to report on: datasets (each with qrels), methods (each a TREC run, maybe with stats).
+
+Runs are named in two ways, which combine:
+
+* a directory layout ``DIR/<dataset>/<method>.run`` (``.run.gz`` too) with ``DIR/<dataset>/qrels.txt``
+  (and optionally ``topics.tsv``); a directory that itself holds ``*.run`` files is one dataset named
+  after the directory;
+* explicit ``--run DATASET:METHOD=PATH`` and ``--qrels DATASET=PATH`` (the dataset may be left out when
+  there is only one).
+
+The stats file of ``X.run`` is ``X.stats.jsonl`` beside it (used when present); ``--stats
+DATASET:METHOD=PATH`` overrides. The first-stage run (``bm25`` by default) costs no reranker calls, so
+it needs no stats; it is also where WIG takes its scores from.
+
+Queries: the effectiveness measure is computed over the qrels' queries (a query missing from a run
+scores 0, as ``trec_eval -c``); mean costs are over the judged queries found in the stats file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import InputError
+from ..evaluation import evaluate, measure_name
+from ..io.readers import open_text, read_qrels, read_run, read_topics
+from ..records import Candidate
+
+#: Cost measures a stats file can provide (x axes of the Pareto plot).
+COST_KINDS = ("calls", "tokens", "seconds")
+RUN_SUFFIXES = (".run", ".run.gz")
+QRELS_NAMES = ("qrels.txt", "qrels.txt.gz", "qrels", "qrels.tsv")
+TOPICS_NAMES = ("topics.tsv", "topics.tsv.gz", "topics.txt")
+
+
+def method_name_of(path: Path) -> str | None:
+    """``X.run`` / ``X.run.gz`` -> ``X``; anything else -> None."""
+    for suffix in RUN_SUFFIXES:
+        if path.name.endswith(suffix) and len(path.name) > len(suffix):
+            return path.name[: -len(suffix)]
+    return None
+
+
+def stats_path_for(run_path: Path) -> Path:
+    """The conventional stats file beside a run: ``X.run`` (or ``X.run.gz``) -> ``X.stats.jsonl``."""
+    stem = method_name_of(run_path) or run_path.name
+    return run_path.with_name(stem + ".stats.jsonl")
+
+
+def read_stats(path: Path) -> dict[str, dict]:
+    """Read a per-query stats JSONL file -> {qid: record}; a later record for a qid wins (resumed runs)."""
+    out: dict[str, dict] = {}
+    with open_text(path) as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                qid = str(rec["qid"])
+                float(rec["calls"])
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                raise InputError("bad stats record (expected JSON with 'qid' and 'calls')", str(path), lineno) from None
+            out[qid] = rec
+    return out
+
+
+def _record_cost(rec: dict, kind: str) -> float | None:
+    """One query's cost of the given kind from its stats record (None when the record lacks it)."""
+    if kind == "calls":
+        return float(rec["calls"])
+    if kind == "tokens":
+        if "input_tokens" not in rec and "output_tokens" not in rec:
+            return None
+        return float(rec.get("input_tokens") or 0) + float(rec.get("output_tokens") or 0)
+    if kind == "seconds":
+        value = rec.get("seconds")
+        return None if value is None else float(value)
+    raise ValueError(kind)
+
+
+@dataclass
+class MethodRun:
+    """One method's run on one dataset, with its stats file if any (both read lazily)."""
+
+    dataset: str
+    method: str
+    run_path: Path
+    stats_path: Path | None = None
+    first_stage: bool = False
+    _candidates: dict | None = field(default=None, repr=False)
+    _stats: dict | None = field(default=None, repr=False)
+
+    def candidates(self) -> dict[str, tuple[Candidate, ...]]:
+        """Per query, the run's documents in trec_eval order."""
+        if self._candidates is None:
+            self._candidates = read_run(self.run_path)
+        return self._candidates
+
+    def run_dict(self) -> dict[str, dict[str, float]]:
+        """qid -> docid -> score, for evaluation."""
+        return {q: {c.docid: c.score for c in cands} for q, cands in self.candidates().items()}
+
+    def stats(self) -> dict[str, dict] | None:
+        """Per-query stats records, or None when the run has no stats file."""
+        if self._stats is None and self.stats_path is not None:
+            self._stats = read_stats(self.stats_path)
+        return self._stats
+
+    def cost(self, kind: str) -> dict[str, float] | None:
+        """qid -> cost (calls, tokens = input + output, or wall seconds); None when unknown.
+
+        The first-stage run costs nothing (no reranking) unless it has stats of its own."""
+        if kind not in COST_KINDS:
+            raise InputError(f"unknown cost {kind!r}; choose one of {', '.join(COST_KINDS)}")
+        stats = self.stats()
+        if stats is None:
+            return {q: 0.0 for q in self.candidates()} if self.first_stage else None
+        out = {}
+        for qid, rec in stats.items():
+            value = _record_cost(rec, kind)
+            if value is None:
+                return None
+            out[qid] = value
+        return out
+
+
+@dataclass
+class DatasetRuns:
+    """One dataset: its qrels (and optional topics) plus the runs of every method on it."""
+
+    name: str
+    qrels_path: Path | None = None
+    topics_path: Path | None = None
+    runs: dict[str, MethodRun] = field(default_factory=dict)
+    _qrels: dict | None = field(default=None, repr=False)
+    _topics: dict | None = field(default=None, repr=False)
+
+    def qrels(self) -> dict[str, dict[str, int]]:
+        """The dataset's qrels (read once)."""
+        if self._qrels is None:
+            if self.qrels_path is None:
+                raise InputError(
+                    f"dataset {self.name!r} has no qrels: put qrels.txt beside its runs or pass --qrels {self.name}=PATH"
+                )
+            self._qrels = read_qrels(self.qrels_path)
+        return self._qrels
+
+    def topics(self) -> dict[str, str] | None:
+        """The dataset's topics (qid -> text) when a topics file is known, else None."""
+        if self._topics is None and self.topics_path is not None:
+            self._topics = read_topics(self.topics_path)
+        return self._topics
+
+
+@dataclass
+class Collection:
+    """Datasets x methods, with per-query effectiveness and costs computed on demand (cached)."""
+
+    datasets: dict[str, DatasetRuns]
+    first_stage: str = "bm25"
+    measure: str = "ndcg_cut_10"
+    rel_level: int = 1
+    method_order: list[str] | None = None  # as given by --method; None = not given
+    _eval: dict = field(default_factory=dict, repr=False)
+
+    def methods(self) -> list[str]:
+        """Every method present in some dataset: in --method order if given, else sorted by name."""
+        if self.method_order is not None:
+            return list(self.method_order)
+        seen = {m for d in self.datasets.values() for m in d.runs}
+        return sorted(seen, key=natural_key)
+
+    def has(self, dataset: str, method: str) -> bool:
+        """Whether ``method`` has a run on ``dataset``."""
+        return method in self.datasets[dataset].runs
+
+    def run(self, dataset: str, method: str) -> MethodRun:
+        """The run of ``method`` on ``dataset`` (InputError when there is none)."""
+        try:
+            return self.datasets[dataset].runs[method]
+        except KeyError:
+            raise InputError(f"no run for method {method!r} on dataset {dataset!r}") from None
+
+    def per_query(self, dataset: str, method: str) -> dict[str, float]:
+        """qid -> effectiveness over the qrels' queries (missing from the run -> 0)."""
+        key = (dataset, method)
+        if key not in self._eval:
+            ds = self.datasets[dataset]
+            ev = evaluate(self.run(dataset, method).run_dict(), ds.qrels(), [self.measure], self.rel_level)
+            self._eval[key] = {q: v[self.measure] for q, v in ev.per_query.items()}
+        return self._eval[key]
+
+    def mean(self, dataset: str, method: str) -> float:
+        """Mean effectiveness over the qrels' queries."""
+        values = self.per_query(dataset, method)
+        return statistics.fmean(values.values()) if values else float("nan")
+
+    def per_query_cost(self, dataset: str, method: str, kind: str = "calls") -> dict[str, float] | None:
+        """qid -> cost over the judged queries found in the stats (None when the cost is unknown)."""
+        cost = self.run(dataset, method).cost(kind)
+        if cost is None:
+            return None
+        judged = self.datasets[dataset].qrels()
+        return {q: v for q, v in cost.items() if q in judged}
+
+    def mean_cost(self, dataset: str, method: str, kind: str = "calls") -> float | None:
+        """Mean cost per judged query (None when unknown)."""
+        cost = self.per_query_cost(dataset, method, kind)
+        if not cost:
+            return None
+        return statistics.fmean(cost.values())
+
+
+def natural_key(name: str) -> list:
+    """Sort key treating digit runs as numbers (sw-2 before sw-10)."""
+    return [int(p) if p.isdigit() else p.lower() for p in re.split(r"(\d+)", name)]
+
+
+def macro(values: Sequence[float | None]) -> float | None:
+    """Unweighted mean over datasets; None when any dataset's value is missing."""
+    if not values or any(v is None or (isinstance(v, float) and math.isnan(v)) for v in values):
+        return None
+    return statistics.fmean(values)
+
+
+# ------------------------------------------------------------------------------------- building
+
+
+def split_spec(spec: str, option: str) -> tuple[str | None, str]:
+    """``NAME=PATH`` -> (NAME, PATH); ``PATH`` (no '=' or a '/' before it) -> (None, PATH)."""
+    name, sep, path = spec.partition("=")
+    if not sep or "/" in name or "\\" in name:
+        return None, spec
+    if not name or not path:
+        raise InputError(f"{option} {spec!r}: expected NAME=PATH")
+    return name, path
+
+
+def split_run_spec(spec: str, option: str) -> tuple[str | None, str, str]:
+    """``DATASET:METHOD=PATH`` or ``METHOD=PATH`` -> (dataset or None, method, path)."""
+    name, path = split_spec(spec, option)
+    if name is None:
+        raise InputError(f"{option} {spec!r}: expected DATASET:METHOD=PATH (or METHOD=PATH with one dataset)")
+    dataset, sep, method = name.rpartition(":")
+    if sep and (not dataset or not method):
+        raise InputError(f"{option} {spec!r}: expected DATASET:METHOD=PATH")
+    return (dataset or None), method, path
+
+
+def _existing(path: str | Path, option: str) -> Path:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{option}: no such file", str(p))
+    return p
+
+
+def _first_existing(folder: Path, names: Iterable[str]) -> Path | None:
+    for n in names:
+        if (folder / n).is_file():
+            return folder / n
+    return None
+
+
+def _run_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_file() and method_name_of(p))
+
+
+def _scan_dataset(name: str, folder: Path) -> DatasetRuns:
+    ds = DatasetRuns(name, _first_existing(folder, QRELS_NAMES), _first_existing(folder, TOPICS_NAMES))
+    if ds.qrels_path is None:
+        found = sorted(folder.glob("qrels*"))
+        if len(found) == 1:
+            ds.qrels_path = found[0]
+    for path in _run_files(folder):
+        method = method_name_of(path)
+        stats = stats_path_for(path)
+        ds.runs[method] = MethodRun(name, method, path, stats if stats.is_file() else None)
+    return ds
+
+
+def scan_directory(root: str | Path) -> dict[str, DatasetRuns]:
+    """Datasets found under ``root``: ``root/<dataset>/<method>.run``, or ``root`` itself as one dataset."""
+    root = Path(root)
+    if not root.is_dir():
+        raise InputError("--runs: not a directory", str(root))
+    if _run_files(root):
+        return {root.resolve().name: _scan_dataset(root.resolve().name, root)}
+    found = {}
+    for sub in sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: natural_key(p.name)):
+        if _run_files(sub):
+            found[sub.name] = _scan_dataset(sub.name, sub)
+    if not found:
+        raise InputError("--runs: no runs found (expected DIR/<dataset>/<method>.run)", str(root))
+    return found
+
+
+def build_collection(
+    dirs: Sequence[str] = (),
+    runs: Sequence[str] = (),
+    qrels: Sequence[str] = (),
+    stats: Sequence[str] = (),
+    topics: Sequence[str] = (),
+    datasets: Sequence[str] = (),
+    methods: Sequence[str] = (),
+    first_stage: str = "bm25",
+    measure: str = "ndcg@10",
+    rel_level: int = 1,
+) -> Collection:
+    """Assemble a :class:`Collection` from directories and explicit specs (see the module docstring)."""
+    found: dict[str, DatasetRuns] = {}
+    for d in dirs:
+        for name, ds in scan_directory(d).items():
+            if name in found:
+                found[name].runs.update(ds.runs)
+                found[name].qrels_path = ds.qrels_path or found[name].qrels_path
+                found[name].topics_path = ds.topics_path or found[name].topics_path
+            else:
+                found[name] = ds
+
+    def sole(option: str, spec: str) -> str:
+        if len(found) == 1:
+            return next(iter(found))
+        known = ", ".join(found) or "none yet"
+        raise InputError(f"{option} {spec!r}: name the dataset (datasets: {known})")
+
+    unnamed_qrels = []
+    for spec in qrels:
+        name, path = split_spec(spec, "--qrels")
+        if name is None:
+            unnamed_qrels.append((spec, path))
+            continue
+        found.setdefault(name, DatasetRuns(name)).qrels_path = _existing(path, "--qrels")
+    for spec, path in unnamed_qrels:
+        if not found:
+            p = _existing(path, "--qrels")
+            name = p.resolve().parent.name or "dataset"
+            found[name] = DatasetRuns(name)
+        found[sole("--qrels", spec)].qrels_path = _existing(path, "--qrels")
+    for spec in topics:
+        name, path = split_spec(spec, "--topics")
+        name = name or sole("--topics", spec)
+        found.setdefault(name, DatasetRuns(name)).topics_path = _existing(path, "--topics")
+    explicit = [split_run_spec(spec, "--run") + (spec,) for spec in runs]
+    for ds_name, method, path, _ in explicit:
+        if ds_name is not None:
+            found.setdefault(ds_name, DatasetRuns(ds_name))
+    for ds_name, method, path, spec in explicit:
+        ds_name = ds_name or sole("--run", spec)
+        p = _existing(path, "--run")
+        st = stats_path_for(p)
+        found[ds_name].runs[method] = MethodRun(ds_name, method, p, st if st.is_file() else None)
+    for spec in stats:
+        ds_name, method, path = split_run_spec(spec, "--stats")
+        ds_name = ds_name or sole("--stats", spec)
+        if ds_name not in found or method not in found[ds_name].runs:
+            raise InputError(f"--stats {spec!r}: no run for method {method!r} on dataset {ds_name!r}")
+        found[ds_name].runs[method].stats_path = _existing(path, "--stats")
+
+    if datasets:
+        missing = [d for d in datasets if d not in found]
+        if missing:
+            raise InputError(f"--dataset {missing[0]!r} not found (datasets: {', '.join(found) or 'none'})")
+        found = {d: found[d] for d in datasets}
+    found = {k: v for k, v in found.items() if v.runs or datasets}
+    if not found:
+        raise InputError("no runs given: use --runs DIR (DIR/<dataset>/<method>.run) or --run DATASET:METHOD=PATH")
+    for ds in found.values():
+        if ds.qrels_path is None:
+            ds.qrels()  # raises the explanatory error
+        if first_stage in ds.runs:
+            ds.runs[first_stage].first_stage = True
+    order = None
+    if methods:
+        known = {m for d in found.values() for m in d.runs}
+        for m in methods:
+            if m not in known:
+                raise InputError(f"--method {m!r} has no run (methods: {', '.join(sorted(known, key=natural_key))})")
+        order = list(dict.fromkeys(methods))  # rows shown; other runs stay loadable (baselines, WIG)
+    return Collection(found, first_stage, measure_name(measure), rel_level, order)

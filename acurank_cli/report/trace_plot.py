@@ -1,0 +1,205 @@
+"""Rating traces (``acurank rerank --trace``): mu +/- sigma per iteration for one query, and the
+paper-style per-iteration table (mu, sigma, s = P(x > t), rank) for chosen documents.
+
+A trace file holds one JSON record per query and AcuRank iteration:
+``{"qid", "method", "iteration", "phase", "t", "docs": [{"docid", "mu", "sigma", "s", "rank"}]}``;
+iteration 0 is the state after the initial pass. When a query's iteration counter goes back (a
+resumed run recorded the query again), the later sequence replaces the earlier one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InputError
+from ..io.readers import open_text, source_name
+from .render import MISSING, Table, num
+from .tables import Report
+
+
+@dataclass(frozen=True)
+class TraceStep:
+    """One recorded iteration: counter, phase, threshold t and every document's rating."""
+
+    iteration: int
+    phase: str
+    t: float | None
+    docs: dict[str, dict]
+
+
+def _float(v) -> float | None:
+    return None if v is None else float(v)
+
+
+def read_trace(src: str | Path, qid: str, method: str | None = None) -> tuple[str, list[TraceStep]]:
+    """The steps of ``qid`` (and ``method`` when the file holds several methods for that query)."""
+    name = source_name(src)
+    seqs: dict[str, list[TraceStep]] = {}
+    qids_seen: list[str] = []
+    with open_text(src) as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip() or (qid not in line and len(qids_seen) >= 8):
+                continue  # cheap skip: a record of this query must contain its qid
+            try:
+                rec = json.loads(line)
+                q = str(rec["qid"])
+            except (json.JSONDecodeError, KeyError, TypeError):
+                raise InputError("bad trace record (expected JSON with 'qid')", name, lineno) from None
+            if q != qid:
+                if len(qids_seen) < 8 and q not in qids_seen:
+                    qids_seen.append(q)
+                continue
+            try:
+                m = str(rec.get("method", ""))
+                docs = {
+                    str(d["docid"]): {
+                        "mu": float(d["mu"]),
+                        "sigma": float(d["sigma"]),
+                        "s": _float(d.get("s")),
+                        "rank": None if d.get("rank") is None else int(d["rank"]),
+                    }
+                    for d in rec["docs"]
+                }
+                step = TraceStep(int(rec["iteration"]), str(rec.get("phase", "")), _float(rec.get("t")), docs)
+            except (KeyError, TypeError, ValueError):
+                raise InputError(
+                    "bad trace record (expected iteration, phase, t and docs [{docid, mu, sigma, s, rank}])", name, lineno
+                ) from None
+            seq = seqs.setdefault(m, [])
+            if seq and step.iteration <= seq[-1].iteration:
+                seq.clear()  # the counter went back: a resumed run recorded the query again
+            seq.append(step)
+    if not seqs:
+        hint = f" (queries in the file include {', '.join(qids_seen)})" if qids_seen else ""
+        raise InputError(f"query {qid!r} not in the trace{hint}", name)
+    if method is not None:
+        if method not in seqs:
+            raise InputError(f"query {qid!r}: no trace for method {method!r} (found {', '.join(seqs)})", name)
+        return method, seqs[method]
+    if len(seqs) > 1:
+        raise InputError(f"query {qid!r} has traces of several methods ({', '.join(seqs)}): choose one with --method", name)
+    return next(iter(seqs.items()))
+
+
+def x_values(steps: Sequence[TraceStep]) -> tuple[list[int], str]:
+    """x positions: the iteration counter when it strictly increases, else the step number."""
+    its = [s.iteration for s in steps]
+    if all(b > a for a, b in itertools.pairwise(its)):
+        return its, "iteration (adaptive groups so far; 0 = after the initial pass)"
+    return list(range(len(steps))), "trace step (0 = after the initial pass)"
+
+
+def top_docids(steps: Sequence[TraceStep], top: int) -> list[str]:
+    """The ``top`` documents by final mu (ties by docid)."""
+    final = steps[-1].docs
+    return sorted(final, key=lambda d: (-final[d]["mu"], d))[:top]
+
+
+def plot_trace(
+    steps: Sequence[TraceStep], qid: str, method: str, outputs: Sequence[str | Path], top: int = 10,
+    docids: Sequence[str] = (),
+) -> list[Path]:
+    """mu per iteration with a +/- sigma band for the top documents (and any --docid), t dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    chosen = list(dict.fromkeys(list(top_docids(steps, top)) + list(docids)))
+    xs, xlabel = x_values(steps)
+    final = steps[-1].docs
+    with plt.rc_context({"svg.hashsalt": "acurank", "font.size": 9}):
+        fig, ax = plt.subplots(figsize=(9.5, 5.2))
+        cmap = plt.get_cmap("tab10" if len(chosen) <= 10 else "tab20")
+        for i, d in enumerate(chosen):
+            pts = [(x, s.docs[d]) for x, s in zip(xs, steps) if d in s.docs]
+            if not pts:
+                continue
+            px = [p[0] for p in pts]
+            mu = [p[1]["mu"] for p in pts]
+            sd = [p[1]["sigma"] for p in pts]
+            color = cmap(i % cmap.N)
+            rank = final.get(d, {}).get("rank")
+            label = f"{rank if rank is not None else '?'}. {d}"
+            ax.plot(px, mu, marker="o", markersize=2.5, linewidth=1.3, color=color, label=label, zorder=3)
+            ax.fill_between(px, [m - s for m, s in zip(mu, sd)], [m + s for m, s in zip(mu, sd)],
+                            color=color, alpha=0.10, linewidth=0, zorder=2)
+        tx = [(x, s.t) for x, s in zip(xs, steps) if s.t is not None and math.isfinite(s.t)]
+        if tx:
+            ax.plot([p[0] for p in tx], [p[1] for p in tx], linestyle="--", color="black", linewidth=1.1,
+                    label="threshold t", zorder=4)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("rating mu (band: mu ± sigma)")
+        ax.set_title(f"query {qid}, {method}: top {min(top, len(final))} documents by final mu")
+        ax.grid(True, alpha=0.3, linewidth=0.6)
+        if len(xs) <= 25:
+            ax.set_xticks(xs)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5, frameon=False,
+                  title="final rank. docid", title_fontsize=8)
+        fig.tight_layout()
+        written = []
+        for out in outputs:
+            path = Path(out)
+            if path.suffix.lower() not in (".png", ".svg", ".pdf"):
+                raise InputError(f"--out {out}: plot files must end in .png, .svg or .pdf")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fig.savefig(path, dpi=200, metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
+            written.append(path)
+        plt.close(fig)
+    return written
+
+
+def build_trace_report(steps: Sequence[TraceStep], qid: str, method: str, docids: Sequence[str] = (), top: int = 10) -> Report:
+    """With ``docids``: per document, one row per iteration (mu, sigma, s, rank), as the paper's
+    case-study table. Without: the top documents at the last iteration, with their rank after the
+    initial pass."""
+    data = {
+        "qid": qid,
+        "method": method,
+        "iterations": [{"iteration": s.iteration, "phase": s.phase, "t": s.t} for s in steps],
+    }
+    records = []
+    if docids:
+        for d in docids:
+            if not any(d in s.docs for s in steps):
+                raise InputError(f"--docid {d!r} is not among query {qid}'s traced documents")
+        table = Table(f"query {qid}, {method}: ratings per iteration",
+                      ["Docid", "Iteration", "Phase", "t", "μ", "σ", "s = P(x>t)", "Rank"],
+                      align=["l", "r", "l", "r", "r", "r", "r", "r"])
+        data["docs"] = {}
+        for d in docids:
+            table.rules.add(len(table.rows))
+            data["docs"][d] = []
+            for s in steps:
+                v = s.docs.get(d)
+                if v is None:
+                    continue
+                table.add(d, str(s.iteration), s.phase, num(s.t, 3), num(v["mu"], 3), num(v["sigma"], 3),
+                          num(v["s"], 4), MISSING if v["rank"] is None else str(v["rank"]))
+                row = {"iteration": s.iteration, "phase": s.phase, "t": s.t, **v}
+                data["docs"][d].append(row)
+                records.append({"qid": qid, "method": method, "docid": d, **row})
+        table.rules.discard(0)
+    else:
+        first, last = steps[0], steps[-1]
+        table = Table(f"query {qid}, {method}: top {top} documents after iteration {last.iteration} ({last.phase})",
+                      ["Rank", "Docid", "μ", "σ", "s = P(x>t)", "Rank after initial pass"],
+                      align=["r", "l", "r", "r", "r", "r"])
+        data["top"] = []
+        for d in top_docids(steps, top):
+            v = last.docs[d]
+            r0 = first.docs.get(d, {}).get("rank")
+            table.add(MISSING if v["rank"] is None else str(v["rank"]), d, num(v["mu"], 3), num(v["sigma"], 3),
+                      num(v["s"], 4), MISSING if r0 is None else str(r0))
+            row = {"docid": d, **v, "initial_rank": r0}
+            data["top"].append(row)
+            records.append({"qid": qid, "method": method, **row})
+        note = (f"{len(steps)} recorded iterations; final t = {num(last.t, 3)}. "
+                "Use --docid to see one document's ratings per iteration.")
+        table.notes = [note]
+    return Report([table], records, data)

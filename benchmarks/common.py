@@ -1,0 +1,120 @@
+"""Shared benchmark helpers: sample tasks of size n, instrumented engine timing, result files."""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from acurank_cli.io.readers import read_candidates, read_qrels
+from acurank_cli.records import Candidate, RankingTask, RerankResult
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def load(dataset: str = "dl23"):
+    """Tasks (BM25 top-100) and qrels of a bundled sample dataset."""
+    bundle, _ = read_candidates(ROOT / "sample_runs" / dataset / "bm25.run")
+    qrels = read_qrels(ROOT / "sample_runs" / dataset / "qrels.txt")
+    return [RankingTask(q, "", c) for q, c in bundle.runs.items()], qrels
+
+
+def tasks_of_size(n: int, dataset: str = "dl23", limit: int | None = None):
+    """Tasks with n candidates: a prefix of each list (n <= 100), or several queries' candidates
+    concatenated under one qid with their BM25 scores (n > 100; qrels merged, max grade)."""
+    tasks, qrels = load(dataset)
+    if n <= 100:
+        out = [RankingTask(t.qid, "", t.candidates[:n]) for t in tasks]
+        return (out[:limit] if limit else out), qrels
+    per = -(-n // 100)
+    merged, merged_qrels = [], dict(qrels)
+    for j in range(0, len(tasks) - per + 1, per):
+        group = tasks[j : j + per]
+        qid = "+".join(t.qid for t in group)
+        seen: dict[str, Candidate] = {}
+        grades: dict[str, int] = {}
+        for t in group:
+            for c in t.candidates:
+                if c.docid not in seen:
+                    seen[c.docid] = c
+            for d, g in qrels.get(t.qid, {}).items():
+                grades[d] = max(g, grades.get(d, 0))
+        cands = sorted(seen.values(), key=lambda c: (c.score, c.docid), reverse=True)[:n]
+        merged.append(RankingTask(qid, "", tuple(cands)))
+        merged_qrels[qid] = grades
+    return (merged[:limit] if limit else merged), merged_qrels
+
+
+class InstantReranker:
+    """Returns the presented order at once: isolates the engine's own cost."""
+
+    name = "instant"
+    needs_texts = False
+
+    def rerank(self, requests):
+        return [RerankResult(tuple(range(len(r.docids)))) for r in requests]
+
+
+class Timers:
+    """Accumulates wall and CPU seconds per named section."""
+
+    def __init__(self):
+        self.wall: dict[str, float] = {}
+
+    def wrap(self, name: str, fn):
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.wall[name] = self.wall.get(name, 0.0) + time.perf_counter() - t0
+
+        return timed
+
+
+@contextmanager
+def instrument_acurank(timers: Timers):
+    """Time the TrueSkill updates and the threshold/probability computations of the engine."""
+    from acurank_cli.strategies import acurank as mod
+    from acurank_cli.strategies import baselines as base_mod
+    from acurank_cli import ratings
+
+    saved = (mod.threshold, mod.exceed_probability, mod.get_updater, base_mod.get_updater)
+    mod.threshold = timers.wrap("threshold", ratings.threshold)
+    mod.exceed_probability = timers.wrap("threshold", ratings.exceed_probability)
+    timed_get = lambda kind: timers.wrap("update", ratings.get_updater(kind))  # noqa: E731
+    mod.get_updater = timed_get
+    base_mod.get_updater = timed_get
+    try:
+        yield timers
+    finally:
+        mod.threshold, mod.exceed_probability, mod.get_updater, base_mod.get_updater = saved
+
+
+def machine() -> dict:
+    """What ran the benchmark."""
+    import os
+
+    return {"python": platform.python_version(), "machine": platform.machine(),
+            "processor": platform.processor(), "cores": os.cpu_count()}
+
+
+def save(name: str, payload: dict) -> Path:
+    """Write benchmarks/results/<name>.json."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps({"machine": machine(), **payload}, indent=1) + "\n")
+    return path
+
+
+def table(rows: list[dict], columns: list[str]) -> str:
+    """A small fixed-width text table."""
+    widths = [max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in columns]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths))]
+    lines.append("  ".join("-" * w for w in widths))
+    for r in rows:
+        lines.append("  ".join(str(r.get(c, "")).ljust(w) for c, w in zip(columns, widths)))
+    return "\n".join(lines)

@@ -1,0 +1,249 @@
+"""fast_trueskill.fast_update against the trueskill package (ratings.library_update)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import trueskill
+import trueskill.backends
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from acurank_cli import fast_trueskill as ft
+from acurank_cli.fast_trueskill import fast_update
+from acurank_cli.ratings import ENV, Updater, get_updater, library_update
+
+TOL = 1e-9
+
+
+def _both(mu, sigma, order):
+    """Run library and fast on copies; return (lib_mu, lib_sigma, fast_mu, fast_sigma)."""
+    mu = np.asarray(mu, dtype=np.float64)
+    sigma = np.asarray(sigma, dtype=np.float64)
+    m1, s1, m2, s2 = mu.copy(), sigma.copy(), mu.copy(), sigma.copy()
+    library_update(m1, s1, order)
+    fast_update(m2, s2, order)
+    return m1, s1, m2, s2
+
+
+def _maxdiff(m1, s1, m2, s2) -> float:
+    return float(max(np.max(np.abs(m1 - m2)), np.max(np.abs(s1 - s2))))
+
+
+# ---------------------------------------------------------------------------------------------
+# constants and the library's own normal functions
+# ---------------------------------------------------------------------------------------------
+def test_constants_match_library_environment():
+    assert (ft.MU, ft.SIGMA, ft.BETA, ft.TAU, ft.DRAW_PROBABILITY) == (
+        ENV.mu, ENV.sigma, ENV.beta, ENV.tau, ENV.draw_probability)
+    assert ft.DRAW_MARGIN == trueskill.calc_draw_margin(ENV.draw_probability, 2, ENV)
+    assert ENV.cdf is trueskill.backends.cdf  # the reference really uses the built-in backend
+
+
+@pytest.mark.parametrize("x", [-40.0, -12.3, -3.0, -1e-3, 0.0, 0.2, 1.7, 5.5, 9.0, 27.0])
+def test_normal_functions_are_the_libraries(x):
+    assert ft._cdf(x) == trueskill.backends.cdf(x)
+    assert ft._pdf(x) == trueskill.backends.pdf(x)
+    assert ft._erfc(x) == trueskill.backends.erfc(x)
+
+def test_library_cdf_is_not_the_exact_one():
+    # why math.erfc / scipy cannot be used: the library's approximation is off by ~1e-8
+    for x in (-1e-3, 0.0, 0.2):
+        assert abs(ft._cdf(x) - 0.5 * math.erfc(-x / math.sqrt(2.0))) > 1e-9
+
+
+@pytest.mark.parametrize("p", [0.01, 0.3, 0.55, 0.9, 0.999])
+def test_ppf_is_the_libraries(p):
+    assert ft._ppf(p) == trueskill.backends.ppf(p)
+
+
+# ---------------------------------------------------------------------------------------------
+# property test
+# ---------------------------------------------------------------------------------------------
+_wide = st.tuples(st.floats(0.5, 60.0), st.floats(0.05, 20.0))
+_bm25 = st.floats(5.0, 30.0).map(lambda m: (m, m / 3.0))  # AcuRank's initial ratings
+_converged = st.tuples(st.floats(5.0, 30.0), st.floats(0.6, 1.0))  # sigma ~0.8 after many windows
+_player = st.one_of(_wide, _bm25, _converged)
+
+
+@st.composite
+def windows(draw):
+    n = draw(st.integers(2, 30))
+    extra = draw(st.integers(0, 4))  # candidates outside the window must stay untouched
+    kind = draw(st.sampled_from(["wide", "bm25", "converged", "mixed"]))
+    player = {"wide": _wide, "bm25": _bm25, "converged": _converged, "mixed": _player}[kind]
+    ratings = draw(st.lists(player, min_size=n + extra, max_size=n + extra))
+    order = draw(st.permutations(range(n + extra)))[:n]
+    mu = np.array([r[0] for r in ratings])
+    sigma = np.array([r[1] for r in ratings])
+    return mu, sigma, list(order)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(windows())
+def test_matches_library_on_random_windows(window):
+    mu, sigma, order = window
+    m1, s1, m2, s2 = mu.copy(), sigma.copy(), mu.copy(), sigma.copy()
+    try:
+        library_update(m1, s1, order)
+    except FloatingPointError:
+        # the library gives up (its erfc approximation underflows): so must we, untouched
+        with pytest.raises(FloatingPointError):
+            fast_update(m2, s2, order)
+        assert np.array_equal(m2, mu) and np.array_equal(s2, sigma)
+        return
+    fast_update(m2, s2, order)
+    assert _maxdiff(m1, s1, m2, s2) <= TOL
+    outside = np.setdiff1d(np.arange(len(mu)), order)
+    assert np.array_equal(m2[outside], mu[outside]) and np.array_equal(s2[outside], sigma[outside])
+
+
+# ---------------------------------------------------------------------------------------------
+# deterministic cases
+# ---------------------------------------------------------------------------------------------
+FIXED_MU = np.array([
+    21.4, 18.9, 25.2, 12.7, 30.0, 9.8, 15.5, 22.1, 17.3, 11.0,
+    26.6, 14.2, 19.9, 8.4, 23.7, 13.1, 16.8, 20.5, 10.3, 28.9,
+])
+FIXED_ORDER = [4, 0, 7, 2, 12, 19, 10, 1, 14, 17, 6, 8, 16, 11, 3, 15, 9, 5, 18, 13]
+
+
+def test_fixed_window():
+    mu, sigma = FIXED_MU.copy(), FIXED_MU / 3.0
+    m1, s1, m2, s2 = _both(mu, sigma, FIXED_ORDER)
+    assert _maxdiff(m1, s1, m2, s2) <= TOL
+    # pinned values of the trueskill 0.4.5 reference (guards the reference itself)
+    assert m2[4] == pytest.approx(42.73395490447938, abs=1e-9)
+    assert s2[4] == pytest.approx(6.27852757788034, abs=1e-9)
+    assert m2[13] == pytest.approx(5.87330410448509, abs=1e-9)
+    assert s2[13] == pytest.approx(2.4954140884375717, abs=1e-9)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 20, 50, 100])
+@pytest.mark.parametrize("kind", ["bm25", "converged"])
+def test_window_sizes_up_to_100(n, kind):
+    rng = np.random.default_rng(1000 + n)
+    mu = rng.uniform(5.0, 30.0, n)
+    sigma = mu / 3.0 if kind == "bm25" else rng.uniform(0.6, 1.0, n)
+    order = list(np.argsort(-(mu + rng.normal(0.0, 3.0, n))))  # a noisy ranker
+    assert _maxdiff(*_both(mu, sigma, order)) <= TOL
+
+
+def test_order_may_be_any_int_sequence():
+    mu, sigma = FIXED_MU.copy(), FIXED_MU / 3.0
+    ref = _both(mu, sigma, FIXED_ORDER)
+    for order in (np.array(FIXED_ORDER), tuple(FIXED_ORDER), [np.int64(i) for i in FIXED_ORDER]):
+        m, s = mu.copy(), sigma.copy()
+        fast_update(m, s, order)
+        assert np.max(np.abs(m - ref[0])) <= TOL and np.max(np.abs(s - ref[1])) <= TOL
+
+
+def test_winner_far_ahead_zero_precision_messages():
+    # w underflows to ~0: the library's SumFactor hits 1/0.0 (ZeroDivisionError -> infinite
+    # variance -> an empty message); the outcome is just the tau-inflated prior.
+    for mu, sigma in [([60.0, 0.5], [0.05, 0.05]), ([60.0, 0.5, 0.4], [0.05] * 3),
+                      ([60.0, 59.0, 0.5, 0.45, 0.4], [0.05] * 5)]:
+        m1, s1, m2, s2 = _both(mu, sigma, list(range(len(mu))))
+        assert _maxdiff(m1, s1, m2, s2) <= TOL
+
+
+def test_floating_point_error_like_library():
+    n = 46  # best-first order against steeply increasing mu: the library's W leaves (0, 1)
+    mu, sigma = np.linspace(0.5, 60.0, n), np.full(n, 1.0)
+    with pytest.raises(FloatingPointError):
+        library_update(mu.copy(), sigma.copy(), list(range(n)))
+    m, s = mu.copy(), sigma.copy()
+    with pytest.raises(FloatingPointError):
+        fast_update(m, s, list(range(n)))
+    assert np.array_equal(m, mu) and np.array_equal(s, sigma)
+
+
+def test_invalid_input():
+    mu, sigma = np.array([20.0, 10.0]), np.array([2.0, 0.0])
+    with pytest.raises(ValueError):
+        fast_update(mu, sigma, [0])
+    with pytest.raises(ValueError):
+        fast_update(mu, sigma, [])
+    with pytest.raises(ValueError):  # as trueskill.Rating(sigma=0)
+        fast_update(mu, sigma, [0, 1])
+
+
+def test_registered_as_fast_updater():
+    assert get_updater(Updater.fast) is fast_update
+
+
+# ---------------------------------------------------------------------------------------------
+# a whole AcuRank-like run: errors must not accumulate
+# ---------------------------------------------------------------------------------------------
+def test_sequence_of_updates_stays_close():
+    rng = np.random.default_rng(42)
+    n_cand, window, steps = 100, 20, 50
+    relevance = rng.normal(0.0, 1.0, n_cand)
+    bm25 = np.clip(17.0 + 4.0 * relevance + rng.normal(0.0, 3.0, n_cand), 5.0, 30.0)
+    lib_mu, lib_sigma = bm25.copy(), bm25 / 3.0
+    fast_mu, fast_sigma = lib_mu.copy(), lib_sigma.copy()
+    worst = 0.0
+    for _ in range(steps):
+        # the next window: mostly the currently best-looking candidates, plus random ones
+        top = np.argsort(-fast_mu)[:12]
+        rest = rng.choice(np.setdiff1d(np.arange(n_cand), top), window - 12, replace=False)
+        cand = np.concatenate([top, rest])
+        order = list(cand[np.argsort(-(relevance[cand] + rng.normal(0.0, 0.3, window)))])
+        library_update(lib_mu, lib_sigma, order)
+        fast_update(fast_mu, fast_sigma, order)
+        worst = max(worst, _maxdiff(lib_mu, lib_sigma, fast_mu, fast_sigma))
+        assert worst <= TOL
+    assert lib_sigma[top].max() < 2.0  # the run really went to converged (small) sigmas
+
+
+# ---------------------------------------------------------------------------------------------
+# direction of the update
+# ---------------------------------------------------------------------------------------------
+@settings(max_examples=300, deadline=None)
+@given(windows())
+def test_update_directions(window):
+    mu, sigma, order = window
+    m, s = mu.copy(), sigma.copy()
+    try:
+        fast_update(m, s, order)
+    except FloatingPointError:
+        return
+    win, lose = order[0], order[-1]
+    # Always: the winner never loses mean, the last never gains (up to the rounding of the
+    # library's Rating round trip: a winner far ahead gets an empty message).
+    assert m[win] >= mu[win] - 1e-12
+    assert m[lose] <= mu[lose] + 1e-12
+    # Always: sigma never exceeds the tau-inflated prior sqrt(sigma^2 + tau^2) ...
+    w = np.asarray(order)
+    assert np.all(s[w] <= np.sqrt(sigma[w] ** 2 + ft.TAU ** 2) * (1 + 1e-12))
+    # ... but it does NOT always shrink below the old sigma: a candidate the window says little
+    # about (e.g. a clear winner) gets almost no information, less than the tau^2 = 0.0069 added.
+
+
+def test_directions_on_realistic_initial_ratings():
+    """With AcuRank's initial ratings (mu = BM25 score, sigma = mu / 3) the textbook directions
+    hold strictly: winner up, last down, every sigma in the window shrinks."""
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        n = int(rng.integers(2, 31))
+        mu = rng.uniform(5.0, 30.0, n)
+        sigma = mu / 3.0
+        order = list(rng.permutation(n))
+        m, s = mu.copy(), sigma.copy()
+        fast_update(m, s, order)
+        assert m[order[0]] > mu[order[0]]
+        assert m[order[-1]] < mu[order[-1]]
+        assert np.all(s < sigma)
+
+
+def test_small_sigma_can_grow_through_dynamic_tau():
+    # a clear winner with a converged small sigma: the tau^2 added beats the information gained
+    mu = np.array([30.0, 10.0, 9.0])
+    sigma = np.array([0.05, 0.8, 0.8])
+    m, s = mu.copy(), sigma.copy()
+    fast_update(m, s, [0, 1, 2])
+    assert s[0] > sigma[0]
+    assert s[0] <= math.sqrt(sigma[0] ** 2 + ft.TAU ** 2)
+    assert _maxdiff(*_both(mu, sigma, [0, 1, 2])) <= TOL
