@@ -30,6 +30,7 @@ class Init(str, enum.Enum):
 def initial_ratings(scores: Sequence[float], init: Init, qid: str = "") -> tuple[np.ndarray, np.ndarray]:
     """Initial (mu, sigma) arrays from first-stage scores, per the chosen ``init``."""
     s = np.asarray(scores, dtype=np.float64)
+    init = Init(init)
     if init is Init.uniform:
         return np.full(len(s), ENV.mu), np.full(len(s), ENV.sigma)
     if init is Init.zscore:
@@ -64,7 +65,7 @@ class Updater(str, enum.Enum):
 
 def get_updater(kind: Updater) -> Callable[[np.ndarray, np.ndarray, Sequence[int]], None]:
     """The update function for ``kind`` (registry; ``fast`` is the vectorised factor graph)."""
-    if kind is Updater.fast:
+    if Updater(kind) is Updater.fast:
         from .fast_trueskill import fast_update
 
         return fast_update
@@ -72,22 +73,40 @@ def get_updater(kind: Updater) -> Callable[[np.ndarray, np.ndarray, Sequence[int
 
 
 def threshold(mu: np.ndarray, sigma: np.ndarray, k: int) -> float:
-    """t with sum_i P(x_i > t) = k (x_i ~ N(mu_i, sigma_i^2)), by float64 bisection to 1e-12."""
+    """t with sum_i P(x_i > t) = k (x_i ~ N(mu_i, sigma_i^2)): the root bracketed to 1e-12.
+
+    f(t) = sum_i Phi((mu_i - t) / sigma_i) - k is strictly decreasing; safeguarded Newton steps
+    shrink a bisection bracket [lo, hi] (f(lo) > 0 >= f(hi)) until it is narrower than 1e-12.
+    """
     n = len(mu)
     if n <= k:
         return float(np.min(mu - Z_999 * sigma))
+    inv = 1.0 / sigma
     lo = float(np.min(mu - 40.0 * sigma))
     hi = float(np.max(mu + 40.0 * sigma))
-    while hi - lo > 1e-12:
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi:
-            break
-        total = float(np.sum(ndtr((mu - mid) / sigma)))
-        if total > k:
-            lo = mid
+    # Start from the k-th largest mu: the root lies near it.
+    t = float(np.partition(mu, n - k)[n - k])
+    for _ in range(200):
+        z = (mu - t) * inv
+        f = float(np.sum(ndtr(z))) - k
+        if f > 0:
+            lo = t
         else:
-            hi = mid
+            hi = t
+        if hi - lo <= 1e-12:
+            break
+        slope = float(np.sum(np.exp(-0.5 * z * z) * inv)) * _INV_SQRT_2PI
+        # Newton, overshooting the root by a hair so the bracket closes from both sides.
+        nxt = t + f / slope + math.copysign(4e-13, f) if slope > 0 else 0.5 * (lo + hi)
+        if not lo < nxt < hi:
+            nxt = 0.5 * (lo + hi)
+            if not lo < nxt < hi:
+                break
+        t = nxt
     return 0.5 * (lo + hi)
+
+
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 def exceed_probability(mu: np.ndarray, sigma: np.ndarray, t: float) -> np.ndarray:

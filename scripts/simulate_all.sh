@@ -9,7 +9,7 @@ OUT=${1:-out/sim}; shift || true
 METHODS="sw-1 sw-2 sw-3 tourrank-1 tourrank-2 ts-5-2-2-1 ts-5-3-3-3 acurank-9 acurank acurank-H acurank-HH"
 for ds in dl19 dl20 dl23; do
   mkdir -p "$OUT/$ds"
-  cp "sample_runs/$ds/bm25.run" "$OUT/$ds/bm25.run"
+  cp "sample_runs/$ds/bm25.run" "sample_runs/$ds/qrels.txt" "sample_runs/$ds/topics.tsv" "$OUT/$ds/"
   for m in $METHODS; do
     "$ACURANK" rerank "sample_runs/$ds/bm25.run" --method "$m" --reranker simulated \
       --qrels "sample_runs/$ds/qrels.txt" --sim-noise 1.0 --sim-seed 0 --quiet --overwrite \

@@ -177,7 +177,7 @@ def _place_labels(ax, pts: list[Point]) -> None:
     for p in sorted(pts, key=lambda p: (p.x, -p.y)):
         best = None  # (penalty, index, box)
         for i, (dx, dy, ha) in enumerate(_OFFSETS):
-            text = label(p, dx, dy, ha, far=i >= 6)
+            text = label(p, dx, dy, ha, far=False)  # measure the text alone, not its leader line
             box = text.get_window_extent(renderer)
             text.remove()
             inner = box.padded(-1.0)

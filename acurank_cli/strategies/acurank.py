@@ -49,6 +49,11 @@ class AcuRankParams:
     seed: int = 0
     updater: Updater = Updater.fast
 
+    def __post_init__(self) -> None:
+        """Accept plain strings for the enum-valued parameters (as from a config or a script)."""
+        for name, kind in (("init", Init), ("partition", Partition), ("stop", StopRule), ("updater", Updater)):
+            object.__setattr__(self, name, kind(getattr(self, name)))
+
 
 def sort_by(order: list[int], key: np.ndarray) -> list[int]:
     """Stable sort of candidate indices by ``key`` descending."""
