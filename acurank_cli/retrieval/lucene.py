@@ -1,0 +1,409 @@
+"""BM25 over Lucene through Anserini's Java classes (pyserini's jar), without importing torch.
+
+* :func:`build_index` converts a BEIR-style ``{_id,title,text}`` or Pyserini-style ``{id,contents}``
+  JSONL corpus to Anserini ``JsonCollection`` documents (``contents`` = title + " " + text; the title
+  is kept beside it in the stored raw JSON) and runs ``IndexCollection`` with positions, doc vectors
+  and raw documents stored, as Pyserini's BEIR "flat" indexes are built.
+* :func:`retrieve` runs ``SimpleSearcher.batch_search`` with BM25(k1, b) on an index folder or a
+  Pyserini prebuilt index name (downloaded into pyserini's cache; needs the network once).
+* :func:`fetch_docs` reads the stored raw documents back as :class:`~acurank_cli.records.Doc`.
+* :func:`load_topics` / :func:`load_qrels` take a file or a Pyserini topic/qrels name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import struct
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InputError
+from ..io.readers import doc_from_json, open_text, read_qrels, read_topics, source_name
+from ..records import Candidate, Doc
+from .jvm import autoclass, java_error, start_jvm
+
+PathLike = str | Path
+
+#: Pyserini's defaults for BEIR flat indexes (Anserini's BM25 defaults are 0.9 / 0.4 as well).
+DEFAULT_K1 = 0.9
+DEFAULT_B = 0.4
+
+_CORPUS_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz")
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    """What :func:`build_index` did: documents indexed, wall seconds, documents Anserini skipped."""
+
+    docs: int
+    seconds: float
+    skipped: int = 0
+
+
+# ---------------------------------------------------------------------------------------- indexing
+
+
+def _corpus_files(corpus: Path) -> list[Path]:
+    if corpus.is_dir():
+        files = sorted(p for p in corpus.iterdir() if p.is_file() and p.name.endswith(_CORPUS_SUFFIXES))
+        if not files:
+            raise InputError(f"no corpus files ({', '.join(_CORPUS_SUFFIXES)}) in this folder", str(corpus))
+        return files
+    if not corpus.exists():
+        raise InputError("no such file", str(corpus))
+    return [corpus]
+
+
+def _collection_records(files: list[Path]) -> Iterator[str]:
+    """JsonCollection lines ``{"id", "contents"[, "title"]}`` from BEIR/Pyserini JSONL files."""
+    for path in files:
+        name = source_name(path)
+        with open_text(path) as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    doc = doc_from_json(json.loads(line))
+                except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+                    raise InputError(
+                        f"bad corpus record ({exc}); expected {{_id,title,text}} or {{id,contents}}", name, lineno
+                    ) from None
+                title = doc.title.strip()
+                rec = {"id": doc.docid, "contents": f"{title} {doc.text}" if title else doc.text}
+                if title:
+                    rec["title"] = title
+                yield json.dumps(rec, ensure_ascii=False)
+
+
+def _is_lucene_index(folder: Path) -> bool:
+    return folder.is_dir() and any(folder.glob("segments_*"))
+
+
+def build_index(
+    corpus_path: PathLike, out_dir: PathLike, threads: int = 2, *, optimize: bool = False
+) -> IndexStats:
+    """Index a JSONL(.gz) corpus (file, or folder of such files) into ``out_dir`` with Anserini.
+
+    ``out_dir`` must be new, empty, or an existing Lucene index (which is replaced, as Anserini
+    does). Positions, doc vectors and raw documents are stored; ``optimize`` merges to one segment.
+    """
+    started = time.perf_counter()
+    if threads < 1:
+        raise InputError(f"--threads must be at least 1, not {threads}")
+    files = _corpus_files(Path(corpus_path))
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InputError("exists and is not a folder", str(out))
+    if out.is_dir() and any(out.iterdir()) and not _is_lucene_index(out):
+        raise InputError("folder is not empty and holds no Lucene index; pick a new folder", str(out))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    start_jvm()
+
+    staging = Path(tempfile.mkdtemp(prefix=".acurank-jsonl-", dir=out.parent))
+    try:
+        shards = [(staging / f"part{i:03d}.jsonl").open("w", encoding="utf-8") for i in range(threads)]
+        count = 0
+        try:
+            for count, rec in enumerate(_collection_records(files), 1):
+                shards[count % threads].write(rec + "\n")
+        finally:
+            for fh in shards:
+                fh.close()
+        if count == 0:
+            raise InputError("corpus holds no documents", str(corpus_path))
+        for p in staging.iterdir():  # Anserini makes a thread per file: drop empty shards
+            if p.stat().st_size == 0:
+                p.unlink()
+        if _is_lucene_index(out):
+            _forget(out)
+            shutil.rmtree(out)
+        args = autoclass("io.anserini.index.IndexCollection$Args")()
+        args.collectionClass = "JsonCollection"
+        args.generatorClass = "DefaultLuceneDocumentGenerator"
+        args.input = str(staging)
+        args.index = str(out)
+        args.threads = int(threads)
+        args.storePositions = True
+        args.storeDocvectors = True
+        args.storeRaw = True
+        args.optimize = bool(optimize)
+        args.quiet = os.environ.get("ACURANK_JAVA_LOG", "WARN").upper() not in ("INFO", "DEBUG", "ALL")
+        try:
+            indexer = autoclass("io.anserini.index.IndexCollection")(args)
+            indexer.run()
+        except Exception as exc:  # noqa: BLE001 - jnius.JavaException
+            raise RuntimeError(f"Anserini indexing failed: {java_error(exc)}") from None
+        counters = indexer.getCounters()
+        indexed = int(counters.indexed.get())
+        skipped = sum(int(c.get()) for c in (counters.empty, counters.unindexable, counters.skipped, counters.errors))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    if indexed == 0:
+        raise InputError(f"no document was indexed ({skipped} empty or unindexable)", str(corpus_path))
+    return IndexStats(docs=indexed, seconds=time.perf_counter() - started, skipped=skipped)
+
+
+# ------------------------------------------------------------------------------- opening indexes
+
+
+_searchers: dict[str, object] = {}
+_searchers_lock = threading.Lock()
+
+
+def _forget(folder: Path) -> None:
+    """Close and drop cached searchers on ``folder`` (before it is replaced)."""
+    target = folder.resolve()
+    with _searchers_lock:
+        for key in [k for k in _searchers if Path(k).expanduser().resolve() == target]:
+            with contextlib.suppress(Exception):
+                _searchers[key].close()
+            del _searchers[key]
+
+
+def _looks_like_path(index: str) -> bool:
+    return any(sep in index for sep in ("/", os.sep)) or index.startswith((".", "~")) or index == ""
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Swallow Python and Java chatter (progress bars, 'Downloading ...') so errors stay one line."""
+    system = autoclass("java.lang.System")
+    sink = autoclass("java.io.PrintStream")(autoclass("java.io.OutputStream").nullOutputStream(), True)
+    java_out, java_err = system.out, system.err
+    system.setOut(sink)
+    system.setErr(sink)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        system.setOut(java_out)
+        system.setErr(java_err)
+
+
+def _prebuilt(name: str) -> Path:
+    """Local folder of a Pyserini prebuilt Lucene index (downloaded into pyserini's cache once)."""
+    start_jvm()
+    entry = autoclass("io.anserini.index.prebuilt.PrebuiltInvertedIndex").get(name)
+    if entry is None:
+        raise InputError(
+            f"{name!r} is neither an index folder nor a Pyserini prebuilt Lucene index name "
+            "(build one with `acurank index --input CORPUS --index DIR`)"
+        )
+    cache = os.path.join(
+        os.environ.get("PYSERINI_CACHE") or os.path.expanduser(os.path.join("~", ".cache", "pyserini")), "indexes"
+    )
+    try:
+        from pyserini.util import download_prebuilt_index
+
+        with _quiet():  # pyserini prints on stdout (which carries the run) and tqdm bars
+            path = download_prebuilt_index(name, verbose=False)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - ValueError, URLError, OSError, ...
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise InputError(
+            f"prebuilt index {name!r} is not in {cache} and could not be downloaded ({reason}); "
+            "offline, build a local index with `acurank index --input CORPUS --index DIR` and pass --index DIR"
+        ) from None
+    return Path(path)
+
+
+def resolve_index(index: PathLike) -> Path:
+    """An index folder, or the cached folder of a Pyserini prebuilt index name."""
+    text = str(index)
+    path = Path(text).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise InputError("is a file; expected a Lucene index folder", text)
+        if not _is_lucene_index(path):
+            raise InputError("not a Lucene index (no segments_N file); build one with `acurank index`", text)
+        return path
+    if isinstance(index, Path) or _looks_like_path(text):
+        raise InputError("no such index folder", text)
+    return _prebuilt(text)
+
+
+def searcher(index: PathLike):
+    """A cached ``io.anserini.search.SimpleSearcher`` for an index folder or prebuilt name."""
+    key = str(index)
+    with _searchers_lock:
+        found = _searchers.get(key)
+    if found is not None:
+        return found
+    folder = resolve_index(index)
+    start_jvm()
+    try:
+        made = autoclass("io.anserini.search.SimpleSearcher")(str(folder))
+    except Exception as exc:  # noqa: BLE001 - jnius.JavaException
+        raise InputError(f"cannot open the Lucene index ({java_error(exc)})", str(folder)) from None
+    with _searchers_lock:
+        _searchers.setdefault(key, made)
+        return _searchers[key]
+
+
+def num_docs(index: PathLike) -> int:
+    """Documents in the index."""
+    return int(searcher(index).get_total_num_docs())
+
+
+# -------------------------------------------------------------------------------------- retrieval
+
+
+def _float32(x: float) -> float:
+    """The shortest decimal that reads back as the same float32 (Lucene scores are float32).
+
+    Monotone, so order and ties are kept exactly; runs read 6.5988, not 6.598800182342529.
+    """
+    packed = struct.pack("<f", x)
+    for digits in range(1, 10):
+        y = float(f"{x:.{digits}g}")
+        if struct.pack("<f", y) == packed:
+            return y
+    return x
+
+
+def retrieve(
+    index: PathLike,
+    topics: dict[str, str],
+    hits: int = 100,
+    k1: float = DEFAULT_K1,
+    b: float = DEFAULT_B,
+    threads: int = 2,
+) -> dict[str, list[Candidate]]:
+    """BM25 top-``hits`` per query, in Anserini's order (score desc, ties by docid).
+
+    Scores are Anserini's: Lucene float32 BM25 rounded to 4 decimals, ties then split by docid
+    with tiny decrements (Anserini's ScoreTiesAdjusterReranker), exactly as in Pyserini's runs.
+    Every topic gets a key (an empty list when nothing matches, e.g. a stopword-only query).
+    """
+    if hits < 1:
+        raise InputError(f"--hits must be at least 1, not {hits}")
+    if threads < 1:
+        raise InputError(f"--threads must be at least 1, not {threads}")
+    if k1 < 0 or not 0 <= b <= 1:
+        raise InputError(f"BM25 needs k1 >= 0 and 0 <= b <= 1 (got k1={k1}, b={b})")
+    if not topics:
+        return {}
+    search = searcher(index)
+    array_list = autoclass("java.util.ArrayList")
+    queries, qids = array_list(), array_list()
+    for qid, text in topics.items():
+        qids.add(str(qid))
+        queries.add(str(text))
+    try:
+        search.set_bm25(float(k1), float(b))
+        results = search.batch_search(queries, qids, int(hits), int(threads))
+    except Exception as exc:  # noqa: BLE001 - jnius.JavaException
+        raise RuntimeError(f"Anserini search failed: {java_error(exc)}") from None
+    runs: dict[str, list[Candidate]] = {}
+    for qid in topics:
+        scored = results.get(str(qid))
+        runs[qid] = [Candidate(str(h.docid), _float32(h.score)) for h in (scored or ())]
+    return runs
+
+
+# --------------------------------------------------------------------------------- fetching texts
+
+
+def doc_from_raw(docid: str, raw: str) -> Doc:
+    """A Doc from a stored raw document: our JsonCollection JSON, BEIR/Pyserini JSON, or plain text."""
+    try:
+        obj = json.loads(raw)
+    except (json.JSONDecodeError, TypeError):
+        return Doc(docid, raw)
+    if not isinstance(obj, dict):
+        return Doc(docid, raw)
+    if "_id" in obj or "docid" in obj:
+        d = doc_from_json(obj)
+        return Doc(docid, d.text, d.title)
+    title = str(obj.get("title") or "")
+    if "text" in obj:
+        return Doc(docid, str(obj["text"]), title)
+    contents = str(obj.get("contents", ""))
+    if title and contents.startswith(title):
+        return Doc(docid, contents[len(title):].lstrip(), title)
+    return Doc(docid, contents, title if title and not contents else "")
+
+
+def fetch_docs(index: PathLike, docids: Iterable[str]) -> dict[str, Doc]:
+    """Stored documents by docid; docids not in the index are left out of the result."""
+    search = searcher(index)
+    docs: dict[str, Doc] = {}
+    for docid in dict.fromkeys(str(d) for d in docids):
+        raw = search.doc_raw(docid)
+        if raw is not None:
+            docs[docid] = doc_from_raw(docid, raw)
+            continue
+        lucene_doc = search.doc(docid)
+        if lucene_doc is None:
+            continue
+        contents = lucene_doc.get("contents")
+        if contents is None:
+            raise InputError(
+                "the index stores no document texts (built without -storeRaw/-storeContents); "
+                "pass --corpus FILE instead",
+                str(index),
+            )
+        docs[docid] = Doc(docid, str(contents))
+    return docs
+
+
+# ------------------------------------------------------------------------------- topics and qrels
+
+
+def _is_file_arg(value: str) -> bool:
+    return _looks_like_path(value) or value.endswith((".tsv", ".txt", ".gz", ".jsonl", ".json", ".trec"))
+
+
+def load_topics(name_or_path: PathLike) -> dict[str, str]:
+    """Topics from a TSV file (``qid<TAB>text``, .gz ok) or a Pyserini topic name (network/cache)."""
+    text = str(name_or_path)
+    if text == "-" or Path(text).expanduser().exists() or isinstance(name_or_path, Path) or _is_file_arg(text):
+        return read_topics(text if text == "-" else Path(text).expanduser())
+    start_jvm()
+    from pyserini.search._base import get_topics, topics_mapping
+
+    if text not in topics_mapping:
+        raise InputError(f"{text!r} is neither a topics file nor a Pyserini topic name")
+    try:
+        with _quiet():
+            raw = get_topics(text)
+    except Exception as exc:  # noqa: BLE001 - download failure surfaces as a Java IOException
+        raise InputError(
+            f"Pyserini topics {text!r} could not be loaded ({java_error(exc)}); offline, pass a "
+            "topics TSV file (qid<TAB>text) with --topics FILE"
+        ) from None
+    topics: dict[str, str] = {}
+    for qid, fields in raw.items():
+        query = fields.get("title") or next((v for v in fields.values() if v), "")
+        topics[str(qid)] = " ".join(str(query).split())
+    if not topics:
+        raise InputError(f"Pyserini topics {text!r} hold no queries")
+    return topics
+
+
+def load_qrels(name_or_path: PathLike) -> dict[str, dict[str, int]]:
+    """Qrels from a TREC qrels file or a Pyserini qrels name (network/cache)."""
+    text = str(name_or_path)
+    if text == "-" or Path(text).expanduser().exists() or isinstance(name_or_path, Path) or _is_file_arg(text):
+        return read_qrels(text if text == "-" else Path(text).expanduser())
+    start_jvm()
+    from pyserini.search._base import get_qrels_file, qrels_mapping
+
+    if text not in qrels_mapping:
+        raise InputError(f"{text!r} is neither a qrels file nor a Pyserini qrels name")
+    try:
+        with _quiet():
+            path = get_qrels_file(text)
+    except Exception as exc:  # noqa: BLE001 - jnius.JavaException
+        raise InputError(
+            f"Pyserini qrels {text!r} could not be loaded ({java_error(exc)}); offline, pass a TREC "
+            "qrels file with --qrels FILE"
+        ) from None
+    return read_qrels(path)

@@ -1,0 +1,81 @@
+"""Throughput with the real offline model (minilm): batched windows vs one window at a time.
+
+Batched: every window of an iteration, across ``--batch-queries`` queries, goes to the model as one
+batch (uncached passages encoded together). One at a time: the same windows, one model call each.
+Also reports the engine's share of wall time (engine = wall - reranker time).
+
+    python benchmarks/batching.py [--dataset dl19] [--queries 12] [--methods sw-1 acurank]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from common import save, table  # noqa: E402
+
+from acurank_cli.driver import Driver  # noqa: E402
+from acurank_cli.inputs import load_inputs  # noqa: E402
+from acurank_cli.rerankers.base import build_reranker  # noqa: E402
+from acurank_cli.strategies import build_strategy  # noqa: E402
+
+
+class OneAtATime:
+    """Executes a batch as separate single-window calls (the unbatched baseline)."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.needs_texts = inner, inner.name, True
+
+    def rerank(self, requests):
+        return [self.inner.rerank([r])[0] for r in requests]
+
+
+def measure(method: str, mode: str, inputs, batch_queries: int) -> dict:
+    reranker = build_reranker("minilm", batch_size=8)  # fresh: no embeddings cached
+    if mode == "one-at-a-time":
+        reranker, batch_queries = OneAtATime(reranker), 1
+    driver = Driver(build_strategy(method), reranker, inputs.docs, batch_queries=batch_queries)
+    t0 = time.perf_counter()
+    outs = list(driver.run(inputs.tasks))
+    wall = time.perf_counter() - t0
+    rerank = sum(o.rerank_seconds for o in outs)
+    return {
+        "method": method, "mode": mode, "queries": len(outs),
+        "calls": sum(o.calls for o in outs), "wall s": round(wall, 2),
+        "queries/s": round(len(outs) / wall, 3),
+        "engine % of wall": round(100 * (wall - rerank) / wall, 2),
+        "ranking": [[r.docid for r in o.ranking] for o in outs],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--dataset", default="dl19")
+    ap.add_argument("--queries", type=int, default=12)
+    ap.add_argument("--batch-queries", type=int, default=8)
+    ap.add_argument("--methods", nargs="+", default=["sw-1", "acurank"])
+    args = ap.parse_args()
+    root = Path(__file__).resolve().parents[1] / "sample_runs" / args.dataset
+    inputs = load_inputs(str(root / "bm25.run"), 100, str(root / "topics.tsv"), str(root / "passages.jsonl.gz"))
+    inputs.tasks = inputs.tasks[: args.queries]
+    rows = []
+    for method in args.methods:
+        pair = [measure(method, mode, inputs, args.batch_queries) for mode in ("one-at-a-time", "batched")]
+        same = pair[0].pop("ranking") == pair[1].pop("ranking") and pair[0]["calls"] == pair[1]["calls"]
+        for row in pair:
+            row["same results"] = same
+        pair[1]["speed-up"] = round(pair[0]["wall s"] / pair[1]["wall s"], 2)
+        rows += pair
+        print(f"  {method}: {pair[0]['wall s']} s -> {pair[1]['wall s']} s", file=sys.stderr)
+    print(table(rows, ["method", "mode", "queries", "calls", "wall s", "queries/s", "engine % of wall",
+                       "speed-up", "same results"]))
+    print("results:", save("batching", {"dataset": args.dataset, "batch_queries": args.batch_queries, "rows": rows}))
+
+
+if __name__ == "__main__":
+    main()
