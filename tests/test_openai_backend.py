@@ -1,0 +1,250 @@
+"""The openai: backend against a real HTTP server on 127.0.0.1 with scripted failures."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from acurank_cli.errors import InputError
+from acurank_cli.records import RerankRequest
+from acurank_cli.rerankers.base import build_reranker
+from acurank_cli.rerankers.openai_backend import (
+    BackendError,
+    OpenAIReranker,
+    normalize_base_url,
+    parse_retry_after,
+)
+
+
+class FakeServer:
+    """A loopback chat-completions server. ``script(query, attempt) -> action`` decides each reply.
+
+    Actions: ``("ok", delay)``, ``("status", code, headers, delay)``, ``("garbage", delay)``.
+    Replies rank the passages in reverse (``[n] > ... > [1]``) with usage 100 / 7.
+    """
+
+    def __init__(self, script):
+        self.script = script
+        self.lock = threading.Lock()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.attempts: dict[str, list[float]] = {}
+        self.auth: list[str | None] = []
+        self.bodies: list[dict] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length))
+                user = body["messages"][-1]["content"]
+                query = re.search(r"search query: (.*?)\.\n", user).group(1)
+                n = len(re.findall(r"^\[\d+\] ", user, flags=re.MULTILINE))
+                with server.lock:
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                    tries = server.attempts.setdefault(query, [])
+                    tries.append(time.monotonic())
+                    attempt = len(tries) - 1
+                    server.auth.append(self.headers.get("Authorization"))
+                    server.bodies.append(body)
+                try:
+                    action = server.script(query, attempt)
+                    time.sleep(action[-1])
+                    if action[0] == "ok":
+                        answer = " > ".join(f"[{i}]" for i in range(n, 0, -1))
+                        payload = {
+                            "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}}],
+                            "usage": {"prompt_tokens": 100, "completion_tokens": 7},
+                        }
+                        self._send(200, json.dumps(payload).encode(), {})
+                    elif action[0] == "garbage":
+                        self._send(200, b"<html>not json</html>", {})
+                    else:
+                        _, code, headers, _ = action
+                        self._send(code, json.dumps({"error": {"message": f"scripted {code}"}}).encode(), headers)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
+
+            def _send(self, code, data, headers):
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _reqs(queries, n=3):
+    return [
+        RerankRequest(f"q{i}", q, tuple(f"d{j}" for j in range(n)), tuple(f"passage {j} about {q}" for j in range(n)))
+        for i, q in enumerate(queries)
+    ]
+
+
+def _build(server, **kw):
+    opts = {"base_url": server.base_url, "concurrency": 4, "timeout": 5.0, "retries": 3, "retry_base": 0.01, "m": 3}
+    opts.update(kw)
+    return build_reranker("openai:test-model", **opts)
+
+
+@pytest.fixture(autouse=True)
+def _no_key(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+def test_keyless_local_use_and_usage():
+    with FakeServer(lambda q, a: ("ok", 0.0)) as srv:
+        rr = _build(srv)
+        results = rr.rerank(_reqs(["alpha", "beta"]))
+    assert [r.order for r in results] == [(2, 1, 0), (2, 1, 0)]
+    assert all(r.parse == "ok" and r.input_tokens == 100 and r.output_tokens == 7 for r in results)
+    assert all(r.raw == "[3] > [2] > [1]" and r.backend == "openai:test-model" and r.latency > 0 for r in results)
+    assert srv.auth == [None, None]  # no key: no Authorization header
+    body = srv.bodies[0]
+    assert body["model"] == "test-model" and body["temperature"] == 0 and body["max_tokens"] == rr.max_tokens
+    assert body["messages"][0]["role"] == "system" and "RankLLM" in body["messages"][0]["content"]
+
+
+def test_key_is_sent_but_never_exposed(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-123")
+    with FakeServer(lambda q, a: ("ok", 0.0)) as srv:
+        rr = _build(srv)
+        rr.rerank(_reqs(["alpha"]))
+    assert srv.auth == ["Bearer sk-secret-123"]
+    exposed = repr(rr) + json.dumps(rr.cache_identity()) + rr.prompt_key(_reqs(["alpha"])[0])
+    assert "sk-secret" not in exposed
+
+
+def test_default_openai_url_needs_a_key():
+    with pytest.raises(InputError, match="OPENAI_API_KEY"):
+        build_reranker("openai:gpt-4o-mini")
+
+
+def test_429_retry_after_is_honoured():
+    def script(q, attempt):
+        return ("status", 429, {"Retry-After": "1"}, 0.0) if attempt == 0 else ("ok", 0.0)
+
+    with FakeServer(script) as srv:
+        results = _build(srv).rerank(_reqs(["alpha"]))
+    tries = srv.attempts["alpha"]
+    assert len(tries) == 2 and results[0].parse == "ok"
+    assert tries[1] - tries[0] >= 0.95  # waited what Retry-After asked, not the 10 ms backoff
+
+
+def test_500_and_garbage_are_retried():
+    def script(q, attempt):
+        if q == "alpha" and attempt < 2:
+            return ("status", 500, {}, 0.0)
+        if q == "beta" and attempt == 0:
+            return ("garbage", 0.0)
+        return ("ok", 0.0)
+
+    with FakeServer(script) as srv:
+        rr = _build(srv)
+        results = rr.rerank(_reqs(["alpha", "beta"]))
+    assert [len(srv.attempts[q]) for q in ("alpha", "beta")] == [3, 2]
+    assert all(r.parse == "ok" for r in results)
+    assert rr.stats["retries"] == 3
+
+
+def test_slow_reply_times_out_and_is_retried():
+    with FakeServer(lambda q, a: ("ok", 1.5) if a == 0 else ("ok", 0.0)) as srv:
+        t0 = time.perf_counter()
+        results = _build(srv, timeout=0.3).rerank(_reqs(["alpha"]))
+        elapsed = time.perf_counter() - t0
+    assert len(srv.attempts["alpha"]) == 2 and results[0].parse == "ok"
+    assert elapsed < 1.4  # did not wait for the slow reply
+
+
+def test_concurrency_bounds_requests_in_flight():
+    with FakeServer(lambda q, a: ("ok", 0.15)) as srv:
+        t0 = time.perf_counter()
+        results = _build(srv, concurrency=4).rerank(_reqs([f"q{i}" for i in range(12)]))
+        elapsed = time.perf_counter() - t0
+    assert len(results) == 12 and srv.max_in_flight == 4
+    assert elapsed < 12 * 0.15 * 0.6  # really overlapped (serial would be 1.8 s)
+    with FakeServer(lambda q, a: ("ok", 0.05)) as srv:
+        _build(srv, concurrency=1).rerank(_reqs([f"q{i}" for i in range(4)]))
+    assert srv.max_in_flight == 1
+
+
+def test_exhausted_retries_give_clear_error_and_keep_finished():
+    def script(q, attempt):
+        return ("status", 503, {}, 0.0) if q == "bad" else ("ok", 0.0)
+
+    reqs = _reqs(["good1", "good2", "bad"])
+    with FakeServer(script) as srv, pytest.raises(BackendError) as info:
+        _build(srv, retries=2, concurrency=8).rerank(reqs)
+    err = info.value
+    assert isinstance(err, InputError)
+    message = str(err)
+    assert "\n" not in message and "failed after 3 attempts" in message and "HTTP 503" in message
+    assert len(srv.attempts["bad"]) == 3
+    assert err.results[2] is None
+    assert [r.order for r in err.results[:2]] == [(2, 1, 0), (2, 1, 0)]
+
+
+def test_client_error_is_not_retried():
+    with FakeServer(lambda q, a: ("status", 404, {}, 0.0)) as srv, pytest.raises(BackendError, match="HTTP 404: scripted 404"):
+        _build(srv).rerank(_reqs(["alpha"]))
+    assert len(srv.attempts["alpha"]) == 1
+
+
+def test_connection_refused_exhausts_retries():
+    with FakeServer(lambda q, a: ("ok", 0.0)) as srv:
+        url = srv.base_url
+    rr = build_reranker("openai:m", base_url=url, retries=1, retry_base=0.01, timeout=2.0)
+    with pytest.raises(BackendError, match="connection error"):
+        rr.rerank(_reqs(["alpha"]))
+
+
+def test_helpers():
+    assert normalize_base_url("http://127.0.0.1:8000") == "http://127.0.0.1:8000/v1"
+    assert normalize_base_url("http://h:1/v1/") == "http://h:1/v1"
+    assert normalize_base_url("http://h:1/v1/chat/completions") == "http://h:1/v1"
+    with pytest.raises(InputError):
+        normalize_base_url("localhost:8000")
+    assert parse_retry_after({"retry-after": "2"}) == 2.0
+    assert parse_retry_after({"retry-after-ms": "250"}) == 0.25
+    assert parse_retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
+    assert parse_retry_after({}) is None
+    rr = OpenAIReranker("m", {"base_url": "http://127.0.0.1:9/v1", "retry_base": 1.0, "retry_cap": 4.0})
+    assert all(0.5 <= rr.backoff(0, None) <= 1.0 for _ in range(20))
+    assert all(2.0 <= rr.backoff(5, None) <= 4.0 for _ in range(20))
+    assert rr.backoff(0, 3.0) == 3.0
+    with pytest.raises(InputError, match="chat messages"):
+        OpenAIReranker("m", {"base_url": "http://127.0.0.1:9/v1", "prompt_format": "rankvicuna"})
+    ident = rr.cache_identity()
+    assert ident["backend"] == "openai" and ident["model"] == "m" and ident["base_url"] == "http://127.0.0.1:9/v1"
