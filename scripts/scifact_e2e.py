@@ -55,7 +55,7 @@ def run(cmd: list[str], **kw) -> tuple[subprocess.CompletedProcess, float]:
     started, cpu = time.perf_counter(), child_cpu()
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True, cwd=ROOT, **kw)
     wall = time.perf_counter() - started
-    command = next(a for a in cmd if a in ("index", "retrieve"))
+    command = next(a for a in cmd if a in ("index", "retrieve", "rerank"))
     CPU[command] = child_cpu() - cpu
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr)
@@ -82,6 +82,9 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=None, help="Folder for the index and run (default: a temp folder).")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--hits", type=int, default=100)
+    ap.add_argument("--rerank", default=None, metavar="METHOD",
+                    help="Also rerank the BM25 run with METHOD (e.g. acurank) and --reranker, texts from the index.")
+    ap.add_argument("--reranker", default="minilm")
     args = ap.parse_args()
 
     corpus = args.data / "corpus.jsonl.gz"
@@ -128,6 +131,18 @@ def main() -> None:
           f"{CPU['retrieve']:.2f} CPU s")
     print(f"time to first query: {ttfq:.2f} s (command start -> first run line, one-query retrieve)")
     print(f"nDCG@10:  {ndcg:.4f} (reference {REFERENCE_NDCG10}, diff {ndcg - REFERENCE_NDCG10:+.4f}); R@100 {recall:.4f}")
+    if args.rerank:
+        reranked = work / f"{args.rerank}.run"
+        proc, rerank_wall = run(
+            [*acurank, "rerank", str(run_path), "--method", args.rerank, "--reranker", args.reranker,
+             "--index", str(index), "--topics", str(topics), "--qrels", str(qrels_path), "--no-cache", "--quiet",
+             "--batch-queries", "8", "--output", str(reranked), "--stats", str(work / f"{args.rerank}.stats.jsonl")]
+        )
+        rr = read_run(reranked)
+        ev2 = evaluate({q: {c.docid: c.score for c in cs} for q, cs in rr.items()}, read_qrels(qrels_path))
+        summary = proc.stderr.strip().splitlines()[-1]
+        print(f"rerank:   {args.rerank} with {args.reranker}: nDCG@10 {ev2.mean('ndcg_cut_10'):.4f} "
+              f"(BM25 {ndcg:.4f}); {rerank_wall:.1f} s wall; {summary}")
     print(f"cpus: {os.cpu_count()}, load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.work is None:
         shutil.rmtree(work, ignore_errors=True)
