@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from rich.console import Console
+from rich.table import Column
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .records import RankingTask, Step
@@ -18,10 +19,13 @@ class ProgressView:
         self.enabled = not quiet and sys.stderr.isatty()
         self._progress = Progress(
             TextColumn("[bold]{task.description}"),
-            BarColumn(),
+            BarColumn(bar_width=20),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            TextColumn("{task.fields[detail]}"),
+            TextColumn(
+                "{task.fields[detail]}",
+                table_column=Column(no_wrap=True, overflow="ellipsis", min_width=10, ratio=1),
+            ),
             console=self.console,
             transient=False,
             disable=not self.enabled,
@@ -41,7 +45,7 @@ class ProgressView:
         if step.uncertain is not None:
             trail = self._history.setdefault(task.qid, [])
             trail.append(step.uncertain)
-            shown = ">".join(str(c) for c in trail[-12:])
+            shown = ">".join(str(c) for c in trail[-8:])
             self._progress.update(self._task, detail=f"q {task.qid} it {step.iteration} |C| {shown}")
         elif step.windows:
             self._progress.update(self._task, detail=f"q {task.qid} {step.phase} {step.iteration}")
