@@ -1,10 +1,11 @@
-"""Throughput with the real offline model (minilm): batched windows vs one window at a time.
+"""Batched windows vs one window at a time, for the real offline model (minilm, compute-bound on a CPU)
+and for an OpenAI-compatible loopback server answering in a fixed time (latency-bound, like a GPU server).
 
 Batched: every window of an iteration, across ``--batch-queries`` queries, goes to the model as one
 batch (uncached passages encoded together). One at a time: the same windows, one model call each.
 Also reports the engine's share of wall time (engine = wall - reranker time).
 
-    python benchmarks/batching.py [--dataset dl19] [--queries 12] [--methods sw-1 acurank]
+    python benchmarks/batching.py [--dataset dl19] [--queries 12] [--methods sw-1 acurank] [--delay 0.05]
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ class OneAtATime:
         return [self.inner.rerank([r])[0] for r in requests]
 
 
-def measure(method: str, mode: str, inputs, batch_queries: int) -> dict:
-    reranker = build_reranker("minilm", batch_size=8)  # fresh: no embeddings cached
+def measure(method: str, mode: str, inputs, batch_queries: int, backend: str = "minilm", **options) -> dict:
+    reranker = build_reranker(backend, batch_size=8, **options)  # fresh: no embeddings cached
     if mode == "one-at-a-time":
         reranker, batch_queries = OneAtATime(reranker), 1
     driver = Driver(build_strategy(method), reranker, inputs.docs, batch_queries=batch_queries)
@@ -45,7 +46,7 @@ def measure(method: str, mode: str, inputs, batch_queries: int) -> dict:
     wall = time.perf_counter() - t0
     rerank = sum(o.rerank_seconds for o in outs)
     return {
-        "method": method, "mode": mode, "queries": len(outs),
+        "backend": backend.split(":")[0], "method": method, "mode": mode, "queries": len(outs),
         "calls": sum(o.calls for o in outs), "wall s": round(wall, 2),
         "queries/s": round(len(outs) / wall, 3),
         "engine % of wall": round(100 * (wall - rerank) / wall, 2),
@@ -59,22 +60,40 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=12)
     ap.add_argument("--batch-queries", type=int, default=8)
     ap.add_argument("--methods", nargs="+", default=["sw-1", "acurank"])
+    ap.add_argument("--delay", type=float, default=0.05, help="loopback server seconds per reply")
+    ap.add_argument("--concurrency", type=int, default=16, help="openai: requests in flight when batched")
+    ap.add_argument("--skip-minilm", action="store_true")
     args = ap.parse_args()
     root = Path(__file__).resolve().parents[1] / "sample_runs" / args.dataset
     inputs = load_inputs(str(root / "bm25.run"), 100, str(root / "topics.tsv"), str(root / "passages.jsonl.gz"))
     inputs.tasks = inputs.tasks[: args.queries]
     rows = []
-    for method in args.methods:
-        pair = [measure(method, mode, inputs, args.batch_queries) for mode in ("one-at-a-time", "batched")]
-        same = pair[0].pop("ranking") == pair[1].pop("ranking") and pair[0]["calls"] == pair[1]["calls"]
-        for row in pair:
-            row["same results"] = same
-        pair[1]["speed-up"] = round(pair[0]["wall s"] / pair[1]["wall s"], 2)
-        rows += pair
-        print(f"  {method}: {pair[0]['wall s']} s -> {pair[1]['wall s']} s", file=sys.stderr)
-    print(table(rows, ["method", "mode", "queries", "calls", "wall s", "queries/s", "engine % of wall",
+
+    def compare(backend: str, **options) -> None:
+        for method in args.methods:
+            pair = [measure(method, mode, inputs, args.batch_queries, backend, **options)
+                    for mode in ("one-at-a-time", "batched")]
+            same = pair[0].pop("ranking") == pair[1].pop("ranking") and pair[0]["calls"] == pair[1]["calls"]
+            for row in pair:
+                row["same results"] = same
+            pair[1]["speed-up"] = round(pair[0]["wall s"] / pair[1]["wall s"], 2)
+            rows.extend(pair)
+            print(f"  {backend} {method}: {pair[0]['wall s']} s -> {pair[1]['wall s']} s", file=sys.stderr)
+
+    if not args.skip_minilm:
+        compare("minilm")
+    from openai_concurrency import start_server
+
+    httpd, _, _ = start_server(args.delay)
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        compare("openai:loopback", base_url=url, concurrency=args.concurrency)
+    finally:
+        httpd.shutdown()
+    print(table(rows, ["backend", "method", "mode", "queries", "calls", "wall s", "queries/s", "engine % of wall",
                        "speed-up", "same results"]))
-    print("results:", save("batching", {"dataset": args.dataset, "batch_queries": args.batch_queries, "rows": rows}))
+    print("results:", save("batching", {"dataset": args.dataset, "batch_queries": args.batch_queries,
+                                        "openai_delay_s": args.delay, "openai_concurrency": args.concurrency, "rows": rows}))
 
 
 if __name__ == "__main__":

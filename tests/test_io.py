@@ -93,3 +93,15 @@ def test_strictly_decreasing_scores():
     text = run_lines("1", [Ranked("a", 1.0), Ranked("b", 1.0)], "tag")
     parsed = [float(line.split()[4]) for line in text.splitlines()]
     assert parsed[0] > parsed[1]
+
+
+def test_truncated_gzip_and_binary_files_are_input_errors(tmp_path):
+    p = tmp_path / "c.jsonl.gz"
+    with gzip.open(p, "wt") as fh:
+        fh.write(json.dumps({"_id": "a", "text": "x" * 5000}) + "\n")
+    (tmp_path / "t.jsonl.gz").write_bytes(p.read_bytes()[:40])
+    with pytest.raises(InputError, match="corrupt or truncated gzip"):
+        read_corpus(tmp_path / "t.jsonl.gz")
+    (tmp_path / "b.run").write_bytes(b"\xff\xfe\x00binary")
+    with pytest.raises(InputError, match="not UTF-8"):
+        read_run(tmp_path / "b.run")

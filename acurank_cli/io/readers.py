@@ -8,6 +8,7 @@ import io
 import json
 import math
 import sys
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, TextIO, Union
@@ -41,12 +42,17 @@ def open_text(src: Source) -> Iterator[TextIO]:
         raise InputError("is a directory, expected a file", str(path))
     with path.open("rb") as raw:
         magic = raw.read(2)
-    if magic == b"\x1f\x8b":
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            yield fh
-    else:
-        with path.open("r", encoding="utf-8") as fh:
-            yield fh
+    try:
+        if magic == b"\x1f\x8b":
+            with gzip.open(path, "rt", encoding="utf-8") as fh:
+                yield fh
+        else:
+            with path.open("r", encoding="utf-8") as fh:
+                yield fh
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text (a binary file?)", str(path)) from None
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise InputError(f"corrupt or truncated gzip file ({exc})", str(path)) from None
 
 
 def _numbered(fh: TextIO) -> Iterator[tuple[int, str]]:
