@@ -10,10 +10,10 @@ from typing import List, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from . import __version__
 from .errors import InputError
+from .eval_output import EvalFormat, EvalRow, render
 from .io.outputs import stats_path_for
 from .io.readers import read_candidates, read_qrels, read_run
 from .io.writers import write_corpus, write_run, write_topics
@@ -146,13 +146,11 @@ def eval_cmd(
     rel_level: int = typer.Option(1, "--rel-level", "-l", help="Relevance level for binary measures (TREC DL uses 2)."),
     per_query: bool = typer.Option(False, "--per-query", "-q", help="Also per-query values."),
     stats: Optional[str] = typer.Option(None, "--stats", help="Stats JSONL of the (single) run: adds mean calls. Default: X.stats.jsonl beside X.run."),
-    fmt: str = typer.Option("table", "--format", help="table | tsv | json."),
+    fmt: EvalFormat = typer.Option(EvalFormat.table, "--format", help="Output: table | tsv | json."),
 ) -> None:
     """Evaluate runs with pytrec_eval (trec_eval semantics; queries missing from a run score 0)."""
     from .evaluation import evaluate, measure_name
 
-    if fmt not in ("table", "tsv", "json"):
-        raise InputError(f"--format must be table, tsv or json, not {fmt!r}")
     if stats and len(runs) != 1:
         raise InputError("--stats goes with a single run")
     judged = read_qrels(qrels) if not qrels.startswith("irds:") else _irds_qrels(qrels)
@@ -160,49 +158,10 @@ def eval_cmd(
     for path in runs:
         parsed = read_run(path)
         run = {q: {c.docid: c.score for c in cands} for q, cands in parsed.items()}
-        ev = evaluate(run, judged, measure, rel_level)
         calls = _mean_calls(Path(stats)) if stats else (_mean_calls(stats_path_for(path)) if path != "-" else None)
-        rows.append((path, ev, calls))
+        rows.append(EvalRow(path, evaluate(run, judged, measure, rel_level), calls))
     names = [measure_name(m) for m in measure]
-    if fmt == "json":
-        out = []
-        for path, ev, calls in rows:
-            rec = {"run": path, "queries": len(ev.per_query), **{m: ev.mean(m) for m in names}}
-            if calls is not None:
-                rec["mean_calls"] = calls
-            if per_query:
-                rec["per_query"] = ev.per_query
-            out.append(rec)
-        typer.echo(json.dumps(out if len(out) > 1 else out[0], indent=1))
-        return
-    if fmt == "tsv":
-        for path, ev, calls in rows:
-            if per_query:
-                for qid, vals in ev.per_query.items():
-                    for m in names:
-                        typer.echo(f"{m}\t{qid}\t{vals[m]:.4f}")
-            for m in names:
-                typer.echo(f"{m}\tall\t{ev.mean(m):.4f}" + (f"\t{path}" if len(rows) > 1 else ""))
-            if calls is not None:
-                typer.echo(f"mean_calls\tall\t{calls:.2f}" + (f"\t{path}" if len(rows) > 1 else ""))
-        return
-    table = Table(title=f"{qrels} ({len(judged)} judged queries)")
-    table.add_column("run")
-    for m in names:
-        table.add_column(m, justify="right")
-    table.add_column("calls/query", justify="right")
-    for path, ev, calls in rows:
-        table.add_row(path, *(f"{ev.mean(m):.4f}" for m in names), "" if calls is None else f"{calls:.2f}")
-    Console().print(table)
-    if per_query:
-        pq = Table(title="per query")
-        pq.add_column("qid")
-        for path, _, _ in rows:
-            for m in names:
-                pq.add_column(f"{m}" + (f" {Path(path).name}" if len(rows) > 1 else ""), justify="right")
-        for qid in rows[0][1].per_query:
-            pq.add_row(qid, *(f"{ev.per_query[qid][m]:.4f}" for _, ev, _ in rows for m in names))
-        Console().print(pq)
+    render(fmt, rows, names, per_query, f"{qrels} ({len(judged)} judged queries)")
 
 
 def _irds_qrels(dataset: str) -> dict[str, dict[str, int]]:

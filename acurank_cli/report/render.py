@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Callable, Any
 
 FORMATS = ("terminal", "markdown", "csv", "latex", "json")
 MISSING = "–"
@@ -202,27 +202,32 @@ def to_json(obj: Any) -> str:
     return json.dumps(jsonable(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
+def _terminal_text(tables: Sequence[Table]) -> str:
+    buf = io.StringIO()
+    to_terminal(tables, file=buf, width=200)
+    return buf.getvalue()
+
+
+#: Output format -> text renderer (tables, CSV records, JSON object).
+TEXT_RENDERERS: dict[str, Callable[[Sequence[Table], list[dict], Any], str]] = {
+    "terminal": lambda tables, records, obj: _terminal_text(tables),
+    "markdown": lambda tables, records, obj: to_markdown(tables),
+    "latex": lambda tables, records, obj: to_latex(tables),
+    "csv": lambda tables, records, obj: to_csv(records),
+    "json": lambda tables, records, obj: to_json(obj),
+}
+
+
 def emit(fmt: str, tables: Sequence[Table], records: list[dict], obj: Any, output: str | Path | None = None) -> None:
     """Render in ``fmt`` to ``output`` (a path) or stdout."""
     if fmt not in FORMATS:
         from ..errors import InputError
 
         raise InputError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
-    if fmt == "terminal":
-        if output is None:
-            to_terminal(tables)
-            return
-        buf = io.StringIO()
-        to_terminal(tables, file=buf, width=200)
-        text = buf.getvalue()
-    elif fmt == "markdown":
-        text = to_markdown(tables)
-    elif fmt == "latex":
-        text = to_latex(tables)
-    elif fmt == "csv":
-        text = to_csv(records)
-    else:
-        text = to_json(obj)
+    if fmt == "terminal" and output is None:
+        to_terminal(tables)
+        return
+    text = TEXT_RENDERERS[fmt](tables, records, obj)
     if output is None or str(output) == "-":
         sys.stdout.write(text)
     else:

@@ -1,0 +1,92 @@
+"""Renderers for ``acurank eval``: a registry from output format to function (table, tsv, json)."""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from rich.console import Console
+from rich.table import Table
+
+from .evaluation import Evaluation
+
+
+class EvalFormat(str, enum.Enum):
+    """Output formats of ``acurank eval``."""
+
+    table = "table"
+    tsv = "tsv"
+    json = "json"
+
+
+@dataclass(frozen=True)
+class EvalRow:
+    """One evaluated run: its path, the evaluation and mean calls (None without stats)."""
+
+    run: str
+    evaluation: Evaluation
+    mean_calls: float | None
+
+
+def _json(rows: list[EvalRow], measures: list[str], per_query: bool, title: str) -> None:
+    out = []
+    for row in rows:
+        rec = {"run": row.run, "queries": len(row.evaluation.per_query),
+               **{m: row.evaluation.mean(m) for m in measures}}
+        if row.mean_calls is not None:
+            rec["mean_calls"] = row.mean_calls
+        if per_query:
+            rec["per_query"] = row.evaluation.per_query
+        out.append(rec)
+    print(json.dumps(out if len(out) > 1 else out[0], indent=1))
+
+
+def _tsv(rows: list[EvalRow], measures: list[str], per_query: bool, title: str) -> None:
+    """trec_eval-like lines ``measure<TAB>qid|all<TAB>value`` (+ the run path with several runs)."""
+    suffix = (lambda r: f"\t{r.run}") if len(rows) > 1 else (lambda r: "")
+    for row in rows:
+        if per_query:
+            for qid, values in row.evaluation.per_query.items():
+                for m in measures:
+                    print(f"{m}\t{qid}\t{values[m]:.4f}{suffix(row)}")
+        for m in measures:
+            print(f"{m}\tall\t{row.evaluation.mean(m):.4f}{suffix(row)}")
+        if row.mean_calls is not None:
+            print(f"mean_calls\tall\t{row.mean_calls:.2f}{suffix(row)}")
+
+
+def _table(rows: list[EvalRow], measures: list[str], per_query: bool, title: str) -> None:
+    console = Console()
+    table = Table(title=title)
+    table.add_column("run")
+    for m in measures:
+        table.add_column(m, justify="right")
+    table.add_column("calls/query", justify="right")
+    for row in rows:
+        table.add_row(row.run, *(f"{row.evaluation.mean(m):.4f}" for m in measures),
+                      "" if row.mean_calls is None else f"{row.mean_calls:.2f}")
+    console.print(table)
+    if per_query:
+        pq = Table(title="per query")
+        pq.add_column("qid")
+        for row in rows:
+            for m in measures:
+                pq.add_column(m + (f" {Path(row.run).name}" if len(rows) > 1 else ""), justify="right")
+        for qid in rows[0].evaluation.per_query:
+            pq.add_row(qid, *(f"{r.evaluation.per_query[qid][m]:.4f}" for r in rows for m in measures))
+        console.print(pq)
+
+
+RENDERERS: dict[EvalFormat, Callable[[list[EvalRow], list[str], bool, str], None]] = {
+    EvalFormat.table: _table,
+    EvalFormat.tsv: _tsv,
+    EvalFormat.json: _json,
+}
+
+
+def render(fmt: EvalFormat, rows: list[EvalRow], measures: list[str], per_query: bool, title: str) -> None:
+    """Print the evaluation of ``rows`` in ``fmt``."""
+    RENDERERS[EvalFormat(fmt)](rows, measures, per_query, title)
