@@ -60,7 +60,7 @@ def rerank(
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Output run (default stdout). An existing file is resumed."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Start afresh instead of resuming an existing --output."),
     tag: Optional[str] = typer.Option(None, "--tag", help="Run tag (default: the method)."),
-    stats: Optional[str] = typer.Option(None, "--stats", help="Per-query stats JSONL (calls, iterations, tokens, seconds)."),
+    stats: Optional[str] = typer.Option(None, "--stats", help="Per-query stats JSONL (calls, iterations, tokens, seconds); default X.stats.jsonl beside --output X.run."),
     trace: Optional[str] = typer.Option(None, "--trace", help="Per-iteration ratings (mu, sigma, s_i, rank) JSONL."),
     topics: Optional[str] = typer.Option(None, "--topics", help="Topics 'qid<TAB>text'."),
     corpus: Optional[str] = typer.Option(None, "--corpus", help="Doc texts: JSONL {_id,title,text} or {id,contents} (.gz ok)."),

@@ -12,7 +12,7 @@ from .cache import with_cache
 from .driver import Driver
 from .errors import InputError
 from .inputs import load_inputs
-from .io.outputs import RunOutputs
+from .io.outputs import RunOutputs, stats_path_for
 from .io.writers import run_lines, stats_record
 from .progress import ProgressView
 from .records import QueryOutcome, RankingTask, Step
@@ -90,7 +90,11 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     reranker = with_cache(backend, job.cache)
     err.print(f"acurank: {job.strategy.name} with reranker {backend.name} on {len(inputs.tasks)} queries", markup=False)
 
-    outputs = RunOutputs(job.output, job.stats, job.trace)
+    stats = job.stats
+    if stats is None and job.output and job.output != "-":
+        stats = str(stats_path_for(job.output))
+        err.print(f"acurank: per-query stats go to {stats}", markup=False)
+    outputs = RunOutputs(job.output, stats, job.trace)
     expected = {t.qid: t.n for t in inputs.tasks}
     done = outputs.open(expected, job.tag, job.overwrite)
     tasks = [t for t in inputs.tasks if t.qid not in done]
@@ -118,9 +122,10 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
                 )
                 totals.add(outcome)
                 view.query_done(outcome.qid)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, InputError) as exc:
             where = job.output if job.output and job.output != "-" else "the output"
-            err.print(f"acurank: interrupted; {len(outputs.done)} finished queries are in {where} "
+            what = "interrupted" if isinstance(exc, KeyboardInterrupt) else "stopped"
+            err.print(f"acurank: {what}; {len(outputs.done)} finished queries are in {where} "
                       "(rerun the same command with --output to resume)", markup=False)
             raise
         finally:
