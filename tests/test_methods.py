@@ -130,3 +130,32 @@ def test_dl23_sw1_rankings_identical(dl23, dl23_candidates):
     for line in path.read_text().splitlines():
         rec = json.loads(line)
         assert outs[rec["qid"]] == rec["ranking"]
+
+
+def test_ablations_partition_stop_init(dl19):
+    tasks, qrels = dl19
+    tasks = tasks[:6]
+    base = run_method("acurank", tasks, qrels)
+    rand = run_method("acurank", tasks, qrels, partition="random", seed=1)
+    again = run_method("acurank", tasks, qrels, partition="random", seed=1)
+    assert [o.ranking for o in rand] == [o.ranking for o in again]  # seeded
+    assert [o.ranking for o in rand] != [o.ranking for o in base]
+    stable = run_method("acurank", tasks, qrels, stop="topk-stable")
+    assert all(it["phase"] != "final" for o in stable for it in o.iterations)
+    assert sum(o.calls for o in stable) < sum(o.calls for o in base)
+    uniform = run_method("acurank", tasks, qrels, init="uniform")
+    assert [o.ranking for o in uniform] != [o.ranking for o in base]
+    zscore = run_method("acurank", tasks, qrels, init="zscore")
+    assert all(len(o.ranking) == 100 for o in zscore)
+
+
+def test_parameters_k_eps_tau_window(dl19):
+    tasks, qrels = dl19
+    (small_window,) = run_method("acurank", tasks[:1], qrels, m=10)
+    assert small_window.iterations[0]["groups"] == 10
+    assert max(max(it["window_sizes"]) for it in small_window.iterations) == 10
+    (tight,) = run_method("acurank", tasks[:1], qrels, eps=0.2, tau=3)
+    (loose,) = run_method("acurank", tasks[:1], qrels, eps=1e-4, tau=3)
+    assert tight.calls < loose.calls
+    (k5,) = run_method("acurank", tasks[:1], qrels, k=5)
+    assert k5.calls >= 5
