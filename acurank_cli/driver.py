@@ -7,11 +7,10 @@ reranker as one batch. Windows of 0 or 1 documents are never sent and never coun
 from __future__ import annotations
 
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
 
-from .records import Doc, QueryOutcome, RankingTask, RerankRequest, RerankResult, Step
+from .records import CallTally, Doc, QueryOutcome, RankingTask, RerankRequest, RerankResult, Step
 from .rerankers.base import Reranker
 from .strategies.base import Strategy
 
@@ -30,13 +29,7 @@ class _Active:
     plan: Iterator
     step: Step | None = None
     started: float = field(default_factory=time.perf_counter)
-    calls: int = 0
-    docs_sent: int = 0
-    cached: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    rerank_seconds: float = 0.0
-    parse: Counter = field(default_factory=Counter)
+    tally: CallTally = field(default_factory=CallTally)
     iterations: list = field(default_factory=list)
     results: list = field(default_factory=list)
 
@@ -76,15 +69,9 @@ class Driver:
                 qid=act.task.qid,
                 method=self.strategy.name,
                 ranking=tuple(stop.value),
-                calls=act.calls,
-                docs_sent=act.docs_sent,
+                tally=act.tally,
                 iterations=tuple(act.iterations),
                 seconds=time.perf_counter() - act.started,
-                input_tokens=act.input_tokens,
-                output_tokens=act.output_tokens,
-                parse_counts=dict(act.parse),
-                cached_calls=act.cached,
-                rerank_seconds=act.rerank_seconds,
             )
         step = act.step
         if step.windows:
@@ -157,10 +144,4 @@ class Driver:
         share = (time.perf_counter() - t0) / len(requests)
         for (act, j), req, res in zip(owners, requests, results):
             act.results[j] = res.order
-            act.calls += 1
-            act.docs_sent += len(req.docids)
-            act.input_tokens += res.input_tokens
-            act.output_tokens += res.output_tokens
-            act.cached += int(res.cached)
-            act.parse[res.parse] += 1
-            act.rerank_seconds += share
+            act.tally.record(len(req.docids), res, share)

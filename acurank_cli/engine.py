@@ -15,7 +15,7 @@ from .inputs import load_inputs
 from .io.outputs import RunOutputs, stats_path_for
 from .io.writers import run_lines, stats_record
 from .progress import ProgressView
-from .records import QueryOutcome, RankingTask, Step
+from .records import CallTally, QueryOutcome, RankingTask, Step
 from .rerankers.base import build_reranker, lookup
 from .strategies.base import Strategy
 
@@ -46,24 +46,14 @@ class RerankJob:
 
 
 @dataclass
-class _Totals:
-    queries: int = 0
-    calls: int = 0
-    cached: int = 0
-    docs_sent: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    parse: dict = field(default_factory=dict)
+class _Totals(CallTally):
+    """Accounting over the whole job: the per-query tallies plus the number of queries."""
 
-    def add(self, o: QueryOutcome) -> None:
+    queries: int = 0
+
+    def add(self, outcome: QueryOutcome) -> None:
         self.queries += 1
-        self.calls += o.calls
-        self.cached += o.cached_calls
-        self.docs_sent += o.docs_sent
-        self.input_tokens += o.input_tokens
-        self.output_tokens += o.output_tokens
-        for key, value in o.parse_counts.items():
-            self.parse[key] = self.parse.get(key, 0) + value
+        self.merge(outcome.tally)
 
 
 def _doc_fetcher(index: str | None):
@@ -141,13 +131,13 @@ def _summary(err: Console, job: RerankJob, t: _Totals, wall: float, inputs) -> N
     q = max(t.queries, 1)
     parts = [
         f"{job.strategy.name}: {t.queries} queries",
-        f"{t.calls / q:.2f} calls/query ({t.calls} calls, {t.calls - t.cached} to the model, {t.cached} cached)",
+        f"{t.calls / q:.2f} calls/query ({t.calls} calls, {t.calls - t.cached_calls} to the model, {t.cached_calls} cached)",
         f"{t.docs_sent / q:.1f} docs sent/query",
     ]
     if t.input_tokens or t.output_tokens:
         parts.append(f"tokens in {t.input_tokens} out {t.output_tokens}")
-    if t.parse and set(t.parse) != {"ok"}:
-        parts.append("parse " + " ".join(f"{k} {v}" for k, v in sorted(t.parse.items())))
+    if t.parse_counts and set(t.parse_counts) != {"ok"}:
+        parts.append("parse " + " ".join(f"{k} {v}" for k, v in sorted(t.parse_counts.items())))
     if inputs.skipped_docs or inputs.skipped_queries:
         parts.append(f"skipped {inputs.skipped_queries} queries, {inputs.skipped_docs} docs without text")
     parts.append(f"{wall:.1f} s wall")

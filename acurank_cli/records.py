@@ -93,6 +93,35 @@ class Ranked:
     score: float
 
 
+@dataclass
+class CallTally:
+    """Honest accounting of reranker calls: calls, docs sent, cached calls, tokens, parse outcomes."""
+
+    calls: int = 0
+    docs_sent: int = 0
+    cached_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    rerank_seconds: float = 0.0
+    parse_counts: dict = field(default_factory=dict)
+
+    def record(self, docs: int, result: "RerankResult", seconds: float) -> None:
+        """Count one call of ``docs`` documents."""
+        self.merge(CallTally(1, docs, int(result.cached), result.input_tokens, result.output_tokens,
+                             seconds, {result.parse: 1}))
+
+    def merge(self, other: "CallTally") -> None:
+        """Add another tally (a call, or a whole query)."""
+        self.calls += other.calls
+        self.docs_sent += other.docs_sent
+        self.cached_calls += other.cached_calls
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.rerank_seconds += other.rerank_seconds
+        for key, value in other.parse_counts.items():
+            self.parse_counts[key] = self.parse_counts.get(key, 0) + value
+
+
 @dataclass(frozen=True)
 class QueryOutcome:
     """The result of reranking one query: final ranking plus the honest accounting."""
@@ -100,12 +129,12 @@ class QueryOutcome:
     qid: str
     method: str
     ranking: tuple[Ranked, ...]
-    calls: int
-    docs_sent: int
+    tally: CallTally
     iterations: tuple[dict, ...] = field(default_factory=tuple)
     seconds: float = 0.0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    parse_counts: dict = field(default_factory=dict)
-    cached_calls: int = 0
-    rerank_seconds: float = 0.0
+
+    def __getattr__(self, name: str):
+        """``outcome.calls``, ``outcome.input_tokens``, ...: the tally's counts."""
+        if name != "tally" and name in CallTally.__dataclass_fields__:
+            return getattr(self.tally, name)
+        raise AttributeError(name)

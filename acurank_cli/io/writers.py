@@ -66,8 +66,10 @@ def write_corpus(path: Path, docs: Iterable[Doc]) -> None:
 
 def stats_record(outcome: QueryOutcome) -> dict:
     """The per-query stats JSONL record (everything but the ranking)."""
-    rec = dataclasses.asdict(outcome)
-    rec.pop("ranking")
-    rec["iterations"] = list(outcome.iterations)
-    rec["seconds"] = round(outcome.seconds, 4)
-    return rec
+    return {
+        "qid": outcome.qid,
+        "method": outcome.method,
+        **dataclasses.asdict(outcome.tally),
+        "iterations": list(outcome.iterations),
+        "seconds": round(outcome.seconds, 4),
+    }
