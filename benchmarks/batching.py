@@ -54,6 +54,24 @@ def measure(method: str, mode: str, inputs, batch_queries: int, backend: str = "
     }
 
 
+def encoding_throughput(inputs, sizes=(1, 5, 20, 64, 160), texts: int = 320) -> list[dict]:
+    """Passages per second of the MiniLM forward pass at several batch sizes (is the model compute-bound?)."""
+    from acurank_cli.driver import passage_text
+
+    reranker = build_reranker("minilm")
+    pool = [passage_text(inputs.docs[c.docid]) for t in inputs.tasks for c in t.candidates][:texts]
+    rows = []
+    for size in sizes:
+        reranker._cache.clear()
+        reranker.chunk = size
+        t0 = time.perf_counter()
+        reranker.embed(pool)
+        wall = time.perf_counter() - t0
+        rows.append({"batch": size, "passages": len(pool), "wall s": round(wall, 2),
+                     "passages/s": round(len(pool) / wall, 1)})
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--dataset", default="dl19")
@@ -63,6 +81,7 @@ def main() -> None:
     ap.add_argument("--delay", type=float, default=0.05, help="loopback server seconds per reply")
     ap.add_argument("--concurrency", type=int, default=16, help="openai: requests in flight when batched")
     ap.add_argument("--skip-minilm", action="store_true")
+    ap.add_argument("--throughput", action="store_true", help="also MiniLM passages/s by forward batch size")
     args = ap.parse_args()
     root = Path(__file__).resolve().parents[1] / "sample_runs" / args.dataset
     inputs = load_inputs(str(root / "bm25.run"), 100, str(root / "topics.tsv"), str(root / "passages.jsonl.gz"))
@@ -90,10 +109,14 @@ def main() -> None:
         compare("openai:loopback", base_url=url, concurrency=args.concurrency)
     finally:
         httpd.shutdown()
+    throughput = encoding_throughput(inputs) if args.throughput else []
+    if throughput:
+        print(table(throughput, ["batch", "passages", "wall s", "passages/s"]))
     print(table(rows, ["backend", "method", "mode", "queries", "calls", "wall s", "queries/s", "engine % of wall",
                        "speed-up", "same results"]))
     print("results:", save("batching", {"dataset": args.dataset, "batch_queries": args.batch_queries,
-                                        "openai_delay_s": args.delay, "openai_concurrency": args.concurrency, "rows": rows}))
+                                        "openai_delay_s": args.delay, "openai_concurrency": args.concurrency, "rows": rows,
+                                        "minilm_throughput": throughput}))
 
 
 if __name__ == "__main__":

