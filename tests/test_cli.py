@@ -160,3 +160,24 @@ def test_minilm_beats_bm25_on_dl19_queries(sample, tmp_path):
     bm25 = json.loads(acurank("eval", run, "--qrels", qrels, "--format", "json").stdout)["ndcg_cut_10"]
     reranked = json.loads(acurank("eval", out, "--qrels", qrels, "--format", "json").stdout)["ndcg_cut_10"]
     assert reranked > bm25 + 0.02
+
+
+def test_ctrl_c_exits_130_keeps_finished_queries_and_resumes(sample, tmp_path):
+    run, _ = small_run(sample, tmp_path, queries=12)
+    qrels = sample / "dl19" / "qrels.txt"
+    args = ["rerank", run, "--method", "acurank-HH", "--qrels", qrels, "--updater", "library"]
+    ref = tmp_path / "ref.run"
+    acurank(*args, "--output", ref)
+    out = tmp_path / "int.run"
+    proc = subprocess.Popen([sys.executable, "-m", "acurank_cli", *map(str, args), "--output", str(out)],
+                            env=ENV, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and (not out.exists() or len(_blocks(out)) < 2):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    assert 0 < len(_blocks(out)) < 12
+    acurank(*args, "--output", out)
+    assert out.read_text() == ref.read_text()
