@@ -22,7 +22,11 @@ def test_threshold_solves_sum_of_exceedance(n, k, seed):
     assert abs(s.sum() - k) < 1e-8
     # P(x_i > t) by numerical integration of the normal density agrees with s_i.
     for i in range(3):
-        val, _ = integrate.quad(lambda x: stats.norm.pdf(x, mu[i], sigma[i]), t, np.inf)
+        # integrate the density over [t, far right], telling quad where the peak is (a narrow peak far
+        # from t is otherwise missed on an infinite interval)
+        upper = max(t, mu[i]) + 40 * sigma[i]
+        peak = [mu[i]] if t < mu[i] < upper else None
+        val, _ = integrate.quad(lambda x: stats.norm.pdf(x, mu[i], sigma[i]), t, upper, points=peak, limit=200)
         assert abs(val - s[i]) < 1e-7
 
 
