@@ -169,8 +169,10 @@ def test_ctrl_c_exits_130_keeps_finished_queries_and_resumes(sample, tmp_path):
     ref = tmp_path / "ref.run"
     acurank(*args, "--output", ref)
     out = tmp_path / "int.run"
+    # a background job's children inherit an ignored SIGINT (as under CI); restore the default
     proc = subprocess.Popen([sys.executable, "-m", "acurank_cli", *map(str, args), "--output", str(out)],
-                            env=ENV, stderr=subprocess.PIPE, text=True)
+                            env=ENV, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 60
     while time.time() < deadline and (not out.exists() or len(_blocks(out)) < 2):
         time.sleep(0.05)
