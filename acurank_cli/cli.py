@@ -141,7 +141,7 @@ def _mean_calls(path: Path) -> float | None:
 @app.command("eval")
 def eval_cmd(
     runs: List[str] = typer.Argument(..., help="One or more TREC runs ('-' = stdin)."),
-    qrels: str = typer.Option(..., "--qrels", help="TREC qrels file, or irds:<id> (ir_datasets)."),
+    qrels: str = typer.Option(..., "--qrels", help="TREC qrels file, a Pyserini qrels name, or irds:<id> (ir_datasets)."),
     measure: List[str] = typer.Option(["ndcg_cut_10"], "--measure", "-m", help="trec_eval measure (repeatable): ndcg_cut_10, map, recall_100, P_10, ..."),
     rel_level: int = typer.Option(1, "--rel-level", "-l", help="Relevance level for binary measures (TREC DL uses 2)."),
     per_query: bool = typer.Option(False, "--per-query", "-q", help="Also per-query values."),
@@ -153,7 +153,7 @@ def eval_cmd(
 
     if stats and len(runs) != 1:
         raise InputError("--stats goes with a single run")
-    judged = read_qrels(qrels) if not qrels.startswith("irds:") else _irds_qrels(qrels)
+    judged = _irds_qrels(qrels) if qrels.startswith("irds:") else load_qrels(qrels)
     rows = []
     for path in runs:
         parsed = read_run(path)
@@ -211,6 +211,7 @@ def convert_cmd(
 
 from .report.cli import report_app  # noqa: E402  (light imports; heavy ones load inside commands)
 from .retrieval.cli import index_cmd, retrieve_cmd  # noqa: E402
+from .retrieval.lucene import load_qrels  # noqa: E402  (a file, or a Pyserini qrels name)
 
 app.command("index", help="Build a Lucene index from a JSONL corpus (pyserini/Anserini).")(index_cmd)
 app.command("retrieve", help="BM25 retrieval with pyserini/Anserini; writes a TREC run.")(retrieve_cmd)

@@ -51,13 +51,21 @@ class Driver:
         self.strategy = strategy
         self.reranker = reranker
         self.docs = docs or {}
+        self._texts: dict[str, str] = {}
         self.batch_queries = max(1, batch_queries)
         self.on_step = on_step
+
+    def _text(self, docid: str) -> str:
+        """A doc's prompt text, formatted once (docs are presented many times)."""
+        text = self._texts.get(docid)
+        if text is None:
+            text = self._texts[docid] = passage_text(self.docs[docid])
+        return text
 
     def _request(self, task: RankingTask, window: Sequence[str]) -> RerankRequest:
         texts = ()
         if getattr(self.reranker, "needs_texts", False):
-            texts = tuple(passage_text(self.docs[d]) for d in window)
+            texts = tuple(self._text(d) for d in window)
         return RerankRequest(task.qid, task.query, tuple(window), texts)
 
     def _advance(self, act: _Active, perms) -> QueryOutcome | None:

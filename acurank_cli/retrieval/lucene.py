@@ -361,11 +361,21 @@ def _is_file_arg(value: str) -> bool:
     return _looks_like_path(value) or value.endswith((".tsv", ".txt", ".gz", ".jsonl", ".json", ".trec"))
 
 
+def _as_file(name_or_path: PathLike) -> str | Path | None:
+    """The file (or ``-``) that ``name_or_path`` denotes, or None when it is a Pyserini name."""
+    text = str(name_or_path)
+    if text == "-":
+        return text
+    if Path(text).expanduser().exists() or isinstance(name_or_path, Path) or _is_file_arg(text):
+        return Path(text).expanduser()
+    return None
+
+
 def load_topics(name_or_path: PathLike) -> dict[str, str]:
     """Topics from a TSV file (``qid<TAB>text``, .gz ok) or a Pyserini topic name (network/cache)."""
     text = str(name_or_path)
-    if text == "-" or Path(text).expanduser().exists() or isinstance(name_or_path, Path) or _is_file_arg(text):
-        return read_topics(text if text == "-" else Path(text).expanduser())
+    if (path := _as_file(name_or_path)) is not None:
+        return read_topics(path)
     start_jvm()
     from pyserini.search._base import get_topics, topics_mapping
 
@@ -391,8 +401,8 @@ def load_topics(name_or_path: PathLike) -> dict[str, str]:
 def load_qrels(name_or_path: PathLike) -> dict[str, dict[str, int]]:
     """Qrels from a TREC qrels file or a Pyserini qrels name (network/cache)."""
     text = str(name_or_path)
-    if text == "-" or Path(text).expanduser().exists() or isinstance(name_or_path, Path) or _is_file_arg(text):
-        return read_qrels(text if text == "-" else Path(text).expanduser())
+    if (path := _as_file(name_or_path)) is not None:
+        return read_qrels(path)
     start_jvm()
     from pyserini.search._base import get_qrels_file, qrels_mapping
 
