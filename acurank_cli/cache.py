@@ -7,11 +7,14 @@ import hashlib
 import json
 import os
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Sequence
 
+from .errors import InputError
 from .records import RerankRequest, RerankResult
+from .rerankers.base import RerankerBase, ResultSink
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -37,22 +40,42 @@ def default_cache_path() -> Path:
     return base / "acurank" / "calls.sqlite"
 
 
-class CachedReranker:
-    """Wraps a backend with ``cache_identity()`` and ``prompt_key(request)``; misses go as one batch."""
+class CachedReranker(RerankerBase):
+    """Wraps a backend that has a ``cache_identity()``; misses go to it as one batch.
 
-    def __init__(self, inner, path: str | Path):
+    Every answer is committed the moment the backend delivers it (not when the batch ends), so a
+    kill at any instant loses only the calls still in flight. Several processes may share one file
+    (WAL journal, waits up to ``BUSY_SECONDS`` for a writer instead of failing "database is locked").
+    """
+
+    BUSY_SECONDS = 120.0
+
+    def __init__(self, inner: RerankerBase, path: str | Path):
         self.inner = inner
         self.name = inner.name
         self.needs_texts = inner.needs_texts
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute(SCHEMA)
-        self.db.commit()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(self.path, timeout=self.BUSY_SECONDS, check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            with self.db:
+                self.db.execute(SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise InputError(f"cannot use the call cache ({exc}); give another --cache or --no-cache", str(path)) from None
+        self._lock = threading.Lock()
         self.identity = json.dumps(inner.cache_identity(), sort_keys=True)
         self.hits = 0
         self.misses = 0
+
+    def cache_identity(self):
+        return self.inner.cache_identity()
+
+    def fingerprint(self):
+        return self.inner.fingerprint()
+
+    def prompt_key(self, request: RerankRequest) -> str:
+        return self.inner.prompt_key(request)
 
     def key(self, request: RerankRequest) -> str:
         """sha256 over the backend identity and the exact prompt."""
@@ -61,52 +84,53 @@ class CachedReranker:
         h.update(self.inner.prompt_key(request).encode("utf-8"))
         return h.hexdigest()
 
-    def rerank(self, requests: Sequence[RerankRequest]) -> list[RerankResult]:
-        """Serve hits from the cache, send the misses to the backend in one batch, store them."""
+    def rerank(self, requests: Sequence[RerankRequest], on_result: ResultSink | None = None) -> list[RerankResult]:
+        """Serve hits from the cache, send the misses to the backend in one batch, commit each answer."""
         keys = [self.key(r) for r in requests]
         results: list[RerankResult | None] = [None] * len(requests)
         missing: list[int] = []
-        for i, key in enumerate(keys):
-            row = self.db.execute(
+        with self._lock:
+            rows = [self.db.execute(
                 "SELECT perm, raw, parse, input_tokens, output_tokens, latency, backend FROM calls WHERE key = ?",
-                (key,),
-            ).fetchone()
+                (key,)).fetchone() for key in keys]
+        for i, row in enumerate(rows):
             if row is None:
                 missing.append(i)
                 continue
             perm, raw, parse, tin, tout, latency, backend = row
             results[i] = RerankResult(tuple(json.loads(perm)), tin, tout, latency, parse, True, raw, backend)
+            if on_result is not None:
+                on_result(i, results[i])
         self.hits += len(requests) - len(missing)
         self.misses += len(missing)
         if missing:
-            batch = [requests[i] for i in missing]
-            try:
-                fresh = self.inner.rerank(batch)
-            except Exception as exc:  # keep what finished (e.g. BackendError.results), then fail
-                self._store([(keys[i], r) for i, r in zip(missing, getattr(exc, "results", None) or []) if r])
-                raise
-            self._store([(keys[i], r) for i, r in zip(missing, fresh)])
-            for i, res in zip(missing, fresh):
-                results[i] = res
+
+            def arrived(j: int, result: RerankResult) -> None:
+                i = missing[j]
+                self._store(keys[i], result)
+                results[i] = result
+                if on_result is not None:
+                    on_result(i, result)
+
+            self.inner.rerank([requests[i] for i in missing], arrived)
         return results  # type: ignore[return-value]
 
-    def _store(self, items: list[tuple[str, RerankResult]]) -> None:
-        now = time.time()
-        with self.db:
-            for key, res in items:
-                self.db.execute(
-                    "INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    (key, res.backend or self.name, self.identity, json.dumps(list(res.order)),
-                     res.raw, res.parse, res.input_tokens, res.output_tokens, res.latency, now),
-                )
+    def _store(self, key: str, res: RerankResult) -> None:
+        with self._lock, self.db:
+            self.db.execute(
+                "INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (key, res.backend or self.name, self.identity, json.dumps(list(res.order)),
+                 res.raw, res.parse, res.input_tokens, res.output_tokens, res.latency, time.time()),
+            )
 
     def close(self) -> None:
-        """Close the database."""
+        """Close the backend and the database."""
+        self.inner.close()
         self.db.close()
 
 
-def with_cache(reranker, cache: str | None):
+def with_cache(reranker: RerankerBase, cache: str | None) -> RerankerBase:
     """Wrap ``reranker`` in the call cache when it supports caching and a cache is wanted."""
-    if cache is None or not hasattr(reranker, "cache_identity"):
+    if cache is None or reranker.cache_identity() is None:
         return reranker
     return CachedReranker(reranker, default_cache_path() if cache == "default" else cache)

@@ -91,8 +91,12 @@ def rerank(
     concurrency: int = typer.Option(8, "--concurrency", help="openai: requests in flight."),
     timeout: float = typer.Option(120.0, "--timeout", help="openai: seconds per request."),
     retries: int = typer.Option(6, "--retries", help="openai: retries on 429/5xx/timeouts."),
-    context_size: int = typer.Option(4096, "--context-size", help="Prompt budget in tokens."),
-    prompt: Optional[str] = typer.Option(None, "--prompt", help="Prompt format: rankzephyr | rankvicuna | chat."),
+    context_size: int = typer.Option(4096, "--context-size", help="LLM context in tokens (prompt + answer), as published."),
+    prompt: Optional[str] = typer.Option(None, "--prompt", help="hf: prompt format: rankzephyr | rankvicuna | chat (default: chat if the tokenizer has a template)."),
+    temperature: float = typer.Option(0.0, "--temperature", help="LLM sampling temperature (0 = greedy; the published OpenAI runs used the API default 1.0)."),
+    tokenizer: Optional[str] = typer.Option(None, "--tokenizer", help="openai: count prompt tokens with this local tokenizer (path or hub id) or tiktoken:ENCODING."),
+    double_bos: bool = typer.Option(False, "--double-bos", help="hf: feed the tokenizer's BOS even when the template already wrote one (what the published code did)."),
+    log_prompts: Optional[str] = typer.Option(None, "--log-prompts", help="JSONL: one line per model call (qid, docids, exact prompt, tokens, word cap, answer)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
 ) -> None:
     """Rerank a first-stage run with AcuRank (or a baseline) and write a TREC run."""
@@ -112,7 +116,8 @@ def rerank(
         reranker_options=dict(
             sim_noise=sim_noise, sim_seed=sim_seed, device=device, dtype=dtype, batch_size=batch_size,
             base_url=base_url, concurrency=concurrency, timeout=timeout, retries=retries,
-            context_size=context_size, prompt_format=prompt, m=window or 20,
+            context_size=context_size, prompt_format=prompt, temperature=temperature, tokenizer=tokenizer,
+            double_bos=double_bos, log_prompts=log_prompts,
         ),
     )
     run_job(job, err)

@@ -15,12 +15,6 @@ from .rerankers.base import Reranker
 from .strategies.base import Strategy
 
 
-def passage_text(doc: Doc) -> str:
-    """A passage as prompts show it: ``Title: ... Content: ...`` when there is a title."""
-    body = " ".join(doc.text.split())
-    return f"Title: {doc.title.strip()} Content: {body}" if doc.title.strip() else body
-
-
 @dataclass
 class _Active:
     """Book-keeping for one query in flight."""
@@ -32,6 +26,7 @@ class _Active:
     tally: CallTally = field(default_factory=CallTally)
     iterations: list = field(default_factory=list)
     results: list = field(default_factory=list)
+    stop: str | None = None
 
 
 StepHook = Callable[[RankingTask, Step], None]
@@ -51,22 +46,12 @@ class Driver:
         self.strategy = strategy
         self.reranker = reranker
         self.docs = docs or {}
-        self._texts: dict[str, str] = {}
         self.batch_queries = max(1, batch_queries)
         self.on_step = on_step
 
-    def _text(self, docid: str) -> str:
-        """A doc's prompt text, formatted once (docs are presented many times)."""
-        text = self._texts.get(docid)
-        if text is None:
-            text = self._texts[docid] = passage_text(self.docs[docid])
-        return text
-
     def _request(self, task: RankingTask, window: Sequence[str]) -> RerankRequest:
-        texts = ()
-        if getattr(self.reranker, "needs_texts", False):
-            texts = tuple(self._text(d) for d in window)
-        return RerankRequest(task.qid, task.query, tuple(window), texts)
+        docs = tuple(self.docs[d] for d in window) if self.reranker.needs_texts else ()
+        return RerankRequest(task.qid, task.query, tuple(window), docs)
 
     def _advance(self, act: _Active, perms) -> QueryOutcome | None:
         """Send permutations into the plan; return the outcome when the plan has finished."""
@@ -80,8 +65,11 @@ class Driver:
                 tally=act.tally,
                 iterations=tuple(act.iterations),
                 seconds=time.perf_counter() - act.started,
+                stop=act.stop,
             )
         step = act.step
+        if step.stop is not None:
+            act.stop = step.stop
         if step.windows:
             act.iterations.append(
                 {

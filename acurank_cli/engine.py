@@ -17,6 +17,7 @@ from .io.writers import run_lines, stats_record
 from .progress import ProgressView
 from .records import CallTally, QueryOutcome, RankingTask, Step
 from .rerankers.base import build_reranker, lookup
+from .rerankers.listwise import ListwiseLLM
 from .strategies.base import Strategy
 
 
@@ -50,10 +51,13 @@ class _Totals(CallTally):
     """Accounting over the whole job: the per-query tallies plus the number of queries."""
 
     queries: int = 0
+    stops: dict = field(default_factory=dict)  # stop reason -> queries
 
     def add(self, outcome: QueryOutcome) -> None:
         self.queries += 1
         self.merge(outcome.tally)
+        if outcome.stop is not None:
+            self.stops[outcome.stop] = self.stops.get(outcome.stop, 0) + 1
 
 
 def _doc_fetcher(index: str | None):
@@ -77,6 +81,11 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     for note in inputs.notes:
         err.print(f"acurank: {note}", markup=False)
     backend = build_reranker(job.reranker, qrels=inputs.qrels, **job.reranker_options)
+    if job.reranker_options.get("log_prompts") and not isinstance(backend, ListwiseLLM):
+        backend.close()
+        raise InputError(f"--log-prompts is for LLM rerankers (hf:, openai:), not {backend.name}")
+    for note in backend.notes():
+        err.print(f"acurank: {note}", markup=False, soft_wrap=True)
     reranker = with_cache(backend, job.cache)
     err.print(f"acurank: {job.strategy.name} with reranker {backend.name} on {len(inputs.tasks)} queries", markup=False)
 
@@ -111,7 +120,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
                     stats_record(outcome), traces.pop(outcome.qid, []),
                 )
                 totals.add(outcome)
-                view.query_done(outcome.qid)
+                view.query_done(outcome.qid, totals)
         except (KeyboardInterrupt, InputError) as exc:
             where = job.output if job.output and job.output != "-" else "the output"
             what = "interrupted" if isinstance(exc, KeyboardInterrupt) else "stopped"
@@ -120,8 +129,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
             raise
         finally:
             outputs.close()
-            if hasattr(reranker, "close"):
-                reranker.close()
+            reranker.close()
     wall = time.perf_counter() - started
     _summary(err, job, totals, wall, inputs)
     return totals
@@ -138,6 +146,8 @@ def _summary(err: Console, job: RerankJob, t: _Totals, wall: float, inputs) -> N
         parts.append(f"tokens in {t.input_tokens} out {t.output_tokens}")
     if t.parse_counts and set(t.parse_counts) != {"ok"}:
         parts.append("parse " + " ".join(f"{k} {v}" for k, v in sorted(t.parse_counts.items())))
+    if t.stops:
+        parts.append("stopped by " + ", ".join(f"{k} {v}" for k, v in sorted(t.stops.items(), key=lambda kv: -kv[1])))
     if inputs.skipped_docs or inputs.skipped_queries:
         parts.append(f"skipped {inputs.skipped_queries} queries, {inputs.skipped_docs} docs without text")
     parts.append(f"{wall:.1f} s wall")

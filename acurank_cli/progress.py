@@ -32,6 +32,7 @@ class ProgressView:
         )
         self._task = self._progress.add_task(label, total=total, detail="")
         self._history: dict[str, list[int]] = {}
+        self._label = label
 
     def __enter__(self) -> "ProgressView":
         self._progress.__enter__()
@@ -50,7 +51,10 @@ class ProgressView:
         elif step.windows:
             self._progress.update(self._task, detail=f"q {task.qid} {step.phase} {step.iteration}")
 
-    def query_done(self, qid: str) -> None:
-        """Advance the bar by one query."""
+    def query_done(self, qid: str, totals=None) -> None:
+        """Advance the bar by one query; the running count of stop reasons goes in the label."""
         self._history.pop(qid, None)
+        if totals is not None and totals.stops:
+            capped = sum(v for k, v in totals.stops.items() if k in ("budget", "call-cap"))
+            self._progress.update(self._task, description=f"{self._label} (capped {capped}/{totals.queries})")
         self._progress.advance(self._task)

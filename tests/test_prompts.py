@@ -1,174 +1,138 @@
-"""Prompt formats, identifiers, marker rewriting and sizing to the context budget."""
+"""The published prompt's pieces, each checked against values worked out by hand from llm-prompts.md."""
 
 from __future__ import annotations
 
 import pytest
 
 from acurank_cli.errors import InputError
+from acurank_cli.records import Doc
 from acurank_cli.rerankers.prompts import (
+    CHAT_MESSAGES,
     PROMPT_FORMATS,
+    RANKZEPHYR_ANSWER_TOKENS,
     SYSTEM_MESSAGE,
     ApproxTokenCounter,
     PromptBuilder,
-    answer_tokens_for,
-    canonical_answer,
+    RegexTokenCounter,
+    answer_text,
     default_format,
-    flat_chat_text,
     get_format,
     messages_for,
     neutralize_markers,
-    start_words,
+    passage_content,
+    start_max_length,
     user_message,
 )
 
 
-class WordCounter:
-    """One token per whitespace-separated word: makes sizing arithmetic checkable."""
+class CountW:
+    """Counts the words that are exactly ``w``: prompt tokens = passage words, arithmetic by hand."""
 
-    name = "words"
+    name = "w"
 
     def count(self, text: str) -> int:
-        return len(text.split())
+        return text.split().count("w")
 
 
-class FakeChatTokenizer:
-    bos_token = "<s>"
-    eos_token = "</s>"
-    chat_template = "fake"
-
-    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=False):
-        assert tokenize is False and add_generation_prompt is True
-        return "".join(f"<{m['role']}>{m['content']}</{m['role']}>" for m in messages) + "<assistant>"
-
-
-class NoSystemTokenizer(FakeChatTokenizer):
-    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=False):
-        if messages[0]["role"] == "system":
-            raise ValueError("System role not supported")
-        return super().apply_chat_template(messages, tokenize, add_generation_prompt)
+def test_user_message_exact():
+    expected = (
+        "I will provide you with 2 passages, each indicated by  a numerical identifier []. "
+        "Rank the passages based on their relevance to the search query: what is x.\n\n"
+        "[1] alpha\n[2] beta\n"
+        "Search Query: what is x.\nRank the 2 passages above based on their relevance to the search query. "
+        "All the passages should be included and listed using identifiers, in descending order of relevance. "
+        "The output format should be [] > [], e.g., [2] > [1], Only respond with the ranking results, "
+        "do not say any word or explain."
+    )
+    assert user_message("what is x", ["alpha", "beta"]) == expected
+    assert messages_for("q", ["p"])[0] == {"role": "system", "content": SYSTEM_MESSAGE}
 
 
-def test_user_message_layout():
-    text = user_message("what is x", ["alpha", "beta"])
-    lines = text.split("\n")
-    assert lines[0].startswith("I will provide you with 2 passages, each indicated by a numerical identifier []")
-    assert lines[0].endswith("search query: what is x.")
-    assert lines[2] == "[1] alpha" and lines[3] == "[2] beta"
-    assert "Search Query: what is x." in lines
-    assert "The output format should be [] > [], e.g., [2] > [1]." in lines[-1]
-    assert text.index("what is x") < text.index("[1] alpha") < text.rindex("what is x")
+def test_query_kept_verbatim_but_markers():
+    user = user_message("  x  [2] [ 3 ]. ", ["p"])
+    assert "search query:   x  (2) [ 3 ]. ." in user and "Search Query:   x  (2) [ 3 ]. .\n" in user
 
 
-def test_messages_and_registry():
+def test_markers_exactly_digits_in_brackets():
+    assert neutralize_markers("see [3] and [12] not [ 12 ] [a] [1a] [] [-1]") == "see (3) and (12) not [ 12 ] [a] [1a] [] [-1]"
+
+
+def test_passage_content_pipeline():
+    # title + text, strip, ftfy (mojibake and curly quotes), words cut at int(max_length), markers
+    doc = Doc("d", "  It\u00e2\u0080\u0099s   the \u201cbest\u201d [1] cure\n for  fleas  ", "Flea care")
+    assert passage_content(doc, 1000) == "Title: Flea care Content: It's the \"best\" (1) cure for fleas"
+    assert passage_content(doc, 7.9) == "Title: Flea care Content: It's the \"best\""  # 7 words
+    assert passage_content(doc, 0.5) == ""
+    assert passage_content(Doc("d", " plain text "), 300) == "plain text"  # no title: no prefix
+
+
+def test_start_cap_is_a_float():
+    assert start_max_length(20) == 300 and start_max_length(10) == 600
+    assert start_max_length(7) == pytest.approx(857.142857, rel=1e-6)  # int() cuts at 857 words
+
+
+def test_answer_budgets():
+    counter = RegexTokenCounter()
+    assert answer_text(3) == "[1] > [2] > [3]"
+    # [1] > [2] > [3]: 3 tokens per [i], 2 '>' -> 11, minus 1
+    assert PROMPT_FORMATS["rankvicuna"].answer_tokens(3, counter) == 10
+    assert PROMPT_FORMATS["chat"].answer_tokens(20, counter) == 20 * 3 + 19 - 1
+    assert [PROMPT_FORMATS["rankzephyr"].answer_tokens(n, counter) for n in (20, 10, 8, 3, 2, 1)] == [90, 40, 31, 11, 7, 3]
+    assert RANKZEPHYR_ANSWER_TOKENS[15] == 65
+
+
+def test_fixed_templates():
     msgs = messages_for("q", ["p"])
-    assert msgs[0] == {"role": "system", "content": SYSTEM_MESSAGE}
-    assert msgs[1]["role"] == "user"
-    assert set(PROMPT_FORMATS) == {"rankzephyr", "rankvicuna", "chat"}
-    assert get_format("RankZephyr").name == "rankzephyr"
-    with pytest.raises(InputError, match="unknown prompt format"):
-        get_format("rankgpt5")
-
-
-def test_format_rendering():
-    msgs = messages_for("q", ["p"])
-    tok = FakeChatTokenizer()
-    zephyr = get_format("rankzephyr").render(msgs, tok)
-    assert zephyr.startswith(f"<s><|system|>\n{SYSTEM_MESSAGE}</s>\n<|user|>\nI will provide you with 1 passages")
-    assert zephyr.endswith("</s>\n<|assistant|>\n")
-    vicuna = get_format("rankvicuna").render(msgs, tok)
-    assert vicuna.startswith(f"<s>{SYSTEM_MESSAGE} USER: I will provide")
-    assert vicuna.endswith("do not say any word or explain. ASSISTANT:")
-    assert get_format("rankvicuna").render(msgs, None).startswith(SYSTEM_MESSAGE)  # no tokenizer: no BOS
-    chat = get_format("chat").render(msgs, tok)
-    assert chat.startswith(f"<system>{SYSTEM_MESSAGE}</system><user>") and chat.endswith("<assistant>")
-    folded = get_format("chat").render(msgs, NoSystemTokenizer())
-    assert folded.startswith(f"<user>{SYSTEM_MESSAGE}\n\nI will provide")
+    user = msgs[1]["content"]
+    assert get_format("rankzephyr").render(msgs, None) == f"<|system|>\n{SYSTEM_MESSAGE}</s>\n<|user|>\n{user}</s>\n<|assistant|>\n"
+    assert get_format("rankvicuna").render(msgs, None) == f"<s>[INST] <<SYS>>\n{SYSTEM_MESSAGE}\n<</SYS>>\n\n{user} [/INST]"
+    assert CHAT_MESSAGES.render(msgs, None) == f"{SYSTEM_MESSAGE}\n{user}"
     with pytest.raises(InputError, match="chat template"):
         get_format("chat").render(msgs, None)
-    assert default_format(tok) == "chat" and default_format(None) == "rankvicuna"
+    with pytest.raises(InputError, match="unknown prompt format"):
+        get_format("rankgpt5")
+    assert default_format(None) == "rankvicuna"
 
 
-def test_markers_are_neutralised():
-    assert neutralize_markers("see [3] and [ 12 ] but not [a] or [1a]") == "see (3) and (12) but not [a] or [1a]"
-    b = PromptBuilder(flat_chat_text, WordCounter(), context_size=10_000)
-    p = b.build("query [2]", ["cites [1] and [2]", "plain"])
-    user = p.messages[1]["content"]
-    assert "[1] cites (1) and (2)" in user and "[2] plain" in user
-    assert "query (2)" in user and "[2]" not in user.replace("[2] plain", "").replace("[2] > [1]", "")
+def test_fitting_loop_by_hand():
+    # 2 passages of 1000 'w'; tokens = words shown; out(2) = 0 - 1 = -1, so the budget is 399 + 1 = 400.
+    # max_length 3000 -> 2800 -> ... -> 1000 (steps of 1600 // 8 = 200), then 800 (tokens 1600, step 150),
+    # 650 (1300, 112), 538 (1076, 84), 454 (908, 63), 391 (782, 47), 344 (688, 36), 308 (616, 27),
+    # 281 (562, 20), 261 (522, 15), 246 (492, 11), 235 (470, 8), 227 (454, 6), 221 (442, 5), 216 (432, 4),
+    # 212 (424, 3), 209 (418, 2), 207 (414, 1), 206, 205, ..., 200 (400 tokens): fits.
+    docs = [Doc(str(i), " ".join(["w"] * 1000)) for i in range(2)]
+    p = PromptBuilder(CHAT_MESSAGES, CountW(), context_size=399, fix_rendered=False).build("q", docs)
+    assert (p.max_length, p.tokens, p.answer_tokens, p.clipped) == (200, 400, -1, True)
 
 
-def test_start_words():
-    assert start_words(20) == 300 and start_words(10) == 600 and start_words(40) == 150 and start_words(100) == 60
+def test_few_long_passages_do_not_starve_the_rest():
+    # 19 passages of 10 words and one of 1000 at a budget of 400: the shared cap falls one word a step
+    # (excess 90 // 80 = 1) from 300 until 190 + cap = 400: cap 210, the short ones whole.
+    docs = [Doc(str(i), " ".join(["w"] * 10)) for i in range(19)] + [Doc("long", " ".join(["w"] * 1000))]
+    p = PromptBuilder(CHAT_MESSAGES, CountW(), context_size=399, fix_rendered=False).build("q", docs)
+    assert (p.max_length, p.tokens) == (210, 400)
 
 
-def test_short_passages_untouched():
-    b = PromptBuilder(flat_chat_text, WordCounter(), context_size=4096, answer_tokens=100)
-    p = b.build("q", ["a b c", "d e"])
-    assert not p.clipped and "[1] a b c" in p.text and p.tokens <= 3996
+def test_shrink_below_zero_steps_by_one():
+    # 8 tokens a word (CJK-like), one passage of 1000 words, budget 15 + 1 = 16 (out(1) = -1):
+    # 6000 -> 4004 -> 2008 -> 12 (tokens 8000, steps 7984 // 4 = 1996), then each step would go below 0
+    # (12: 96 tokens, step 80 // 4 = 20), so it falls by 1: 11, 10, 9, 8, 7, 6, 5, 4; at 4 (32 tokens)
+    # the step is 16 // 4 = 4 -> 0, which is not below 0: cap 0, 0 tokens, fits.
+    class CountW8(CountW):
+        def count(self, text):
+            return 8 * super().count(text)
 
-
-def test_passages_start_at_300_words_for_20():
-    texts = [" ".join(f"w{j}" for j in range(500)) for _ in range(20)]
-    b = PromptBuilder(flat_chat_text, WordCounter(), context_size=1_000_000)
-    p = b.build("q", texts)
-    assert p.words == 300 and p.clipped
-    assert "w299" in p.text and "w300" not in p.text
-
-
-def test_shrinks_until_prompt_plus_answer_fit():
-    texts = [" ".join(f"w{j}" for j in range(500)) for _ in range(20)]
-    counter = WordCounter()
-    answer = answer_tokens_for(20, counter)
-    b = PromptBuilder(flat_chat_text, counter, context_size=4096, answer_tokens=answer)
-    p = b.build("some query", texts)
-    assert p.clipped and p.tokens + answer <= 4096
-    assert p.words < 300 and p.tokens == counter.count(p.text)
-    # tight: a few more words per passage would not fit
-    assert p.tokens + answer + 20 * 12 > 4096
+    docs = [Doc("a", " ".join(["w"] * 1000))]
+    p = PromptBuilder(CHAT_MESSAGES, CountW8(), context_size=15, fix_rendered=False).build("q", docs)
+    assert (p.max_length, p.tokens) == (0, 0)
 
 
 def test_too_small_context_is_an_input_error():
-    b = PromptBuilder(flat_chat_text, WordCounter(), context_size=50, answer_tokens=10)
-    with pytest.raises(InputError, match="does not fit context size 50"):
-        b.build("q", ["x y z"] * 20)
+    b = PromptBuilder(CHAT_MESSAGES, RegexTokenCounter(), context_size=50, fix_rendered=False)
+    with pytest.raises(InputError, match="does not fit --context-size 50"):
+        b.build("q", [Doc(str(i), "x y z") for i in range(20)])
 
 
-def test_overhead_counts():
-    b = PromptBuilder(flat_chat_text, WordCounter(), context_size=4096, overhead_tokens=12)
-    p = b.build("q", ["a"])
-    assert p.tokens == WordCounter().count(p.text) + 12
-
-
-def test_canonical_answer_and_room():
-    assert canonical_answer(3) == "[3] > [2] > [1]"
-    approx = ApproxTokenCounter()
-    assert answer_tokens_for(20, approx) > answer_tokens_for(5, approx) > 0
-
-
-def test_approx_counter():
+def test_approx_counter_is_a_rough_guard():
     c = ApproxTokenCounter()
-    assert c.count("") == 0
-    assert c.count("hello world") == 2
-    assert c.count("The quick brown fox jumps over the lazy dog.") == 10
-    assert c.count("relevance") == 2
-    assert c.count("[12] > [3]") == 7
-    assert c.count("日本語") == 3
-    assert c.count("café") >= 1
-    prose = ("The quick brown fox jumps over the lazy dog. " * 50).strip()
-    words = len(prose.split())
-    assert words <= c.count(prose) <= 2 * words
-
-
-def test_one_long_passage_converges_quickly():
-    class Counting(WordCounter):
-        calls = 0
-
-        def count(self, text):
-            Counting.calls += 1
-            return super().count(text)
-
-    texts = ["short text"] * 19 + [" ".join(f"w{j}" for j in range(5000))]
-    b = PromptBuilder(flat_chat_text, Counting(), context_size=600, answer_tokens=50)
-    p = b.build("q", texts)
-    assert p.tokens + 50 <= 600 and "short text" in p.text
-    assert Counting.calls <= 3
+    assert c.count("") == 0 and c.count("a b c") == 3 and c.count("x" * 40) == 10

@@ -71,5 +71,6 @@ def stats_record(outcome: QueryOutcome) -> dict:
         "method": outcome.method,
         **dataclasses.asdict(outcome.tally),
         "iterations": list(outcome.iterations),
+        "stop": outcome.stop,
         "seconds": round(outcome.seconds, 4),
     }

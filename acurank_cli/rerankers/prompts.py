@@ -1,131 +1,253 @@
-"""Listwise prompt formats (RankLLM / the AcuRank appendix) and prompt sizing to a context budget.
+"""The listwise prompt of the published AcuRank implementation, reproduced byte for byte.
 
-Every format shares the same *content*: the RankLLM system message, a user turn that states the
-query, lists the passages as ``[1] ...``, ``[2] ...``, repeats the query and asks for ``[] > []``.
-Formats differ only in how that conversation is wrapped into the text the model reads:
+Source: the AcuRank code (``listwise_reranking_modules.py``), itself RankLLM's listwise prompt;
+``shared/spec/llm-prompts.md`` describes it and ``prompt-vectors.json`` holds worked cases that
+``tests/test_prompt_vectors.py`` checks. One window of ``num`` passages becomes:
 
-* ``rankzephyr`` - Zephyr turns (``<|system|>``, ``<|user|>``, ``<|assistant|>``), as used by
-  castorini/rank_zephyr_7b_v1_full;
-* ``rankvicuna`` - Vicuna v1.1 (``SYSTEM USER: ... ASSISTANT:``), as castorini/rank_vicuna_7b_v1;
-* ``chat`` - the tokenizer's own chat template (Llama-3.x-Instruct, Qwen2.5-Instruct, ...), or the
-  chat messages themselves for an OpenAI-compatible endpoint.
+* system: :data:`SYSTEM_MESSAGE`;
+* user: the query, the passages as ``[1] ...``, ``[2] ...`` and the query again (:func:`user_message`);
+* each passage: ``Title: {title} Content: {text}`` (or the text), stripped, ftfy-fixed, cut to the
+  first ``int(max_length)`` words, ``[digits]`` rewritten to ``(digits)`` (:class:`PassageContent`).
 
-Sizing: each passage starts at ``300 * 20 / window`` words and is cut shorter (the excess tokens
-spread over the passages the cap cuts, at least one word per step) until the rendered prompt
-plus room for the answer fits ``context_size`` tokens.
+Formats (a registry) say how the messages become the model's text and how long its answer may be:
+
+* ``rankzephyr``: the Zephyr template of castorini/rank_zephyr_7b_v1_full; answers by a fixed table;
+* ``rankvicuna``: the Llama-2 ``[INST] <<SYS>>`` default template the published code applied to
+  castorini/rank_vicuna_7b_v1 (the paper's appendix shows the same; not Vicuna v1.1's ``USER:``);
+* ``chat``: the model tokenizer's own chat template (Llama-3.x, Qwen2.5 Instruct, ...).
+
+An OpenAI-compatible endpoint gets the messages themselves (:data:`CHAT_MESSAGES`); its tokens are
+counted over ``system + "\\n" + user`` as the published code did.
+
+Fitting (:class:`PromptBuilder`): ``max_length`` starts at ``300 * 20 / num`` and, while the prompt
+exceeds ``context_size - answer``, shrinks by ``max(1, excess // (num * 4))`` (by 1 when that would go
+below 0), so every passage shares one cap that shrinks toward the largest cap that fits.
 """
 
 from __future__ import annotations
 
-import math
 import re
-import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Protocol
 
 from ..errors import InputError
+from ..records import Doc
 
 SYSTEM_MESSAGE = (
     "You are RankLLM, an intelligent assistant that can rank passages based on their relevancy to the query."
 )
 
-#: Words per passage for a window of 20; a window of w starts at ``BASE_WORDS * 20 / w``.
+#: ``max_length`` for a window of ``num`` starts at ``BASE_WORDS * BASE_WINDOW / num`` (a float).
 BASE_WORDS = 300
 BASE_WINDOW = 20
-#: Extra answer tokens beyond the canonical ``[m] > ... > [1]`` (end-of-sequence, stray spaces).
-ANSWER_MARGIN = 4
+
+#: RankZephyr's answer budget per window size (the published fixed table).
+RANKZEPHYR_ANSWER_TOKENS = {
+    20: 90, 19: 85, 18: 80, 17: 75, 16: 70, 15: 65, 14: 60, 13: 55, 12: 50, 11: 45,
+    10: 40, 9: 35, 8: 31, 7: 27, 6: 23, 5: 19, 4: 15, 3: 11, 2: 7, 1: 3,
+}
 
 Message = Mapping[str, str]
 
-
 # --------------------------------------------------------------------------------------------
-# The shared content
+# Content: passages, query, user message
 # --------------------------------------------------------------------------------------------
 
-_MARKER = re.compile(r"\[\s*(\d+)\s*\]")
+_MARKER = re.compile(r"\[(\d+)\]")
 
 
 def neutralize_markers(text: str) -> str:
-    """Rewrite ``[n]``-like markers (``[3]``, ``[ 12 ]``) as ``(n)`` so they never look like identifiers."""
+    """Rewrite ``[digits]`` as ``(digits)`` (exactly that pattern) so it never looks like an identifier."""
     return _MARKER.sub(r"(\1)", text)
 
 
-def clip_words(text: str, words: int) -> str:
-    """The first ``words`` whitespace-separated words of ``text`` (whitespace normalised)."""
-    parts = text.split()
-    return " ".join(parts[: max(0, words)])
+def fix_text(text: str) -> str:
+    """ftfy's ``fix_text`` with its defaults (mojibake, quotes, NFC), as the published code applies."""
+    import ftfy
+
+    return ftfy.fix_text(text)
 
 
-def user_message(query: str, passages: Sequence[str]) -> str:
-    """The RankLLM user turn: query, ``[i]``-numbered passages, query again, output format."""
-    n = len(passages)
-    query = neutralize_markers(" ".join(query.split()))
-    lines = [
-        (
-            f"I will provide you with {n} passages, each indicated by a numerical identifier []. "
-            f"Rank the passages based on their relevance to the search query: {query}."
-        ),
-        "",
-    ]
-    lines += [f"[{i}] {p}" for i, p in enumerate(passages, start=1)]
-    lines += [
-        "",
-        f"Search Query: {query}.",
-        (
-            f"Rank the {n} passages above based on their relevance to the search query. All the passages "
-            "should be included and listed using identifiers, in descending order of relevance. "
-            "The output format should be [] > [], e.g., [2] > [1]. "
-            "Only respond with the ranking results, do not say any word or explain."
-        ),
-    ]
-    return "\n".join(lines)
+@lru_cache(maxsize=65536)
+def _fixed_words(title: str, text: str) -> tuple[str, ...]:
+    content = f"Title: {title} Content: {text}" if title else text
+    return tuple(fix_text(content.strip()).split())
 
 
-def messages_for(query: str, passages: Sequence[str]) -> tuple[dict[str, str], ...]:
-    """System + user messages for one window (passages already clipped and neutralised)."""
+def passage_content(doc: Doc, max_length: float) -> str:
+    """A passage as the prompt shows it, cut to the first ``int(max_length)`` words."""
+    words = _fixed_words(doc.title, doc.text)
+    return neutralize_markers(" ".join(words[: int(max_length)]))
+
+
+def passage_words(doc: Doc) -> int:
+    """Words in the fixed passage (what a cap of that many or more leaves whole)."""
+    return len(_fixed_words(doc.title, doc.text))
+
+
+def user_message(query: str, contents: Sequence[str]) -> str:
+    """The user turn for passages already prepared by :func:`passage_content`."""
+    num = len(contents)
+    q = neutralize_markers(query)
+    head = (
+        f"I will provide you with {num} passages, each indicated by  a numerical identifier []. "
+        f"Rank the passages based on their relevance to the search query: {q}.\n\n"
+    )
+    body = "".join(f"[{rank}] {content}\n" for rank, content in enumerate(contents, start=1))
+    tail = (
+        f"Search Query: {q}.\nRank the {num} passages above based on their relevance to the search query. "
+        "All the passages should be included and listed using identifiers, in descending order of relevance. "
+        "The output format should be [] > [], e.g., [2] > [1], Only respond with the ranking results, "
+        "do not say any word or explain."
+    )
+    return head + body + tail
+
+
+def messages_for(query: str, contents: Sequence[str]) -> tuple[dict[str, str], ...]:
+    """System + user messages for one window."""
     return (
         {"role": "system", "content": SYSTEM_MESSAGE},
-        {"role": "user", "content": user_message(query, passages)},
+        {"role": "user", "content": user_message(query, contents)},
     )
 
 
-def canonical_answer(m: int) -> str:
-    """The longest well-formed answer for a window of ``m``: ``[m] > [m-1] > ... > [1]``."""
-    return " > ".join(f"[{i}]" for i in range(m, 0, -1))
+def answer_text(num: int) -> str:
+    """The well-formed answer ``[1] > [2] > ... > [num]`` whose length sizes the answer budget."""
+    return " > ".join(f"[{i}]" for i in range(1, num + 1))
 
 
 # --------------------------------------------------------------------------------------------
-# Formats (a registry: name -> how messages become model text)
+# Token counters
 # --------------------------------------------------------------------------------------------
 
 
-def _special(tokenizer: Any, attr: str, default: str) -> str:
-    value = getattr(tokenizer, attr, None) if tokenizer is not None else None
-    return value if isinstance(value, str) and value else default
+class TokenCounter(Protocol):
+    """Counts tokens as the model reads a text (``name`` says which counter it is)."""
+
+    name: str
+
+    def count(self, text: str) -> int:  # pragma: no cover
+        ...
 
 
-def _bos(tokenizer: Any) -> str:
-    value = getattr(tokenizer, "bos_token", None) if tokenizer is not None else None
-    return value if isinstance(value, str) else ""
+class RegexTokenCounter:
+    """The spec's stand-in counter: ``len(re.findall(r"\\w+|[^\\w\\s]", text))`` (tests need no model)."""
+
+    name = "regex"
+    _PIECES = re.compile(r"\w+|[^\w\s]")
+
+    def count(self, text: str) -> int:
+        return len(self._PIECES.findall(text))
 
 
-def _render_zephyr(messages: Sequence[Message], tokenizer: Any) -> str:
-    eos = _special(tokenizer, "eos_token", "</s>")
-    body = "".join(f"<|{m['role']}|>\n{m['content']}{eos}\n" for m in messages)
-    return f"{_bos(tokenizer)}{body}<|assistant|>\n"
+class HFTokenCounter:
+    """A Hugging Face tokenizer's count, with its default special tokens (as the published code).
+
+    ``single_bos``: when the text already begins with the tokenizer's BOS (a template that writes
+    it), do not add a second one. Off reproduces the published code, which feeds two.
+    """
+
+    def __init__(self, tokenizer: Any, single_bos: bool = True, name: str | None = None):
+        self.tokenizer = tokenizer
+        self.single_bos = single_bos
+        self.name = name or f"hf:{getattr(tokenizer, 'name_or_path', '') or type(tokenizer).__name__}"
+
+    def add_special_tokens(self, text: str) -> bool:
+        """Whether the tokenizer's own special tokens go around ``text``."""
+        bos = getattr(self.tokenizer, "bos_token", None)
+        return not (self.single_bos and isinstance(bos, str) and bos and text.startswith(bos))
+
+    def ids(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=self.add_special_tokens(text))["input_ids"]
+
+    def count(self, text: str) -> int:
+        return len(self.ids(text))
 
 
-def _render_vicuna(messages: Sequence[Message], tokenizer: Any) -> str:
-    parts = []
-    for m in messages:
-        if m["role"] == "system":
-            parts.append(m["content"])
-        elif m["role"] == "user":
-            parts.append(f"USER: {m['content']}")
-        else:
-            parts.append(f"ASSISTANT: {m['content']}")
-    return f"{_bos(tokenizer)}{' '.join(parts)} ASSISTANT:"
+class TiktokenCounter:
+    """An OpenAI tiktoken encoding (``encoding`` by name)."""
+
+    def __init__(self, encoding: Any):
+        self.encoding = encoding
+        self.name = f"tiktoken:{encoding.name}"
+
+    def count(self, text: str) -> int:
+        return len(self.encoding.encode(text, disallowed_special=()))
+
+
+class ApproxTokenCounter:
+    """Last resort when no tokenizer is available: about 4 characters a token, never fewer than words."""
+
+    name = "approx"
+
+    def count(self, text: str) -> int:
+        return max(len(text.split()), (len(text) + 3) // 4)
+
+
+# --------------------------------------------------------------------------------------------
+# Formats (a registry: how messages become the model text, and the answer budget)
+# --------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=16)
+def _compiled(template: str):
+    from jinja2.ext import loopcontrols
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+    return env.from_string(template)
+
+
+def render_template(template: str, messages: Sequence[Message], bos_token: str, eos_token: str) -> str:
+    """A chat template rendered as transformers' ``apply_chat_template`` does (generation prompt on)."""
+    return _compiled(template).render(
+        messages=[dict(m) for m in messages], add_generation_prompt=True, bos_token=bos_token, eos_token=eos_token
+    )
+
+
+ZEPHYR_TEMPLATE = (
+    "{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\n' + message['content'] + eos_token }}\n"
+    "{% elif message['role'] == 'system' %}\n{{ '<|system|>\n' + message['content'] + eos_token }}\n"
+    "{% elif message['role'] == 'assistant' %}\n{{ '<|assistant|>\n'  + message['content'] + eos_token }}\n"
+    "{% endif %}\n{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}"
+)
+
+LLAMA2_TEMPLATE = (
+    "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}"
+    "{% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}"
+    "{% set system_message = false %}{% endif %}{% for message in loop_messages %}"
+    "{% if loop.index0 == 0 and system_message != false %}"
+    "{% set content = '<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}"
+    "{% else %}{% set content = message['content'] %}{% endif %}{% if message['role'] == 'user' %}"
+    "{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}"
+    "{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}"
+)
+
+
+def _counted_answer(num: int, counter: TokenCounter) -> int:
+    """The published budget for most models: tokens of ``[1] > ... > [num]`` minus 1."""
+    return counter.count(answer_text(num)) - 1
+
+
+def _zephyr_answer(num: int, counter: TokenCounter) -> int:
+    return RANKZEPHYR_ANSWER_TOKENS.get(num) or _counted_answer(num, counter)
+
+
+@dataclass(frozen=True)
+class PromptFormat:
+    """A named way to turn the messages into model text, and to size the answer."""
+
+    name: str
+    source: str
+    render: Callable[[Sequence[Message], Any], str]
+    answer_tokens: Callable[[int, TokenCounter], int] = _counted_answer
+    needs_chat_template: bool = False
+
+
+def _render_fixed(template: str, bos: str, eos: str) -> Callable[[Sequence[Message], Any], str]:
+    return lambda messages, tokenizer: render_template(template, messages, bos, eos)
 
 
 def _render_chat(messages: Sequence[Message], tokenizer: Any) -> str:
@@ -134,31 +256,31 @@ def _render_chat(messages: Sequence[Message], tokenizer: Any) -> str:
     msgs = [dict(m) for m in messages]
     try:
         return tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
-    except Exception:
+    except Exception:  # a template without a system role (Gemma, Mistral v0.1): system joins the user turn
         if msgs and msgs[0]["role"] == "system" and len(msgs) > 1:
             merged = [{"role": "user", "content": f"{msgs[0]['content']}\n\n{msgs[1]['content']}"}] + msgs[2:]
             return tokenizer.apply_chat_template(merged, tokenize=False, add_generation_prompt=True)
         raise
 
 
-@dataclass(frozen=True)
-class PromptFormat:
-    """A named way to turn the shared messages into the model's input text."""
-
-    name: str
-    description: str
-    render: Callable[[Sequence[Message], Any], str]
-    needs_chat_template: bool = False
+def _render_messages(messages: Sequence[Message], tokenizer: Any) -> str:
+    """What the published code counted for a chat endpoint: ``system + "\\n" + user``."""
+    return "\n".join(m["content"] for m in messages)
 
 
 PROMPT_FORMATS: dict[str, PromptFormat] = {
     f.name: f
     for f in (
-        PromptFormat("rankzephyr", "Zephyr turns, as castorini/rank_zephyr_7b_v1_full", _render_zephyr),
-        PromptFormat("rankvicuna", "Vicuna v1.1 'USER: ... ASSISTANT:', as castorini/rank_vicuna_7b_v1", _render_vicuna),
-        PromptFormat("chat", "the tokenizer's chat template (Llama-3.x, Qwen2.5 Instruct ...)", _render_chat, True),
+        PromptFormat("rankzephyr", "castorini/rank_zephyr_7b_v1_full's Zephyr template, answer table",
+                     _render_fixed(ZEPHYR_TEMPLATE, "<s>", "</s>"), _zephyr_answer),
+        PromptFormat("rankvicuna", "the Llama-2 [INST] <<SYS>> default the published code applied to RankVicuna",
+                     _render_fixed(LLAMA2_TEMPLATE, "<s>", "</s>")),
+        PromptFormat("chat", "the model tokenizer's own chat template", _render_chat, needs_chat_template=True),
     )
 }
+
+#: Chat-completion endpoints: the messages are sent; this renders what their tokens are counted over.
+CHAT_MESSAGES = PromptFormat("messages", "OpenAI chat messages (system + user)", _render_messages)
 
 
 def get_format(name: str) -> PromptFormat:
@@ -175,172 +297,100 @@ def default_format(tokenizer: Any) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Token counting
-# --------------------------------------------------------------------------------------------
-
-
-class TokenCounter(Protocol):
-    """Counts the tokens of a text as the model would see them."""
-
-    name: str
-
-    def count(self, text: str) -> int:  # pragma: no cover
-        ...
-
-
-class HFTokenCounter:
-    """Exact counts from a Hugging Face tokenizer (special tokens are spelled inside the text)."""
-
-    def __init__(self, tokenizer: Any):
-        self.tokenizer = tokenizer
-        self.name = f"hf:{getattr(tokenizer, 'name_or_path', '') or type(tokenizer).__name__}"
-
-    def count(self, text: str) -> int:
-        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-
-
-_PIECES = re.compile(r"[A-Za-z]+|\d+|\s+|.", re.DOTALL)
-
-
-class ApproxTokenCounter:
-    """A tokenizer-free estimate for the BPE tokenizers of OpenAI-style models (no downloads).
-
-    Letters: one token per 5 letters of a word (rounded up, so common words are one token and
-    long words two or three); digits: one per 3 (as GPT tokenizers group them); other ASCII
-    punctuation: one each; any other character (accents, CJK, emoji): one each; whitespace:
-    free. Not calibrated against a real tokenizer here (none can be downloaded), so it is a
-    rough size guard; the endpoint's ``usage`` gives the exact counts that get reported.
-    """
-
-    name = "approx"
-
-    def count(self, text: str) -> int:
-        total = 0
-        for piece in _PIECES.findall(text):
-            c = piece[0]
-            if c.isspace():
-                continue
-            if c.isascii() and c.isalpha():
-                total += math.ceil(len(piece) / 5)
-            elif c.isdigit() and c.isascii():
-                total += math.ceil(len(piece) / 3)
-            elif unicodedata.category(c).startswith("M"):
-                continue  # combining marks ride on the previous character
-            else:
-                total += 1
-        return total
-
-
-# --------------------------------------------------------------------------------------------
-# Prompt building
+# Building a prompt that fits
 # --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Prompt:
-    """One window's prompt: the chat messages, the rendered text, its token count and sizing."""
+    """One window's prompt: messages, the model text (counted; sent by local models), sizing."""
 
     messages: tuple[dict[str, str], ...]
     text: str
     tokens: int
-    words: int  # per-passage word cap that made it fit
-    clipped: bool  # True when some passage was cut
+    max_length: int  # the per-passage word cap that made it fit
+    answer_tokens: int  # the answer budget out(num)
+    clipped: bool  # True when the cap cut some passage
 
 
-def start_words(window: int) -> int:
-    """The starting per-passage word cap: ``300 * 20 / window``."""
-    return max(1, int(BASE_WORDS * BASE_WINDOW / max(1, window)))
+def start_max_length(num: int) -> float:
+    """The starting per-passage cap: ``300 * 20 / num`` (a float; words are cut at its int)."""
+    return BASE_WORDS * BASE_WINDOW / num
 
 
 class PromptBuilder:
-    """Builds prompts that fit ``context_size`` tokens, leaving ``answer_tokens`` for the answer.
+    """Builds one window's prompt for a format, fitted to ``context_size`` tokens.
 
-    ``render(messages) -> str`` gives the exact model input (a chat template, a Vicuna wrapper, or
-    a flat join for chat endpoints); ``counter`` counts its tokens; ``overhead_tokens`` is added to
-    every count (per-message framing an endpoint adds but the text does not show).
+    ``fmt.render(messages, tokenizer)`` gives the model text; local models read it after ftfy's
+    ``fix_text`` (``fix_rendered``); ``counter`` counts it.
     """
 
-    def __init__(
-        self,
-        render: Callable[[Sequence[Message]], str],
-        counter: TokenCounter,
-        context_size: int = 4096,
-        answer_tokens: int = 0,
-        overhead_tokens: int = 0,
-    ):
-        self.render = render
+    def __init__(self, fmt: PromptFormat, counter: TokenCounter, context_size: int = 4096,
+                 tokenizer: Any = None, fix_rendered: bool = True):
+        self.format = fmt
         self.counter = counter
         self.context_size = int(context_size)
-        self.answer_tokens = int(answer_tokens)
-        self.overhead_tokens = int(overhead_tokens)
+        self.tokenizer = tokenizer
+        self.fix_rendered = fix_rendered
 
-    @property
-    def budget(self) -> int:
-        """Tokens the prompt itself may use."""
-        return self.context_size - self.answer_tokens
+    def answer_tokens(self, num: int) -> int:
+        """out(num): the answer budget for a window of ``num``."""
+        return self.format.answer_tokens(num, self.counter)
 
-    def _make(self, query: str, texts: Sequence[str], words: int) -> tuple[tuple[dict, ...], str, int, bool]:
-        clipped = False
-        passages = []
-        for t in texts:
-            c = clip_words(t, words)
-            clipped |= len(c) < len(" ".join(t.split()))
-            passages.append(c)
-        messages = messages_for(query, passages)
-        text = self.render(messages)
-        return messages, text, self.counter.count(text) + self.overhead_tokens, clipped
+    def text(self, messages: Sequence[Message]) -> str:
+        rendered = self.format.render(messages, self.tokenizer)
+        return fix_text(rendered) if self.fix_rendered else rendered
 
-    def build(self, query: str, texts: Sequence[str]) -> Prompt:
-        """The prompt for a window; passages shrink until it fits (InputError if even 1 word cannot)."""
-        texts = [neutralize_markers(t) for t in texts]
-        lengths = [len(t.split()) for t in texts]
-        longest = max(lengths, default=0)
-        words = min(start_words(len(texts)), max(1, longest))
-        budget = self.budget
+    def make(self, query: str, docs: Sequence[Doc], max_length: float) -> tuple[tuple[dict, ...], str, int]:
+        """Messages, text and token count at one cap."""
+        messages = messages_for(query, [passage_content(d, max_length) for d in docs])
+        text = self.text(messages)
+        return messages, text, self.counter.count(text)
+
+    def build(self, query: str, docs: Sequence[Doc]) -> Prompt:
+        """The prompt for a window; the shared cap shrinks until it fits (InputError if 0 words cannot)."""
+        num = len(docs)
+        if num == 0:
+            raise InputError("a prompt needs at least one passage")
+        out = self.answer_tokens(num)
+        budget = self.context_size - out
+        max_length = start_max_length(num)
         while True:
-            messages, text, tokens, clipped = self._make(query, texts, words)
+            messages, text, tokens = self.make(query, docs, max_length)
             if tokens <= budget:
-                return Prompt(messages, text, tokens, words, clipped)
-            if words <= 1:
+                cap = int(max_length)
+                clipped = any(passage_words(d) > cap for d in docs)
+                return Prompt(messages, text, tokens, cap, out, clipped)
+            if int(max_length) <= 0:
                 raise InputError(
-                    f"a window of {len(texts)} passages does not fit context size {self.context_size} "
-                    f"(needs {tokens} prompt + {self.answer_tokens} answer tokens even at 1 word per passage); "
-                    "raise --context-size or lower --window"
+                    f"query {query[:60]!r}: a window of {num} passages does not fit --context-size "
+                    f"{self.context_size} even with empty passages ({tokens} prompt + {out} answer tokens)"
                 )
-            # Shrink the passages the cap cuts by the excess spread over them, counting one token
-            # per word (tokenizers give at least that), so a step or two reaches the budget.
-            excess = tokens - budget
-            cut = sum(1 for n in lengths if n >= words)
-            words = max(1, words - max(1, math.ceil(excess / max(1, cut))))
-
-
-def answer_tokens_for(m: int, counter: TokenCounter, margin: int = ANSWER_MARGIN) -> int:
-    """Room for the answer of a window of ``m``: tokens of ``[m] > ... > [1]`` plus a margin."""
-    return counter.count(canonical_answer(max(1, m))) + margin
-
-
-def flat_chat_text(messages: Sequence[Message]) -> str:
-    """A chat conversation as one text (what a chat endpoint's key and token estimate are made of)."""
-    return "\n".join(f"{m['role']}: {m['content']}" for m in messages)
+            shrunk = max_length - max(1, (tokens - budget) // (num * 4))
+            max_length = shrunk if shrunk >= 0 else max_length - 1
 
 
 __all__ = [
+    "CHAT_MESSAGES",
     "PROMPT_FORMATS",
+    "RANKZEPHYR_ANSWER_TOKENS",
     "SYSTEM_MESSAGE",
     "ApproxTokenCounter",
     "HFTokenCounter",
     "Prompt",
     "PromptBuilder",
     "PromptFormat",
+    "RegexTokenCounter",
+    "TiktokenCounter",
     "TokenCounter",
-    "answer_tokens_for",
-    "canonical_answer",
-    "clip_words",
+    "answer_text",
     "default_format",
-    "flat_chat_text",
+    "fix_text",
     "get_format",
     "messages_for",
     "neutralize_markers",
-    "start_words",
+    "passage_content",
+    "render_template",
+    "start_max_length",
     "user_message",
 ]

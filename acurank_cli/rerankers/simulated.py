@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 from ..errors import InputError
 from ..records import RerankRequest, RerankResult
-from .base import register
+from .base import RerankerBase, register
 
 _NORMAL = statistics.NormalDist()
 
@@ -33,7 +33,7 @@ def simulated_order(qid: str, window: Sequence[str], grades: dict[str, int], noi
 
 
 @dataclass
-class SimulatedReranker:
+class SimulatedReranker(RerankerBase):
     """A research device: orders a window by noisy qrels grades (needs ``--qrels``)."""
 
     qrels: dict[str, dict[str, int]]
@@ -42,7 +42,11 @@ class SimulatedReranker:
     name: str = field(default="simulated")
     needs_texts: bool = False
 
-    def rerank(self, requests: Sequence[RerankRequest]) -> list[RerankResult]:
+    def fingerprint(self) -> dict[str, Any]:
+        """The oracle's settings (a run with other noise or seed is another run)."""
+        return {"backend": "simulated", "noise": self.noise, "seed": self.seed}
+
+    def rerank_batch(self, requests: Sequence[RerankRequest]) -> list[RerankResult]:
         """Order every window by its simulated scores."""
         return [
             RerankResult(simulated_order(r.qid, r.docids, self.qrels.get(r.qid, {}), self.noise, self.seed))

@@ -106,7 +106,7 @@ class AcuRank:
 
         def rerank(groups, phase: str, iteration: int, uncertain: int | None, snap=None):
             perms = yield Step(
-                tuple(tuple(docids[i] for i in g) for g in groups), phase, iteration, uncertain, snap
+                tuple(tuple(docids[i] for i in g) for g in groups), phase, iteration, uncertain, snapshot=snap
             )
             for g, perm in zip(groups, perms):
                 if len(g) >= 2:
@@ -121,6 +121,8 @@ class AcuRank:
         order = sort_by(order, mu)
 
         budget = self.adaptive_budget(n)
+        capped = "call-cap" if p.cap is not None else "budget"
+        stop = capped
         iteration = 0
         rng = query_rng(p.seed, task.qid, "partition")
         topk = tuple(order[: p.k])
@@ -136,21 +138,25 @@ class AcuRank:
             if p.partition is Partition.random:
                 rng.shuffle(chosen)
             groups = [chosen[j : j + p.m] for j in range(0, len(chosen), p.m)]
+            wanted = len(groups)
             groups = groups[: budget - iteration]
             if not groups:
+                stop = "tau" if final else "converged"
                 break
             phase = "final" if final else "adaptive"
             yield from rerank(groups, phase, iteration, uncertain, snapshot(t, s))
             iteration += len(groups)
             if final:
+                stop = "tau" if len(groups) == wanted else capped
                 break
             if p.stop is StopRule.topk_stable:
                 new_topk = tuple(sort_by(order, mu)[: p.k])
                 if new_topk == topk:
+                    stop = "topk-stable"
                     break
                 topk = new_topk
         ranked = sort_by(order, mu)
         t = threshold(mu, sigma, p.k)
-        yield Step((), "done", iteration, None, snapshot(t, exceed_probability(mu, sigma, t)))
+        yield Step((), "done", iteration, None, stop, snapshot(t, exceed_probability(mu, sigma, t)))
         scores = strictly_decreasing(mu[i] for i in ranked)
         return tuple(Ranked(docids[i], sc) for i, sc in zip(ranked, scores))

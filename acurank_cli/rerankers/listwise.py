@@ -1,0 +1,113 @@
+"""The base of every listwise LLM backend: prompting, prompt memo, parsing, prompt log.
+
+A subclass only *generates*: it builds its :class:`~.prompts.PromptBuilder` (format, token counter,
+context size) and implements :meth:`ListwiseLLM.generate`, handing each answer to ``deliver`` the
+moment it arrives. Everything else (prompt building and its memo, the cache key, parsing the answer
+by the published rule, the per-call ``--log-prompts`` line, per-call delivery to the call cache)
+lives here, once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..io.prompt_log import PromptLog
+from ..records import RerankRequest, RerankResult
+from .base import LRU, RerankerBase, ResultSink
+from .parsing import parse_ranking
+from .prompts import Prompt, PromptBuilder
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One generated answer with its accounting."""
+
+    answer: str
+    input_tokens: int
+    output_tokens: int
+    latency: float
+
+
+Deliver = Callable[[int, Reply], None]
+
+
+class ListwiseLLM(RerankerBase):
+    """A model that reads the RankLLM prompt and writes ``[i] > [j] > ...``."""
+
+    needs_texts = True
+    #: True: the model reads ``prompt.text`` (local models); False: ``prompt.messages`` (chat endpoints).
+    sends_text = True
+
+    def __init__(self, name: str, builder: PromptBuilder, log_prompts: str | None = None):
+        self.name = name
+        self.builder = builder
+        self._prompts = LRU(4096)
+        self.prompt_log = PromptLog(log_prompts) if log_prompts else None
+
+    # -- prompting ------------------------------------------------------------------------------
+
+    def prompt(self, request: RerankRequest) -> Prompt:
+        """The (memoised) prompt for a request, fitted to the context size."""
+        return self._prompts.get_or((request.query, request.docs), lambda: self.builder.build(request.query, request.docs))
+
+    def prompt_key(self, request: RerankRequest) -> str:
+        """Exactly what the model reads: the text, or the messages as canonical JSON."""
+        p = self.prompt(request)
+        return p.text if self.sends_text else json.dumps(p.messages, ensure_ascii=False, separators=(",", ":"))
+
+    def prompt_identity(self) -> dict[str, Any]:
+        """How prompts are made (part of the cache identity and the run fingerprint)."""
+        return {"prompt_format": self.builder.format.name, "context_size": self.builder.context_size,
+                "token_counter": self.builder.counter.name}
+
+    def notes(self) -> list[str]:
+        b = self.builder
+        return [f"prompts: {b.format.name} ({b.format.source}); context {b.context_size} tokens counted with {b.counter.name}"]
+
+    # -- execution ------------------------------------------------------------------------------
+
+    def generate(self, prompts: Sequence[Prompt], deliver: Deliver) -> None:  # pragma: no cover
+        """Generate an answer for every prompt, calling ``deliver(i, reply)`` as each one finishes."""
+        raise NotImplementedError
+
+    def rerank(self, requests: Sequence[RerankRequest], on_result: ResultSink | None = None) -> list[RerankResult]:
+        """Prompt, generate and parse every request; each result is handed on as soon as it exists."""
+        prompts = [self.prompt(r) for r in requests]
+        results: list[RerankResult | None] = [None] * len(requests)
+
+        def deliver(i: int, reply: Reply) -> None:
+            req = requests[i]
+            parsed = parse_ranking(reply.answer, len(req.docids))
+            result = RerankResult(parsed.order, reply.input_tokens, reply.output_tokens, reply.latency,
+                                  parsed.status, False, reply.answer, self.name)
+            results[i] = result
+            if self.prompt_log is not None:
+                self._log(req, prompts[i], result)
+            if on_result is not None:
+                on_result(i, result)
+
+        if requests:
+            self.generate(prompts, deliver)
+        return results  # type: ignore[return-value]
+
+    def _log(self, request: RerankRequest, prompt: Prompt, result: RerankResult) -> None:
+        sent = {"text": prompt.text} if self.sends_text else {"messages": [dict(m) for m in prompt.messages]}
+        self.prompt_log.write({
+            "qid": request.qid, "docids": list(request.docids), "backend": self.name,
+            "format": self.builder.format.name, "counter": self.builder.counter.name, **sent,
+            "prompt_tokens": prompt.tokens, "input_tokens": result.input_tokens,
+            "output_tokens": result.output_tokens, "max_length": prompt.max_length,
+            "answer_tokens": prompt.answer_tokens, "answer": result.raw, "parse": result.parse,
+            "latency": round(result.latency, 6),
+        })
+
+    def close(self) -> None:
+        if self.prompt_log is not None:
+            self.prompt_log.close()
+            self.prompt_log = None
+
+
+__all__ = ["Deliver", "ListwiseLLM", "Reply"]
