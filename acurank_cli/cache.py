@@ -59,6 +59,7 @@ class CachedReranker(RerankerBase):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(self.path, timeout=self.BUSY_SECONDS, check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")  # a commit survives a killed process (not a power cut)
             with self.db:
                 self.db.execute(SCHEMA)
         except (OSError, sqlite3.Error) as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import statistics
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
-from . import __version__
+from . import __version__, signals
 from .errors import InputError
 from .eval_output import EvalFormat, EvalRow, render
 from .io.outputs import stats_path_for
@@ -27,7 +28,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -230,12 +231,20 @@ EXTRAS = {"torch": "llm", "transformers": "llm", "tokenizers": "llm", "httpx": "
 
 
 def run() -> None:
-    """Console-script entry point: InputError -> one line on stderr, exit 2 (Ctrl-C exits 130)."""
+    """Console-script entry point: InputError -> one line on stderr, exit 2; SIGINT/SIGTERM -> one line,
+    exit 130/143; a closed stdout (``| head``) ends quietly, as for any Unix filter (SIGPIPE, 141)."""
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
-        app()  # standalone: usage errors print click's message (exit 2); Ctrl-C exits 130
+        with signals.handled():
+            app()  # standalone: usage errors print click's message (exit 2)
     except InputError as exc:
         err.print(f"acurank: error: {exc}", markup=False, soft_wrap=True)
         sys.exit(2)
+    except (signals.Interrupted, KeyboardInterrupt) as exc:
+        if not getattr(exc, "reported", False):
+            err.print("acurank: interrupted", markup=False)
+        sys.exit(getattr(exc, "exit_code", 130))
     except ModuleNotFoundError as exc:  # an optional extra is not installed
         extra = EXTRAS.get((exc.name or "").split(".")[0], "all")
         err.print(f"acurank: error: this needs the Python package {exc.name!r}: "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,7 +13,12 @@ from .cache import with_cache
 from .driver import Driver
 from .errors import InputError
 from .inputs import load_inputs
-from .io.outputs import RunOutputs, stats_path_for
+from . import signals
+from .fingerprint import RunFingerprint, input_digest, strategy_params
+from .io.outputs import RunOutputs, check_writable, stats_path_for
+from .io.readers import source_name
+from .ratings import score_problem
+from .signals import Interrupted
 from .io.writers import run_lines, stats_record
 from .progress import ProgressView
 from .records import CallTally, QueryOutcome, RankingTask, Step
@@ -68,16 +74,38 @@ def _doc_fetcher(index: str | None):
     return lambda wanted: fetch_docs(index, wanted)
 
 
+def check_scores(tasks: list[RankingTask], init, source: str) -> None:
+    """Every first-stage score of every query must start a rating under ``init``: checked before any call."""
+    if init is None:
+        return
+    for task in tasks:
+        for c in task.candidates:
+            problem = score_problem(c.score, init)
+            if problem:
+                raise InputError(f"query {task.qid} doc {c.docid}: first-stage score {c.score:g} {problem}", source)
+
+
 def run_job(job: RerankJob, err: Console) -> _Totals:
-    """Run the job; returns totals (also printed as one summary line on stderr)."""
+    """Run the job; returns totals (also printed as one summary line on stderr).
+
+    Everything is checked before the first model call: output paths, every input, every score
+    under the method's rating init, and (on resume) that the run was made with the same settings.
+    """
     started = time.perf_counter()
     if job.output and job.output != "-" and job.output == job.run:
         raise InputError("--output must differ from the input run", job.output)
+    stats = job.stats
+    if stats is None and job.output and job.output != "-":
+        stats = str(stats_path_for(job.output))
+    for path, what in ((job.output, "--output"), (stats, "--stats"), (job.trace, "--trace"),
+                       (job.reranker_options.get("log_prompts"), "--log-prompts")):
+        check_writable(path, what)
     needs_texts = lookup(job.reranker)[0].needs_texts
     inputs = load_inputs(
         job.run, job.depth, job.topics, job.corpus, job.qrels, need_texts=needs_texts,
         skip_missing=job.skip_missing, doc_fetcher=_doc_fetcher(job.index), dataset=job.dataset,
     )
+    check_scores(inputs.tasks, job.strategy.init, source_name(job.run))
     for note in inputs.notes:
         err.print(f"acurank: {note}", markup=False)
     backend = build_reranker(job.reranker, qrels=inputs.qrels, **job.reranker_options)
@@ -86,19 +114,26 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
         raise InputError(f"--log-prompts is for LLM rerankers (hf:, openai:), not {backend.name}")
     for note in backend.notes():
         err.print(f"acurank: {note}", markup=False, soft_wrap=True)
-    reranker = with_cache(backend, job.cache)
-    err.print(f"acurank: {job.strategy.name} with reranker {backend.name} on {len(inputs.tasks)} queries", markup=False)
-
-    stats = job.stats
-    if stats is None and job.output and job.output != "-":
-        stats = str(stats_path_for(job.output))
-        err.print(f"acurank: per-query stats go to {stats}", markup=False)
+    fingerprint = RunFingerprint(
+        job.strategy.name, strategy_params(job.strategy), backend.fingerprint(),
+        {"digest": input_digest(inputs.tasks, inputs.docs, needs_texts), "queries": len(inputs.tasks),
+         "depth": job.depth, "tag": job.tag},
+    )
     outputs = RunOutputs(job.output, stats, job.trace)
     expected = {t.qid: t.n for t in inputs.tasks}
-    done = outputs.open(expected, job.tag, job.overwrite)
+    try:
+        done = outputs.open(expected, job.tag, job.overwrite, fingerprint)
+    except BaseException:
+        backend.close()
+        raise
+    reranker = with_cache(backend, job.cache)
+    err.print(f"acurank: {job.strategy.name} with reranker {backend.name} on {len(inputs.tasks)} queries", markup=False)
+    if stats and job.stats is None:
+        err.print(f"acurank: per-query stats go to {stats}", markup=False)
     tasks = [t for t in inputs.tasks if t.qid not in done]
     if done:
         err.print(f"acurank: resuming {job.output}: {len(done)} of {len(expected)} queries already done", markup=False)
+    about = {"fingerprint": fingerprint.digest, "reranker": fingerprint.reranker, "params": fingerprint.params}
 
     traces: dict[str, list[dict]] = {}
     totals = _Totals()
@@ -117,15 +152,19 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
             for outcome in driver.run(tasks):
                 outputs.write_query(
                     outcome.qid, run_lines(outcome.qid, outcome.ranking, job.tag),
-                    stats_record(outcome), traces.pop(outcome.qid, []),
+                    {**stats_record(outcome), **about}, traces.pop(outcome.qid, []),
                 )
                 totals.add(outcome)
                 view.query_done(outcome.qid, totals)
-        except (KeyboardInterrupt, InputError) as exc:
-            where = job.output if job.output and job.output != "-" else "the output"
-            what = "interrupted" if isinstance(exc, KeyboardInterrupt) else "stopped"
-            err.print(f"acurank: {what}; {len(outputs.done)} finished queries are in {where} "
-                      "(rerun the same command with --output to resume)", markup=False)
+        except BaseException as exc:
+            signum = signals.received()
+            if isinstance(exc, (InputError, Interrupted, KeyboardInterrupt)) or signum is not None:
+                _stopped(err, job, outputs, exc, signum)
+                if signum is not None and not isinstance(exc, Interrupted):
+                    exc = Interrupted(signum)  # e.g. a library's error raised by the interruption
+                if isinstance(exc, Interrupted):
+                    exc.reported = True
+                    raise exc from None
             raise
         finally:
             outputs.close()
@@ -133,6 +172,21 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     wall = time.perf_counter() - started
     _summary(err, job, totals, wall, inputs)
     return totals
+
+
+def _stopped(err: Console, job: RerankJob, outputs: RunOutputs, exc: BaseException, signum: int | None) -> None:
+    """One line: why the job stopped, how many queries are finished and where they are."""
+    done = len(outputs.done)
+    if signum is not None or isinstance(exc, KeyboardInterrupt):
+        what = f"interrupted ({signal.Signals(signum).name})" if signum else "interrupted"
+    else:
+        what = f"stopped: {exc}"
+    if job.output and job.output != "-":
+        cached = " (finished model calls are in the call cache)" if job.cache else ""
+        where = f"{done} finished queries are in {job.output}; rerun the same command to resume{cached}"
+    else:
+        where = f"{done} finished queries were written to stdout; give --output FILE to make a run resumable"
+    err.print(f"acurank: {what}; {where}", markup=False, soft_wrap=True)
 
 
 def _summary(err: Console, job: RerankJob, t: _Totals, wall: float, inputs) -> None:

@@ -90,6 +90,10 @@ def _complete(bundle: Bundle, fmt: str, run: str, notes: list[str], need_texts: 
     skipped_docs = skipped_queries = 0
     name = source_name(run)
     for qid, cands in bundle.runs.items():
+        if not cands:
+            notes.append(f"query {qid} has no candidates: it is left out of the output")
+            skipped_queries += 1
+            continue
         query = bundle.topics.get(qid)
         if query is None and need_texts:
             if not skip:

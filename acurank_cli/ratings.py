@@ -27,6 +27,22 @@ class Init(str, enum.Enum):
     uniform = "uniform"
 
 
+#: Scores ``--init score`` accepts: the TrueSkill update stays finite for mu and sigma = mu/3 in this range.
+SCORE_RANGE = (1e-100, 1e100)
+
+
+def score_problem(score: float, init: Init) -> str | None:
+    """Why ``score`` cannot start a rating under ``init`` (None when it can)."""
+    if not math.isfinite(score):
+        return "is not a finite number"
+    if Init(init) is Init.score and not SCORE_RANGE[0] <= score <= SCORE_RANGE[1]:
+        if score <= 0:
+            return "is not positive (mu = score, sigma = mu/3 needs a positive score); use --init zscore"
+        return (f"is outside {SCORE_RANGE[0]:g}..{SCORE_RANGE[1]:g}, where the TrueSkill update stays finite; "
+                "use --init zscore")
+    return None
+
+
 def initial_ratings(scores: Sequence[float], init: Init, qid: str = "") -> tuple[np.ndarray, np.ndarray]:
     """Initial (mu, sigma) arrays from first-stage scores, per the chosen ``init``."""
     s = np.asarray(scores, dtype=np.float64)
@@ -36,6 +52,9 @@ def initial_ratings(scores: Sequence[float], init: Init, qid: str = "") -> tuple
     if init is Init.zscore:
         if not np.all(np.isfinite(s)):
             raise InputError(f"query {qid}: first-stage scores contain NaN or infinity")
+        scale = float(np.max(np.abs(s))) if len(s) else 0.0
+        if scale > 0:
+            s = s / scale  # z-scores do not change, and huge scores no longer overflow the mean
         sd = s.std()
         s = 10.0 + ((s - s.mean()) / sd if sd > 0 else np.zeros_like(s))
     bad = ~(np.isfinite(s) & (s > 0))

@@ -118,12 +118,36 @@ def test_resume_after_torn_output(sample, tmp_path):
     text = full.read_text()
     cut = text.index(f"{qids[2]} Q0") + 150  # two whole queries and a torn third
     part.write_text(text[:cut])
+    (tmp_path / "part.run.meta.json").write_text((tmp_path / "full.run.meta.json").read_text())  # what made it
     stats = tmp_path / "part.stats.jsonl"
     stats.write_text("".join((tmp_path / "full.stats.jsonl").read_text().splitlines(True)[:3]))
     proc = acurank("rerank", run, "--method", "acurank-9", "--qrels", qrels, "--output", part, "--stats", stats)
     assert "resuming" in proc.stderr and "2 of 5" in proc.stderr
     assert part.read_text() == text
     assert [json.loads(l)["qid"] for l in stats.read_text().splitlines()] == qids
+
+
+def test_resume_with_other_settings_is_refused(sample, tmp_path):
+    run, _ = small_run(sample, tmp_path, queries=5)
+    qrels = sample / "dl19" / "qrels.txt"
+    out = tmp_path / "h.run"
+    acurank("rerank", run, "--qrels", qrels, "-o", out)
+    before = out.read_text()
+    proc = acurank("rerank", run, "--qrels", qrels, "-o", out, "--eps", "0.3", "--tau", "3", "--sim-noise", "2",
+                   check=False)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    for diff in ("params.eps: 0.01 -> 0.3", "params.tau: 10 -> 3", "reranker.noise: 1.0 -> 2.0", "--overwrite"):
+        assert diff in proc.stderr
+    assert out.read_text() == before  # nothing touched
+    record = json.loads((tmp_path / "h.stats.jsonl").read_text().splitlines()[0])
+    assert record["reranker"]["backend"] == "simulated" and record["params"]["eps"] == 0.01
+    assert record["params"]["tau"] == 10 and len(record["fingerprint"]) == 16
+    # the same settings resume (nothing left to do), --overwrite starts afresh with the new ones
+    assert "5 of 5 queries already done" in acurank("rerank", run, "--qrels", qrels, "-o", out).stderr
+    acurank("rerank", run, "--qrels", qrels, "-o", out, "--eps", "0.3", "--overwrite")
+    (tmp_path / "h.run.meta.json").unlink()
+    proc = acurank("rerank", run, "--qrels", qrels, "-o", out, check=False)
+    assert proc.returncode == 2 and "cannot be resumed safely" in proc.stderr
 
 
 def test_kill_9_then_resume_gives_the_same_run(sample, tmp_path):
@@ -162,7 +186,8 @@ def test_minilm_beats_bm25_on_dl19_queries(sample, tmp_path):
     assert reranked > bm25 + 0.02
 
 
-def test_ctrl_c_exits_130_keeps_finished_queries_and_resumes(sample, tmp_path):
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_exits_130_keeps_finished_queries_and_resumes(sample, tmp_path, signum, code):
     run, _ = small_run(sample, tmp_path, queries=12)
     qrels = sample / "dl19" / "qrels.txt"
     args = ["rerank", run, "--method", "acurank-HH", "--qrels", qrels, "--updater", "library"]
@@ -176,10 +201,11 @@ def test_ctrl_c_exits_130_keeps_finished_queries_and_resumes(sample, tmp_path):
     deadline = time.time() + 60
     while time.time() < deadline and (not out.exists() or len(_blocks(out)) < 2):
         time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == code, stderr
     assert "interrupted" in stderr and "Traceback" not in stderr
+    assert "rerun the same command to resume" in stderr.splitlines()[-1]
     assert 0 < len(_blocks(out)) < 12
     acurank(*args, "--output", out)
     assert out.read_text() == ref.read_text()

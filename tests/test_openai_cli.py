@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 
@@ -36,3 +37,62 @@ def test_rerank_through_openai_compatible_server(sample, tmp_path):
     assert all(b["model"] == "fake-model" and b["messages"][0]["role"] == "system" for b in server.bodies)
     assert second.stdout == out.read_text()
     assert " 0 to the model" in second.stderr and "tokens in" in first.stderr
+
+
+def test_sigkill_mid_batch_never_pays_a_finished_call_twice(sample, tmp_path):
+    """Kill -9 a run twice while a batch is half answered, then finish it. At each kill the server
+    has answered some of the batch's requests and holds the rest (they hang): the answered ones were
+    committed one by one, so the rerun pays only for the distinct prompts plus those held requests,
+    and the run equals an uninterrupted one."""
+    import signal
+    import threading
+    import time
+
+    run, _ = small_run(sample, tmp_path, queries=6, depth=40)
+    env = {k: v for k, v in ENV.items() if k != "OPENAI_API_KEY"}
+
+    def args(server, cache, out):
+        return [sys.executable, "-m", "acurank_cli", "rerank", str(run), "--method", "acurank",
+                "--reranker", "openai:fake-model", "--base-url", server.base_url, "--concurrency", "8",
+                "--batch-queries", "4", "--topics", str(sample / "dl19" / "topics.tsv"),
+                "--corpus", str(sample / "dl19" / "passages.jsonl.gz"), "--cache", str(cache), "--output", str(out)]
+
+    with FakeServer(lambda q, attempt: ("ok", 0.01)) as ref_server:
+        ref = tmp_path / "ref.run"
+        subprocess.run(args(ref_server, tmp_path / "ref.sqlite", ref), check=True, capture_output=True, env=env)
+
+    state = {"seen": 0, "hang_from": None}
+    lock = threading.Lock()
+
+    def script(query, attempt):  # requests from number hang_from on are held (never answered in time)
+        with lock:
+            state["seen"] += 1
+            hang = state["hang_from"] is not None and state["seen"] > state["hang_from"]
+        return ("ok", 8.0 if hang else 0.01)
+
+    out, cache = tmp_path / "killed.run", tmp_path / "calls.sqlite"
+    held = []
+    with FakeServer(script) as server:
+        for answered in (5, 37):  # answered requests of this run before the rest hang
+            with lock:
+                state["hang_from"] = state["seen"] + answered
+            proc = subprocess.Popen(args(server, cache, out), env=env, stderr=subprocess.DEVNULL)
+            deadline = time.time() + 120
+            while time.time() < deadline and state["seen"] <= state["hang_from"]:
+                assert proc.poll() is None, "the run finished before the kill"
+                time.sleep(0.01)
+            time.sleep(0.5)  # the answered requests have long arrived; the held ones are in flight
+            assert server.in_flight > 0
+            held.append(server.in_flight)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        with lock:
+            state["hang_from"] = None
+        finish = subprocess.run(args(server, cache, out), capture_output=True, text=True, env=env)
+        assert finish.returncode == 0, finish.stderr
+        paid = len(server.bodies)
+        distinct = len({json.dumps(b["messages"], sort_keys=True) for b in server.bodies})
+    assert out.read_text() == ref.read_text()
+    assert distinct == len({json.dumps(b["messages"], sort_keys=True) for b in ref_server.bodies})
+    assert paid <= distinct + sum(held), (paid, distinct, held)
+    print(f"paid {paid}, distinct prompts {distinct}, held in flight at the kills {held}")

@@ -23,6 +23,26 @@ def stats_path_for(run_path: str | Path) -> Path:
     return p.with_name(stem + ".stats.jsonl")
 
 
+def meta_path_for(run_path: str | Path) -> Path:
+    """The fingerprint file beside a run: ``X.run`` -> ``X.run.meta.json``."""
+    p = Path(run_path)
+    return p.with_name(p.name + ".meta.json")
+
+
+def check_writable(path: str | None, what: str) -> None:
+    """One line (exit 2) now, not a traceback later, for an output path that cannot be written."""
+    if not path or path == "-":
+        return
+    p = Path(path)
+    folder = p.parent
+    if p.is_dir():
+        raise InputError(f"{what} is a directory, expected a file name", path)
+    if not folder.is_dir():
+        raise InputError(f"{what}: folder {str(folder)!r} does not exist", path)
+    if (p.exists() and not os.access(p, os.W_OK)) or not os.access(folder, os.W_OK):
+        raise InputError(f"{what} is not writable", path)
+
+
 def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as fh:
@@ -53,6 +73,21 @@ def complete_run_blocks(path: Path, expected: dict[str, int], tag: str) -> dict[
     return {q: "".join(v) for q, v in blocks.items() if q in expected and len(v) == expected[q]}
 
 
+def _check_fingerprint(path: Path, meta: Path, fingerprint) -> None:
+    advice = "use --overwrite to start afresh, or another --output"
+    try:
+        recorded = json.loads(meta.read_text(encoding="utf-8"))["fingerprint"]
+    except FileNotFoundError:
+        raise InputError(f"exists, but {meta.name} (what made it) does not, so it cannot be resumed safely; {advice}",
+                         str(path)) from None
+    except (OSError, ValueError, KeyError, TypeError):
+        raise InputError(f"{meta.name} is unreadable, so the run cannot be resumed safely; {advice}", str(path)) from None
+    diffs = fingerprint.differences(recorded)
+    if diffs:
+        shown = "; ".join(diffs[:4]) + (f"; and {len(diffs) - 4} more" if len(diffs) > 4 else "")
+        raise InputError(f"was made with other settings ({shown}); {advice}", str(path))
+
+
 @dataclass
 class RunOutputs:
     """The run (file or stdout) plus optional stats/trace JSONL, appended query by query."""
@@ -65,16 +100,26 @@ class RunOutputs:
     done: set[str] = field(default_factory=set)
     resumed: bool = False
 
-    def open(self, expected: dict[str, int], tag: str, overwrite: bool) -> set[str]:
-        """Open outputs; returns the qids already complete (resume) unless ``overwrite``."""
+    def open(self, expected: dict[str, int], tag: str, overwrite: bool, fingerprint=None) -> set[str]:
+        """Open outputs; returns the qids already complete (resume) unless ``overwrite``.
+
+        A resume continues only when ``fingerprint`` (a RunFingerprint) matches the one recorded
+        beside the run; the fingerprint is (re)written there either way.
+        """
         self.order = list(expected)
         if self.output and self.output != "-":
             path = Path(self.output)
+            meta = meta_path_for(path)
             if path.exists() and path.stat().st_size > 0 and not overwrite:
+                if fingerprint is not None:
+                    _check_fingerprint(path, meta, fingerprint)
                 kept = complete_run_blocks(path, expected, tag)
                 self.done = set(kept)
                 self.resumed = True
                 _atomic_write(path, "".join(kept[q] for q in self.order if q in kept))
+            if fingerprint is not None:
+                _atomic_write(meta, json.dumps({"fingerprint": fingerprint.as_dict(), "digest": fingerprint.digest},
+                                               indent=1, sort_keys=True) + "\n")
             self._fh["run"] = path.open("w" if overwrite or not self.resumed else "a", encoding="utf-8")
         else:
             self._fh["run"] = sys.stdout

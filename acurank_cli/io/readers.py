@@ -40,19 +40,39 @@ def open_text(src: Source) -> Iterator[TextIO]:
         raise InputError("no such file", str(path))
     if path.is_dir():
         raise InputError("is a directory, expected a file", str(path))
-    with path.open("rb") as raw:
-        magic = raw.read(2)
+    try:
+        with path.open("rb") as raw:
+            magic = raw.read(2)
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror or exc})", str(path)) from None
+    # utf-8-sig: a UTF-8 byte-order mark is not part of the first qid
     try:
         if magic == b"\x1f\x8b":
-            with gzip.open(path, "rt", encoding="utf-8") as fh:
+            with gzip.open(path, "rt", encoding="utf-8-sig") as fh:
                 yield fh
         else:
-            with path.open("r", encoding="utf-8") as fh:
+            with path.open("r", encoding="utf-8-sig") as fh:
                 yield fh
     except UnicodeDecodeError:
         raise InputError("not UTF-8 text (a binary file?)", str(path)) from None
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
         raise InputError(f"corrupt or truncated gzip file ({exc})", str(path)) from None
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror or exc})", str(path)) from None
+
+
+def check_id(value: str, what: str, name: str, line: int | None = None) -> str:
+    """A qid or docid: non-empty, printable, no whitespace (it must survive a TREC line)."""
+    if not value or any(c.isspace() or not c.isprintable() for c in value):
+        raise InputError(f"{what} {value!r} is empty or holds whitespace or control characters", name, line)
+    return value
+
+
+def check_score(value: float, name: str, line: int | None = None, where: str = "") -> float:
+    """A first-stage score: a finite number."""
+    if not math.isfinite(value):
+        raise InputError(f"{where}score {value} is not a finite number", name, line)
+    return value
 
 
 def _numbered(fh: TextIO) -> Iterator[tuple[int, str]]:
@@ -77,10 +97,13 @@ def parse_run_lines(lines: Iterator[tuple[int, str]], name: str) -> dict[str, li
                 f"expected 6 columns 'qid Q0 docid rank score tag', found {len(parts)}", name, lineno
             )
         qid, _q0, docid, _rank, score_s, _tag = parts
+        check_id(qid, "qid", name, lineno)
+        check_id(docid, "docid", name, lineno)
         try:
             score = float(score_s)
         except ValueError:
             raise InputError(f"score {score_s!r} is not a number", name, lineno) from None
+        check_score(score, name, lineno)
         if docid in seen.setdefault(qid, set()):
             raise InputError(f"docid {docid} repeated in query {qid}", name, lineno)
         seen[qid].add(docid)
@@ -107,7 +130,10 @@ def read_topics(src: Source) -> dict[str, str]:
             qid, sep, text = line.partition("\t")
             if not sep or not qid.strip() or not text.strip():
                 raise InputError("expected 'qid<TAB>query text'", name, lineno)
-            topics[qid.strip()] = text.strip()
+            qid = check_id(qid.strip(), "qid", name, lineno)
+            if topics.get(qid, text.strip()) != text.strip():
+                raise InputError(f"topic {qid} given twice with different texts", name, lineno)
+            topics[qid] = text.strip()
     return topics
 
 
@@ -126,10 +152,29 @@ def read_qrels(src: Source) -> dict[str, dict[str, int]]:
                 grade = int(parts[3])
             except ValueError:
                 raise InputError(f"grade {parts[3]!r} is not an integer", name, lineno) from None
-            qrels.setdefault(parts[0], {})[parts[2]] = grade
+            judged = qrels.setdefault(check_id(parts[0], "qid", name, lineno), {})
+            if judged.get(parts[2], grade) != grade:
+                raise InputError(f"query {parts[0]} doc {parts[2]} judged twice with different grades", name, lineno)
+            judged[check_id(parts[2], "docid", name, lineno)] = grade
     if not qrels:
         raise InputError("qrels file is empty", name)
     return qrels
+
+
+def _json(text: str):
+    """``json.loads`` (its errors are ValueError, or RecursionError for absurd nesting)."""
+    return json.loads(text)
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "JSON nested too deeply"
+    if isinstance(exc, json.JSONDecodeError):
+        return exc.msg
+    if isinstance(exc, KeyError):
+        return f"missing field {exc.args[0]!r}" if exc.args else "missing field"
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:160]
 
 
 def doc_from_json(obj: dict) -> Doc:
@@ -151,9 +196,10 @@ def read_corpus(src: Source, wanted: set[str] | None = None) -> dict[str, Doc]:
     with open_text(src) as fh:
         for lineno, line in _numbered(fh):
             try:
-                doc = doc_from_json(json.loads(line))
-            except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
-                raise InputError(f"bad corpus record ({exc})", name, lineno) from None
+                doc = doc_from_json(_json(line))
+            except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+                raise InputError(f"bad corpus record ({_reason(exc)})", name, lineno) from None
+            check_id(doc.docid, "docid", name, lineno)
             if wanted is None or doc.docid in wanted:
                 docs[doc.docid] = doc
     return docs
@@ -172,7 +218,17 @@ class Bundle:
     qrels: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def add(self, qid: str, query: str, items: list[tuple[Candidate, Doc]]) -> None:
-        """Add one query's ranked list (file order is kept as first-stage order)."""
+        """Add one query's ranked list (file order is kept as first-stage order), checking ids and scores."""
+        check_id(qid, "qid", "")
+        if qid in self.runs:
+            raise ValueError(f"query {qid} appears twice")
+        seen: set[str] = set()
+        for c, _ in items:
+            check_id(c.docid, f"query {qid}: docid", "")
+            if c.docid in seen:
+                raise ValueError(f"query {qid}: docid {c.docid} repeated")
+            seen.add(c.docid)
+            check_score(c.score, "", None, f"query {qid} doc {c.docid}: ")
         self.topics[qid] = query
         self.runs[qid] = tuple(c for c, _ in items)
         for _, d in items:
@@ -181,49 +237,70 @@ class Bundle:
 
 def _qid(value) -> str:
     """qids as decimal strings, even where a file stores them as integers."""
+    if not isinstance(value, (str, int)) or isinstance(value, bool):
+        raise TypeError(f"qid {value!r} is not a string or integer")
     return str(value)
 
 
-def _rankgpt(records: list[dict], bundle: Bundle) -> None:
-    for rec in records:
-        hits = rec["hits"]
-        qid = _qid(hits[0]["qid"]) if hits else _qid(rec.get("qid", ""))
-        items = [
-            (Candidate(str(h["docid"]), float(h["score"])), Doc(str(h["docid"]), str(h["content"])))
-            for h in hits
-        ]
-        bundle.add(qid, str(rec["query"]), items)
+def _str(value, what: str) -> str:
+    if not isinstance(value, (str, int)) or isinstance(value, bool):
+        raise TypeError(f"{what} {value!r} is not a string")
+    return str(value)
 
 
-def _acurank(records: list[dict], bundle: Bundle) -> None:
-    for rec in records:
-        qid = _qid(rec["qid"])
-        items = [
-            (
-                Candidate(str(h["pid"]), float(h["bm25_score"])),
-                Doc(str(h["pid"]), str(h.get("text", "")), str(h.get("title", "") or "")),
-            )
-            for h in rec["bm25_results"]
-        ]
-        bundle.add(qid, str(rec["q_text"]), items)
-        if rec.get("qrels"):
-            bundle.qrels[qid] = {str(d): int(g) for d, g in rec["qrels"].items()}
+def _score(value, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError(f"{what} score {value!r} is not a number")
+    return float(value)
 
 
-def _rankllm(records: list[dict], bundle: Bundle) -> None:
-    for rec in records:
-        q = rec["query"]
-        items = []
-        for c in rec["candidates"]:
-            doc = c.get("doc") or {}
-            text = doc.get("segment", doc.get("text", doc.get("contents", "")))
-            items.append(
-                (
-                    Candidate(str(c["docid"]), float(c["score"])),
-                    Doc(str(c["docid"]), str(text), str(doc.get("title", "") or "")),
-                )
-            )
-        bundle.add(_qid(q["qid"]), str(q["text"]), items)
+def _obj(value, what: str) -> dict:
+    if not isinstance(value, dict):
+        raise TypeError(f"{what} is a JSON {type(value).__name__}, expected an object")
+    return value
+
+
+def _list(value, what: str) -> list:
+    if not isinstance(value, list):
+        raise TypeError(f"{what} is a JSON {type(value).__name__}, expected a list")
+    return value
+
+
+def _rankgpt(rec: dict, bundle: Bundle) -> None:
+    hits = [_obj(h, "a hit") for h in _list(rec["hits"], "'hits'")]
+    qid = _qid(hits[0]["qid"]) if hits else _qid(rec.get("qid", ""))
+    items = []
+    for h in hits:
+        docid = _str(h["docid"], "docid")
+        items.append((Candidate(docid, _score(h["score"], docid)), Doc(docid, _str(h["content"], "content"))))
+    bundle.add(qid, _str(rec["query"], "query"), items)
+
+
+def _acurank(rec: dict, bundle: Bundle) -> None:
+    qid = _qid(rec["qid"])
+    items = []
+    for h in _list(rec["bm25_results"], "'bm25_results'"):
+        h = _obj(h, "a bm25_results entry")
+        docid = _str(h["pid"], "pid")
+        items.append((Candidate(docid, _score(h["bm25_score"], docid)),
+                      Doc(docid, _str(h.get("text", ""), "text"), _str(h.get("title", "") or "", "title"))))
+    bundle.add(qid, _str(rec["q_text"], "q_text"), items)
+    if rec.get("qrels"):
+        qrels = _obj(rec["qrels"], "'qrels'")
+        bundle.qrels[qid] = {check_id(_str(d, "docid"), "docid", ""): int(g) for d, g in qrels.items()}
+
+
+def _rankllm(rec: dict, bundle: Bundle) -> None:
+    q = _obj(rec["query"], "'query'")
+    items = []
+    for c in _list(rec["candidates"], "'candidates'"):
+        c = _obj(c, "a candidate")
+        doc = _obj(c.get("doc") or {}, "a candidate's 'doc'")
+        text = doc.get("segment", doc.get("text", doc.get("contents", "")))
+        docid = _str(c["docid"], "docid")
+        items.append((Candidate(docid, _score(c["score"], docid)),
+                      Doc(docid, _str(text, "text"), _str(doc.get("title", "") or "", "title"))))
+    bundle.add(_qid(q["qid"]), _str(q["text"], "query text"), items)
 
 
 @dataclass(frozen=True)
@@ -232,7 +309,7 @@ class CandidateFormat:
 
     name: str
     recognise: Callable[[object], bool]
-    parse: Callable[[list[dict], Bundle], None]
+    parse: Callable[[dict, Bundle], None]
 
 
 CANDIDATE_FORMATS: tuple[CandidateFormat, ...] = (
@@ -242,24 +319,27 @@ CANDIDATE_FORMATS: tuple[CandidateFormat, ...] = (
 )
 
 
-def _parse_records(text: str, name: str) -> list[dict]:
+def _parse_records(text: str, name: str) -> list[tuple[int | None, object]]:
+    """``(line or None, record)`` pairs of a JSON list (no per-record lines) or a JSONL file."""
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
-            data = json.loads(text)
+            data = _json(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"bad JSON ({exc.msg})", name, exc.lineno) from None
+        except (ValueError, RecursionError) as exc:
+            raise InputError(f"bad JSON ({_reason(exc)})", name) from None
         if not isinstance(data, list):
             raise InputError("expected a JSON list of queries", name, 1)
-        return data
+        return [(None, rec) for rec in data]
     records = []
     for lineno, line in enumerate(io.StringIO(text), start=1):
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"bad JSON line ({exc.msg})", name, lineno) from None
+            records.append((lineno, _json(line)))
+        except (ValueError, RecursionError) as exc:
+            raise InputError(f"bad JSON line ({_reason(exc)})", name, lineno) from None
     return records
 
 
@@ -281,7 +361,7 @@ def read_candidates(src: Source, depth: int | None = None) -> tuple[Bundle, str]
     records = _parse_records(text, name)
     if not records:
         raise InputError("candidate file holds no queries", name)
-    fmt = next((f for f in CANDIDATE_FORMATS if f.recognise(records[0])), None)
+    fmt = next((f for f in CANDIDATE_FORMATS if f.recognise(records[0][1])), None)
     if fmt is None:
         raise InputError(
             "unrecognised candidate file (expected a TREC run, RankGPT JSON, AcuRank JSONL or "
@@ -290,22 +370,14 @@ def read_candidates(src: Source, depth: int | None = None) -> tuple[Bundle, str]
             1,
         )
     bundle = Bundle()
-    try:
-        fmt.parse(records, bundle)
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
-        raise InputError(f"bad {fmt.name} record ({exc!r})", name) from None
+    for number, (lineno, rec) in enumerate(records, start=1):
+        where = "" if lineno is not None else f"query record {number}: "
+        try:
+            fmt.parse(_obj(rec, "the record"), bundle)
+        except InputError as exc:  # an id or score check: the message names query and doc
+            raise InputError(f"{where}{exc.message}", name, lineno) from None
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError) as exc:
+            raise InputError(f"{where}bad {fmt.name} record ({_reason(exc)})", name, lineno) from None
     if depth is not None:
         bundle.runs = {q: c[:depth] for q, c in bundle.runs.items()}
     return bundle, fmt.name
-
-
-def check_scores_positive(runs: dict[str, tuple[Candidate, ...]], name: str) -> None:
-    """With ``--init score`` every first-stage score must be a finite positive number."""
-    for qid, cands in runs.items():
-        for c in cands:
-            if not (math.isfinite(c.score) and c.score > 0):
-                raise InputError(
-                    f"query {qid} doc {c.docid}: first-stage score {c.score} is not positive; "
-                    "use --init zscore (or --init uniform)",
-                    name,
-                )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -43,8 +44,10 @@ class SimulatedReranker(RerankerBase):
     needs_texts: bool = False
 
     def fingerprint(self) -> dict[str, Any]:
-        """The oracle's settings (a run with other noise or seed is another run)."""
-        return {"backend": "simulated", "noise": self.noise, "seed": self.seed}
+        """The oracle's settings and its qrels (a run with other noise, seed or qrels is another run)."""
+        grades = json.dumps(self.qrels, sort_keys=True).encode("utf-8")
+        return {"backend": "simulated", "noise": self.noise, "seed": self.seed,
+                "qrels": hashlib.sha256(grades).hexdigest()}
 
     def rerank_batch(self, requests: Sequence[RerankRequest]) -> list[RerankResult]:
         """Order every window by its simulated scores."""

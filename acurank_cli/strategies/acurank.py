@@ -68,6 +68,11 @@ class AcuRank:
         self.params = params
         self._update = get_updater(params.updater)
 
+    @property
+    def init(self):
+        """How ratings start from first-stage scores (their validity is checked before any call)."""
+        return self.params.init
+
     def adaptive_budget(self, n: int) -> int:
         """B: adaptive groups allowed (acurank-N: N minus the initial pass's windows)."""
         p = self.params

@@ -19,6 +19,8 @@ class Strategy(Protocol):
     """Decides windows (never executes them)."""
 
     name: str
+    #: How first-stage scores start TrueSkill ratings (None: they only order the input).
+    init: object
 
     def plan(self, task: RankingTask) -> Plan:  # pragma: no cover - protocol
         """Yield steps of windows, receive permutations, return the final ranking."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ..io.writers import positional, strictly_decreasing
 from ..ratings import Init, Updater, get_updater, initial_ratings
@@ -15,6 +16,8 @@ from .base import Plan, apply, query_rng
 @dataclass(frozen=True)
 class SlidingWindows:
     """sw-x: x bottom-up passes of window m, stride m/2 (RankGPT / RankZephyr style)."""
+
+    init: ClassVar[None] = None  # first-stage scores only order the input
 
     name: str
     passes: int
@@ -42,6 +45,8 @@ class SlidingWindows:
 @dataclass(frozen=True)
 class TourRank:
     """tourrank-x: x tournaments of five stages; documents score points per stage advanced."""
+
+    init: ClassVar[None] = None  # first-stage scores only order the input
 
     name: str
     tournaments: int

@@ -1,0 +1,78 @@
+"""What determines a run's result, recorded beside it so a resume never mixes settings.
+
+A :class:`RunFingerprint` holds the method and every parameter, the reranker's identity
+(backend, model, prompt format, context size, temperature, ...), and a digest of the inputs
+(queries, candidates and scores at the chosen depth, and the texts when the reranker reads them).
+Left out on purpose: what cannot change the result (``--batch-queries``, ``--updater``, which is
+bit-identical either way, the cache, progress).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from .records import Doc, RankingTask
+
+#: Parameters that cannot change a run's result.
+NOT_RESULT = ("updater", "name")
+
+
+def _plain(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str, sort_keys=True))
+
+
+def strategy_params(strategy: Any) -> dict[str, Any]:
+    """A strategy's parameters as plain JSON values (its params record, or its own fields)."""
+    record = getattr(strategy, "params", strategy)
+    fields = dataclasses.asdict(record) if dataclasses.is_dataclass(record) else {}
+    return _plain({k: v for k, v in fields.items() if k not in NOT_RESULT})
+
+
+def input_digest(tasks: Iterable[RankingTask], docs: dict[str, Doc], with_texts: bool) -> str:
+    """sha256 over queries, candidates with their scores, and (if read) the texts."""
+    h = hashlib.sha256()
+    for task in tasks:
+        h.update(json.dumps([task.qid, task.query], ensure_ascii=False).encode("utf-8"))
+        for c in task.candidates:
+            h.update(json.dumps([c.docid, repr(c.score)]).encode("utf-8"))
+            if with_texts:
+                d = docs[c.docid]
+                h.update(json.dumps([d.title, d.text], ensure_ascii=False).encode("utf-8"))
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class RunFingerprint:
+    """Method, parameters, reranker identity and input digest of one run."""
+
+    method: str
+    params: dict
+    reranker: dict
+    inputs: dict
+
+    def as_dict(self) -> dict[str, Any]:
+        return _plain(dataclasses.asdict(self))
+
+    @property
+    def digest(self) -> str:
+        """A short hex digest (stats records carry it)."""
+        return hashlib.sha256(json.dumps(self.as_dict(), sort_keys=True).encode("utf-8")).hexdigest()[:16]
+
+    def differences(self, recorded: dict[str, Any]) -> list[str]:
+        """``key: recorded -> now`` for every leaf that differs from a recorded fingerprint."""
+        out: list[str] = []
+
+        def walk(prefix: str, old: Any, new: Any) -> None:
+            if isinstance(old, dict) and isinstance(new, dict):
+                for key in sorted(set(old) | set(new)):
+                    walk(f"{prefix}.{key}" if prefix else key, old.get(key), new.get(key))
+            elif old != new:
+                show = lambda v: (v[:12] + "...") if isinstance(v, str) and len(v) > 24 else v  # noqa: E731
+                out.append(f"{prefix}: {show(old)!r} -> {show(new)!r}")
+
+        walk("", recorded, self.as_dict())
+        return out

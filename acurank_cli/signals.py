@@ -1,0 +1,60 @@
+"""SIGINT and SIGTERM: stop at once with one line and exit 130 / 143, never a traceback.
+
+While :func:`handled` is active, the first SIGINT or SIGTERM raises :class:`Interrupted` (a
+BaseException, so no library's ``except Exception`` swallows it) wherever the main thread is;
+later signals are ignored so that clean-up (closing outputs, the call cache) can finish. Finished
+queries are on disk and every finished model call is in the call cache, so a rerun of the same
+command resumes without paying twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from typing import Iterator
+
+
+class Interrupted(BaseException):
+    """The process received SIGINT or SIGTERM; ``exit_code`` is 128 + the signal number."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.exit_code = 128 + signum
+        self.reported = False  # set once a one-line account has been printed
+
+
+class _State:
+    signum: int | None = None
+
+
+_state = _State()
+
+
+def received() -> int | None:
+    """The signal received while handled (None if none)."""
+    return _state.signum
+
+
+@contextlib.contextmanager
+def handled() -> Iterator[None]:
+    """Turn SIGINT/SIGTERM into :class:`Interrupted` for the duration (main thread only)."""
+
+    def on_signal(signum, frame):
+        if _state.signum is None:
+            _state.signum = signum
+            raise Interrupted(signum)
+
+    saved = {}
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            saved[sig] = signal.signal(sig, on_signal)
+    except ValueError:  # not the main thread: leave signals alone
+        saved = {}
+    _state.signum = None
+    try:
+        yield
+    finally:
+        for sig, old in saved.items():
+            signal.signal(sig, old)
+        _state.signum = None
