@@ -233,8 +233,7 @@ EXTRAS = {"torch": "llm", "transformers": "llm", "tokenizers": "llm", "httpx": "
 def run() -> None:
     """Console-script entry point: InputError -> one line on stderr, exit 2; SIGINT/SIGTERM -> one line,
     exit 130/143; a closed stdout (``| head``) ends quietly, as for any Unix filter (SIGPIPE, 141)."""
-    if hasattr(signal, "SIGPIPE"):
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    pipe = signal.signal(signal.SIGPIPE, signal.SIG_DFL) if hasattr(signal, "SIGPIPE") else None
     try:
         with signals.handled():
             app()  # standalone: usage errors print click's message (exit 2)
@@ -250,6 +249,9 @@ def run() -> None:
         err.print(f"acurank: error: this needs the Python package {exc.name!r}: "
                   f"pip install 'acurank[{extra}]' (after torch==2.13.0 for the llm extra)", markup=False, soft_wrap=True)
         sys.exit(2)
+    finally:
+        if pipe is not None:  # called in-process (tests, scripts): leave the caller's handler as it was
+            signal.signal(signal.SIGPIPE, pipe)
 
 
 if __name__ == "__main__":  # pragma: no cover

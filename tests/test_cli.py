@@ -82,6 +82,11 @@ def test_eval_on_sample_bm25_matches_published(sample):
         ("1 Q0 a 1 2.0 t\n1 Q0 b 2 oops t\n", ":2: score 'oops' is not a number"),
         ("1 Q0 a 1 2.0 t\n1 Q0 a 2 1.0 t\n", ":2: docid a repeated in query 1"),
         ("1 Q0 a 1 -2.0 t\n1 Q0 b 2 -3.0 t\n", "--init zscore"),
+        # a bad score in the 2nd query stops the job before the 1st is reranked, naming query and doc
+        ("1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n2 Q0 c 1 -1.0 t\n", "query 2 doc c: first-stage score -1 is not positive"),
+        ("1 Q0 a 1 1e-300 t\n1 Q0 b 2 1.0 t\n", "outside 1e-100..1e+100"),
+        ("1 Q0 a 1 nan t\n", ":1: score nan is not a finite number"),
+        ("\ufeff1 Q0 a 1 2.0 t\n1 Q0 a b 1.0 t\n", ":2: docid a repeated in query 1"),  # BOM stripped: same qid
     ],
 )
 def test_bad_input_is_one_line_exit_2(tmp_path, content, fragment, sample):
@@ -92,6 +97,25 @@ def test_bad_input_is_one_line_exit_2(tmp_path, content, fragment, sample):
     assert fragment in proc.stderr
     assert "Traceback" not in proc.stderr
     assert len([l for l in proc.stderr.splitlines() if "error" in l]) == 1
+    assert "reranker" not in proc.stderr  # stopped before the reranker was even built
+
+
+@pytest.mark.parametrize("flag", ["--output", "--stats", "--trace", "--log-prompts"])
+def test_unwritable_output_paths_are_one_line(sample, tmp_path, flag):
+    run, _ = small_run(sample, tmp_path, queries=1, depth=5)
+    for target, fragment in ((tmp_path / "missing" / "x.out", "does not exist"), (tmp_path, "is a directory")):
+        proc = acurank("rerank", run, "--qrels", sample / "dl19" / "qrels.txt", flag, target, check=False)
+        assert proc.returncode == 2 and fragment in proc.stderr and flag in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_closed_stdout_ends_quietly(sample):
+    proc = subprocess.run(
+        f"{sys.executable} -m acurank_cli rerank {sample / 'dl19' / 'bm25.run'} --qrels {sample / 'dl19' / 'qrels.txt'}"
+        " | head -1; echo \"status ${PIPESTATUS[0]}\"",
+        shell=True, executable="/bin/bash", capture_output=True, text=True, env=ENV)
+    assert proc.stdout.splitlines()[-1] == "status 141" and len(proc.stdout.splitlines()) == 2
+    assert "Traceback" not in proc.stderr and "Error" not in proc.stderr
 
 
 def test_missing_texts_error_and_skip(sample, tmp_path):

@@ -105,3 +105,59 @@ def test_truncated_gzip_and_binary_files_are_input_errors(tmp_path):
     (tmp_path / "b.run").write_bytes(b"\xff\xfe\x00binary")
     with pytest.raises(InputError, match="not UTF-8"):
         read_run(tmp_path / "b.run")
+
+
+def test_unreadable_inputs_are_one_line_errors(tmp_path):
+    """A file that exists but cannot be read (root ignores chmod 000, so use /proc/self/mem, which
+    refuses reads at offset 0) and a directory: InputError naming it, never an OSError."""
+    from acurank_cli.errors import InputError
+    from acurank_cli.io.readers import read_qrels, read_run, read_topics
+
+    for reader in (read_run, read_topics, read_qrels):
+        with pytest.raises(InputError, match="cannot read"):
+            reader("/proc/self/mem")
+        with pytest.raises(InputError, match="is a directory"):
+            reader(str(tmp_path))
+
+
+def test_bom_is_not_part_of_the_first_id(tmp_path):
+    from acurank_cli.io.readers import read_candidates, read_qrels
+
+    (tmp_path / "q.txt").write_text("\ufeff1 0 d1 2\n1 0 d2 0\n", encoding="utf-8")
+    assert read_qrels(tmp_path / "q.txt") == {"1": {"d1": 2, "d2": 0}}
+    rec = {"query": {"qid": 1, "text": "q"}, "candidates": [{"docid": "d1", "score": 1.0, "doc": {"segment": "x"}}]}
+    (tmp_path / "c.jsonl").write_text("\ufeff" + json.dumps(rec) + "\n", encoding="utf-8")
+    bundle, fmt = read_candidates(tmp_path / "c.jsonl")
+    assert fmt == "rankllm-jsonl" and list(bundle.runs) == ["1"]
+
+
+@pytest.mark.parametrize("content, fragment", [
+    ('{"query": {"qid": 1, "text": "q"}, "candidates": [{"docid": "d1", "score": 1.0}, {"docid": "d1", "score": 0.5}]}',
+     "docid d1 repeated"),
+    ('{"query": {"qid": 1, "text": "q"}, "candidates": [["d1", 1.0]]}', "a candidate is a JSON list"),
+    ('{"query": {"qid": 1, "text": "q"}, "candidates": [{"docid": "a b", "score": 1.0}]}', "holds whitespace"),
+    ('{"query": {"qid": 1, "text": "q"}, "candidates": [{"docid": "d", "score": "nan"}]}', "not a finite number"),
+    ('{"query": {"qid": 1, "text": "q"}, "candidates": [{"docid": "d", "score": ' + "1" * 5000 + '}]}', "bad JSON line"),
+    ("[" * 100000 + "]" * 100000, "nested too deeply"),
+])
+def test_candidate_file_errors_name_file_line_query_and_doc(tmp_path, content, fragment):
+    from acurank_cli.errors import InputError
+    from acurank_cli.io.readers import read_candidates
+
+    (tmp_path / "c.jsonl").write_text(content + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        read_candidates(tmp_path / "c.jsonl")
+    assert fragment in str(info.value) and str(info.value).startswith(str(tmp_path / "c.jsonl"))
+    assert "\n" not in str(info.value)
+
+
+def test_conflicting_duplicates_are_errors(tmp_path):
+    from acurank_cli.errors import InputError
+    from acurank_cli.io.readers import read_qrels, read_topics
+
+    (tmp_path / "q.txt").write_text("1 0 d1 2\n1 0 d1 2\n1 0 d1 0\n")
+    with pytest.raises(InputError, match=r"q.txt:3: query 1 doc d1 judged twice"):
+        read_qrels(tmp_path / "q.txt")
+    (tmp_path / "t.tsv").write_text("1\tfirst\n1\tfirst\n1\tsecond\n")
+    with pytest.raises(InputError, match=r"t.tsv:3: topic 1 given twice"):
+        read_topics(tmp_path / "t.tsv")

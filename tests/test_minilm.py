@@ -76,3 +76,28 @@ def test_identity_and_key(minilm):
     assert ident["backend"] == "minilm" and ident["max_tokens"] == 256 and ident["pooling"] == "mean"
     assert minilm.prompt_key(_req()) == minilm.prompt_key(_req(qid="other"))
     assert minilm.prompt_key(_req()) != minilm.prompt_key(_req(texts=tuple(reversed(TEXTS))))
+
+
+def test_sigterm_during_torch_encoding_is_one_line(sample, tmp_path):
+    """SIGTERM while MiniLM (torch) encodes: exit 143, one line, no torch traceback."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from test_cli import ENV
+
+    out = tmp_path / "o.run"
+    proc = subprocess.Popen([sys.executable, "-m", "acurank_cli", "rerank", str(sample / "dl19" / "bm25.run"),
+                             "--reranker", "minilm", "--no-cache", "-o", str(out)],
+                            env=ENV, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not (out.exists() and out.stat().st_size > 0):
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr
+    lines = stderr.strip().splitlines()
+    assert "Traceback" not in stderr and "RuntimeError" not in stderr
+    assert lines[-1].startswith("acurank: interrupted (SIGTERM);") and "rerun the same command" in lines[-1]

@@ -96,3 +96,28 @@ def test_sigkill_mid_batch_never_pays_a_finished_call_twice(sample, tmp_path):
     assert distinct == len({json.dumps(b["messages"], sort_keys=True) for b in ref_server.bodies})
     assert paid <= distinct + sum(held), (paid, distinct, held)
     print(f"paid {paid}, distinct prompts {distinct}, held in flight at the kills {held}")
+
+
+def test_interrupt_during_http_batch_is_one_line(sample, tmp_path):
+    """SIGINT while requests are in flight (async HTTP): exit 130, one line, no traceback; answers that
+    arrived are in the cache."""
+    import signal
+    import time
+
+    run, _ = small_run(sample, tmp_path, queries=3, depth=40)
+    env = {k: v for k, v in ENV.items() if k != "OPENAI_API_KEY"}
+    cache = tmp_path / "calls.sqlite"
+    with FakeServer(lambda q, attempt: ("ok", 0.3)) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "acurank_cli", "rerank", str(run), "--reranker", "openai:m", "--base-url",
+             server.base_url, "--concurrency", "2", "--topics", str(sample / "dl19" / "topics.tsv"),
+             "--corpus", str(sample / "dl19" / "passages.jsonl.gz"), "--cache", str(cache), "-o", str(tmp_path / "o.run")],
+            env=env, stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        deadline = time.time() + 60
+        while time.time() < deadline and len(server.bodies) < 3:
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and stderr.strip().splitlines()[-1].startswith("acurank: interrupted (SIGINT)")
+    assert sqlite3.connect(cache).execute("SELECT count(*) FROM calls").fetchone()[0] >= 1

@@ -254,6 +254,12 @@ def _score(value, what: str) -> float:
     return float(value)
 
 
+def _grade(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise TypeError(f"grade {value!r} is not an integer")
+    return int(value)
+
+
 def _obj(value, what: str) -> dict:
     if not isinstance(value, dict):
         raise TypeError(f"{what} is a JSON {type(value).__name__}, expected an object")
@@ -287,7 +293,7 @@ def _acurank(rec: dict, bundle: Bundle) -> None:
     bundle.add(qid, _str(rec["q_text"], "q_text"), items)
     if rec.get("qrels"):
         qrels = _obj(rec["qrels"], "'qrels'")
-        bundle.qrels[qid] = {check_id(_str(d, "docid"), "docid", ""): int(g) for d, g in qrels.items()}
+        bundle.qrels[qid] = {check_id(_str(d, "docid"), "docid", ""): _grade(g) for d, g in qrels.items()}
 
 
 def _rankllm(rec: dict, bundle: Bundle) -> None:
@@ -376,7 +382,7 @@ def read_candidates(src: Source, depth: int | None = None) -> tuple[Bundle, str]
             fmt.parse(_obj(rec, "the record"), bundle)
         except InputError as exc:  # an id or score check: the message names query and doc
             raise InputError(f"{where}{exc.message}", name, lineno) from None
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError) as exc:
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError, ArithmeticError) as exc:
             raise InputError(f"{where}bad {fmt.name} record ({_reason(exc)})", name, lineno) from None
     if depth is not None:
         bundle.runs = {q: c[:depth] for q, c in bundle.runs.items()}
