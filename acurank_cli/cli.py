@@ -57,7 +57,7 @@ def rerank(
     ctx: typer.Context,
     run: str = typer.Argument(..., help="TREC run, or a candidate file (RankGPT JSON, AcuRank/RankLLM JSONL); '-' = stdin."),
     method: Optional[str] = typer.Option(None, "--method", help=f"Method: {known_methods()}."),
-    reranker: str = typer.Option("simulated", "--reranker", help="Backend: simulated | minilm | hf:MODEL | openai:MODEL."),
+    reranker: str = typer.Option("simulated", "--reranker", help="Backend: simulated | minilm | hf:MODEL | openai:MODEL | a plug-in."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Output run (default stdout). An existing file is resumed."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Start afresh instead of resuming an existing --output."),
     tag: Optional[str] = typer.Option(None, "--tag", help="Run tag (default: the method)."),
@@ -75,30 +75,17 @@ def rerank(
     tau: Optional[int] = typer.Option(None, "--tau", help="AcuRank stop threshold tau (variant default)."),
     window: Optional[int] = typer.Option(None, "--window", "-m", help="Window size m (default 20)."),
     budget: Optional[int] = typer.Option(None, "--budget", help="AcuRank cap B on adaptive groups (default 100)."),
+    max_rounds: Optional[int] = typer.Option(None, "--max-rounds", min=1, help="AcuRank cap R on sequential reranker rounds (latency): the initial pass is round 1, each iteration one more; the last round is a final pass."),
     init: Optional[Init] = typer.Option(None, "--init", help="Rating init: score (mu=score, sigma=mu/3), zscore, uniform."),
     partition: Optional[Partition] = typer.Option(None, "--partition", help="Cut C into groups in s_i order or shuffled."),
     stop: Optional[StopRule] = typer.Option(None, "--stop", help="Stop rule: uncertain (|C| < tau) or topk-stable."),
     seed: int = typer.Option(0, "--seed", help="Seed for shuffles (TourRank, random partition)."),
     updater: Updater = typer.Option(Updater.fast, "--updater", help="TrueSkill update: fast (vectorised, bit-identical) or library (trueskill.rate)."),
-    sim_noise: float = typer.Option(1.0, "--sim-noise", help="Simulated reranker noise."),
-    sim_seed: int = typer.Option(0, "--sim-seed", help="Simulated reranker seed."),
     batch_queries: int = typer.Option(1, "--batch-queries", help="Advance Q queries together so their windows share batches."),
     cache: Optional[str] = typer.Option(None, "--cache", help="SQLite call cache (default: user cache dir)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the call cache."),
-    device: Optional[str] = typer.Option(None, "--device", help="hf: device (cpu, cuda, cuda:1)."),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help="hf: dtype (bf16 on GPU by default)."),
-    batch_size: int = typer.Option(8, "--batch-size", help="hf/minilm: windows per forward batch."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="openai: endpoint (vLLM/SGLang/OpenAI)."),
-    concurrency: int = typer.Option(8, "--concurrency", help="openai: requests in flight."),
-    timeout: float = typer.Option(120.0, "--timeout", help="openai: seconds per request."),
-    retries: int = typer.Option(6, "--retries", help="openai: retries on 429/5xx/timeouts."),
-    context_size: int = typer.Option(4096, "--context-size", help="LLM context in tokens (prompt + answer), as published."),
-    prompt: Optional[str] = typer.Option(None, "--prompt", help="hf: prompt format: rankzephyr | rankvicuna | chat (default: chat if the tokenizer has a template)."),
-    temperature: float = typer.Option(0.0, "--temperature", help="LLM sampling temperature (0 = greedy; the published OpenAI runs used the API default 1.0)."),
-    tokenizer: Optional[str] = typer.Option(None, "--tokenizer", help="openai: count prompt tokens with this local tokenizer (path or hub id) or tiktoken:ENCODING."),
-    double_bos: bool = typer.Option(False, "--double-bos", help="hf: feed the tokenizer's BOS even when the template already wrote one (what the published code did)."),
-    log_prompts: Optional[str] = typer.Option(None, "--log-prompts", help="JSONL: one line per model call (qid, docids, exact prompt, tokens, word cap, answer)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
+    **backend_options,
 ) -> None:
     """Rerank a first-stage run with AcuRank (or a baseline) and write a TREC run."""
     from .engine import RerankJob, run_job
@@ -106,7 +93,7 @@ def rerank(
     baseline_only = ctx.info_name == "baseline"
     method = method or ("sw-1" if baseline_only else "acurank")
     strategy = build_strategy(
-        method, baseline_only=baseline_only, k=k, eps=eps, tau=tau, m=window, budget=budget,
+        method, baseline_only=baseline_only, k=k, eps=eps, tau=tau, m=window, budget=budget, max_rounds=max_rounds,
         init=init, partition=partition, stop=stop, seed=seed, updater=updater,
     )
     job = RerankJob(
@@ -114,14 +101,33 @@ def rerank(
         tag=tag or method, stats=stats, trace=trace, topics=topics, corpus=corpus, index=index,
         dataset=dataset, qrels=qrels, depth=depth, skip_missing=skip_missing, batch_queries=batch_queries,
         cache=None if no_cache else (cache or "default"), quiet=quiet,
-        reranker_options=dict(
-            sim_noise=sim_noise, sim_seed=sim_seed, device=device, dtype=dtype, batch_size=batch_size,
-            base_url=base_url, concurrency=concurrency, timeout=timeout, retries=retries,
-            context_size=context_size, prompt_format=prompt, temperature=temperature, tokenizer=tokenizer,
-            double_bos=double_bos, log_prompts=log_prompts,
-        ),
+        reranker_options={k: v for k, v in backend_options.items() if v is not None},
     )
     run_job(job, err)
+
+
+def _with_backend_flags(command):
+    """Add every registered backend's options (its options record's fields) to ``command`` as flags.
+
+    A flag left out is None, so each backend gets only what was given and its own defaults otherwise;
+    a flag of another backend is an error naming the chosen backend's options.
+    """
+    import inspect
+
+    from .rerankers.base import cli_options
+
+    params = [p for p in inspect.signature(command).parameters.values() if p.kind is not p.VAR_KEYWORD]
+    for name, (f, kind) in cli_options().items():
+        flag = f.metadata.get("flag") or "--" + name.replace("_", "-")
+        shown = f" (default {f.default})" if f.default not in (None, False) else ""
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[kind],
+                                        default=typer.Option(None, flag, help=f.metadata["help"] + shown)))
+    command.__signature__ = inspect.Signature(params)
+    command.__annotations__ = {p.name: p.annotation for p in params if p.annotation is not p.empty}
+    return command
+
+
+_with_backend_flags(rerank)
 
 
 app.command("rerank", help="Rerank a run with AcuRank (any method, default acurank).")(rerank)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
 
 from .records import CallTally, Doc, QueryOutcome, RankingTask, RerankRequest, RerankResult, Step
-from .rerankers.base import Reranker
+from .rerankers.base import RerankerBase
 from .strategies.base import Strategy
 
 
@@ -38,7 +38,7 @@ class Driver:
     def __init__(
         self,
         strategy: Strategy,
-        reranker: Reranker,
+        reranker: RerankerBase,
         docs: dict[str, Doc] | None = None,
         batch_queries: int = 1,
         on_step: StepHook | None = None,
@@ -141,3 +141,5 @@ class Driver:
         for (act, j), req, res in zip(owners, requests, results):
             act.results[j] = res.order
             act.tally.record(len(req.docids), res, share)
+        for act in {id(a): a for a, _ in owners}.values():
+            act.tally.rounds += 1  # this query waited for this batch

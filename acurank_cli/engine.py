@@ -23,7 +23,6 @@ from .io.writers import run_lines, stats_record
 from .progress import ProgressView
 from .records import CallTally, QueryOutcome, RankingTask, Step
 from .rerankers.base import build_reranker, lookup
-from .rerankers.listwise import ListwiseLLM
 from .strategies.base import Strategy
 
 
@@ -100,7 +99,9 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     for path, what in ((job.output, "--output"), (stats, "--stats"), (job.trace, "--trace"),
                        (job.reranker_options.get("log_prompts"), "--log-prompts")):
         check_writable(path, what)
-    needs_texts = lookup(job.reranker)[0].needs_texts
+    spec = lookup(job.reranker)[0]
+    spec.make_options(job.reranker_options)  # a flag the backend does not take: one line, before any work
+    needs_texts = spec.needs_texts
     inputs = load_inputs(
         job.run, job.depth, job.topics, job.corpus, job.qrels, need_texts=needs_texts,
         skip_missing=job.skip_missing, doc_fetcher=_doc_fetcher(job.index), dataset=job.dataset,
@@ -108,10 +109,10 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     check_scores(inputs.tasks, job.strategy.init, source_name(job.run))
     for note in inputs.notes:
         err.print(f"acurank: {note}", markup=False)
-    backend = build_reranker(job.reranker, qrels=inputs.qrels, **job.reranker_options)
-    if job.reranker_options.get("log_prompts") and not isinstance(backend, ListwiseLLM):
-        backend.close()
-        raise InputError(f"--log-prompts is for LLM rerankers (hf:, openai:), not {backend.name}")
+    options = dict(job.reranker_options)
+    if "qrels" in spec.option_names():
+        options["qrels"] = inputs.qrels
+    backend = build_reranker(job.reranker, **options)
     for note in backend.notes():
         err.print(f"acurank: {note}", markup=False, soft_wrap=True)
     fingerprint = RunFingerprint(
@@ -195,6 +196,7 @@ def _summary(err: Console, job: RerankJob, t: _Totals, wall: float, inputs) -> N
         f"{job.strategy.name}: {t.queries} queries",
         f"{t.calls / q:.2f} calls/query ({t.calls} calls, {t.calls - t.cached_calls} to the model, {t.cached_calls} cached)",
         f"{t.docs_sent / q:.1f} docs sent/query",
+        f"{t.rounds / q:.2f} rounds/query",
     ]
     if t.input_tokens or t.output_tokens:
         parts.append(f"tokens in {t.input_tokens} out {t.output_tokens}")

@@ -54,7 +54,11 @@ class ProgressView:
     def query_done(self, qid: str, totals=None) -> None:
         """Advance the bar by one query; the running count of stop reasons goes in the label."""
         self._history.pop(qid, None)
-        if totals is not None and totals.stops:
-            capped = sum(v for k, v in totals.stops.items() if k in ("budget", "call-cap"))
-            self._progress.update(self._task, description=f"{self._label} (capped {capped}/{totals.queries})")
+        if totals is not None and totals.queries:
+            q = totals.queries
+            parts = [f"{totals.calls / q:.1f} calls/q", f"{totals.rounds / q:.1f} rounds/q"]
+            if totals.stops:
+                capped = sum(v for k, v in totals.stops.items() if k in ("budget", "call-cap", "round-cap"))
+                parts.append(f"capped {capped}/{q}")
+            self._progress.update(self._task, description=f"{self._label} ({', '.join(parts)})")
         self._progress.advance(self._task)

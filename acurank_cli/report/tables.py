@@ -110,7 +110,7 @@ def build_main_table(
             if not coll.has(ds, m):
                 per_ds[ds] = None
                 continue
-            costs = {k: coll.mean_cost(ds, m, k) for k in ("calls", "tokens", "seconds")}
+            costs = {k: coll.mean_cost(ds, m, k) for k in ("calls", "tokens", "seconds", "rounds")}
             calls = coll.per_query_cost(ds, m, "calls")
             entry = {
                 coll.measure: coll.mean(ds, m),
@@ -126,7 +126,9 @@ def build_main_table(
             per_ds[ds] = entry
         macro_score = macro([e[coll.measure] if e else None for e in per_ds.values()])
         macro_calls = macro([e["calls"] if e else None for e in per_ds.values()])
-        rows.append({"method": m, "datasets": per_ds, "macro": {coll.measure: macro_score, "calls": macro_calls}})
+        macro_rounds = macro([e["rounds"] if e else None for e in per_ds.values()])
+        rows.append({"method": m, "datasets": per_ds,
+                     "macro": {coll.measure: macro_score, "calls": macro_calls, "rounds": macro_rounds}})
 
     def best(values: list[float | None]) -> float | None:
         vals = [round(v * scale, digits) for v in values if v is not None and math.isfinite(v)]
@@ -137,9 +139,9 @@ def build_main_table(
     multi = len(datasets) > 1
     columns = ["Method"] + [f"{ds} {label}" if not multi else ds for ds in datasets]
     if multi:
-        columns += [f"Avg {label}", "Avg calls/q"]
+        columns += [f"Avg {label}", "Avg calls/q", "Avg rounds/q"]
     else:
-        columns += ["Calls/q"]
+        columns += ["Calls/q", "Rounds/q"]
     title = f"{label} and reranker calls per query"
     table = Table(title, columns)
     records = []
@@ -166,10 +168,14 @@ def build_main_table(
             cells.append(Cell(num(None if mv is None else mv * scale, digits),
                               bold=mv is not None and best_macro is not None and round(mv * scale, digits) == best_macro))
             cells.append(num(mc, 2))
+            cells.append(num(r["macro"]["rounds"], 2))
         else:
-            cells.append(num(r["datasets"][datasets[0]]["calls"] if r["datasets"][datasets[0]] else None, 2))
+            only = r["datasets"][datasets[0]]
+            cells.append(num(only["calls"] if only else None, 2))
+            cells.append(num(only["rounds"] if only else None, 2))
         rec[f"macro_{coll.measure}"] = mv
         rec["macro_calls"] = mc
+        rec["macro_rounds"] = r["macro"]["rounds"]
         table.add(*cells)
         records.append(rec)
     if coll.first_stage in methods and len(methods) > 1 and methods[0] == coll.first_stage:
@@ -187,7 +193,8 @@ def build_main_table(
     notes.append(
         f"{label}{' x 100' if percent else ''}: mean over judged queries (missing -> 0); "
         + ("Avg: unweighted mean over datasets; " if multi else "")
-        + f"calls/q from the stats files ({MISSING} = no stats); bold = best."
+        + f"calls/q and rounds/q (sequential reranker batches: the latency) from the stats files "
+        f"({MISSING} = no stats); bold = best."
     )
     table.notes = notes
     data = {

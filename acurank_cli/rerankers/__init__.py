@@ -1,5 +1,5 @@
-"""Rerankers: backends that execute windows (simulated, minilm, hf:, openai:)."""
+"""Rerankers: backends that execute windows (simulated, minilm, hf:, openai:, and plug-ins)."""
 
-from .base import REGISTRY, Reranker, build_reranker
+from .base import REGISTRY, RerankerBase, build_reranker, register
 
-__all__ = ["REGISTRY", "Reranker", "build_reranker"]
+__all__ = ["REGISTRY", "RerankerBase", "build_reranker", "register"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Sequence
 
 from ..errors import InputError
@@ -63,10 +63,6 @@ class RerankerBase:
         """Release resources (default: nothing)."""
 
 
-# The protocol name the rest of the package uses.
-Reranker = RerankerBase
-
-
 class LRU(OrderedDict):
     """A small bounded mapping (least recently used entries go first)."""
 
@@ -85,48 +81,101 @@ class LRU(OrderedDict):
         return value
 
 
+def option(default: Any, help: str, flag: str | None = None, cli: bool = True) -> Any:
+    """A backend option: a field of its options record, and (``cli``) a ``rerank`` flag with ``help``."""
+    return field(default=default, metadata={"help": help, "flag": flag, "cli": cli})
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """A backend without options."""
+
+
 @dataclass(frozen=True)
 class BackendSpec:
-    """A registered backend: ``prefix`` (as in ``--reranker prefix:arg``) and its factory."""
+    """A registered backend: ``prefix`` (``--reranker prefix:arg``), its factory and its options record."""
 
     prefix: str
-    factory: Callable[[str, dict[str, Any]], RerankerBase]
+    factory: Callable[[str, Any], RerankerBase]
     takes_arg: bool
     help: str
     needs_texts: bool = True
+    options: type = NoOptions
+
+    def option_names(self) -> set[str]:
+        return {f.name for f in fields(self.options)}
+
+    def make_options(self, given: dict[str, Any]) -> Any:
+        """The options record from keyword values (None = the default); unknown names are an error."""
+        known = self.option_names()
+        unknown = sorted(k for k, v in given.items() if v is not None and k not in known)
+        if unknown:
+            shown = ", ".join(_flag(f) for f in fields(self.options) if f.metadata.get("cli", True)) or "none"
+            raise InputError(f"reranker {self.prefix!r} has no option {', '.join(_flag_name(k) for k in unknown)} "
+                             f"(its options: {shown})")
+        return self.options(**{k: v for k, v in given.items() if v is not None})
+
+
+def _flag_name(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _flag(f: Any) -> str:
+    return f.metadata.get("flag") or _flag_name(f.name)
 
 
 REGISTRY: dict[str, BackendSpec] = {}
 
 
-def register(prefix: str, takes_arg: bool, help: str, needs_texts: bool = True):
-    """Decorator registering a backend factory ``factory(arg, options) -> Reranker``."""
+def register(prefix: str, takes_arg: bool, help: str, needs_texts: bool = True, options: type = NoOptions):
+    """Decorator registering a backend factory ``factory(arg, options_record) -> RerankerBase``.
+
+    This is the one line a new backend needs; its module is found through :data:`BACKEND_MODULES`
+    (built-ins), the ``acurank.rerankers`` entry-point group (installed plug-ins) or the
+    ``ACURANK_BACKENDS`` environment variable (comma-separated module names).
+    """
 
     def deco(factory):
-        REGISTRY[prefix] = BackendSpec(prefix, factory, takes_arg, help, needs_texts)
+        REGISTRY[prefix] = BackendSpec(prefix, factory, takes_arg, help, needs_texts, options)
         return factory
 
     return deco
 
 
-#: Modules that register backends; each keeps its heavy imports (torch, httpx) inside the factory.
+#: Modules that register the built-in backends; each keeps its heavy imports inside the factory.
 BACKEND_MODULES = ("simulated", "minilm", "llm", "openai_backend")
+
+
+def load_backends(strict: bool = True) -> dict[str, BackendSpec]:
+    """Import every backend module (built-ins, entry points, ``ACURANK_BACKENDS``) and return the registry.
+
+    ``strict=False`` skips a plug-in that fails to import (building the CLI's flags); ``lookup`` reports it.
+    """
+    import importlib
+    import os
+    from importlib.metadata import entry_points
+
+    modules = [f"{__package__}.{m}" for m in BACKEND_MODULES]
+    modules += [ep.value for ep in entry_points(group="acurank.rerankers")]
+    modules += [m.strip() for m in os.environ.get("ACURANK_BACKENDS", "").split(",") if m.strip()]
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name == module and module.startswith(f"{__package__}."):
+                continue  # a built-in backend module not installed in this build
+            if strict:
+                raise InputError(f"cannot import reranker module {module!r} ({exc})") from None
+    return REGISTRY
 
 
 def lookup(spec: str) -> tuple[BackendSpec, str]:
     """The registered backend for ``--reranker prefix[:arg]`` and its argument."""
-    import importlib
-
-    for module in BACKEND_MODULES:
-        try:
-            importlib.import_module(f"{__package__}.{module}")
-        except ModuleNotFoundError as exc:  # a backend module not installed in this build
-            if exc.name != f"{__package__}.{module}":
-                raise
+    registry = load_backends()
     prefix, _, arg = spec.partition(":")
-    backend = REGISTRY.get(prefix)
+    backend = registry.get(prefix)
     if backend is None:
-        known = ", ".join(f"{b.prefix}{':ARG' if b.takes_arg else ''}" for b in REGISTRY.values())
+        known = ", ".join(f"{b.prefix}{':ARG' if b.takes_arg else ''}" for b in registry.values())
         raise InputError(f"unknown reranker {spec!r}; known: {known}")
     if backend.takes_arg and not arg:
         raise InputError(f"reranker {prefix!r} needs an argument: --reranker {prefix}:NAME")
@@ -134,6 +183,22 @@ def lookup(spec: str) -> tuple[BackendSpec, str]:
 
 
 def build_reranker(spec: str, **options: Any) -> RerankerBase:
-    """Build the backend named by ``--reranker`` (``simulated``, ``minilm``, ``hf:DIR``, ``openai:MODEL``)."""
+    """Build the backend named by ``--reranker`` (``simulated``, ``minilm``, ``hf:DIR``, ``openai:MODEL``, ...).
+
+    ``options`` are the backend's own (its options record's fields); None means its default.
+    """
     backend, arg = lookup(spec)
-    return backend.factory(arg, options)
+    return backend.factory(arg, backend.make_options(options))
+
+
+def cli_options() -> dict[str, tuple[Any, Any]]:
+    """Every registered backend's CLI options: name -> (dataclass field, type), first declaration wins."""
+    import typing
+
+    out: dict[str, tuple[Any, Any]] = {}
+    for spec in load_backends(strict=False).values():
+        hints = typing.get_type_hints(spec.options)
+        for f in fields(spec.options):
+            if f.metadata.get("cli", True) and f.name not in out:
+                out[f.name] = (f, hints[f.name])
+    return out

@@ -12,10 +12,11 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Optional
 
 from ..errors import InputError
-from .base import register
+from .base import option, register
 from .listwise import Deliver, ListwiseLLM, Reply
 from .prompts import HFTokenCounter, Prompt, PromptBuilder, default_format, get_format
 
@@ -24,12 +25,6 @@ _DTYPES = {
     "fp16": "float16", "float16": "float16", "half": "float16",
     "fp32": "float32", "float32": "float32", "float": "float32",
 }
-
-
-def _opt(options: dict[str, Any], key: str, default: Any) -> Any:
-    """``options[key]`` unless missing or None."""
-    value = options.get(key)
-    return default if value is None else value
 
 
 def _dtype_kwarg(dtype: Any) -> dict[str, Any]:
@@ -65,8 +60,8 @@ class quiet_loading:
 class HFReranker(ListwiseLLM):
     """A transformers causal LM that reads the published RankLLM prompt and writes ``[i] > [j] > ...``."""
 
-    def __init__(self, model: str, options: dict[str, Any] | None = None):
-        options = dict(options or {})
+    def __init__(self, model: str, options: "HFOptions | None" = None):
+        options = options or HFOptions()
         try:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -76,21 +71,21 @@ class HFReranker(ListwiseLLM):
         local = Path(model).expanduser()
         self.model_id = str(local.resolve()) if local.exists() else model
 
-        device = options.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
+        device = options.device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.device = torch.device(device)
-        dtype_name = options.get("dtype")
+        dtype_name = options.dtype
         if dtype_name in (None, "", "auto"):
             on_gpu = self.device.type == "cuda"
             dtype_name = "bfloat16" if on_gpu and torch.cuda.is_bf16_supported() else ("float16" if on_gpu else "float32")
         dtype_name = _DTYPES.get(str(dtype_name).lower())
         if dtype_name is None:
-            raise InputError(f"unknown dtype {options.get('dtype')!r}; known: {', '.join(sorted(_DTYPES))}")
+            raise InputError(f"unknown dtype {options.dtype!r}; known: {', '.join(sorted(_DTYPES))}")
         self.dtype_name = dtype_name
-        if options.get("prompt_format"):
-            get_format(options["prompt_format"])  # fail before loading weights
-        self.temperature = float(_opt(options, "temperature", 0.0))
-        self.batch_size = max(1, int(_opt(options, "batch_size", 8)))
-        self.double_bos = bool(options.get("double_bos"))
+        if options.prompt_format:
+            get_format(options.prompt_format)  # fail before loading weights
+        self.temperature = float(options.temperature)
+        self.batch_size = max(1, int(options.batch_size))
+        self.double_bos = bool(options.double_bos)
 
         try:
             with quiet_loading():
@@ -104,15 +99,14 @@ class HFReranker(ListwiseLLM):
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else (
             tok.eos_token_id if tok.eos_token_id is not None else 0)
 
-        fmt = get_format(options.get("prompt_format") or default_format(tok))
+        fmt = get_format(options.prompt_format or default_format(tok))
         if fmt.needs_chat_template and not getattr(tok, "chat_template", None):
             raise InputError(f"hf: {model!r} has no chat template; use --prompt rankvicuna or rankzephyr")
-        context = int(_opt(options, "context_size", 4096))
+        context = int(options.context_size)
         limit = getattr(self.model.config, "max_position_embeddings", None)
         context = min(context, int(limit)) if isinstance(limit, int) and limit > 0 else context
         counter = HFTokenCounter(tok, single_bos=not self.double_bos)
-        super().__init__(f"hf:{model}", PromptBuilder(fmt, counter, context, tokenizer=tok),
-                         options.get("log_prompts"))
+        super().__init__(f"hf:{model}", PromptBuilder(fmt, counter, context, tokenizer=tok), options.log_prompts)
 
     @property
     def format(self):
@@ -178,8 +172,23 @@ class HFReranker(ListwiseLLM):
                 deliver(i, Reply(answer, len(ids[i]), len(generated), latency))
 
 
-@register("hf", takes_arg=True, help="causal LM through transformers: hf:MODEL_DIR or hf:HUB_ID (greedy, batched)")
-def _factory(arg: str, options: dict[str, Any]) -> HFReranker:
+@dataclass(frozen=True)
+class HFOptions:
+    device: Optional[str] = option(None, "hf/minilm: torch device (cpu, cuda, cuda:1); default cuda if present")
+    dtype: Optional[str] = option(None, "hf: weights dtype (bf16, fp16, fp32); default bf16 on GPU, fp32 on CPU")
+    batch_size: int = option(8, "hf/minilm: windows per generate batch (hf), passages per forward pass (minilm)")
+    context_size: int = option(4096, "LLM context in tokens (prompt + answer), as published")
+    prompt_format: Optional[str] = option(None, "hf: prompt format rankzephyr | rankvicuna | chat (default: chat "
+                                          "when the tokenizer has a template, else rankvicuna)", flag="--prompt")
+    temperature: float = option(0.0, "LLM sampling temperature (0 = greedy; the published OpenAI runs used 1.0)")
+    double_bos: bool = option(False, "hf: feed the tokenizer's BOS even after the template's (as the published code did)")
+    log_prompts: Optional[str] = option(None, "LLMs: JSONL file, one line per model call (qid, docids, exact "
+                                        "prompt, tokens, word cap, answer)")
+
+
+@register("hf", takes_arg=True, help="causal LM through transformers: hf:MODEL_DIR or hf:HUB_ID (greedy, batched)",
+          options=HFOptions)
+def _factory(arg: str, options: HFOptions) -> HFReranker:
     return HFReranker(arg, options)
 
 

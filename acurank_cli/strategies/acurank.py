@@ -48,6 +48,9 @@ class AcuRankParams:
     stop: StopRule = StopRule.uncertain
     seed: int = 0
     updater: Updater = Updater.fast
+    #: Round cap R (--max-rounds): the initial pass is round 1, each adaptive iteration one round; the
+    #: last allowed round is a final pass over {s_i > eps}, as when |C| < tau. None: no cap.
+    max_rounds: int | None = None
 
     def __post_init__(self) -> None:
         """Accept plain strings for the enum-valued parameters (as from a config or a script)."""
@@ -128,6 +131,9 @@ class AcuRank:
         budget = self.adaptive_budget(n)
         capped = "call-cap" if p.cap is not None else "budget"
         stop = capped
+        rounds = 1  # the initial pass
+        if p.max_rounds is not None and p.max_rounds <= rounds:
+            budget, stop = 0, "round-cap"
         iteration = 0
         rng = query_rng(p.seed, task.qid, "partition")
         topk = tuple(order[: p.k])
@@ -138,6 +144,9 @@ class AcuRank:
             chosen = [i for i in order if p.eps < s[i] < 1.0 - p.eps]
             uncertain = len(chosen)
             final = p.stop is StopRule.uncertain and uncertain < p.tau
+            last_round = p.max_rounds is not None and rounds + 1 >= p.max_rounds
+            if last_round and not final:
+                final, capped = True, "round-cap"
             if final:
                 chosen = [i for i in order if s[i] > p.eps]
             if p.partition is Partition.random:
@@ -146,13 +155,14 @@ class AcuRank:
             wanted = len(groups)
             groups = groups[: budget - iteration]
             if not groups:
-                stop = "tau" if final else "converged"
+                stop = ("round-cap" if capped == "round-cap" else "tau") if final else "converged"
                 break
             phase = "final" if final else "adaptive"
             yield from rerank(groups, phase, iteration, uncertain, snapshot(t, s))
             iteration += len(groups)
+            rounds += 1
             if final:
-                stop = "tau" if len(groups) == wanted else capped
+                stop = "tau" if len(groups) == wanted and capped != "round-cap" else capped
                 break
             if p.stop is StopRule.topk_stable:
                 new_topk = tuple(sort_by(order, mu)[: p.k])

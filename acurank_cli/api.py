@@ -1,0 +1,218 @@
+"""The Python API: AcuRank inside a RAG pipeline, on the same objects the CLI runs.
+
+    from acurank_cli import Reranker
+    rr = Reranker("minilm", method="acurank")
+    out = rr.rerank("how long is a flea's life cycle", ["Fleas live ...", "The cat ..."])
+    print([d.text for d in out.top(3)], out.calls)
+
+``Reranker(backend, method=..., **options)`` takes the ``--reranker`` names (``minilm``, ``hf:DIR``,
+``openai:MODEL``, ``simulated``, or any registered backend) and the ``--method`` names
+(``acurank``, ``acurank-H``, ``acurank-9``, ``sw-1``, ...). Keyword options are the method's
+parameters (``k``, ``eps``, ``tau``, ``m``, ``budget``, ``init``, ...) and the backend's options
+(``context_size``, ``base_url``, ``concurrency``, ...). ``cache=`` names the call cache (default:
+none; ``"default"`` is the CLI's), ``batch_queries=`` how many queries advance together.
+
+Documents are strings, dicts (``text``, optional ``title``, ``id``, ``score``, anything else is kept
+as metadata) or :class:`~acurank_cli.records.Doc` records. Ratings start from the z-scores of the
+first-stage scores (``init="zscore"``: mu = 10 + z, sigma = mu / 3), or of the input order (scores
+n, ..., 1) when no score is given: retrievers' scores come on any scale (cosines in [0, 1] would
+start every rating far below TrueSkill's beta = 25/6, where the reranker's answers barely move it).
+``init="score"`` gives the paper's init (mu = score, sigma = mu / 3), as the CLI does by default.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from .cache import default_cache_path, with_cache
+from .driver import Driver
+from .engine import check_scores
+from .errors import InputError
+from .records import CallTally, Candidate, Doc, QueryOutcome, RankingTask, Step
+from .rerankers.base import RerankerBase, build_reranker
+from .strategies import AcuRankParams, build_strategy
+
+DocLike = Union[str, Mapping[str, Any], Doc]
+
+#: Keyword options that belong to the method (the rest go to the backend).
+METHOD_OPTIONS = frozenset({f.name for f in dataclasses.fields(AcuRankParams)} | {"m", "window"})
+
+
+@dataclass(frozen=True)
+class RankedDoc:
+    """One reranked document: its id, text, final rating and where it started."""
+
+    id: str
+    text: str
+    title: str
+    rank: int  # 1 = best
+    score: float  # the run file's score (AcuRank: mu; baselines: positional)
+    mu: float | None  # final TrueSkill rating (None for methods without ratings)
+    sigma: float | None
+    first_stage_rank: int
+    first_stage_score: float
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RerankOutput:
+    """The ranked documents of one query and the honest accounting of what it cost."""
+
+    qid: str
+    query: str
+    docs: tuple[RankedDoc, ...]
+    tally: CallTally  # calls, cached calls, docs sent, tokens in/out, parse outcomes
+    seconds: float
+    stop: str | None  # why an adaptive method stopped (tau, budget, call-cap, ...)
+
+    @property
+    def calls(self) -> int:
+        """Reranker calls the method made for this query (cached ones included)."""
+        return self.tally.calls
+
+    @property
+    def tokens(self) -> tuple[int, int]:
+        """(input, output) tokens of those calls."""
+        return self.tally.input_tokens, self.tally.output_tokens
+
+    def top(self, k: int) -> tuple[RankedDoc, ...]:
+        """The best ``k`` documents."""
+        return self.docs[:k]
+
+    def __iter__(self):
+        return iter(self.docs)
+
+    def __len__(self) -> int:
+        return len(self.docs)
+
+
+def _doc(item: DocLike, i: int) -> tuple[Doc, float | None, dict]:
+    """(record, first-stage score or None, metadata) for one input document."""
+    if isinstance(item, Doc):
+        return item, None, {}
+    if isinstance(item, str):
+        return Doc(str(i), item), None, {}
+    if isinstance(item, Mapping):
+        text = item.get("text", item.get("content", item.get("page_content")))
+        if not isinstance(text, str):
+            raise InputError(f"document {i}: needs a 'text' string")
+        docid = str(item.get("id", i))
+        score = item.get("score")
+        meta = {k: v for k, v in item.items() if k not in ("text", "title", "id", "score")}
+        return Doc(docid, text, str(item.get("title") or "")), (None if score is None else float(score)), meta
+    raise InputError(f"document {i}: expected a string, a dict or a Doc, got {type(item).__name__}")
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    task: RankingTask
+    docs: dict[str, Doc]
+    meta: dict[str, dict]
+
+
+def prepare(query: str, items: Sequence[DocLike], qid: str = "q") -> _Prepared:
+    """A RankingTask from API documents (ids unique; scores rank-based when missing, see module doc)."""
+    if not isinstance(query, str) or not query.strip():
+        raise InputError("the query must be a non-empty string")
+    parsed = [_doc(item, i) for i, item in enumerate(items)]
+    ids = [d.docid for d, _, _ in parsed]
+    if len(set(ids)) != len(ids):
+        raise InputError("document ids must be unique within a query")
+    scores = [s for _, s, _ in parsed]
+    if all(s is None for s in scores):
+        scores = [float(len(parsed) - i) for i in range(len(parsed))]  # the input order
+    elif any(s is None for s in scores):
+        raise InputError("give a score for every document or for none")
+    cands = tuple(Candidate(d.docid, float(s)) for (d, _, _), s in zip(parsed, scores))
+    return _Prepared(RankingTask(qid, query, cands), {d.docid: d for d, _, _ in parsed},
+                     {d.docid: m for d, _, m in parsed})
+
+
+class Reranker:
+    """A reranking pipeline: one backend (``--reranker`` name) and one method (``--method`` name)."""
+
+    def __init__(self, backend: str | RerankerBase = "minilm", method: str = "acurank", *,
+                 cache: str | None = None, batch_queries: int = 8, **options: Any):
+        self.method = method
+        self.batch_queries = max(1, int(batch_queries))
+        if "window" in options:
+            options["m"] = options.pop("window")
+        method_options = {"init": "zscore", **{k: v for k, v in options.items() if k in METHOD_OPTIONS}}
+        backend_options = {k: v for k, v in options.items() if k not in METHOD_OPTIONS}
+        self.strategy = build_strategy(method, **method_options)
+        if isinstance(backend, RerankerBase):
+            self.backend = backend
+        else:
+            self.backend = build_reranker(backend, **backend_options)
+        self.cache_path = str(default_cache_path()) if cache == "default" else cache
+        self.reranker = with_cache(self.backend, self.cache_path)
+
+    # -- reranking ----------------------------------------------------------------------------
+
+    def rerank(self, query: str, docs: Sequence[DocLike], *, qid: str = "q") -> RerankOutput:
+        """Rerank one query's documents (best first) with the method and backend."""
+        return self.rerank_batch([(query, docs)], qids=[qid])[0]
+
+    def rerank_batch(self, queries: Iterable[tuple[str, Sequence[DocLike]]], *,
+                     qids: Sequence[str] | None = None) -> list[RerankOutput]:
+        """Rerank many queries; up to ``batch_queries`` advance together so their windows share batches."""
+        queries = list(queries)
+        qids = list(qids) if qids is not None else [str(i) for i in range(len(queries))]
+        if len(set(qids)) != len(qids) or len(qids) != len(queries):
+            raise InputError("give one unique qid per query")
+        prepared = [prepare(q, docs, qid) for (q, docs), qid in zip(queries, qids)]
+        check_scores([p.task for p in prepared], self.strategy.init, "the documents' scores")
+        outputs: dict[str, RerankOutput] = {}
+        group = [p for p in prepared if p.task.n > 0]
+        docs = {d: doc for p in group for d, doc in p.docs.items()}
+        ratings: dict[str, dict] = {}
+
+        def on_step(task: RankingTask, step: Step) -> None:
+            if step.phase == "done" and step.snapshot is not None:
+                ratings[task.qid] = {d["docid"]: d for d in step.snapshot()["docs"]}
+
+        driver = Driver(self.strategy, self.reranker, docs, self.batch_queries, on_step)
+        by_qid = {p.task.qid: p for p in group}
+        for outcome in driver.run([p.task for p in group]):
+            outputs[outcome.qid] = _output(by_qid[outcome.qid], outcome, ratings.pop(outcome.qid, {}))
+        for p in prepared:
+            if p.task.n == 0:
+                outputs[p.task.qid] = RerankOutput(p.task.qid, p.task.query, (), CallTally(), 0.0, None)
+        return [outputs[qid] for qid in qids]
+
+    async def arerank(self, query: str, docs: Sequence[DocLike], *, qid: str = "q") -> RerankOutput:
+        """:meth:`rerank` for asyncio servers (runs in a worker thread; the event loop stays free)."""
+        return await asyncio.to_thread(self.rerank, query, docs, qid=qid)
+
+    async def arerank_batch(self, queries: Iterable[tuple[str, Sequence[DocLike]]], *,
+                            qids: Sequence[str] | None = None) -> list[RerankOutput]:
+        """:meth:`rerank_batch` for asyncio servers."""
+        return await asyncio.to_thread(self.rerank_batch, list(queries), qids=qids)
+
+    def close(self) -> None:
+        """Release the model, the call cache and any prompt log."""
+        self.reranker.close()
+
+    def __enter__(self) -> "Reranker":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _output(p: _Prepared, outcome: QueryOutcome, ratings: dict[str, dict]) -> RerankOutput:
+    first = {c.docid: (r, c.score) for r, c in enumerate(p.task.candidates, start=1)}
+    ranked = []
+    for rank, r in enumerate(outcome.ranking, start=1):
+        doc = p.docs[r.docid]
+        rating = ratings.get(r.docid, {})
+        ranked.append(RankedDoc(r.docid, doc.text, doc.title, rank, r.score, rating.get("mu"), rating.get("sigma"),
+                                first[r.docid][0], first[r.docid][1], p.meta.get(r.docid, {})))
+    return RerankOutput(outcome.qid, p.task.query, tuple(ranked), outcome.tally, outcome.seconds, outcome.stop)
+
+
+__all__ = ["RankedDoc", "RerankOutput", "Reranker", "prepare"]

