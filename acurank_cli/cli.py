@@ -16,7 +16,7 @@ from . import __version__, signals
 from .errors import InputError
 from .eval_output import EvalFormat, EvalRow, render
 from .io.outputs import stats_path_for
-from .io.readers import read_candidates, read_qrels, read_run
+from .io.readers import read_candidates, read_qids, read_qrels, read_run
 from .io.writers import write_corpus, write_run, write_topics
 from .ratings import Init, Updater
 from .strategies import Partition, StopRule, build_strategy, known_methods
@@ -56,7 +56,7 @@ def main(
 def rerank(
     ctx: typer.Context,
     run: str = typer.Argument(..., help="TREC run, or a candidate file (RankGPT JSON, AcuRank/RankLLM JSONL); '-' = stdin."),
-    method: Optional[str] = typer.Option(None, "--method", help=f"Method: {known_methods()}."),
+    method: Optional[str] = typer.Option(None, "--method", help=f"Method (default acurank): {known_methods()}."),
     reranker: str = typer.Option("simulated", "--reranker", help="Backend: simulated | minilm | hf:MODEL | openai:MODEL | a plug-in."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Output run (default stdout). An existing file is resumed."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Start afresh instead of resuming an existing --output."),
@@ -68,7 +68,8 @@ def rerank(
     index: Optional[str] = typer.Option(None, "--index", help="Take doc texts from a Lucene index (stored raw docs)."),
     dataset: Optional[str] = typer.Option(None, "--dataset", help="irds:<id>: topics, qrels and texts from ir_datasets."),
     qrels: Optional[str] = typer.Option(None, "--qrels", help="Qrels (needed by the simulated reranker)."),
-    depth: int = typer.Option(100, "--depth", help="Rerank the top N candidates per query."),
+    depth: int = typer.Option(100, "--depth", "--hits", min=1, help="Rerank the top N candidates per query (--hits, as in retrieve)."),
+    qids: Optional[str] = typer.Option(None, "--qids", help="Only these queries: a file (first column) or a comma-separated list."),
     skip_missing: bool = typer.Option(False, "--skip-missing", help="Skip candidates without text / queries without topic."),
     k: Optional[int] = typer.Option(None, "--k", help="AcuRank cutoff k (default 10)."),
     eps: Optional[float] = typer.Option(None, "--eps", help="AcuRank tolerance eps (variant default)."),
@@ -84,7 +85,7 @@ def rerank(
     batch_queries: int = typer.Option(1, "--batch-queries", help="Advance Q queries together so their windows share batches."),
     cache: Optional[str] = typer.Option(None, "--cache", help="SQLite call cache (default: user cache dir)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the call cache."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress display (it is off anyway when stderr is not a terminal)."),
     **backend_options,
 ) -> None:
     """Rerank a first-stage run with AcuRank (or a baseline) and write a TREC run."""
@@ -99,7 +100,7 @@ def rerank(
     job = RerankJob(
         run=run, strategy=strategy, reranker=reranker, output=output, overwrite=overwrite,
         tag=tag or method, stats=stats, trace=trace, topics=topics, corpus=corpus, index=index,
-        dataset=dataset, qrels=qrels, depth=depth, skip_missing=skip_missing, batch_queries=batch_queries,
+        dataset=dataset, qrels=qrels, depth=depth, qids=qids, skip_missing=skip_missing, batch_queries=batch_queries,
         cache=None if no_cache else (cache or "default"), quiet=quiet,
         reranker_options={k: v for k, v in backend_options.items() if v is not None},
     )
@@ -130,8 +131,24 @@ def _with_backend_flags(command):
 _with_backend_flags(rerank)
 
 
+def _baseline_command():
+    """``baseline``: ``rerank`` with a --method help and default that name only the baselines."""
+    import inspect
+
+    def baseline(ctx: typer.Context, **kwargs) -> None:
+        rerank(ctx, **kwargs)
+
+    sig = inspect.signature(rerank)
+    params = [p.replace(default=typer.Option(None, "--method", help=f"Baseline (default sw-1): {known_methods(True)}."))
+              if p.name == "method" else p for p in sig.parameters.values()]
+    baseline.__signature__ = sig.replace(parameters=params)
+    baseline.__annotations__ = dict(rerank.__annotations__)
+    return baseline
+
+
 app.command("rerank", help="Rerank a run with AcuRank (any method, default acurank).")(rerank)
-app.command("baseline", help="Rerank a run with a baseline: sw-x, tourrank-x, ts-c1-c2-... (default sw-1).")(rerank)
+app.command("baseline", help="Rerank a run with a baseline: sw-x, tourrank-x, ts-c1-c2-... (default sw-1).")(
+    _baseline_command())
 
 
 # ----------------------------------------------------------------------------------------------- eval
@@ -154,26 +171,36 @@ def _mean_calls(path: Path) -> float | None:
 def eval_cmd(
     runs: List[str] = typer.Argument(..., help="One or more TREC runs ('-' = stdin)."),
     qrels: str = typer.Option(..., "--qrels", help="TREC qrels file, a Pyserini qrels name, or irds:<id> (ir_datasets)."),
-    measure: List[str] = typer.Option(["ndcg_cut_10"], "--measure", "-m", help="trec_eval measure (repeatable): ndcg_cut_10, map, recall_100, P_10, ..."),
-    rel_level: int = typer.Option(1, "--rel-level", "-l", help="Relevance level for binary measures (TREC DL uses 2)."),
-    per_query: bool = typer.Option(False, "--per-query", "-q", help="Also per-query values."),
+    measure: List[str] = typer.Option(["ndcg_cut_10"], "--measure", "-m", help="Measure, repeatable: a trec_eval name (ndcg_cut.10, map, recall.100, P.10, recip_rank, ndcg) or an ir_measures name (nDCG@10, AP, RR, R@100, P@10)."),
+    rel_level: int = typer.Option(1, "--rel-level", "-l", help="Relevance level for binary measures (TREC DL uses 2), as trec_eval -l."),
+    per_query: bool = typer.Option(False, "--per-query", "-q", help="Also per-query values (trec_eval -q)."),
+    no_fill: bool = typer.Option(False, "--no-fill", help="Average over the run's judged queries (trec_eval's default) instead of all the qrels' queries, missing ones scoring 0 (trec_eval -c, the default here)."),
+    qids: Optional[str] = typer.Option(None, "--qids", help="Only these queries: a file (first column) or a comma-separated list."),
     stats: Optional[str] = typer.Option(None, "--stats", help="Stats JSONL of the (single) run: adds mean calls. Default: X.stats.jsonl beside X.run."),
-    fmt: EvalFormat = typer.Option(EvalFormat.table, "--format", help="Output: table | tsv | json."),
+    fmt: Optional[EvalFormat] = typer.Option(None, "--format", help="Output: table | tsv | json | trec_eval (default: table on a terminal, tsv otherwise)."),
 ) -> None:
-    """Evaluate runs with pytrec_eval (trec_eval semantics; queries missing from a run score 0)."""
-    from .evaluation import evaluate, measure_name
+    """Evaluate runs through ir_measures/pytrec_eval (trec_eval semantics)."""
+    from .evaluation import evaluate, parse_measures
 
     if stats and len(runs) != 1:
         raise InputError("--stats goes with a single run")
+    labels = [m.label for m in parse_measures(measure, rel_level)]
     judged = _irds_qrels(qrels) if qrels.startswith("irds:") else load_qrels(qrels)
+    if qids:
+        wanted = read_qids(qids)
+        judged = {q: v for q, v in judged.items() if q in wanted}
     rows = []
     for path in runs:
         parsed = read_run(path)
-        run = {q: {c.docid: c.score for c in cands} for q, cands in parsed.items()}
+        run = {q: {c.docid: c.score for c in cands} for q, cands in parsed.items() if not qids or q in wanted}
         calls = _mean_calls(Path(stats)) if stats else (_mean_calls(stats_path_for(path)) if path != "-" else None)
-        rows.append(EvalRow(path, evaluate(run, judged, measure, rel_level), calls))
-    names = [measure_name(m) for m in measure]
-    render(fmt, rows, names, per_query, f"{qrels} ({len(judged)} judged queries)")
+        rows.append(EvalRow(path, evaluate(run, judged, measure, rel_level, fill=not no_fill), calls))
+    if fmt is None:
+        fmt = EvalFormat.table if sys.stdout.isatty() else EvalFormat.tsv
+    averaging = rows[0].evaluation.averaging if rows else ""
+    if fmt in (EvalFormat.tsv, EvalFormat.trec_eval):
+        err.print(f"acurank: {qrels}: averaged over {averaging}", markup=False)
+    render(fmt, rows, labels, per_query, f"{qrels}: averaged over {averaging}")
 
 
 def _irds_qrels(dataset: str) -> dict[str, dict[str, int]]:

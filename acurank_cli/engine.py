@@ -44,6 +44,7 @@ class RerankJob:
     dataset: str | None = None
     qrels: str | None = None
     depth: int = 100
+    qids: str | None = None
     skip_missing: bool = False
     batch_queries: int = 1
     cache: str | None = "default"
@@ -104,7 +105,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     needs_texts = spec.needs_texts
     inputs = load_inputs(
         job.run, job.depth, job.topics, job.corpus, job.qrels, need_texts=needs_texts,
-        skip_missing=job.skip_missing, doc_fetcher=_doc_fetcher(job.index), dataset=job.dataset,
+        skip_missing=job.skip_missing, doc_fetcher=_doc_fetcher(job.index), dataset=job.dataset, qids=job.qids,
     )
     check_scores(inputs.tasks, job.strategy.init, source_name(job.run))
     for note in inputs.notes:

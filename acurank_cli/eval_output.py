@@ -20,6 +20,7 @@ class EvalFormat(str, enum.Enum):
     table = "table"
     tsv = "tsv"
     json = "json"
+    trec_eval = "trec_eval"
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class EvalRow:
 def _json(rows: list[EvalRow], measures: list[str], per_query: bool, title: str) -> None:
     out = []
     for row in rows:
-        rec = {"run": row.run, "queries": len(row.evaluation.per_query),
+        rec = {"run": row.run, "queries": len(row.evaluation.per_query), "fill": row.evaluation.fill,
                **{m: row.evaluation.mean(m) for m in measures}}
         if row.mean_calls is not None:
             rec["mean_calls"] = row.mean_calls
@@ -56,6 +57,17 @@ def _tsv(rows: list[EvalRow], measures: list[str], per_query: bool, title: str) 
             print(f"{m}\tall\t{row.evaluation.mean(m):.4f}{suffix(row)}")
         if row.mean_calls is not None:
             print(f"mean_calls\tall\t{row.mean_calls:.2f}{suffix(row)}")
+
+
+def _trec_eval(rows: list[EvalRow], measures: list[str], per_query: bool, title: str) -> None:
+    """trec_eval's own layout: ``measure`` left-justified to 22, qid (or ``all``), value to 4 places."""
+    for row in rows:
+        if per_query:
+            for qid, values in row.evaluation.per_query.items():
+                for m in measures:
+                    print(f"{m:<22}\t{qid}\t{values[m]:.4f}")
+        for m in measures:
+            print(f"{m:<22}\tall\t{row.evaluation.mean(m):.4f}")
 
 
 def _table(rows: list[EvalRow], measures: list[str], per_query: bool, title: str) -> None:
@@ -84,6 +96,7 @@ RENDERERS: dict[EvalFormat, Callable[[list[EvalRow], list[str], bool, str], None
     EvalFormat.table: _table,
     EvalFormat.tsv: _tsv,
     EvalFormat.json: _json,
+    EvalFormat.trec_eval: _trec_eval,
 }
 
 

@@ -1,47 +1,102 @@
-"""Evaluation with pytrec_eval (trec_eval semantics); missing queries score 0 as with ``trec_eval -c``."""
+"""Evaluation through ir_measures (pytrec_eval underneath, so trec_eval's semantics).
+
+Measure names mean exactly what they mean in their home tool: trec_eval's (``ndcg``, ``ndcg_cut.10``
+or ``ndcg_cut_10``, ``map``, ``recall.100``, ``P.10``, ``recip_rank``) and ir_measures' (``nDCG@10``,
+``AP``, ``RR``, ``R@100``, ``P@10``, ``AP(rel=2)``). ``rel_level`` applies to the binary measures
+(those with a ``rel`` parameter) that do not set one. A measure is reported under the name it was
+asked by (trec_eval's dotted names as trec_eval prints them: ``ndcg_cut.10`` -> ``ndcg_cut_10``).
+
+Averages: over the qrels' queries, a query missing from the run scoring 0 (``trec_eval -c``, the
+default: a run that drops queries cannot look better), or with ``fill=False`` over the run's judged
+queries only (trec_eval's own default).
+"""
 
 from __future__ import annotations
 
-import re
 import statistics
 from dataclasses import dataclass
-from typing import Iterable
-
-import pytrec_eval
+from typing import Any, Iterable
 
 from .errors import InputError
 
-#: Friendly aliases -> trec_eval measure names.
-ALIASES = {"ndcg@10": "ndcg_cut_10", "ndcg10": "ndcg_cut_10", "ndcg": "ndcg_cut_10", "recall@100": "recall_100"}
+
+@dataclass(frozen=True)
+class Measure:
+    """A measure as asked (``label``, the output key) and the ir_measures measure that computes it."""
+
+    label: str
+    measure: Any
+
+
+def parse_measures(names: Iterable[str], rel_level: int = 1) -> list[Measure]:
+    """ir_measures or trec_eval names -> measures (InputError naming the unknown one)."""
+    import ir_measures
+
+    out: list[Measure] = []
+    for name in names:
+        name = name.strip()
+        trec = False
+        try:
+            found = [ir_measures.parse_measure(name)]
+        except (ValueError, NameError, SyntaxError, TypeError, AttributeError):
+            try:
+                found, trec = list(ir_measures.parse_trec_measure(name)), True
+            except (ValueError, KeyError, NameError, SyntaxError, TypeError, AttributeError):
+                found = []
+        if not found:  # ir_measures' names, but not in its case (ndcg@10, p@10, rr)
+            found = _any_case(name)
+        if not found:
+            raise InputError(f"unknown measure {name!r} (trec_eval names such as ndcg_cut.10, map, recall.100, "
+                             "P.10, recip_rank, ndcg; or ir_measures names such as nDCG@10, AP, RR, R@100, P@10)")
+        for m in found:
+            if rel_level != 1 and "rel" in m.SUPPORTED_PARAMS and m.params.get("rel") is None:
+                m = m(rel=rel_level)
+            label = (name.replace(".", "_") if trec else name) if len(found) == 1 else str(m)
+            out.append(Measure(label, m))
+    return out
+
+
+def _any_case(name: str) -> list:
+    import re
+
+    import ir_measures
+
+    head = re.match(r"[^@(]+", name)
+    if head is None:
+        return []
+    family = next((k for k in ir_measures.measures.registry if k.lower() == head.group(0).lower()), None)
+    if family is None:
+        return []
+    try:
+        return [ir_measures.parse_measure(family + name[head.end():])]
+    except (ValueError, NameError, SyntaxError, TypeError, AttributeError):
+        return []
 
 
 def measure_name(name: str) -> str:
-    """Normalise a measure name (``nDCG@10`` -> ``ndcg_cut_10``, ``P@10`` -> ``P_10``)."""
-    key = name.strip()
-    if key.lower() in ALIASES:
-        return ALIASES[key.lower()]
-    m = re.fullmatch(r"(?i)(p|recall|ndcg)@(\d+)", key)
-    if m:
-        base = {"p": "P", "recall": "recall", "ndcg": "ndcg_cut"}[m.group(1).lower()]
-        return f"{base}_{m.group(2)}"
-    return key
-
-
-def _family(measure: str) -> str:
-    m = re.fullmatch(r"(.+?)_(\d+(?:\.\d+)?)", measure)
-    return m.group(1) if m and m.group(1) in pytrec_eval.supported_measures else measure
+    """The output key of one measure name (``ndcg_cut.10`` -> ``ndcg_cut_10``)."""
+    return parse_measures([name])[0].label
 
 
 @dataclass(frozen=True)
 class Evaluation:
-    """Per-query values (qrels' queries; missing from the run -> 0) and their means."""
+    """Per-query values and their means over the queries averaged (see ``fill``)."""
 
     measures: tuple[str, ...]
     per_query: dict[str, dict[str, float]]
+    fill: bool = True
 
     def mean(self, measure: str) -> float:
-        """Mean over the qrels' queries."""
+        """Mean over the averaged queries."""
         return statistics.fmean(v[measure] for v in self.per_query.values()) if self.per_query else 0.0
+
+    @property
+    def averaging(self) -> str:
+        """How the means were taken, for output headers."""
+        n = len(self.per_query)
+        if self.fill:
+            return f"{n} judged queries (the qrels'; missing from the run -> 0, as trec_eval -c)"
+        return f"{n} judged queries in the run (--no-fill, as trec_eval without -c)"
 
 
 def evaluate(
@@ -49,16 +104,22 @@ def evaluate(
     qrels: dict[str, dict[str, int]],
     measures: Iterable[str] = ("ndcg_cut_10",),
     rel_level: int = 1,
+    fill: bool = True,
 ) -> Evaluation:
-    """Evaluate ``run`` (qid -> docid -> score) against ``qrels``; binary measures use ``rel_level``."""
-    names = tuple(measure_name(m) for m in measures)
-    for name in names:
-        if _family(name) not in pytrec_eval.supported_measures:
-            raise InputError(f"unknown measure {name!r} (trec_eval names, e.g. ndcg_cut_10, map, recall_100, P_10)")
-    per_query: dict[str, dict[str, float]] = {q: {m: 0.0 for m in names} for q in qrels}
-    # relevance_level only affects binary measures; nDCG always uses the graded judgements.
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, set(names), relevance_level=rel_level)
-    for qid, values in evaluator.evaluate(run).items():
-        for m in names:
-            per_query[qid][m] = float(values[m])
-    return Evaluation(names, per_query)
+    """Evaluate ``run`` (qid -> docid -> score) against ``qrels`` with ir_measures' pytrec_eval provider."""
+    import ir_measures
+
+    parsed = parse_measures(measures, rel_level)
+    labels = tuple(m.label for m in parsed)
+    if fill:
+        per_query = {q: {label: 0.0 for label in labels} for q in qrels}
+    else:
+        per_query = {q: {label: 0.0 for label in labels} for q in qrels if q in run}
+    by_measure: dict[Any, list[str]] = {}
+    for m in parsed:
+        by_measure.setdefault(m.measure, []).append(m.label)
+    for metric in ir_measures.pytrec_eval.iter_calc(list(by_measure), qrels, run):
+        if metric.query_id in per_query:
+            for label in by_measure[metric.measure]:
+                per_query[metric.query_id][label] = float(metric.value)
+    return Evaluation(labels, per_query, fill)

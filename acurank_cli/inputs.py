@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 from .errors import InputError
-from .io.readers import Bundle, read_candidates, read_corpus, read_qrels, read_topics, source_name
+from .io.readers import Bundle, read_candidates, read_corpus, read_qids, read_qrels, read_topics, source_name
 from .records import Doc, RankingTask
 
 #: The sample_runs layout: files beside a run that are used when not given explicitly.
@@ -45,6 +45,7 @@ def load_inputs(
     skip_missing: bool = False,
     doc_fetcher: Callable[[set[str]], dict[str, Doc]] | None = None,
     dataset: str | None = None,
+    qids: str | None = None,
 ) -> Inputs:
     """Read the run/candidate file and complete it with topics, texts and qrels (see README).
 
@@ -53,6 +54,13 @@ def load_inputs(
     """
     bundle, fmt = read_candidates(run, depth)
     notes: list[str] = []
+    if qids:
+        wanted = read_qids(qids)
+        missing = sorted(wanted - set(bundle.runs))
+        if missing:
+            raise InputError(f"--qids names {len(missing)} queries the run does not have (e.g. {missing[0]})",
+                             source_name(run))
+        bundle.runs = {q: c for q, c in bundle.runs.items() if q in wanted}
     if dataset:
         from .retrieval.datasets import load_irds
 

@@ -6,7 +6,7 @@ import sys
 
 from rich.console import Console
 from rich.table import Column
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from .records import RankingTask, Step
 
@@ -22,6 +22,8 @@ class ProgressView:
             BarColumn(bar_width=20),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
             TextColumn(
                 "{task.fields[detail]}",
                 table_column=Column(no_wrap=True, overflow="ellipsis", min_width=10, ratio=1),
@@ -33,6 +35,7 @@ class ProgressView:
         self._task = self._progress.add_task(label, total=total, detail="")
         self._history: dict[str, list[int]] = {}
         self._label = label
+        self.calls = 0  # windows sent so far (>= 2 documents each)
 
     def __enter__(self) -> "ProgressView":
         self._progress.__enter__()
@@ -42,14 +45,16 @@ class ProgressView:
         self._progress.__exit__(*exc)
 
     def on_step(self, task: RankingTask, step: Step) -> None:
-        """Show the step: for adaptive iterations the trail of |C| sizes, e.g. ``|C| 31>24>12``."""
+        """Show the step as it is sent: calls so far, and for AcuRank the trail of |C| sizes (``|C| 31>24>12``)."""
+        self.calls += sum(len(w) >= 2 for w in step.windows)
         if step.uncertain is not None:
             trail = self._history.setdefault(task.qid, [])
             trail.append(step.uncertain)
             shown = ">".join(str(c) for c in trail[-8:])
-            self._progress.update(self._task, detail=f"q {task.qid} it {step.iteration} |C| {shown}")
+            self._progress.update(self._task, detail=f"{self.calls} calls; q {task.qid} it {step.iteration} |C| {shown}")
         elif step.windows:
-            self._progress.update(self._task, detail=f"q {task.qid} {step.phase} {step.iteration}")
+            self._progress.update(self._task, detail=f"{self.calls} calls; q {task.qid} {step.phase} {step.iteration} "
+                                                     f"({len(step.windows)} windows)")
 
     def query_done(self, qid: str, totals=None) -> None:
         """Advance the bar by one query; the running count of stop reasons goes in the label."""

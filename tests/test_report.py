@@ -327,14 +327,15 @@ def _md_rows(text: str) -> list[list[str]]:
 def test_markdown_cells(runs_dir):
     rep = _report(runs_dir)
     rows = _md_rows(to_markdown(rep.tables))
-    assert rows[0] == ["Method", "alpha", "beta", "Avg nDCG@10", "Avg calls/q"]
+    assert rows[0] == ["Method", "alpha", "beta", "Avg nDCG@10", "Avg calls/q", "Avg rounds/q"]
     assert set(rows[1]) <= {":---", "---:"}
     body = {r[0]: r for r in rows[2:]}
     fancy = next(r for r in rep.data["methods"] if r["method"] == "fancy")
     assert body["fancy"][1].strip("*").rstrip("†‡") == f"{fancy['datasets']['alpha']['ndcg_cut_10']:.4f}"
     assert body["fancy"][1].strip("*").endswith(fancy["datasets"]["alpha"]["vs_baseline"]["mark"])
     assert body["fancy"][1].startswith("**")  # best on alpha
-    assert body["solo"][2] == "–" and body["bm25"][4] == "0.00"
+    assert body["solo"][2] == "–" and body["bm25"][4] == "0.00" and body["bm25"][5] == "0.00"
+    assert body["fancy"][5] == "–"  # these stats files record no rounds
     assert any("‡" in c for c in body["fancy"])  # fancy beats bm25 clearly
 
 
@@ -359,10 +360,10 @@ def test_csv_parses(runs_dir):
 def test_latex(runs_dir, tmp_path):
     rep = _report(runs_dir)
     tex = to_latex(rep.tables)
-    assert "\\begin{tabular}{lrrrr}" in tex and "\\toprule" in tex and "\\bottomrule" in tex
+    assert "\\begin{tabular}{lrrrrr}" in tex and "\\toprule" in tex and "\\bottomrule" in tex
     assert "$^{\\ddagger}$" in tex and "\\textbf{" in tex
     body = [l for l in tex.splitlines() if l.startswith("fancy &")]
-    assert len(body) == 1 and body[0].count("&") == 4 and body[0].endswith("\\\\")
+    assert len(body) == 1 and body[0].count("&") == 5 and body[0].endswith("\\\\")
     assert latex_escape("my_method 50%") == "my\\_method 50\\%"
     t = Table("t", ["Method", "x"])
     t.add("a_b", Cell("1†", bold=True))
@@ -574,7 +575,7 @@ def test_cli_table_options(runs_dir, tmp_path):
                               "-f", "markdown", "-o", str(out)])
     assert res.exit_code == 0, res.output
     rows = _md_rows(out.read_text())
-    assert rows[0] == ["Method", "beta nDCG@10", "Calls/q"]
+    assert rows[0] == ["Method", "beta nDCG@10", "Calls/q", "Rounds/q"]
     assert [r[0] for r in rows[2:]] == ["fancy", "base"]
     assert "randomisation test (two-sided, 500 sign flips, seed 0)" in out.read_text()
 

@@ -137,6 +137,19 @@ def read_topics(src: Source) -> dict[str, str]:
     return topics
 
 
+def read_qids(spec: str) -> set[str]:
+    """``--qids``: a file (the first column of each line: a qid list or a topics file) or ``1,2,3``."""
+    if spec == "-" or Path(spec).exists():
+        name = source_name(spec)
+        with open_text(spec) as fh:
+            qids = {check_id(line.split()[0], "qid", name, lineno) for lineno, line in _numbered(fh)}
+    else:
+        qids = {check_id(q.strip(), "qid", "--qids") for q in spec.split(",") if q.strip()}
+    if not qids:
+        raise InputError("no query ids given", "--qids")
+    return qids
+
+
 def read_qrels(src: Source) -> dict[str, dict[str, int]]:
     """Read TREC qrels ``qid iter docid grade``."""
     name = source_name(src)

@@ -64,7 +64,7 @@ _STATS = typer.Option(None, "--stats", help="DATASET:METHOD=PATH stats JSONL (de
 _TOPICS = typer.Option(None, "--topics", help="DATASET=PATH topics qid<TAB>text (for WIG's |q|; default DIR/<dataset>/topics.tsv).")
 _DATASET = typer.Option(None, "--dataset", "-d", help="Datasets to show, in this order (repeatable; default all).")
 _FIRST = typer.Option("bm25", "--first-stage", help="Method name of the first-stage run (0 calls; WIG scores).")
-_MEASURE = typer.Option("ndcg@10", "--measure", "-m", help="trec_eval measure (nDCG@10 = ndcg_cut_10, map, recall_100, ...).")
+_MEASURE = typer.Option("ndcg_cut_10", "--measure", "-m", help="Measure: a trec_eval name (ndcg_cut.10, map, recall.100, ...) or an ir_measures name (nDCG@10, AP, R@100, ...).")
 _REL = typer.Option(1, "--rel-level", "-l", help="Relevance level for binary measures (TREC DL uses 2).")
 _FORMAT = typer.Option("terminal", "--format", "-f", help=f"Output format: {' | '.join(FORMATS)}.")
 _OUTPUT = typer.Option(None, "--output", "-o", help="Write the table/JSON here instead of stdout.")

@@ -308,7 +308,7 @@ def build_collection(
     datasets: Sequence[str] = (),
     methods: Sequence[str] = (),
     first_stage: str = "bm25",
-    measure: str = "ndcg@10",
+    measure: str = "ndcg_cut_10",
     rel_level: int = 1,
 ) -> Collection:
     """Assemble a :class:`Collection` from directories and explicit specs (see the module docstring)."""

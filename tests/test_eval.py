@@ -1,0 +1,66 @@
+"""`acurank eval` against pytrec_eval itself: trec_eval and ir_measures names, -c / --no-fill, --qids."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+import pytrec_eval
+
+from acurank_cli.io.readers import read_qrels, read_run
+
+from conftest import DATA
+from test_cli import acurank
+
+#: our name -> (pytrec_eval measure, relevance level)
+NAMES = {
+    "ndcg": ("ndcg", 1), "ndcg_cut.10": ("ndcg_cut_10", 1), "ndcg_cut_10": ("ndcg_cut_10", 1), "map": ("map", 2),
+    "recall.100": ("recall_100", 2), "P.10": ("P_10", 2), "recip_rank": ("recip_rank", 2),
+    "nDCG@10": ("ndcg_cut_10", 1), "nDCG": ("ndcg", 1), "AP": ("map", 2), "R@100": ("recall_100", 2),
+    "P@10": ("P_10", 2), "RR": ("recip_rank", 2),
+}
+
+
+def _reference(run_path, qrels_path, measure, level, queries=None):
+    qrels = read_qrels(qrels_path)
+    run = {q: {c.docid: c.score for c in cs} for q, cs in read_run(run_path).items()}
+    values = pytrec_eval.RelevanceEvaluator(qrels, {measure}, relevance_level=level).evaluate(run)
+    over = queries if queries is not None else list(qrels)
+    return statistics.fmean(values.get(q, {measure: 0.0})[measure] for q in over)
+
+
+def _eval(*args):
+    lines = acurank("eval", *args, "--format", "tsv").stdout.splitlines()
+    return {l.split("\t")[0]: float(l.split("\t")[2]) for l in lines if l.split("\t")[1] == "all"}
+
+
+@pytest.mark.parametrize("level", [1, 2])
+def test_every_name_equals_pytrec_eval_on_dl19_bm25(sample, level):
+    run, qrels = sample / "dl19" / "bm25.run", sample / "dl19" / "qrels.txt"
+    args = [x for name in NAMES for x in ("-m", name)]
+    got = _eval(run, "--qrels", qrels, "-l", level, *args)
+    for name, (measure, binary) in NAMES.items():
+        key = name.replace(".", "_")  # trec_eval prints dotted names with "_"; ir_measures names have no dots
+        expected = _reference(run, qrels, measure, level if binary == 2 else 1)
+        assert got[key] == pytest.approx(expected, abs=5e-5), (name, level)
+    assert got["ndcg"] == 0.4602 and got["ndcg_cut_10"] == 0.5058  # trec_eval's ndcg is not ndcg_cut_10
+
+
+def test_fill_and_no_fill_on_a_five_query_run(sample):
+    run, qrels = DATA / "dl19-first5-minilm-acurank.run", sample / "dl19" / "qrels.txt"
+    five = list(read_run(run))
+    assert len(five) == 5
+    assert _eval(run, "--qrels", qrels, "--no-fill")["ndcg_cut_10"] == 0.7956
+    assert _eval(run, "--qrels", qrels)["ndcg_cut_10"] == 0.0925  # trec_eval -c: the other 38 queries score 0
+    assert _eval(run, "--qrels", qrels, "--no-fill")["ndcg_cut_10"] == round(_reference(run, qrels, "ndcg_cut_10", 1, five), 4)
+    # --qids restricts run and qrels alike: the same 5 queries, averaged over those 5
+    assert _eval(run, "--qrels", qrels, "--qids", ",".join(five))["ndcg_cut_10"] == 0.7956
+
+
+def test_trec_eval_layout_and_unknown_measure(sample):
+    out = acurank("eval", sample / "dl19" / "bm25.run", "--qrels", sample / "dl19" / "qrels.txt", "-m", "P.10",
+                  "-q", "--format", "trec_eval").stdout.splitlines()
+    assert out[-1] == "P_10                  \tall\t0.6186" and len(out) == 44
+    bad = acurank("eval", sample / "dl19" / "bm25.run", "--qrels", sample / "dl19" / "qrels.txt", "-m", "ndgc@10",
+                  check=False)
+    assert bad.returncode == 2 and "unknown measure 'ndgc@10'" in bad.stderr and "Traceback" not in bad.stderr
