@@ -45,29 +45,28 @@ def _json(rows: list[EvalRow], measures: list[str], per_query: bool, title: str)
     print(json.dumps(out if len(out) > 1 else out[0], indent=1))
 
 
-def _tsv(rows: list[EvalRow], measures: list[str], per_query: bool, title: str) -> None:
-    """trec_eval-like lines ``measure<TAB>qid|all<TAB>value`` (+ the run path with several runs)."""
+def _lines(rows: list[EvalRow], measures: list[str], per_query: bool, width: int, with_calls: bool) -> None:
+    """``measure<TAB>qid|all<TAB>value`` lines (+ the run path with several runs), names padded to ``width``."""
     suffix = (lambda r: f"\t{r.run}") if len(rows) > 1 else (lambda r: "")
     for row in rows:
         if per_query:
             for qid, values in row.evaluation.per_query.items():
                 for m in measures:
-                    print(f"{m}\t{qid}\t{values[m]:.4f}{suffix(row)}")
+                    print(f"{m:<{width}}\t{qid}\t{values[m]:.4f}{suffix(row)}")
         for m in measures:
-            print(f"{m}\tall\t{row.evaluation.mean(m):.4f}{suffix(row)}")
-        if row.mean_calls is not None:
-            print(f"mean_calls\tall\t{row.mean_calls:.2f}{suffix(row)}")
+            print(f"{m:<{width}}\tall\t{row.evaluation.mean(m):.4f}{suffix(row)}")
+        if with_calls and row.mean_calls is not None:
+            print(f"{'mean_calls':<{width}}\tall\t{row.mean_calls:.2f}{suffix(row)}")
+
+
+def _tsv(rows: list[EvalRow], measures: list[str], per_query: bool, title: str) -> None:
+    """Tab-separated ``measure<TAB>qid|all<TAB>value`` lines, and mean calls when stats are known."""
+    _lines(rows, measures, per_query, 0, True)
 
 
 def _trec_eval(rows: list[EvalRow], measures: list[str], per_query: bool, title: str) -> None:
     """trec_eval's own layout: ``measure`` left-justified to 22, qid (or ``all``), value to 4 places."""
-    for row in rows:
-        if per_query:
-            for qid, values in row.evaluation.per_query.items():
-                for m in measures:
-                    print(f"{m:<22}\t{qid}\t{values[m]:.4f}")
-        for m in measures:
-            print(f"{m:<22}\tall\t{row.evaluation.mean(m):.4f}")
+    _lines(rows, measures, per_query, 22, False)
 
 
 def _table(rows: list[EvalRow], measures: list[str], per_query: bool, title: str) -> None:
