@@ -1,0 +1,213 @@
+"""The exact windows each method sends, pinned against sequences worked out by hand from
+shared/spec/acurank-semantics.md (not recorded from the code). A scripted reranker records every
+window (docids in presented order) and answers with the presented order or its reverse.
+
+Each named off-by-one mutant of the code fails here: ``ceil(n/m)`` -> ``n//m`` in the acurank-N cap,
+dropping the sliding window at position 0, ``n <= k`` -> ``n < k`` in the threshold, and
+``|C| < tau`` -> ``<= tau`` in the stop rule.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from acurank_cli.driver import Driver
+from acurank_cli.ratings import Z_999, threshold
+from acurank_cli.records import Candidate, RankingTask, RerankResult, Step
+from acurank_cli.rerankers.base import RerankerBase
+from acurank_cli.rerankers.simulated import SimulatedReranker
+from acurank_cli.strategies import build_strategy
+
+SIZES = (1, 2, 7, 10, 19, 20, 21, 95, 100, 101)
+
+
+class Scripted(RerankerBase):
+    """Answers each window with its presented order (or reversed); records every window sent."""
+
+    name = "scripted"
+    needs_texts = False
+
+    def __init__(self, reverse: bool = False):
+        self.reverse = reverse
+        self.windows: list[tuple[str, ...]] = []
+
+    def rerank_batch(self, requests):
+        self.windows += [r.docids for r in requests]
+        return [RerankResult(tuple(reversed(range(len(r.docids)))) if self.reverse else tuple(range(len(r.docids))))
+                for r in requests]
+
+
+def task(n: int) -> RankingTask:
+    return RankingTask("q", "", tuple(Candidate(f"d{i}", 50.0 - 0.3 * i) for i in range(n)))
+
+
+def run(method: str, n: int, reverse: bool = False, **opts):
+    rr, steps = Scripted(reverse), []
+    (out,) = Driver(build_strategy(method, **opts), rr, {}, on_step=lambda t, s: steps.append(s)).run([task(n)])
+    return out, rr.windows, steps
+
+
+def d(*ranges) -> tuple[str, ...]:
+    """Docids d{a}..d{b-1} for each (a, b), concatenated."""
+    return tuple(f"d{i}" for a, b in ranges for i in range(a, b))
+
+
+# --- sliding windows: starts n-m, n-m-10, ..., and 0 if missing (stride m/2) ---------------------
+
+SW_STARTS_M20 = {  # by hand: range(max(0, n - 20), -1, -10) plus 0
+    1: [0], 2: [0], 7: [0], 10: [0], 19: [0], 20: [0], 21: [1, 0],
+    95: [75, 65, 55, 45, 35, 25, 15, 5, 0], 100: [80, 70, 60, 50, 40, 30, 20, 10, 0],
+    101: [81, 71, 61, 51, 41, 31, 21, 11, 1, 0],
+}
+SW_STARTS_M10 = {  # m = 10, stride 5
+    7: [0], 10: [0], 19: [9, 4, 0], 20: [10, 5, 0], 21: [11, 6, 1, 0],
+    100: [90, 85, 80, 75, 70, 65, 60, 55, 50, 45, 40, 35, 30, 25, 20, 15, 10, 5, 0],
+}
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_sliding_windows_m20(n):
+    out, windows, _ = run("sw-1", n)
+    expected = [d((s, min(s + 20, n))) for s in SW_STARTS_M20[n] if min(s + 20, n) - s >= 2]
+    assert windows == expected
+    assert out.tally.calls == len(expected) == (0 if n == 1 else len(SW_STARTS_M20[n]))
+
+
+@pytest.mark.parametrize("n", sorted(SW_STARTS_M10))
+def test_sliding_windows_m10_and_two_passes(n):
+    _, windows, _ = run("sw-2", n, m=10)
+    one = [d((s, min(s + 10, n))) for s in SW_STARTS_M10[n]]
+    assert windows == one + one  # presented order kept: the second pass sees the same list
+
+
+def test_sliding_window_writes_back_the_returned_order():
+    # n = 21, reversed answers: start 1 reverses d1..d20 -> d0 d20 d19 ... d1; start 0 then gets
+    # d0 d20 ... d2 and reverses it -> d2 d3 ... d20 d0, and d1 stays last.
+    out, windows, _ = run("sw-1", 21, reverse=True)
+    assert windows == [d((1, 21)), ("d0",) + tuple(f"d{i}" for i in range(20, 1, -1))]
+    assert [r.docid for r in out.ranking] == list(d((2, 21))) + ["d0", "d1"]
+
+
+# --- AcuRank: initial pass, caps, adaptive and final groups -----------------------------------------
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_acurank_initial_pass(n):
+    _, windows, steps = run("acurank", n)
+    first = steps[0]
+    assert first.phase == "initial"
+    assert first.windows == tuple(d((s, min(s + 20, n))) for s in range(0, n, 20))  # 101: ..., (d100,)
+    sent = [w for w in first.windows if len(w) >= 2]
+    assert windows[: len(sent)] == sent
+
+
+@pytest.mark.parametrize("n, cap, calls", [
+    (41, 3, 2),    # initial windows 20, 20, 1 (one not sent): B = 3 - ceil(41/20) = 0, so 2 calls
+    (41, 4, 3),    # B = 1
+    (100, 5, 5),   # B = 0
+    (21, 2, 1),    # windows 20 and 1: B = 2 - 2 = 0, one call
+])
+def test_acurank_n_cap_counts_initial_windows_with_ceil(n, cap, calls):
+    out, windows, steps = run(f"acurank-{cap}", n)
+    adaptive_groups = sum(len(s.windows) for s in steps[1:] if s.windows)
+    assert adaptive_groups == cap - -(-n // 20)
+    assert out.tally.calls == calls and len(windows) == calls
+
+
+def test_budget_truncates_groups():
+    # --budget 1: after the initial pass the first adaptive step takes only the first group of C
+    out, windows, steps = run("acurank", 100, budget=1)
+    sent = [s for s in steps if s.windows]
+    assert [s.phase for s in sent] == ["initial", "adaptive"] and sent[1].uncertain > 20
+    assert len(sent[1].windows) == 1 and len(sent[1].windows[0]) == 20
+    assert out.tally.calls == 6 and out.stop == "budget"
+
+
+def _check_groups(step: Step, eps: float, tau: int, m: int = 20) -> None:
+    """The step's windows are C (or, for the final pass, {s > eps}) in s order, cut into groups of m."""
+    docs = step.snapshot()["docs"]
+    s = {doc["docid"]: doc["s"] for doc in docs}
+    by_s = sorted(s, key=lambda x: -s[x])  # ties cannot occur with these ratings
+    uncertain = [x for x in by_s if eps < s[x] < 1 - eps]
+    assert step.uncertain == len(uncertain)
+    chosen = [x for x in by_s if s[x] > eps] if step.phase == "final" else uncertain
+    assert [x for w in step.windows for x in w] == chosen[: len(step.windows) * m]
+    assert all(len(w) == m for w in step.windows[:-1])
+    assert (step.phase == "final") == (len(uncertain) < tau)
+
+
+@pytest.mark.parametrize("n", [7, 21, 100])
+def test_adaptive_and_final_groups_follow_s(n):
+    out, _, steps = run("acurank", n, reverse=True)
+    adaptive = [s for s in steps if s.phase in ("adaptive", "final")]
+    assert adaptive and (adaptive[-1].phase == "final") == (out.stop == "tau")
+    for step in adaptive:
+        _check_groups(step, 0.01, 10)
+
+
+def test_uncertain_set_of_exactly_tau_is_not_final(sample):
+    """|C| = tau continues adaptively; only |C| < tau triggers the final pass (DL19, simulated reranker)."""
+    from acurank_cli.io.readers import read_candidates, read_qrels
+
+    bundle, _ = read_candidates(sample / "dl19" / "bm25.run")
+    qrels = read_qrels(sample / "dl19" / "qrels.txt")
+    steps: list[Step] = []
+    tasks = [RankingTask(q, "", c) for q, c in bundle.runs.items()]
+    list(Driver(build_strategy("acurank"), SimulatedReranker(qrels), {}, on_step=lambda t, s: steps.append(s)).run(tasks))
+    at_tau = [s for s in steps if s.uncertain == 10]
+    assert at_tau, "no iteration with |C| = tau: the test would not test anything"
+    assert all(s.phase == "adaptive" for s in at_tau)
+    assert all(s.phase == "final" for s in steps if s.uncertain is not None and s.uncertain < 10)
+
+
+@pytest.mark.parametrize("n", [1, 5, 9, 10])
+def test_threshold_when_n_at_most_k(n):
+    rng = np.random.default_rng(n)
+    mu = rng.uniform(5, 30, n)
+    sigma = mu / 3
+    assert threshold(mu, sigma, 10) == float(np.min(mu - Z_999 * sigma))  # n <= k, n = k included
+
+
+def test_threshold_just_above_k_solves_the_equation():
+    mu = np.linspace(10, 30, 11)
+    sigma = mu / 3
+    t = threshold(mu, sigma, 10)
+    from scipy.special import ndtr
+
+    assert abs(float(np.sum(ndtr((mu - t) / sigma))) - 10) < 1e-9 and t != float(np.min(mu - Z_999 * sigma))
+
+
+# --- TourRank and TrueSkill-Static stages -------------------------------------------------------
+
+
+@pytest.mark.parametrize("n, sizes", [
+    (100, [20] * 5 + [10] * 5 + [20, 10, 5]),  # 13 calls
+    (101, [17, 17, 17, 17, 17, 16] + [10] * 5 + [20, 10, 5]),  # stage 1 in ceil(101/20) = 6 groups
+    (21, [5, 4, 4, 4, 4] + [20, 10, 5]),  # no stage 1 (n <= 50); stage 2 on all 21
+    (10, [10, 5]),  # stages 4 and 5 only
+    (7, [7, 5]),
+    (2, []),  # n <= 2: no stage
+])
+def test_tourrank_stages(n, sizes):
+    out, windows, steps = run("tourrank-1", n)
+    assert [len(w) for w in windows] == sizes and out.tally.calls == len(sizes)
+    if n in (100, 101):  # stage 1 groups interleave first-stage positions g, g + G, g + 2G, ...
+        groups = -(-n // 20)
+        stage1 = [set(w) for w in windows[:groups]]
+        assert stage1 == [{f"d{i}" for i in range(g, n, groups)} for g in range(groups)]
+
+
+@pytest.mark.parametrize("n, sizes", [
+    (100, [20] * 5 + [20] * 2 + [20] * 2 + [20]),  # stages: top 100, 40, 40, 20 in groups of 20
+    (21, [20] * 4),  # each stage: top 21 in groups 20 + 1; the 1-document group is never sent
+    (7, [7] * 4),
+])
+def test_trueskill_static_stages(n, sizes):
+    out, windows, _ = run("ts-5-2-2-1", n)
+    assert [len(w) for w in windows] == sizes and out.tally.calls == len(sizes)
+    # stage 1 sees the first-stage order; later stages take the current top by mu (after the updates)
+    stage1 = [d((s, min(s + 20, n))) for s in range(0, min(n, 100), 20) if min(s + 20, n) - s >= 2]
+    assert windows[: len(stage1)] == stage1
+    if n == 7:  # one window, answered in presented order: mu keeps that order, every stage the same
+        assert windows == [d((0, 7))] * 4
