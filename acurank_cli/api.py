@@ -32,7 +32,7 @@ from .cache import default_cache_path, with_cache
 from .driver import Driver
 from .engine import check_scores
 from .errors import InputError
-from .records import CallTally, Candidate, Doc, QueryOutcome, RankingTask, Step
+from .records import CallTally, Candidate, Doc, Phase, QueryOutcome, RankingTask, Step
 from .rerankers.base import RerankerBase, build_reranker
 from .strategies import AcuRankParams, build_strategy
 
@@ -172,7 +172,7 @@ class Reranker:
         ratings: dict[str, dict] = {}
 
         def on_step(task: RankingTask, step: Step) -> None:
-            if step.phase == "done" and step.snapshot is not None:
+            if step.phase is Phase.done and step.snapshot is not None:
                 ratings[task.qid] = {d["docid"]: d for d in step.snapshot()["docs"]}
 
         driver = Driver(self.strategy, self.reranker, docs, self.batch_queries, on_step)

@@ -15,7 +15,7 @@ from rich.console import Console
 from . import __version__, signals
 from .errors import InputError
 from .eval_output import EvalFormat, EvalRow, render
-from .io.outputs import stats_path_for
+from .io.outputs import read_stats, stats_path_for
 from .io.readers import read_candidates, read_qids, read_qrels, read_run
 from .io.writers import write_corpus, write_run, write_topics
 from .ratings import Init, Updater
@@ -29,12 +29,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 err = Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-def fail(message: str, code: int = 2) -> None:
-    """Print a one-line error on stderr and exit (2 = bad input)."""
-    err.print(f"acurank: error: {message}", markup=False, soft_wrap=True)
-    raise typer.Exit(code)
 
 
 def _version(value: bool) -> None:
@@ -155,16 +149,11 @@ app.command("baseline", help="Rerank a run with a baseline: sw-x, tourrank-x, ts
 
 
 def _mean_calls(path: Path) -> float | None:
+    """Mean calls per query from a stats file (None when there is none)."""
     if not path.exists():
         return None
-    calls = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            try:
-                calls.append(float(json.loads(line)["calls"]))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                raise InputError("bad stats record (expected JSON with 'calls')", str(path), lineno) from None
-    return statistics.fmean(calls) if calls else None
+    records = read_stats(path)
+    return statistics.fmean(float(r["calls"]) for r in records.values()) if records else None
 
 
 @app.command("eval")
@@ -185,7 +174,7 @@ def eval_cmd(
     if stats and len(runs) != 1:
         raise InputError("--stats goes with a single run")
     labels = [m.label for m in parse_measures(measure, rel_level)]
-    judged = _irds_qrels(qrels) if qrels.startswith("irds:") else load_qrels(qrels)
+    judged = load_qrels(qrels)
     if qids:
         wanted = read_qids(qids)
         judged = {q: v for q, v in judged.items() if q in wanted}
@@ -201,15 +190,6 @@ def eval_cmd(
     if fmt in (EvalFormat.tsv, EvalFormat.trec_eval):
         err.print(f"acurank: {qrels}: averaged over {averaging}", markup=False)
     render(fmt, rows, labels, per_query, f"{qrels}: averaged over {averaging}")
-
-
-def _irds_qrels(dataset: str) -> dict[str, dict[str, int]]:
-    from .retrieval.datasets import load_irds
-
-    qrels = load_irds(dataset).qrels
-    if not qrels:
-        raise InputError(f"{dataset} has no qrels")
-    return qrels
 
 
 # -------------------------------------------------------------------------------------------- convert
@@ -250,7 +230,7 @@ def convert_cmd(
 
 from .report.cli import report_app  # noqa: E402  (light imports; heavy ones load inside commands)
 from .retrieval.cli import index_cmd, retrieve_cmd  # noqa: E402
-from .retrieval.lucene import load_qrels  # noqa: E402  (a file, or a Pyserini qrels name)
+from .io.resolve import load_qrels  # noqa: E402  (a file, irds:<id>, or a Pyserini qrels name)
 
 app.command("index", help="Build a Lucene index from a JSONL corpus (pyserini/Anserini).")(index_cmd)
 app.command("retrieve", help="BM25 retrieval with pyserini/Anserini; writes a TREC run.")(retrieve_cmd)

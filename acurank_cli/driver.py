@@ -73,8 +73,9 @@ class Driver:
         if step.windows:
             act.iterations.append(
                 {
+                    "step": len(act.iterations) + 1,
                     "iteration": step.iteration,
-                    "phase": step.phase,
+                    "phase": step.phase.value,
                     "uncertain": step.uncertain,
                     "groups": len(step.windows),
                     "window_sizes": [len(w) for w in step.windows],

@@ -146,7 +146,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
             if job.trace and step.snapshot is not None:
                 traces.setdefault(task.qid, []).append(
                     {"qid": task.qid, "method": job.strategy.name, "iteration": step.iteration,
-                     "phase": step.phase, **step.snapshot()}
+                     "phase": step.phase.value, **step.snapshot()}
                 )
 
         driver = Driver(job.strategy, reranker, inputs.docs, job.batch_queries, on_step)

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Callable
 
 from .errors import InputError
-from .io.readers import Bundle, read_candidates, read_corpus, read_qids, read_qrels, read_topics, source_name
+from .io.readers import Bundle, read_candidates, read_corpus, read_qids, source_name
+from .io.resolve import load_qrels, load_topics
 from .records import Doc, RankingTask
 
 #: The sample_runs layout: files beside a run that are used when not given explicitly.
@@ -75,14 +76,14 @@ def load_inputs(
         if corpus is None and doc_fetcher is None and need_texts:
             corpus = _note(_beside(run, BESIDE_CORPUS), "passages", notes)
     if topics:
-        bundle.topics.update(read_topics(topics))
+        bundle.topics.update(load_topics(topics))
     wanted = {c.docid for cands in bundle.runs.values() for c in cands}
     if corpus and need_texts:
         bundle.docs.update(read_corpus(corpus, wanted))
     elif doc_fetcher is not None and need_texts:
         bundle.docs.update(doc_fetcher(wanted - set(bundle.docs)))
     if qrels:
-        bundle.qrels = read_qrels(qrels)
+        bundle.qrels = load_qrels(qrels)
     return _complete(bundle, fmt, run, notes, need_texts, skip_missing)
 
 

@@ -91,6 +91,15 @@ def get_updater(kind: Updater) -> Callable[[np.ndarray, np.ndarray, Sequence[int
     return library_update
 
 
+def update_groups(update: Callable[[np.ndarray, np.ndarray, Sequence[int]], None], mu: np.ndarray,
+                  sigma: np.ndarray, groups: Sequence[Sequence[int]], perms: Sequence[Sequence[int]]) -> None:
+    """Rate every reranked group: ``perms[j]`` lists group j's positions best first. Groups of 0 or 1
+    documents were never sent and keep their ratings."""
+    for group, perm in zip(groups, perms):
+        if len(group) >= 2:
+            update(mu, sigma, [group[j] for j in perm])
+
+
 def threshold(mu: np.ndarray, sigma: np.ndarray, k: int) -> float:
     """t with sum_i P(x_i > t) = k (x_i ~ N(mu_i, sigma_i^2)): the root bracketed to 1e-12.
 
@@ -131,8 +140,3 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 def exceed_probability(mu: np.ndarray, sigma: np.ndarray, t: float) -> np.ndarray:
     """s_i = P(x_i > t) = 1 - Phi((t - mu_i) / sigma_i)."""
     return 1.0 - ndtr((t - mu) / sigma)
-
-
-def phi(x: float) -> float:
-    """Exact standard normal cdf Phi (math.erfc), for tests and scalar use."""
-    return 0.5 * math.erfc(-x / math.sqrt(2.0))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -37,24 +38,43 @@ class RankingTask:
         return len(self.candidates)
 
 
-@dataclass(frozen=True)
-class Window:
-    """A window of docids to be reranked together (size <= m), in presented order."""
+class Phase(str, enum.Enum):
+    """What a step is, for stats, traces and progress (a str, so it serialises as its value).
 
-    qid: str
-    docids: tuple[str, ...]
+    AcuRank: ``initial`` (disjoint windows of m), ``adaptive`` (groups of the uncertain set C),
+    ``final`` (the last pass over {s_i > eps}), ``done`` (no windows: the final ratings). Sliding
+    windows: ``pass``. TrueSkill-Static: ``stage``. TourRank: ``stage1`` .. ``stage5``.
+    """
+
+    initial = "initial"
+    adaptive = "adaptive"
+    final = "final"
+    done = "done"
+    pass_ = "pass"
+    stage = "stage"
+    stage1 = "stage1"
+    stage2 = "stage2"
+    stage3 = "stage3"
+    stage4 = "stage4"
+    stage5 = "stage5"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass(frozen=True)
 class Step:
     """What a strategy asks for next: independent windows plus bookkeeping for stats/progress.
 
-    ``phase`` names the stage (initial, adaptive, final, pass, stage); ``uncertain`` is |C| for
-    adaptive AcuRank iterations (None for other methods).
+    ``phase`` is a :class:`Phase`; ``iteration`` is the method's own counter (AcuRank: adaptive groups
+    reranked before this step, the paper's B counter; sliding windows: the pass; TourRank: the
+    tournament; TrueSkill-Static: the stage), while the driver numbers every step the same way for all
+    methods (``step`` in stats: 1, 2, ... in the order the steps were sent, one round each);
+    ``uncertain`` is |C| for adaptive AcuRank iterations (None for other methods).
     """
 
     windows: tuple[tuple[str, ...], ...]
-    phase: str
+    phase: Phase
     iteration: int
     uncertain: int | None = None
     #: On AcuRank's last step ("done"): why it stopped (see :data:`STOP_REASONS`).
@@ -151,9 +171,3 @@ class QueryOutcome:
     iterations: tuple[dict, ...] = field(default_factory=tuple)
     seconds: float = 0.0
     stop: str | None = None  # why an adaptive method stopped (STOP_REASONS); None for fixed schedules
-
-    def __getattr__(self, name: str):
-        """``outcome.calls``, ``outcome.input_tokens``, ...: the tally's counts."""
-        if name != "tally" and name in CallTally.__dataclass_fields__:
-            return getattr(self.tally, name)
-        raise AttributeError(name)

@@ -47,7 +47,7 @@ def measure(method: str, mode: str, inputs, batch_queries: int, backend: str = "
     rerank = sum(o.rerank_seconds for o in outs)
     return {
         "backend": backend.split(":")[0], "method": method, "mode": mode, "queries": len(outs),
-        "calls": sum(o.calls for o in outs), "wall s": round(wall, 2),
+        "calls": sum(o.tally.calls for o in outs), "wall s": round(wall, 2),
         "queries/s": round(len(outs) / wall, 3),
         "engine % of wall": round(100 * (wall - rerank) / wall, 2),
         "ranking": [[r.docid for r in o.ranking] for o in outs],

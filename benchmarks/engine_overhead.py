@@ -34,7 +34,7 @@ def measure(method: str, n: int, updater: str, queries: int) -> dict:
         w0, c0 = time.perf_counter(), time.process_time()
         outs = list(driver.run(tasks))
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-    calls = sum(o.calls for o in outs)
+    calls = sum(o.tally.calls for o in outs)
     rerank = sum(o.rerank_seconds for o in outs)
     update = timers.wall.get("update", 0.0)
     thresh = timers.wall.get("threshold", 0.0)

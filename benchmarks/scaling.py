@@ -41,7 +41,7 @@ def main() -> None:
             engine = wall - sum(o.rerank_seconds for o in outs)
             rows.append({
                 "method": method, "n": n, "queries": len(outs),
-                "mean calls": round(statistics.mean(o.calls for o in outs), 2),
+                "mean calls": round(statistics.mean(o.tally.calls for o in outs), 2),
                 "engine s/q": round(engine / len(outs), 4),
             })
             print(f"  {method} n={n}: {rows[-1]['mean calls']} calls", file=sys.stderr)

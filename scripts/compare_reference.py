@@ -51,9 +51,9 @@ def main() -> None:
         run = {o.qid: {r.docid: r.score for r in o.ranking} for o in outs}
         ndcg = evaluate(run, qrels).mean("ndcg_cut_10")
         r = ref[method]
-        same = sum(r[o.qid][0] == o.calls for o in outs if o.qid in r)
+        same = sum(r[o.qid][0] == o.tally.calls for o in outs if o.qid in r)
         print(f"| {method} | {ndcg:.4f} | {statistics.mean(v[1] for v in r.values()):.4f} | "
-              f"{statistics.mean(o.calls for o in outs):.2f} | {statistics.mean(v[0] for v in r.values()):.2f} | "
+              f"{statistics.mean(o.tally.calls for o in outs):.2f} | {statistics.mean(v[0] for v in r.values()):.2f} | "
               f"{same}/{len(r)} | {secs:.3f} |", flush=True)
 
 

@@ -45,16 +45,16 @@ def run_method(method, tasks, qrels, **opts):
 def test_fixed_call_counts_on_n100(dl19, method, calls):
     tasks, qrels = dl19
     outs = run_method(method, tasks[:6], qrels)
-    assert [o.calls for o in outs] == [calls] * 6
+    assert [o.tally.calls for o in outs] == [calls] * 6
     assert all(len(o.ranking) == 100 and len({r.docid for r in o.ranking}) == 100 for o in outs)
 
 
 def test_acurank_9_at_most_9_calls_and_5_initial(dl19):
     tasks, qrels = dl19
     outs = run_method("acurank-9", tasks, qrels)
-    assert all(o.calls <= 9 for o in outs)
+    assert all(o.tally.calls <= 9 for o in outs)
     assert all(o.iterations[0]["phase"] == "initial" and o.iterations[0]["groups"] == 5 for o in outs)
-    assert statistics.mean(o.calls for o in outs) > 8.5
+    assert statistics.mean(o.tally.calls for o in outs) > 8.5
 
 
 def test_acurank_stats_follow_the_uncertain_set(dl19):
@@ -65,8 +65,8 @@ def test_acurank_stats_follow_the_uncertain_set(dl19):
     for it in adaptive:
         if it["phase"] == "adaptive":
             assert it["groups"] == -(-it["uncertain"] // 20)
-    assert out.calls == sum(sum(1 for s in it["window_sizes"] if s >= 2) for it in out.iterations)
-    assert out.docs_sent == sum(s for it in out.iterations for s in it["window_sizes"] if s >= 2)
+    assert out.tally.calls == sum(sum(1 for s in it["window_sizes"] if s >= 2) for it in out.iterations)
+    assert out.tally.docs_sent == sum(s for it in out.iterations for s in it["window_sizes"] if s >= 2)
     scores = [r.score for r in out.ranking]
     assert all(a > b for a, b in zip(scores, scores[1:]))
 
@@ -75,12 +75,12 @@ def test_small_lists_and_budget(dl19):
     tasks, qrels = dl19
     task = RankingTask(tasks[0].qid, "", tasks[0].candidates[:7])
     (out,) = run_method("acurank", [task], qrels)
-    assert len(out.ranking) == 7 and out.calls >= 2  # initial window + final pass on n <= k
+    assert len(out.ranking) == 7 and out.tally.calls >= 2  # initial window + final pass on n <= k
     (capped,) = run_method("acurank", tasks[:1], qrels, budget=2)
-    assert capped.calls <= 5 + 2
+    assert capped.tally.calls <= 5 + 2
     single = RankingTask("x", "", tasks[0].candidates[:1])
     (one,) = run_method("sw-1", [single], qrels)
-    assert one.calls == 0 and [r.docid for r in one.ranking] == [tasks[0].candidates[0].docid]
+    assert one.tally.calls == 0 and [r.docid for r in one.ranking] == [tasks[0].candidates[0].docid]
 
 
 def test_batching_across_queries_changes_nothing(dl19):
@@ -88,7 +88,7 @@ def test_batching_across_queries_changes_nothing(dl19):
     one = list(Driver(build_strategy("acurank"), SimulatedReranker(qrels)).run(tasks[:5]))
     batched = list(Driver(build_strategy("acurank"), SimulatedReranker(qrels), batch_queries=4).run(tasks[:5]))
     assert [o.qid for o in batched] == [t.qid for t in tasks[:5]]
-    assert [(o.ranking, o.calls) for o in one] == [(o.ranking, o.calls) for o in batched]
+    assert [(o.ranking, o.tally.calls) for o in one] == [(o.ranking, o.tally.calls) for o in batched]
 
 
 # --- DL23 against the published implementation (reference-dl23-perquery.tsv) ----------------------
@@ -113,7 +113,7 @@ def test_dl23_matches_reference(dl23, method):
     run = {o.qid: {r.docid: r.score for r in o.ranking} for o in outs}
     ndcg = evaluate(run, qrels).mean("ndcg_cut_10")
     ref = REFERENCE[method]
-    same_calls = sum(ref[o.qid][0] == o.calls for o in outs)
+    same_calls = sum(ref[o.qid][0] == o.tally.calls for o in outs)
     assert same_calls >= 0.9 * len(ref)
     assert abs(ndcg - statistics.mean(v[1] for v in ref.values())) <= 0.01
     if method.startswith("sw"):  # identical rankings: per-query nDCG equal
@@ -144,7 +144,7 @@ def test_ablations_partition_stop_init(dl19):
     assert [o.ranking for o in rand] != [o.ranking for o in base]
     stable = run_method("acurank", tasks, qrels, stop="topk-stable")
     assert all(it["phase"] != "final" for o in stable for it in o.iterations)
-    assert sum(o.calls for o in stable) < sum(o.calls for o in base)
+    assert sum(o.tally.calls for o in stable) < sum(o.tally.calls for o in base)
     uniform = run_method("acurank", tasks, qrels, init="uniform")
     assert [o.ranking for o in uniform] != [o.ranking for o in base]
     zscore = run_method("acurank", tasks, qrels, init="zscore")
@@ -158,9 +158,9 @@ def test_parameters_k_eps_tau_window(dl19):
     assert max(max(it["window_sizes"]) for it in small_window.iterations) == 10
     (tight,) = run_method("acurank", tasks[:1], qrels, eps=0.2, tau=3)
     (loose,) = run_method("acurank", tasks[:1], qrels, eps=1e-4, tau=3)
-    assert tight.calls < loose.calls
+    assert tight.tally.calls < loose.tally.calls
     (k5,) = run_method("acurank", tasks[:1], qrels, k=5)
-    assert k5.calls >= 5
+    assert k5.tally.calls >= 5
 
 
 def _stop(method, n, **opts):

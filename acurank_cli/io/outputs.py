@@ -16,11 +16,43 @@ from typing import TextIO
 from ..errors import InputError
 
 
+#: Run file endings; ``X.run`` and ``X.run.gz`` are method ``X``.
+RUN_SUFFIXES = (".run.gz", ".run")
+
+
+def method_name_of(path: str | Path) -> str | None:
+    """``X.run`` / ``X.run.gz`` -> ``X``; anything else -> None."""
+    name = Path(path).name
+    for suffix in RUN_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return None
+
+
 def stats_path_for(run_path: str | Path) -> Path:
-    """The conventional stats file beside a run: ``X.run`` -> ``X.stats.jsonl``."""
+    """The conventional stats file beside a run: ``X.run`` (or ``X.run.gz``) -> ``X.stats.jsonl``."""
     p = Path(run_path)
-    stem = p.name[: -len(".run")] if p.name.endswith(".run") else p.name
-    return p.with_name(stem + ".stats.jsonl")
+    return p.with_name((method_name_of(p) or p.name) + ".stats.jsonl")
+
+
+def read_stats(path: str | Path) -> dict[str, dict]:
+    """The one stats reader: a per-query stats JSONL file -> {qid: record}; a later record for a qid
+    wins (a resumed run appends)."""
+    from .readers import open_text
+
+    out: dict[str, dict] = {}
+    with open_text(path) as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                qid = str(rec["qid"])
+                float(rec["calls"])
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                raise InputError("bad stats record (expected JSON with 'qid' and 'calls')", str(path), lineno) from None
+            out[qid] = rec
+    return out
 
 
 def meta_path_for(run_path: str | Path) -> Path:

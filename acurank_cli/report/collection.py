@@ -28,45 +28,14 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..evaluation import evaluate, measure_name
+from ..io.outputs import RUN_SUFFIXES, method_name_of, read_stats, stats_path_for
 from ..io.readers import open_text, read_qrels, read_run, read_topics
 from ..records import Candidate
 
 #: Cost measures a stats file can provide (x axes of the Pareto plot).
 COST_KINDS = ("calls", "tokens", "seconds", "rounds")
-RUN_SUFFIXES = (".run", ".run.gz")
 QRELS_NAMES = ("qrels.txt", "qrels.txt.gz", "qrels", "qrels.tsv")
 TOPICS_NAMES = ("topics.tsv", "topics.tsv.gz", "topics.txt")
-
-
-def method_name_of(path: Path) -> str | None:
-    """``X.run`` / ``X.run.gz`` -> ``X``; anything else -> None."""
-    for suffix in RUN_SUFFIXES:
-        if path.name.endswith(suffix) and len(path.name) > len(suffix):
-            return path.name[: -len(suffix)]
-    return None
-
-
-def stats_path_for(run_path: Path) -> Path:
-    """The conventional stats file beside a run: ``X.run`` (or ``X.run.gz``) -> ``X.stats.jsonl``."""
-    stem = method_name_of(run_path) or run_path.name
-    return run_path.with_name(stem + ".stats.jsonl")
-
-
-def read_stats(path: Path) -> dict[str, dict]:
-    """Read a per-query stats JSONL file -> {qid: record}; a later record for a qid wins (resumed runs)."""
-    out: dict[str, dict] = {}
-    with open_text(path) as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                qid = str(rec["qid"])
-                float(rec["calls"])
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                raise InputError("bad stats record (expected JSON with 'qid' and 'calls')", str(path), lineno) from None
-            out[qid] = rec
-    return out
 
 
 def _record_cost(rec: dict, kind: str) -> float | None:

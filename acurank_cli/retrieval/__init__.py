@@ -9,8 +9,6 @@ __all__ = [
     "IndexStats",
     "build_index",
     "fetch_docs",
-    "load_qrels",
-    "load_topics",
     "retrieve",
 ]
 

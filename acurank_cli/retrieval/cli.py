@@ -72,7 +72,8 @@ def retrieve_cmd(
     """BM25 retrieval with Anserini (Lucene via pyjnius; no torch): writes a TREC run."""
     from ..io.writers import write_run
     from .jvm import start_jvm
-    from .lucene import load_topics, num_docs, retrieve
+    from ..io.resolve import load_topics
+    from .lucene import num_docs, retrieve
 
     if (topics is None) == (dataset is None):
         raise InputError("pass exactly one of --topics FILE|NAME and --dataset irds:<id>")

@@ -7,7 +7,8 @@
 * :func:`retrieve` runs ``SimpleSearcher.batch_search`` with BM25(k1, b) on an index folder or a
   Pyserini prebuilt index name (downloaded into pyserini's cache; needs the network once).
 * :func:`fetch_docs` reads the stored raw documents back as :class:`~acurank_cli.records.Doc`.
-* :func:`load_topics` / :func:`load_qrels` take a file or a Pyserini topic/qrels name.
+* :func:`pyserini_topics` / :func:`pyserini_qrels` load Pyserini topic/qrels names (files and
+  ``irds:`` names go through :mod:`acurank_cli.io.resolve`, the one resolver).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
-from ..io.readers import doc_from_json, open_text, read_qrels, read_topics, source_name
+from ..io.readers import doc_from_json, open_text, read_qrels, source_name
 from ..records import Candidate, Doc
 from .jvm import autoclass, java_error, start_jvm
 
@@ -357,25 +358,8 @@ def fetch_docs(index: PathLike, docids: Iterable[str]) -> dict[str, Doc]:
 # ------------------------------------------------------------------------------- topics and qrels
 
 
-def _is_file_arg(value: str) -> bool:
-    return _looks_like_path(value) or value.endswith((".tsv", ".txt", ".gz", ".jsonl", ".json", ".trec"))
-
-
-def _as_file(name_or_path: PathLike) -> str | Path | None:
-    """The file (or ``-``) that ``name_or_path`` denotes, or None when it is a Pyserini name."""
-    text = str(name_or_path)
-    if text == "-":
-        return text
-    if Path(text).expanduser().exists() or isinstance(name_or_path, Path) or _is_file_arg(text):
-        return Path(text).expanduser()
-    return None
-
-
-def load_topics(name_or_path: PathLike) -> dict[str, str]:
-    """Topics from a TSV file (``qid<TAB>text``, .gz ok) or a Pyserini topic name (network/cache)."""
-    text = str(name_or_path)
-    if (path := _as_file(name_or_path)) is not None:
-        return read_topics(path)
+def pyserini_topics(text: str) -> dict[str, str]:
+    """Topics of a Pyserini topic name (network or Pyserini's cache)."""
     start_jvm()
     from pyserini.search._base import get_topics, topics_mapping
 
@@ -398,11 +382,8 @@ def load_topics(name_or_path: PathLike) -> dict[str, str]:
     return topics
 
 
-def load_qrels(name_or_path: PathLike) -> dict[str, dict[str, int]]:
-    """Qrels from a TREC qrels file or a Pyserini qrels name (network/cache)."""
-    text = str(name_or_path)
-    if (path := _as_file(name_or_path)) is not None:
-        return read_qrels(path)
+def pyserini_qrels(text: str) -> dict[str, dict[str, int]]:
+    """Qrels of a Pyserini qrels name (network or Pyserini's cache)."""
     start_jvm()
     from pyserini.search._base import get_qrels_file, qrels_mapping
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..io.writers import strictly_decreasing
-from ..ratings import Init, Updater, exceed_probability, get_updater, initial_ratings, threshold
-from ..records import Ranked, RankingTask, Step
+from ..ratings import Init, Updater, exceed_probability, get_updater, initial_ratings, threshold, update_groups
+from ..records import Phase, Ranked, RankingTask, Step
 from .base import Plan, query_rng
 
 
@@ -112,19 +112,17 @@ class AcuRank:
 
             return build
 
-        def rerank(groups, phase: str, iteration: int, uncertain: int | None, snap=None):
+        def rerank(groups, phase: Phase, iteration: int, uncertain: int | None, snap=None):
             perms = yield Step(
                 tuple(tuple(docids[i] for i in g) for g in groups), phase, iteration, uncertain, snapshot=snap
             )
-            for g, perm in zip(groups, perms):
-                if len(g) >= 2:
-                    self._update(mu, sigma, [g[j] for j in perm])
+            update_groups(self._update, mu, sigma, groups, perms)
             return perms
 
         # Initial pass: disjoint windows of m in first-stage order.
         order = list(range(n))
         windows = [order[s : s + p.m] for s in range(0, n, p.m)]
-        yield from rerank(windows, "initial", 0, None)
+        yield from rerank(windows, Phase.initial, 0, None)
         order = [i for w in windows for i in sort_by(w, mu)]
         order = sort_by(order, mu)
 
@@ -157,7 +155,7 @@ class AcuRank:
             if not groups:
                 stop = ("round-cap" if capped == "round-cap" else "tau") if final else "converged"
                 break
-            phase = "final" if final else "adaptive"
+            phase = Phase.final if final else Phase.adaptive
             yield from rerank(groups, phase, iteration, uncertain, snapshot(t, s))
             iteration += len(groups)
             rounds += 1
@@ -172,6 +170,6 @@ class AcuRank:
                 topk = new_topk
         ranked = sort_by(order, mu)
         t = threshold(mu, sigma, p.k)
-        yield Step((), "done", iteration, None, stop, snapshot(t, exceed_probability(mu, sigma, t)))
+        yield Step((), Phase.done, iteration, None, stop, snapshot(t, exceed_probability(mu, sigma, t)))
         scores = strictly_decreasing(mu[i] for i in ranked)
         return tuple(Ranked(docids[i], sc) for i, sc in zip(ranked, scores))

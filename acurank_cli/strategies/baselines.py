@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..io.writers import positional, strictly_decreasing
-from ..ratings import Init, Updater, get_updater, initial_ratings
-from ..records import Ranked, RankingTask, Step
+from ..ratings import Init, Updater, get_updater, initial_ratings, update_groups
+from ..records import Phase, Ranked, RankingTask, Step
 from .acurank import sort_by
 from .base import Plan, apply, query_rng
 
@@ -37,7 +37,7 @@ class SlidingWindows:
         for p in range(self.passes):
             for j, start in enumerate(self.starts(len(ranking))):
                 window = tuple(ranking[start : start + self.m])
-                (perm,) = yield Step((window,), "pass", p + 1)
+                (perm,) = yield Step((window,), Phase.pass_, p + 1)
                 ranking[start : start + len(window)] = apply(window, perm)
         return positional(ranking)
 
@@ -75,7 +75,7 @@ class TourRank:
                 for g in groups:
                     rng.shuffle(g)
                 perms = yield Step(
-                    tuple(tuple(docids[i] for i in g) for g in groups), f"stage{stage}", tour + 1
+                    tuple(tuple(docids[i] for i in g) for g in groups), Phase(f"stage{stage}"), tour + 1
                 )
                 for g, perm in zip(groups, perms):
                     for i in apply(g, perm)[:promote]:
@@ -104,10 +104,8 @@ class TrueSkillStatic:
         for j, c in enumerate(self.stages, 1):
             top = order[: self.m * c]
             groups = [top[s : s + self.m] for s in range(0, len(top), self.m)]
-            perms = yield Step(tuple(tuple(docids[i] for i in g) for g in groups), "stage", j)
-            for g, perm in zip(groups, perms):
-                if len(g) >= 2:
-                    update(mu, sigma, [g[x] for x in perm])
+            perms = yield Step(tuple(tuple(docids[i] for i in g) for g in groups), Phase.stage, j)
+            update_groups(update, mu, sigma, groups, perms)
             order = sort_by(order, mu)
         scores = strictly_decreasing(mu[i] for i in order)
         return tuple(Ranked(docids[i], s) for i, s in zip(order, scores))
