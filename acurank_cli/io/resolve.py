@@ -30,35 +30,28 @@ def as_file(spec: PathLike) -> str | Path | None:
     return None
 
 
-def load_topics(spec: PathLike) -> dict[str, str]:
-    """Topics (qid -> query text) from a ``qid<TAB>text`` file, ``irds:<id>`` or a Pyserini topic name."""
+def _resolve(spec: PathLike, kind: str, read_file):
+    """``kind`` (topics or qrels) from a file, an ``irds:`` dataset or a Pyserini name."""
     if (path := as_file(spec)) is not None:
-        return read_topics(path)
+        return read_file(path)
     text = str(spec)
     if text.startswith("irds:"):
         from ..retrieval.datasets import load_irds
 
-        topics = load_irds(text).topics
-        if not topics:
-            raise InputError(f"{text} has no topics")
-        return topics
-    from ..retrieval.lucene import pyserini_topics
+        found = getattr(load_irds(text), kind)
+        if not found:
+            raise InputError(f"{text} has no {kind}")
+        return found
+    from ..retrieval import lucene
 
-    return pyserini_topics(text)
+    return getattr(lucene, f"pyserini_{kind}")(text)
+
+
+def load_topics(spec: PathLike) -> dict[str, str]:
+    """Topics (qid -> query text) from a ``qid<TAB>text`` file, ``irds:<id>`` or a Pyserini topic name."""
+    return _resolve(spec, "topics", read_topics)
 
 
 def load_qrels(spec: PathLike) -> dict[str, dict[str, int]]:
     """Qrels from a TREC qrels file, ``irds:<id>`` or a Pyserini qrels name."""
-    if (path := as_file(spec)) is not None:
-        return read_qrels(path)
-    text = str(spec)
-    if text.startswith("irds:"):
-        from ..retrieval.datasets import load_irds
-
-        qrels = load_irds(text).qrels
-        if not qrels:
-            raise InputError(f"{text} has no qrels")
-        return qrels
-    from ..retrieval.lucene import pyserini_qrels
-
-    return pyserini_qrels(text)
+    return _resolve(spec, "qrels", read_qrels)
