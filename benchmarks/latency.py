@@ -5,7 +5,8 @@ Part 1 (``wait``): an OpenAI-compatible server on 127.0.0.1 answers every reques
 number of calls and rounds); queries are reranked one at a time through the ``openai:`` backend with
 1 / 4 / 16 requests in flight. Part 2 (``quality``): nDCG@10, calls and rounds of the same methods on
 DL19 and DL20 with the simulated reranker and with ``minilm`` (runs under ``out/latency/<reranker>``
-so ``acurank report pareto --x rounds`` can plot them).
+so ``acurank report pareto --x rounds`` can plot them; one backend per reranker and dataset, so
+MiniLM encodes every passage once).
 
     PYTHONPATH=. python benchmarks/latency.py wait [--queries 5]
     PYTHONPATH=. python benchmarks/latency.py quality [--rerankers simulated minilm]
@@ -18,8 +19,6 @@ import json
 import platform
 import re
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -93,35 +92,38 @@ def wait(args) -> None:
 
 
 def quality(args) -> None:
+    """Every method on every dataset with one backend instance per reranker and dataset, so MiniLM
+    encodes each passage once (its embedding cache is shared by the methods; the windows differ)."""
+    from acurank_cli.evaluation import evaluate
+    from acurank_cli.io.writers import run_lines, stats_record
+
     rows = []
     for reranker in args.rerankers:
         for dataset in args.datasets:
             data = ROOT / "sample_runs" / dataset
+            inputs = load_inputs(str(data / "bm25.run"), 100, str(data / "topics.tsv"), str(data / "passages.jsonl.gz"),
+                                 str(data / "qrels.txt"))
+            backend = build_reranker(reranker, **({"qrels": inputs.qrels} if reranker == "simulated" else {}))
             folder = ROOT / "out" / "latency" / reranker / dataset
             folder.mkdir(parents=True, exist_ok=True)
-            for name in ("qrels.txt",):
-                (folder / name).write_text((data / name).read_text())
+            (folder / "qrels.txt").write_text((data / "qrels.txt").read_text())
             for label, (method, extra) in METHODS.items():
                 tag = label.replace(" --max-rounds ", "-r")
-                out = folder / f"{tag}.run"
-                cmd = [sys.executable, "-m", "acurank_cli", "rerank", str(data / "bm25.run"), "--method", method,
-                       "--reranker", reranker, "--qrels", str(data / "qrels.txt"), "-o", str(out), "--tag", tag,
-                       "--overwrite", "--quiet", "--no-cache", "--batch-queries", "8"]
-                if extra:
-                    cmd += ["--max-rounds", str(extra["max_rounds"])]
                 t0 = time.perf_counter()
-                subprocess.run(cmd, check=True, capture_output=True)
+                outs = list(Driver(build_strategy(method, **extra), backend, inputs.docs, batch_queries=8).run(inputs.tasks))
                 seconds = time.perf_counter() - t0
-                ev = json.loads(subprocess.run([sys.executable, "-m", "acurank_cli", "eval", str(out), "--qrels",
-                                                str(data / "qrels.txt"), "--format", "json"],
-                                               check=True, capture_output=True, text=True).stdout)
-                stats = [json.loads(l) for l in out.with_name(f"{tag}.stats.jsonl").read_text().splitlines()]
-                row = {"reranker": reranker, "dataset": dataset, "method": label, "ndcg_cut_10": ev["ndcg_cut_10"],
-                       "calls_per_query": statistics.fmean(s["calls"] for s in stats),
-                       "rounds_per_query": statistics.fmean(s["rounds"] for s in stats), "wall_seconds": seconds}
+                (folder / f"{tag}.run").write_text("".join(run_lines(o.qid, o.ranking, tag) for o in outs))
+                (folder / f"{tag}.stats.jsonl").write_text("".join(json.dumps(stats_record(o)) + "\n" for o in outs))
+                run = {o.qid: {r.docid: r.score for r in o.ranking} for o in outs}
+                row = {"reranker": reranker, "dataset": dataset, "method": label,
+                       "ndcg_cut_10": evaluate(run, inputs.qrels).mean("ndcg_cut_10"),
+                       "calls_per_query": statistics.fmean(o.tally.calls for o in outs),
+                       "rounds_per_query": statistics.fmean(o.tally.rounds for o in outs), "wall_seconds": seconds}
                 rows.append(row)
                 print(f"{reranker:9s} {dataset}  {label:24s} nDCG@10 {row['ndcg_cut_10']:.4f}  "
-                      f"{row['calls_per_query']:6.2f} calls  {row['rounds_per_query']:5.2f} rounds", flush=True)
+                      f"{row['calls_per_query']:6.2f} calls  {row['rounds_per_query']:5.2f} rounds  {seconds:6.1f} s",
+                      flush=True)
+            backend.close()
     path = RESULTS / f"latency_quality_{'_'.join(args.rerankers)}.json"
     path.write_text(json.dumps({"machine": platform.platform(), "rows": rows}, indent=1) + "\n")
 

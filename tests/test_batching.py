@@ -40,5 +40,5 @@ def test_batched_equals_one_at_a_time(sample):
     batched = Recording(build_reranker("minilm"))
     a = list(Driver(build_strategy("acurank"), single, inputs.docs, batch_queries=1).run(tasks))
     b = list(Driver(build_strategy("acurank"), batched, inputs.docs, batch_queries=3).run(tasks))
-    assert [(o.qid, o.ranking, o.calls) for o in a] == [(o.qid, o.ranking, o.calls) for o in b]
+    assert [(o.qid, o.ranking, o.tally.calls) for o in a] == [(o.qid, o.ranking, o.tally.calls) for o in b]
     assert sorted(single.log) == sorted(batched.log)  # the very same windows and permutations

@@ -32,4 +32,4 @@ def test_rerank_inputs_from_irds(tmp_path, monkeypatch, sample):
     assert all(c.docid in inputs.docs and inputs.docs[c.docid].text for c in task.candidates)
     assert inputs.qrels[qid] and any(n.startswith("using topics, qrels and texts") for n in inputs.notes)
     (out,) = Driver(build_strategy("acurank"), SimulatedReranker(inputs.qrels)).run(inputs.tasks)
-    assert out.calls >= 2 and len(out.ranking) == 30
+    assert out.tally.calls >= 2 and len(out.ranking) == 30
