@@ -39,7 +39,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+    version: bool = typer.Option(False, "--version", metavar="", callback=_version, is_eager=True, help="Show the version."),
 ) -> None:
     """AcuRank: TrueSkill ratings, adaptive reranking of the uncertain set, honest call accounting."""
 
@@ -53,7 +53,7 @@ def rerank(
     method: Optional[str] = typer.Option(None, "--method", help=f"Method (default acurank): {known_methods()}."),
     reranker: str = typer.Option("simulated", "--reranker", help="Backend: simulated | minilm | hf:MODEL | openai:MODEL | a plug-in."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Output run (default stdout). An existing file is resumed."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Start afresh instead of resuming an existing --output."),
+    overwrite: bool = typer.Option(False, "--overwrite", metavar="", help="Start afresh instead of resuming an existing --output."),
     tag: Optional[str] = typer.Option(None, "--tag", help="Run tag (default: the method)."),
     stats: Optional[str] = typer.Option(None, "--stats", help="Per-query stats JSONL (calls, iterations, tokens, seconds); default X.stats.jsonl beside --output X.run."),
     trace: Optional[str] = typer.Option(None, "--trace", help="Per-iteration ratings (mu, sigma, s_i, rank) JSONL."),
@@ -64,7 +64,7 @@ def rerank(
     qrels: Optional[str] = typer.Option(None, "--qrels", help="Qrels (needed by the simulated reranker)."),
     depth: int = typer.Option(100, "--depth", "--hits", min=1, help="Rerank the top N candidates per query (--hits, as in retrieve)."),
     qids: Optional[str] = typer.Option(None, "--qids", help="Only these queries: a file (first column) or a comma-separated list."),
-    skip_missing: bool = typer.Option(False, "--skip-missing", help="Skip candidates without text / queries without topic."),
+    skip_missing: bool = typer.Option(False, "--skip-missing", metavar="", help="Skip candidates without text / queries without topic."),
     k: Optional[int] = typer.Option(None, "--k", help="AcuRank cutoff k (default 10)."),
     eps: Optional[float] = typer.Option(None, "--eps", help="AcuRank tolerance eps (variant default)."),
     tau: Optional[int] = typer.Option(None, "--tau", help="AcuRank stop threshold tau (variant default)."),
@@ -78,8 +78,8 @@ def rerank(
     updater: Updater = typer.Option(Updater.fast, "--updater", help="TrueSkill update: fast (vectorised, bit-identical) or library (trueskill.rate)."),
     batch_queries: int = typer.Option(1, "--batch-queries", help="Advance Q queries together so their windows share batches."),
     cache: Optional[str] = typer.Option(None, "--cache", help="SQLite call cache (default: user cache dir)."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the call cache."),
-    quiet: bool = typer.Option(False, "--quiet", help="No progress display (it is off anyway when stderr is not a terminal)."),
+    no_cache: bool = typer.Option(False, "--no-cache", metavar="", help="Do not read or write the call cache."),
+    quiet: bool = typer.Option(False, "--quiet", metavar="", help="No progress display (it is off anyway when stderr is not a terminal)."),
     **backend_options,
 ) -> None:
     """Rerank a first-stage run with AcuRank (or a baseline) and write a TREC run."""
@@ -115,8 +115,9 @@ def _with_backend_flags(command):
     for name, (f, kind) in cli_options().items():
         flag = f.metadata.get("flag") or "--" + name.replace("_", "-")
         shown = f" (default {f.default})" if f.default not in (None, False) else ""
+        extra = {"metavar": ""} if kind is bool else {}  # a flag takes no value: show none
         params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[kind],
-                                        default=typer.Option(None, flag, help=f.metadata["help"] + shown)))
+                                        default=typer.Option(None, flag, help=f.metadata["help"] + shown, **extra)))
     command.__signature__ = inspect.Signature(params)
     command.__annotations__ = {p.name: p.annotation for p in params if p.annotation is not p.empty}
     return command
@@ -162,8 +163,8 @@ def eval_cmd(
     qrels: str = typer.Option(..., "--qrels", help="TREC qrels file, a Pyserini qrels name, or irds:<id> (ir_datasets)."),
     measure: List[str] = typer.Option(["ndcg_cut_10"], "--measure", "-m", help="Measure, repeatable: a trec_eval name (ndcg_cut.10, map, recall.100, P.10, recip_rank, ndcg) or an ir_measures name (nDCG@10, AP, RR, R@100, P@10)."),
     rel_level: int = typer.Option(1, "--rel-level", "-l", help="Relevance level for binary measures (TREC DL uses 2), as trec_eval -l."),
-    per_query: bool = typer.Option(False, "--per-query", "-q", help="Also per-query values (trec_eval -q)."),
-    no_fill: bool = typer.Option(False, "--no-fill", help="Average over the run's judged queries (trec_eval's default) instead of all the qrels' queries, missing ones scoring 0 (trec_eval -c, the default here)."),
+    per_query: bool = typer.Option(False, "--per-query", "-q", metavar="", help="Also per-query values (trec_eval -q)."),
+    no_fill: bool = typer.Option(False, "--no-fill", metavar="", help="Average over the run's judged queries (trec_eval's default) instead of all the qrels' queries, missing ones scoring 0 (trec_eval -c, the default here)."),
     qids: Optional[str] = typer.Option(None, "--qids", help="Only these queries: a file (first column) or a comma-separated list."),
     stats: Optional[str] = typer.Option(None, "--stats", help="Stats JSONL of the (single) run: adds mean calls. Default: X.stats.jsonl beside X.run."),
     fmt: Optional[EvalFormat] = typer.Option(None, "--format", help="Output: table | tsv | json | trec_eval (default: table on a terminal, tsv otherwise)."),

@@ -113,7 +113,7 @@ def table_cmd(
     test: str = typer.Option("ttest", "--test", help="Test behind the marks: ttest (paired t-test) | permutation (sign flips)."),
     resamples: int = typer.Option(10_000, "--resamples", min=1, help="Sign flips of the randomisation test (exact below 2^n)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the randomisation test."),
-    percent: bool = typer.Option(False, "--percent", help="Show the measure x 100 with 2 decimals (as the paper)."),
+    percent: bool = typer.Option(False, "--percent", metavar="", help="Show the measure x 100 with 2 decimals (as the paper)."),
     fmt: str = _FORMAT,
     output: Path | None = _OUTPUT,
 ) -> None:
@@ -148,7 +148,7 @@ def pareto_cmd(
     x: str = typer.Option("calls", "--x", help="x axis: calls | tokens (input + output) | seconds (wall, per query) | rounds (sequential reranker batches: latency)."),
     view: list[str] | None = typer.Option(None, "--view", help="Panel: a dataset name, 'macro', or 'all' (each dataset + macro); repeatable. Default: macro (or the only dataset)."),
     out: list[Path] | None = typer.Option(None, "--out", help="Plot file(s): .png, .svg or .pdf (repeatable; default pareto.png and pareto.svg)."),
-    log_x: bool = typer.Option(False, "--log-x", help="Symmetric-log x axis (linear below 1)."),
+    log_x: bool = typer.Option(False, "--log-x", metavar="", help="Symmetric-log x axis (linear below 1)."),
     fmt: str = _FORMAT,
     output: Path | None = _OUTPUT,
 ) -> None:
@@ -249,7 +249,7 @@ def trace_cmd(
     docid: list[str] | None = typer.Option(None, "--docid", help="Documents for the per-iteration table (repeatable; also plotted)."),
     top: int = typer.Option(10, "--top", min=1, help="How many top documents (by final mu) to plot."),
     out: list[Path] | None = typer.Option(None, "--out", help="Plot file(s) .png/.svg/.pdf (repeatable; default trace-<qid>.png)."),
-    no_plot: bool = typer.Option(False, "--no-plot", help="Only print the table."),
+    no_plot: bool = typer.Option(False, "--no-plot", metavar="", help="Only print the table."),
     fmt: str = _FORMAT,
     output: Path | None = _OUTPUT,
 ) -> None:

@@ -38,8 +38,8 @@ def index_cmd(
     corpus: str = typer.Option(..., "--input", "-i", help="Corpus: JSONL {_id,title,text} or {id,contents} (.gz ok), or a folder of such files."),
     index: Path = typer.Option(..., "--index", help="Output Lucene index folder (new, empty, or an index to replace)."),
     threads: int = typer.Option(2, "--threads", help="Indexing threads."),
-    optimize: bool = typer.Option(False, "--optimize", help="Merge the index into one segment."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No status lines."),
+    optimize: bool = typer.Option(False, "--optimize", metavar="", help="Merge the index into one segment."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", metavar="", help="No status lines."),
 ) -> None:
     """Build a BM25 Lucene index (positions, doc vectors, raw docs stored) with Anserini.
 
@@ -67,7 +67,7 @@ def retrieve_cmd(
     threads: int = typer.Option(2, "--threads", help="Search threads."),
     output: str | None = typer.Option(None, "--output", "-o", help="Output TREC run (default stdout)."),
     tag: str = typer.Option("bm25", "--tag", "--runtag", help="Run tag (last column)."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No status lines."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", metavar="", help="No status lines."),
 ) -> None:
     """BM25 retrieval with Anserini (Lucene via pyjnius; no torch): writes a TREC run."""
     from ..io.writers import write_run
