@@ -57,17 +57,31 @@ class CachedReranker(RerankerBase):
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(self.path, timeout=self.BUSY_SECONDS, check_same_thread=False)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")  # a commit survives a killed process (not a power cut)
-            with self.db:
-                self.db.execute(SCHEMA)
+            self.db = self._open()
         except (OSError, sqlite3.Error) as exc:
             raise InputError(f"cannot use the call cache ({exc}); give another --cache or --no-cache", str(path)) from None
         self._lock = threading.Lock()
         self.identity = json.dumps(inner.cache_identity(), sort_keys=True)
         self.hits = 0
         self.misses = 0
+
+    def _open(self) -> sqlite3.Connection:
+        """Connect, switch to WAL and create the table. SQLite answers "database is locked" at once
+        (without its busy handler) while another process switches a new file to WAL, so retry briefly."""
+        deadline = time.monotonic() + self.BUSY_SECONDS
+        while True:
+            db = sqlite3.connect(self.path, timeout=self.BUSY_SECONDS, check_same_thread=False)
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")  # a commit survives a killed process (not a power cut)
+                with db:
+                    db.execute(SCHEMA)
+                return db
+            except sqlite3.OperationalError as exc:
+                db.close()
+                if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def cache_identity(self):
         return self.inner.cache_identity()
