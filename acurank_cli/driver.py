@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
 
+from .io.writers import final_ranking
 from .records import CallTally, Doc, QueryOutcome, RankingTask, RerankRequest, RerankResult, Step
 from .rerankers.base import RerankerBase
 from .strategies.base import Strategy
@@ -61,7 +62,7 @@ class Driver:
             return QueryOutcome(
                 qid=act.task.qid,
                 method=self.strategy.name,
-                ranking=tuple(stop.value),
+                ranking=final_ranking(stop.value),
                 tally=act.tally,
                 iterations=tuple(act.iterations),
                 seconds=time.perf_counter() - act.started,

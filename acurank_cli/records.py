@@ -122,10 +122,11 @@ class RerankResult:
 
 @dataclass(frozen=True)
 class Ranked:
-    """One output line: docid with its final score (strictly decreasing down a query)."""
+    """One ranked document: a strategy gives its own score (mu) or None (ordered without scores);
+    the driver turns them into run scores that strictly decrease down a query."""
 
     docid: str
-    score: float
+    score: float | None
 
 
 @dataclass

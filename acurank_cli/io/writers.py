@@ -29,6 +29,15 @@ def positional(docids: Iterable[str]) -> tuple[Ranked, ...]:
     return tuple(Ranked(d, float(n - i)) for i, d in enumerate(docids))
 
 
+def final_ranking(ranked: Iterable[Ranked]) -> tuple[Ranked, ...]:
+    """A strategy's ranking with run-file scores: its own (mu), nudged to decrease strictly, or
+    positional (n, n-1, ..., 1) for a method that orders without scores (score None)."""
+    ranked = list(ranked)
+    if any(r.score is None for r in ranked):
+        return positional(r.docid for r in ranked)
+    return tuple(Ranked(r.docid, s) for r, s in zip(ranked, strictly_decreasing(r.score for r in ranked)))
+
+
 def run_lines(qid: str, ranking: Iterable[Ranked], tag: str) -> str:
     """One query's block of TREC run lines ``qid Q0 docid rank score tag``."""
     ranking = list(ranking)

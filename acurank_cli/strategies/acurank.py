@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..io.writers import strictly_decreasing
 from ..ratings import Init, Updater, exceed_probability, get_updater, initial_ratings, threshold, update_groups
 from ..records import Phase, Ranked, RankingTask, Step
 from .base import Plan, query_rng
@@ -171,5 +170,4 @@ class AcuRank:
         ranked = sort_by(order, mu)
         t = threshold(mu, sigma, p.k)
         yield Step((), Phase.done, iteration, None, stop, snapshot(t, exceed_probability(mu, sigma, t)))
-        scores = strictly_decreasing(mu[i] for i in ranked)
-        return tuple(Ranked(docids[i], sc) for i, sc in zip(ranked, scores))
+        return tuple(Ranked(docids[i], float(mu[i])) for i in ranked)

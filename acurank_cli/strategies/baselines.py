@@ -6,7 +6,6 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..io.writers import positional, strictly_decreasing
 from ..ratings import Init, Updater, get_updater, initial_ratings, update_groups
 from ..records import Phase, Ranked, RankingTask, Step
 from .acurank import sort_by
@@ -39,7 +38,7 @@ class SlidingWindows:
                 window = tuple(ranking[start : start + self.m])
                 (perm,) = yield Step((window,), Phase.pass_, p + 1)
                 ranking[start : start + len(window)] = apply(window, perm)
-        return positional(ranking)
+        return tuple(Ranked(d, None) for d in ranking)
 
 
 @dataclass(frozen=True)
@@ -82,7 +81,7 @@ class TourRank:
                         points[i] += 1
             total = [a + b for a, b in zip(total, points)]
         ranked = sorted(range(n), key=lambda i: -total[i])
-        return positional(docids[i] for i in ranked)
+        return tuple(Ranked(docids[i], None) for i in ranked)
 
 
 @dataclass(frozen=True)
@@ -107,5 +106,4 @@ class TrueSkillStatic:
             perms = yield Step(tuple(tuple(docids[i] for i in g) for g in groups), Phase.stage, j)
             update_groups(update, mu, sigma, groups, perms)
             order = sort_by(order, mu)
-        scores = strictly_decreasing(mu[i] for i in order)
-        return tuple(Ranked(docids[i], s) for i, s in zip(order, scores))
+        return tuple(Ranked(docids[i], float(mu[i])) for i in order)
