@@ -211,3 +211,29 @@ def test_trueskill_static_stages(n, sizes):
     assert windows[: len(stage1)] == stage1
     if n == 7:  # one window, answered in presented order: mu keeps that order, every stage the same
         assert windows == [d((0, 7))] * 4
+
+
+@pytest.mark.parametrize("budget", range(1, 13))
+def test_budget_counts_groups_across_iterations(budget):
+    """B caps the adaptive groups over all iterations: when B stops a query, exactly B groups were reranked
+    (the last step truncated to B - iteration, whatever iteration it came in)."""
+    for n, reverse in ((100, True), (100, False), (45, True)):
+        out, _, steps = run("acurank", n, reverse=reverse, budget=budget)
+        groups = sum(len(s.windows) for s in steps if s.phase in ("adaptive", "final"))
+        assert groups <= budget
+        if out.stop == "budget":
+            assert groups == budget
+
+
+def test_snapshot_ranks_and_fields():
+    """The trace snapshot: t, and every document's mu, sigma, s and rank (1 = highest mu), by rank."""
+    _, _, steps = run("acurank", 30, reverse=True)
+    for step in (steps[1], steps[-1]):
+        snap = step.snapshot()
+        docs = snap["docs"]
+        assert set(snap) == {"t", "docs"} and isinstance(snap["t"], float)
+        assert [d["rank"] for d in docs] == list(range(1, 31))
+        assert all(set(d) == {"docid", "mu", "sigma", "s", "rank"} for d in docs)
+        mus = [d["mu"] for d in docs]
+        assert mus == sorted(mus, reverse=True) and all(0.0 <= d["s"] <= 1.0 for d in docs)
+        assert abs(sum(d["s"] for d in docs) - 10) < 1e-9  # sum_i s_i = k at the threshold t
