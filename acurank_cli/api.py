@@ -173,7 +173,7 @@ class Reranker:
 
         def on_step(task: RankingTask, step: Step) -> None:
             if step.phase is Phase.done and step.snapshot is not None:
-                ratings[task.qid] = {d["docid"]: d for d in step.snapshot()["docs"]}
+                ratings[task.qid] = {d.docid: d for d in step.snapshot().docs}
 
         driver = Driver(self.strategy, self.reranker, docs, self.batch_queries, on_step)
         by_qid = {p.task.qid: p for p in group}
@@ -209,8 +209,8 @@ def _output(p: _Prepared, outcome: QueryOutcome, ratings: dict[str, dict]) -> Re
     ranked = []
     for rank, r in enumerate(outcome.ranking, start=1):
         doc = p.docs[r.docid]
-        rating = ratings.get(r.docid, {})
-        ranked.append(RankedDoc(r.docid, doc.text, doc.title, rank, r.score, rating.get("mu"), rating.get("sigma"),
+        rating = ratings.get(r.docid)
+        ranked.append(RankedDoc(r.docid, doc.text, doc.title, rank, r.score, rating and rating.mu, rating and rating.sigma,
                                 first[r.docid][0], first[r.docid][1], p.meta.get(r.docid, {})))
     return RerankOutput(outcome.qid, p.task.query, tuple(ranked), outcome.tally, outcome.seconds, outcome.stop)
 

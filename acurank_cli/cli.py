@@ -16,8 +16,7 @@ from . import __version__, signals
 from .errors import InputError
 from .eval_output import EvalFormat, EvalRow, render
 from .io.outputs import read_stats, stats_path_for
-from .io.readers import read_candidates, read_qids, read_qrels, read_run
-from .io.writers import write_corpus, write_run, write_topics
+from .io.readers import read_qids, read_run
 from .ratings import Init, Updater
 from .strategies import Partition, StopRule, build_strategy, known_methods
 
@@ -205,26 +204,10 @@ def convert_cmd(
     depth: int = typer.Option(100, "--depth", help="Keep the top N candidates per query."),
 ) -> None:
     """Split a candidate file into run + topics + corpus (the sample_runs layout)."""
-    bundle, fmt = read_candidates(candidates, depth)
-    if fmt == "trec":
-        raise InputError("expected a candidate file with texts, got a plain TREC run", candidates)
-    judged = read_qrels(qrels) if qrels else bundle.qrels
-    keep = [q for q in bundle.runs if not judged or q in judged]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with (out_dir / "bm25.run").open("w", encoding="utf-8") as fh:
-        write_run(fh, {q: bundle.runs[q] for q in keep}, tag)
-    write_topics(out_dir / "topics.tsv", {q: bundle.topics[q] for q in keep})
-    seen: dict[str, None] = {}
-    for q in keep:
-        for c in bundle.runs[q]:
-            seen.setdefault(c.docid)
-    write_corpus(out_dir / "passages.jsonl.gz", (bundle.docs[d] for d in seen))
-    if judged:
-        with (out_dir / "qrels.txt").open("w", encoding="utf-8") as fh:
-            for q in keep:
-                for d, g in judged[q].items():
-                    fh.write(f"{q} 0 {d} {g}\n")
-    err.print(f"{fmt}: {len(keep)} queries, {len(seen)} passages -> {out_dir}", markup=False)
+    from .io.convert import convert_candidates
+
+    done = convert_candidates(candidates, out_dir, qrels, tag, depth)
+    err.print(f"{done.fmt}: {done.queries} queries, {done.passages} passages -> {out_dir}", markup=False)
 
 
 # ----------------------------------------------------------------------- retrieve / index / report

@@ -19,7 +19,7 @@ from .io.outputs import RunOutputs, check_writable, stats_path_for
 from .io.readers import source_name
 from .ratings import score_problem
 from .signals import Interrupted
-from .io.writers import run_lines, stats_record
+from .io.writers import run_lines, stats_record, trace_record
 from .progress import ProgressView
 from .records import CallTally, QueryOutcome, RankingTask, Step
 from .rerankers.base import build_reranker, lookup
@@ -144,10 +144,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
         def on_step(task: RankingTask, step: Step) -> None:
             view.on_step(task, step)
             if job.trace and step.snapshot is not None:
-                traces.setdefault(task.qid, []).append(
-                    {"qid": task.qid, "method": job.strategy.name, "iteration": step.iteration,
-                     "phase": step.phase.value, **step.snapshot()}
-                )
+                traces.setdefault(task.qid, []).append(trace_record(task.qid, job.strategy.name, step))
 
         driver = Driver(job.strategy, reranker, inputs.docs, job.batch_queries, on_step)
         try:

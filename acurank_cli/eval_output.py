@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from rich.console import Console
-from rich.table import Table
 
 from .evaluation import Evaluation
 
@@ -70,25 +68,21 @@ def _trec_eval(rows: list[EvalRow], measures: list[str], per_query: bool, title:
 
 
 def _table(rows: list[EvalRow], measures: list[str], per_query: bool, title: str) -> None:
-    console = Console()
-    table = Table(title=title)
-    table.add_column("run")
-    for m in measures:
-        table.add_column(m, justify="right")
-    table.add_column("calls/query", justify="right")
+    """The report's terminal table (one table renderer for eval and report)."""
+    from .report.render import Table, num, to_terminal
+
+    table = Table(title, ["run", *measures, "calls/query"])
     for row in rows:
-        table.add_row(row.run, *(f"{row.evaluation.mean(m):.4f}" for m in measures),
-                      "" if row.mean_calls is None else f"{row.mean_calls:.2f}")
-    console.print(table)
+        table.add(row.run, *(num(row.evaluation.mean(m)) for m in measures),
+                  "" if row.mean_calls is None else num(row.mean_calls, 2))
+    tables = [table]
     if per_query:
-        pq = Table(title="per query")
-        pq.add_column("qid")
-        for row in rows:
-            for m in measures:
-                pq.add_column(m + (f" {Path(row.run).name}" if len(rows) > 1 else ""), justify="right")
+        pq = Table("per query", ["qid", *(m + (f" {Path(r.run).name}" if len(rows) > 1 else "")
+                                          for r in rows for m in measures)])
         for qid in rows[0].evaluation.per_query:
-            pq.add_row(qid, *(f"{r.evaluation.per_query[qid][m]:.4f}" for r in rows for m in measures))
-        console.print(pq)
+            pq.add(qid, *(num(r.evaluation.per_query[qid][m]) for r in rows for m in measures))
+        tables.append(pq)
+    to_terminal(tables)
 
 
 RENDERERS: dict[EvalFormat, Callable[[list[EvalRow], list[str], bool, str], None]] = {

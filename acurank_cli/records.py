@@ -80,7 +80,26 @@ class Step:
     #: On AcuRank's last step ("done"): why it stopped (see :data:`STOP_REASONS`).
     stop: str | None = None
     #: Lazily builds the ratings state (t, per-doc mu, sigma, s, rank) for ``--trace``.
-    snapshot: Callable[[], dict] | None = field(default=None, compare=False, repr=False)
+    snapshot: Callable[[], RatingsSnapshot] | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class DocRating:
+    """One document's rating at a step: mu, sigma, s_i = P(x_i > t) (None before the first t), rank by mu."""
+
+    docid: str
+    mu: float
+    sigma: float
+    s: float | None
+    rank: int
+
+
+@dataclass(frozen=True)
+class RatingsSnapshot:
+    """Every document's rating at one step, best mu first, and the threshold t (traces and the API)."""
+
+    t: float | None
+    docs: tuple[DocRating, ...]
 
 
 #: Why an adaptive method stopped: the tau rule (|C| < tau, after the final pass), nothing left

@@ -126,8 +126,8 @@ def test_budget_truncates_groups():
 
 def _check_groups(step: Step, eps: float, tau: int, m: int = 20) -> None:
     """The step's windows are C (or, for the final pass, {s > eps}) in s order, cut into groups of m."""
-    docs = step.snapshot()["docs"]
-    s = {doc["docid"]: doc["s"] for doc in docs}
+    docs = step.snapshot().docs
+    s = {doc.docid: doc.s for doc in docs}
     by_s = sorted(s, key=lambda x: -s[x])  # ties cannot occur with these ratings
     uncertain = [x for x in by_s if eps < s[x] < 1 - eps]
     assert step.uncertain == len(uncertain)
@@ -230,10 +230,9 @@ def test_snapshot_ranks_and_fields():
     _, _, steps = run("acurank", 30, reverse=True)
     for step in (steps[1], steps[-1]):
         snap = step.snapshot()
-        docs = snap["docs"]
-        assert set(snap) == {"t", "docs"} and isinstance(snap["t"], float)
-        assert [d["rank"] for d in docs] == list(range(1, 31))
-        assert all(set(d) == {"docid", "mu", "sigma", "s", "rank"} for d in docs)
-        mus = [d["mu"] for d in docs]
-        assert mus == sorted(mus, reverse=True) and all(0.0 <= d["s"] <= 1.0 for d in docs)
-        assert abs(sum(d["s"] for d in docs) - 10) < 1e-9  # sum_i s_i = k at the threshold t
+        docs = snap.docs
+        assert isinstance(snap.t, float) and len(docs) == 30
+        assert [d.rank for d in docs] == list(range(1, 31))
+        mus = [d.mu for d in docs]
+        assert mus == sorted(mus, reverse=True) and all(0.0 <= d.s <= 1.0 for d in docs)
+        assert abs(sum(d.s for d in docs) - 10) < 1e-9  # sum_i s_i = k at the threshold t

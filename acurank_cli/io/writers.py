@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import Iterable, TextIO
 
-from ..records import Candidate, Doc, QueryOutcome, Ranked
+from ..records import Candidate, Doc, QueryOutcome, Ranked, Step
 
 
 def strictly_decreasing(scores: Iterable[float]) -> list[float]:
@@ -71,6 +71,13 @@ def write_corpus(path: Path, docs: Iterable[Doc]) -> None:
         for d in docs:
             rec = {"_id": d.docid, "title": d.title, "text": d.text}
             fh.write((json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8"))
+
+
+def trace_record(qid: str, method: str, step: Step) -> dict:
+    """One ``--trace`` JSONL record: the step and every document's rating (typed snapshot -> JSON)."""
+    snap = step.snapshot()
+    return {"qid": qid, "method": method, "iteration": step.iteration, "phase": step.phase.value, "t": snap.t,
+            "docs": [dataclasses.asdict(d) for d in snap.docs]}
 
 
 def stats_record(outcome: QueryOutcome) -> dict:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ratings import Init, Updater, exceed_probability, get_updater, initial_ratings, threshold, update_groups
-from ..records import Phase, Ranked, RankingTask, Step
+from ..records import DocRating, Phase, Ranked, RankingTask, RatingsSnapshot, Step
 from .base import Plan, query_rng
 
 
@@ -93,21 +93,13 @@ class AcuRank:
             mu_now, sigma_now = mu.copy(), sigma.copy()
             s_now = None if s is None else s.copy()
 
-            def build() -> dict:
-                ranks = {i: r for r, i in enumerate(sort_by(list(range(n)), mu_now), 1)}
-                return {
-                    "t": t,
-                    "docs": [
-                        {
-                            "docid": docids[i],
-                            "mu": float(mu_now[i]),
-                            "sigma": float(sigma_now[i]),
-                            "s": None if s_now is None else float(s_now[i]),
-                            "rank": ranks[i],
-                        }
-                        for i in sorted(ranks, key=ranks.get)
-                    ],
-                }
+            def build() -> RatingsSnapshot:
+                ranked = sort_by(list(range(n)), mu_now)
+                return RatingsSnapshot(t, tuple(
+                    DocRating(docids[i], float(mu_now[i]), float(sigma_now[i]),
+                              None if s_now is None else float(s_now[i]), r)
+                    for r, i in enumerate(ranked, 1)
+                ))
 
             return build
 
