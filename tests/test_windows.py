@@ -236,3 +236,57 @@ def test_snapshot_ranks_and_fields():
         mus = [d.mu for d in docs]
         assert mus == sorted(mus, reverse=True) and all(0.0 <= d.s <= 1.0 for d in docs)
         assert abs(sum(d.s for d in docs) - 10) < 1e-9  # sum_i s_i = k at the threshold t
+
+
+# --- the method registry: names -> parameters, as the README's table states them ----------------
+
+
+@pytest.mark.parametrize("name, eps, tau, cap, rounds", [
+    ("acurank", 0.01, 10, None, None), ("acurank-H", 1e-4, 10, None, None), ("acurank-HH", 1e-4, 5, None, None),
+    ("acurank-h", 1e-4, 10, None, None), ("acurank-9", 0.01, 10, 9, None), ("acurank-H-20", 1e-4, 10, 20, None),
+    ("acurank-r3", 0.01, 10, None, 3), ("acurank-HH-r5", 1e-4, 5, None, 5),
+])
+def test_acurank_variants(name, eps, tau, cap, rounds):
+    p = build_strategy(name).params
+    assert (p.eps, p.tau, p.cap, p.max_rounds, p.k, p.m, p.budget) == (eps, tau, cap, rounds, 10, 20, 100)
+    q = build_strategy(name, eps=0.2, tau=3, k=5, m=10, budget=7, seed=4).params
+    assert (q.eps, q.tau, q.k, q.m, q.budget, q.seed, q.cap) == (0.2, 3, 5, 10, 7, 4, cap)
+
+
+def test_baseline_options():
+    sw = build_strategy("sw-3", m=10)
+    assert (sw.passes, sw.m, sw.stride) == (3, 10, 5) and build_strategy("sw-2").stride == 10
+    ts = build_strategy("ts-5-3-3-3", m=10, init="zscore")
+    assert (ts.stages, ts.m, ts.init.value) == ((5, 3, 3, 3), 10, "zscore")
+    assert build_strategy("ts-2").stages == (2,) and build_strategy("ts-2").m == 20
+    tr = build_strategy("tourrank-2", seed=7)
+    assert (tr.tournaments, tr.seed) == (2, 7)
+    for bad in ("acurank-x", "sw", "sw-0x", "tourrank", "ts-", "bm25"):
+        with pytest.raises(Exception, match="unknown method"):
+            build_strategy(bad)
+    with pytest.raises(Exception, match="unknown method"):
+        build_strategy("acurank", baseline_only=True)  # baseline accepts baselines only
+
+
+def test_tourrank_seed_changes_presentation_not_stage_sizes():
+    _, a, _ = run("tourrank-1", 100)
+    rr = Scripted()
+    list(Driver(build_strategy("tourrank-1", seed=3), rr, {}).run([task(100)]))
+    assert [len(w) for w in a] == [len(w) for w in rr.windows]
+    assert [set(w) for w in a[:5]] == [set(w) for w in rr.windows[:5]]  # same groups (interleaved)
+    assert a[:5] != rr.windows[:5]  # presented in another (seeded) order
+
+
+def test_random_partition_and_topk_stable_stop():
+    # random partition: the same uncertain set per iteration as cut in s order, shuffled with the seed
+    _, _, seq = run("acurank", 100, reverse=True, budget=6)
+    _, _, rnd = run("acurank", 100, reverse=True, budget=6, partition="random", seed=1)
+    s1 = [s for s in seq if s.phase in ("adaptive", "final")][0]
+    s2 = [s for s in rnd if s.phase in ("adaptive", "final")][0]
+    assert s1.uncertain == s2.uncertain and sorted(x for w in s1.windows for x in w) == sorted(x for w in s2.windows for x in w)
+    assert s1.windows != s2.windows
+    _, _, again = run("acurank", 100, reverse=True, budget=6, partition="random", seed=1)
+    assert [s.windows for s in again] == [s.windows for s in rnd]  # seeded
+    # top-k stable: no final pass; it stops when the top-k by mu did not change after an iteration
+    out, _, steps = run("acurank", 100, stop="topk-stable")
+    assert out.stop in ("topk-stable", "budget") and all(s.phase != "final" for s in steps)

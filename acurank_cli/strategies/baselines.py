@@ -94,6 +94,11 @@ class TrueSkillStatic:
     init: Init = Init.score
     updater: Updater = Updater.fast
 
+    def __post_init__(self) -> None:
+        """Accept plain strings for the enum-valued parameters, as AcuRankParams does."""
+        object.__setattr__(self, "init", Init(self.init))
+        object.__setattr__(self, "updater", Updater(self.updater))
+
     def plan(self, task: RankingTask) -> Plan:
         """No initial pass; stage budgets c_j in windows of m over the current top."""
         docids = [c.docid for c in task.candidates]
