@@ -30,8 +30,8 @@ from typing import Any, Union
 
 from .cache import default_cache_path, with_cache
 from .driver import Driver
-from .engine import check_scores
 from .errors import InputError
+from .ratings import check_scores
 from .records import CallTally, Candidate, Doc, Phase, QueryOutcome, RankingTask, Step
 from .rerankers.base import RerankerBase, build_reranker
 from .strategies import AcuRankParams, build_strategy

@@ -17,7 +17,7 @@ from . import signals
 from .fingerprint import RunFingerprint, input_digest, strategy_params
 from .io.outputs import RunOutputs, check_writable, stats_path_for
 from .io.readers import source_name
-from .ratings import score_problem
+from .ratings import check_scores
 from .signals import Interrupted
 from .io.writers import run_lines, stats_record, trace_record
 from .progress import ProgressView
@@ -72,17 +72,6 @@ def _doc_fetcher(index: str | None):
     from .retrieval.lucene import fetch_docs
 
     return lambda wanted: fetch_docs(index, wanted)
-
-
-def check_scores(tasks: list[RankingTask], init, source: str) -> None:
-    """Every first-stage score of every query must start a rating under ``init``: checked before any call."""
-    if init is None:
-        return
-    for task in tasks:
-        for c in task.candidates:
-            problem = score_problem(c.score, init)
-            if problem:
-                raise InputError(f"query {task.qid} doc {c.docid}: first-stage score {c.score:g} {problem}", source)
 
 
 def run_job(job: RerankJob, err: Console) -> _Totals:

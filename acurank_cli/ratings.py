@@ -11,6 +11,7 @@ import trueskill
 from scipy.special import ndtr
 
 from .errors import InputError
+from .records import RankingTask
 
 #: The trueskill package's default environment (mu0 25, sigma0 25/3, beta 25/6, tau 25/300, draw 0.10).
 ENV = trueskill.TrueSkill()
@@ -41,6 +42,17 @@ def score_problem(score: float, init: Init) -> str | None:
         return (f"is outside {SCORE_RANGE[0]:g}..{SCORE_RANGE[1]:g}, where the TrueSkill update stays finite; "
                 "use --init zscore")
     return None
+
+
+def check_scores(tasks: Sequence[RankingTask], init, source: str) -> None:
+    """Every first-stage score of every query must start a rating under ``init``: checked before any call."""
+    if init is None:
+        return
+    for task in tasks:
+        for c in task.candidates:
+            problem = score_problem(c.score, init)
+            if problem:
+                raise InputError(f"query {task.qid} doc {c.docid}: first-stage score {c.score:g} {problem}", source)
 
 
 def initial_ratings(scores: Sequence[float], init: Init, qid: str = "") -> tuple[np.ndarray, np.ndarray]:
