@@ -19,6 +19,7 @@ from .io.outputs import read_stats, stats_path_for
 from .io.readers import read_qids, read_run
 from .ratings import Init, Updater
 from .strategies import Partition, StopRule, build_strategy, known_methods
+from .uncertainty import Uncertainty
 
 app = typer.Typer(
     name="acurank",
@@ -73,6 +74,7 @@ def rerank(
     init: Optional[Init] = typer.Option(None, "--init", help="Rating init: score (mu=score, sigma=mu/3), zscore, uniform."),
     partition: Optional[Partition] = typer.Option(None, "--partition", help="Cut C into groups in s_i order or shuffled."),
     stop: Optional[StopRule] = typer.Option(None, "--stop", help="Stop rule: uncertain (|C| < tau) or topk-stable."),
+    uncertainty: Optional[Uncertainty] = typer.Option(None, "--uncertainty", help="AcuRank's uncertain set: threshold (the paper's s_i = P(x_i > t)), exact (p_i = P(rank <= k)) or entropy (of the rank distribution truncated at k)."),
     seed: int = typer.Option(0, "--seed", help="Seed for shuffles (TourRank, random partition)."),
     updater: Updater = typer.Option(Updater.fast, "--updater", help="TrueSkill update: fast (vectorised, bit-identical) or library (trueskill.rate)."),
     batch_queries: int = typer.Option(1, "--batch-queries", help="Advance Q queries together so their windows share batches."),
@@ -88,7 +90,7 @@ def rerank(
     method = method or ("sw-1" if baseline_only else "acurank")
     strategy = build_strategy(
         method, baseline_only=baseline_only, k=k, eps=eps, tau=tau, m=window, budget=budget, max_rounds=max_rounds,
-        init=init, partition=partition, stop=stop, seed=seed, updater=updater,
+        init=init, partition=partition, stop=stop, seed=seed, updater=updater, uncertainty=uncertainty,
     )
     job = RerankJob(
         run=run, strategy=strategy, reranker=reranker, output=output, overwrite=overwrite,

@@ -20,6 +20,9 @@ from .records import Doc, RankingTask
 #: Parameters that cannot change a run's result.
 NOT_RESULT = ("updater", "name")
 
+#: Parameters added after runs were first recorded, with the value a fingerprint without them had.
+ADDED_SINCE = {"params.uncertainty": "threshold"}
+
 
 def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str, sort_keys=True))
@@ -70,7 +73,7 @@ class RunFingerprint:
             if isinstance(old, dict) and isinstance(new, dict):
                 for key in sorted(set(old) | set(new)):
                     walk(f"{prefix}.{key}" if prefix else key, old.get(key), new.get(key))
-            elif old != new:
+            elif old != new and not (old is None and ADDED_SINCE.get(prefix, old) == new):
                 show = lambda v: (v[:12] + "...") if isinstance(v, str) and len(v) > 24 else v  # noqa: E731
                 out.append(f"{prefix}: {show(old)!r} -> {show(new)!r}")
 

@@ -249,3 +249,23 @@ def test_missing_optional_dependency_is_one_line(sample, tmp_path, blocked, args
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV)
     assert proc.returncode == 2, proc.stderr
     assert f"pip install 'acurank[{extra}]'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_uncertainty_rule_is_part_of_the_run_settings(sample, tmp_path):
+    """--uncertainty exact runs, is recorded, and a resume with another rule is refused; a run recorded
+    before the option existed (no params.uncertainty) resumes under the default threshold rule."""
+    run, _ = small_run(sample, tmp_path, queries=3)
+    qrels = sample / "dl19" / "qrels.txt"
+    out = tmp_path / "x.run"
+    acurank("rerank", run, "--qrels", qrels, "-o", out, "--uncertainty", "exact")
+    record = json.loads((tmp_path / "x.stats.jsonl").read_text().splitlines()[0])
+    assert record["params"]["uncertainty"] == "exact" and record["calls"] > 5
+    proc = acurank("rerank", run, "--qrels", qrels, "-o", out, "--uncertainty", "entropy", check=False)
+    assert proc.returncode == 2 and "params.uncertainty: 'exact' -> 'entropy'" in proc.stderr
+    plain = tmp_path / "t.run"
+    acurank("rerank", run, "--qrels", qrels, "-o", plain)
+    meta = tmp_path / "t.run.meta.json"
+    recorded = json.loads(meta.read_text())
+    del recorded["fingerprint"]["params"]["uncertainty"]
+    meta.write_text(json.dumps(recorded))
+    assert "3 of 3 queries already done" in acurank("rerank", run, "--qrels", qrels, "-o", plain).stderr

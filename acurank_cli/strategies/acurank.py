@@ -2,6 +2,7 @@
 
 Follows ../shared/spec/acurank-semantics.md: initial pass in disjoint windows of m, then adaptive
 groups over the uncertain set C = {i : eps < s_i < 1 - eps}, s_i = P(x_i > t), sum_i s_i = k.
+(Other uncertainty rules, --uncertainty exact | entropy, are in acurank_cli/uncertainty.py.)
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ratings import Init, Updater, exceed_probability, get_updater, initial_ratings, threshold, update_groups
+from ..ratings import Init, Updater, get_updater, initial_ratings, update_groups
 from ..records import DocRating, Phase, Ranked, RankingTask, RatingsSnapshot, Step
+from ..uncertainty import Uncertainty, assess
 from .base import Plan, query_rng
 
 
@@ -50,10 +52,14 @@ class AcuRankParams:
     #: Round cap R (--max-rounds): the initial pass is round 1, each adaptive iteration one round; the
     #: last allowed round is a final pass over {s_i > eps}, as when |C| < tau. None: no cap.
     max_rounds: int | None = None
+    #: Which documents are uncertain (--uncertainty): threshold (the paper's s_i), exact (p_i = P(r_i <= k))
+    #: or entropy (of the rank distribution truncated at k); see acurank_cli/uncertainty.py.
+    uncertainty: Uncertainty = Uncertainty.threshold
 
     def __post_init__(self) -> None:
         """Accept plain strings for the enum-valued parameters (as from a config or a script)."""
-        for name, kind in (("init", Init), ("partition", Partition), ("stop", StopRule), ("updater", Updater)):
+        for name, kind in (("init", Init), ("partition", Partition), ("stop", StopRule), ("updater", Updater),
+                           ("uncertainty", Uncertainty)):
             object.__setattr__(self, name, kind(getattr(self, name)))
 
 
@@ -127,10 +133,10 @@ class AcuRank:
         rng = query_rng(p.seed, task.qid, "partition")
         topk = tuple(order[: p.k])
         while iteration < budget:
-            t = threshold(mu, sigma, p.k)
-            s = exceed_probability(mu, sigma, t)
+            a = assess(p.uncertainty, mu, sigma, p.k, p.eps)
+            s = a.prob
             order = sort_by(order, s)
-            chosen = [i for i in order if p.eps < s[i] < 1.0 - p.eps]
+            chosen = [i for i in order if a.uncertain[i]]
             uncertain = len(chosen)
             final = p.stop is StopRule.uncertain and uncertain < p.tau
             last_round = p.max_rounds is not None and rounds + 1 >= p.max_rounds
@@ -147,7 +153,7 @@ class AcuRank:
                 stop = ("round-cap" if capped == "round-cap" else "tau") if final else "converged"
                 break
             phase = Phase.final if final else Phase.adaptive
-            yield from rerank(groups, phase, iteration, uncertain, snapshot(t, s))
+            yield from rerank(groups, phase, iteration, uncertain, snapshot(a.t, s))
             iteration += len(groups)
             rounds += 1
             if final:
@@ -160,6 +166,6 @@ class AcuRank:
                     break
                 topk = new_topk
         ranked = sort_by(order, mu)
-        t = threshold(mu, sigma, p.k)
-        yield Step((), Phase.done, iteration, None, stop, snapshot(t, exceed_probability(mu, sigma, t)))
+        a = assess(p.uncertainty, mu, sigma, p.k, p.eps)
+        yield Step((), Phase.done, iteration, None, stop, snapshot(a.t, a.prob))
         return tuple(Ranked(docids[i], float(mu[i])) for i in ranked)
