@@ -183,7 +183,7 @@ def eval_cmd(
     rows = []
     for path in runs:
         parsed = read_run(path)
-        run = {q: {c.docid: c.score for c in cands} for q, cands in parsed.items() if not qids or q in wanted}
+        run = (parsed.restrict(wanted) if qids else parsed).scores()
         calls = _mean_calls(Path(stats)) if stats else (_mean_calls(stats_path_for(path)) if path != "-" else None)
         rows.append(EvalRow(path, evaluate(run, judged, measure, rel_level, fill=not no_fill), calls))
     if fmt is None:

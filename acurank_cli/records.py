@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 
 
 @dataclass(frozen=True)
@@ -13,6 +14,33 @@ class Candidate:
 
     docid: str
     score: float
+
+
+@dataclass(frozen=True, eq=False)
+class Run(Mapping):
+    """A TREC run: per query id (in file order), its candidates in trec_eval order (score descending,
+    ties by docid descending). Read by ``io.readers.read_run``, written by ``io.writers.write_run``; a
+    read-only mapping qid -> candidates."""
+
+    queries: Mapping[str, tuple[Candidate, ...]]
+
+    def __getitem__(self, qid: str) -> tuple[Candidate, ...]:
+        return self.queries[qid]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.queries)
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+    def scores(self) -> dict[str, dict[str, float]]:
+        """qid -> docid -> score: what evaluation (ir_measures, pytrec_eval) takes."""
+        return {q: {c.docid: c.score for c in cands} for q, cands in self.queries.items()}
+
+    def restrict(self, qids: Iterable[str]) -> "Run":
+        """The queries in ``qids`` only (file order kept)."""
+        wanted = set(qids)
+        return Run({q: c for q, c in self.queries.items() if q in wanted})
 
 
 @dataclass(frozen=True)

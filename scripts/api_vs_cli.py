@@ -36,7 +36,7 @@ def main() -> None:
                         "--reranker", a.reranker, "--qrels", str(data / "qrels.txt"), "--no-cache", "-o", str(out),
                         "--batch-queries", "8", "--quiet"], check=True)
         cli_calls = [json.loads(l)["calls"] for l in (Path(tmp) / "cli.stats.jsonl").read_text().splitlines()]
-        cli_run = {q: {c.docid: c.score for c in cs} for q, cs in read_run(out).items()}
+        cli_run = read_run(out).scores()
     topics = dict(l.split("\t", 1) for l in (data / "topics.tsv").read_text().splitlines())
     with gzip.open(data / "passages.jsonl.gz", "rt") as fh:
         docs = {r["_id"]: r for r in map(json.loads, fh)}

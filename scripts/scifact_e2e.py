@@ -120,7 +120,7 @@ def main() -> None:
 
     # 4. evaluate
     runs = read_run(run_path)
-    ev = evaluate({q: {c.docid: c.score for c in cs} for q, cs in runs.items()}, read_qrels(qrels_path),
+    ev = evaluate(runs.scores(), read_qrels(qrels_path),
                   ("ndcg_cut_10", "recall_100"))
     ndcg, recall = ev.mean("ndcg_cut_10"), ev.mean("recall_100")
 
@@ -139,7 +139,7 @@ def main() -> None:
              "--batch-queries", "8", "--output", str(reranked), "--stats", str(work / f"{args.rerank}.stats.jsonl")]
         )
         rr = read_run(reranked)
-        ev2 = evaluate({q: {c.docid: c.score for c in cs} for q, cs in rr.items()}, read_qrels(qrels_path))
+        ev2 = evaluate(rr.scores(), read_qrels(qrels_path))
         summary = proc.stderr.strip().splitlines()[-1]
         print(f"rerank:   {args.rerank} with {args.reranker}: nDCG@10 {ev2.mean('ndcg_cut_10'):.4f} "
               f"(BM25 {ndcg:.4f}); {rerank_wall:.1f} s wall; {summary}")

@@ -23,7 +23,7 @@ NAMES = {
 
 def _reference(run_path, qrels_path, measure, level, queries=None):
     qrels = read_qrels(qrels_path)
-    run = {q: {c.docid: c.score for c in cs} for q, cs in read_run(run_path).items()}
+    run = read_run(run_path).scores()
     values = pytrec_eval.RelevanceEvaluator(qrels, {measure}, relevance_level=level).evaluate(run)
     over = queries if queries is not None else list(qrels)
     return statistics.fmean(values.get(q, {measure: 0.0})[measure] for q in over)

@@ -161,3 +161,23 @@ def test_conflicting_duplicates_are_errors(tmp_path):
     (tmp_path / "t.tsv").write_text("1\tfirst\n1\tfirst\n1\tsecond\n")
     with pytest.raises(InputError, match=r"t.tsv:3: topic 1 given twice"):
         read_topics(tmp_path / "t.tsv")
+
+
+def test_run_record_is_the_one_view_of_a_run(tmp_path):
+    """read_run gives a Run: a read-only qid -> candidates mapping in file order, its scores for evaluation,
+    a restriction to some queries, and write_run writes it back line for line."""
+    from acurank_cli.io.writers import write_run
+    from acurank_cli.records import Candidate, Run
+
+    p = tmp_path / "r.run"
+    p.write_text("q2 Q0 b 1 3.5 x\nq2 Q0 a 2 3.5 x\nq1 Q0 c 1 1.25 x\n")
+    run = read_run(p)
+    assert isinstance(run, Run) and list(run) == ["q2", "q1"] and len(run) == 2
+    assert run["q2"] == (Candidate("b", 3.5), Candidate("a", 3.5))
+    assert run.scores() == {"q2": {"b": 3.5, "a": 3.5}, "q1": {"c": 1.25}}
+    assert list(run.restrict({"q1", "q9"})) == ["q1"]
+    out = io.StringIO()
+    write_run(out, run, "x")
+    assert out.getvalue() == p.read_text()
+    with pytest.raises(TypeError):
+        run["q3"] = ()  # type: ignore[index]

@@ -129,7 +129,7 @@ def runs_dir(tmp_path: Path) -> Path:
 
 
 def _ndcg(folder: Path, method: str) -> dict[str, float]:
-    run = {q: {c.docid: c.score for c in cs} for q, cs in read_run(folder / f"{method}.run").items()}
+    run = read_run(folder / f"{method}.run").scores()
     return {q: v["ndcg_cut_10"] for q, v in evaluate(run, read_qrels(folder / "qrels.txt")).per_query.items()}
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterator, TextIO, Union
 
 from ..errors import InputError
-from ..records import Candidate, Doc
+from ..records import Candidate, Doc, Run
 
 Source = Union[str, Path, TextIO]
 
@@ -111,14 +111,17 @@ def parse_run_lines(lines: Iterator[tuple[int, str]], name: str) -> dict[str, li
     return runs
 
 
-def read_run(src: Source, depth: int | None = None) -> dict[str, tuple[Candidate, ...]]:
+def _as_run(runs: dict[str, list[Candidate]], name: str, depth: int | None) -> Run:
+    if not runs:
+        raise InputError("run file is empty", name)
+    return Run({q: tuple(trec_order(c)[:depth]) for q, c in runs.items()})
+
+
+def read_run(src: Source, depth: int | None = None) -> Run:
     """Read a TREC run; per query, candidates by score desc (ties docid desc), top ``depth`` kept."""
     name = source_name(src)
     with open_text(src) as fh:
-        runs = parse_run_lines(_numbered(fh), name)
-    if not runs:
-        raise InputError("run file is empty", name)
-    return {q: tuple(trec_order(c)[:depth]) for q, c in runs.items()}
+        return _as_run(parse_run_lines(_numbered(fh), name), name, depth)
 
 
 def read_topics(src: Source) -> dict[str, str]:
@@ -373,10 +376,7 @@ def read_candidates(src: Source, depth: int | None = None) -> tuple[Bundle, str]
     first = text.lstrip()[:1]
     if first not in ("[", "{"):
         lines = ((i, l.rstrip("\r")) for i, l in enumerate(text.split("\n"), 1) if l.strip())
-        runs = parse_run_lines(lines, name)
-        if not runs:
-            raise InputError("run file is empty", name)
-        return Bundle(runs={q: tuple(trec_order(c)[:depth]) for q, c in runs.items()}), "trec"
+        return Bundle(runs=dict(_as_run(parse_run_lines(lines, name), name, depth))), "trec"
     records = _parse_records(text, name)
     if not records:
         raise InputError("candidate file holds no queries", name)

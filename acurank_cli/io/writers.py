@@ -7,7 +7,7 @@ import gzip
 import json
 import math
 from pathlib import Path
-from typing import Iterable, TextIO
+from typing import Iterable, Mapping, TextIO
 
 from ..records import Candidate, Doc, QueryOutcome, Ranked, Step
 
@@ -47,7 +47,7 @@ def run_lines(qid: str, ranking: Iterable[Ranked], tag: str) -> str:
     )
 
 
-def write_run(fh: TextIO, runs: dict[str, Iterable[Candidate]], tag: str) -> None:
+def write_run(fh: TextIO, runs: Mapping[str, Iterable[Candidate]], tag: str) -> None:
     """Write first-stage runs (scores as given; trec_eval ranks ties by docid)."""
     for qid, cands in runs.items():
         fh.write(

@@ -30,7 +30,7 @@ from ..errors import InputError
 from ..evaluation import evaluate, measure_name
 from ..io.outputs import RUN_SUFFIXES, method_name_of, read_stats, stats_path_for
 from ..io.readers import open_text, read_qrels, read_run, read_topics
-from ..records import Candidate
+from ..records import Run
 
 #: Cost measures a stats file can provide (x axes of the Pareto plot).
 COST_KINDS = ("calls", "tokens", "seconds", "rounds")
@@ -64,7 +64,7 @@ class MethodRun:
     _candidates: dict | None = field(default=None, repr=False)
     _stats: dict | None = field(default=None, repr=False)
 
-    def candidates(self) -> dict[str, tuple[Candidate, ...]]:
+    def candidates(self) -> Run:
         """Per query, the run's documents in trec_eval order."""
         if self._candidates is None:
             self._candidates = read_run(self.run_path)
@@ -72,7 +72,7 @@ class MethodRun:
 
     def run_dict(self) -> dict[str, dict[str, float]]:
         """qid -> docid -> score, for evaluation."""
-        return {q: {c.docid: c.score for c in cands} for q, cands in self.candidates().items()}
+        return self.candidates().scores()
 
     def stats(self) -> dict[str, dict] | None:
         """Per-query stats records, or None when the run has no stats file."""

@@ -1,0 +1,229 @@
+"""The uncertainty rules (--uncertainty threshold | exact | entropy): accuracy, speed and the study.
+
+``accuracy``  the exact p_i and P(r_i = r) against Monte Carlo (10^6 seeded draws) on the rating sets of
+              tests/test_uncertainty.py, and |sum_i p_i - k|, |sum_i P(r_i = r) - 1|; also at n = 1,000.
+``speed``     time per call of each rule (median of repeats, one process): n = 100 from DL19 (the
+              ratings every AcuRank iteration of the simulated reranker saw) and n = 1,000 from SciFact's
+              BM25 top-1,000 (initial ratings mu = score, sigma = mu / 3, and the same after one pass).
+``study``     acurank, acurank-H, acurank-9 x threshold / exact / entropy x simulated reranker (noise 1.0,
+              seeds 0, 1, 2) x DL19, DL20, DL23, SciFact BM25 top-100: nDCG@10 and calls per query (means over
+              seeds), paired tests against the threshold rule, report tables and a Pareto plot.
+
+    PYTHONPATH=. python benchmarks/uncertainty.py accuracy
+    PYTHONPATH=. python benchmarks/uncertainty.py speed [--scifact-run RUN_TOP1000]
+    PYTHONPATH=. python benchmarks/uncertainty.py study [--out out/uncertainty] [--jobs 2]
+
+The study needs SciFact's BM25 run (``--scifact-run``; made with acurank index + retrieve, see README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(ROOT / "tests"))
+
+RULES = ("threshold", "exact", "entropy")
+METHODS = ("acurank", "acurank-H", "acurank-9")
+SEEDS = (0, 1, 2)
+K = 10
+
+
+def machine() -> dict:
+    import os
+
+    return {"python": platform.python_version(), "cores": os.cpu_count(), "numpy": np.__version__}
+
+
+def cmd_accuracy(args) -> dict:
+    from test_uncertainty import extreme_sets_of_1000, monte_carlo, rating_sets
+
+    from acurank_cli.uncertainty import rank_probabilities
+
+    rows = []
+    for i, (name, (mu, sigma)) in enumerate(rating_sets().items()):
+        mc = monte_carlo(mu, sigma, K, seed=i)
+        top = rank_probabilities(mu, sigma, K, ranks=False).top
+        ranks = rank_probabilities(mu, sigma, K)
+        kk = min(K, len(mu))
+        rows.append({
+            "set": name, "n": len(mu),
+            "max_err_p": float(np.abs(top - mc.sum(axis=1)).max()),
+            "max_err_rank": float(np.abs(ranks.rank[:, : mc.shape[1]] - mc).max()),
+            "sum_p_minus_k": float(abs(top.sum() - kk)),
+            "max_rank_sum_minus_1": float(np.abs(ranks.rank.sum(axis=0) - 1).max()),
+        })
+        print(json.dumps(rows[-1]))
+    big = []
+    for name, mu, sigma in extreme_sets_of_1000():
+        p = rank_probabilities(mu, sigma, K, ranks=False).top
+        r = rank_probabilities(mu, sigma, K)
+        big.append({"set": name, "n": len(mu), "nan": int(np.isnan(p).sum() + np.isnan(r.rank).sum()),
+                    "min_p": float(p.min()), "min_rank": float(r.rank.min()), "max_p": float(p.max()),
+                    "sum_p_minus_k": float(abs(p.sum() - K))})
+        print(json.dumps(big[-1]))
+    return {"draws": 10**6, "sets": rows, "n1000": big,
+            "max_err_p": max(r["max_err_p"] for r in rows), "max_err_rank": max(r["max_err_rank"] for r in rows),
+            "max_sum_p_minus_k": max(r["sum_p_minus_k"] for r in rows + big)}
+
+
+def dl19_iteration_ratings(limit: int = 400) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The (mu, sigma) every adaptive AcuRank iteration saw on DL19 (simulated reranker, noise 1, seed 0)."""
+    from acurank_cli.driver import Driver
+    from acurank_cli.inputs import load_inputs
+    from acurank_cli.records import Phase
+    from acurank_cli.rerankers.base import build_reranker
+    from acurank_cli.strategies import build_strategy
+
+    inputs = load_inputs(str(ROOT / "sample_runs/dl19/bm25.run"), 100, qrels=str(ROOT / "sample_runs/dl19/qrels.txt"),
+                         need_texts=False)
+    seen: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def on_step(task, step):
+        if step.phase is Phase.adaptive and step.snapshot is not None and len(seen) < limit:
+            snap = step.snapshot()
+            seen.append((np.array([d.mu for d in snap.docs]), np.array([d.sigma for d in snap.docs])))
+
+    reranker = build_reranker("simulated", qrels=inputs.qrels)
+    list(Driver(build_strategy("acurank"), reranker, on_step=on_step).run(inputs.tasks))
+    return seen
+
+
+def _median_ms(fn, sets, repeat: int) -> float:
+    for mu, sigma in sets[:3]:
+        fn(mu, sigma)  # warm up
+    times = []
+    for _ in range(repeat):
+        for mu, sigma in sets:
+            t = time.perf_counter()
+            fn(mu, sigma)
+            times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1e3
+
+
+def cmd_speed(args) -> dict:
+    from acurank_cli.io.readers import read_run
+    from acurank_cli.ratings import initial_ratings
+    from acurank_cli.uncertainty import Uncertainty, assess
+
+    sets100 = dl19_iteration_ratings()
+    run = read_run(args.scifact_run, depth=1000)
+    top1000 = [c for c in run.values() if len(c) >= 1000][:20]
+    sets1000 = []
+    rng = np.random.default_rng(0)
+    for cands in top1000:
+        mu, sigma = initial_ratings([c.score for c in cands], "score")
+        sets1000.append((mu, sigma))
+        sets1000.append((mu + rng.normal(0, 1.0, len(mu)), np.minimum(sigma, rng.uniform(0.8, 3.0, len(mu)))))
+    out = {"n100_sets": len(sets100), "n1000_sets": len(sets1000), "rules": {}}
+    for rule in Uncertainty:
+        fn = lambda mu, sigma, rule=rule: assess(rule, mu, sigma, K, 0.01)  # noqa: E731
+        out["rules"][rule.value] = {"n100_ms": _median_ms(fn, sets100, 3), "n1000_ms": _median_ms(fn, sets1000, 3)}
+        print(rule.value, json.dumps(out["rules"][rule.value]))
+    return out
+
+
+def _rerank(job: tuple[str, str, str, int, Path, Path]) -> tuple[str, float]:
+    dataset, method, rule, seed, run, out = job
+    folder = out / f"seed{seed}" / dataset
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{method}.{rule}.run"  # an existing run resumes (or is already complete)
+    qrels = run.parent / "qrels.txt"
+    t = time.perf_counter()
+    subprocess.run([str(ROOT / ".venv/bin/acurank"), "rerank", str(run), "--method", method, "--reranker", "simulated",
+                    "--qrels", str(qrels), "--sim-noise", "1.0", "--sim-seed", str(seed), "--uncertainty", rule,
+                    "--quiet", "--output", str(target)], check=True, capture_output=True)
+    return str(target), time.perf_counter() - t
+
+
+def cmd_study(args) -> dict:
+    from acurank_cli.evaluation import evaluate
+    from acurank_cli.io.outputs import read_stats, stats_path_for
+    from acurank_cli.io.readers import read_qrels, read_run
+    from acurank_cli.report.pareto import Point, pareto_frontier, plot_pareto
+    from acurank_cli.report.significance import paired_ttest, permutation_test
+
+    out = Path(args.out)
+    runs = {"DL19": ROOT / "sample_runs/dl19/bm25.run", "DL20": ROOT / "sample_runs/dl20/bm25.run",
+            "DL23": ROOT / "sample_runs/dl23/bm25.run", "SciFact": Path(args.scifact_run)}
+    for name, run in runs.items():  # the qrels beside each run, as report's --runs layout wants
+        qrels = run.parent / "qrels.txt"
+        if not qrels.exists():
+            raise SystemExit(f"{qrels} missing (copy the dataset's qrels beside its run)")
+    jobs = [(ds, m, r, s, runs[ds], out) for s in SEEDS for ds in runs for m in METHODS for r in RULES]
+    started = time.perf_counter()
+    with ThreadPoolExecutor(args.jobs) as pool:
+        for i, (path, secs) in enumerate(pool.map(_rerank, jobs), 1):
+            print(f"[{i}/{len(jobs)}] {path} {secs:.1f}s", flush=True)
+    wall = time.perf_counter() - started
+    for s in SEEDS:  # the first-stage run and qrels beside the reranked runs, for acurank report
+        for ds, run in runs.items():
+            for f in (run, run.parent / "qrels.txt"):
+                (out / f"seed{s}" / ds / f.name).write_bytes(f.read_bytes())
+
+    table, points = [], {ds: [] for ds in runs}
+    for ds, run in runs.items():
+        qrels = read_qrels(run.parent / "qrels.txt")
+        for method in METHODS:
+            per_rule = {}
+            for rule in RULES:
+                per_seed, calls, engine = [], [], []
+                for s in SEEDS:
+                    path = out / f"seed{s}" / ds / f"{method}.{rule}.run"
+                    scored = read_run(path).scores()
+                    per_seed.append(evaluate(scored, qrels).per_query)
+                    stats = read_stats(stats_path_for(path))
+                    calls.append(statistics.fmean(r["calls"] for r in stats.values()))
+                    engine.append(statistics.fmean(r["seconds"] - r["rerank_seconds"] for r in stats.values()))
+                qids = sorted(per_seed[0])
+                mean_q = [statistics.fmean(ps[q]["ndcg_cut_10"] for ps in per_seed) for q in qids]
+                per_rule[rule] = (qids, mean_q)
+                row = {"dataset": ds, "method": method, "rule": rule,
+                       "ndcg10": statistics.fmean(mean_q), "ndcg10_by_seed": [statistics.fmean(
+                           v["ndcg_cut_10"] for v in ps.values()) for ps in per_seed],
+                       "calls": statistics.fmean(calls), "calls_by_seed": calls,
+                       "engine_seconds_per_query": statistics.fmean(engine)}
+                if rule != "threshold":
+                    base = per_rule["threshold"][1]
+                    row["delta_ndcg10"] = row["ndcg10"] - statistics.fmean(base)
+                    row["ttest_p"] = paired_ttest(mean_q, base).p
+                    row["permutation_p"] = permutation_test(mean_q, base, resamples=10000, seed=0).p
+                table.append(row)
+                points[ds].append(Point(f"{method} {rule}", row["calls"], row["ndcg10"]))
+                print(json.dumps(row), flush=True)
+    views = []
+    for ds, pts in points.items():
+        flags = pareto_frontier([(p.x, p.y) for p in pts])
+        views.append((f"{ds} (simulated, mean of 3 seeds)",
+                      [Point(p.method, p.x, p.y, f) for p, f in zip(pts, flags)]))
+    plot_pareto(views, [ROOT / "docs/uncertainty-pareto.png"])
+    return {"wall_seconds": wall, "jobs": args.jobs, "rows": table}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("what", choices=("accuracy", "speed", "study"))
+    parser.add_argument("--scifact-run", default="out/uncertainty/scifact/bm25.run")
+    parser.add_argument("--out", default="out/uncertainty")
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args()
+    result = {"accuracy": cmd_accuracy, "speed": cmd_speed, "study": cmd_study}[args.what](args)
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"uncertainty_{args.what}.json"
+    path.write_text(json.dumps({"machine": machine(), **result}, indent=1) + "\n")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
