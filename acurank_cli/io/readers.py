@@ -202,7 +202,7 @@ def doc_from_json(obj: dict) -> Doc:
     if "docid" in obj:
         text = obj.get("text", obj.get("contents", obj.get("segment", "")))
         return Doc(str(obj["docid"]), str(text), str(obj.get("title", "") or ""))
-    raise KeyError("expected {_id,title,text} or {id,contents}")
+    raise ValueError("expected {_id,title,text} or {id,contents}")
 
 
 def read_corpus(src: Source, wanted: set[str] | None = None) -> dict[str, Doc]:
@@ -351,9 +351,7 @@ def _parse_records(text: str, name: str) -> list[tuple[int | None, object]]:
             raise InputError(f"bad JSON ({exc.msg})", name, exc.lineno) from None
         except (ValueError, RecursionError) as exc:
             raise InputError(f"bad JSON ({_reason(exc)})", name) from None
-        if not isinstance(data, list):
-            raise InputError("expected a JSON list of queries", name, 1)
-        return [(None, rec) for rec in data]
+        return [(None, rec) for rec in data]  # text starting with "[" parses to a list or fails
     records = []
     for lineno, line in enumerate(io.StringIO(text), start=1):
         if not line.strip():

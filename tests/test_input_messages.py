@@ -1,0 +1,78 @@
+"""The one-line error contract, word for word: every reader's message for each kind of bad input is
+``FILE:LINE: message`` (or ``FILE: message`` when no line applies), exactly as written here."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+from acurank_cli.errors import InputError
+from acurank_cli.io.readers import read_candidates, read_corpus, read_qids, read_qrels, read_run, read_topics
+
+CASES = [
+    # reader, file name, content, expected message after "FILE"
+    (read_run, "a.run", "1 Q0 a 1 2.0 t\n1 Q0 b 2\n", ":2: expected 6 columns 'qid Q0 docid rank score tag', found 4"),
+    (read_run, "a.run", "1 Q0 a 1 x t\n", ":1: score 'x' is not a number"),
+    (read_run, "a.run", "1 Q0 a 1 nan t\n", ":1: score nan is not a finite number"),
+    (read_run, "a.run", "1 Q0 a 1 -inf t\n", ":1: score -inf is not a finite number"),
+    (read_run, "a.run", "1 Q0 a 1 1 t\n\n1 Q0 a 2 1 t\n", ":3: docid a repeated in query 1"),
+    (read_run, "a.run", "1\x01 Q0 a 1 1 t\n", ":1: qid '1\\x01' is empty or holds whitespace or control characters"),
+    (read_run, "a.run", "1 Q0 a\x7f 1 1 t\n", ":1: docid 'a\\x7f' is empty or holds whitespace or control characters"),
+    (read_run, "a.run", "\n \n", ": run file is empty"),
+    (read_topics, "t.tsv", "1 no tab\n", ":1: expected 'qid<TAB>query text'"),
+    (read_topics, "t.tsv", "1\t \n", ":1: expected 'qid<TAB>query text'"),
+    (read_topics, "t.tsv", "1\ta\n1\ta\n1\tb\n", ":3: topic 1 given twice with different texts"),
+    (read_qrels, "q.txt", "1 0 a\n", ":1: expected 4 columns 'qid iter docid grade', found 3"),
+    (read_qrels, "q.txt", "1 0 a x\n", ":1: grade 'x' is not an integer"),
+    (read_qrels, "q.txt", "1 0 a 1\n1 0 a 1\n1 0 a 2\n", ":3: query 1 doc a judged twice with different grades"),
+    (read_qrels, "q.txt", "\n", ": qrels file is empty"),
+    (read_corpus, "c.jsonl", '{"x": 1}\n', ":1: bad corpus record (expected {_id,title,text} or {id,contents})"),
+    (read_corpus, "c.jsonl", '{"_id": "a"}\nnot json\n', ":2: bad corpus record (Expecting value)"),
+    (read_corpus, "c.jsonl", '{"_id": "a b"}\n', ":1: docid 'a b' is empty or holds whitespace or control characters"),
+    (read_corpus, "c.jsonl", "[" * 100_000 + "\n", ":1: bad corpus record (JSON nested too deeply)"),
+    (read_candidates, "c.json", "[1,2", ":1: bad JSON (Expecting ',' delimiter)"),
+    (read_candidates, "c.json", "[]", ": candidate file holds no queries"),
+    (read_candidates, "c.json", '{"a": 1}\n', ":1: unrecognised candidate file (expected a TREC run, RankGPT JSON, "
+                                             "AcuRank JSONL or RankLLM JSONL)"),
+    (read_candidates, "c.json", '{"a": 1}\n{bad\n', ":2: bad JSON line (Expecting property name enclosed in double quotes)"),
+    (read_candidates, "c.json", '"just a string"', ":1: expected 6 columns 'qid Q0 docid rank score tag', found 3"),
+]
+
+
+@pytest.mark.parametrize("reader,name,content,message", CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)])
+def test_reader_messages_word_for_word(tmp_path, reader, name, content, message):
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(InputError) as exc:
+        reader(path)
+    assert str(exc.value) == f"{path}{message}"
+
+
+def test_file_level_messages(tmp_path):
+    missing = tmp_path / "nope.run"
+    with pytest.raises(InputError) as exc:
+        read_run(missing)
+    assert str(exc.value) == f"{missing}: no such file"
+    with pytest.raises(InputError) as exc:
+        read_run(tmp_path)
+    assert str(exc.value) == f"{tmp_path}: is a directory, expected a file"
+    binary = tmp_path / "b.run"
+    binary.write_bytes(b"\xff\xfe\x00\x81 binary")
+    with pytest.raises(InputError) as exc:
+        read_run(binary)
+    assert str(exc.value) == f"{binary}: not UTF-8 text (a binary file?)"
+    bad_gz = tmp_path / "b.run.gz"
+    bad_gz.write_bytes(gzip.compress(b"1 Q0 a 1 1 t\n")[:-6])
+    with pytest.raises(InputError) as exc:
+        read_run(bad_gz)
+    assert str(exc.value).startswith(f"{bad_gz}: corrupt or truncated gzip file (")
+
+
+def test_qids_messages():
+    with pytest.raises(InputError) as exc:
+        read_qids(" , ,")
+    assert str(exc.value) == "--qids: no query ids given"
+    with pytest.raises(InputError) as exc:
+        read_qids("1,a\tb")
+    assert str(exc.value) == "--qids: qid 'a\\tb' is empty or holds whitespace or control characters"
