@@ -177,3 +177,12 @@ def test_llamaindex_postprocessor_keeps_metadata(minilm):
     assert len(out) == 3 and out[0].node.node_id in ("n1", "n2")
     assert all(n.node.metadata == {"page": int(n.node.node_id[1:])} for n in out)
     assert out[0].score >= out[1].score >= out[2].score
+
+
+def test_uncertainty_option_reaches_the_strategy():
+    from acurank_cli import Reranker
+    from acurank_cli.uncertainty import Uncertainty
+
+    rr = Reranker("minilm", method="acurank-H", uncertainty="exact")
+    assert rr.strategy.params.uncertainty is Uncertainty.exact and rr.strategy.params.eps == 1e-4
+    rr.close()
