@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import enum
 import math
+import threading
 from dataclasses import dataclass
 from typing import Callable
 
@@ -95,14 +96,34 @@ def grid(mu: np.ndarray, sigma: np.ndarray, k: int, max_nodes: int | None = None
     return nodes[np.concatenate([[True], keep])]
 
 
+_WORKSPACE = threading.local()
+#: Largest scratch array (in float64s, 8 MB) kept per thread between calls.
+SCRATCH_LIMIT = 1 << 20
+
+
+def _scratch(name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """An uninitialised float64 array of ``shape``, reused across calls in this thread: AcuRank asks
+    every iteration, and fresh multi-megabyte arrays each time cost more in page faults than the sums."""
+    size = math.prod(shape)
+    if size > SCRATCH_LIMIT:
+        return np.empty(shape)  # large n: the sums dominate; keep no big buffers alive
+    buf = getattr(_WORKSPACE, name, None)
+    if buf is None or buf.size < size:
+        buf = np.empty(size)
+        setattr(_WORKSPACE, name, buf)
+    return buf[:size].reshape(shape)
+
+
 def _prefix_suffix(q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Truncated Poisson-binomial counts at every node, from success probabilities ``q[j]`` per node:
     ``pre[j, c]`` = P(c of the documents < j are above x), ``below[j, c]`` = P(at most c of the documents
     >= j are above x), for c < k. Both follow P'(c) = P(c) (1 - q) + P(c - 1) q (the cumulative form too)."""
     n, g = q.shape
-    pre = np.zeros((n + 1, k, g))
-    below = np.ones((n + 1, k, g))
+    pre = _scratch("pre", (n + 1, k, g))
+    below = _scratch("below", (n + 1, k, g))
+    pre[0] = 0.0
     pre[0, 0] = 1.0
+    below[n] = 1.0
     miss = 1.0 - q
     tmp = np.empty((k - 1, g))
     for j in range(n):
@@ -167,11 +188,11 @@ def rank_probabilities(mu: np.ndarray, sigma: np.ndarray, k: int, *, ranks: bool
     if not ranks:
         return RankProbabilities(np.empty((n, 0)), top)
     after = below[1:]
-    suf = np.empty_like(after)  # P(N_>i(x) = c)
+    suf = _scratch("suf", after.shape)  # P(N_>i(x) = c)
     suf[:, 0] = after[:, 0]
     np.subtract(after[:, 1:], after[:, :-1], out=suf[:, 1:])
     np.maximum(suf, 0.0, out=suf)
-    loo = np.empty((n, k, len(x)))  # P(N_-i(x) = c) = sum_{a <= c} pre_i(a) suf_{i+1}(c - a)
+    loo = _scratch("loo", (n, k, len(x)))  # P(N_-i(x) = c) = sum_{a <= c} pre_i(a) suf_{i+1}(c - a)
     for c in range(k):
         np.einsum("iag,iag->ig", pre[:n, : c + 1], suf[:, c::-1], out=loo[:, c])
     w = loo[:, :, :-1] * (mass - slope)[:, None, :] + loo[:, :, 1:] * slope[:, None, :]

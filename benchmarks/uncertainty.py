@@ -3,7 +3,8 @@
 ``accuracy``  the exact p_i and P(r_i = r) against Monte Carlo (10^6 seeded draws) on the rating sets of
               tests/test_uncertainty.py, and |sum_i p_i - k|, |sum_i P(r_i = r) - 1|; also at n = 1,000.
 ``speed``     time per call of each rule (median of repeats, one process): n = 100 from DL19 (the
-              ratings every AcuRank iteration of the simulated reranker saw) and n = 1,000 from SciFact's
+              ratings every AcuRank iteration of the simulated reranker saw, and the initial ratings
+              mu = BM25 score, sigma = mu / 3, all wide and overlapping) and n = 1,000 from SciFact's
               BM25 top-1,000 (initial ratings mu = score, sigma = mu / 3, and the same after one pass).
 ``study``     acurank, acurank-H, acurank-9 x threshold / exact / entropy x simulated reranker (noise 1.0,
               seeds 0, 1, 2) x DL19, DL20, DL23, SciFact BM25 top-100: nDCG@10 and calls per query (means over
@@ -12,6 +13,7 @@
     PYTHONPATH=. python benchmarks/uncertainty.py accuracy
     PYTHONPATH=. python benchmarks/uncertainty.py speed [--scifact-run RUN_TOP1000]
     PYTHONPATH=. python benchmarks/uncertainty.py study [--out out/uncertainty] [--jobs 2]
+    PYTHONPATH=. python benchmarks/uncertainty.py table     # markdown tables of the recorded study
 
 The study needs SciFact's BM25 run (``--scifact-run``; made with acurank index + retrieve, see README).
 """
@@ -108,16 +110,19 @@ def dl19_iteration_ratings(limit: int = 400) -> list[tuple[np.ndarray, np.ndarra
     return seen
 
 
-def _median_ms(fn, sets, repeat: int) -> float:
+def _timings_ms(fn, sets, repeat: int) -> dict:
+    """Per call over every set, ``repeat`` times: the median of the per-repeat medians, and the min/max."""
     for mu, sigma in sets[:3]:
         fn(mu, sigma)  # warm up
-    times = []
+    medians = []
     for _ in range(repeat):
+        times = []
         for mu, sigma in sets:
             t = time.perf_counter()
             fn(mu, sigma)
             times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1e3
+        medians.append(statistics.median(times) * 1e3)
+    return {"median": statistics.median(medians), "min": min(medians), "max": max(medians)}
 
 
 def cmd_speed(args) -> dict:
@@ -126,6 +131,8 @@ def cmd_speed(args) -> dict:
     from acurank_cli.uncertainty import Uncertainty, assess
 
     sets100 = dl19_iteration_ratings()
+    first = read_run(ROOT / "sample_runs/dl19/bm25.run", depth=100)
+    initial100 = [initial_ratings([c.score for c in cands], "score") for cands in first.values()]
     run = read_run(args.scifact_run, depth=1000)
     top1000 = [c for c in run.values() if len(c) >= 1000][:20]
     sets1000 = []
@@ -137,7 +144,9 @@ def cmd_speed(args) -> dict:
     out = {"n100_sets": len(sets100), "n1000_sets": len(sets1000), "rules": {}}
     for rule in Uncertainty:
         fn = lambda mu, sigma, rule=rule: assess(rule, mu, sigma, K, 0.01)  # noqa: E731
-        out["rules"][rule.value] = {"n100_ms": _median_ms(fn, sets100, 3), "n1000_ms": _median_ms(fn, sets1000, 3)}
+        out["rules"][rule.value] = {"n100_ms": _timings_ms(fn, sets100, 5),
+                                    "n100_initial_ms": _timings_ms(fn, initial100, 5),
+                                    "n1000_ms": _timings_ms(fn, sets1000, 5)}
         print(rule.value, json.dumps(out["rules"][rule.value]))
     return out
 
@@ -205,8 +214,8 @@ def cmd_study(args) -> dict:
                 if rule != "threshold":
                     base = per_rule["threshold"][1]
                     row["delta_ndcg10"] = row["ndcg10"] - statistics.fmean(base)
-                    row["ttest_p"] = paired_ttest(mean_q, base).p
-                    row["permutation_p"] = permutation_test(mean_q, base, resamples=10000, seed=0).p
+                    row["ttest_p"] = paired_ttest(mean_q, base).pvalue
+                    row["permutation_p"] = permutation_test(mean_q, base, resamples=10000, seed=0).pvalue
                 table.append(row)
                 points[ds].append(Point(f"{method} {rule}", row["calls"], row["ndcg10"]))
                 print(json.dumps(row), flush=True)
@@ -219,13 +228,45 @@ def cmd_study(args) -> dict:
     return {"wall_seconds": wall, "jobs": args.jobs, "rows": table}
 
 
+def cmd_table(args) -> None:
+    """Markdown tables from results/uncertainty_study.json (means over seeds; p against threshold)."""
+    rows = json.loads((RESULTS / "uncertainty_study.json").read_text())["rows"]
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    print("| method | rule | " + " | ".join(f"{d} nDCG@10 | {d} calls" for d in datasets) + " |")
+    print("|---|---|" + "---:|---:|" * len(datasets))
+    for method in METHODS:
+        for rule in RULES:
+            cells = []
+            for d in datasets:
+                r = next(x for x in rows if x["dataset"] == d and x["method"] == method and x["rule"] == rule)
+                mark = ""
+                if rule != "threshold":
+                    mark = "‡" if r["ttest_p"] < 0.01 else ("†" if r["ttest_p"] < 0.05 else "")
+                cells.append(f"{r['ndcg10']:.4f}{mark} | {r['calls']:.2f}")
+            print(f"| {method} | {rule} | " + " | ".join(cells) + " |")
+    print()
+    print("| dataset | method | rule | nDCG@10 by seed | delta nDCG@10 | t-test p | permutation p | calls by seed |"
+          " engine s/query |")
+    print("|---|---|---|---|---:|---:|---:|---|---:|")
+    for r in rows:
+        seeds = " / ".join(f"{v:.4f}" for v in r["ndcg10_by_seed"])
+        calls = " / ".join(f"{v:.2f}" for v in r["calls_by_seed"])
+        delta = f"{r['delta_ndcg10']:+.4f}" if "delta_ndcg10" in r else ""
+        tp = f"{r['ttest_p']:.3g}" if "ttest_p" in r else ""
+        pp = f"{r['permutation_p']:.3g}" if "permutation_p" in r else ""
+        print(f"| {r['dataset']} | {r['method']} | {r['rule']} | {seeds} | {delta} | {tp} | {pp} | {calls} | "
+              f"{r['engine_seconds_per_query']:.3f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=("accuracy", "speed", "study"))
+    parser.add_argument("what", choices=("accuracy", "speed", "study", "table"))
     parser.add_argument("--scifact-run", default="out/uncertainty/scifact/bm25.run")
     parser.add_argument("--out", default="out/uncertainty")
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
+    if args.what == "table":
+        return cmd_table(args)
     result = {"accuracy": cmd_accuracy, "speed": cmd_speed, "study": cmd_study}[args.what](args)
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"uncertainty_{args.what}.json"
