@@ -54,8 +54,9 @@ def test_library_cdf_is_not_the_exact_one():
         assert abs(ft._cdf(x) - 0.5 * math.erfc(-x / math.sqrt(2.0))) > 1e-9
 
 
-@pytest.mark.parametrize("p", [0.01, 0.3, 0.55, 0.9, 0.999])
+@pytest.mark.parametrize("p", [0.0, 0.01, 0.3, 0.5, 0.55, 0.9, 0.999, 1.0])
 def test_ppf_is_the_libraries(p):
+    # 0 and 1 take erfcinv's clamps (y <= 0, y >= 2); 0.5 is y == 1, where its two halves meet
     assert ft._ppf(p) == trueskill.backends.ppf(p)
 
 
@@ -152,11 +153,12 @@ def test_winner_far_ahead_zero_precision_messages():
 def test_floating_point_error_like_library():
     n = 46  # best-first order against steeply increasing mu: the library's W leaves (0, 1)
     mu, sigma = np.linspace(0.5, 60.0, n), np.full(n, 1.0)
-    with pytest.raises(FloatingPointError):
+    with pytest.raises(FloatingPointError) as lib:
         library_update(mu.copy(), sigma.copy(), list(range(n)))
     m, s = mu.copy(), sigma.copy()
-    with pytest.raises(FloatingPointError):
+    with pytest.raises(FloatingPointError) as ours:
         fast_update(m, s, list(range(n)))
+    assert str(ours.value) == str(lib.value)  # the same words as the library
     assert np.array_equal(m, mu) and np.array_equal(s, sigma)
 
 

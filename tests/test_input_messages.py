@@ -76,3 +76,69 @@ def test_qids_messages():
     with pytest.raises(InputError) as exc:
         read_qids("1,a\tb")
     assert str(exc.value) == "--qids: qid 'a\\tb' is empty or holds whitespace or control characters"
+
+
+def jl(*records) -> str:
+    import json
+
+    return "".join(json.dumps(r) + "\n" for r in records)
+
+
+def acu(**over):
+    rec = {"qid": 1, "q_text": "q", "bm25_results": [{"pid": "a", "bm25_score": 1.5, "text": "t"}]}
+    rec.update(over)
+    return rec
+
+
+def llm(**over):
+    rec = {"query": {"qid": 1, "text": "q"}, "candidates": [{"docid": "a", "score": 1, "doc": {"segment": "s"}}]}
+    rec.update(over)
+    return rec
+
+
+BAD = "bad acurank-jsonl record"
+CANDIDATE_CASES = [
+    # AcuRank JSONL: a line per query, so the line is named
+    (jl(acu(bm25_results="x")), f":1: {BAD} ('bm25_results' is a JSON str, expected a list)"),
+    (jl(acu(bm25_results=[5])), f":1: {BAD} (a bm25_results entry is a JSON int, expected an object)"),
+    (jl(acu(bm25_results=[{"pid": True, "bm25_score": 1}])), f":1: {BAD} (pid True is not a string)"),
+    (jl(acu(bm25_results=[{"pid": "a", "bm25_score": [1]}])), f":1: {BAD} (a score [1] is not a number)"),
+    (jl(acu(bm25_results=[{"pid": "a", "bm25_score": 1, "title": [1]}])), f":1: {BAD} (title [1] is not a string)"),
+    (jl(acu(bm25_results=[{"pid": "a", "bm25_score": 1, "text": None}])), f":1: {BAD} (text None is not a string)"),
+    (jl(acu(qid=1.5)), f":1: {BAD} (qid 1.5 is not a string or integer)"),
+    (jl({"qid": 1, "bm25_results": []}), f":1: {BAD} (missing field 'q_text')"),
+    (jl(acu(), acu(qrels=[1])), f":2: {BAD} (query 1 appears twice)"),
+    (jl(acu(qrels=[1])), f":1: {BAD} ('qrels' is a JSON list, expected an object)"),
+    (jl(acu(qrels={"a": True})), f":1: {BAD} (grade True is not an integer)"),
+    (jl(acu(qrels={"a": "x"})), f":1: {BAD} (invalid literal for int() with base 10: 'x')"),
+    (jl(acu(qrels={"a b": 1})), ":1: docid 'a b' is empty or holds whitespace or control characters"),
+    (jl(acu(bm25_results=[{"pid": "a", "bm25_score": 1}, {"pid": "a", "bm25_score": 2}])),
+     f":1: {BAD} (query 1: docid a repeated)"),
+    (jl(acu(bm25_results=[{"pid": "a", "bm25_score": "nan"}])), ":1: query 1 doc a: score nan is not a finite number"),
+    (jl(acu(bm25_results=[{"pid": "a\tb", "bm25_score": 1}])),
+     ":1: query 1: docid 'a\\tb' is empty or holds whitespace or control characters"),
+    # RankGPT JSON: one list, so the record is named instead of a line
+    ('[{"query": "q", "hits": [{"qid": 1, "docid": "a", "score": 1, "content": 7.5}]}]',
+     ": query record 1: bad rankgpt-json record (content 7.5 is not a string)"),
+    ('[{"query": "q", "hits": [3]}]', ": query record 1: bad rankgpt-json record (a hit is a JSON int, expected an object)"),
+    ('[{"query": "q", "hits": []}]', ": query record 1: qid '' is empty or holds whitespace or control characters"),
+    ('[{"query": "q", "hits": [{"qid": 1, "docid": "a", "content": "c"}]}]',
+     ": query record 1: bad rankgpt-json record (missing field 'score')"),
+    # RankLLM JSONL
+    (jl(llm(query="q")), ":1: bad rankllm-jsonl record ('query' is a JSON str, expected an object)"),
+    (jl(llm(candidates={"a": 1})), ":1: bad rankllm-jsonl record ('candidates' is a JSON dict, expected a list)"),
+    (jl(llm(candidates=["x"])), ":1: bad rankllm-jsonl record (a candidate is a JSON str, expected an object)"),
+    (jl(llm(candidates=[{"docid": "a", "score": 1, "doc": 5}])),
+     ":1: bad rankllm-jsonl record (a candidate's 'doc' is a JSON int, expected an object)"),
+    (jl(llm(query={"qid": 1, "text": [1]})), ":1: bad rankllm-jsonl record (query text [1] is not a string)"),
+    (jl(llm(candidates=[{"docid": "a", "score": True}])), ":1: bad rankllm-jsonl record (a score True is not a number)"),
+]
+
+
+@pytest.mark.parametrize("content,message", CANDIDATE_CASES, ids=[str(i) for i in range(len(CANDIDATE_CASES))])
+def test_candidate_file_messages_word_for_word(tmp_path, content, message):
+    path = tmp_path / "c.jsonl"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(InputError) as exc:
+        read_candidates(path)
+    assert str(exc.value) == f"{path}{message}"
