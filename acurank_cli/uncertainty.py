@@ -21,7 +21,8 @@ a Poisson-binomial count with success probabilities q_j(x) = P(x_j > x). Only c 
 
 1. A shared grid over x: every document contributes nodes mu_j + sigma_j z (z uniform on [-8.5, 8.5]),
    kept inside [x_lo, x_hi] where below x_lo at least k + 1 documents lie above x (so no document ranks
-   in the top k from there) and above x_hi no document lies; thinned to at most max(256, 25,600 / n) nodes by rank, or cells split evenly up to it.
+   in the top k from there) and above x_hi no document lies; thinned by rank to at most
+   max(256, 25,600 / n) nodes, or, when there are few distinct nodes, every cell split evenly up to it.
 2. Truncated Poisson-binomial recursions over documents at every node, once forwards (prefix) and once
    backwards (suffix), so that leaving document i out is a product of its prefix and suffix: no division,
    no cancellation, float64 throughout.

@@ -61,7 +61,7 @@ class MethodRun:
     run_path: Path
     stats_path: Path | None = None
     first_stage: bool = False
-    _candidates: dict | None = field(default=None, repr=False)
+    _candidates: Run | None = field(default=None, repr=False)
     _stats: dict | None = field(default=None, repr=False)
 
     def candidates(self) -> Run:
