@@ -142,3 +142,148 @@ def test_candidate_file_messages_word_for_word(tmp_path, content, message):
     with pytest.raises(InputError) as exc:
         read_candidates(path)
     assert str(exc.value) == f"{path}{message}"
+
+
+# ------------------------------------------------------------------ ids, names and accepted shapes
+
+ID_CASES = [
+    (read_qrels, "q.txt", "1\x01 0 a 1\n", ":1: qid '1\\x01' is empty or holds whitespace or control characters"),
+    (read_qrels, "q.txt", "1 0 a 1\n1 0 a\x7f 1\n", ":2: docid 'a\\x7f' is empty or holds whitespace or control characters"),
+    (read_topics, "t.tsv", "\tq\n", ":1: expected 'qid<TAB>query text'"),
+    (read_topics, "t.tsv", "1\x01\tq\n", ":1: qid '1\\x01' is empty or holds whitespace or control characters"),
+    (read_qids, "ids.txt", "q1\nq\x01 x\n", ":2: qid 'q\\x01' is empty or holds whitespace or control characters"),
+]
+
+
+@pytest.mark.parametrize("reader,name,content,message", ID_CASES, ids=[str(i) for i in range(len(ID_CASES))])
+def test_bad_ids_word_for_word(tmp_path, reader, name, content, message):
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(InputError) as exc:
+        reader(str(path) if reader is read_qids else path)
+    assert str(exc.value) == f"{path}{message}"
+
+
+def test_topics_keep_tabs_and_line_ends_out(tmp_path):
+    path = tmp_path / "t.tsv"
+    path.write_bytes(b"1\ta\tb\r\n2\t  spaced  \n")
+    assert read_topics(path) == {"1": "a\tb", "2": "spaced"}
+
+
+def test_qids_from_a_file_a_list_or_stdin(tmp_path, monkeypatch):
+    import io
+
+    path = tmp_path / "ids.txt"
+    path.write_text("q1 first column only\n\nq2\tmore\n")
+    assert read_qids(str(path)) == {"q1", "q2"}
+    assert read_qids("a, b,,c") == {"a", "b", "c"}
+    monkeypatch.setattr("sys.stdin", io.StringIO("x\ny 0\n"))
+    assert read_qids("-") == {"x", "y"}
+
+
+def test_sources_are_named_path_stdin_or_stream(monkeypatch):
+    import io
+
+    with pytest.raises(InputError) as exc:
+        read_run(io.StringIO("1 Q0 a 1 x t\n"))
+    assert str(exc.value) == "<stream>:1: score 'x' is not a number"
+    monkeypatch.setattr("sys.stdin", io.StringIO("1 Q0 a 1 x t\n"))
+    with pytest.raises(InputError) as exc:
+        read_run("-")
+    assert str(exc.value) == "<stdin>:1: score 'x' is not a number"
+    named = io.StringIO("1 Q0 a 1 x t\n")
+    named.name = "named.run"
+    with pytest.raises(InputError) as exc:
+        read_run(named)
+    assert str(exc.value) == "named.run:1: score 'x' is not a number"
+
+
+def test_corpus_record_shapes(tmp_path):
+    from acurank_cli.records import Doc
+
+    path = tmp_path / "c.jsonl"
+    records = [
+        {"_id": "b1"},
+        {"_id": "b2", "title": None, "text": "t"},
+        {"_id": 3, "title": "T", "text": "t"},
+        {"id": "p1", "contents": "c"},
+        {"docid": "r1", "segment": "s", "title": "T"},
+        {"docid": "r2", "contents": "c"},
+        {"docid": 5, "text": "t", "contents": "c", "segment": "s", "title": None},
+        {"docid": "r3"},
+    ]
+    path.write_text(jl(*records))
+    assert read_corpus(path) == {
+        "b1": Doc("b1", "", ""), "b2": Doc("b2", "t", ""), "3": Doc("3", "t", "T"), "p1": Doc("p1", "c", ""),
+        "r1": Doc("r1", "s", "T"), "r2": Doc("r2", "c", ""), "5": Doc("5", "t", ""), "r3": Doc("r3", "", ""),
+    }
+    assert read_corpus(path, wanted={"b1", "zz"}) == {"b1": Doc("b1", "", "")}
+    path.write_text(jl({"id": "p1"}))  # an id without contents is neither shape
+    with pytest.raises(InputError) as exc:
+        read_corpus(path)
+    assert str(exc.value) == f"{path}:1: bad corpus record (expected {{_id,title,text}} or {{id,contents}})"
+
+
+def test_reason_fallbacks():
+    from acurank_cli.io.readers import _reason
+
+    assert _reason(ValueError()) == "ValueError"
+    assert _reason(KeyError()) == "missing field"
+    assert _reason(KeyError("k")) == "missing field 'k'"
+    assert _reason(ValueError("first\nsecond")) == "first"
+    assert _reason(ValueError("x" * 200)) == "x" * 160
+
+
+def test_candidate_shapes_and_depth(tmp_path):
+    from acurank_cli.records import Candidate, Doc
+
+    path = tmp_path / "c.jsonl"
+    path.write_text(jl(acu(bm25_results=[{"pid": "a", "bm25_score": 2}, {"pid": "b", "bm25_score": 1, "title": None}]),
+                       acu(qid="2", q_text="q2", qrels={"a": "1", "b": 0})))
+    bundle, fmt = read_candidates(path, depth=1)
+    assert fmt == "acurank-jsonl" and bundle.runs == {"1": (Candidate("a", 2.0),), "2": (Candidate("a", 1.5),)}
+    # a passage seen twice keeps its last text ("t" in the second record); no text or title -> ""
+    assert bundle.docs == {"a": Doc("a", "t", ""), "b": Doc("b", "", "")} and bundle.topics == {"1": "q", "2": "q2"}
+    assert bundle.qrels == {"2": {"a": 1, "b": 0}}
+    path.write_text(jl(llm(candidates=[{"docid": "a", "score": 2, "doc": {"text": "t", "contents": "c"}},
+                                       {"docid": "b", "score": 1, "doc": {"contents": "c", "title": None}},
+                                       {"docid": "c", "score": 0}])))
+    bundle, fmt = read_candidates(path)
+    assert fmt == "rankllm-jsonl" and [c.docid for c in bundle.runs["1"]] == ["a", "b", "c"]
+    assert bundle.docs == {"a": Doc("a", "t", ""), "b": Doc("b", "c", ""), "c": Doc("c", "", "")}
+    path.write_text('\n [{"query": "q", "qid": 7, "hits": []},\n {"query": "r", "hits": [{"qid": 8, "docid": "d", '
+                    '"score": 1, "content": "x"}, {"qid": 8, "docid": "e", "score": 0, "content": "y"}]}]')
+    bundle, fmt = read_candidates(path, depth=1)
+    assert fmt == "rankgpt-json" and bundle.runs == {"7": (), "8": (Candidate("d", 1.0),)}
+    assert bundle.docs["d"] == Doc("d", "x") and bundle.topics == {"7": "q", "8": "r"}
+    path.write_text("2 Q0 a 1 1 t\r\n2 Q0 b 2 3 t\r\n")
+    bundle, fmt = read_candidates(path, depth=1)
+    assert fmt == "trec" and bundle.runs == {"2": (Candidate("b", 3.0),)}
+
+
+LABEL_CASES = [
+    (jl(acu(q_text=[1])), f":1: {BAD} (q_text [1] is not a string)"),
+    ('[{"query": 5.5, "hits": []}]', ": query record 1: bad rankgpt-json record (query 5.5 is not a string)"),
+    ('[{"query": "q", "hits": "x"}]', ": query record 1: bad rankgpt-json record ('hits' is a JSON str, expected a list)"),
+    ('[{"query": "q", "hits": [{"qid": 1, "docid": [1], "score": 1, "content": "c"}]}]',
+     ": query record 1: bad rankgpt-json record (docid [1] is not a string)"),
+    ('[{"query": "q", "hits": [{"qid": 1, "docid": "d", "score": [1], "content": "c"}]}]',
+     ": query record 1: bad rankgpt-json record (d score [1] is not a number)"),
+    ('[{"query": "q", "qid": 1, "hits": []}, 5]',
+     ": query record 2: bad rankgpt-json record (the record is a JSON int, expected an object)"),
+    (jl(llm(candidates=[{"docid": [1], "score": 1}])), ":1: bad rankllm-jsonl record (docid [1] is not a string)"),
+    (jl(llm(candidates=[{"docid": "a", "score": 1, "doc": {"segment": [1]}}])),
+     ":1: bad rankllm-jsonl record (text [1] is not a string)"),
+    (jl(llm(candidates=[{"docid": "a", "score": 1, "doc": {"title": [1]}}])),
+     ":1: bad rankllm-jsonl record (title [1] is not a string)"),
+    (jl(acu(qrels={"a": "x" * 300})), f":1: {BAD} (" + ("invalid literal for int() with base 10: '" + "x" * 300)[:160] + ")"),
+]
+
+
+@pytest.mark.parametrize("content,message", LABEL_CASES, ids=[str(i) for i in range(len(LABEL_CASES))])
+def test_candidate_field_labels_word_for_word(tmp_path, content, message):
+    path = tmp_path / "c.jsonl"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(InputError) as exc:
+        read_candidates(path)
+    assert str(exc.value) == f"{path}{message}"

@@ -53,3 +53,25 @@ def test_initialisation_modes():
         initial_ratings([3.0, -1.0], Init.score, "q1")
     with pytest.raises(InputError, match="--init zscore"):
         initial_ratings([3.0, float("nan")], Init.score, "q1")
+
+
+def test_score_problems_word_for_word():
+    from acurank_cli.errors import InputError
+    from acurank_cli.ratings import check_scores, score_problem
+    from acurank_cli.records import Candidate, RankingTask
+
+    need = "is not positive (mu = score, sigma = mu/3 needs a positive score); use --init zscore"
+    outside = "is outside 1e-100..1e+100, where the TrueSkill update stays finite; use --init zscore"
+    assert score_problem(float("nan"), "score") == "is not a finite number"
+    assert score_problem(float("inf"), "zscore") == "is not a finite number"
+    assert score_problem(0.0, "score") == need and score_problem(-3.0, "score") == need
+    assert score_problem(1e101, "score") == outside and score_problem(1e-101, "score") == outside
+    for ok in (1e-100, 1e100, 12.5):  # the range's ends are inside
+        assert score_problem(ok, "score") is None
+    assert score_problem(-5.0, "zscore") is None and score_problem(-5.0, "uniform") is None
+    tasks = [RankingTask("q1", "x", (Candidate("a", 2.0),)), RankingTask("q2", "y", (Candidate("b", 1.0), Candidate("c", 0.0)))]
+    with pytest.raises(InputError) as exc:
+        check_scores(tasks, "score", "run.txt")
+    assert str(exc.value) == f"run.txt: query q2 doc c: first-stage score 0 {need}"
+    check_scores(tasks, "zscore", "run.txt")  # any finite score starts a z-scored rating
+    check_scores(tasks, None, "run.txt")  # baselines keep no ratings

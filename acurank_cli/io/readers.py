@@ -76,9 +76,10 @@ def check_score(value: float, name: str, line: int | None = None, where: str = "
 
 
 def _numbered(fh: TextIO) -> Iterator[tuple[int, str]]:
+    """Non-blank lines with their numbers; line ends are left to the parsers, which split or strip."""
     for lineno, line in enumerate(fh, start=1):
         if line.strip():
-            yield lineno, line.rstrip("\n").rstrip("\r")
+            yield lineno, line
 
 
 def trec_order(cands: list[Candidate]) -> list[Candidate]:
@@ -373,7 +374,7 @@ def read_candidates(src: Source, depth: int | None = None) -> tuple[Bundle, str]
         text = fh.read()
     first = text.lstrip()[:1]
     if first not in ("[", "{"):
-        lines = ((i, l.rstrip("\r")) for i, l in enumerate(text.split("\n"), 1) if l.strip())
+        lines = ((i, l) for i, l in enumerate(text.split("\n"), 1) if l.strip())
         return Bundle(runs=dict(_as_run(parse_run_lines(lines, name), name, depth))), "trec"
     records = _parse_records(text, name)
     if not records:
