@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 from scipy.special import ndtr
 
-from acurank_cli.records import Candidate, Phase, RankingTask
+from acurank_cli.records import Phase
 from acurank_cli.strategies import build_strategy
 from acurank_cli.uncertainty import (
     Uncertainty, assess, binary_entropy, rank_entropy, rank_probabilities,
 )
+from scripted import drive, task
 
 K = 10
 
@@ -176,27 +177,11 @@ def test_threshold_rule_is_the_papers():
     assert np.array_equal(a.uncertain, (a.prob > 0.01) & (a.prob < 0.99))
 
 
-def scripted_steps(method: str, n: int, **opts):
-    """Drive a strategy with a reranker that returns each window reversed; collect (step, snapshot)."""
-    strategy = build_strategy(method, **opts)
-    task = RankingTask("q", "query", tuple(Candidate(f"d{i}", 50.0 - 0.3 * i) for i in range(n)))
-    plan = strategy.plan(task)
-    steps = []
-    try:
-        step = next(plan)
-        while True:
-            steps.append((step, step.snapshot() if step.snapshot else None))
-            step = plan.send([tuple(reversed(range(len(w)))) for w in step.windows])
-    except StopIteration:
-        pass
-    return steps
-
-
 @pytest.mark.parametrize("rule", ["exact", "entropy"])
 def test_acurank_selects_with_the_chosen_rule(rule):
     """Every adaptive iteration sends exactly the rule's uncertain set of the ratings it saw, in groups
     of m ordered by p_i, and |C| is what the step reports."""
-    steps = scripted_steps("acurank", 60, uncertainty=rule, tau=3)
+    steps, _ = drive(build_strategy("acurank", uncertainty=rule, tau=3), task(60))
     adaptive = [(s, snap) for s, snap in steps if s.phase is Phase.adaptive]
     assert adaptive, "the reversed-window reranker leaves uncertainty after the initial pass"
     for step, snap in adaptive:

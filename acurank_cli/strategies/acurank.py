@@ -95,15 +95,13 @@ class AcuRank:
         n = len(docids)
         mu, sigma = initial_ratings([c.score for c in task.candidates], p.init, task.qid)
 
-        def snapshot(t: float | None, s: np.ndarray | None):
-            mu_now, sigma_now = mu.copy(), sigma.copy()
-            s_now = None if s is None else s.copy()
+        def snapshot(t: float | None, s: np.ndarray):
+            mu_now, sigma_now, s_now = mu.copy(), sigma.copy(), s.copy()
 
             def build() -> RatingsSnapshot:
                 ranked = sort_by(list(range(n)), mu_now)
                 return RatingsSnapshot(t, tuple(
-                    DocRating(docids[i], float(mu_now[i]), float(sigma_now[i]),
-                              None if s_now is None else float(s_now[i]), r)
+                    DocRating(docids[i], float(mu_now[i]), float(sigma_now[i]), float(s_now[i]), r)
                     for r, i in enumerate(ranked, 1)
                 ))
 
