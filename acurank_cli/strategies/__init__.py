@@ -22,7 +22,7 @@ ACURANK_VARIANTS: dict[str, dict[str, Any]] = {
 
 def _acurank(match: re.Match, opts: dict[str, Any]) -> Strategy:
     name = match.group(0)
-    base = ACURANK_VARIANTS.get(re.sub(r"-r?\d+$", "", name.lower()), ACURANK_VARIANTS["acurank"])
+    base = ACURANK_VARIANTS[re.sub(r"-r?\d+$", "", name.lower())]  # the pattern admits only these variants
     fields = {f.name for f in dataclasses.fields(AcuRankParams)}
     values = {**base, **{k: v for k, v in opts.items() if k in fields and v is not None}}
     if match.group("cap"):

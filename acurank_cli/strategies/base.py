@@ -32,6 +32,6 @@ def apply(window: Sequence[str], perm: Permutation) -> list[str]:
     return [window[i] for i in perm]
 
 
-def query_rng(seed: int, qid: str, salt: str = "") -> random.Random:
+def query_rng(seed: int, qid: str, salt: str) -> random.Random:
     """A per-query RNG derived from the run's seed (reproducible across runs and batching)."""
     return random.Random(f"acurank|{seed}|{qid}|{salt}")
