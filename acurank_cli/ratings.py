@@ -55,7 +55,7 @@ def check_scores(tasks: Sequence[RankingTask], init, source: str) -> None:
                 raise InputError(f"query {task.qid} doc {c.docid}: first-stage score {c.score:g} {problem}", source)
 
 
-def initial_ratings(scores: Sequence[float], init: Init, qid: str = "") -> tuple[np.ndarray, np.ndarray]:
+def initial_ratings(scores: Sequence[float], init: Init, qid: str) -> tuple[np.ndarray, np.ndarray]:
     """Initial (mu, sigma) arrays from first-stage scores, per the chosen ``init``."""
     s = np.asarray(scores, dtype=np.float64)
     init = Init(init)
@@ -81,7 +81,7 @@ def initial_ratings(scores: Sequence[float], init: Init, qid: str = "") -> tuple
 def library_update(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int]) -> None:
     """Rate one window with ``trueskill.rate``: ``order`` lists candidate indices best first."""
     groups = [(ENV.create_rating(mu[i], sigma[i]),) for i in order]
-    new = ENV.rate(groups, ranks=list(range(len(order))))
+    new = ENV.rate(groups)  # rate's default ranks 0, 1, ...: the groups are listed best first
     for i, (r,) in zip(order, new):
         mu[i] = r.mu
         sigma[i] = r.sigma

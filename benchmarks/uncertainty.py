@@ -132,13 +132,13 @@ def cmd_speed(args) -> dict:
 
     sets100 = dl19_iteration_ratings()
     first = read_run(ROOT / "sample_runs/dl19/bm25.run", depth=100)
-    initial100 = [initial_ratings([c.score for c in cands], "score") for cands in first.values()]
+    initial100 = [initial_ratings([c.score for c in cands], "score", "speed") for cands in first.values()]
     run = read_run(args.scifact_run, depth=1000)
     top1000 = [c for c in run.values() if len(c) >= 1000][:20]
     sets1000 = []
     rng = np.random.default_rng(0)
     for cands in top1000:
-        mu, sigma = initial_ratings([c.score for c in cands], "score")
+        mu, sigma = initial_ratings([c.score for c in cands], "score", "speed")
         sets1000.append((mu, sigma))
         sets1000.append((mu + rng.normal(0, 1.0, len(mu)), np.minimum(sigma, rng.uniform(0.8, 3.0, len(mu)))))
     out = {"n100_sets": len(sets100), "n1000_sets": len(sets1000), "rules": {}}

@@ -162,6 +162,17 @@ def test_floating_point_error_like_library():
     assert np.array_equal(m, mu) and np.array_equal(s, sigma)
 
 
+def test_two_candidates_beyond_the_erfc_give_up_like_the_library():
+    # the underdog wins by 300 sigma: the library's cdf underflows to 0 (v = -x, w = 0) and it raises
+    mu, sigma = np.array([0.1, 300.0]), np.array([1.0, 1.0])
+    with pytest.raises(FloatingPointError) as lib:
+        library_update(mu.copy(), sigma.copy(), [0, 1])
+    m, s = mu.copy(), sigma.copy()
+    with pytest.raises(FloatingPointError) as ours:
+        fast_update(m, s, [0, 1])
+    assert str(ours.value) == str(lib.value) and np.array_equal(m, mu) and np.array_equal(s, sigma)
+
+
 def test_invalid_input():
     mu, sigma = np.array([20.0, 10.0]), np.array([2.0, 0.0])
     with pytest.raises(ValueError):

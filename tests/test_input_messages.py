@@ -281,3 +281,14 @@ def test_candidate_file_messages_word_for_word(tmp_path, content, message):
     with pytest.raises(InputError) as exc:
         read_candidates(path)
     assert str(exc.value) == f"{path}{message}"
+
+
+def test_blank_lines_and_empty_files(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text(jl(acu()) + "\n  \n" + jl(acu(qid=2)))
+    bundle, _ = read_candidates(path)
+    assert list(bundle.runs) == ["1", "2"]  # a blank line does not end the file
+    path.write_text("")
+    with pytest.raises(InputError) as exc:
+        read_candidates(path)
+    assert str(exc.value) == f"{path}: run file is empty"

@@ -43,11 +43,11 @@ def test_trueskill_update_direction():
 
 
 def test_initialisation_modes():
-    mu, sigma = initial_ratings([12.0, 6.0], Init.score)
+    mu, sigma = initial_ratings([12.0, 6.0], Init.score, "q")
     assert list(mu) == [12.0, 6.0] and list(sigma) == [4.0, 2.0]
-    mu, _ = initial_ratings([3.0, 1.0, -1.0], Init.zscore)
+    mu, _ = initial_ratings([3.0, 1.0, -1.0], Init.zscore, "q")
     assert mu.mean() == pytest.approx(10) and mu.std() == pytest.approx(1)
-    mu, sigma = initial_ratings([-5.0], Init.uniform)
+    mu, sigma = initial_ratings([-5.0], Init.uniform, "q")
     assert mu[0] == 25 and sigma[0] == pytest.approx(25 / 3)
     with pytest.raises(InputError, match="--init zscore"):
         initial_ratings([3.0, -1.0], Init.score, "q1")
@@ -75,3 +75,32 @@ def test_score_problems_word_for_word():
     assert str(exc.value) == f"run.txt: query q2 doc c: first-stage score 0 {need}"
     check_scores(tasks, "zscore", "run.txt")  # any finite score starts a z-scored rating
     check_scores(tasks, None, "run.txt")  # baselines keep no ratings
+
+
+def test_initial_ratings_by_hand():
+    """score: mu = score (as float64), sigma = mu / 3. zscore: mu = 10 + (s - mean) / sd (population sd),
+    computed on s / max|s| so that huge and subnormal scores give the same z; all equal -> 10."""
+    mu, sigma = initial_ratings([3, 2], Init.score, "q")
+    assert mu.dtype == np.float64 and list(mu) == [3.0, 2.0] and list(sigma) == [1.0, 2.0 / 3.0]
+    z = 1.5 ** 0.5  # [1, 2, 3]: mean 2, sd sqrt(2/3): z = -/+ sqrt(3/2)
+    for scale in (1.0, 1e300, 1e-310):
+        mu, sigma = initial_ratings([1 * scale, 2 * scale, 3 * scale], Init.zscore, "q")
+        assert mu == pytest.approx([10 - z, 10.0, 10 + z], abs=1e-9)
+        assert sigma == pytest.approx([(10 - z) / 3, 10 / 3, (10 + z) / 3], abs=1e-9)
+    for same in ([0.0, 0.0], [4.0, 4.0, 4.0]):
+        mu, sigma = initial_ratings(same, Init.zscore, "q")
+        assert list(mu) == [10.0] * len(same) and list(sigma) == [10.0 / 3] * len(same)
+    mu, sigma = initial_ratings([], Init.zscore, "q")
+    assert len(mu) == 0 == len(sigma)
+    with pytest.raises(InputError) as exc:
+        initial_ratings([1.0, 0.0], Init.score, "q1")
+    assert str(exc.value) == "query q1: first-stage score 0.0 is not positive or not a number; use --init zscore"
+
+
+@pytest.mark.parametrize("n,k,want", [
+    # n identical N(25, 10^2): n Phi((25 - t) / 10) = k, t = 25 - 10 Phi^-1(k / n)
+    (11, 10, 25 - 10 * stats.norm.ppf(10 / 11)),  # the root lies 13 below every mu (> 40 / sigma = 4)
+    (40, 10, 25 - 10 * stats.norm.ppf(10 / 40)),  # and here 6.7 above every mu
+])
+def test_threshold_roots_far_from_every_mu(n, k, want):
+    assert threshold(np.full(n, 25.0), np.full(n, 10.0), k) == pytest.approx(want, abs=1e-9)

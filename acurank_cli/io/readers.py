@@ -197,12 +197,12 @@ def _reason(exc: BaseException) -> str:
 def doc_from_json(obj: dict) -> Doc:
     """A Doc from a BEIR-style ``{_id,title,text}`` or Pyserini-style ``{id,contents}`` record."""
     if "_id" in obj:
-        return Doc(str(obj["_id"]), str(obj.get("text", "")), str(obj.get("title", "") or ""))
+        return Doc(str(obj["_id"]), str(obj.get("text", "")), str(obj.get("title") or ""))
     if "id" in obj and "contents" in obj:
         return Doc(str(obj["id"]), str(obj["contents"]))
     if "docid" in obj:
         text = obj.get("text", obj.get("contents", obj.get("segment", "")))
-        return Doc(str(obj["docid"]), str(text), str(obj.get("title", "") or ""))
+        return Doc(str(obj["docid"]), str(text), str(obj.get("title") or ""))
     raise ValueError("expected {_id,title,text} or {id,contents}")
 
 
@@ -306,7 +306,7 @@ def _acurank(rec: dict, bundle: Bundle) -> None:
         h = _obj(h, "a bm25_results entry")
         docid = _str(h["pid"], "pid")
         items.append((Candidate(docid, _score(h["bm25_score"], docid)),
-                      Doc(docid, _str(h.get("text", ""), "text"), _str(h.get("title", "") or "", "title"))))
+                      Doc(docid, _str(h.get("text", ""), "text"), _str(h.get("title") or "", "title"))))
     bundle.add(qid, _str(rec["q_text"], "q_text"), items)
     if rec.get("qrels"):
         qrels = _obj(rec["qrels"], "'qrels'")
@@ -322,7 +322,7 @@ def _rankllm(rec: dict, bundle: Bundle) -> None:
         text = doc.get("segment", doc.get("text", doc.get("contents", "")))
         docid = _str(c["docid"], "docid")
         items.append((Candidate(docid, _score(c["score"], docid)),
-                      Doc(docid, _str(text, "text"), _str(doc.get("title", "") or "", "title"))))
+                      Doc(docid, _str(text, "text"), _str(doc.get("title") or "", "title"))))
     bundle.add(_qid(q["qid"]), _str(q["text"], "query text"), items)
 
 
