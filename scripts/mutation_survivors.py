@@ -18,8 +18,52 @@ from mutmut.utils.file_utils import walk_mutatable_files
 
 STATUS = {0: "survived", 5: "no tests", 33: "no tests"}
 
-#: (module suffix, function regex, changed-line regex or None, reason)
-RULES: list[tuple[str, str, str | None, str]] = []
+#: (module suffix, function regex, regex over "line => mutated line" or None, reason)
+RULES: list[tuple[str, str, str | None, str]] = [
+    # fast_trueskill.py
+    ("fast_trueskill.py", "sum2", None,
+     "equivalent: _sum2 runs only after a ZeroDivisionError, i.e. with a zero-precision term; the sum's "
+     "precision is then 0 and its tau 0 * mu = 0 whatever the other term adds (with opposite precisions, "
+     "the other way to divide by zero, it raises as the library does)"),
+    ("fast_trueskill.py", "down", None,
+     "equivalent: _down serves only the two-candidate loop, where the messages L*, R* are still 0 (_up_left "
+     "and _up_right write them after the loop), Tp[x - 1] is Tp[1] for x = 0 in a list of two, and its "
+     "ZeroDivisionError fallback needs a zero team precision, which finite sigmas never give"),
+    ("fast_trueskill.py", "up_right|up_left", None,
+     "equivalent: called once each, after the chain, for its two ends; Rp[m-1]/Rt[m-1] and Lp[0]/Lt[0] are "
+     "never written by the sweeps (still 0), R*/L* are not read afterwards, and the ZeroDivisionError "
+     "fallback has a zero-precision diff cavity, so it yields (0, 0) whatever its coefficients (see _sum2)"),
+    ("fast_trueskill.py", "truncate", r"Up\[x\] = |Ut\[x\] = ",
+     "equivalent: the two-candidate loop meets the same team messages each sweep, so its second truncation "
+     "reproduces the first and stops; Up/Ut are not read after the loop"),
+    ("fast_trueskill.py", "truncate", r"return 0\.0 => return 1\.0",
+     "equivalent: an infinite precision change only makes the loop run again; the repeated sweep gives "
+     "the same messages"),
+    ("fast_trueskill.py", "truncate", r"-xx => |if \(denom\)|0 < w < 1",
+     "equivalent: denom = 0 only when the library's cdf underflows, where w is 0 (v = -x) or enormous "
+     "(v = +x) and both versions raise the library's FloatingPointError"),
+    # ratings.py
+    ("ratings.py", "threshold", r"40\.0|range\(200\)|f > 0|1e-12|slope|copysign|0\.5 \* \(lo|lo < nxt",
+     "equivalent up to the 1e-12 bracket: the safeguarded Newton/bisection keeps a bracket around the root "
+     "and returns it once narrower than 1e-12, whatever the step or the starting width; the tests compare t "
+     "to 1e-9 (a start bracket that misses the root is caught: test_threshold_roots_far_from_every_mu)"),
+    # io/readers.py
+    ("readers.py", "acurank", r'_str\(d, ',
+     "unreachable: JSON object keys are always strings, so _str never rejects a qrels docid"),
+    ("readers.py", "acurank|Bundleǁadd", r'check_id\(.*, "(docid|qid)", ""\)|check_id\(c\.docid, f"query \{qid\}: docid", ""\)|check_score\(c\.score, ""',
+     "equivalent: the source argument of these checks is never shown; read_candidates re-raises with the "
+     "file's name and the check's message"),
+    # strategies
+    ("baselines.py", "TourRankǁplan", r"points = \[0\] \* n|total = \[0\] \* n|points\[i\] \+= 1",
+     "equivalent: ordering by points is unchanged when every document's points are shifted by the same "
+     "constant or every increment is scaled by the same factor"),
+    ("acurank.py", "AcuRankǁplan", r"s\[i\] > p\.eps\] =>",
+     "equivalent: s_i is a continuous probability; it equals eps with probability zero"),
+    ("acurank.py", "AcuRankǁplan", r'stop = \("round-cap" if capped == "round-cap" else "tau"\) if final',
+     "unreachable part: a final pass has no group only if every s_i <= eps, which sum_i s_i = k rules out "
+     "below n = k / eps documents (1,000 at eps 0.01, 100,000 at 1e-4); the not-final half (converged) is "
+     "tested"),
+]
 
 
 def changes(diff: str) -> tuple[str, str]:

@@ -89,3 +89,18 @@ def test_zscore_init_errors_name_the_query():
     with pytest.raises(InputError) as exc:
         drive(build_strategy("acurank"), RankingTask("q8", "x", (Candidate("a", 1.0), Candidate("b", -1.0))))
     assert str(exc.value).startswith("query q8: first-stage score -1.0 is not positive")
+
+
+def test_topk_stable_can_stop_after_one_iteration():
+    """n = 11: the one initial window puts d0..d9 on top; the adaptive group (the documents around the
+    cutoff) reranked in the true order leaves them in place, so the first iteration is the last (the top
+    k before it counts). Found by search: with n = 12..100 the first group reorders the top 10 by mu."""
+    steps, _ = drive(build_strategy("acurank", stop="topk-stable"), task(11), answer=by_index)
+    assert phases(steps) == [Phase.initial, Phase.adaptive, Phase.done] and steps[-1][0].stop == "topk-stable"
+
+
+def test_trueskill_static_errors_name_the_query():
+    t = RankingTask("q5", "x", (Candidate("a", 1.0), Candidate("b", float("inf"))))
+    with pytest.raises(InputError) as exc:
+        drive(build_strategy("ts-1", init="zscore"), t)
+    assert str(exc.value) == "query q5: first-stage scores contain NaN or infinity"

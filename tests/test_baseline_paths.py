@@ -62,3 +62,14 @@ def test_known_methods_lists_examples():
     baselines = known_methods(baseline_only=True)
     assert everything.split("; ")[0].startswith("acurank, acurank-H") and len(everything.split("; ")) == 4
     assert baselines == "sw-1, sw-2, sw-3; tourrank-1, tourrank-2; ts-5-2-2-1"
+
+
+def test_unknown_method_lists_what_is_known():
+    from acurank_cli.errors import InputError
+
+    with pytest.raises(InputError) as exc:
+        build_strategy("nope", baseline_only=True)
+    assert str(exc.value) == "unknown method 'nope'; known: sw-1, sw-2, sw-3; tourrank-1, tourrank-2; ts-5-2-2-1"
+    with pytest.raises(InputError) as exc:
+        build_strategy("acurank", baseline_only=True)  # a baseline command takes no AcuRank
+    assert str(exc.value).startswith("unknown method 'acurank'; known: sw-1")

@@ -104,3 +104,11 @@ def test_initial_ratings_by_hand():
 ])
 def test_threshold_roots_far_from_every_mu(n, k, want):
     assert threshold(np.full(n, 25.0), np.full(n, 10.0), k) == pytest.approx(want, abs=1e-9)
+
+
+def test_threshold_where_floats_are_coarser_than_the_bracket():
+    """Around 1e5 neighbouring floats are 1.5e-11 apart: the bracket cannot shrink to 1e-12, and the
+    iteration stops at the last float pair instead (the root is still within one float step)."""
+    mu = 1e5 + np.arange(20.0)
+    t = threshold(mu, np.ones(20), 10)
+    assert isinstance(t, float) and stats.norm.sf((t - mu) / 1.0).sum() == pytest.approx(10, abs=1e-9)
