@@ -3,10 +3,11 @@
 # fast_trueskill.py and io/readers.py, against the tests that pin them. Not part of CI (it takes a while).
 #   scripts/mutation.sh            # run, then print the summary and the surviving mutants
 #   .venv/bin/mutmut show NAME     # the diff of one mutant
-# Survivors and why they are left are listed in docs/mutation.md.
+# Scores are in docs/mutation.md; every survivor and why it is left in docs/mutation-survivors.md, which
+# the last line regenerates (it exits 1 while a survivor has no reason).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 .venv/bin/pip install -q "mutmut>=3.3"
 .venv/bin/mutmut run --max-children "${JOBS:-2}" || true
 .venv/bin/mutmut results --all true | awk '{print $NF}' | sort | uniq -c
-.venv/bin/mutmut results
+.venv/bin/python scripts/mutation_survivors.py
