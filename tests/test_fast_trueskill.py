@@ -174,13 +174,15 @@ def test_two_candidates_beyond_the_erfc_give_up_like_the_library():
 
 
 def test_invalid_input():
+    """The library's errors, in its words (trueskill.rate with one group; trueskill.Rating(sigma=0))."""
     mu, sigma = np.array([20.0, 10.0]), np.array([2.0, 0.0])
-    with pytest.raises(ValueError):
-        fast_update(mu, sigma, [0])
-    with pytest.raises(ValueError):
-        fast_update(mu, sigma, [])
-    with pytest.raises(ValueError):  # as trueskill.Rating(sigma=0)
-        fast_update(mu, sigma, [0, 1])
+    for order in ([0], [], [0, 1]):
+        with pytest.raises(ValueError) as lib:
+            library_update(mu.copy(), sigma.copy(), order)
+        with pytest.raises(ValueError) as ours:
+            fast_update(mu, sigma, order)
+        assert str(ours.value) == str(lib.value)
+    assert str(ours.value) == "sigma**2 should be greater than 0"
 
 
 def test_registered_as_fast_updater():
