@@ -40,13 +40,6 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("reader,name,content,message", CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)])
-def test_reader_messages_word_for_word(tmp_path, reader, name, content, message):
-    path = tmp_path / name
-    path.write_text(content, encoding="utf-8")
-    with pytest.raises(InputError) as exc:
-        reader(path)
-    assert str(exc.value) == f"{path}{message}"
 
 
 def test_file_level_messages(tmp_path):
@@ -148,12 +141,13 @@ ID_CASES = [
 ]
 
 
-@pytest.mark.parametrize("reader,name,content,message", ID_CASES, ids=[str(i) for i in range(len(ID_CASES))])
-def test_bad_ids_word_for_word(tmp_path, reader, name, content, message):
+@pytest.mark.parametrize("reader,name,content,message", CASES + ID_CASES,
+                         ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES + ID_CASES)])
+def test_reader_messages_word_for_word(tmp_path, reader, name, content, message):
     path = tmp_path / name
     path.write_text(content, encoding="utf-8")
     with pytest.raises(InputError) as exc:
-        reader(str(path) if reader is read_qids else path)
+        reader(str(path))  # a path as the command line gives it (read_qids takes only that)
     assert str(exc.value) == f"{path}{message}"
 
 
