@@ -78,7 +78,7 @@ class Assessment:
 
 
 def grid(mu: np.ndarray, sigma: np.ndarray, k: int, max_nodes: int | None = None) -> np.ndarray:
-    """The shared, sorted grid of x values (step 1 of the module's description); needs n > k."""
+    """The shared, sorted grid of x values (step 1 of the module's description); needs k < n."""
     n = len(mu)
     max_nodes = max_nodes or max(MIN_NODES, NODE_WORK // n)
     x_lo = float(np.partition(mu - Z_SPAN * sigma, n - k - 1)[n - k - 1])

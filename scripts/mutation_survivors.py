@@ -62,13 +62,19 @@ RULES: list[tuple[str, str, str | None, str]] = [
     ("fast_trueskill.py", "fast_update", r"<= MIN_DELTA:",
      "equivalent: differs only when a truncation update is exactly 1e-4"),
     ("fast_trueskill.py", "truncate|chain_sweeps", r"-xx => |if \(denom\)|0 < w < 1",
-     "equivalent: denom = 0 only when the library's cdf underflows, where w is 0 (v = -x) or enormous "
-     "(v = +x) and both versions raise the library's FloatingPointError"),
+     "equivalent: where the library's cdf underflows (denom = 0), v = -x gives w = 0 and v = +x an "
+     "enormous w, and both raise its FloatingPointError; elsewhere w = v(v + x) stays inside (0, 1) (the "
+     "erfc approximation moves v + x by about |x| 1e-7 against 1/|x|), so moving the upper bound to 1 or 2 "
+     "changes nothing"),
     # ratings.py
     ("ratings.py", "threshold", r"40\.0|range\(200\)|f > 0|1e-12|slope|copysign|0\.5 \* \(lo|lo < nxt",
      "equivalent up to the 1e-12 bracket: the safeguarded Newton/bisection keeps a bracket around the root "
      "and returns it once narrower than 1e-12, whatever the step or the starting width; the tests compare t "
      "to 1e-9 (a start bracket that misses the root is caught: test_threshold_roots_far_from_every_mu)"),
+    ("ratings.py", "initial_ratings", r"else 0\.0 =>|if scale > 0:",
+     "equivalent: the scale matters only for scores that are neither empty nor all zero; empty scores give "
+     "empty z-scores either way, and all-zero scores have sd 0 (or NaN after 0/0), where the z-scores are "
+     "zeros whatever s holds"),
     # io/readers.py
     ("readers.py", "acurank", r'_str\(d, ',
      "unreachable: JSON object keys are always strings, so _str never rejects a qrels docid"),

@@ -162,6 +162,18 @@ def test_floating_point_error_like_library():
     assert np.array_equal(m, mu) and np.array_equal(s, sigma)
 
 
+@pytest.mark.parametrize("mu", [[0.1, 300.0, 600.0], [0.1, 0.2, 300.0]])
+def test_chain_beyond_the_erfc_gives_up_like_the_library(mu):
+    # upsets by hundreds of sigma inside a chain of three: the cdf underflows to exactly 0 (v = -x, w = 0)
+    mu, sigma = np.array(mu), np.ones(3)
+    with pytest.raises(FloatingPointError) as lib:
+        library_update(mu.copy(), sigma.copy(), [0, 1, 2])
+    m, s = mu.copy(), sigma.copy()
+    with pytest.raises(FloatingPointError) as ours:
+        fast_update(m, s, [0, 1, 2])
+    assert str(ours.value) == str(lib.value) and np.array_equal(m, mu) and np.array_equal(s, sigma)
+
+
 def test_two_candidates_beyond_the_erfc_give_up_like_the_library():
     # the underdog wins by 300 sigma: the library's cdf underflows to 0 (v = -x, w = 0) and it raises
     mu, sigma = np.array([0.1, 300.0]), np.array([1.0, 1.0])
