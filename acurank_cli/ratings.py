@@ -59,12 +59,14 @@ def initial_ratings(scores: Sequence[float], init: Init, qid: str) -> tuple[np.n
     """Initial (mu, sigma) arrays from first-stage scores, per the chosen ``init``."""
     s = np.asarray(scores, dtype=np.float64)
     init = Init(init)
+    if not len(s):
+        return s.copy(), s.copy()
     if init is Init.uniform:
         return np.full(len(s), ENV.mu), np.full(len(s), ENV.sigma)
     if init is Init.zscore:
         if not np.all(np.isfinite(s)):
             raise InputError(f"query {qid}: first-stage scores contain NaN or infinity")
-        scale = float(np.max(np.abs(s))) if len(s) else 0.0
+        scale = float(np.max(np.abs(s)))
         if scale > 0:
             s = s / scale  # z-scores do not change, and huge scores no longer overflow the mean
         sd = s.std()

@@ -71,10 +71,9 @@ RULES: list[tuple[str, str, str | None, str]] = [
      "equivalent up to the 1e-12 bracket: the safeguarded Newton/bisection keeps a bracket around the root "
      "and returns it once narrower than 1e-12, whatever the step or the starting width; the tests compare t "
      "to 1e-9 (a start bracket that misses the root is caught: test_threshold_roots_far_from_every_mu)"),
-    ("ratings.py", "initial_ratings", r"else 0\.0 =>|if scale > 0:",
-     "equivalent: the scale matters only for scores that are neither empty nor all zero; empty scores give "
-     "empty z-scores either way, and all-zero scores have sd 0 (or NaN after 0/0), where the z-scores are "
-     "zeros whatever s holds"),
+    ("ratings.py", "initial_ratings", r"if scale > 0:",
+     "equivalent: the scale matters only for scores that are not all zero; all-zero scores have sd 0 (or "
+     "NaN after 0/0), where the z-scores are zeros whatever s holds"),
     # io/readers.py
     ("readers.py", "acurank", r'_str\(d, ',
      "unreachable: JSON object keys are always strings, so _str never rejects a qrels docid"),
