@@ -223,15 +223,20 @@ def rank_entropy(rank: np.ndarray) -> np.ndarray:
     return terms.sum(axis=1)
 
 
+def _undecided(p: np.ndarray, eps: float) -> np.ndarray:
+    """C = {eps < p_i < 1 - eps}: neither surely out of nor surely in the top k."""
+    return (eps < p) & (p < 1.0 - eps)
+
+
 def _threshold(mu: np.ndarray, sigma: np.ndarray, k: int, eps: float) -> Assessment:
     t = threshold(mu, sigma, k)
     s = exceed_probability(mu, sigma, t)
-    return Assessment(s, (eps < s) & (s < 1.0 - eps), t)
+    return Assessment(s, _undecided(s, eps), t)
 
 
 def _exact(mu: np.ndarray, sigma: np.ndarray, k: int, eps: float) -> Assessment:
     p = rank_probabilities(mu, sigma, k, ranks=False).top
-    return Assessment(p, (eps < p) & (p < 1.0 - eps))
+    return Assessment(p, _undecided(p, eps))
 
 
 def _entropy(mu: np.ndarray, sigma: np.ndarray, k: int, eps: float) -> Assessment:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..ratings import Init, Updater, get_updater, initial_ratings, update_groups
 from ..records import DocRating, Phase, Ranked, RankingTask, RatingsSnapshot, Step
-from ..uncertainty import Uncertainty, assess
+from ..uncertainty import Assessment, Uncertainty, assess
 from .base import Plan, query_rng
 
 
@@ -95,13 +95,16 @@ class AcuRank:
         n = len(docids)
         mu, sigma = initial_ratings([c.score for c in task.candidates], p.init, task.qid)
 
-        def snapshot(t: float | None, s: np.ndarray):
-            mu_now, sigma_now, s_now = mu.copy(), sigma.copy(), s.copy()
+        def snapshot(a: Assessment | None = None):
+            """The ratings now, with the iteration's assessment (None: assessed only if the snapshot is
+            built, as for the done step, which traces and the API read but a plain run does not)."""
+            mu_now, sigma_now = mu.copy(), sigma.copy()
 
             def build() -> RatingsSnapshot:
+                seen = a or assess(p.uncertainty, mu_now, sigma_now, p.k, p.eps)
                 ranked = sort_by(list(range(n)), mu_now)
-                return RatingsSnapshot(t, tuple(
-                    DocRating(docids[i], float(mu_now[i]), float(sigma_now[i]), float(s_now[i]), r)
+                return RatingsSnapshot(seen.t, tuple(
+                    DocRating(docids[i], float(mu_now[i]), float(sigma_now[i]), float(seen.prob[i]), r)
                     for r, i in enumerate(ranked, 1)
                 ))
 
@@ -151,7 +154,7 @@ class AcuRank:
                 stop = ("round-cap" if capped == "round-cap" else "tau") if final else "converged"
                 break
             phase = Phase.final if final else Phase.adaptive
-            yield from rerank(groups, phase, iteration, uncertain, snapshot(a.t, s))
+            yield from rerank(groups, phase, iteration, uncertain, snapshot(a))
             iteration += len(groups)
             rounds += 1
             if final:
@@ -164,6 +167,5 @@ class AcuRank:
                     break
                 topk = new_topk
         ranked = sort_by(order, mu)
-        a = assess(p.uncertainty, mu, sigma, p.k, p.eps)
-        yield Step((), Phase.done, iteration, None, stop, snapshot(a.t, a.prob))
+        yield Step((), Phase.done, iteration, None, stop, snapshot())
         return tuple(Ranked(docids[i], float(mu[i])) for i in ranked)
