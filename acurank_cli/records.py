@@ -165,6 +165,7 @@ class RerankResult:
     cached: bool = False
     raw: str = ""
     backend: str = ""
+    endpoint: str = ""  # which server answered (openai: with several --base-url); "" for local models
 
 
 @dataclass(frozen=True)
@@ -189,11 +190,14 @@ class CallTally:
     parse_counts: dict = field(default_factory=dict)
     #: Sequential reranker batches waited for (the critical path: what latency is made of).
     rounds: int = 0
+    #: Model calls per serving endpoint (only backends that name one; cached calls are not served).
+    endpoints: dict = field(default_factory=dict)
 
     def record(self, docs: int, result: "RerankResult", seconds: float) -> None:
         """Count one call of ``docs`` documents."""
+        served = {result.endpoint: 1} if result.endpoint and not result.cached else {}
         self.merge(CallTally(1, docs, int(result.cached), result.input_tokens, result.output_tokens,
-                             seconds, {result.parse: 1}))
+                             seconds, {result.parse: 1}, 0, served))
 
     def merge(self, other: "CallTally") -> None:
         """Add another tally (a call, or a whole query)."""
@@ -206,6 +210,8 @@ class CallTally:
         self.rounds += other.rounds
         for key, value in other.parse_counts.items():
             self.parse_counts[key] = self.parse_counts.get(key, 0) + value
+        for key, value in other.endpoints.items():
+            self.endpoints[key] = self.endpoints.get(key, 0) + value
 
 
 @dataclass(frozen=True)

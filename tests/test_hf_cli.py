@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from test_cli import ENV, small_run  # noqa: E402
-from test_llm_tiny import CHAT_TEMPLATE, _build_model_dir  # noqa: E402
+from tiny_models import CHAT_TEMPLATE, build_model_dir as _build_model_dir  # noqa: E402
 
 
 def test_rerank_with_a_local_causal_lm(sample, tmp_path):

@@ -13,59 +13,7 @@ from acurank_cli.records import Doc, RerankRequest
 from acurank_cli.rerankers.base import build_reranker
 from acurank_cli.rerankers.prompts import SYSTEM_MESSAGE
 
-CHAT_TEMPLATE = (
-    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}{{ eos_token }}\n{% endfor %}"
-    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
-)
-
-CORPUS = [
-    "I will provide you with passages, each indicated by a numerical identifier []. Rank the passages",
-    "based on their relevance to the search query. Search Query: what is the capital of France",
-    "[1] > [2] > [3] > [4] > [5] > [6] > [7] > [8] > [9] > [10] > [11] > [12] 0123456789",
-    "Paris is the capital and most populous city of France. The quick brown fox jumps over the lazy dog.",
-    "You are RankLLM, an intelligent assistant that can rank passages based on their relevancy to the query.",
-    "All the passages should be included and listed using identifiers, in descending order of relevance.",
-    "The output format should be [] > [], e.g., [2] > [1]. Only respond with the ranking results, do not say",
-    "any word or explain. Title: Content: system user assistant",
-]
-
-
-def _build_model_dir(path, chat_template: str | None):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE(unk_token=None))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    specials = ["<pad>", "<s>", "</s>", "<|system|>", "<|user|>", "<|assistant|>"]
-    trainer = trainers.BpeTrainer(
-        vocab_size=400, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
-    )
-    tok.train_from_iterator(CORPUS * 4, trainer)
-    # like Llama's tokenizers: BOS in front of every text encoded with special tokens
-    tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", tok.token_to_id("<s>"))])
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
-    if chat_template:
-        fast.chat_template = chat_template
-    fast.save_pretrained(path)
-
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(fast),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
-        initializer_range=0.2,  # well-separated logits: greedy argmax is not decided by rounding noise
-        bos_token_id=fast.bos_token_id,
-        eos_token_id=fast.eos_token_id,
-        pad_token_id=fast.pad_token_id,
-    )
-    LlamaForCausalLM(config).save_pretrained(path)
-    return path
-
+from tiny_models import CHAT_TEMPLATE, build_model_dir as _build_model_dir
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):

@@ -223,12 +223,16 @@ def test_client_error_is_not_retried():
     assert len(srv.attempts["alpha"]) == 1
 
 
-def test_connection_refused_exhausts_retries():
+def test_connection_refused_fails_at_once():
+    """No server listening: one attempt, one line (not 7 retries over 27 s)."""
     with FakeServer(lambda q, a: ("ok", 0.0)) as srv:
         url = srv.base_url
-    rr = build_reranker("openai:m", base_url=url, retries=1, retry_base=0.01, timeout=2.0)
-    with pytest.raises(BackendError, match="connection error"):
+    rr = build_reranker("openai:m", base_url=url, retries=6, retry_base=0.5, timeout=2.0)
+    t0 = time.monotonic()
+    with pytest.raises(BackendError, match=r"^openai: cannot connect to http://127\.0\.0\.1:\d+/v1 \(connection refused\): "
+                       r"is the server running\? \(0 of 1 windows of this batch finished\)$"):
         rr.rerank(_reqs(["alpha"]))
+    assert rr.stats["attempts"] == 1 and time.monotonic() - t0 < 1.0
 
 
 def test_helpers():
@@ -279,7 +283,7 @@ def test_default_counter_is_tiktoken_for_the_model():
 
 def test_named_local_tokenizer_counts_what_the_server_builds(tmp_path):
     pytest.importorskip("transformers")
-    from test_llm_tiny import CHAT_TEMPLATE, _build_model_dir
+    from tiny_models import CHAT_TEMPLATE, build_model_dir as _build_model_dir
 
     model = _build_model_dir(tmp_path / "tok", CHAT_TEMPLATE)
     rr = build_reranker("openai:served-model", **{"base_url": "http://127.0.0.1:9/v1", "tokenizer": str(model)})

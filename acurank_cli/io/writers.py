@@ -81,11 +81,15 @@ def trace_record(qid: str, method: str, step: Step) -> dict:
 
 
 def stats_record(outcome: QueryOutcome) -> dict:
-    """The per-query stats JSONL record (everything but the ranking)."""
+    """The per-query stats JSONL record (everything but the ranking); ``endpoints`` (calls per serving
+    endpoint) only where a backend named one."""
+    tally = dataclasses.asdict(outcome.tally)
+    if not tally["endpoints"]:
+        del tally["endpoints"]
     return {
         "qid": outcome.qid,
         "method": outcome.method,
-        **dataclasses.asdict(outcome.tally),
+        **tally,
         "iterations": list(outcome.iterations),
         "stop": outcome.stop,
         "seconds": round(outcome.seconds, 4),

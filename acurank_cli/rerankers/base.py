@@ -143,7 +143,7 @@ def register(prefix: str, takes_arg: bool, help: str, needs_texts: bool = True, 
 
 
 #: Modules that register the built-in backends; each keeps its heavy imports inside the factory.
-BACKEND_MODULES = ("simulated", "minilm", "llm", "openai_backend")
+BACKEND_MODULES = ("simulated", "minilm", "llm", "vllm_backend", "openai_backend")
 
 
 def load_backends(strict: bool = True) -> dict[str, BackendSpec]:

@@ -29,6 +29,7 @@ class Reply:
     input_tokens: int
     output_tokens: int
     latency: float
+    served_by: str = ""  # the endpoint that answered (remote backends)
 
 
 Deliver = Callable[[int, Reply], None]
@@ -82,7 +83,7 @@ class ListwiseLLM(RerankerBase):
             req = requests[i]
             parsed = parse_ranking(reply.answer, len(req.docids))
             result = RerankResult(parsed.order, reply.input_tokens, reply.output_tokens, reply.latency,
-                                  parsed.status, False, reply.answer, self.name)
+                                  parsed.status, False, reply.answer, self.name, reply.served_by)
             results[i] = result
             if self.prompt_log is not None:
                 self._log(req, prompts[i], result)

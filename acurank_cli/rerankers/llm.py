@@ -11,34 +11,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..errors import InputError
 from .base import option, register
+from .checkpoints import dtype_kwarg, dtype_name, one_line, prompt_builder, resolve_model
 from .listwise import Deliver, ListwiseLLM, Reply
-from .prompts import HFTokenCounter, Prompt, PromptBuilder, default_format, get_format
-
-_DTYPES = {
-    "bf16": "bfloat16", "bfloat16": "bfloat16",
-    "fp16": "float16", "float16": "float16", "half": "float16",
-    "fp32": "float32", "float32": "float32", "float": "float32",
-}
-
-
-def _dtype_kwarg(dtype: Any) -> dict[str, Any]:
-    """``dtype=`` for transformers >= 4.56 (5.x), ``torch_dtype=`` before (pyproject allows >= 4.44)."""
-    import transformers
-
-    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
-    return {"dtype": dtype} if (major, minor) >= (4, 56) else {"torch_dtype": dtype}
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
-
+from .prompts import HFTokenCounter, Prompt, get_format
 
 class quiet_loading:
     """Silence transformers' weight-loading progress bar (stderr noise in a CLI), then restore it."""
@@ -66,21 +46,15 @@ class HFReranker(ListwiseLLM):
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError as exc:  # pragma: no cover - transformers is a dependency
-            raise InputError(f"hf: backend needs torch and transformers ({_one_line(exc)})") from exc
+            raise InputError(f"hf: backend needs torch and transformers ({one_line(exc)})") from exc
         self._torch = torch
-        local = Path(model).expanduser()
-        self.model_id = str(local.resolve()) if local.exists() else model
+        self.source = resolve_model(model, "hf")
+        self.model_id = self.source.location
 
         device = options.device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.device = torch.device(device)
-        dtype_name = options.dtype
-        if dtype_name in (None, "", "auto"):
-            on_gpu = self.device.type == "cuda"
-            dtype_name = "bfloat16" if on_gpu and torch.cuda.is_bf16_supported() else ("float16" if on_gpu else "float32")
-        dtype_name = _DTYPES.get(str(dtype_name).lower())
-        if dtype_name is None:
-            raise InputError(f"unknown dtype {options.dtype!r}; known: {', '.join(sorted(_DTYPES))}")
-        self.dtype_name = dtype_name
+        on_gpu = self.device.type == "cuda"
+        self.dtype_name = dtype_name(options.dtype, on_gpu, on_gpu and torch.cuda.is_bf16_supported())
         if options.prompt_format:
             get_format(options.prompt_format)  # fail before loading weights
         self.temperature = float(options.temperature)
@@ -89,24 +63,19 @@ class HFReranker(ListwiseLLM):
 
         try:
             with quiet_loading():
-                tok = AutoTokenizer.from_pretrained(self.model_id)
-                self.model = AutoModelForCausalLM.from_pretrained(self.model_id, **_dtype_kwarg(getattr(torch, dtype_name)))
+                tok = AutoTokenizer.from_pretrained(self.model_id, **self.source.load_kwargs())
+                self.model = AutoModelForCausalLM.from_pretrained(
+                    self.model_id, **self.source.load_kwargs(), **dtype_kwarg(getattr(torch, self.dtype_name)))
         except (OSError, ValueError) as exc:
-            raise InputError(f"hf: cannot load model {model!r}: {_one_line(exc)}") from exc
+            raise InputError(f"hf: cannot load model {model!r}: {one_line(exc)}") from exc
         self.tokenizer = tok
         self.model.to(self.device)
         self.model.eval()
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else (
             tok.eos_token_id if tok.eos_token_id is not None else 0)
-
-        fmt = get_format(options.prompt_format or default_format(tok))
-        if fmt.needs_chat_template and not getattr(tok, "chat_template", None):
-            raise InputError(f"hf: {model!r} has no chat template; use --prompt rankvicuna or rankzephyr")
-        context = int(options.context_size)
-        limit = getattr(self.model.config, "max_position_embeddings", None)
-        context = min(context, int(limit)) if isinstance(limit, int) and limit > 0 else context
-        counter = HFTokenCounter(tok, single_bos=not self.double_bos)
-        super().__init__(f"hf:{model}", PromptBuilder(fmt, counter, context, tokenizer=tok), options.log_prompts)
+        builder = prompt_builder(self.source, tok, options.prompt_format, options.context_size,
+                                 getattr(self.model.config, "max_position_embeddings", None), self.double_bos, "hf")
+        super().__init__(f"hf:{model}", builder, options.log_prompts)
 
     @property
     def format(self):
@@ -123,7 +92,7 @@ class HFReranker(ListwiseLLM):
         revision = getattr(self.model.config, "_commit_hash", None)
         return {
             "backend": "hf",
-            "model": self.model_id,
+            **self.source.identity(),
             "revision": revision,
             "dtype": self.dtype_name,
             "decoding": "greedy" if self.temperature == 0 else f"sample(t={self.temperature})",

