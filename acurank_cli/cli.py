@@ -15,7 +15,7 @@ from rich.console import Console
 from . import __version__, signals
 from .errors import InputError
 from .eval_output import EvalFormat, EvalRow, render
-from .io.outputs import read_stats, stats_path_for
+from .io.outputs import read_stats, stats_path_for, unfinished
 from .io.readers import read_qids, read_run
 from .ratings import Init, Updater
 from .strategies import Partition, StopRule, build_strategy, known_methods
@@ -51,10 +51,10 @@ def rerank(
     ctx: typer.Context,
     run: str = typer.Argument(..., help="TREC run, or a candidate file (RankGPT JSON, AcuRank/RankLLM JSONL); '-' = stdin."),
     method: Optional[str] = typer.Option(None, "--method", help=f"Method (default acurank): {known_methods()}."),
-    reranker: str = typer.Option("simulated", "--reranker", help="Backend: simulated | minilm | hf:MODEL | openai:MODEL | a plug-in."),
+    reranker: str = typer.Option("minilm", "--reranker", help="Backend: minilm (the embedded offline model) | hf:MODEL | vllm:MODEL | openai:MODEL | simulated (a qrels oracle, for research) | a plug-in."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Output run (default stdout). An existing file is resumed."),
     overwrite: bool = typer.Option(False, "--overwrite", metavar="", help="Start afresh instead of resuming an existing --output."),
-    tag: Optional[str] = typer.Option(None, "--tag", help="Run tag (default: the method)."),
+    tag: Optional[str] = typer.Option(None, "--tag", help="Run tag (default: the method; METHOD.simulated with the simulated reranker)."),
     stats: Optional[str] = typer.Option(None, "--stats", help="Per-query stats JSONL (calls, iterations, tokens, seconds); default X.stats.jsonl beside --output X.run."),
     trace: Optional[str] = typer.Option(None, "--trace", help="Per-iteration ratings (mu, sigma, s_i, rank) JSONL."),
     topics: Optional[str] = typer.Option(None, "--topics", help="Topics 'qid<TAB>text'."),
@@ -75,9 +75,9 @@ def rerank(
     partition: Optional[Partition] = typer.Option(None, "--partition", help="Cut C into groups in s_i order or shuffled."),
     stop: Optional[StopRule] = typer.Option(None, "--stop", help="Stop rule: uncertain (|C| < tau) or topk-stable."),
     uncertainty: Optional[Uncertainty] = typer.Option(None, "--uncertainty", help="AcuRank's uncertain set: threshold (the paper's s_i = P(x_i > t)), exact (p_i = P(rank <= k)) or entropy (of the rank distribution truncated at k)."),
-    seed: int = typer.Option(0, "--seed", help="Seed for shuffles (TourRank, random partition)."),
-    updater: Updater = typer.Option(Updater.fast, "--updater", help="TrueSkill update: fast (vectorised, bit-identical) or library (trueskill.rate)."),
-    batch_queries: int = typer.Option(1, "--batch-queries", help="Advance Q queries together so their windows share batches."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed for shuffles (TourRank, random partition; default 0)."),
+    updater: Optional[Updater] = typer.Option(None, "--updater", help="TrueSkill update: fast (vectorised, bit-identical; the default) or library (trueskill.rate)."),
+    batch_queries: int = typer.Option(1, "--batch-queries", min=1, help="Advance Q queries together so their windows share batches."),
     cache: Optional[str] = typer.Option(None, "--cache", help="SQLite call cache (default: user cache dir)."),
     no_cache: bool = typer.Option(False, "--no-cache", metavar="", help="Do not read or write the call cache."),
     quiet: bool = typer.Option(False, "--quiet", metavar="", help="No progress display (it is off anyway when stderr is not a terminal)."),
@@ -94,7 +94,7 @@ def rerank(
     )
     job = RerankJob(
         run=run, strategy=strategy, reranker=reranker, output=output, overwrite=overwrite,
-        tag=tag or method, stats=stats, trace=trace, topics=topics, corpus=corpus, index=index,
+        tag=tag or (f"{method}.simulated" if reranker == "simulated" else method), stats=stats, trace=trace, topics=topics, corpus=corpus, index=index,
         dataset=dataset, qrels=qrels, depth=depth, qids=qids, skip_missing=skip_missing, batch_queries=batch_queries,
         cache=None if no_cache else (cache or "default"), quiet=quiet,
         reranker_options={k: v for k, v in backend_options.items() if v is not None},
@@ -158,6 +158,21 @@ def _mean_calls(path: Path) -> float | None:
     return statistics.fmean(float(r["calls"]) for r in records.values()) if records else None
 
 
+def _check_against_qrels(path: str, run: dict, judged: dict, qrels: str) -> None:
+    """Foreign qrels (no query in common) are an error; few shared queries and an unfinished run
+    (its meta file says it was made for more queries) are warnings on stderr."""
+    shared = len(set(run) & set(judged))
+    if run and judged and shared == 0:
+        raise InputError(f"shares no query with the qrels {qrels} (run: {len(run)} queries, e.g. {next(iter(run))}; "
+                         f"qrels: {len(judged)}, e.g. {next(iter(judged))}): qrels of another dataset?", path)
+    if shared < len(run) / 2:
+        err.print(f"acurank: warning: {path}: only {shared} of its {len(run)} queries are judged in {qrels}", markup=False)
+    left = unfinished(path, len(run)) if path != "-" else None
+    if left:
+        err.print(f"acurank: warning: {path} is unfinished ({left}); rerun its rerank command to finish it",
+                  markup=False, soft_wrap=True)
+
+
 @app.command("eval")
 def eval_cmd(
     runs: List[str] = typer.Argument(..., help="One or more TREC runs ('-' = stdin)."),
@@ -184,6 +199,7 @@ def eval_cmd(
     for path in runs:
         parsed = read_run(path)
         run = (parsed.restrict(wanted) if qids else parsed).scores()
+        _check_against_qrels(path, run, judged, qrels)
         calls = _mean_calls(Path(stats)) if stats else (_mean_calls(stats_path_for(path)) if path != "-" else None)
         rows.append(EvalRow(path, evaluate(run, judged, measure, rel_level, fill=not no_fill), calls))
     if fmt is None:
@@ -237,7 +253,7 @@ def run() -> None:
         with signals.handled():
             app()  # standalone: usage errors print click's message (exit 2)
     except InputError as exc:
-        err.print(f"acurank: error: {exc}", markup=False, soft_wrap=True)
+        err.print(f"acurank: error: {exc.cli()}", markup=False, soft_wrap=True)
         sys.exit(2)
     except (signals.Interrupted, KeyboardInterrupt) as exc:
         if not getattr(exc, "reported", False):

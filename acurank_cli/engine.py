@@ -23,7 +23,7 @@ from .io.writers import run_lines, stats_record, trace_record
 from .progress import ProgressView
 from .records import CallTally, QueryOutcome, RankingTask, Step
 from .rerankers.base import build_reranker, lookup
-from .strategies.base import Strategy
+from .strategies.base import Strategy, check_tasks
 
 
 @dataclass
@@ -97,6 +97,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
         skip_missing=job.skip_missing, doc_fetcher=_doc_fetcher(job.index), dataset=job.dataset, qids=job.qids,
     )
     check_scores(inputs.tasks, job.strategy.init, source_name(job.run))
+    check_tasks(job.strategy, inputs.tasks)
     for note in inputs.notes:
         err.print(f"acurank: {note}", markup=False)
     options = dict(job.reranker_options)

@@ -84,7 +84,7 @@ def load_inputs(
         bundle.docs.update(doc_fetcher(wanted - set(bundle.docs)))
     if qrels:
         bundle.qrels = load_qrels(qrels)
-    return _complete(bundle, fmt, run, notes, need_texts, skip_missing)
+    return _complete(bundle, fmt, run, notes, need_texts, skip_missing, topics)
 
 
 def _note(path: Path | None, what: str, notes: list[str]) -> str | None:
@@ -94,7 +94,8 @@ def _note(path: Path | None, what: str, notes: list[str]) -> str | None:
     return None
 
 
-def _complete(bundle: Bundle, fmt: str, run: str, notes: list[str], need_texts: bool, skip: bool) -> Inputs:
+def _complete(bundle: Bundle, fmt: str, run: str, notes: list[str], need_texts: bool, skip: bool,
+              topics: str | None = None) -> Inputs:
     tasks: list[RankingTask] = []
     skipped_docs = skipped_queries = 0
     name = source_name(run)
@@ -106,9 +107,9 @@ def _complete(bundle: Bundle, fmt: str, run: str, notes: list[str], need_texts: 
         query = bundle.topics.get(qid)
         if query is None and need_texts:
             if not skip:
-                raise InputError(
-                    f"no topic text for query {qid} (pass --topics FILE, or --skip-missing)", name
-                )
+                advice = (f"{topics} has no line for it; pass the topics of this run's dataset" if topics
+                          else "pass --topics FILE")
+                raise InputError(f"no topic text for query {qid} ({advice}, or --skip-missing)", name)
             skipped_queries += 1
             continue
         if need_texts:

@@ -31,6 +31,9 @@ class ProgressView:
             console=self.console,
             transient=False,
             disable=not self.enabled,
+            # the ETA from the mean time per query so far (rich's default 30 s window empties between
+            # slow queries, and the ETA flipped to -:--:--)
+            speed_estimate_period=7 * 24 * 3600.0,
         )
         self._task = self._progress.add_task(label, total=total, detail="")
         self._history: dict[str, list[int]] = {}

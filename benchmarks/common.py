@@ -167,3 +167,18 @@ def start_chat_server(delay: float, answer):
     httpd = Server(("127.0.0.1", 0), Handler)
     threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     return httpd, state, lock
+
+
+def subset_run(dataset: str, queries: int, folder: Path) -> tuple[Path, list[str]]:
+    """The first ``queries`` queries of a bundled BM25 run, written to ``folder/bm25.run`` beside links
+    to the dataset's topics and passages (the sample_runs layout, which ``rerank`` picks up)."""
+    src = ROOT / "sample_runs" / dataset
+    lines = (src / "bm25.run").read_text().splitlines()
+    qids = list(dict.fromkeys(l.split()[0] for l in lines))[:queries]
+    folder.mkdir(parents=True, exist_ok=True)
+    run = folder / "bm25.run"
+    run.write_text("\n".join(l for l in lines if l.split()[0] in qids) + "\n")
+    for name in ("topics.tsv", "passages.jsonl.gz", "qrels.txt"):
+        if not (folder / name).exists():
+            (folder / name).symlink_to(src / name)
+    return run, qids

@@ -22,10 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import subset_run
+
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = ROOT / "benchmarks" / "serial_server.py"
 RESULTS = ROOT / "benchmarks" / "results" / "endpoints.json"
-DL19 = ROOT / "sample_runs" / "dl19"
 
 
 def start(delay: float, log: Path) -> tuple[subprocess.Popen, str]:
@@ -51,12 +52,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="acurank-endpoints-"))
-    all_lines = (DL19 / "bm25.run").read_text().splitlines()
-    qids = list(dict.fromkeys(l.split()[0] for l in all_lines))[: args.queries]
-    run = tmp / "bm25.run"
-    run.write_text("\n".join(l for l in all_lines if l.split()[0] in qids) + "\n")
-    for name in ("topics.tsv", "passages.jsonl.gz"):
-        (tmp / name).symlink_to(DL19 / name)
+    run, qids = subset_run("dl19", args.queries, tmp)
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}  # loopback: no key
     rows = []
     reference = None

@@ -52,9 +52,21 @@ def test_trueskill_static_stages_options_and_scores():
     assert [r.score for r in ranking] == sorted((r.score for r in ranking), reverse=True)
 
 
-def test_acurank_options_not_its_own_are_ignored():
-    strategy = build_strategy("acurank-H", stride=3, m=None, eps=None, tau=7)
+def test_options_a_method_does_not_use_are_refused_and_none_means_not_given():
+    from acurank_cli.strategies import UnusedOption
+
+    strategy = build_strategy("acurank-H", m=None, eps=None, tau=7)
     assert (strategy.params.eps, strategy.params.tau, strategy.params.m) == (1e-4, 7, 20)
+    with pytest.raises(UnusedOption) as exc:
+        build_strategy("sw-1", eps=0.5, tau=99, m=None)
+    assert str(exc.value) == "method 'sw-1' does not use eps, tau (its options: m)"
+    assert exc.value.cli() == "method 'sw-1' does not use --eps, --tau (its options: --window)"
+    with pytest.raises(UnusedOption, match=r"^method 'tourrank-1' does not use m \(its options: seed\)$"):
+        build_strategy("tourrank-1", m=10)
+    with pytest.raises(UnusedOption, match=r"^method 'ts-5-2' does not use seed \(its options: init, m, updater\)$"):
+        build_strategy("ts-5-2", seed=3)
+    with pytest.raises(UnusedOption, match=r"^method 'acurank' does not use stride "):
+        build_strategy("acurank", stride=3)
 
 
 def test_known_methods_lists_examples():

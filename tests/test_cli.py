@@ -64,9 +64,9 @@ def test_rerank_then_eval(sample, tmp_path):
 def test_stdin_and_baseline(sample, tmp_path):
     run, _ = small_run(sample, tmp_path, queries=2)
     qrels = sample / "dl19" / "qrels.txt"
-    proc = acurank("baseline", "-", "--method", "sw-1", "--qrels", qrels, "--quiet", stdin=run.read_text())
+    proc = acurank("baseline", "-", "--method", "sw-1", "--reranker", "simulated", "--qrels", qrels, "--quiet", stdin=run.read_text())
     assert len(proc.stdout.splitlines()) == 200
-    bad = acurank("baseline", run, "--method", "acurank", "--qrels", qrels, check=False)
+    bad = acurank("baseline", run, "--method", "acurank", "--reranker", "simulated", "--qrels", qrels, check=False)
     assert bad.returncode == 2 and "unknown method" in bad.stderr
 
 
@@ -92,7 +92,7 @@ def test_eval_on_sample_bm25_matches_published(sample):
 def test_bad_input_is_one_line_exit_2(tmp_path, content, fragment, sample):
     run = tmp_path / "bad.run"
     run.write_text(content)
-    proc = acurank("rerank", run, "--qrels", sample / "dl19" / "qrels.txt", check=False)
+    proc = acurank("rerank", run, "--reranker", "simulated", "--qrels", sample / "dl19" / "qrels.txt", check=False)
     assert proc.returncode == 2
     assert fragment in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -103,15 +103,24 @@ def test_bad_input_is_one_line_exit_2(tmp_path, content, fragment, sample):
 @pytest.mark.parametrize("flag", ["--output", "--stats", "--trace", "--log-prompts"])
 def test_unwritable_output_paths_are_one_line(sample, tmp_path, flag):
     run, _ = small_run(sample, tmp_path, queries=1, depth=5)
-    for target, fragment in ((tmp_path / "missing" / "x.out", "does not exist"), (tmp_path, "is a directory")):
-        proc = acurank("rerank", run, "--qrels", sample / "dl19" / "qrels.txt", flag, target, check=False)
+    (tmp_path / "plain").write_text("")  # a file where a folder would have to be
+    backend = ["--reranker", "hf:/nonexistent"] if flag == "--log-prompts" else ["--reranker", "simulated"]
+    for target, fragment in ((tmp_path / "plain" / "x.out", "cannot make folder"), (tmp_path, "is a directory")):
+        proc = acurank("rerank", run, *backend, "--qrels", sample / "dl19" / "qrels.txt", flag, target, check=False)
         assert proc.returncode == 2 and fragment in proc.stderr and flag in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
 
 
+def test_output_into_a_missing_folder_makes_it(sample, tmp_path):
+    run, _ = small_run(sample, tmp_path, queries=1, depth=5)
+    out = tmp_path / "new" / "deeper" / "a.run"
+    acurank("rerank", run, "--reranker", "simulated", "--qrels", sample / "dl19" / "qrels.txt", "-o", out)
+    assert len(out.read_text().splitlines()) == 5 and (out.parent / "a.stats.jsonl").is_file()
+
+
 def test_closed_stdout_ends_quietly(sample):
     proc = subprocess.run(
-        f"{sys.executable} -m acurank_cli rerank {sample / 'dl19' / 'bm25.run'} --qrels {sample / 'dl19' / 'qrels.txt'}"
+        f"{sys.executable} -m acurank_cli rerank {sample / 'dl19' / 'bm25.run'} --reranker simulated --qrels {sample / 'dl19' / 'qrels.txt'}"
         " | head -1; echo \"status ${PIPESTATUS[0]}\"",
         shell=True, executable="/bin/bash", capture_output=True, text=True, env=ENV)
     assert proc.stdout.splitlines()[-1] == "status 141" and len(proc.stdout.splitlines()) == 2
@@ -137,7 +146,7 @@ def test_resume_after_torn_output(sample, tmp_path):
     run, qids = small_run(sample, tmp_path, queries=5)
     qrels = sample / "dl19" / "qrels.txt"
     full = tmp_path / "full.run"
-    acurank("rerank", run, "--method", "acurank-9", "--qrels", qrels, "--output", full, "--stats", tmp_path / "full.stats.jsonl")
+    acurank("rerank", run, "--method", "acurank-9", "--reranker", "simulated", "--qrels", qrels, "--output", full, "--stats", tmp_path / "full.stats.jsonl")
     part = tmp_path / "part.run"
     text = full.read_text()
     cut = text.index(f"{qids[2]} Q0") + 150  # two whole queries and a torn third
@@ -145,7 +154,7 @@ def test_resume_after_torn_output(sample, tmp_path):
     (tmp_path / "part.run.meta.json").write_text((tmp_path / "full.run.meta.json").read_text())  # what made it
     stats = tmp_path / "part.stats.jsonl"
     stats.write_text("".join((tmp_path / "full.stats.jsonl").read_text().splitlines(True)[:3]))
-    proc = acurank("rerank", run, "--method", "acurank-9", "--qrels", qrels, "--output", part, "--stats", stats)
+    proc = acurank("rerank", run, "--method", "acurank-9", "--reranker", "simulated", "--qrels", qrels, "--output", part, "--stats", stats)
     assert "resuming" in proc.stderr and "2 of 5" in proc.stderr
     assert part.read_text() == text
     assert [json.loads(l)["qid"] for l in stats.read_text().splitlines()] == qids
@@ -155,9 +164,9 @@ def test_resume_with_other_settings_is_refused(sample, tmp_path):
     run, _ = small_run(sample, tmp_path, queries=5)
     qrels = sample / "dl19" / "qrels.txt"
     out = tmp_path / "h.run"
-    acurank("rerank", run, "--qrels", qrels, "-o", out)
+    acurank("rerank", run, "--reranker", "simulated", "--qrels", qrels, "-o", out)
     before = out.read_text()
-    proc = acurank("rerank", run, "--qrels", qrels, "-o", out, "--eps", "0.3", "--tau", "3", "--sim-noise", "2",
+    proc = acurank("rerank", run, "--reranker", "simulated", "--qrels", qrels, "-o", out, "--eps", "0.3", "--tau", "3", "--sim-noise", "2",
                    check=False)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     for diff in ("params.eps: 0.01 -> 0.3", "params.tau: 10 -> 3", "reranker.noise: 1.0 -> 2.0", "--overwrite"):
@@ -167,17 +176,17 @@ def test_resume_with_other_settings_is_refused(sample, tmp_path):
     assert record["reranker"]["backend"] == "simulated" and record["params"]["eps"] == 0.01
     assert record["params"]["tau"] == 10 and len(record["fingerprint"]) == 16
     # the same settings resume (nothing left to do), --overwrite starts afresh with the new ones
-    assert "5 of 5 queries already done" in acurank("rerank", run, "--qrels", qrels, "-o", out).stderr
-    acurank("rerank", run, "--qrels", qrels, "-o", out, "--eps", "0.3", "--overwrite")
+    assert "5 of 5 queries already done" in acurank("rerank", run, "--reranker", "simulated", "--qrels", qrels, "-o", out).stderr
+    acurank("rerank", run, "--reranker", "simulated", "--qrels", qrels, "-o", out, "--eps", "0.3", "--overwrite")
     (tmp_path / "h.run.meta.json").unlink()
-    proc = acurank("rerank", run, "--qrels", qrels, "-o", out, check=False)
+    proc = acurank("rerank", run, "--reranker", "simulated", "--qrels", qrels, "-o", out, check=False)
     assert proc.returncode == 2 and "cannot be resumed safely" in proc.stderr
 
 
 def test_kill_9_then_resume_gives_the_same_run(sample, tmp_path):
     run, qids = small_run(sample, tmp_path, queries=12)
     qrels = sample / "dl19" / "qrels.txt"
-    args = ["rerank", run, "--method", "acurank-H", "--qrels", qrels]
+    args = ["rerank", run, "--method", "acurank-H", "--reranker", "simulated", "--qrels", qrels]
     ref = tmp_path / "ref.run"
     acurank(*args, "--output", ref)
     out = tmp_path / "killed.run"
@@ -214,7 +223,7 @@ def test_minilm_beats_bm25_on_dl19_queries(sample, tmp_path):
 def test_ctrl_c_exits_130_keeps_finished_queries_and_resumes(sample, tmp_path, signum, code):
     run, _ = small_run(sample, tmp_path, queries=12)
     qrels = sample / "dl19" / "qrels.txt"
-    args = ["rerank", run, "--method", "acurank-HH", "--qrels", qrels, "--updater", "library"]
+    args = ["rerank", run, "--method", "acurank-HH", "--reranker", "simulated", "--qrels", qrels, "--updater", "library"]
     ref = tmp_path / "ref.run"
     acurank(*args, "--output", ref)
     out = tmp_path / "int.run"
@@ -257,15 +266,15 @@ def test_uncertainty_rule_is_part_of_the_run_settings(sample, tmp_path):
     run, _ = small_run(sample, tmp_path, queries=3)
     qrels = sample / "dl19" / "qrels.txt"
     out = tmp_path / "x.run"
-    acurank("rerank", run, "--qrels", qrels, "-o", out, "--uncertainty", "exact")
+    acurank("rerank", run, "--reranker", "simulated", "--qrels", qrels, "-o", out, "--uncertainty", "exact")
     record = json.loads((tmp_path / "x.stats.jsonl").read_text().splitlines()[0])
     assert record["params"]["uncertainty"] == "exact" and record["calls"] > 5
-    proc = acurank("rerank", run, "--qrels", qrels, "-o", out, "--uncertainty", "entropy", check=False)
+    proc = acurank("rerank", run, "--reranker", "simulated", "--qrels", qrels, "-o", out, "--uncertainty", "entropy", check=False)
     assert proc.returncode == 2 and "params.uncertainty: 'exact' -> 'entropy'" in proc.stderr
     plain = tmp_path / "t.run"
-    acurank("rerank", run, "--qrels", qrels, "-o", plain)
+    acurank("rerank", run, "--reranker", "simulated", "--qrels", qrels, "-o", plain)
     meta = tmp_path / "t.run.meta.json"
     recorded = json.loads(meta.read_text())
     del recorded["fingerprint"]["params"]["uncertainty"]
     meta.write_text(json.dumps(recorded))
-    assert "3 of 3 queries already done" in acurank("rerank", run, "--qrels", qrels, "-o", plain).stderr
+    assert "3 of 3 queries already done" in acurank("rerank", run, "--reranker", "simulated", "--qrels", qrels, "-o", plain).stderr

@@ -106,9 +106,9 @@ def test_vllm_batch_equals_one_by_one_and_delivers_each(tiny32):
 def test_vllm_options_are_checked_before_loading(tiny32):
     from acurank_cli.errors import InputError
 
-    for bad, msg in (({"tensor_parallel_size": 0}, "--tensor-parallel-size must be >= 1, got 0"),
-                     ({"gpu_memory_utilization": 1.5}, r"--gpu-memory-utilization must be in \(0, 1\], got 1.5"),
-                     ({"kv_cache_gib": 0}, "--kv-cache-gib must be > 0, got 0")):
+    for bad, msg in (({"tensor_parallel_size": 0}, r"^tensor_parallel_size=0: must be an integer >= 1 \(reranker vllm\)$"),
+                     ({"gpu_memory_utilization": 1.5}, r"^gpu_memory_utilization=1.5: must be a number in \(0, 1\]"),
+                     ({"kv_cache_gib": 0}, r"^kv_cache_gib=0: must be a number > 0")):
         with pytest.raises(InputError, match=msg):
             build_reranker(f"vllm:{tiny32}", **bad)
 

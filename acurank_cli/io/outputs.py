@@ -61,8 +61,47 @@ def meta_path_for(run_path: str | Path) -> Path:
     return p.with_name(p.name + ".meta.json")
 
 
+@dataclass(frozen=True)
+class RunMeta:
+    """What a run's ``X.run.meta.json`` says about it: the queries it was made for and its reranker."""
+
+    path: Path
+    expected_queries: int | None
+    backend: str | None
+
+    @property
+    def simulated(self) -> bool:
+        """Made by the simulated reranker (a qrels oracle), not a model."""
+        return self.backend == "simulated"
+
+
+def read_run_meta(run_path: str | Path) -> RunMeta | None:
+    """The meta file beside a run, or None when there is none (a run made elsewhere) or it is unreadable."""
+    if str(run_path) == "-":
+        return None
+    meta = meta_path_for(run_path)
+    try:
+        fp = json.loads(meta.read_text(encoding="utf-8"))["fingerprint"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    inputs = fp.get("inputs") or {}
+    reranker = fp.get("reranker") or {}
+    queries = inputs.get("queries")
+    return RunMeta(meta, int(queries) if isinstance(queries, int) else None,
+                   reranker.get("backend") if isinstance(reranker, dict) else None)
+
+
+def unfinished(run_path: str | Path, queries: int) -> str | None:
+    """``"18 of 54 queries"`` when the run's meta says it was made for more queries than it holds."""
+    meta = read_run_meta(run_path)
+    if meta is None or meta.expected_queries is None or queries >= meta.expected_queries:
+        return None
+    return f"{queries} of {meta.expected_queries} queries"
+
+
 def check_writable(path: str | None, what: str) -> None:
-    """One line (exit 2) now, not a traceback later, for an output path that cannot be written."""
+    """One line (exit 2) now, not a traceback later, for an output path that cannot be written; a
+    missing folder is made (as ``mkdir -p``)."""
     if not path or path == "-":
         return
     p = Path(path)
@@ -70,7 +109,10 @@ def check_writable(path: str | None, what: str) -> None:
     if p.is_dir():
         raise InputError(f"{what} is a directory, expected a file name", path)
     if not folder.is_dir():
-        raise InputError(f"{what}: folder {str(folder)!r} does not exist", path)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"{what}: cannot make folder {str(folder)!r} ({exc.strerror or exc})", path) from None
     if (p.exists() and not os.access(p, os.W_OK)) or not os.access(folder, os.W_OK):
         raise InputError(f"{what} is not writable", path)
 

@@ -22,13 +22,14 @@ import json
 import math
 import re
 import statistics
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
 from ..evaluation import evaluate, measure_name
-from ..io.outputs import RUN_SUFFIXES, method_name_of, read_stats, stats_path_for
+from ..io.outputs import RUN_SUFFIXES, method_name_of, read_run_meta, read_stats, stats_path_for, unfinished
 from ..io.readers import open_text, read_qrels, read_run, read_topics
 from ..records import Run
 
@@ -268,6 +269,27 @@ def scan_directory(root: str | Path) -> dict[str, DatasetRuns]:
     return found
 
 
+def _check_runs(found: dict[str, DatasetRuns]) -> None:
+    """Refuse an unfinished run (its meta file says it was made for more queries than it holds: its
+    calls would average over fewer queries than its nDCG); warn when oracle (simulated) runs and
+    model runs meet in one report."""
+    kinds: dict[str, list[str]] = {"simulated": [], "model": []}
+    for ds in found.values():
+        for method, mr in ds.runs.items():
+            meta = read_run_meta(mr.run_path)
+            if meta is None:
+                continue
+            left = unfinished(mr.run_path, len(mr.candidates()))
+            if left:
+                raise InputError(f"{ds.name}/{method}: {mr.run_path} is unfinished ({left}); finish it (rerun its "
+                                 "rerank command) or leave it out, so that every column covers the same queries")
+            kinds["simulated" if meta.simulated else "model"].append(f"{ds.name}/{method}")
+    if kinds["simulated"] and kinds["model"]:
+        print(f"acurank: warning: this report mixes runs of the simulated reranker (a qrels oracle: "
+              f"{', '.join(kinds['simulated'][:4])}{', ...' if len(kinds['simulated']) > 4 else ''}) with model runs "
+              f"({', '.join(kinds['model'][:4])}{', ...' if len(kinds['model']) > 4 else ''})", file=sys.stderr)
+
+
 def build_collection(
     dirs: Sequence[str] = (),
     runs: Sequence[str] = (),
@@ -343,6 +365,7 @@ def build_collection(
             ds.qrels()  # raises the explanatory error
         if first_stage in ds.runs:
             ds.runs[first_stage].first_stage = True
+    _check_runs(found)
     order = None
     if methods:
         known = {m for d in found.values() for m in d.runs}

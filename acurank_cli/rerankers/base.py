@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Sequence
 
 from ..errors import InputError
+from ..params import Domain, check_domains
 from ..records import RerankRequest, RerankResult
 
 #: Called with (index in the batch, result) as each result is ready.
@@ -81,9 +82,10 @@ class LRU(OrderedDict):
         return value
 
 
-def option(default: Any, help: str, flag: str | None = None, cli: bool = True) -> Any:
-    """A backend option: a field of its options record, and (``cli``) a ``rerank`` flag with ``help``."""
-    return field(default=default, metadata={"help": help, "flag": flag, "cli": cli})
+def option(default: Any, help: str, flag: str | None = None, cli: bool = True, domain: Domain | None = None) -> Any:
+    """A backend option: a field of its options record, and (``cli``) a ``rerank`` flag with ``help``;
+    ``domain``: the values it may take (checked when the record is made, before any model call)."""
+    return field(default=default, metadata={"help": help, "flag": flag, "cli": cli, "domain": domain})
 
 
 @dataclass(frozen=True)
@@ -110,10 +112,25 @@ class BackendSpec:
         known = self.option_names()
         unknown = sorted(k for k, v in given.items() if v is not None and k not in known)
         if unknown:
-            shown = ", ".join(_flag(f) for f in fields(self.options) if f.metadata.get("cli", True)) or "none"
-            raise InputError(f"reranker {self.prefix!r} has no option {', '.join(_flag_name(k) for k in unknown)} "
-                             f"(its options: {shown})")
-        return self.options(**{k: v for k, v in given.items() if v is not None})
+            raise UnknownOption(self.prefix, unknown, [f for f in fields(self.options) if f.metadata.get("cli", True)])
+        record = self.options(**{k: v for k, v in given.items() if v is not None})
+        check_domains(record, f" (reranker {self.prefix})")
+        return record
+
+
+class UnknownOption(InputError):
+    """An option the backend does not have: the API names keywords, the CLI flags."""
+
+    def __init__(self, prefix: str, unknown: list[str], known: list[Any]):
+        self.prefix, self.unknown, self.known = prefix, unknown, known
+        super().__init__(self._text(lambda k: k, lambda f: f.name))
+
+    def _text(self, name, shown) -> str:
+        return (f"reranker {self.prefix!r} has no option {', '.join(name(k) for k in self.unknown)} "
+                f"(its options: {', '.join(shown(f) for f in self.known) or 'none'})")
+
+    def cli(self) -> str:
+        return self._text(_flag_name, _flag)
 
 
 def _flag_name(name: str) -> str:
@@ -128,7 +145,8 @@ REGISTRY: dict[str, BackendSpec] = {}
 
 
 def register(prefix: str, takes_arg: bool, help: str, needs_texts: bool = True, options: type = NoOptions):
-    """Decorator registering a backend factory ``factory(arg, options_record) -> RerankerBase``.
+    """Decorator registering a backend: a factory ``factory(arg, options_record) -> RerankerBase``, or a
+    :class:`RerankerBase` subclass (built with the options record, see :func:`_as_factory`).
 
     This is the one line a new backend needs; its module is found through :data:`BACKEND_MODULES`
     (built-ins), the ``acurank.rerankers`` entry-point group (installed plug-ins) or the
@@ -136,10 +154,27 @@ def register(prefix: str, takes_arg: bool, help: str, needs_texts: bool = True, 
     """
 
     def deco(factory):
-        REGISTRY[prefix] = BackendSpec(prefix, factory, takes_arg, help, needs_texts, options)
+        REGISTRY[prefix] = BackendSpec(prefix, _as_factory(factory, takes_arg), takes_arg, help, needs_texts, options)
         return factory
 
     return deco
+
+
+def _as_factory(made: Any, takes_arg: bool) -> Callable[[str, Any], RerankerBase]:
+    """A registered factory ``f(arg, options)``, or a RerankerBase subclass whose ``__init__`` takes
+    ``(arg, options)``, ``(options)`` (or ``(arg)`` when ``takes_arg``), or nothing."""
+    if not (isinstance(made, type) and issubclass(made, RerankerBase)):
+        return made
+    import inspect
+
+    params = [p for p in inspect.signature(made).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+    if len(params) >= 2:
+        return lambda arg, options: made(arg, options)
+    if len(params) == 1:
+        return (lambda arg, options: made(arg)) if takes_arg and params[0].name == "arg" else (
+            lambda arg, options: made(options))
+    return lambda arg, options: made()
 
 
 #: Modules that register the built-in backends; each keeps its heavy imports inside the factory.

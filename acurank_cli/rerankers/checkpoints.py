@@ -52,6 +52,23 @@ def one_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+class quiet_loading:
+    """Silence transformers' weight-loading progress bar (stderr noise in a CLI), then restore it."""
+
+    def __enter__(self):
+        from transformers.utils import logging as hf_logging
+
+        self._logging = hf_logging
+        self._was = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()
+        return self
+
+    def __exit__(self, *exc):
+        if self._was:
+            self._logging.enable_progress_bar()
+        return False
+
+
 @dataclass(frozen=True)
 class ModelSource:
     """A model as named on the command line: ``location`` (folder or hub id) and, for GGUF, the file."""
@@ -137,14 +154,15 @@ def converted_folder(source: ModelSource, say=None) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
     try:
-        tok = AutoTokenizer.from_pretrained(source.location, gguf_file=source.gguf_file)
-        model = AutoModelForCausalLM.from_pretrained(source.location, gguf_file=source.gguf_file,
-                                                     **dtype_kwarg(torch.float32))
+        with quiet_loading():
+            tok = AutoTokenizer.from_pretrained(source.location, gguf_file=source.gguf_file)
+            model = AutoModelForCausalLM.from_pretrained(source.location, gguf_file=source.gguf_file,
+                                                         **dtype_kwarg(torch.float32))
         model.hf_quantizer = None  # the weights are dequantised: save them as plain tensors
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
+            model.save_pretrained(tmp)
+            tok.save_pretrained(tmp)
         try:
             tmp.rename(target)
         except OSError:  # another process finished first
@@ -171,4 +189,4 @@ def prompt_builder(source: ModelSource, tokenizer: Any, prompt_format: str | Non
 
 
 __all__ = ["DTYPES", "ModelSource", "converted_folder", "dtype_kwarg", "dtype_name", "file_sha256", "gguf_cache_root",
-           "one_line", "prompt_builder", "resolve_model"]
+           "one_line", "prompt_builder", "quiet_loading", "resolve_model"]

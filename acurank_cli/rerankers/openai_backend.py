@@ -35,7 +35,9 @@ from typing import Any, Optional
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import InputError
+from ..params import at_least, between, positive
 from .base import option, register
+from .prompts import MIN_CONTEXT
 from .listwise import Deliver, ListwiseLLM, Reply
 from .prompts import (
     CHAT_MESSAGES,
@@ -221,6 +223,7 @@ class OpenAIReranker(ListwiseLLM):
         self.retry_base = float(options.retry_base)
         self.retry_cap = float(options.retry_cap)
         self.set_aside = float(options.set_aside)
+        self.exact_answer_tokens = bool(options.exact_answer_tokens)
         counter, tok, self.counter_note = resolve_counter(model, options.tokenizer)
         if tok is not None and getattr(tok, "chat_template", None):
             # the server applies this template: count what it will build
@@ -256,6 +259,7 @@ class OpenAIReranker(ListwiseLLM):
             "model": self.model,
             "base_url": _without_userinfo(self.base_url) if len(self.base_urls) == 1 else "replicas",
             "temperature": self.temperature,
+            **({"answer_tokens": "exact"} if self.exact_answer_tokens else {}),
             **self.prompt_identity(),
         }
 
@@ -263,8 +267,12 @@ class OpenAIReranker(ListwiseLLM):
         return super().notes() + ([self.counter_note] if self.counter_note else [])
 
     def payload(self, prompt: Prompt) -> dict[str, Any]:
-        """The JSON body of one chat completion: the messages and the temperature (no token limit, as published)."""
-        return {"model": self.model, "messages": [dict(m) for m in prompt.messages], "temperature": self.temperature}
+        """The JSON body of one chat completion: the messages and the temperature (no token limit, as published);
+        with ``exact_answer_tokens``, ``max_tokens = min_tokens = out(num)`` as hf:/vllm: generate."""
+        body = {"model": self.model, "messages": [dict(m) for m in prompt.messages], "temperature": self.temperature}
+        if self.exact_answer_tokens:
+            body["max_tokens"] = body["min_tokens"] = prompt.answer_tokens
+        return body
 
     # -- execution ----------------------------------------------------------------------------
 
@@ -509,17 +517,19 @@ class EndpointPool:
 class OpenAIOptions:
     base_url: Optional[list[str]] = option(None, "openai: endpoint (vLLM/SGLang/llama.cpp server, or OpenAI by "
                                            "default); repeat it for replicas: each request goes to the least busy")
-    concurrency: int = option(8, "openai: requests in flight per endpoint")
-    timeout: float = option(120.0, "openai: seconds per request")
-    retries: int = option(6, "openai: retries on 429/5xx/timeouts")
-    retry_base: float = option(0.5, "openai: first backoff (s)", cli=False)
-    retry_cap: float = option(30.0, "openai: longest backoff (s)", cli=False)
-    set_aside: float = option(5.0, "openai: seconds a failing endpoint is left out (doubling while it fails)", cli=False)
-    context_size: int = option(4096, "LLM context in tokens (prompt + answer), as published")
+    concurrency: int = option(8, "openai: requests in flight per endpoint", domain=at_least(1))
+    timeout: float = option(120.0, "openai: seconds per request", domain=positive())
+    retries: int = option(6, "openai: retries on 429/5xx/timeouts", domain=at_least(0))
+    retry_base: float = option(0.5, "openai: first backoff (s)", cli=False, domain=positive())
+    retry_cap: float = option(30.0, "openai: longest backoff (s)", cli=False, domain=positive())
+    set_aside: float = option(5.0, "openai: seconds a failing endpoint is left out (doubling while it fails)", cli=False, domain=positive())
+    context_size: int = option(4096, "LLM context in tokens (prompt + answer), as published", domain=at_least(MIN_CONTEXT))
     prompt_format: Optional[str] = option(None, "hf: prompt format rankzephyr | rankvicuna | chat", flag="--prompt")
-    temperature: float = option(0.0, "LLM sampling temperature (0 = greedy; the published OpenAI runs used 1.0)")
+    temperature: float = option(0.0, "LLM sampling temperature (0 = greedy; the published OpenAI runs used 1.0)", domain=between(0.0, 2.0))
     tokenizer: Optional[str] = option(None, "openai: count prompt tokens with this local tokenizer (path or hub id) "
                                       "or tiktoken:ENCODING")
+    exact_answer_tokens: bool = option(False, "openai: ask for exactly out(num) answer tokens (max_tokens = min_tokens, "
+                                       "a vLLM/SGLang extension), as hf:/vllm: generate; default: no limit, as published")
     log_prompts: Optional[str] = option(None, "LLMs: JSONL file, one line per model call")
 
 

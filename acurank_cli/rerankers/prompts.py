@@ -43,6 +43,10 @@ SYSTEM_MESSAGE = (
 BASE_WORDS = 300
 BASE_WINDOW = 20
 
+#: The smallest --context-size a backend accepts: the fixed instruction and a window's frame alone take
+#: ~150 tokens (a prompt that still does not fit is refused by the builder, naming the window).
+MIN_CONTEXT = 256
+
 #: RankZephyr's answer budget per window size (the published fixed table).
 RANKZEPHYR_ANSWER_TOKENS = {
     20: 90, 19: 85, 18: 80, 17: 75, 16: 70, 15: 65, 14: 60, 13: 55, 12: 50, 11: 45,

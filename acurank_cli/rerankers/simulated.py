@@ -10,6 +10,7 @@ from typing import Any, Optional, Sequence
 
 from ..errors import InputError
 from ..records import RerankRequest, RerankResult
+from ..params import ANY_INT, at_least
 from .base import RerankerBase, option, register
 
 _NORMAL = statistics.NormalDist()
@@ -60,15 +61,16 @@ class SimulatedReranker(RerankerBase):
 @dataclass(frozen=True)
 class SimulatedOptions:
     qrels: Optional[dict] = option(None, "the grades (from --qrels)", cli=False)
-    sim_noise: float = option(1.0, "simulated: noise of the grades (Gaussian sd)")
-    sim_seed: int = option(0, "simulated: seed of the noise")
+    sim_noise: float = option(1.0, "simulated: noise of the grades (Gaussian sd)", domain=at_least(0.0, integer=False))
+    sim_seed: int = option(0, "simulated: seed of the noise", domain=ANY_INT)
 
 
 @register("simulated", takes_arg=False, help="noisy qrels oracle (needs --qrels)", needs_texts=False,
           options=SimulatedOptions)
 def _factory(arg: str, options: SimulatedOptions) -> SimulatedReranker:
     if not options.qrels:
-        raise InputError("--reranker simulated needs --qrels (it orders windows by noisy grades)")
+        raise InputError("the simulated reranker needs qrels: it orders windows by noisy grades "
+                         "(CLI: --qrels FILE; API: qrels={qid: {docid: grade}})")
     return SimulatedReranker(
         options.qrels, noise=options.sim_noise, seed=options.sim_seed,
         name=f"simulated(noise={options.sim_noise},seed={options.sim_seed})",

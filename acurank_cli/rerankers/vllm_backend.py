@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..errors import InputError
+from ..params import ANY_INT, at_least, between, positive
 from .base import option, register
+from .prompts import MIN_CONTEXT
 from .checkpoints import converted_folder, dtype_name, one_line, prompt_builder, resolve_model
 from .listwise import Deliver, ListwiseLLM, Reply
 from .prompts import HFTokenCounter, Prompt, get_format
@@ -47,7 +49,6 @@ class VLLMReranker(ListwiseLLM):
         options = options or VLLMOptions()
         if options.prompt_format:
             get_format(options.prompt_format)  # fail before loading weights
-        _check_options(options)
         try:
             import torch
             from transformers import AutoConfig, AutoTokenizer
@@ -55,7 +56,7 @@ class VLLMReranker(ListwiseLLM):
             raise InputError(f"vllm: backend needs torch and transformers ({one_line(exc)})") from exc
         if not torch.cuda.is_available():
             os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")  # its start-up warnings are noise in a CLI
         vllm = _import_vllm()
 
         self.source = resolve_model(model, "vllm")
@@ -158,31 +159,20 @@ class VLLMReranker(ListwiseLLM):
             gc.collect()
 
 
-def _check_options(o: "VLLMOptions") -> None:
-    if o.tensor_parallel_size < 1:
-        raise InputError(f"vllm: --tensor-parallel-size must be >= 1, got {o.tensor_parallel_size}")
-    if o.gpu_memory_utilization is not None and not 0 < o.gpu_memory_utilization <= 1:
-        raise InputError(f"vllm: --gpu-memory-utilization must be in (0, 1], got {o.gpu_memory_utilization}")
-    if o.kv_cache_gib is not None and not o.kv_cache_gib > 0:
-        raise InputError(f"vllm: --kv-cache-gib must be > 0, got {o.kv_cache_gib}")
-    if o.max_num_seqs is not None and o.max_num_seqs < 1:
-        raise InputError(f"vllm: --max-num-seqs must be >= 1, got {o.max_num_seqs}")
-
-
 @dataclass(frozen=True)
 class VLLMOptions:
     dtype: Optional[str] = option(None, "hf/vllm: weights dtype (bf16, fp16, fp32); default bf16 on GPU, fp32 on CPU")
-    context_size: int = option(4096, "LLM context in tokens (prompt + answer), as published; vllm: its max model length")
+    context_size: int = option(4096, "LLM context in tokens (prompt + answer), as published; vllm: its max model length", domain=at_least(MIN_CONTEXT))
     prompt_format: Optional[str] = option(None, "hf/vllm: prompt format rankzephyr | rankvicuna | chat (default: "
                                           "chat when the tokenizer has a template, else rankvicuna)", flag="--prompt")
-    temperature: float = option(0.0, "LLM sampling temperature (0 = greedy; the published OpenAI runs used 1.0)")
+    temperature: float = option(0.0, "LLM sampling temperature (0 = greedy; the published OpenAI runs used 1.0)", domain=between(0.0, 2.0))
     double_bos: bool = option(False, "hf/vllm: feed the tokenizer's BOS even after the template's (as the published code did)")
-    tensor_parallel_size: int = option(1, "vllm: GPUs one model is split over (tensor parallelism)")
+    tensor_parallel_size: int = option(1, "vllm: GPUs one model is split over (tensor parallelism)", domain=at_least(1))
     gpu_memory_utilization: Optional[float] = option(None, "vllm: fraction of GPU memory for weights + KV cache "
-                                                     "(vLLM's default 0.9)")
-    kv_cache_gib: Optional[float] = option(None, "vllm: KV cache size in GiB (CPU machines; vLLM's default otherwise)")
-    max_num_seqs: Optional[int] = option(None, "vllm: most sequences the engine batches at once (vLLM's default)")
-    engine_seed: int = option(0, "vllm: the engine's sampling seed (used when --temperature > 0)", flag="--vllm-seed")
+                                                     "(vLLM's default 0.9)", domain=between(0.0, 1.0, lo_open=True))
+    kv_cache_gib: Optional[float] = option(None, "vllm: KV cache size in GiB (CPU machines; vLLM's default otherwise)", domain=positive())
+    max_num_seqs: Optional[int] = option(None, "vllm: most sequences the engine batches at once (vLLM's default)", domain=at_least(1))
+    engine_seed: int = option(0, "vllm: the engine's sampling seed (used when --temperature > 0)", flag="--vllm-seed", domain=ANY_INT)
     enforce_eager: bool = option(False, "vllm: no CUDA graphs (less memory, slower decoding)")
     log_prompts: Optional[str] = option(None, "LLMs: JSONL file, one line per model call")
 

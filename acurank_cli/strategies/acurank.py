@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InputError
+from ..params import ANY_INT, ParameterError, at_least, between, check_domains, param
 from ..ratings import Init, Updater, get_updater, initial_ratings, update_groups
 from ..records import DocRating, Phase, Ranked, RankingTask, RatingsSnapshot, Step
 from ..uncertainty import Assessment, Uncertainty, assess
@@ -38,29 +40,44 @@ class AcuRankParams:
     """Parameters in the paper's names: cutoff k, tolerance eps, stop threshold tau, window m,
     adaptive-group budget B (``budget``) or total call cap N (``cap``, acurank-N)."""
 
-    k: int = 10
-    eps: float = 0.01
-    tau: int = 10
-    m: int = 20
-    budget: int = 100
-    cap: int | None = None
+    k: int = param(10, at_least(1))
+    #: eps < 1/2, or {eps < s_i < 1 - eps} is empty
+    eps: float = param(0.01, between(0.0, 0.5, lo_open=True, hi_open=True))
+    tau: int = param(10, at_least(0))  # 0: never stop on |C| < tau (only when C is empty or B is spent)
+    #: a window of one document is never sent: m >= 2
+    m: int = param(20, at_least(2), flag="--window")
+    budget: int = param(100, at_least(0))
+    cap: int | None = param(None, at_least(1), flag="acurank-N")
     init: Init = Init.score
     partition: Partition = Partition.sequential
     stop: StopRule = StopRule.uncertain
-    seed: int = 0
+    seed: int = param(0, ANY_INT)
     updater: Updater = Updater.fast
     #: Round cap R (--max-rounds): the initial pass is round 1, each adaptive iteration one round; the
     #: last allowed round is a final pass over {s_i > eps}, as when |C| < tau. None: no cap.
-    max_rounds: int | None = None
+    max_rounds: int | None = param(None, at_least(1))
     #: Which documents are uncertain (--uncertainty): threshold (the paper's s_i), exact (p_i = P(r_i <= k))
     #: or entropy (of the rank distribution truncated at k); see acurank_cli/uncertainty.py.
     uncertainty: Uncertainty = Uncertainty.threshold
 
     def __post_init__(self) -> None:
-        """Accept plain strings for the enum-valued parameters (as from a config or a script)."""
+        """Check every parameter's domain; accept plain strings for the enum-valued ones (as from a
+        config or a script)."""
+        check_domains(self)
         for name, kind in (("init", Init), ("partition", Partition), ("stop", StopRule), ("updater", Updater),
                            ("uncertainty", Uncertainty)):
-            object.__setattr__(self, name, kind(getattr(self, name)))
+            value = getattr(self, name)
+            try:
+                object.__setattr__(self, name, kind(value))
+            except ValueError:
+                raise ParameterError(name, value, "one of " + ", ".join(v.value for v in kind)) from None
+
+    def check_task(self, n: int, qid: str) -> None:
+        """acurank-N promises at most N calls: N must cover the initial pass over n candidates."""
+        if self.cap is not None and self.cap < math.ceil(n / self.m):
+            raise InputError(f"acurank-{self.cap}: query {qid} has {n} candidates, whose initial pass alone takes "
+                             f"{math.ceil(n / self.m)} calls of m = {self.m}; use acurank-N with N >= "
+                             f"{math.ceil(n / self.m)} or a smaller --depth")
 
 
 def sort_by(order: list[int], key: np.ndarray) -> list[int]:
@@ -80,6 +97,10 @@ class AcuRank:
     def init(self):
         """How ratings start from first-stage scores (their validity is checked before any call)."""
         return self.params.init
+
+    def check(self, task: RankingTask) -> None:
+        """Refuse, before any call, a task the parameters cannot honour (acurank-N below its initial pass)."""
+        self.params.check_task(task.n, task.qid)
 
     def adaptive_budget(self, n: int) -> int:
         """B: adaptive groups allowed (acurank-N: N minus the initial pass's windows)."""

@@ -26,6 +26,16 @@ class Strategy(Protocol):
         """Yield steps of windows, receive permutations, return the final ranking."""
         ...
 
+    def check(self, task: RankingTask) -> None:  # pragma: no cover - protocol
+        """Raise InputError, before any call, for a task the method's parameters cannot honour."""
+        ...
+
+
+def check_tasks(strategy: Strategy, tasks: Sequence[RankingTask]) -> None:
+    """Every task checked by the strategy before the first model call."""
+    for task in tasks:
+        strategy.check(task)
+
 
 def apply(window: Sequence[str], perm: Permutation) -> list[str]:
     """The window's docids in the reranker's returned order."""

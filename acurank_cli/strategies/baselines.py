@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ..params import ANY_INT, at_least, check_domains, param
 from ..ratings import Init, Updater, get_updater, initial_ratings, update_groups
 from ..records import Phase, Ranked, RankingTask, Step
 from .acurank import sort_by
@@ -19,9 +20,15 @@ class SlidingWindows:
     init: ClassVar[None] = None  # first-stage scores only order the input
 
     name: str
-    passes: int
-    m: int = 20
-    stride: int = 10
+    passes: int = param(1, at_least(1))
+    m: int = param(20, at_least(2), flag="--window")
+    stride: int = param(10, at_least(1))
+
+    def __post_init__(self) -> None:
+        check_domains(self)
+
+    def check(self, task: RankingTask) -> None:
+        """Any list can be reranked."""
 
     def starts(self, n: int) -> list[int]:
         """Window starts from the bottom: n-m, n-m-stride, ..., and 0 if missing."""
@@ -48,8 +55,14 @@ class TourRank:
     init: ClassVar[None] = None  # first-stage scores only order the input
 
     name: str
-    tournaments: int
-    seed: int = 0
+    tournaments: int = param(1, at_least(1))
+    seed: int = param(0, ANY_INT)
+
+    def __post_init__(self) -> None:
+        check_domains(self)
+
+    def check(self, task: RankingTask) -> None:
+        """Any list can be reranked."""
 
     #: (candidates entering, groups, promoted per group, stage runs if n > this)
     STAGES = ((None, 5, 10, 50), (50, 5, 4, 20), (20, 1, 10, 10), (10, 1, 5, 5), (5, 1, 2, 2))
@@ -90,14 +103,18 @@ class TrueSkillStatic:
 
     name: str
     stages: tuple[int, ...]
-    m: int = 20
+    m: int = param(20, at_least(2), flag="--window")
     init: Init = Init.score
     updater: Updater = Updater.fast
 
     def __post_init__(self) -> None:
-        """Accept plain strings for the enum-valued parameters, as AcuRankParams does."""
+        """Check the domains; accept plain strings for the enum-valued parameters, as AcuRankParams does."""
+        check_domains(self)
         object.__setattr__(self, "init", Init(self.init))
         object.__setattr__(self, "updater", Updater(self.updater))
+
+    def check(self, task: RankingTask) -> None:
+        """Any list can be reranked."""
 
     def plan(self, task: RankingTask) -> Plan:
         """No initial pass; stage budgets c_j in windows of m over the current top."""

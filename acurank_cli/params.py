@@ -1,0 +1,108 @@
+"""Parameter domains: every numeric parameter of a method or backend is declared with the values it may
+take, in its typed record (``param(default, domain)``), and checked there before any model call.
+
+A value outside its domain raises :class:`ParameterError` (an :class:`~.errors.InputError`, hence a
+``ValueError``): the API shows the keyword (``k=0: must be an integer >= 1``), the CLI the flag
+(``--k 0: must be an integer >= 1``).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
+
+from .errors import InputError
+
+
+@dataclass(frozen=True)
+class Domain:
+    """The values a parameter may take: an integer or a (finite) number, between optional bounds."""
+
+    integer: bool
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    hi_open: bool = False
+
+    def contains(self, value: Any) -> bool:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            return False
+        if self.integer and not isinstance(value, numbers.Integral):
+            return False
+        v = float(value)
+        if not math.isfinite(v):
+            return False
+        if self.lo is not None and (v <= self.lo if self.lo_open else v < self.lo):
+            return False
+        if self.hi is not None and (v >= self.hi if self.hi_open else v > self.hi):
+            return False
+        return True
+
+    def describe(self) -> str:
+        what = "an integer" if self.integer else "a number"
+
+        def num(x: float) -> str:
+            return f"{x:g}"
+
+        if self.lo is not None and self.hi is not None:
+            return f"{what} in {'(' if self.lo_open else '['}{num(self.lo)}, {num(self.hi)}{')' if self.hi_open else ']'}"
+        if self.lo is not None:
+            return f"{what} {'>' if self.lo_open else '>='} {num(self.lo)}"
+        if self.hi is not None:
+            return f"{what} {'<' if self.hi_open else '<='} {num(self.hi)}"
+        return what
+
+
+def at_least(lo: float, integer: bool = True) -> Domain:
+    return Domain(integer, lo)
+
+
+def positive(integer: bool = False) -> Domain:
+    return Domain(integer, 0.0, lo_open=True)
+
+
+def between(lo: float, hi: float, lo_open: bool = False, hi_open: bool = False) -> Domain:
+    return Domain(False, lo, hi, lo_open, hi_open)
+
+
+ANY_INT = Domain(True)
+
+
+class ParameterError(InputError):
+    """A parameter outside its domain: ``str()`` names the keyword; :meth:`cli` names the flag."""
+
+    def __init__(self, name: str, value: Any, domain: str, flag: str | None = None, owner: str = ""):
+        self.name, self.value, self.domain, self.flag, self.owner = name, value, domain, flag, owner
+        super().__init__(f"{name}={value!r}: must be {domain}{owner}")
+
+    def cli(self) -> str:
+        """The message with the flag (``--k 0: must be an integer >= 1``)."""
+        flag = self.flag or "--" + self.name.replace("_", "-")
+        return f"{flag} {self.value}: must be {self.domain}{self.owner}"
+
+
+def param(default: Any, domain: Domain | None = None, flag: str | None = None, **metadata: Any) -> Any:
+    """A record field with its domain (and the CLI flag that sets it, when not ``--name``)."""
+    meta = {"domain": domain, "flag": flag, **metadata}
+    if isinstance(default, (list, dict, set)):
+        return field(default_factory=lambda: type(default)(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def check_domains(record: Any, owner: str = "") -> None:
+    """Raise :class:`ParameterError` for the first field of ``record`` outside its declared domain
+    (None passes where the default is None: "not set")."""
+    for f in fields(record):
+        domain = f.metadata.get("domain")
+        if domain is None:
+            continue
+        value = getattr(record, f.name)
+        if value is None and (f.default is None or f.default is MISSING):
+            continue
+        if not domain.contains(value):
+            raise ParameterError(f.name, value, domain.describe(), f.metadata.get("flag"), owner)
+
+
+__all__ = ["ANY_INT", "Domain", "ParameterError", "at_least", "between", "check_domains", "param", "positive"]
