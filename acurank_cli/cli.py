@@ -12,6 +12,11 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
+try:  # recent typer vendors click as typer._click; older ones use click itself
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover
+    from click import exceptions as click_errors
+
 from . import __version__, signals
 from .errors import InputError
 from .eval_output import EvalFormat, EvalRow, render
@@ -251,9 +256,18 @@ def run() -> None:
     pipe = signal.signal(signal.SIGPIPE, signal.SIG_DFL) if hasattr(signal, "SIGPIPE") else None
     try:
         with signals.handled():
-            app()  # standalone: usage errors print click's message (exit 2)
+            code = app(standalone_mode=False)  # click's own errors come here, to be said in one line
+        if isinstance(code, int) and code:
+            sys.exit(code)
+    except click_errors.NoArgsIsHelpError:  # `acurank` or `acurank report` alone: the help was shown
+        sys.exit(0)
+    except click_errors.UsageError as exc:  # an unknown flag, a value of the wrong type or range
+        where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
+        err.print(f"acurank: error: {exc.format_message()}{where}", markup=False, soft_wrap=True)
+        sys.exit(2)
     except InputError as exc:
-        err.print(f"acurank: error: {exc.cli()}", markup=False, soft_wrap=True)
+        if not getattr(exc, "reported", False):  # a job that stopped has said it, with where its work is
+            err.print(f"acurank: error: {exc.cli()}", markup=False, soft_wrap=True)
         sys.exit(2)
     except (signals.Interrupted, KeyboardInterrupt) as exc:
         if not getattr(exc, "reported", False):

@@ -168,8 +168,9 @@ def _stopped(err: Console, job: RerankJob, outputs: RunOutputs, exc: BaseExcepti
     done = len(outputs.done)
     if signum is not None or isinstance(exc, KeyboardInterrupt):
         what = f"interrupted ({signal.Signals(signum).name})" if signum else "interrupted"
-    else:
-        what = f"stopped: {exc}"
+    else:  # the error and where the finished work is, in one line (not printed again by the CLI)
+        what = f"error: {exc.cli() if isinstance(exc, InputError) else exc}"
+        exc.reported = True
     if job.output and job.output != "-":
         cached = " (finished model calls are in the call cache)" if job.cache else ""
         where = f"{done} finished queries are in {job.output}; rerun the same command to resume{cached}"

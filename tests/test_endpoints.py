@@ -151,3 +151,18 @@ def test_endpoint_killed_mid_run_the_run_finishes_identically_and_pays_once(samp
     assert served[a.url] == len(a.lines("done")) and served[b.url] == len(b.lines("done")) >= 8
     assert "served by" in err
     print(f"paid {len(paid)}, distinct {len(distinct)}, in flight at the kill {in_flight_at_kill}, served {served}")
+
+
+def test_cli_with_no_server_listening_says_it_once_and_fast(sample, tmp_path, endpoints):
+    (dead,) = endpoints(1, 0.0)
+    dead.kill()
+    run, _ = small_run(sample, tmp_path, queries=2, depth=20)
+    env = {k: v for k, v in ENV.items() if k != "OPENAI_API_KEY"}
+    t0 = time.monotonic()
+    proc = subprocess.run(_args(run, sample, [dead.url], tmp_path / "c.sqlite", tmp_path / "o.run"), env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and time.monotonic() - t0 < 20
+    errors = [l for l in proc.stderr.splitlines() if "error" in l]
+    assert errors == [f"acurank: error: openai: cannot connect to {dead.url} (connection refused): is the server "
+                      f"running? (0 of 2 windows of this batch finished); 0 finished queries are in {tmp_path / 'o.run'}; "
+                      "rerun the same command to resume (finished model calls are in the call cache)"], proc.stderr

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ..errors import InputError
 from ..params import ANY_INT, at_least, check_domains, param
 from ..ratings import Init, Updater, get_updater, initial_ratings, update_groups
 from ..records import Phase, Ranked, RankingTask, Step
@@ -62,7 +63,11 @@ class TourRank:
         check_domains(self)
 
     def check(self, task: RankingTask) -> None:
-        """Any list can be reranked."""
+        """Every stage runs only above its size (the last one above 2): 2 candidates would get no call."""
+        smallest = self.STAGES[-1][3]
+        if task.n <= smallest:
+            raise InputError(f"{self.name}: query {task.qid} has {task.n} candidates; TourRank's stages need more "
+                             f"than {smallest} (use sw-1 for so short a list)")
 
     #: (candidates entering, groups, promoted per group, stage runs if n > this)
     STAGES = ((None, 5, 10, 50), (50, 5, 4, 20), (20, 1, 10, 10), (10, 1, 5, 5), (5, 1, 2, 2))
