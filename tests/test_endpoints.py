@@ -166,3 +166,24 @@ def test_cli_with_no_server_listening_says_it_once_and_fast(sample, tmp_path, en
     assert errors == [f"acurank: error: openai: cannot connect to {dead.url} (connection refused): is the server "
                       f"running? (0 of 2 windows of this batch finished); 0 finished queries are in {tmp_path / 'o.run'}; "
                       "rerun the same command to resume (finished model calls are in the call cache)"], proc.stderr
+
+
+def test_one_endpoint_backs_off_two_endpoints_fail_over_at_once(monkeypatch):
+    """A 500 from the only endpoint waits the backoff (>= base/2) before the retry; with a second
+    endpoint free, the retry goes there at once and the failing one is set aside."""
+    from test_openai_backend import FakeServer
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    first_fails = lambda q, attempt: ("status", 500, {}, 0.0) if attempt == 0 else ("ok", 0.0)  # noqa: E731
+    with FakeServer(first_fails) as only:
+        rr = build_reranker("openai:m", base_url=only.base_url, retries=2, retry_base=0.6, concurrency=1)
+        t0 = time.monotonic()
+        rr.rerank(_windows(1))
+        assert time.monotonic() - t0 >= 0.3 and rr.stats["retries"] == 1
+    with FakeServer(lambda q, a: ("status", 500, {}, 0.0)) as bad, FakeServer(lambda q, a: ("ok", 0.0)) as good:
+        rr = build_reranker("openai:m", base_url=[bad.base_url, good.base_url], retries=2, retry_base=0.6,
+                            concurrency=1, set_aside=30.0)
+        t0 = time.monotonic()
+        results = rr.rerank(_windows(4))
+        assert time.monotonic() - t0 < 0.3
+        assert {r.endpoint for r in results} == {good.base_url} and len(bad.bodies) == 1

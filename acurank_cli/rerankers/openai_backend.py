@@ -381,9 +381,9 @@ class OpenAIReranker(ListwiseLLM):
                         f"openai: {ep.shown} failed after {attempt + 1} attempts (last: {why.reason})"
                     ) from None
                 self.stats["retries"] += 1
-                if pool.available() and why.retry_after is None:
+                if pool.healthy_other(besides=ep) and why.retry_after is None:
                     log.debug("openai: %s at %s; retrying on another endpoint", why.reason, ep.shown)
-                    continue  # another endpoint can take it now
+                    continue  # another endpoint is healthy: queue for it now, no backoff
                 delay = self.backoff(attempt, why.retry_after)
                 log.debug("openai: %s; retry %d in %.2f s", why.reason, attempt + 1, delay)
                 try:  # sleep, but stop early if another request has failed for good
@@ -447,9 +447,10 @@ class EndpointPool:
     def _ready(self, now: float) -> list[Endpoint]:
         return [e for e in self.endpoints if e.aside_until <= now and e.in_flight < self.per_endpoint]
 
-    def available(self) -> bool:
-        """Whether some endpoint could take a request now."""
-        return bool(self._ready(time.monotonic()))
+    def healthy_other(self, besides: Endpoint) -> bool:
+        """Whether an endpoint other than ``besides`` is not set aside (a retry can queue for it at once)."""
+        now = time.monotonic()
+        return any(e is not besides and e.aside_until <= now for e in self.endpoints)
 
     def all_refusing(self) -> bool:
         """Every endpoint's last attempt was a refused connection (no server is listening)."""
