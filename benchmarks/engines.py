@@ -70,6 +70,7 @@ def main() -> None:
     ap.add_argument("--engines", nargs="+", default=["vllm", "openai-vllm-server", "hf"])
     ap.add_argument("--methods", nargs="+", default=list(METHODS))
     ap.add_argument("--work", type=Path, default=None)
+    ap.add_argument("--name", default="engines", help="results file benchmarks/results/NAME.json")
     ap.add_argument("--context-size", type=int, default=1024, help="prompt + answer tokens (passages are cut to fit)")
     args = ap.parse_args()
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -126,7 +127,7 @@ def main() -> None:
                        "unparseable": parse.get("unparseable", 0), "sha": _digest(out)}
                 rows.append(row)
                 print(table([row], list(row)), flush=True)
-                save("engines", result)
+                save(args.name, result)
             if server is not None:
                 server.send_signal(signal.SIGINT)
                 server.wait(60)
@@ -146,7 +147,7 @@ def main() -> None:
     print(table(rows, ["engine", "method", "ndcg@10", "calls/q", "wall_s", "rerank_s", "calls/s", "ok", "repaired",
                        "unparseable"]))
     print(json.dumps(same, indent=1))
-    save("engines", result)
+    save(args.name, result)
 
 
 def _digest(path: Path) -> str:
