@@ -31,7 +31,7 @@ from typing import Any, Union
 from .cache import default_cache_path, with_cache
 from .driver import Driver
 from .errors import InputError
-from .params import ParameterError
+from .params import ParameterError, at_least
 from .ratings import check_scores
 from .records import CallTally, Candidate, Doc, Phase, QueryOutcome, RankingTask, Step
 from .rerankers.base import RerankerBase, build_reranker
@@ -39,6 +39,9 @@ from .strategies import AcuRankParams, build_strategy, check_tasks
 from .strategies import method_options as method_options_of
 
 DocLike = Union[str, Mapping[str, Any], Doc]
+
+#: Queries advanced together (the CLI's --batch-queries).
+BATCH_QUERIES = at_least(1)
 
 #: Keyword options that belong to the method (the rest go to the backend).
 METHOD_OPTIONS = frozenset({f.name for f in dataclasses.fields(AcuRankParams)} | {"m", "window"})
@@ -143,8 +146,8 @@ class Reranker:
     def __init__(self, backend: str | RerankerBase = "minilm", method: str = "acurank", *,
                  cache: str | None = None, batch_queries: int = 8, **options: Any):
         self.method = method
-        if isinstance(batch_queries, bool) or not isinstance(batch_queries, int) or batch_queries < 1:
-            raise ParameterError("batch_queries", batch_queries, "an integer >= 1", "--batch-queries")
+        if not BATCH_QUERIES.contains(batch_queries):
+            raise ParameterError("batch_queries", batch_queries, BATCH_QUERIES.describe(), "--batch-queries")
         self.batch_queries = batch_queries
         if "window" in options:
             options["m"] = options.pop("window")

@@ -75,13 +75,18 @@ class RunMeta:
         return self.backend == "simulated"
 
 
+def _recorded_fingerprint(meta: Path) -> dict:
+    """The fingerprint a run's meta file records (raises OSError/ValueError/KeyError/TypeError as found)."""
+    return json.loads(meta.read_text(encoding="utf-8"))["fingerprint"]
+
+
 def read_run_meta(run_path: str | Path) -> RunMeta | None:
     """The meta file beside a run, or None when there is none (a run made elsewhere) or it is unreadable."""
     if str(run_path) == "-":
         return None
     meta = meta_path_for(run_path)
     try:
-        fp = json.loads(meta.read_text(encoding="utf-8"))["fingerprint"]
+        fp = _recorded_fingerprint(meta)
     except (OSError, ValueError, KeyError, TypeError):
         return None
     inputs = fp.get("inputs") or {}
@@ -150,7 +155,7 @@ def complete_run_blocks(path: Path, expected: dict[str, int], tag: str) -> dict[
 def _check_fingerprint(path: Path, meta: Path, fingerprint) -> None:
     advice = "use --overwrite to start afresh, or another --output"
     try:
-        recorded = json.loads(meta.read_text(encoding="utf-8"))["fingerprint"]
+        recorded = _recorded_fingerprint(meta)
     except FileNotFoundError:
         raise InputError(f"exists, but {meta.name} (what made it) does not, so it cannot be resumed safely; {advice}",
                          str(path)) from None

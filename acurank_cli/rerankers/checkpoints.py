@@ -136,7 +136,7 @@ def gguf_cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "acurank" / "gguf"
 
 
-def converted_folder(source: ModelSource, say=None) -> Path:
+def converted_folder(source: ModelSource) -> Path:
     """A transformers folder (float32 safetensors + tokenizer) made once from a GGUF file.
 
     Named by the file's sha256, written to a temporary folder and renamed into place, so a crash
@@ -149,8 +149,8 @@ def converted_folder(source: ModelSource, say=None) -> Path:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    (say or (lambda m: print(f"acurank: {m}", file=sys.stderr)))(
-        f"converting {source.gguf_path.name} once into {target} (float32; reused from then on)")
+    print(f"acurank: converting {source.gguf_path.name} once into {target} (float32; reused from then on)",
+          file=sys.stderr)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
     try:
