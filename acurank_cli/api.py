@@ -9,8 +9,11 @@
 ``openai:MODEL``, ``simulated``, or any registered backend) and the ``--method`` names
 (``acurank``, ``acurank-H``, ``acurank-9``, ``sw-1``, ...). Keyword options are the method's
 parameters (``k``, ``eps``, ``tau``, ``m``, ``budget``, ``init``, ...) and the backend's options
-(``context_size``, ``base_url``, ``concurrency``, ...). ``cache=`` names the call cache (default:
-none; ``"default"`` is the CLI's), ``batch_queries=`` how many queries advance together.
+(``context_size``, ``base_url``, ``concurrency``, ...). ``cache=`` names the call cache (default: the
+CLI's, ``$ACURANK_CACHE`` or ``~/.cache/acurank/calls.sqlite``; ``None``: none), ``batch_queries=`` how
+many queries advance together (default: the backend's, 8 for ``vllm:`` and ``openai:``, else 1, as
+the CLI). The defaults are the CLI's, from one place
+(:mod:`acurank_cli.run.pipeline`).
 
 Documents are strings, dicts (``text``, optional ``title``, ``id``, ``score``, anything else is kept
 as metadata) or :class:`~acurank_cli.records.Doc` records. Ratings start from the z-scores of the
@@ -23,28 +26,23 @@ start every rating far below TrueSkill's beta = 25/6, where the reranker's answe
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from .cache import default_cache_path, with_cache
-from .driver import Driver
 from .errors import InputError
-from .params import ParameterError, at_least
-from .ratings import check_scores
-from .records import CallTally, Candidate, Doc, Phase, QueryOutcome, RankingTask, Step
-from .rerankers.base import RerankerBase, build_reranker
-from .strategies import AcuRankParams, build_strategy, check_tasks
-from .strategies import method_options as method_options_of
+from .method.base import check_tasks
+from .method.registry import OPTION_NAMES, MethodOptions
+from .method.trueskill import check_scores
+from .records import CallTally, Candidate, Doc, Phase, QueryOutcome, RankingTask, Step, StopReason
+from .rerankers.base import RerankerBase
+from .run import pipeline
+from .run.driver import Driver
 
 DocLike = Union[str, Mapping[str, Any], Doc]
 
-#: Queries advanced together (the CLI's --batch-queries).
-BATCH_QUERIES = at_least(1)
-
-#: Keyword options that belong to the method (the rest go to the backend).
-METHOD_OPTIONS = frozenset({f.name for f in dataclasses.fields(AcuRankParams)} | {"m", "window"})
+#: Keyword options that belong to the method (the rest go to the backend); ``window`` is ``m``.
+METHOD_OPTIONS = OPTION_NAMES | {"window"}
 
 
 @dataclass(frozen=True)
@@ -72,7 +70,7 @@ class RerankOutput:
     docs: tuple[RankedDoc, ...]
     tally: CallTally  # calls, cached calls, docs sent, tokens in/out, parse outcomes
     seconds: float
-    stop: str | None  # why an adaptive method stopped (tau, budget, call-cap, ...)
+    stop: StopReason | None  # why an adaptive method stopped (tau, budget, call-cap, ...)
 
     @property
     def calls(self) -> int:
@@ -143,25 +141,19 @@ def prepare(query: str, items: Sequence[DocLike], qid: str = "q") -> _Prepared:
 class Reranker:
     """A reranking pipeline: one backend (``--reranker`` name) and one method (``--method`` name)."""
 
-    def __init__(self, backend: str | RerankerBase = "minilm", method: str = "acurank", *,
-                 cache: str | None = None, batch_queries: int = 8, **options: Any):
+    def __init__(self, backend: str | RerankerBase = pipeline.DEFAULTS.backend, method: str = pipeline.DEFAULTS.method,
+                 *, cache: str | None = pipeline.DEFAULTS.cache, batch_queries: int | None = pipeline.DEFAULTS.batch_queries,
+                 **options: Any):
         self.method = method
-        if not BATCH_QUERIES.contains(batch_queries):
-            raise ParameterError("batch_queries", batch_queries, BATCH_QUERIES.describe(), "--batch-queries")
-        self.batch_queries = batch_queries
+        pipeline.check_batch_queries(batch_queries)
         if "window" in options:
             options["m"] = options.pop("window")
-        method_options = {k: v for k, v in options.items() if k in METHOD_OPTIONS}
-        if "init" in method_options_of(method):  # first-stage scores on any scale: z-scores (see above)
-            method_options = {"init": "zscore", **method_options}
+        method_options = MethodOptions(**{k: v for k, v in options.items() if k in METHOD_OPTIONS})
         backend_options = {k: v for k, v in options.items() if k not in METHOD_OPTIONS}
-        self.strategy = build_strategy(method, **method_options)
-        if isinstance(backend, RerankerBase):
-            self.backend = backend
-        else:
-            self.backend = build_reranker(backend, **backend_options)
-        self.cache_path = str(default_cache_path()) if cache == "default" else cache
-        self.reranker = with_cache(self.backend, self.cache_path)
+        self.strategy = pipeline.method(method, method_options, pipeline.ScoreSource.documents)
+        built = pipeline.build(self.strategy, pipeline.backend(backend, backend_options), cache, batch_queries)
+        self.backend, self.reranker, self.cache_path = built.backend, built.reranker, built.cache_path
+        self.batch_queries = built.batch_queries
 
     # -- reranking ----------------------------------------------------------------------------
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,21 @@ class RankingTask:
         return len(self.candidates)
 
 
-class Phase(str, enum.Enum):
+class Label(str, enum.Enum):
+    """A closed set of names that travel as plain strings (stats JSON, traces, tables): equal to, hashed
+    as and printed as its value, so ``StopReason.tau == "tau"`` also as a dict key."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+
+class Phase(Label):
     """What a step is, for stats, traces and progress (a str, so it serialises as its value).
 
     AcuRank: ``initial`` (disjoint windows of m), ``adaptive`` (groups of the uncertain set C),
@@ -86,8 +102,32 @@ class Phase(str, enum.Enum):
     stage4 = "stage4"
     stage5 = "stage5"
 
-    def __str__(self) -> str:
-        return self.value
+
+class StopReason(Label):
+    """Why an adaptive method stopped: the tau rule (|C| < tau, after the final pass), nothing left
+    uncertain, a stable top-k, the adaptive-group budget B, the total call cap N (acurank-N), or the round
+    cap R (--max-rounds: its last round was a final pass)."""
+
+    tau = "tau"
+    converged = "converged"
+    topk_stable = "topk-stable"
+    budget = "budget"
+    call_cap = "call-cap"
+    round_cap = "round-cap"
+
+    @property
+    def capped(self) -> bool:
+        """Stopped by a budget or cap rather than by the method's own rule."""
+        return self in (StopReason.budget, StopReason.call_cap, StopReason.round_cap)
+
+
+class ParseStatus(Label):
+    """How a reranker's answer became a permutation: as given, repaired (missing ids appended, repeats
+    dropped), or unparseable (the window kept in its presented order)."""
+
+    ok = "ok"
+    repaired = "repaired"
+    unparseable = "unparseable"
 
 
 @dataclass(frozen=True)
@@ -105,8 +145,8 @@ class Step:
     phase: Phase
     iteration: int
     uncertain: int | None = None
-    #: On AcuRank's last step ("done"): why it stopped (see :data:`STOP_REASONS`).
-    stop: str | None = None
+    #: On AcuRank's last step ("done"): why it stopped.
+    stop: StopReason | None = None
     #: Lazily builds the ratings state (t, per-doc mu, sigma, s, rank) for ``--trace``.
     snapshot: Callable[[], RatingsSnapshot] | None = field(default=None, compare=False, repr=False)
 
@@ -128,12 +168,6 @@ class RatingsSnapshot:
 
     t: float | None
     docs: tuple[DocRating, ...]
-
-
-#: Why an adaptive method stopped: the tau rule (|C| < tau, after the final pass), nothing left
-#: uncertain, a stable top-k, the adaptive-group budget B, the total call cap N (acurank-N), or the
-#: round cap R (--max-rounds: its last round was a final pass).
-STOP_REASONS = ("tau", "converged", "topk-stable", "budget", "call-cap", "round-cap")
 
 
 @dataclass(frozen=True)
@@ -161,7 +195,7 @@ class RerankResult:
     input_tokens: int = 0
     output_tokens: int = 0
     latency: float = 0.0
-    parse: str = "ok"  # ok | repaired | unparseable
+    parse: ParseStatus = ParseStatus.ok
     cached: bool = False
     raw: str = ""
     backend: str = ""
@@ -197,7 +231,7 @@ class CallTally:
         """Count one call of ``docs`` documents."""
         served = {result.endpoint: 1} if result.endpoint and not result.cached else {}
         self.merge(CallTally(1, docs, int(result.cached), result.input_tokens, result.output_tokens,
-                             seconds, {result.parse: 1}, 0, served))
+                             seconds, {str(result.parse): 1}, 0, served))
 
     def merge(self, other: "CallTally") -> None:
         """Add another tally (a call, or a whole query)."""
@@ -215,6 +249,28 @@ class CallTally:
 
 
 @dataclass(frozen=True)
+class IterationRecord:
+    """One step a query's strategy sent (in stats): the driver's step number, the method's own iteration
+    counter, the phase, |C| (AcuRank's adaptive steps), the number of windows and their sizes."""
+
+    step: int
+    iteration: int
+    phase: Phase
+    uncertain: int | None
+    groups: int
+    window_sizes: tuple[int, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"step": self.step, "iteration": self.iteration, "phase": self.phase.value, "uncertain": self.uncertain,
+                "groups": self.groups, "window_sizes": list(self.window_sizes)}
+
+    @classmethod
+    def from_json(cls, rec: Mapping[str, Any]) -> "IterationRecord":
+        return cls(int(rec["step"]), int(rec["iteration"]), Phase(rec["phase"]), rec.get("uncertain"),
+                   int(rec["groups"]), tuple(int(x) for x in rec["window_sizes"]))
+
+
+@dataclass(frozen=True)
 class QueryOutcome:
     """The result of reranking one query: final ranking plus the honest accounting."""
 
@@ -222,6 +278,146 @@ class QueryOutcome:
     method: str
     ranking: tuple[Ranked, ...]
     tally: CallTally
-    iterations: tuple[dict, ...] = field(default_factory=tuple)
+    iterations: tuple[IterationRecord, ...] = field(default_factory=tuple)
     seconds: float = 0.0
-    stop: str | None = None  # why an adaptive method stopped (STOP_REASONS); None for fixed schedules
+    stop: StopReason | None = None  # why an adaptive method stopped; None for fixed schedules
+
+
+@dataclass(frozen=True)
+class StatsRecord:
+    """One line of a run's per-query stats JSONL (the ``rerank`` -> ``eval``/``report`` contract): the
+    call accounting of one query, its steps, why it stopped, its wall time, and what made the run (the
+    fingerprint digest, reranker identity and parameters). Written by ``to_json`` and read back by
+    ``from_json`` (:func:`acurank_cli.io.outputs.read_stats` is the one reader)."""
+
+    qid: str
+    method: str
+    calls: int
+    docs_sent: int = 0
+    cached_calls: int = 0
+    #: tokens, rounds and seconds are None in a record that does not hold them (written by an older version)
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    rerank_seconds: float = 0.0
+    parse_counts: Mapping[str, int] = field(default_factory=dict)
+    rounds: int | None = None
+    #: model calls per serving endpoint (only backends that name one)
+    endpoints: Mapping[str, int] = field(default_factory=dict)
+    iterations: tuple[IterationRecord, ...] = ()
+    stop: StopReason | None = None
+    seconds: float | None = None
+    fingerprint: str | None = None
+    reranker: Mapping[str, Any] | None = None
+    params: Mapping[str, Any] | None = None
+
+    @classmethod
+    def of(cls, outcome: QueryOutcome, about: Mapping[str, Any] | None = None) -> "StatsRecord":
+        """The record of a finished query; ``about``: the run's fingerprint digest, reranker and params."""
+        t = outcome.tally
+        about = about or {}
+        return cls(outcome.qid, outcome.method, t.calls, t.docs_sent, t.cached_calls, t.input_tokens,
+                   t.output_tokens, t.rerank_seconds, dict(t.parse_counts), t.rounds, dict(t.endpoints),
+                   tuple(outcome.iterations), outcome.stop, round(outcome.seconds, 4), about.get("fingerprint"),
+                   about.get("reranker"), about.get("params"))
+
+    @property
+    def tokens(self) -> int | None:
+        """Input plus output tokens (None when the record holds neither)."""
+        if self.input_tokens is None and self.output_tokens is None:
+            return None
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSONL record (key order fixed; ``endpoints`` only when a backend named one, the run's
+        identity only when known)."""
+        out: dict[str, Any] = {
+            "qid": self.qid, "method": self.method, "calls": self.calls, "docs_sent": self.docs_sent,
+            "cached_calls": self.cached_calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+            "rerank_seconds": self.rerank_seconds, "parse_counts": {str(k): v for k, v in self.parse_counts.items()},
+            "rounds": self.rounds,
+        }
+        if self.endpoints:
+            out["endpoints"] = dict(self.endpoints)
+        out.update({"iterations": [it.to_json() for it in self.iterations],
+                    "stop": None if self.stop is None else self.stop.value, "seconds": self.seconds})
+        if self.fingerprint is not None:
+            out.update({"fingerprint": self.fingerprint, "reranker": self.reranker, "params": self.params})
+        return out
+
+    @classmethod
+    def from_json(cls, rec: Mapping[str, Any]) -> "StatsRecord":
+        """A record as written (fields added later default; raises KeyError/TypeError/ValueError when the
+        ``qid`` or ``calls`` is missing or a field has the wrong type)."""
+
+        def num(key: str, kind: type = int, absent: Any = 0) -> Any:
+            value = rec.get(key)
+            return absent if value is None else kind(value)
+
+        stop = rec.get("stop")
+        return cls(
+            str(rec["qid"]), str(rec.get("method", "")), int(float(rec["calls"])), num("docs_sent"), num("cached_calls"),
+            num("input_tokens", int, None), num("output_tokens", int, None), num("rerank_seconds", float),
+            dict(rec.get("parse_counts") or {}), num("rounds", int, None), dict(rec.get("endpoints") or {}),
+            tuple(IterationRecord.from_json(it) for it in rec.get("iterations") or ()),
+            None if stop is None else StopReason(stop), num("seconds", float, None), rec.get("fingerprint"),
+            rec.get("reranker"), rec.get("params"),
+        )
+
+
+@dataclass(frozen=True)
+class TraceRecord:
+    """One line of a ``--trace`` JSONL: a query's ratings at one step (every document's mu, sigma, s_i and
+    rank by mu, and the threshold t)."""
+
+    qid: str
+    method: str
+    iteration: int
+    phase: Phase
+    t: float | None
+    docs: tuple[DocRating, ...]
+
+    @classmethod
+    def of(cls, qid: str, method: str, step: Step) -> "TraceRecord":
+        snap = step.snapshot()
+        return cls(qid, method, step.iteration, step.phase, snap.t, snap.docs)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"qid": self.qid, "method": self.method, "iteration": self.iteration, "phase": self.phase.value,
+                "t": self.t, "docs": [dataclasses.asdict(d) for d in self.docs]}
+
+    @classmethod
+    def from_json(cls, rec: Mapping[str, Any]) -> "TraceRecord":
+        docs = tuple(DocRating(str(d["docid"]), float(d["mu"]), float(d["sigma"]),
+                               None if d.get("s") is None else float(d["s"]), int(d["rank"])) for d in rec["docs"])
+        t = rec.get("t")
+        return cls(str(rec["qid"]), str(rec.get("method", "")), int(rec["iteration"]), Phase(rec["phase"]),
+                   None if t is None else float(t), docs)
+
+
+# -- run-file scores ---------------------------------------------------------------------------------
+
+
+def strictly_decreasing(scores: Iterable[float]) -> list[float]:
+    """Nudge scores (already in output order) down where needed so they strictly decrease."""
+    out: list[float] = []
+    for s in scores:
+        if out and not s < out[-1]:
+            s = math.nextafter(out[-1], -math.inf)
+        out.append(float(s))
+    return out
+
+
+def positional(docids: Iterable[str]) -> tuple[Ranked, ...]:
+    """Positional scores n, n-1, ..., 1 for methods without a score of their own."""
+    docids = list(docids)
+    n = len(docids)
+    return tuple(Ranked(d, float(n - i)) for i, d in enumerate(docids))
+
+
+def final_ranking(ranked: Iterable[Ranked]) -> tuple[Ranked, ...]:
+    """A strategy's ranking with run-file scores: its own (mu), nudged to decrease strictly, or
+    positional (n, n-1, ..., 1) for a method that orders without scores (score None)."""
+    ranked = list(ranked)
+    if any(r.score is None for r in ranked):
+        return positional(r.docid for r in ranked)
+    return tuple(Ranked(r.docid, s) for r, s in zip(ranked, strictly_decreasing(r.score for r in ranked)))

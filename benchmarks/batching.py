@@ -20,10 +20,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from common import save, table  # noqa: E402
 
-from acurank_cli.driver import Driver  # noqa: E402
-from acurank_cli.inputs import load_inputs  # noqa: E402
+from acurank_cli.run.driver import Driver  # noqa: E402
+from acurank_cli.run.inputs import load_inputs  # noqa: E402
 from acurank_cli.rerankers.base import RerankerBase, build_reranker  # noqa: E402
-from acurank_cli.strategies import build_strategy  # noqa: E402
+from acurank_cli.method.registry import build_strategy  # noqa: E402
 
 
 class OneAtATime(RerankerBase):

@@ -79,20 +79,20 @@ class Timers:
 @contextmanager
 def instrument_acurank(timers: Timers):
     """Time the TrueSkill updates and the threshold/probability computations of the engine."""
-    from acurank_cli.strategies import acurank as mod
-    from acurank_cli.strategies import baselines as base_mod
-    from acurank_cli import ratings
+    from acurank_cli.method import acurank as mod
+    from acurank_cli.method import baselines as base_mod
+    from acurank_cli.method import trueskill, uncertainty
 
-    saved = (mod.threshold, mod.exceed_probability, mod.get_updater, base_mod.get_updater)
-    mod.threshold = timers.wrap("threshold", ratings.threshold)
-    mod.exceed_probability = timers.wrap("threshold", ratings.exceed_probability)
-    timed_get = lambda kind: timers.wrap("update", ratings.get_updater(kind))  # noqa: E731
+    saved = (uncertainty.threshold, uncertainty.exceed_probability, mod.get_updater, base_mod.get_updater)
+    uncertainty.threshold = timers.wrap("threshold", saved[0])
+    uncertainty.exceed_probability = timers.wrap("threshold", saved[1])
+    timed_get = lambda kind: timers.wrap("update", trueskill.get_updater(kind))  # noqa: E731
     mod.get_updater = timed_get
     base_mod.get_updater = timed_get
     try:
         yield timers
     finally:
-        mod.threshold, mod.exceed_probability, mod.get_updater, base_mod.get_updater = saved
+        uncertainty.threshold, uncertainty.exceed_probability, mod.get_updater, base_mod.get_updater = saved
 
 
 def machine() -> dict:

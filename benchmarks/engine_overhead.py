@@ -7,7 +7,6 @@ the rest, with the simulated reranker (its own time is excluded from the engine 
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -17,9 +16,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from common import Timers, instrument_acurank, save, table, tasks_of_size  # noqa: E402
 
-from acurank_cli.driver import Driver  # noqa: E402
+from acurank_cli.run.driver import Driver  # noqa: E402
 from acurank_cli.rerankers.simulated import SimulatedReranker  # noqa: E402
-from acurank_cli.strategies import build_strategy  # noqa: E402
+from acurank_cli.method.registry import build_strategy  # noqa: E402
 
 METHODS = ["sw-1", "tourrank-1", "ts-5-2-2-1", "acurank-9", "acurank", "acurank-H"]
 

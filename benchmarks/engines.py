@@ -26,7 +26,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, save, subset_run, table  # noqa: E402
+from common import save, subset_run, table  # noqa: E402
 
 from acurank_cli.evaluation import evaluate  # noqa: E402
 from acurank_cli.io.readers import read_qrels, read_run  # noqa: E402

@@ -22,12 +22,12 @@ import statistics
 import time
 from pathlib import Path
 
-from acurank_cli.driver import Driver
-from acurank_cli.inputs import load_inputs
+from acurank_cli.run.driver import Driver
+from acurank_cli.run.inputs import load_inputs
 from acurank_cli.rerankers.base import build_reranker
 from acurank_cli.rerankers.prompts import passage_content
 from acurank_cli.rerankers.simulated import simulated_order
-from acurank_cli.strategies import build_strategy
+from acurank_cli.method.registry import build_strategy
 from common import start_chat_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,7 +95,8 @@ def quality(args) -> None:
     """Every method on every dataset with one backend instance per reranker and dataset, so MiniLM
     encodes each passage once (its embedding cache is shared by the methods; the windows differ)."""
     from acurank_cli.evaluation import evaluate
-    from acurank_cli.io.writers import run_lines, stats_record
+    from acurank_cli.io.writers import run_lines
+    from acurank_cli.records import StatsRecord
 
     rows = []
     for reranker in args.rerankers:
@@ -113,7 +114,7 @@ def quality(args) -> None:
                 outs = list(Driver(build_strategy(method, **extra), backend, inputs.docs, batch_queries=8).run(inputs.tasks))
                 seconds = time.perf_counter() - t0
                 (folder / f"{tag}.run").write_text("".join(run_lines(o.qid, o.ranking, tag) for o in outs))
-                (folder / f"{tag}.stats.jsonl").write_text("".join(json.dumps(stats_record(o)) + "\n" for o in outs))
+                (folder / f"{tag}.stats.jsonl").write_text("".join(json.dumps(StatsRecord.of(o).to_json()) + "\n" for o in outs))
                 run = {o.qid: {r.docid: r.score for r in o.ranking} for o in outs}
                 row = {"reranker": reranker, "dataset": dataset, "method": label,
                        "ndcg_cut_10": evaluate(run, inputs.qrels).mean("ndcg_cut_10"),

@@ -26,8 +26,8 @@ if str(ROOT) not in sys.path:
 import numpy as np
 import trueskill
 
-from acurank_cli.fast_trueskill import fast_update
-from acurank_cli.ratings import library_update
+from acurank_cli.method.trueskill_fast import fast_update
+from acurank_cli.method.trueskill import library_update
 
 SIZES = (2, 10, 20, 50, 100)
 OUT = ROOT / "benchmarks" / "results" / "trueskill_update.json"

@@ -51,7 +51,7 @@ def machine() -> dict:
 def cmd_accuracy(args) -> dict:
     from test_uncertainty import eq1_by_adaptive_quadrature, extreme_sets_of_1000, monte_carlo, rating_sets
 
-    from acurank_cli.uncertainty import rank_probabilities
+    from acurank_cli.method.uncertainty import rank_probabilities
 
     rows = []
     for i, (name, (mu, sigma)) in enumerate(rating_sets().items()):
@@ -90,11 +90,11 @@ def cmd_accuracy(args) -> dict:
 
 def dl19_iteration_ratings(limit: int = 400) -> list[tuple[np.ndarray, np.ndarray]]:
     """The (mu, sigma) every adaptive AcuRank iteration saw on DL19 (simulated reranker, noise 1, seed 0)."""
-    from acurank_cli.driver import Driver
-    from acurank_cli.inputs import load_inputs
+    from acurank_cli.run.driver import Driver
+    from acurank_cli.run.inputs import load_inputs
     from acurank_cli.records import Phase
     from acurank_cli.rerankers.base import build_reranker
-    from acurank_cli.strategies import build_strategy
+    from acurank_cli.method.registry import build_strategy
 
     inputs = load_inputs(str(ROOT / "sample_runs/dl19/bm25.run"), 100, qrels=str(ROOT / "sample_runs/dl19/qrels.txt"),
                          need_texts=False)
@@ -127,8 +127,9 @@ def _timings_ms(fn, sets, repeat: int) -> dict:
 
 def cmd_speed(args) -> dict:
     from acurank_cli.io.readers import read_run
-    from acurank_cli.ratings import initial_ratings
-    from acurank_cli.uncertainty import Uncertainty, assess
+    from acurank_cli.method.trueskill import initial_ratings
+    from acurank_cli.method.params import Uncertainty
+    from acurank_cli.method.uncertainty import assess
 
     sets100 = dl19_iteration_ratings()
     first = read_run(ROOT / "sample_runs/dl19/bm25.run", depth=100)

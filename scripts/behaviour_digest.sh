@@ -8,8 +8,8 @@ cd "$(dirname "$0")/.."
 ACURANK=${ACURANK:-.venv/bin/acurank}
 PY=${PY:-.venv/bin/python}
 OUT=${1:-out/digest}
-rm -rf "$OUT"
-scripts/simulate_all.sh "$OUT" > "$OUT.eval.tsv"
+rm -rf "$OUT"; mkdir -p "$(dirname "$OUT")"
+scripts/simulate_all.sh "$OUT" | sed "s|$OUT/||g" > "$OUT.eval.tsv"  # paths made relative
 for ds in dl19 dl20 dl23; do
   for m in acurank acurank-H ts-5-2-2-1; do
     "$ACURANK" rerank "sample_runs/$ds/bm25.run" --method "$m" --reranker simulated \

@@ -15,12 +15,12 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from acurank_cli.driver import Driver
+from acurank_cli.run.driver import Driver
 from acurank_cli.evaluation import evaluate
 from acurank_cli.io.readers import read_candidates, read_qrels
 from acurank_cli.records import RankingTask
 from acurank_cli.rerankers.simulated import SimulatedReranker
-from acurank_cli.strategies import build_strategy
+from acurank_cli.method.registry import build_strategy
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "tests" / "data" / "reference-dl23-perquery.tsv"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Mutation testing with mutmut (configured in pyproject.toml [tool.mutmut]) over strategies/, ratings.py,
-# fast_trueskill.py and io/readers.py, against the tests that pin them. Not part of CI (it takes a while).
+# Mutation testing with mutmut (configured in pyproject.toml [tool.mutmut]) over method/ (acurank, baselines, trueskill,
+# trueskill_fast, uncertainty) and io/readers.py, against the tests that pin them. Not part of CI (it takes a while).
 #   scripts/mutation.sh            # run, then print the summary and the surviving mutants
 #   .venv/bin/mutmut show NAME     # the diff of one mutant
 # Scores are in docs/mutation.md; every survivor and why it is left in docs/mutation-survivors.md, which

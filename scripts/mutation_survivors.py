@@ -20,58 +20,58 @@ STATUS = {0: "survived", 5: "no tests", 33: "no tests"}
 
 #: (module suffix, function regex, regex over "line => mutated line" or None, reason)
 RULES: list[tuple[str, str, str | None, str]] = [
-    # fast_trueskill.py
-    ("fast_trueskill.py", "sum2", None,
+    # method/trueskill_fast.py
+    ("trueskill_fast.py", "sum2", None,
      "equivalent: _sum2 runs only after a ZeroDivisionError, i.e. with a zero-precision term; the sum's "
      "precision is then 0 and its tau 0 * mu = 0 whatever the other term adds (with opposite precisions, "
      "the other way to divide by zero, it raises as the library does)"),
-    ("fast_trueskill.py", "down", None,
+    ("trueskill_fast.py", "down", None,
      "equivalent: _down serves only the two-candidate loop, where the messages L*, R* are still 0 (_up_left "
      "and _up_right write them after the loop), Tp[x - 1] is Tp[1] for x = 0 in a list of two, and its "
      "ZeroDivisionError fallback needs a zero team precision, which finite sigmas never give"),
-    ("fast_trueskill.py", "up_right|up_left", None,
+    ("trueskill_fast.py", "up_right|up_left", None,
      "equivalent: called once each, after the chain, for its two ends; Rp[m-1]/Rt[m-1] and Lp[0]/Lt[0] are "
      "never written by the sweeps (still 0), R*/L* are not read afterwards, and the ZeroDivisionError "
      "fallback has a zero-precision diff cavity, so it yields (0, 0) whatever its coefficients (see _sum2)"),
-    ("fast_trueskill.py", "truncate", r"Up\[x\] = |Ut\[x\] = ",
+    ("trueskill_fast.py", "truncate", r"Up\[x\] = |Ut\[x\] = ",
      "equivalent: the two-candidate loop meets the same team messages each sweep, so its second truncation "
      "reproduces the first and stops; Up/Ut are not read after the loop"),
-    ("fast_trueskill.py", "truncate", r"return 0\.0 => return 1\.0",
+    ("trueskill_fast.py", "truncate", r"return 0\.0 => return 1\.0",
      "equivalent: an infinite precision change only makes the loop run again; the repeated sweep gives "
      "the same messages"),
-    ("fast_trueskill.py", "chain_sweeps", r"_sum2\(|ia = ib = qa = qb|pi = 1\.0 / \(.*=> pi = None",
+    ("trueskill_fast.py", "chain_sweeps", r"_sum2\(|ia = ib = qa = qb|pi = 1\.0 / \(.*=> pi = None",
      "equivalent: the down-step's team cavities keep the performance prior's positive precision, so its "
      "ZeroDivisionError fallback is unreachable; the up-step falls back only for a zero-precision diff "
      "cavity, where _sum2 gives (0, 0) whatever its other arguments; and with the direct formula disabled "
      "(pi = None, ia/ib not numbers) the TypeError lands in _sum2, which adds the same two terms with the "
      "same operations, bit for bit"),
-    ("fast_trueskill.py", "chain_sweeps", r"e < 0 else",
+    ("trueskill_fast.py", "chain_sweeps", r"e < 0 else",
      "equivalent: differs only at e = 0 exactly (a diff mean exactly at the draw margin), probability zero"),
-    ("fast_trueskill.py", "chain_sweeps", r"d > eps or d < neps|if d < 0:|sqrt\(d\) > eps|inf = _INF",
+    ("trueskill_fast.py", "chain_sweeps", r"d > eps or d < neps|if d < 0:|sqrt\(d\) > eps|inf = _INF",
      "not observed: moves the sweep at which the chain stops only if a truncation update's tau and "
      "precision changes fall on different sides of 1e-4 (or exactly on it); no property-test window, "
      "fixed window or any of 5,000 random windows (seeds 0 and 1; n 3-30, four rating regimes; bit for bit against "
      "trueskill.rate by scripts/mutation_sweep_check.py) shows it"),
-    ("fast_trueskill.py", "chain_sweeps", r"big = False => big = None|sweep in \(0, 1\)|^break => return$",
+    ("trueskill_fast.py", "chain_sweeps", r"big = False => big = None|sweep in \(0, 1\)|^break => return$",
      "equivalent: big and sweep are only tested for truth; nothing follows the sweep loop"),
-    ("fast_trueskill.py", "fast_update", r"dtype=np\.(float64|intp)|errstate",
+    ("trueskill_fast.py", "fast_update", r"dtype=np\.(float64|intp)|errstate",
      "equivalent for the documented inputs (float64 arrays, an integer sequence for order); errstate "
      "only silences numpy warnings"),
-    ("fast_trueskill.py", "pow", r"dtype=np\.float64",
+    ("trueskill_fast.py", "pow", r"dtype=np\.float64",
      "equivalent: a list of Python floats becomes float64 anyway"),
-    ("fast_trueskill.py", "fast_update", r"<= MIN_DELTA:",
+    ("trueskill_fast.py", "fast_update", r"<= MIN_DELTA:",
      "equivalent: differs only when a truncation update is exactly 1e-4"),
-    ("fast_trueskill.py", "truncate|chain_sweeps", r"-xx => |if \(denom\)|0 < w < 1",
+    ("trueskill_fast.py", "truncate|chain_sweeps", r"-xx => |if \(denom\)|0 < w < 1",
      "equivalent: where the library's cdf underflows (denom = 0), v = -x gives w = 0 and v = +x an "
      "enormous w, and both raise its FloatingPointError; elsewhere w = v(v + x) stays inside (0, 1) (the "
      "erfc approximation moves v + x by about |x| 1e-7 against 1/|x|), so moving the upper bound to 1 or 2 "
      "changes nothing"),
-    # ratings.py
-    ("ratings.py", "threshold", r"40\.0|range\(200\)|f > 0|1e-12|slope|copysign|0\.5 \* \(lo|lo < nxt",
+    # method/trueskill.py, method/uncertainty.py
+    ("uncertainty.py", "threshold", r"40\.0|range\(200\)|f > 0|1e-12|slope|copysign|0\.5 \* \(lo|lo < nxt",
      "equivalent up to the 1e-12 bracket: the safeguarded Newton/bisection keeps a bracket around the root "
      "and returns it once narrower than 1e-12, whatever the step or the starting width; the tests compare t "
      "to 1e-9 (a start bracket that misses the root is caught: test_threshold_roots_far_from_every_mu)"),
-    ("ratings.py", "initial_ratings", r"if scale > 0:",
+    ("trueskill.py", "initial_ratings", r"if scale > 0:",
      "equivalent: the scale matters only for scores that are not all zero; all-zero scores have sd 0 (or "
      "NaN after 0/0), where the z-scores are zeros whatever s holds"),
     # io/readers.py
@@ -80,13 +80,13 @@ RULES: list[tuple[str, str, str | None, str]] = [
     ("readers.py", "acurank|Bundleǁadd", r'check_id\(.*, "(docid|qid)", ""\)|check_id\(c\.docid, f"query \{qid\}: docid", ""\)|check_score\(c\.score, ""',
      "equivalent: the source argument of these checks is never shown; read_candidates re-raises with the "
      "file's name and the check's message"),
-    # strategies
+    # method/acurank.py, method/baselines.py
     ("baselines.py", "TourRankǁplan", r"points = \[0\] \* n|total = \[0\] \* n|points\[i\] \+= 1",
      "equivalent: ordering by points is unchanged when every document's points are shifted by the same "
      "constant or every increment is scaled by the same factor"),
-    ("acurank.py", "AcuRankǁplan", r"s\[i\] > p\.eps\] =>",
+    ("acurank.py", "AcuRankǁchoose", r"a\.prob\[i\] > p\.eps\] =>",
      "equivalent: s_i is a continuous probability; it equals eps with probability zero"),
-    ("acurank.py", "AcuRankǁplan", r'stop = \("round-cap" if capped == "round-cap" else "tau"\) if final',
+    ("acurank.py", "AcuRankǁ_stop_without_groups", r"return StopReason\.round_cap if choice\.round_cap else StopReason\.tau",
      "unreachable part: a final pass has no group only if every s_i <= eps, which sum_i s_i = k rules out "
      "below n = k / eps documents (1,000 at eps 0.01, 100,000 at 1e-4); the not-final half (converged) is "
      "tested"),

@@ -1,4 +1,4 @@
-"""The sweep-stopping mutants of fast_trueskill._chain_sweeps that survive the tests, checked on random
+"""The sweep-stopping mutants of method/trueskill_fast._chain_sweeps that survive the tests, checked on random
 windows: each is applied to a copy of the module's source and compared bit for bit with trueskill.rate.
 
     .venv/bin/python scripts/mutation_sweep_check.py [SEED] [WINDOWS]     (default 0 3000)
@@ -16,7 +16,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from acurank_cli.ratings import library_update  # noqa: E402
+from acurank_cli.method.trueskill import library_update  # noqa: E402
 
 #: mutmut's name -> (the original line, the mutated line)
 MUTANTS = {
@@ -66,7 +66,7 @@ def main() -> None:
     count = int(sys.argv[2]) if len(sys.argv) > 2 else 3000
     windows = list(random_windows(seed, count))
     reference = [outcome(library_update, *w) for w in windows]
-    source = (ROOT / "acurank_cli" / "fast_trueskill.py").read_text()
+    source = (ROOT / "acurank_cli" / "method" / "trueskill_fast.py").read_text()
     for name, (line, mutated) in MUTANTS.items():
         assert source.count(line) == 1, name
         module = types.ModuleType(name)

@@ -33,13 +33,8 @@ REFERENCE_NDCG10 = 0.6789  # Pyserini BEIR (v1.0.0) SciFact, flat index, BM25 k1
 
 
 def acurank_cmd() -> list[str]:
-    """``python -m acurank_cli`` when it has the retrieve command, else the standalone retrieval app."""
-    probe = subprocess.run(
-        [sys.executable, "-m", "acurank_cli", "index", "--help"], check=False, capture_output=True, text=True, cwd=ROOT
-    )
-    if probe.returncode == 0:
-        return [sys.executable, "-m", "acurank_cli"]
-    return [sys.executable, "-m", "acurank_cli.retrieval.cli"]
+    """The ``acurank`` command line (``python -m acurank_cli``)."""
+    return [sys.executable, "-m", "acurank_cli"]
 
 
 def child_cpu() -> float:

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+# Under pytest-xdist every worker gets one core's worth of BLAS/torch threads (2 workers x 2 threads on
+# 2 cores would oversubscribe them); subprocesses started by the tests inherit it through ENV.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_var, str(max(1, (os.cpu_count() or 2) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))))
 
 # CI runs property tests on a fixed set of examples (reproducible); locally they explore at random.
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
@@ -32,3 +39,62 @@ def dl23_candidates() -> Path:
     reranker needs none. A copy of shared/data/dl23/bm25-top100.acurank.jsonl, so the reference tests
     run in every clone."""
     return DATA / "dl23-bm25-top100.scores.acurank.jsonl.gz"
+
+
+# -- helpers shared by the test files (import them: ``from conftest import acurank, small_run, ENV``) ----
+
+#: The environment of CLI runs: no call cache outside the test's own (a path that cannot be created).
+ENV = {**os.environ, "ACURANK_CACHE": "/nonexistent-not-used", "PYTHONUNBUFFERED": "1"}
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What a command line did: exit code and its two output streams (as subprocess.CompletedProcess)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def acurank(*args, stdin: str | None = None, check: bool = True, env: dict | None = None) -> Ran:
+    """Run ``acurank ARGS`` in this process (the CLI's own entry point, ``cli.app.main``, with its
+    streams captured by Typer's CliRunner): no interpreter start-up per command. Tests of real signals,
+    pipes and fresh-process imports run ``python -m acurank_cli`` in a subprocess instead."""
+    import sys
+
+    from typer.testing import CliRunner
+
+    from acurank_cli.cli.app import main
+
+    runner = CliRunner()
+    overrides = {"ACURANK_CACHE": ENV["ACURANK_CACHE"], **(env or {})}
+    with runner.isolation(input=stdin, env=overrides) as (out, err, _):
+        code = main([str(a) for a in args])
+        sys.stdout.flush()
+        sys.stderr.flush()
+        ran = Ran(code, out.getvalue().decode("utf-8", "replace"), err.getvalue().decode("utf-8", "replace"))
+    if check and ran.returncode != 0:
+        raise AssertionError(f"exit {ran.returncode}: {ran.stderr}")
+    return ran
+
+
+def acurank_process(*args, stdin: str | None = None, check: bool = True, env: dict | None = None):
+    """``python -m acurank_cli ARGS`` in a fresh process (for signals, pipes, import-time behaviour)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "acurank_cli", *map(str, args)], input=stdin, capture_output=True,
+                          text=True, env={**ENV, **(env or {})})
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}: {proc.stderr}")
+    return proc
+
+
+def small_run(sample: Path, tmp_path: Path, queries: int = 4, depth: int = 100) -> tuple[Path, list[str]]:
+    """The first few queries of the DL19 sample run (beside a copy of its topics/passages)."""
+    lines = (sample / "dl19" / "bm25.run").read_text().splitlines()
+    qids = list(dict.fromkeys(line.split()[0] for line in lines))[:queries]
+    keep = [line for line in lines if line.split()[0] in qids and int(line.split()[3]) <= depth]
+    path = tmp_path / "bm25.run"
+    path.write_text("\n".join(keep) + "\n")
+    return path, qids

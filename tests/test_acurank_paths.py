@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
 import pytest
 
 from acurank_cli.errors import InputError
 from acurank_cli.records import Candidate, Phase, RankingTask
-from acurank_cli.strategies import build_strategy
+from acurank_cli.method.registry import build_strategy
 from scripted import by_index, drive, task
 
 

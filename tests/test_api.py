@@ -20,7 +20,7 @@ from acurank_cli import Reranker  # noqa: E402
 from acurank_cli.errors import InputError  # noqa: E402
 
 from conftest import ROOT  # noqa: E402
-from test_cli import ENV, small_run  # noqa: E402
+from conftest import ENV, small_run  # noqa: E402
 
 DOCS = [
     "Cats groom themselves for hours each day.",
@@ -181,7 +181,7 @@ def test_llamaindex_postprocessor_keeps_metadata(minilm):
 
 def test_uncertainty_option_reaches_the_strategy():
     from acurank_cli import Reranker
-    from acurank_cli.uncertainty import Uncertainty
+    from acurank_cli.method.params import Uncertainty
 
     rr = Reranker("minilm", method="acurank-H", uncertainty="exact")
     assert rr.strategy.params.uncertainty is Uncertainty.exact and rr.strategy.params.eps == 1e-4

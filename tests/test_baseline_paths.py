@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from acurank_cli.ratings import Init, Updater
+from acurank_cli.method.params import Init, Updater
 from acurank_cli.records import Phase
-from acurank_cli.strategies import build_strategy, known_methods
+from acurank_cli.method.registry import build_strategy, known_methods
 from scripted import drive, keep, task
 
 
@@ -53,7 +53,7 @@ def test_trueskill_static_stages_options_and_scores():
 
 
 def test_options_a_method_does_not_use_are_refused_and_none_means_not_given():
-    from acurank_cli.strategies import UnusedOption
+    from acurank_cli.method.registry import UnusedOption
 
     strategy = build_strategy("acurank-H", m=None, eps=None, tau=7)
     assert (strategy.params.eps, strategy.params.tau, strategy.params.m) == (1e-4, 7, 20)

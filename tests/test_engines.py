@@ -24,7 +24,7 @@ pytest.importorskip("transformers")
 
 from acurank_cli.records import Doc, RerankRequest  # noqa: E402
 from acurank_cli.rerankers.base import build_reranker  # noqa: E402
-from test_cli import ENV, small_run  # noqa: E402
+from conftest import ENV, small_run  # noqa: E402
 from tiny_models import CHAT_TEMPLATE, build_model_dir, smollm2_gguf  # noqa: E402
 
 VLLM_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1"}

@@ -10,7 +10,7 @@ import pytrec_eval
 from acurank_cli.io.readers import read_qrels, read_run
 
 from conftest import DATA
-from test_cli import acurank
+from conftest import acurank
 
 #: our name -> (pytrec_eval measure, relevance level)
 NAMES = {

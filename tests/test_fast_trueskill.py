@@ -11,9 +11,10 @@ import trueskill.backends
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acurank_cli import fast_trueskill as ft
-from acurank_cli.fast_trueskill import fast_update
-from acurank_cli.ratings import ENV, Updater, get_updater, library_update
+from acurank_cli.method import trueskill_fast as ft
+from acurank_cli.method.trueskill_fast import fast_update
+from acurank_cli.method.trueskill import ENV, get_updater, library_update
+from acurank_cli.method.params import Updater
 
 TOL = 0.0  # bit-identical to trueskill.rate: exact equality, as the README and --updater promise
 

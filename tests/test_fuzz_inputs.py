@@ -19,7 +19,6 @@ import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
-import pytest
 
 from acurank_cli.cli import run as cli_run
 from acurank_cli.io.readers import read_run

@@ -14,10 +14,9 @@ import os
 import random
 import sys
 
-import pytest
 
 from acurank_cli import cli
-from test_cli import small_run
+from conftest import small_run
 
 METHODS = ["acurank", "acurank-H", "acurank-HH", "acurank-{n}", "acurank-r{n}", "sw-{n}", "tourrank-{n}",
            "ts-{n}", "ts-{n}-{n}", "ts-{n}-{n}-{n}"]

@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from test_cli import ENV, small_run  # noqa: E402
+from conftest import ENV, small_run  # noqa: E402
 from tiny_models import CHAT_TEMPLATE, build_model_dir as _build_model_dir  # noqa: E402
 
 

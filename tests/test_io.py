@@ -10,7 +10,8 @@ import pytest
 
 from acurank_cli.errors import InputError
 from acurank_cli.io.readers import read_candidates, read_corpus, read_qrels, read_run, read_topics
-from acurank_cli.io.writers import run_lines, strictly_decreasing
+from acurank_cli.io.writers import run_lines
+from acurank_cli.records import strictly_decreasing
 from acurank_cli.records import Ranked
 
 

@@ -9,12 +9,12 @@ from collections import defaultdict
 
 import pytest
 
-from acurank_cli.driver import Driver
+from acurank_cli.run.driver import Driver
 from acurank_cli.evaluation import evaluate
 from acurank_cli.io.readers import read_candidates, read_qrels
 from acurank_cli.records import RankingTask
 from acurank_cli.rerankers.simulated import SimulatedReranker, simulated_order, simulated_scores
-from acurank_cli.strategies import build_strategy
+from acurank_cli.method.registry import build_strategy
 
 from conftest import DATA
 
@@ -53,20 +53,20 @@ def test_acurank_9_at_most_9_calls_and_5_initial(dl19):
     tasks, qrels = dl19
     outs = run_method("acurank-9", tasks, qrels)
     assert all(o.tally.calls <= 9 for o in outs)
-    assert all(o.iterations[0]["phase"] == "initial" and o.iterations[0]["groups"] == 5 for o in outs)
+    assert all(o.iterations[0].phase == "initial" and o.iterations[0].groups == 5 for o in outs)
     assert statistics.mean(o.tally.calls for o in outs) > 8.5
 
 
 def test_acurank_stats_follow_the_uncertain_set(dl19):
     tasks, qrels = dl19
     (out,) = run_method("acurank", tasks[:1], qrels)
-    adaptive = [it for it in out.iterations if it["phase"] in ("adaptive", "final")]
-    assert adaptive and all(it["uncertain"] is not None for it in adaptive)
+    adaptive = [it for it in out.iterations if it.phase in ("adaptive", "final")]
+    assert adaptive and all(it.uncertain is not None for it in adaptive)
     for it in adaptive:
-        if it["phase"] == "adaptive":
-            assert it["groups"] == -(-it["uncertain"] // 20)
-    assert out.tally.calls == sum(sum(1 for s in it["window_sizes"] if s >= 2) for it in out.iterations)
-    assert out.tally.docs_sent == sum(s for it in out.iterations for s in it["window_sizes"] if s >= 2)
+        if it.phase == "adaptive":
+            assert it.groups == -(-it.uncertain // 20)
+    assert out.tally.calls == sum(sum(1 for s in it.window_sizes if s >= 2) for it in out.iterations)
+    assert out.tally.docs_sent == sum(s for it in out.iterations for s in it.window_sizes if s >= 2)
     scores = [r.score for r in out.ranking]
     assert all(a > b for a, b in zip(scores, scores[1:]))
 
@@ -143,7 +143,7 @@ def test_ablations_partition_stop_init(dl19):
     assert [o.ranking for o in rand] == [o.ranking for o in again]  # seeded
     assert [o.ranking for o in rand] != [o.ranking for o in base]
     stable = run_method("acurank", tasks, qrels, stop="topk-stable")
-    assert all(it["phase"] != "final" for o in stable for it in o.iterations)
+    assert all(it.phase != "final" for o in stable for it in o.iterations)
     assert sum(o.tally.calls for o in stable) < sum(o.tally.calls for o in base)
     uniform = run_method("acurank", tasks, qrels, init="uniform")
     assert [o.ranking for o in uniform] != [o.ranking for o in base]
@@ -154,8 +154,8 @@ def test_ablations_partition_stop_init(dl19):
 def test_parameters_k_eps_tau_window(dl19):
     tasks, qrels = dl19
     (small_window,) = run_method("acurank", tasks[:1], qrels, m=10)
-    assert small_window.iterations[0]["groups"] == 10
-    assert max(max(it["window_sizes"]) for it in small_window.iterations) == 10
+    assert small_window.iterations[0].groups == 10
+    assert max(max(it.window_sizes) for it in small_window.iterations) == 10
     (tight,) = run_method("acurank", tasks[:1], qrels, eps=0.2, tau=3)
     (loose,) = run_method("acurank", tasks[:1], qrels, eps=1e-4, tau=3)
     assert tight.tally.calls < loose.tally.calls

@@ -85,7 +85,7 @@ def test_sigterm_during_torch_encoding_is_one_line(sample, tmp_path):
     import sys
     import time
 
-    from test_cli import ENV
+    from conftest import ENV
 
     out = tmp_path / "o.run"
     proc = subprocess.Popen([sys.executable, "-m", "acurank_cli", "rerank", str(sample / "dl19" / "bm25.run"),

@@ -7,7 +7,7 @@ import sqlite3
 import subprocess
 import sys
 
-from test_cli import ENV, small_run
+from conftest import ENV, small_run
 from test_openai_backend import FakeServer
 
 

@@ -8,7 +8,9 @@ from hypothesis import given, settings, strategies as st
 from scipy import integrate, stats
 
 from acurank_cli.errors import InputError
-from acurank_cli.ratings import Init, exceed_probability, initial_ratings, library_update, threshold
+from acurank_cli.method.params import Init
+from acurank_cli.method.uncertainty import exceed_probability, threshold
+from acurank_cli.method.trueskill import initial_ratings, library_update
 
 
 @settings(max_examples=40, deadline=None)
@@ -26,7 +28,7 @@ def test_threshold_solves_sum_of_exceedance(n, k, seed):
         # from t is otherwise missed on an infinite interval)
         upper = max(t, mu[i]) + 40 * sigma[i]
         peak = [mu[i]] if t < mu[i] < upper else None
-        val, _ = integrate.quad(lambda x: stats.norm.pdf(x, mu[i], sigma[i]), t, upper, points=peak, limit=200)
+        val, _ = integrate.quad(lambda x, m=mu[i], sd=sigma[i]: stats.norm.pdf(x, m, sd), t, upper, points=peak, limit=200)
         assert abs(val - s[i]) < 1e-7
 
 
@@ -57,7 +59,7 @@ def test_initialisation_modes():
 
 def test_score_problems_word_for_word():
     from acurank_cli.errors import InputError
-    from acurank_cli.ratings import check_scores, score_problem
+    from acurank_cli.method.trueskill import check_scores, score_problem
     from acurank_cli.records import Candidate, RankingTask
 
     need = "is not positive (mu = score, sigma = mu/3 needs a positive score); use --init zscore"

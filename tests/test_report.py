@@ -14,17 +14,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import typer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sst
-from typer.testing import CliRunner
 
 from acurank_cli.errors import InputError
+from conftest import acurank
+
+
+def cli(*args):
+    """``acurank ARGS`` in-process, its exit code kept (no raise)."""
+    return acurank(*args, check=False)
 from acurank_cli.evaluation import evaluate
 from acurank_cli.io.readers import read_qrels, read_run
 from acurank_cli.report.allocation import analyse, build_allocation, query_length, wig
-from acurank_cli.report.cli import report_app
 from acurank_cli.report.collection import (
     build_collection,
     macro,
@@ -249,7 +252,7 @@ def test_macro_average_and_calls(runs_dir):
     assert rows["fancy"]["macro"]["ndcg_cut_10"] == pytest.approx((per_ds["alpha"] + per_ds["beta"]) / 2)
     # calls: mean over judged queries only (the unjudged query with 10000 calls is ignored)
     stats = read_stats(runs_dir / "alpha" / "fancy.stats.jsonl")
-    alpha_calls = statistics.fmean(r["calls"] for q, r in stats.items() if not q.endswith("unjudged"))
+    alpha_calls = statistics.fmean(r.calls for q, r in stats.items() if not q.endswith("unjudged"))
     assert rows["fancy"]["datasets"]["alpha"]["calls"] == pytest.approx(alpha_calls)
     assert rows["base"]["macro"]["calls"] == 9.0
     assert rows["bm25"]["macro"]["calls"] == 0.0  # first stage: no stats needed
@@ -306,7 +309,7 @@ def test_explicit_runs_and_stats_override(runs_dir, tmp_path):
 def test_resumed_stats_last_record_wins(tmp_path):
     p = tmp_path / "s.stats.jsonl"
     p.write_text(json.dumps({"qid": "1", "calls": 3}) + "\n" + json.dumps({"qid": "1", "calls": 7}) + "\n")
-    assert read_stats(p)["1"]["calls"] == 7
+    assert read_stats(p)["1"].calls == 7
     p.write_text("{not json\n")
     with pytest.raises(InputError):
         read_stats(p)
@@ -544,22 +547,14 @@ def test_trace_bad_record(tmp_path):
 
 # --------------------------------------------------------------------------------------------- CLI
 
-app = typer.Typer()
 
 
-@app.callback()
-def _root() -> None:
-    """Test root app."""
-
-
-app.add_typer(report_app, name="report")
-runner = CliRunner()
 
 
 @pytest.mark.parametrize("fmt", ["terminal", "markdown", "csv", "latex", "json"])
 def test_cli_table_formats(runs_dir, fmt):
-    res = runner.invoke(app, ["report", "table", "--runs", str(runs_dir), "--baseline", "base", "-f", fmt])
-    assert res.exit_code == 0, res.output
+    res = cli(*["report", "table", "--runs", str(runs_dir), "--baseline", "base", "-f", fmt])
+    assert res.returncode == 0, (res.stdout + res.stderr)
     assert "fancy" in res.stdout
     if fmt == "json":
         data = json.loads(res.stdout)
@@ -570,10 +565,10 @@ def test_cli_table_formats(runs_dir, fmt):
 
 def test_cli_table_options(runs_dir, tmp_path):
     out = tmp_path / "t.md"
-    res = runner.invoke(app, ["report", "table", "--runs", str(runs_dir), "--method", "fancy", "--method", "base",
+    res = cli(*["report", "table", "--runs", str(runs_dir), "--method", "fancy", "--method", "base",
                               "--dataset", "beta", "-b", "base", "--test", "permutation", "--resamples", "500",
                               "-f", "markdown", "-o", str(out)])
-    assert res.exit_code == 0, res.output
+    assert res.returncode == 0, (res.stdout + res.stderr)
     rows = _md_rows(out.read_text())
     assert rows[0] == ["Method", "beta nDCG@10", "Calls/q", "Rounds/q"]
     assert [r[0] for r in rows[2:]] == ["fancy", "base"]
@@ -581,20 +576,20 @@ def test_cli_table_options(runs_dir, tmp_path):
 
 
 def test_cli_errors_exit_2(runs_dir, tmp_path):
-    res = runner.invoke(app, ["report", "table", "--runs", str(tmp_path / "missing")])
-    assert res.exit_code == 2 and "acurank: error:" in res.output
-    res = runner.invoke(app, ["report", "table", "--runs", str(runs_dir), "--baseline", "nope"])
-    assert res.exit_code == 2 and "nope" in res.output
-    res = runner.invoke(app, ["report", "table", "--runs", str(runs_dir), "-f", "html"])
-    assert res.exit_code == 2
-    res = runner.invoke(app, ["report", "table", "--run", "x.run"])
-    assert res.exit_code == 2 and "DATASET:METHOD=PATH" in res.output
+    res = cli(*["report", "table", "--runs", str(tmp_path / "missing")])
+    assert res.returncode == 2 and "acurank: error:" in (res.stdout + res.stderr)
+    res = cli(*["report", "table", "--runs", str(runs_dir), "--baseline", "nope"])
+    assert res.returncode == 2 and "nope" in (res.stdout + res.stderr)
+    res = cli(*["report", "table", "--runs", str(runs_dir), "-f", "html"])
+    assert res.returncode == 2
+    res = cli(*["report", "table", "--run", "x.run"])
+    assert res.returncode == 2 and "DATASET:METHOD=PATH" in (res.stdout + res.stderr)
 
 
 def test_cli_pareto(runs_dir, tmp_path):
-    res = runner.invoke(app, ["report", "pareto", "--runs", str(runs_dir), "--view", "all", "--x", "tokens",
+    res = cli(*["report", "pareto", "--runs", str(runs_dir), "--view", "all", "--x", "tokens",
                               "--out", str(tmp_path / "p.png"), "--out", str(tmp_path / "p.svg"), "-f", "json"])
-    assert res.exit_code == 0, res.output
+    assert res.returncode == 0, (res.stdout + res.stderr)
     _check_png(tmp_path / "p.png")
     _check_svg(tmp_path / "p.svg")
     data = json.loads(res.stdout)
@@ -602,9 +597,9 @@ def test_cli_pareto(runs_dir, tmp_path):
 
 
 def test_cli_allocation(runs_dir, tmp_path):
-    res = runner.invoke(app, ["report", "allocation", "--runs", str(runs_dir), "--baseline", "base",
+    res = cli(*["report", "allocation", "--runs", str(runs_dir), "--baseline", "base",
                               "--plot", str(tmp_path / "a.png"), "-f", "json"])
-    assert res.exit_code == 0, res.output
+    assert res.returncode == 0, (res.stdout + res.stderr)
     data = json.loads(res.stdout)
     assert {(a["dataset"], a["method"]) for a in data["analyses"]} == {("alpha", "fancy"), ("alpha", "solo"), ("beta", "fancy")}
     _check_png(tmp_path / "a.png")
@@ -614,19 +609,19 @@ def test_cli_trace(tmp_path):
     tr = tmp_path / "t.jsonl"
     make_trace(tr)
     png = tmp_path / "q2.png"
-    res = runner.invoke(app, ["report", "trace", str(tr), "--qid", "q2", "--docid", "d1", "--out", str(png), "-f", "csv"])
-    assert res.exit_code == 0, res.output
+    res = cli(*["report", "trace", str(tr), "--qid", "q2", "--docid", "d1", "--out", str(png), "-f", "csv"])
+    assert res.returncode == 0, (res.stdout + res.stderr)
     _check_png(png)
     rows = list(csv.DictReader(io.StringIO(res.stdout)))
     assert len(rows) == 5 and rows[0]["docid"] == "d1"
-    res = runner.invoke(app, ["report", "trace", str(tr), "--qid", "q9", "--no-plot"])
-    assert res.exit_code == 2 and "q9" in res.output
+    res = cli(*["report", "trace", str(tr), "--qid", "q9", "--no-plot"])
+    assert res.returncode == 2 and "q9" in (res.stdout + res.stderr)
 
 
 def test_cli_help_documents_layout():
-    res = runner.invoke(app, ["report", "table", "--help"], terminal_width=120)
-    assert res.exit_code == 0
-    assert "DIR/<dataset>/<method>.run" in res.output and "DATASET:METHOD=PATH" in res.output
+    res = cli(*["report", "table", "--help"])
+    assert res.returncode == 0
+    assert "DIR/<dataset>/<method>.run" in (res.stdout + res.stderr) and "DATASET:METHOD=PATH" in (res.stdout + res.stderr)
 
 
 # ------------------------------------------------------------------------------- bundled samples

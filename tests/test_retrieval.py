@@ -376,57 +376,44 @@ def test_irds_errors_are_one_line(irds_home, offline):
 # -------------------------------------------------------------------------------------------- CLI
 
 
-@pytest.fixture(scope="module")
-def cli_app():
-    import typer
+def cli(*args):
+    """``acurank ARGS`` in-process (the CLI's own entry point), its exit code kept."""
+    from conftest import acurank
 
-    from acurank_cli.retrieval.cli import index_cmd, retrieve_cmd
-
-    app = typer.Typer()
-    app.command("index")(index_cmd)
-    app.command("retrieve")(retrieve_cmd)
-    return app
+    return acurank(*args, check=False)
 
 
 def _run_lines(text: str) -> list[list[str]]:
     return [line.split() for line in text.splitlines() if line.strip()]
 
 
-def test_cli_index_and_retrieve(jvm, cli_app, corpus_file, tmp_path):
-    from typer.testing import CliRunner
-
-    runner = CliRunner()
+def test_cli_index_and_retrieve(jvm, corpus_file, tmp_path):
     idx = tmp_path / "cli-idx"
-    res = runner.invoke(cli_app, ["index", "--input", str(corpus_file), "--index", str(idx), "--threads", "1"])
-    assert res.exit_code == 0, res.output
+    res = cli(*["index", "--input", str(corpus_file), "--index", str(idx), "--threads", "1"])
+    assert res.returncode == 0, res.stderr
     topics = tmp_path / "t.tsv"
     topics.write_text("1\ttiger\n2\tOkapi facts okapi giraffe forest\n3\tthe\n")
     out = tmp_path / "run" / "bm25.run"
-    res = runner.invoke(
-        cli_app, ["retrieve", "--index", str(idx), "--topics", str(topics), "--hits", "2", "--output", str(out)]
+    res = cli(*["retrieve", "--index", str(idx), "--topics", str(topics), "--hits", "2", "--output", str(out)]
     )
-    assert res.exit_code == 0, res.output
+    assert res.returncode == 0, res.stderr
     rows = _run_lines(out.read_text())
     assert [r[:4] for r in rows] == [["1", "Q0", "d2", "1"], ["1", "Q0", "d4", "2"], ["2", "Q0", "d3", "1"], ["2", "Q0", "d4", "2"]]
     assert all(len(r) == 6 and r[5] == "bm25" for r in rows)
-    res = runner.invoke(cli_app, ["retrieve", "--index", str(idx), "--topics", str(topics), "--tag", "x", "-q"])
-    assert res.exit_code == 0 and _run_lines(res.stdout)[0] == ["1", "Q0", "d2", "1", rows[0][4], "x"]
+    res = cli(*["retrieve", "--index", str(idx), "--topics", str(topics), "--tag", "x", "-q"])
+    assert res.returncode == 0 and _run_lines(res.stdout)[0] == ["1", "Q0", "d2", "1", rows[0][4], "x"]
 
 
-def test_cli_retrieve_with_irds_dataset(jvm, cli_app, index_dir, irds_home, tmp_path, corpus_file):
-    from typer.testing import CliRunner
-
+def test_cli_retrieve_with_irds_dataset(jvm, index_dir, irds_home, tmp_path, corpus_file):
     from acurank_cli.retrieval.datasets import register_local
 
     name = register_local("acurank-test/local-cli", *_local_files(tmp_path, corpus_file))
-    res = CliRunner().invoke(cli_app, ["retrieve", "--index", str(index_dir), "--dataset", name, "-q"])
-    assert res.exit_code == 0, res.output
+    res = cli(*["retrieve", "--index", str(index_dir), "--dataset", name, "-q"])
+    assert res.returncode == 0, res.stderr
     rows = _run_lines(res.stdout)
     assert rows[0][:3] == ["q1", "Q0", "d1"] and {r[0] for r in rows} == {"q1", "q2"}
 
 
-def test_cli_needs_exactly_one_topic_source(cli_app, index_dir):
-    from typer.testing import CliRunner
-
-    res = CliRunner().invoke(cli_app, ["retrieve", "--index", str(index_dir)])
-    assert isinstance(res.exception, InputError) and "exactly one" in str(res.exception)
+def test_cli_needs_exactly_one_topic_source(index_dir):
+    res = cli(*["retrieve", "--index", str(index_dir)])
+    assert res.returncode == 2 and "exactly one" in res.stderr

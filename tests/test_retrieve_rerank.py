@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from test_cli import ENV
+from conftest import ENV
 
 import importlib.util
 

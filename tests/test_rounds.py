@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from acurank_cli.driver import Driver
+from acurank_cli.run.driver import Driver
 from acurank_cli.records import Candidate, RankingTask, RerankResult
 from acurank_cli.rerankers.base import RerankerBase
 from acurank_cli.rerankers.simulated import SimulatedReranker
-from acurank_cli.strategies import build_strategy
+from acurank_cli.method.registry import build_strategy
 
 
 class BatchRecorder(RerankerBase):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 
-from test_cli import acurank, small_run
+from conftest import acurank, small_run
 
 
 def _runs(sample, tmp_path):

@@ -10,10 +10,9 @@ import pytest
 from scipy.special import ndtr
 
 from acurank_cli.records import Phase
-from acurank_cli.strategies import build_strategy
-from acurank_cli.uncertainty import (
-    Uncertainty, assess, binary_entropy, rank_entropy, rank_probabilities,
-)
+from acurank_cli.method.registry import build_strategy
+from acurank_cli.method.params import Uncertainty
+from acurank_cli.method.uncertainty import assess, binary_entropy, rank_entropy, rank_probabilities
 from scripted import drive, task
 
 K = 10

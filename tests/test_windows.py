@@ -12,12 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from acurank_cli.driver import Driver
-from acurank_cli.ratings import Z_999, threshold
+from acurank_cli.run.driver import Driver
+from acurank_cli.method.uncertainty import Z_999, threshold
 from acurank_cli.records import Candidate, RankingTask, RerankResult, Step
 from acurank_cli.rerankers.base import RerankerBase
 from acurank_cli.rerankers.simulated import SimulatedReranker
-from acurank_cli.strategies import build_strategy
+from acurank_cli.method.registry import build_strategy
 
 SIZES = (1, 2, 7, 10, 19, 20, 21, 95, 100, 101)
 

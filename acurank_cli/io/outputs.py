@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..errors import InputError
+from ..records import StatsRecord
 
 
 #: Run file endings; ``X.run`` and ``X.run.gz`` are method ``X``.
@@ -35,23 +36,21 @@ def stats_path_for(run_path: str | Path) -> Path:
     return p.with_name((method_name_of(p) or p.name) + ".stats.jsonl")
 
 
-def read_stats(path: str | Path) -> dict[str, dict]:
-    """The one stats reader: a per-query stats JSONL file -> {qid: record}; a later record for a qid
+def read_stats(path: str | Path) -> dict[str, StatsRecord]:
+    """The one stats reader: a per-query stats JSONL file -> {qid: StatsRecord}; a later record for a qid
     wins (a resumed run appends)."""
     from .readers import open_text
 
-    out: dict[str, dict] = {}
+    out: dict[str, StatsRecord] = {}
     with open_text(path) as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
-                qid = str(rec["qid"])
-                float(rec["calls"])
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                rec = StatsRecord.from_json(json.loads(line))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
                 raise InputError("bad stats record (expected JSON with 'qid' and 'calls')", str(path), lineno) from None
-            out[qid] = rec
+            out[rec.qid] = rec
     return out
 
 

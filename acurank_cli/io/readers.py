@@ -62,8 +62,9 @@ def open_text(src: Source) -> Iterator[TextIO]:
 
 
 def check_id(value: str, what: str, name: str, line: int | None = None) -> str:
-    """A qid or docid: non-empty, printable, no whitespace (it must survive a TREC line)."""
-    if not value or any(c.isspace() or not c.isprintable() for c in value):
+    """A qid or docid: non-empty, printable, no whitespace (it must survive a TREC line). Every whitespace
+    character but the ASCII space is non-printable to ``str.isprintable``, so the check runs in C."""
+    if not value or not value.isprintable() or " " in value:
         raise InputError(f"{what} {value!r} is empty or holds whitespace or control characters", name, line)
     return value
 

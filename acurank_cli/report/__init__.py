@@ -4,5 +4,5 @@ analysis and rating traces over finished runs.
 Modules: ``collection`` (finding and loading runs, stats and qrels), ``significance`` (paired t-test,
 sign-flip randomisation test, Spearman), ``tables`` (the method x dataset table), ``render`` (terminal,
 Markdown, CSV, LaTeX, JSON), ``pareto``, ``allocation`` (WIG, easy/hard split), ``trace_plot`` and
-``cli`` (the Typer sub-app mounted as ``acurank report``).
+the commands themselves are in :mod:`acurank_cli.cli.report`.
 """

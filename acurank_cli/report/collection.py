@@ -18,7 +18,6 @@ scores 0, as ``trec_eval -c``); mean costs are over the judged queries found in 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import statistics
@@ -29,9 +28,9 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..evaluation import evaluate, measure_name
-from ..io.outputs import RUN_SUFFIXES, method_name_of, read_run_meta, read_stats, stats_path_for, unfinished
-from ..io.readers import open_text, read_qrels, read_run, read_topics
-from ..records import Run
+from ..io.outputs import method_name_of, read_run_meta, read_stats, stats_path_for, unfinished
+from ..io.readers import read_qrels, read_run, read_topics
+from ..records import Run, StatsRecord
 
 #: Cost measures a stats file can provide (x axes of the Pareto plot).
 COST_KINDS = ("calls", "tokens", "seconds", "rounds")
@@ -39,18 +38,10 @@ QRELS_NAMES = ("qrels.txt", "qrels.txt.gz", "qrels", "qrels.tsv")
 TOPICS_NAMES = ("topics.tsv", "topics.tsv.gz", "topics.txt")
 
 
-def _record_cost(rec: dict, kind: str) -> float | None:
+def _record_cost(rec: StatsRecord, kind: str) -> float | None:
     """One query's cost of the given kind from its stats record (None when the record lacks it)."""
-    if kind == "calls":
-        return float(rec["calls"])
-    if kind == "tokens":
-        if "input_tokens" not in rec and "output_tokens" not in rec:
-            return None
-        return float(rec.get("input_tokens") or 0) + float(rec.get("output_tokens") or 0)
-    if kind in ("seconds", "rounds"):
-        value = rec.get(kind)
-        return None if value is None else float(value)
-    raise ValueError(kind)
+    value = {"calls": rec.calls, "tokens": rec.tokens, "seconds": rec.seconds, "rounds": rec.rounds}[kind]
+    return None if value is None else float(value)
 
 
 @dataclass
@@ -75,7 +66,7 @@ class MethodRun:
         """qid -> docid -> score, for evaluation."""
         return self.candidates().scores()
 
-    def stats(self) -> dict[str, dict] | None:
+    def stats(self) -> dict[str, StatsRecord] | None:
         """Per-query stats records, or None when the run has no stats file."""
         if self._stats is None and self.stats_path is not None:
             self._stats = read_stats(self.stats_path)

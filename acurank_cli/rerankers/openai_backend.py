@@ -35,9 +35,9 @@ from typing import Any, Optional
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import InputError
-from ..params import at_least, between, positive
+from ..params import at_least, positive
 from .base import option, register
-from .prompts import MIN_CONTEXT
+from .options import PromptOptions
 from .listwise import Deliver, ListwiseLLM, Reply
 from .prompts import (
     CHAT_MESSAGES,
@@ -197,6 +197,8 @@ def resolve_counter(model: str, tokenizer: str | None) -> tuple[TokenCounter, An
 
 class OpenAIReranker(ListwiseLLM):
     """Listwise reranking through an OpenAI-compatible chat completions endpoint."""
+
+    batch_queries = 8  # requests in flight together: queries advance together by default
 
     sends_text = False
 
@@ -515,23 +517,19 @@ class EndpointPool:
 
 
 @dataclass(frozen=True)
-class OpenAIOptions:
-    base_url: Optional[list[str]] = option(None, "openai: endpoint (vLLM/SGLang/llama.cpp server, or OpenAI by "
+class OpenAIOptions(PromptOptions):
+    base_url: Optional[list[str]] = option(None, "endpoint (vLLM/SGLang/llama.cpp server, or OpenAI by "
                                            "default); repeat it for replicas: each request goes to the least busy")
-    concurrency: int = option(8, "openai: requests in flight per endpoint", domain=at_least(1))
-    timeout: float = option(120.0, "openai: seconds per request", domain=positive())
-    retries: int = option(6, "openai: retries on 429/5xx/timeouts", domain=at_least(0))
-    retry_base: float = option(0.5, "openai: first backoff (s)", cli=False, domain=positive())
-    retry_cap: float = option(30.0, "openai: longest backoff (s)", cli=False, domain=positive())
-    set_aside: float = option(5.0, "openai: seconds a failing endpoint is left out (doubling while it fails)", cli=False, domain=positive())
-    context_size: int = option(4096, "LLM context in tokens (prompt + answer), as published", domain=at_least(MIN_CONTEXT))
-    prompt_format: Optional[str] = option(None, "hf: prompt format rankzephyr | rankvicuna | chat", flag="--prompt")
-    temperature: float = option(0.0, "LLM sampling temperature (0 = greedy; the published OpenAI runs used 1.0)", domain=between(0.0, 2.0))
-    tokenizer: Optional[str] = option(None, "openai: count prompt tokens with this local tokenizer (path or hub id) "
+    concurrency: int = option(8, "requests in flight per endpoint", domain=at_least(1))
+    timeout: float = option(120.0, "seconds per request", domain=positive())
+    retries: int = option(6, "retries on 429/5xx/timeouts", domain=at_least(0))
+    retry_base: float = option(0.5, "first backoff (s)", cli=False, domain=positive())
+    retry_cap: float = option(30.0, "longest backoff (s)", cli=False, domain=positive())
+    set_aside: float = option(5.0, "seconds a failing endpoint is left out (doubling while it fails)", cli=False, domain=positive())
+    tokenizer: Optional[str] = option(None, "count prompt tokens with this local tokenizer (path or hub id) "
                                       "or tiktoken:ENCODING")
-    exact_answer_tokens: bool = option(False, "openai: ask for exactly out(num) answer tokens (max_tokens = min_tokens, "
+    exact_answer_tokens: bool = option(False, "ask for exactly out(num) answer tokens (max_tokens = min_tokens, "
                                        "a vLLM/SGLang extension), as hf:/vllm: generate; default: no limit, as published")
-    log_prompts: Optional[str] = option(None, "LLMs: JSONL file, one line per model call")
 
 
 @register("openai", takes_arg=True, help="OpenAI-compatible chat endpoint: openai:MODEL (--base-url for vLLM/SGLang)",

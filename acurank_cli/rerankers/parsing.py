@@ -15,9 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-OK = "ok"
-REPAIRED = "repaired"
-UNPARSEABLE = "unparseable"
+from ..records import ParseStatus
 
 _DIGITS = re.compile(r"\d+")
 
@@ -27,7 +25,7 @@ class ParsedRanking:
     """A parsed answer: ``order`` (0-based window positions, best first) and what it took."""
 
     order: tuple[int, ...]
-    status: str
+    status: ParseStatus
     mentioned: int  # distinct valid identifiers the answer named
     dropped: int  # out-of-range or repeated mentions ignored
 
@@ -47,12 +45,12 @@ def parse_ranking(text: str | None, n: int) -> ParsedRanking:
     mentioned = len(order)
     order.extend(i for i in range(n) if i not in seen)
     if n <= 1 or (mentioned == n and dropped == 0):
-        status = OK
+        status = ParseStatus.ok
     elif mentioned == 0:
-        status = UNPARSEABLE
+        status = ParseStatus.unparseable
     else:
-        status = REPAIRED
+        status = ParseStatus.repaired
     return ParsedRanking(tuple(order), status, mentioned, dropped)
 
 
-__all__ = ["OK", "REPAIRED", "UNPARSEABLE", "ParsedRanking", "parse_ranking"]
+__all__ = ["ParsedRanking", "parse_ranking"]

@@ -61,8 +61,8 @@ class SimulatedReranker(RerankerBase):
 @dataclass(frozen=True)
 class SimulatedOptions:
     qrels: Optional[dict] = option(None, "the grades (from --qrels)", cli=False)
-    sim_noise: float = option(1.0, "simulated: noise of the grades (Gaussian sd)", domain=at_least(0.0, integer=False))
-    sim_seed: int = option(0, "simulated: seed of the noise", domain=ANY_INT)
+    sim_noise: float = option(1.0, "noise of the grades (Gaussian sd)", domain=at_least(0.0, integer=False))
+    sim_seed: int = option(0, "seed of the noise", domain=ANY_INT)
 
 
 @register("simulated", takes_arg=False, help="noisy qrels oracle (needs --qrels)", needs_texts=False,

@@ -27,7 +27,7 @@ from typing import Any, Optional
 from ..errors import InputError
 from ..params import ANY_INT, at_least, between, positive
 from .base import option, register
-from .prompts import MIN_CONTEXT
+from .options import PromptOptions, WeightsOptions
 from .checkpoints import converted_folder, dtype_name, one_line, prompt_builder, resolve_model
 from .listwise import Deliver, ListwiseLLM, Reply
 from .prompts import HFTokenCounter, Prompt, get_format
@@ -44,6 +44,8 @@ def _import_vllm():
 
 class VLLMReranker(ListwiseLLM):
     """vLLM's offline engine reading the published RankLLM prompt and writing ``[i] > [j] > ...``."""
+
+    batch_queries = 8  # requests in flight together: queries advance together by default
 
     def __init__(self, model: str, options: "VLLMOptions | None" = None):
         options = options or VLLMOptions()
@@ -160,21 +162,14 @@ class VLLMReranker(ListwiseLLM):
 
 
 @dataclass(frozen=True)
-class VLLMOptions:
-    dtype: Optional[str] = option(None, "hf/vllm: weights dtype (bf16, fp16, fp32); default bf16 on GPU, fp32 on CPU")
-    context_size: int = option(4096, "LLM context in tokens (prompt + answer), as published; vllm: its max model length", domain=at_least(MIN_CONTEXT))
-    prompt_format: Optional[str] = option(None, "hf/vllm: prompt format rankzephyr | rankvicuna | chat (default: "
-                                          "chat when the tokenizer has a template, else rankvicuna)", flag="--prompt")
-    temperature: float = option(0.0, "LLM sampling temperature (0 = greedy; the published OpenAI runs used 1.0)", domain=between(0.0, 2.0))
-    double_bos: bool = option(False, "hf/vllm: feed the tokenizer's BOS even after the template's (as the published code did)")
-    tensor_parallel_size: int = option(1, "vllm: GPUs one model is split over (tensor parallelism)", domain=at_least(1))
-    gpu_memory_utilization: Optional[float] = option(None, "vllm: fraction of GPU memory for weights + KV cache "
+class VLLMOptions(PromptOptions, WeightsOptions):
+    tensor_parallel_size: int = option(1, "GPUs one model is split over (tensor parallelism)", domain=at_least(1))
+    gpu_memory_utilization: Optional[float] = option(None, "fraction of GPU memory for weights + KV cache "
                                                      "(vLLM's default 0.9)", domain=between(0.0, 1.0, lo_open=True))
-    kv_cache_gib: Optional[float] = option(None, "vllm: KV cache size in GiB (CPU machines; vLLM's default otherwise)", domain=positive())
-    max_num_seqs: Optional[int] = option(None, "vllm: most sequences the engine batches at once (vLLM's default)", domain=at_least(1))
-    engine_seed: int = option(0, "vllm: the engine's sampling seed (used when --temperature > 0)", flag="--vllm-seed", domain=ANY_INT)
-    enforce_eager: bool = option(False, "vllm: no CUDA graphs (less memory, slower decoding)")
-    log_prompts: Optional[str] = option(None, "LLMs: JSONL file, one line per model call")
+    kv_cache_gib: Optional[float] = option(None, "KV cache size in GiB (CPU machines; vLLM's default otherwise)", domain=positive())
+    max_num_seqs: Optional[int] = option(None, "most sequences the engine batches at once (vLLM's default)", domain=at_least(1))
+    engine_seed: int = option(0, "the engine's sampling seed (used when --temperature > 0)", flag="--vllm-seed", domain=ANY_INT)
+    enforce_eager: bool = option(False, "no CUDA graphs (less memory, slower decoding)")
 
 
 @register("vllm", takes_arg=True, help="vLLM's in-process engine: vllm:MODEL_DIR, vllm:HUB_ID or vllm:FILE.gguf "

@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .errors import InputError
-from .io.readers import Bundle, read_candidates, read_corpus, read_qids, source_name
-from .io.resolve import load_qrels, load_topics
-from .records import Doc, RankingTask
+from ..errors import InputError
+from ..io.readers import Bundle, read_candidates, read_corpus, read_qids, source_name
+from ..io.resolve import load_qrels, load_topics
+from ..records import Doc, RankingTask
 
 #: The sample_runs layout: files beside a run that are used when not given explicitly.
 BESIDE_TOPICS = "topics.tsv"
@@ -27,6 +27,41 @@ class Inputs:
     notes: list[str] = field(default_factory=list)
     skipped_docs: int = 0
     skipped_queries: int = 0
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """What a job reads: the run or candidate file ('-': stdin) at ``depth``, and where topics, texts
+    (a corpus file, a Lucene index or ir_datasets) and qrels come from, as the flags name them."""
+
+    run: str
+    depth: int = 100
+    topics: str | None = None
+    corpus: str | None = None
+    index: str | None = None
+    dataset: str | None = None
+    qrels: str | None = None
+    qids: str | None = None
+    skip_missing: bool = False
+
+    def load(self, need_texts: bool) -> "Inputs":
+        """Read and complete everything (see :func:`load_inputs`)."""
+        return load_inputs(self.run, self.depth, self.topics, self.corpus, self.qrels, need_texts=need_texts,
+                           skip_missing=self.skip_missing, doc_fetcher=_index_fetcher(self.index),
+                           dataset=self.dataset, qids=self.qids)
+
+
+def _index_fetcher(index: str | None) -> Callable[[set[str]], dict[str, Doc]] | None:
+    """Doc texts from a Lucene index's stored raw documents (``--index``)."""
+    if index is None:
+        return None
+
+    def fetch(wanted: set[str]) -> dict[str, Doc]:
+        from ..retrieval.lucene import fetch_docs
+
+        return fetch_docs(index, wanted)
+
+    return fetch
 
 
 def _beside(run: str, name: str) -> Path | None:
@@ -63,7 +98,7 @@ def load_inputs(
                              source_name(run))
         bundle.runs = {q: c for q, c in bundle.runs.items() if q in wanted}
     if dataset:
-        from .retrieval.datasets import load_irds
+        from ..retrieval.datasets import load_irds
 
         irds = load_irds(dataset)
         bundle.topics.update({q: t for q, t in irds.topics.items() if q not in bundle.topics})

@@ -10,10 +10,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
 
-from .io.writers import final_ranking
-from .records import CallTally, Doc, QueryOutcome, RankingTask, RerankRequest, RerankResult, Step
-from .rerankers.base import RerankerBase
-from .strategies.base import Strategy
+from ..method.base import Strategy
+from ..records import (CallTally, Doc, IterationRecord, QueryOutcome, RankingTask, RerankRequest, RerankResult, Step,
+                       StopReason, final_ranking)
+from ..rerankers.base import RerankerBase
 
 
 @dataclass
@@ -25,9 +25,9 @@ class _Active:
     step: Step | None = None
     started: float = field(default_factory=time.perf_counter)
     tally: CallTally = field(default_factory=CallTally)
-    iterations: list = field(default_factory=list)
+    iterations: list[IterationRecord] = field(default_factory=list)
     results: list = field(default_factory=list)
-    stop: str | None = None
+    stop: StopReason | None = None
 
 
 StepHook = Callable[[RankingTask, Step], None]
@@ -72,16 +72,8 @@ class Driver:
         if step.stop is not None:
             act.stop = step.stop
         if step.windows:
-            act.iterations.append(
-                {
-                    "step": len(act.iterations) + 1,
-                    "iteration": step.iteration,
-                    "phase": step.phase.value,
-                    "uncertain": step.uncertain,
-                    "groups": len(step.windows),
-                    "window_sizes": [len(w) for w in step.windows],
-                }
-            )
+            act.iterations.append(IterationRecord(len(act.iterations) + 1, step.iteration, step.phase, step.uncertain,
+                                                  len(step.windows), tuple(len(w) for w in step.windows)))
         if self.on_step is not None:
             self.on_step(act.task, step)
         return None

@@ -8,10 +8,10 @@ from typing import ClassVar
 
 from ..errors import InputError
 from ..params import ANY_INT, at_least, check_domains, param
-from ..ratings import Init, Updater, get_updater, initial_ratings, update_groups
 from ..records import Phase, Ranked, RankingTask, Step
-from .acurank import sort_by
-from .base import Plan, apply, query_rng
+from .base import Plan, apply, chunks, query_rng, sort_by
+from .params import Init, Updater, coerce_choices
+from .trueskill import get_updater, initial_ratings, update_groups
 
 
 @dataclass(frozen=True)
@@ -115,8 +115,7 @@ class TrueSkillStatic:
     def __post_init__(self) -> None:
         """Check the domains; accept plain strings for the enum-valued parameters, as AcuRankParams does."""
         check_domains(self)
-        object.__setattr__(self, "init", Init(self.init))
-        object.__setattr__(self, "updater", Updater(self.updater))
+        coerce_choices(self)
 
     def check(self, task: RankingTask) -> None:
         """Any list can be reranked."""
@@ -129,7 +128,7 @@ class TrueSkillStatic:
         order = list(range(len(docids)))
         for j, c in enumerate(self.stages, 1):
             top = order[: self.m * c]
-            groups = [top[s : s + self.m] for s in range(0, len(top), self.m)]
+            groups = chunks(top, self.m)
             perms = yield Step(tuple(tuple(docids[i] for i in g) for g in groups), Phase.stage, j)
             update_groups(update, mu, sigma, groups, perms)
             order = sort_by(order, mu)

@@ -7,9 +7,12 @@ receives one permutation per window (positions, best first) and finally returns 
 from __future__ import annotations
 
 import random
-from typing import Generator, Protocol, Sequence
+from typing import TYPE_CHECKING, Generator, Protocol, Sequence
 
 from ..records import Ranked, RankingTask, Step
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Permutation = tuple[int, ...]
 Plan = Generator[Step, Sequence[Permutation], tuple[Ranked, ...]]
@@ -45,3 +48,13 @@ def apply(window: Sequence[str], perm: Permutation) -> list[str]:
 def query_rng(seed: int, qid: str, salt: str) -> random.Random:
     """A per-query RNG derived from the run's seed (reproducible across runs and batching)."""
     return random.Random(f"acurank|{seed}|{qid}|{salt}")
+
+
+def sort_by(order: list[int], key: np.ndarray) -> list[int]:
+    """Stable sort of candidate indices by ``key`` descending."""
+    return sorted(order, key=lambda i: -key[i])
+
+
+def chunks(items: Sequence[int], m: int) -> list[list[int]]:
+    """Consecutive groups of m (the last may be shorter): windows and AcuRank's groups."""
+    return [list(items[j : j + m]) for j in range(0, len(items), m)]

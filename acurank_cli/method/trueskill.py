@@ -1,32 +1,21 @@
-"""TrueSkill ratings N(mu, sigma^2) per candidate, their initialisation, and the top-k threshold t."""
+"""TrueSkill ratings N(mu, sigma^2) per candidate: how they start (init) and how a reranked window
+updates them (the updaters: the trueskill package's ``rate``, or its bit-identical vectorised port)."""
 
 from __future__ import annotations
 
-import enum
 import math
 from typing import Callable, Sequence
 
 import numpy as np
 import trueskill
-from scipy.special import ndtr
 
-from .errors import InputError
-from .records import RankingTask
+from ..errors import InputError
+from ..records import RankingTask
+from .params import Init, Updater
+from .trueskill_fast import fast_update
 
 #: The trueskill package's default environment (mu0 25, sigma0 25/3, beta 25/6, tau 25/300, draw 0.10).
 ENV = trueskill.TrueSkill()
-
-#: z with Phi(z) = 1 - 0.001: the paper's fallback when n <= k.
-Z_999 = 3.0902
-
-
-class Init(str, enum.Enum):
-    """How ratings start: first-stage score (mu = score, sigma = mu/3), z-scored, or uniform."""
-
-    score = "score"
-    zscore = "zscore"
-    uniform = "uniform"
-
 
 #: Scores ``--init score`` accepts: the TrueSkill update stays finite for mu and sigma = mu/3 in this range.
 SCORE_RANGE = (1e-100, 1e100)
@@ -89,20 +78,15 @@ def library_update(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int]) -> N
         sigma[i] = r.sigma
 
 
-class Updater(str, enum.Enum):
-    """Which implementation of the multiplayer TrueSkill update to use."""
+Update = Callable[[np.ndarray, np.ndarray, Sequence[int]], None]
 
-    library = "library"
-    fast = "fast"
+#: Registry: updater -> update(mu, sigma, order) (``fast`` is the vectorised factor graph).
+UPDATERS: dict[Updater, Update] = {Updater.library: library_update, Updater.fast: fast_update}
 
 
-def get_updater(kind: Updater) -> Callable[[np.ndarray, np.ndarray, Sequence[int]], None]:
-    """The update function for ``kind`` (registry; ``fast`` is the vectorised factor graph)."""
-    if Updater(kind) is Updater.fast:
-        from .fast_trueskill import fast_update
-
-        return fast_update
-    return library_update
+def get_updater(kind: Updater) -> Update:
+    """The update function for ``kind``."""
+    return UPDATERS[Updater(kind)]
 
 
 def update_groups(update: Callable[[np.ndarray, np.ndarray, Sequence[int]], None], mu: np.ndarray,
@@ -112,45 +96,3 @@ def update_groups(update: Callable[[np.ndarray, np.ndarray, Sequence[int]], None
     for group, perm in zip(groups, perms):
         if len(group) >= 2:
             update(mu, sigma, [group[j] for j in perm])
-
-
-def threshold(mu: np.ndarray, sigma: np.ndarray, k: int) -> float:
-    """t with sum_i P(x_i > t) = k (x_i ~ N(mu_i, sigma_i^2)): the root bracketed to 1e-12.
-
-    f(t) = sum_i Phi((mu_i - t) / sigma_i) - k is strictly decreasing; safeguarded Newton steps
-    shrink a bisection bracket [lo, hi] (f(lo) > 0 >= f(hi)) until it is narrower than 1e-12.
-    """
-    n = len(mu)
-    if n <= k:
-        return float(np.min(mu - Z_999 * sigma))
-    inv = 1.0 / sigma
-    lo = float(np.min(mu - 40.0 * sigma))
-    hi = float(np.max(mu + 40.0 * sigma))
-    # Start from the k-th largest mu: the root lies near it.
-    t = float(np.partition(mu, n - k)[n - k])
-    for _ in range(200):
-        z = (mu - t) * inv
-        f = float(np.sum(ndtr(z))) - k
-        if f > 0:
-            lo = t
-        else:
-            hi = t
-        if hi - lo <= 1e-12:
-            break
-        slope = float(np.sum(np.exp(-0.5 * z * z) * inv)) * _INV_SQRT_2PI
-        # Newton, overshooting the root by a hair so the bracket closes from both sides.
-        nxt = t + f / slope + math.copysign(4e-13, f) if slope > 0 else 0.5 * (lo + hi)
-        if not lo < nxt < hi:
-            nxt = 0.5 * (lo + hi)
-            if not lo < nxt < hi:
-                break
-        t = nxt
-    return 0.5 * (lo + hi)
-
-
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-
-
-def exceed_probability(mu: np.ndarray, sigma: np.ndarray, t: float) -> np.ndarray:
-    """s_i = P(x_i > t) = 1 - Phi((t - mu_i) / sigma_i)."""
-    return 1.0 - ndtr((t - mu) / sigma)

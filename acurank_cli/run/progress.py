@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Column
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from .records import RankingTask, Step
+from ..records import RankingTask, Step, StopReason
 
 
 class ProgressView:
@@ -66,7 +66,7 @@ class ProgressView:
             q = totals.queries
             parts = [f"{totals.calls / q:.1f} calls/q", f"{totals.rounds / q:.1f} rounds/q"]
             if totals.stops:
-                capped = sum(v for k, v in totals.stops.items() if k in ("budget", "call-cap", "round-cap"))
+                capped = sum(v for k, v in totals.stops.items() if StopReason(k).capped)
                 parts.append(f"capped {capped}/{q}")
             self._progress.update(self._task, description=f"{self._label} ({', '.join(parts)})")
         self._progress.advance(self._task)

@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from .errors import InputError
-from .records import RerankRequest, RerankResult
-from .rerankers.base import RerankerBase, ResultSink
+from ..errors import InputError
+from ..records import ParseStatus, RerankRequest, RerankResult
+from .base import RerankerBase, ResultSink
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -54,6 +54,7 @@ class CachedReranker(RerankerBase):
         self.inner = inner
         self.name = inner.name
         self.needs_texts = inner.needs_texts
+        self.batch_queries = inner.batch_queries
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -113,7 +114,7 @@ class CachedReranker(RerankerBase):
                 missing.append(i)
                 continue
             perm, raw, parse, tin, tout, latency, backend = row
-            results[i] = RerankResult(tuple(json.loads(perm)), tin, tout, latency, parse, True, raw, backend)
+            results[i] = RerankResult(tuple(json.loads(perm)), tin, tout, latency, ParseStatus(parse), True, raw, backend)
             if on_result is not None:
                 on_result(i, results[i])
         self.hits += len(requests) - len(missing)
@@ -135,7 +136,7 @@ class CachedReranker(RerankerBase):
             self.db.execute(
                 "INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (key, res.backend or self.name, self.identity, json.dumps(list(res.order)),
-                 res.raw, res.parse, res.input_tokens, res.output_tokens, res.latency, time.time()),
+                 res.raw, str(res.parse), res.input_tokens, res.output_tokens, res.latency, time.time()),
             )
 
     def close(self) -> None:

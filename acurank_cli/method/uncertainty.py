@@ -1,4 +1,5 @@
-"""Which documents AcuRank still has to rerank: the uncertainty rules behind ``--uncertainty``.
+"""Which documents AcuRank still has to rerank: the uncertainty rules behind ``--uncertainty``, and the
+threshold t with sum_i P(x_i > t) = k that the paper's rule is built on.
 
 ``threshold`` (the paper's): s_i = P(x_i > t) with t solving sum_i P(x_i > t) = k; C = {eps < s_i < 1 - eps}.
 
@@ -36,7 +37,6 @@ a Poisson-binomial count with success probabilities q_j(x) = P(x_j > x). Only c 
 
 from __future__ import annotations
 
-import enum
 import math
 import threading
 from dataclasses import dataclass
@@ -45,7 +45,8 @@ from typing import Callable
 import numpy as np
 from scipy.special import ndtr
 
-from .ratings import exceed_probability, threshold
+from .params import Uncertainty
+from .trueskill_fast import INV_SQRT_2PI
 
 #: Phi(-8.5) is about 1e-17: beyond 8.5 sigma a document's mass is below float64 resolution.
 Z_SPAN = 8.5
@@ -55,15 +56,53 @@ Z_NODES = np.linspace(-Z_SPAN, Z_SPAN, 69)
 MIN_NODES = 256
 NODE_WORK = 25_600
 
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+#: z with Phi(z) = 1 - 0.001: the paper's fallback for t when n <= k.
+Z_999 = 3.0902
 
 
-class Uncertainty(str, enum.Enum):
-    """How AcuRank picks the uncertain set C each iteration."""
+# -- the paper's rule: the threshold t and s_i ---------------------------------------------------------
 
-    threshold = "threshold"
-    exact = "exact"
-    entropy = "entropy"
+
+def threshold(mu: np.ndarray, sigma: np.ndarray, k: int) -> float:
+    """t with sum_i P(x_i > t) = k (x_i ~ N(mu_i, sigma_i^2)): the root bracketed to 1e-12.
+
+    f(t) = sum_i Phi((mu_i - t) / sigma_i) - k is strictly decreasing; safeguarded Newton steps
+    shrink a bisection bracket [lo, hi] (f(lo) > 0 >= f(hi)) until it is narrower than 1e-12.
+    """
+    n = len(mu)
+    if n <= k:
+        return float(np.min(mu - Z_999 * sigma))
+    inv = 1.0 / sigma
+    lo = float(np.min(mu - 40.0 * sigma))
+    hi = float(np.max(mu + 40.0 * sigma))
+    # Start from the k-th largest mu: the root lies near it.
+    t = float(np.partition(mu, n - k)[n - k])
+    for _ in range(200):
+        z = (mu - t) * inv
+        f = float(np.sum(ndtr(z))) - k
+        if f > 0:
+            lo = t
+        else:
+            hi = t
+        if hi - lo <= 1e-12:
+            break
+        slope = float(np.sum(np.exp(-0.5 * z * z) * inv)) * INV_SQRT_2PI
+        # Newton, overshooting the root by a hair so the bracket closes from both sides.
+        nxt = t + f / slope + math.copysign(4e-13, f) if slope > 0 else 0.5 * (lo + hi)
+        if not lo < nxt < hi:
+            nxt = 0.5 * (lo + hi)
+            if not lo < nxt < hi:
+                break
+        t = nxt
+    return 0.5 * (lo + hi)
+
+
+def exceed_probability(mu: np.ndarray, sigma: np.ndarray, t: float) -> np.ndarray:
+    """s_i = P(x_i > t) = 1 - Phi((t - mu_i) / sigma_i)."""
+    return 1.0 - ndtr((t - mu) / sigma)
+
+
+# -- the exact rank probabilities ------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -146,7 +185,7 @@ def _cell_weights(mu: np.ndarray, sigma: np.ndarray, x: np.ndarray, u: np.ndarra
     masses are differences of q (absolute error ~1e-16, which is all the sharing needs)."""
     mass = np.maximum(q[:, :-1] - q[:, 1:], 0.0)
     pdf = np.exp(-0.5 * u * u)
-    pdf *= _INV_SQRT_2PI
+    pdf *= INV_SQRT_2PI
     moment = (mu[:, None] - x[None, :-1]) * mass + sigma[:, None] * (pdf[:, :-1] - pdf[:, 1:])
     slope = np.clip(moment / np.diff(x)[None, :], 0.0, mass)
     return mass, slope

@@ -1,6 +1,6 @@
 """A fast, bit-faithful re-implementation of ``trueskill.TrueSkill().rate`` for one reranked window.
 
-The reference (``ratings.library_update``) builds the trueskill package's factor graph with one
+The reference (``method.trueskill.library_update``) builds the trueskill package's factor graph with one
 Python object per player and per message.  :func:`fast_update` runs the *same* factor graph with
 the *same* message schedule and the *same* floating-point operations in the same order, but keeps
 the Gaussian messages in flat numpy arrays / float lists of natural parameters ``(pi, tau)``
@@ -48,7 +48,8 @@ MAX_ITERATIONS = 10
 _BETA2 = BETA ** 2
 _TAU2 = TAU ** 2
 _SQRT2 = math.sqrt(2)
-_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+#: 1 / sqrt(2 pi), as the trueskill package spells it (the uncertainty rules use it too).
+INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 _INF = float("inf")
 
 
@@ -72,7 +73,7 @@ def _cdf(x: float) -> float:
 
 
 def _pdf(x: float) -> float:
-    return _INV_SQRT_2PI * math.exp(-(x ** 2 / 2))
+    return INV_SQRT_2PI * math.exp(-(x ** 2 / 2))
 
 
 def _erfcinv(y: float) -> float:
@@ -227,7 +228,7 @@ def _chain_sweeps(m: int, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, Up, Ut) -> Non
     exp = math.exp
     dm = DRAW_MARGIN
     sq2 = _SQRT2
-    c0 = _INV_SQRT_2PI
+    c0 = INV_SQRT_2PI
     inf = _INF
     eps = MIN_DELTA
     neps = -MIN_DELTA

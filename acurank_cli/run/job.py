@@ -1,4 +1,5 @@
-"""A rerank job: inputs -> driver(strategy, reranker) -> append-only outputs, with a summary line."""
+"""A rerank job: inputs -> pipeline (strategy, backend, call cache) -> driver -> append-only outputs,
+with a summary line. The command line's ``rerank`` and ``baseline`` build one :class:`RerankJob`."""
 
 from __future__ import annotations
 
@@ -9,47 +10,54 @@ from typing import Any
 
 from rich.console import Console
 
-from .cache import with_cache
+from ..errors import InputError
+from ..io.outputs import RunOutputs, check_writable, stats_path_for
+from ..io.readers import source_name
+from ..io.writers import run_lines
+from ..method.base import Strategy, check_tasks
+from ..method.trueskill import check_scores
+from ..records import CallTally, ParseStatus, QueryOutcome, RankingTask, StatsRecord, Step, StopReason, TraceRecord
+from . import pipeline, signals
 from .driver import Driver
-from .errors import InputError
-from .inputs import load_inputs
-from . import signals
 from .fingerprint import RunFingerprint, input_digest, strategy_params
-from .io.outputs import RunOutputs, check_writable, stats_path_for
-from .io.readers import source_name
-from .ratings import check_scores
-from .signals import Interrupted
-from .io.writers import run_lines, stats_record, trace_record
+from .inputs import InputSpec
 from .progress import ProgressView
-from .records import CallTally, QueryOutcome, RankingTask, Step
-from .rerankers.base import build_reranker, lookup
-from .strategies.base import Strategy, check_tasks
+from .signals import Interrupted
 
 
-@dataclass
-class RerankJob:
-    """Everything one ``acurank rerank`` invocation needs."""
+@dataclass(frozen=True)
+class OutputSpec:
+    """Where a job writes: the run (None or '-': stdout), its tag, stats and trace JSONL."""
 
-    run: str
-    strategy: Strategy
-    reranker: str
     output: str | None = None
     overwrite: bool = False
     tag: str = "acurank"
     stats: str | None = None
     trace: str | None = None
-    topics: str | None = None
-    corpus: str | None = None
-    index: str | None = None
-    dataset: str | None = None
-    qrels: str | None = None
-    depth: int = 100
-    qids: str | None = None
-    skip_missing: bool = False
-    batch_queries: int = 1
-    cache: str | None = "default"
+
+    @property
+    def to_file(self) -> bool:
+        return bool(self.output) and self.output != "-"
+
+    def stats_path(self) -> str | None:
+        """--stats, or X.stats.jsonl beside --output X.run."""
+        if self.stats is None and self.to_file:
+            return str(stats_path_for(self.output))
+        return self.stats
+
+
+@dataclass(frozen=True)
+class RerankJob:
+    """Everything one ``acurank rerank`` invocation needs: what to read, what to run, where to write."""
+
+    inputs: InputSpec
+    strategy: Strategy
+    backend: str
+    outputs: OutputSpec = OutputSpec()
+    backend_options: dict[str, Any] = field(default_factory=dict)
+    cache: str | None = pipeline.DEFAULTS.cache
+    batch_queries: int | None = pipeline.DEFAULTS.batch_queries
     quiet: bool = False
-    reranker_options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -66,14 +74,6 @@ class _Totals(CallTally):
             self.stops[outcome.stop] = self.stops.get(outcome.stop, 0) + 1
 
 
-def _doc_fetcher(index: str | None):
-    if index is None:
-        return None
-    from .retrieval.lucene import fetch_docs
-
-    return lambda wanted: fetch_docs(index, wanted)
-
-
 def run_job(job: RerankJob, err: Console) -> _Totals:
     """Run the job; returns totals (also printed as one summary line on stderr).
 
@@ -81,50 +81,42 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     under the method's rating init, and (on resume) that the run was made with the same settings.
     """
     started = time.perf_counter()
-    if job.output and job.output != "-" and job.output == job.run:
-        raise InputError("--output must differ from the input run", job.output)
-    stats = job.stats
-    if stats is None and job.output and job.output != "-":
-        stats = str(stats_path_for(job.output))
-    for path, what in ((job.output, "--output"), (stats, "--stats"), (job.trace, "--trace"),
-                       (job.reranker_options.get("log_prompts"), "--log-prompts")):
+    out = job.outputs
+    if out.to_file and out.output == job.inputs.run:
+        raise InputError("--output must differ from the input run", out.output)
+    stats = out.stats_path()
+    for path, what in ((out.output, "--output"), (stats, "--stats"), (out.trace, "--trace"),
+                       (job.backend_options.get("log_prompts"), "--log-prompts")):
         check_writable(path, what)
-    spec = lookup(job.reranker)[0]
-    spec.make_options(job.reranker_options)  # a flag the backend does not take: one line, before any work
-    needs_texts = spec.needs_texts
-    inputs = load_inputs(
-        job.run, job.depth, job.topics, job.corpus, job.qrels, need_texts=needs_texts,
-        skip_missing=job.skip_missing, doc_fetcher=_doc_fetcher(job.index), dataset=job.dataset, qids=job.qids,
-    )
-    check_scores(inputs.tasks, job.strategy.init, source_name(job.run))
+    pipeline.check_backend(job.backend, job.backend_options)  # a flag the backend does not take: before any work
+    needs_texts = pipeline.backend_needs_texts(job.backend)
+    inputs = job.inputs.load(needs_texts)
+    check_scores(inputs.tasks, job.strategy.init, source_name(job.inputs.run))
     check_tasks(job.strategy, inputs.tasks)
     for note in inputs.notes:
         err.print(f"acurank: {note}", markup=False)
-    options = dict(job.reranker_options)
-    if "qrels" in spec.option_names():
-        options["qrels"] = inputs.qrels
-    backend = build_reranker(job.reranker, **options)
+    backend = pipeline.backend(job.backend, job.backend_options, context={"qrels": inputs.qrels})
     for note in backend.notes():
         err.print(f"acurank: {note}", markup=False, soft_wrap=True)
     fingerprint = RunFingerprint(
         job.strategy.name, strategy_params(job.strategy), backend.fingerprint(),
         {"digest": input_digest(inputs.tasks, inputs.docs, needs_texts), "queries": len(inputs.tasks),
-         "depth": job.depth, "tag": job.tag},
+         "depth": job.inputs.depth, "tag": out.tag},
     )
-    outputs = RunOutputs(job.output, stats, job.trace)
+    outputs = RunOutputs(out.output, stats, out.trace)
     expected = {t.qid: t.n for t in inputs.tasks}
     try:
-        done = outputs.open(expected, job.tag, job.overwrite, fingerprint)
+        done = outputs.open(expected, out.tag, out.overwrite, fingerprint)
     except BaseException:
         backend.close()
         raise
-    reranker = with_cache(backend, job.cache)
+    built = pipeline.build(job.strategy, backend, job.cache, job.batch_queries)
     err.print(f"acurank: {job.strategy.name} with reranker {backend.name} on {len(inputs.tasks)} queries", markup=False)
-    if stats and job.stats is None:
+    if stats and out.stats is None:
         err.print(f"acurank: per-query stats go to {stats}", markup=False)
     tasks = [t for t in inputs.tasks if t.qid not in done]
     if done:
-        err.print(f"acurank: resuming {job.output}: {len(done)} of {len(expected)} queries already done", markup=False)
+        err.print(f"acurank: resuming {out.output}: {len(done)} of {len(expected)} queries already done", markup=False)
     about = {"fingerprint": fingerprint.digest, "reranker": fingerprint.reranker, "params": fingerprint.params}
 
     traces: dict[str, list[dict]] = {}
@@ -133,16 +125,14 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
 
         def on_step(task: RankingTask, step: Step) -> None:
             view.on_step(task, step)
-            if job.trace and step.snapshot is not None:
-                traces.setdefault(task.qid, []).append(trace_record(task.qid, job.strategy.name, step))
+            if out.trace and step.snapshot is not None:
+                traces.setdefault(task.qid, []).append(TraceRecord.of(task.qid, job.strategy.name, step).to_json())
 
-        driver = Driver(job.strategy, reranker, inputs.docs, job.batch_queries, on_step)
+        driver = Driver(job.strategy, built.reranker, inputs.docs, built.batch_queries, on_step)
         try:
             for outcome in driver.run(tasks):
-                outputs.write_query(
-                    outcome.qid, run_lines(outcome.qid, outcome.ranking, job.tag),
-                    {**stats_record(outcome), **about}, traces.pop(outcome.qid, []),
-                )
+                outputs.write_query(outcome.qid, run_lines(outcome.qid, outcome.ranking, out.tag),
+                                    StatsRecord.of(outcome, about).to_json(), traces.pop(outcome.qid, []))
                 totals.add(outcome)
                 view.query_done(outcome.qid, totals)
         except BaseException as exc:
@@ -157,7 +147,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
             raise
         finally:
             outputs.close()
-            reranker.close()
+            built.close()
     wall = time.perf_counter() - started
     _summary(err, job, totals, wall, inputs)
     return totals
@@ -171,9 +161,9 @@ def _stopped(err: Console, job: RerankJob, outputs: RunOutputs, exc: BaseExcepti
     else:  # the error and where the finished work is, in one line (not printed again by the CLI)
         what = f"error: {exc.cli() if isinstance(exc, InputError) else exc}"
         exc.reported = True
-    if job.output and job.output != "-":
+    if job.outputs.to_file:
         cached = " (finished model calls are in the call cache)" if job.cache else ""
-        where = f"{done} finished queries are in {job.output}; rerun the same command to resume{cached}"
+        where = f"{done} finished queries are in {job.outputs.output}; rerun the same command to resume{cached}"
     else:
         where = f"{done} finished queries were written to stdout; give --output FILE to make a run resumable"
     err.print(f"acurank: {what}; {where}", markup=False, soft_wrap=True)
@@ -191,10 +181,10 @@ def _summary(err: Console, job: RerankJob, t: _Totals, wall: float, inputs) -> N
         parts.append(f"tokens in {t.input_tokens} out {t.output_tokens}")
     if len(t.endpoints) > 1:
         parts.append("served by " + ", ".join(f"{k} {v}" for k, v in t.endpoints.items()))
-    if t.parse_counts and set(t.parse_counts) != {"ok"}:
+    if t.parse_counts and set(t.parse_counts) != {ParseStatus.ok}:
         parts.append("parse " + " ".join(f"{k} {v}" for k, v in sorted(t.parse_counts.items())))
     if t.stops:
-        parts.append("stopped by " + ", ".join(f"{k} {v}" for k, v in sorted(t.stops.items(), key=lambda kv: -kv[1])))
+        parts.append("stopped by " + ", ".join(f"{StopReason(k)} {v}" for k, v in sorted(t.stops.items(), key=lambda kv: -kv[1])))
     if inputs.skipped_docs or inputs.skipped_queries:
         parts.append(f"skipped {inputs.skipped_queries} queries, {inputs.skipped_docs} docs without text")
     parts.append(f"{wall:.1f} s wall")

@@ -1,18 +1,17 @@
 """``acurank report``: tables, significance, Pareto plots, allocation analysis and traces over runs.
 
-Mounted by the main app with ``app.add_typer(report_app, name="report")``.
+Mounted by the main app (:func:`mount`); its errors go through the app's one handler.
 """
 
 from __future__ import annotations
 
-import functools
-import sys
 from pathlib import Path
 
 import typer
 
 from ..errors import InputError
-from .render import FORMATS, emit
+from ..report.render import REPORT_FORMATS, check_format, emit
+from .options import say
 
 RUNS_HELP = """Naming runs (the same options for table, pareto and allocation):
 
@@ -41,20 +40,6 @@ report_app = typer.Typer(name="report", help=HELP, no_args_is_help=True, add_com
                          pretty_exceptions_enable=False)
 
 
-def _user_errors(fn):
-    """InputError -> one line on stderr, exit code 2 (as the rest of the CLI)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except InputError as exc:
-            typer.echo(f"acurank: error: {exc}", err=True)
-            raise typer.Exit(2) from None
-
-    return wrapper
-
-
 # ----------------------------------------------------------------------------- shared options
 
 _RUNS = typer.Option(None, "--runs", "-r", help="Directory DIR/<dataset>/<method>.run with DIR/<dataset>/qrels.txt (repeatable).")
@@ -66,13 +51,13 @@ _DATASET = typer.Option(None, "--dataset", "-d", help="Datasets to show, in this
 _FIRST = typer.Option("bm25", "--first-stage", help="Method name of the first-stage run (0 calls; WIG scores).")
 _MEASURE = typer.Option("ndcg_cut_10", "--measure", "-m", help="Measure: a trec_eval name (ndcg_cut.10, map, recall.100, ...) or an ir_measures name (nDCG@10, AP, R@100, ...).")
 _REL = typer.Option(1, "--rel-level", "-l", help="Relevance level for binary measures (TREC DL uses 2).")
-_FORMAT = typer.Option("terminal", "--format", "-f", help=f"Output format: {' | '.join(FORMATS)}.")
+_FORMAT = typer.Option("terminal", "--format", "-f", help=f"Output format: {' | '.join(f.value for f in REPORT_FORMATS)}.")
 _OUTPUT = typer.Option(None, "--output", "-o", help="Write the table/JSON here instead of stdout.")
 _BASELINE = typer.Option(None, "--baseline", "-b", help="Baseline METHOD for every dataset, or DATASET=METHOD (repeatable).")
 
 
 def _collection(runs, run, qrels, stats, topics, dataset, method, first_stage, measure, rel_level):
-    from .collection import build_collection
+    from ..report.collection import build_collection
 
     return build_collection(
         dirs=[str(p) for p in runs or ()], runs=run or (), qrels=qrels or (), stats=stats or (), topics=topics or (),
@@ -81,9 +66,7 @@ def _collection(runs, run, qrels, stats, topics, dataset, method, first_stage, m
 
 
 def _check_format(fmt: str) -> str:
-    if fmt not in FORMATS:
-        raise InputError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
-    return fmt
+    return check_format(fmt).value
 
 
 # -------------------------------------------------------------------------------------- table
@@ -97,7 +80,6 @@ both p-values (paired t-test and sign-flip randomisation test).
 
 Example: acurank report table --runs sample_runs --baseline sw-1 -f latex
 """)
-@_user_errors
 def table_cmd(
     runs: list[Path] | None = _RUNS,
     run: list[str] | None = _RUN,
@@ -117,7 +99,7 @@ def table_cmd(
     fmt: str = _FORMAT,
     output: Path | None = _OUTPUT,
 ) -> None:
-    from .tables import build_main_table, parse_baselines
+    from ..report.tables import build_main_table, parse_baselines
 
     _check_format(fmt)
     coll = _collection(runs, run, qrels, stats, topics, dataset, method, first_stage, measure, rel_level)
@@ -133,7 +115,6 @@ def table_cmd(
 Example: acurank report pareto --runs sample_runs --view all --out pareto.png
 --out pareto.svg
 """)
-@_user_errors
 def pareto_cmd(
     runs: list[Path] | None = _RUNS,
     run: list[str] | None = _RUN,
@@ -152,8 +133,8 @@ def pareto_cmd(
     fmt: str = _FORMAT,
     output: Path | None = _OUTPUT,
 ) -> None:
-    from .pareto import build_pareto, plot_pareto
-    from .tables import measure_label
+    from ..report.pareto import build_pareto, plot_pareto
+    from ..report.tables import measure_label
 
     _check_format(fmt)
     coll = _collection(runs, run, qrels, stats, topics, dataset, method, first_stage, measure, rel_level)
@@ -165,7 +146,7 @@ def pareto_cmd(
     outs = out or [Path("pareto.png"), Path("pareto.svg")]
     written = plot_pareto(computed, outs, x, measure_label(coll.measure), log_x)
     emit(fmt, rep.tables, rep.records, rep.data, output)
-    typer.echo("wrote " + ", ".join(str(p) for p in written), err=True)
+    say("wrote " + ", ".join(str(p) for p in written))
 
 
 # --------------------------------------------------------------------------------- allocation
@@ -183,7 +164,6 @@ divided by sqrt(|q|) when topics are known (|q| = word tokens).
 Example: acurank report allocation --runs sample_runs --method acurank
 --baseline sw-1 --plot allocation.png
 """)
-@_user_errors
 def allocation_cmd(
     runs: list[Path] | None = _RUNS,
     run: list[str] | None = _RUN,
@@ -201,8 +181,8 @@ def allocation_cmd(
     fmt: str = _FORMAT,
     output: Path | None = _OUTPUT,
 ) -> None:
-    from .allocation import build_allocation, plot_allocation
-    from .tables import measure_label, parse_baselines
+    from ..report.allocation import build_allocation, plot_allocation
+    from ..report.tables import measure_label, parse_baselines
 
     _check_format(fmt)
     coll = _collection(runs, run, qrels, stats, topics, dataset, None, first_stage, measure, rel_level)
@@ -227,7 +207,7 @@ def allocation_cmd(
         plot_allocation(rep, [str(p) for p in plot], measure_label(coll.measure))
     emit(fmt, rep.tables, rep.records, rep.data, output)
     if plot:
-        typer.echo("wrote " + ", ".join(str(p) for p in plot), err=True)
+        say("wrote " + ", ".join(str(p) for p in plot))
 
 
 # -------------------------------------------------------------------------------------- trace
@@ -241,7 +221,6 @@ the paper-style per-iteration table (mu, sigma, s = P(x > t), rank).
 
 Example: acurank report trace dl23.trace.jsonl --qid 2025253 --docid D1
 """)
-@_user_errors
 def trace_cmd(
     file: Path = typer.Argument(..., help="Trace JSONL written by rerank --trace ('-' = stdin, .gz ok)."),
     qid: str = typer.Option(..., "--qid", "-q", help="Query to show."),
@@ -253,7 +232,7 @@ def trace_cmd(
     fmt: str = _FORMAT,
     output: Path | None = _OUTPUT,
 ) -> None:
-    from .trace_plot import build_trace_report, plot_trace, read_trace
+    from ..report.trace_plot import build_trace_report, plot_trace, read_trace
 
     _check_format(fmt)
     src = "-" if str(file) == "-" else file
@@ -265,12 +244,8 @@ def trace_cmd(
         written = plot_trace(steps, qid, name, out or [Path(f"trace-{safe}.png")], top, docid or ())
     emit(fmt, rep.tables, rep.records, rep.data, output)
     if written:
-        typer.echo("wrote " + ", ".join(str(p) for p in written), err=True)
+        say("wrote " + ", ".join(str(p) for p in written))
 
 
-def main() -> None:  # pragma: no cover - convenience: python -m acurank_cli.report.cli
-    report_app()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+def mount(app: typer.Typer) -> None:
+    app.add_typer(report_app, name="report")

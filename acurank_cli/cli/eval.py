@@ -1,0 +1,149 @@
+"""``acurank eval``: runs through ir_measures/pytrec_eval (trec_eval semantics), in every output format."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, List, Optional
+
+import typer
+
+from ..errors import InputError
+from ..report.render import Format, Table, emit, num
+from .options import Measures, Qids, RelLevel, format_option, say
+
+if TYPE_CHECKING:
+    from ..evaluation import Evaluation
+
+#: What eval renders: the report formats plus trec_eval's line layouts.
+EVAL_FORMATS = (Format.terminal, Format.tsv, Format.trec_eval, Format.json, Format.csv, Format.markdown, Format.latex)
+
+
+@dataclass(frozen=True)
+class EvalRow:
+    """One evaluated run: its path, the evaluation and mean calls (None without stats)."""
+
+    run: str
+    evaluation: "Evaluation"
+    mean_calls: float | None
+
+
+def _tables(rows: list[EvalRow], measures: list[str], per_query: bool, title: str) -> list[Table]:
+    table = Table(title, ["run", *measures, "calls/query"])
+    for row in rows:
+        table.add(row.run, *(num(row.evaluation.mean(m)) for m in measures),
+                  "" if row.mean_calls is None else num(row.mean_calls, 2))
+    tables = [table]
+    if per_query and rows:
+        pq = Table("per query", ["qid", *(m + (f" {Path(r.run).name}" if len(rows) > 1 else "")
+                                          for r in rows for m in measures)])
+        for qid in rows[0].evaluation.per_query:
+            pq.add(qid, *(num(r.evaluation.per_query[qid][m]) for r in rows for m in measures))
+        tables.append(pq)
+    return tables
+
+
+def _records(rows: list[EvalRow], measures: list[str], per_query: bool) -> list[dict]:
+    out = []
+    for row in rows:
+        rec = {"run": row.run, "queries": len(row.evaluation.per_query), "fill": row.evaluation.fill,
+               **{m: row.evaluation.mean(m) for m in measures}}
+        if row.mean_calls is not None:
+            rec["mean_calls"] = row.mean_calls
+        if per_query:
+            rec["per_query"] = row.evaluation.per_query
+        out.append(rec)
+    return out
+
+
+def _lines(rows: list[EvalRow], measures: list[str], per_query: bool, width: int, with_calls: bool) -> str:
+    """``measure<TAB>qid|all<TAB>value`` lines (+ the run path with several runs), names padded to ``width``."""
+    suffix = (lambda r: f"\t{r.run}") if len(rows) > 1 else (lambda r: "")
+    out = []
+    for row in rows:
+        if per_query:
+            for qid, values in row.evaluation.per_query.items():
+                out.extend(f"{m:<{width}}\t{qid}\t{values[m]:.4f}{suffix(row)}" for m in measures)
+        out.extend(f"{m:<{width}}\tall\t{row.evaluation.mean(m):.4f}{suffix(row)}" for m in measures)
+        if with_calls and row.mean_calls is not None:
+            out.append(f"{'mean_calls':<{width}}\tall\t{row.mean_calls:.2f}{suffix(row)}")
+    return "".join(line + "\n" for line in out)
+
+
+def render(fmt: Format, rows: list[EvalRow], measures: list[str], per_query: bool, title: str,
+           output: Path | None = None) -> None:
+    """Print the evaluation of ``rows`` in ``fmt`` (through the one renderer of eval and report)."""
+    records = _records(rows, measures, per_query)
+    flat = [{k: v for k, v in r.items() if k != "per_query"} for r in records]
+    lines = {Format.tsv: _lines(rows, measures, per_query, 0, True),
+             Format.trec_eval: _lines(rows, measures, per_query, 22, False)}
+    emit(fmt, _tables(rows, measures, per_query, title), flat, records if len(records) != 1 else records[0], output,
+         lines, EVAL_FORMATS)
+
+
+def _mean_calls(path: Path) -> float | None:
+    """Mean calls per query from a stats file (None when there is none)."""
+    from ..io.outputs import read_stats
+
+    if not path.exists():
+        return None
+    records = read_stats(path)
+    return statistics.fmean(r.calls for r in records.values()) if records else None
+
+
+def _check_against_qrels(path: str, run: dict, judged: dict, qrels: str) -> None:
+    """Foreign qrels (no query in common) are an error; few shared queries and an unfinished run
+    (its meta file says it was made for more queries) are warnings on stderr."""
+    from ..io.outputs import unfinished
+
+    shared = len(set(run) & set(judged))
+    if run and judged and shared == 0:
+        raise InputError(f"shares no query with the qrels {qrels} (run: {len(run)} queries, e.g. {next(iter(run))}; "
+                         f"qrels: {len(judged)}, e.g. {next(iter(judged))}): qrels of another dataset?", path)
+    if shared < len(run) / 2:
+        say(f"warning: {path}: only {shared} of its {len(run)} queries are judged in {qrels}")
+    left = unfinished(path, len(run)) if path != "-" else None
+    if left:
+        say(f"warning: {path} is unfinished ({left}); rerun its rerank command to finish it")
+
+
+def eval_cmd(
+    runs: Annotated[List[str], typer.Argument(help="One or more TREC runs ('-' = stdin).")],
+    qrels: Annotated[str, typer.Option("--qrels", help="TREC qrels file, a Pyserini qrels name, or irds:<id> (ir_datasets).")],
+    measure: Measures = ["ndcg_cut_10"],  # noqa: B006 - typer reads the default
+    rel_level: RelLevel = 1,
+    per_query: Annotated[bool, typer.Option("--per-query", "-q", metavar="", help="Also per-query values (trec_eval -q).")] = False,
+    no_fill: Annotated[bool, typer.Option("--no-fill", metavar="", help="Average over the run's judged queries (trec_eval's default) instead of all the qrels' queries, missing ones scoring 0 (trec_eval -c, the default here).")] = False,
+    qids: Qids = None,
+    stats: Annotated[Optional[str], typer.Option("--stats", help="Stats JSONL of the (single) run: adds mean calls. Default: X.stats.jsonl beside X.run.")] = None,
+    fmt: Annotated[Optional[str], format_option(EVAL_FORMATS, " (default: terminal on a terminal, tsv otherwise)")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+) -> None:
+    """Evaluate runs through ir_measures/pytrec_eval (trec_eval semantics)."""
+    from ..evaluation import evaluate, parse_measures
+    from ..io.outputs import stats_path_for
+    from ..io.readers import read_qids, read_run
+    from ..io.resolve import load_qrels
+    from ..report.render import check_format
+
+    chosen = check_format(fmt, EVAL_FORMATS) if fmt else (Format.terminal if sys.stdout.isatty() else Format.tsv)
+    if stats and len(runs) != 1:
+        raise InputError("--stats goes with a single run")
+    labels = [m.label for m in parse_measures(measure, rel_level)]
+    judged = load_qrels(qrels)
+    wanted = read_qids(qids) if qids else None
+    if wanted is not None:
+        judged = {q: v for q, v in judged.items() if q in wanted}
+    rows = []
+    for path in runs:
+        parsed = read_run(path)
+        run = (parsed.restrict(wanted) if wanted is not None else parsed).scores()
+        _check_against_qrels(path, run, judged, qrels)
+        calls = _mean_calls(Path(stats)) if stats else (_mean_calls(stats_path_for(path)) if path != "-" else None)
+        rows.append(EvalRow(path, evaluate(run, judged, measure, rel_level, fill=not no_fill), calls))
+    averaging = rows[0].evaluation.averaging if rows else ""
+    if chosen in (Format.tsv, Format.trec_eval):
+        say(f"{qrels}: averaged over {averaging}")
+    render(chosen, rows, labels, per_query, f"{qrels}: averaged over {averaging}", output)

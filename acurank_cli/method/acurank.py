@@ -1,0 +1,170 @@
+"""AcuRank: uncertainty-aware adaptive reranking with TrueSkill ratings (NeurIPS 2025), Algorithm 1.
+
+Follows ../shared/spec/acurank-semantics.md: an initial pass in disjoint windows of m, then adaptive
+groups over the uncertain set C = {i : eps < s_i < 1 - eps}, s_i = P(x_i > t), sum_i s_i = k, until
+|C| < tau (then one final pass over {s_i > eps}), a stable top-k, or a budget; final order by mu.
+(The other uncertainty rules, --uncertainty exact | entropy, are in acurank_cli/method/uncertainty.py.)
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Callable, Generator
+
+import numpy as np
+
+from ..records import DocRating, Phase, Ranked, RankingTask, RatingsSnapshot, Step, StopReason
+from .base import Plan, chunks, query_rng, sort_by
+from .params import AcuRankParams, Partition, StopRule
+from .trueskill import get_updater, initial_ratings, update_groups
+from .uncertainty import Assessment, assess
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One adaptive iteration's decision: the groups of candidate indices to rerank (already cut to what
+    the budget allows), |C|, whether this is the final pass, how many groups it wanted before the cut,
+    and whether it is final because the round cap R was reached (rather than |C| < tau)."""
+
+    groups: tuple[tuple[int, ...], ...]
+    uncertain: int
+    final: bool
+    wanted: int
+    round_cap: bool
+
+
+@dataclass
+class Ratings:
+    """One query's ratings: candidate docids, mu and sigma (updated in place), the current order."""
+
+    docids: list[str]
+    mu: np.ndarray
+    sigma: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return len(self.docids)
+
+    def snapshot(self, p: AcuRankParams, a: Assessment | None = None) -> Callable[[], RatingsSnapshot]:
+        """The ratings now, with the iteration's assessment (None: assessed only if the snapshot is built,
+        as for the done step, which traces and the API read but a plain run does not)."""
+        mu, sigma, docids = self.mu.copy(), self.sigma.copy(), self.docids
+
+        def build() -> RatingsSnapshot:
+            seen = a or assess(p.uncertainty, mu, sigma, p.k, p.eps)
+            ranked = sort_by(list(range(len(docids))), mu)
+            return RatingsSnapshot(seen.t, tuple(
+                DocRating(docids[i], float(mu[i]), float(sigma[i]), float(seen.prob[i]), r)
+                for r, i in enumerate(ranked, 1)))
+
+        return build
+
+
+class AcuRank:
+    """The AcuRank strategy (variants acurank, acurank-H, acurank-HH, acurank-N, acurank-rR)."""
+
+    def __init__(self, name: str, params: AcuRankParams):
+        self.name = name
+        self.params = params
+        self._update = get_updater(params.updater)
+
+    @property
+    def init(self):
+        """How ratings start from first-stage scores (their validity is checked before any call)."""
+        return self.params.init
+
+    def check(self, task: RankingTask) -> None:
+        """Refuse, before any call, a task the parameters cannot honour (acurank-N below its initial pass)."""
+        self.params.check_task(task.n, task.qid)
+
+    def adaptive_budget(self, n: int) -> int:
+        """B: adaptive groups allowed (acurank-N: N minus the initial pass's windows)."""
+        p = self.params
+        return p.budget if p.cap is None else max(0, p.cap - p.initial_calls(n))
+
+    @property
+    def cap_reason(self) -> StopReason:
+        """What stops a query that spends its adaptive groups: the call cap N (acurank-N) or the budget B."""
+        return StopReason.call_cap if self.params.cap is not None else StopReason.budget
+
+    # -- Algorithm 1 ---------------------------------------------------------------------------
+
+    def plan(self, task: RankingTask) -> Plan:
+        """Initial pass, adaptive loop over the uncertain set, final order by mu."""
+        p = self.params
+        mu, sigma = initial_ratings([c.score for c in task.candidates], p.init, task.qid)
+        r = Ratings([c.docid for c in task.candidates], mu, sigma)
+        order = yield from self._initial_pass(r)
+        budget, stop = self.adaptive_budget(r.n), self.cap_reason
+        if p.max_rounds is not None and p.max_rounds <= 1:  # the initial pass was the only round allowed
+            budget, stop = 0, StopReason.round_cap
+        iteration, rounds = 0, 1
+        rng = query_rng(p.seed, task.qid, "partition")
+        topk = tuple(order[: p.k])
+        while iteration < budget:
+            a = assess(p.uncertainty, r.mu, r.sigma, p.k, p.eps)
+            order = sort_by(order, a.prob)
+            choice = self.choose(order, a, rounds, budget - iteration, rng)
+            if not choice.groups:
+                stop = self._stop_without_groups(choice)
+                break
+            phase = Phase.final if choice.final else Phase.adaptive
+            yield from self._rerank(r, choice.groups, phase, iteration, choice.uncertain, r.snapshot(p, a))
+            iteration += len(choice.groups)
+            rounds += 1
+            if choice.final:
+                stop = self._stop_after_final(choice)
+                break
+            if p.stop is StopRule.topk_stable:
+                new_topk = tuple(sort_by(order, r.mu)[: p.k])
+                if new_topk == topk:
+                    stop = StopReason.topk_stable
+                    break
+                topk = new_topk
+        ranked = sort_by(order, r.mu)
+        yield Step((), Phase.done, iteration, None, stop, r.snapshot(p))
+        return tuple(Ranked(r.docids[i], float(r.mu[i])) for i in ranked)
+
+    def _initial_pass(self, r: Ratings) -> Generator[Step, object, list[int]]:
+        """Disjoint windows of m in first-stage order; returns the candidates ordered by the new mu."""
+        windows = chunks(range(r.n), self.params.m)
+        yield from self._rerank(r, windows, Phase.initial, 0, None)
+        return sort_by([i for w in windows for i in sort_by(w, r.mu)], r.mu)
+
+    def choose(self, order: list[int], a: Assessment, rounds: int, left: int, rng: random.Random) -> Choice:
+        """The next iteration's groups, from the candidates in ``order`` (by a.prob, descending).
+
+        C = the uncertain candidates; when |C| < tau (stop rule ``uncertain``) or the next round is the
+        last one the round cap R allows, the pass is final and covers {prob > eps} instead. The set is cut
+        into groups of m (shuffled first with ``--partition random``), at most ``left`` of them."""
+        p = self.params
+        chosen = [i for i in order if a.uncertain[i]]
+        uncertain = len(chosen)
+        final = p.stop is StopRule.uncertain and uncertain < p.tau
+        round_cap = not final and p.max_rounds is not None and rounds + 1 >= p.max_rounds
+        if final or round_cap:
+            chosen = [i for i in order if a.prob[i] > p.eps]
+        if p.partition is Partition.random:
+            rng.shuffle(chosen)
+        groups = chunks(chosen, p.m)
+        return Choice(tuple(tuple(g) for g in groups[:left]), uncertain, final or round_cap, len(groups), round_cap)
+
+    def _stop_without_groups(self, choice: Choice) -> StopReason:
+        """Nothing to rerank: a final pass over an empty set ends by its own rule; an empty C has converged."""
+        if not choice.final:
+            return StopReason.converged
+        return StopReason.round_cap if choice.round_cap else StopReason.tau
+
+    def _stop_after_final(self, choice: Choice) -> StopReason:
+        """After the final pass: the tau rule if the whole pass fitted in the budget, else what cut it."""
+        if choice.round_cap:
+            return StopReason.round_cap
+        return StopReason.tau if len(choice.groups) == choice.wanted else self.cap_reason
+
+    def _rerank(self, r: Ratings, groups, phase: Phase, iteration: int, uncertain: int | None, snap=None):
+        """Send the groups as one step; update the ratings from the returned orders."""
+        perms = yield Step(tuple(tuple(r.docids[i] for i in g) for g in groups), phase, iteration, uncertain,
+                           snapshot=snap)
+        update_groups(self._update, r.mu, r.sigma, groups, perms)
+        return perms

@@ -1,0 +1,108 @@
+"""The method's parameters in the paper's names, with their domains, and the closed sets of choices
+(rating init, updater, partition, stop rule, uncertainty rule). No numpy: the CLI reads these to build its
+flags before any work starts."""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+from ..errors import InputError
+from ..params import ANY_INT, ParameterError, at_least, between, check_domains, param
+
+
+class Init(str, enum.Enum):
+    """How ratings start: first-stage score (mu = score, sigma = mu/3), z-scored, or uniform."""
+
+    score = "score"
+    zscore = "zscore"
+    uniform = "uniform"
+
+
+class Updater(str, enum.Enum):
+    """Which implementation of the multiplayer TrueSkill update to use (bit-identical results)."""
+
+    library = "library"
+    fast = "fast"
+
+
+class Partition(str, enum.Enum):
+    """How the uncertain set C is cut into groups of m: in s_i order, or shuffled (ablation)."""
+
+    sequential = "sequential"
+    random = "random"
+
+
+class StopRule(str, enum.Enum):
+    """When to stop: |C| < tau (then one final pass), or top-k unchanged after an iteration."""
+
+    uncertain = "uncertain"
+    topk_stable = "topk-stable"
+
+
+class Uncertainty(str, enum.Enum):
+    """How AcuRank picks the uncertain set C each iteration (see :mod:`acurank_cli.method.uncertainty`)."""
+
+    threshold = "threshold"
+    exact = "exact"
+    entropy = "entropy"
+
+
+#: The enum-valued parameters, which also accept their plain string values (from a config or a script).
+CHOICES: dict[str, type[enum.Enum]] = {"init": Init, "partition": Partition, "stop": StopRule, "updater": Updater,
+                                       "uncertainty": Uncertainty}
+
+
+def coerce_choices(record: object) -> None:
+    """Turn the plain strings of a frozen record's enum-valued fields into their enums (or a ParameterError)."""
+    for name, kind in CHOICES.items():
+        if not hasattr(record, name):
+            continue
+        value = getattr(record, name)
+        try:
+            object.__setattr__(record, name, kind(value))
+        except ValueError:
+            raise ParameterError(name, value, "one of " + ", ".join(v.value for v in kind)) from None
+
+
+@dataclass(frozen=True)
+class AcuRankParams:
+    """Parameters in the paper's names: cutoff k, tolerance eps, stop threshold tau, window m,
+    adaptive-group budget B (``budget``) or total call cap N (``cap``, acurank-N)."""
+
+    k: int = param(10, at_least(1))
+    #: eps < 1/2, or {eps < s_i < 1 - eps} is empty
+    eps: float = param(0.01, between(0.0, 0.5, lo_open=True, hi_open=True))
+    tau: int = param(10, at_least(0))  # 0: never stop on |C| < tau (only when C is empty or B is spent)
+    #: a window of one document is never sent: m >= 2
+    m: int = param(20, at_least(2), flag="--window")
+    budget: int = param(100, at_least(0))
+    cap: int | None = param(None, at_least(1), flag="acurank-N")
+    init: Init = Init.score
+    partition: Partition = Partition.sequential
+    stop: StopRule = StopRule.uncertain
+    seed: int = param(0, ANY_INT)
+    updater: Updater = Updater.fast
+    #: Round cap R (--max-rounds): the initial pass is round 1, each adaptive iteration one round; the
+    #: last allowed round is a final pass over {s_i > eps}, as when |C| < tau. None: no cap.
+    max_rounds: int | None = param(None, at_least(1))
+    #: Which documents are uncertain (--uncertainty): threshold (the paper's s_i), exact (p_i = P(r_i <= k))
+    #: or entropy (of the rank distribution truncated at k); see acurank_cli/method/uncertainty.py.
+    uncertainty: Uncertainty = Uncertainty.threshold
+
+    def __post_init__(self) -> None:
+        """Check every parameter's domain; accept plain strings for the enum-valued ones."""
+        check_domains(self)
+        coerce_choices(self)
+
+    def initial_calls(self, n: int) -> int:
+        """Windows of the initial pass over n candidates: ceil(n / m)."""
+        return math.ceil(n / self.m)
+
+    def check_task(self, n: int, qid: str) -> None:
+        """acurank-N promises at most N calls: N must cover the initial pass over n candidates."""
+        first = self.initial_calls(n)
+        if self.cap is not None and self.cap < first:
+            raise InputError(f"acurank-{self.cap}: query {qid} has {n} candidates, whose initial pass alone takes "
+                             f"{first} calls of m = {self.m}; use acurank-N with N >= {first} or a smaller --depth")

@@ -1,0 +1,44 @@
+"""Backend options declared once and composed per backend: each record below is a group of options
+several backends share (one field, one help text, one domain); a backend's own options record inherits
+the groups it takes and adds its own fields. The CLI shows each flag once, naming the backends that take
+it (``--context-size  hf, vllm, openai: ...``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..params import at_least, between
+from .base import option
+from .prompts import MIN_CONTEXT
+
+
+@dataclass(frozen=True)
+class TorchOptions:
+    """Local models run by torch (hf:, minilm)."""
+
+    device: Optional[str] = option(None, "torch device (cpu, cuda, cuda:1); default cuda if present")
+    batch_size: int = option(8, "windows per generate batch (hf), passages per forward pass (minilm)",
+                             domain=at_least(1))
+
+
+@dataclass(frozen=True)
+class PromptOptions:
+    """Listwise LLMs (hf:, vllm:, openai:): the published prompt, its context budget, sampling, the prompt log."""
+
+    context_size: int = option(4096, "LLM context in tokens (prompt + answer), as published (vllm: also its max "
+                               "model length)", domain=at_least(MIN_CONTEXT))
+    prompt_format: Optional[str] = option(None, "prompt format rankzephyr | rankvicuna | chat (local models: chat when "
+                                          "the tokenizer has a template, else rankvicuna; openai: chat)", flag="--prompt")
+    temperature: float = option(0.0, "LLM sampling temperature (0 = greedy; the published OpenAI runs used 1.0)",
+                                domain=between(0.0, 2.0))
+    log_prompts: Optional[str] = option(None, "JSONL file, one line per model call (qid, docids, exact prompt, "
+                                        "tokens, word cap, answer)")
+
+
+@dataclass(frozen=True)
+class WeightsOptions:
+    """Local LLM weights (hf:, vllm:)."""
+
+    dtype: Optional[str] = option(None, "weights dtype (bf16, fp16, fp32); default bf16 on GPU, fp32 on CPU")
+    double_bos: bool = option(False, "feed the tokenizer's BOS even after the template's (as the published code did)")

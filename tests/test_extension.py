@@ -1,0 +1,80 @@
+"""A new method and a new backend are each one module with one registry line.
+
+The two toy modules below are the whole diff a contributor writes: a strategy that only decides windows
+(``blocks``: one pass of disjoint windows of m, top down) and a backend that only executes them
+(``reverse``: every window answered in reverse presented order). Each has exactly one line that touches a
+registry, and both then run through the command line like the built-in ones.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from acurank_cli.method import registry
+from conftest import acurank, small_run
+
+TOY_METHOD = textwrap.dedent('''
+    from acurank_cli.method.base import apply, chunks
+    from acurank_cli.method.registry import MethodSpec, register_method
+    from acurank_cli.records import Phase, Ranked, Step
+
+
+    class Blocks:
+        """One top-down pass of disjoint windows of m; each window keeps its slice of the list."""
+
+        init = None  # first-stage scores only order the input
+
+        def __init__(self, name, m=20):
+            self.name, self.m = name, m
+
+        def check(self, task):
+            """Any list can be reranked."""
+
+        def plan(self, task):
+            windows = tuple(tuple(w) for w in chunks([c.docid for c in task.candidates], self.m))
+            perms = yield Step(windows, Phase.pass_, 1)
+            return tuple(Ranked(d, None) for w, p in zip(windows, perms) for d in apply(w, p))
+
+
+    register_method(MethodSpec(r"blocks", lambda match, opts: Blocks(match.group(0), **opts), True, "blocks", frozenset({"m"})))
+''')
+
+TOY_BACKEND = textwrap.dedent('''
+    from acurank_cli import RerankerBase, RerankResult, register
+
+
+    @register("reverse", takes_arg=False, help="answers every window in reverse presented order", needs_texts=False)
+    class Reverse(RerankerBase):
+        name = "reverse"
+        needs_texts = False
+
+        def rerank_batch(self, requests):
+            return [RerankResult(tuple(reversed(range(len(r.docids))))) for r in requests]
+''')
+
+
+def registry_lines(source: str) -> list[str]:
+    return [line for line in source.splitlines() if "register" in line and not line.startswith(("from", "import"))]
+
+
+def test_one_module_and_one_registry_line_each(sample, tmp_path, monkeypatch):
+    assert len(registry_lines(TOY_METHOD)) == 1 and len(registry_lines(TOY_BACKEND)) == 1
+    (tmp_path / "toy_method.py").write_text(TOY_METHOD)
+    (tmp_path / "toy_backend.py").write_text(TOY_BACKEND)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "METHODS", list(registry.METHODS))  # the toy leaves no trace in other tests
+    import toy_method  # noqa: F401 - registers "blocks"
+
+    assert "blocks" in registry.known_methods(baseline_only=True)
+    run, qids = small_run(sample, tmp_path, queries=2, depth=45)
+    out = tmp_path / "blocks.run"
+    proc = acurank("baseline", run, "--method", "blocks", "--reranker", "reverse", "--window", "20", "-o", out,
+                   env={"ACURANK_BACKENDS": "toy_backend"})
+    assert "blocks with reranker reverse on 2 queries" in proc.stderr
+    first = {q: [line.split()[2] for line in run.read_text().splitlines() if line.split()[0] == q] for q in qids}
+    got = {q: [line.split()[2] for line in out.read_text().splitlines() if line.split()[0] == q] for q in qids}
+    for q in qids:  # by hand: windows [0, 20), [20, 40), [40, 45), each reversed
+        docs = first[q]
+        assert got[q] == docs[19::-1] + docs[39:19:-1] + docs[44:39:-1]
+    stats = [line for line in (tmp_path / "blocks.stats.jsonl").read_text().splitlines()]
+    assert all('"calls": 3' in line for line in stats)  # ceil(45 / 20) windows a query
