@@ -36,7 +36,7 @@ HELP = (
     "Example: acurank report table --runs sample_runs --baseline sw-1 --format markdown"
 )
 
-report_app = typer.Typer(name="report", help=HELP, no_args_is_help=True, add_completion=False,
+report_app = typer.Typer(name="report", help=HELP, no_args_is_help=True, add_completion=False, rich_markup_mode=None,
                          pretty_exceptions_enable=False)
 
 

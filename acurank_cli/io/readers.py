@@ -207,10 +207,10 @@ def doc_from_json(obj: dict) -> Doc:
     raise ValueError("expected {_id,title,text} or {id,contents}")
 
 
-def read_corpus(src: Source, wanted: set[str] | None = None) -> dict[str, Doc]:
-    """Read a JSONL corpus (BEIR or Pyserini style); keep only ``wanted`` docids if given."""
+def iter_corpus(src: Source) -> Iterator[Doc]:
+    """The one corpus iterator: the docs of a JSONL corpus (BEIR ``{_id,title,text}`` or Pyserini
+    ``{id,contents}``) in file order, each record checked (one line naming file and line when bad)."""
     name = source_name(src)
-    docs: dict[str, Doc] = {}
     with open_text(src) as fh:
         for lineno, line in _numbered(fh):
             try:
@@ -218,9 +218,12 @@ def read_corpus(src: Source, wanted: set[str] | None = None) -> dict[str, Doc]:
             except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
                 raise InputError(f"bad corpus record ({_reason(exc)})", name, lineno) from None
             check_id(doc.docid, "docid", name, lineno)
-            if wanted is None or doc.docid in wanted:
-                docs[doc.docid] = doc
-    return docs
+            yield doc
+
+
+def read_corpus(src: Source, wanted: set[str] | None = None) -> dict[str, Doc]:
+    """Read a JSONL corpus (BEIR or Pyserini style); keep only ``wanted`` docids if given."""
+    return {doc.docid: doc for doc in iter_corpus(src) if wanted is None or doc.docid in wanted}
 
 
 # --- candidate files: query + candidates + passages in one file -------------------------------

@@ -22,7 +22,6 @@ from scipy import stats as _st
 
 #: Marks for the tables: the first level the p-value is below wins.
 MARKS = ((0.01, "‡"), (0.05, "†"))
-TESTS = ("ttest", "permutation")
 
 
 @dataclass(frozen=True)
@@ -90,15 +89,6 @@ def permutation_test(
         hits += int(np.count_nonzero(stat >= target - tol))
         left -= m
     return TestResult(observed, (hits + 1) / (resamples + 1), n)
-
-
-def paired_test(test: str, a: Sequence[float], b: Sequence[float], resamples: int = 10_000, seed: int = 0) -> TestResult:
-    """Dispatch by name: ``ttest`` or ``permutation``."""
-    if test == "ttest":
-        return paired_ttest(a, b)
-    if test == "permutation":
-        return permutation_test(a, b, resamples, seed)
-    raise ValueError(f"unknown test {test!r}")
 
 
 def paired_values(a: Mapping[str, float], b: Mapping[str, float]) -> tuple[list[str], list[float], list[float]]:

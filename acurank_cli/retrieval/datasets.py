@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import InputError
-from ..io.readers import doc_from_json, open_text, read_qrels, read_topics, source_name
+from ..io.readers import iter_corpus, open_text, read_qrels, read_topics, source_name
 from ..records import Doc
 
 PathLike = str | Path
@@ -198,14 +198,8 @@ def _prepare_docs(src: Path, folder: Path):
     name = source_name(src)
     if _first_line(src).startswith("{"):
         target = folder / "docs.tsv"
-        with open_text(src) as fh, target.open("w", encoding="utf-8") as out:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    d = doc_from_json(json.loads(line))
-                except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
-                    raise InputError(f"bad corpus record ({exc})", name, lineno) from None
+        with target.open("w", encoding="utf-8") as out:
+            for d in iter_corpus(src):
                 out.write(f"{_clean(d.docid)}\t{_clean(d.title)}\t{_clean(d.text)}\n")
         return TsvDocs(LocalDownload(target), doc_cls=TitledDoc)
     target = folder / "docs.tsv"

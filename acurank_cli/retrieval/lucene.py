@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
-from ..io.readers import doc_from_json, open_text, read_qrels, source_name
+from ..io.readers import doc_from_json, iter_corpus, read_qrels
+from ..io.resolve import looks_like_path
 from ..records import Candidate, Doc
 from .jvm import autoclass, java_error, start_jvm
 
@@ -66,22 +67,12 @@ def _corpus_files(corpus: Path) -> list[Path]:
 def _collection_records(files: list[Path]) -> Iterator[str]:
     """JsonCollection lines ``{"id", "contents"[, "title"]}`` from BEIR/Pyserini JSONL files."""
     for path in files:
-        name = source_name(path)
-        with open_text(path) as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    doc = doc_from_json(json.loads(line))
-                except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
-                    raise InputError(
-                        f"bad corpus record ({exc}); expected {{_id,title,text}} or {{id,contents}}", name, lineno
-                    ) from None
-                title = doc.title.strip()
-                rec = {"id": doc.docid, "contents": f"{title} {doc.text}" if title else doc.text}
-                if title:
-                    rec["title"] = title
-                yield json.dumps(rec, ensure_ascii=False)
+        for doc in iter_corpus(path):
+            title = doc.title.strip()
+            rec = {"id": doc.docid, "contents": f"{title} {doc.text}" if title else doc.text}
+            if title:
+                rec["title"] = title
+            yield json.dumps(rec, ensure_ascii=False)
 
 
 def _is_lucene_index(folder: Path) -> bool:
@@ -169,10 +160,6 @@ def _forget(folder: Path) -> None:
             del _searchers[key]
 
 
-def _looks_like_path(index: str) -> bool:
-    return any(sep in index for sep in ("/", os.sep)) or index.startswith((".", "~")) or index == ""
-
-
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
     """Swallow Python and Java chatter (progress bars, 'Downloading ...') so errors stay one line."""
@@ -225,7 +212,7 @@ def resolve_index(index: PathLike) -> Path:
         if not _is_lucene_index(path):
             raise InputError("not a Lucene index (no segments_N file); build one with `acurank index`", text)
         return path
-    if isinstance(index, Path) or _looks_like_path(text):
+    if isinstance(index, Path) or looks_like_path(text):
         raise InputError("no such index folder", text)
     return _prebuilt(text)
 
