@@ -1,7 +1,10 @@
 """SIGINT and SIGTERM: stop at once with one line and exit 130 / 143, never a traceback.
 
-While :func:`handled` is active, the first SIGINT or SIGTERM raises :class:`Interrupted` (a
-BaseException, so no library's ``except Exception`` swallows it) wherever the main thread is;
+While :func:`handled` is active, the first SIGINT or SIGTERM raises :class:`Interrupted` wherever the
+main thread is. It is a SystemExit (code 128 + the signal number): no library's ``except Exception``
+swallows it, neither does asyncio, whose transports catch every BaseException but SystemExit and
+KeyboardInterrupt raised inside a socket write (a SIGINT landing there was once logged as "Fatal write
+error" and the run went on), nor Typer, which turns a KeyboardInterrupt into a silent exit 130;
 later signals are ignored so that clean-up (closing outputs, the call cache) can finish. Finished
 queries are on disk and every finished model call is in the call cache, so a rerun of the same
 command resumes without paying twice.
@@ -14,14 +17,17 @@ import signal
 from typing import Iterator
 
 
-class Interrupted(BaseException):
-    """The process received SIGINT or SIGTERM; ``exit_code`` is 128 + the signal number."""
+class Interrupted(SystemExit):
+    """The process received SIGINT or SIGTERM; ``exit_code`` (and ``code``) is 128 + the signal number."""
 
     def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
+        super().__init__(128 + signum)
         self.signum = signum
         self.exit_code = 128 + signum
         self.reported = False  # set once a one-line account has been printed
+
+    def __str__(self) -> str:
+        return signal.Signals(self.signum).name
 
 
 class _State:
