@@ -47,6 +47,7 @@ def rerank(
     partition: Annotated[Optional[Partition], typer.Option("--partition", help="Cut C into groups in s_i order or shuffled.")] = None,
     stop: Annotated[Optional[StopRule], typer.Option("--stop", help="Stop rule: uncertain (|C| < tau) or topk-stable.")] = None,
     uncertainty: Annotated[Optional[Uncertainty], typer.Option("--uncertainty", help="AcuRank's uncertain set: threshold (the paper's s_i = P(x_i > t)), exact (p_i = P(rank <= k)) or entropy (of the rank distribution truncated at k).")] = None,
+    sigma: Annotated[Optional[str], typer.Option("--sigma", help="AcuRank initial sigma: mu/3 (default, the paper), mu/2, or fixed:V (the variance ablation).")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="Seed for shuffles (TourRank, random partition; default 0).")] = None,
     updater: Annotated[Optional[Updater], typer.Option("--updater", help="TrueSkill update: fast (vectorised, bit-identical; the default) or library (trueskill.rate).")] = None,
     batch_queries: Annotated[Optional[int], typer.Option("--batch-queries", min=1, help="Advance Q queries together so their windows share batches (default: the backend's, 8 for vllm: and openai:, else 1; results do not depend on it).")] = DEFAULTS.batch_queries,
@@ -63,7 +64,7 @@ def rerank(
 
     baseline_only = ctx.info_name == "baseline"
     options = MethodOptions(k=k, eps=eps, tau=tau, m=window, budget=budget, max_rounds=max_rounds, init=init,
-                            partition=partition, stop=stop, seed=seed, updater=updater, uncertainty=uncertainty)
+                            partition=partition, stop=stop, seed=seed, updater=updater, uncertainty=uncertainty, sigma=sigma)
     strategy = pipeline.method(method, options, pipeline.ScoreSource.run_file, baseline_only)
     job = RerankJob(
         inputs=InputSpec(run, depth, topics, corpus, index, dataset, qrels, qids, skip_missing),

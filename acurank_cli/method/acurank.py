@@ -93,7 +93,7 @@ class AcuRank:
     def plan(self, task: RankingTask) -> Plan:
         """Initial pass, adaptive loop over the uncertain set, final order by mu."""
         p = self.params
-        mu, sigma = initial_ratings([c.score for c in task.candidates], p.init, task.qid)
+        mu, sigma = initial_ratings([c.score for c in task.candidates], p.init, task.qid, p.sigma)
         r = Ratings([c.docid for c in task.candidates], mu, sigma)
         order = yield from self._initial_pass(r)
         budget, stop = self.adaptive_budget(r.n), self.cap_reason

@@ -49,6 +49,22 @@ class Uncertainty(str, enum.Enum):
     entropy = "entropy"
 
 
+def sigma_rule(value: object) -> tuple[str, float]:
+    """How initial sigma follows from initial mu (``--sigma``): ``mu/D`` (sigma = mu / D, D > 0; the paper's
+    default mu/3 and its ablation mu/2) or ``fixed:V`` (sigma = V > 0 for every document, the ablation's
+    fixed 8). Returns ("ratio", D) or ("fixed", V); a ParameterError for anything else."""
+    text = value.strip() if isinstance(value, str) else ""
+    for prefix, kind in (("mu/", "ratio"), ("fixed:", "fixed")):
+        if text.startswith(prefix):
+            try:
+                x = float(text[len(prefix):])
+            except ValueError:
+                break
+            if math.isfinite(x) and x > 0:
+                return kind, x
+    raise ParameterError("sigma", value, "mu/D or fixed:V with D, V > 0 (e.g. mu/3, mu/2, fixed:8)")
+
+
 #: The enum-valued parameters, which also accept their plain string values (from a config or a script).
 CHOICES: dict[str, type[enum.Enum]] = {"init": Init, "partition": Partition, "stop": StopRule, "updater": Updater,
                                        "uncertainty": Uncertainty}
@@ -90,11 +106,14 @@ class AcuRankParams:
     #: Which documents are uncertain (--uncertainty): threshold (the paper's s_i), exact (p_i = P(r_i <= k))
     #: or entropy (of the rank distribution truncated at k); see acurank_cli/method/uncertainty.py.
     uncertainty: Uncertainty = Uncertainty.threshold
+    #: Initial sigma (--sigma): mu/3 (the paper), mu/2, or fixed:V (the supplementary variance ablation)
+    sigma: str = param("mu/3", flag="--sigma")
 
     def __post_init__(self) -> None:
         """Check every parameter's domain; accept plain strings for the enum-valued ones."""
         check_domains(self)
         coerce_choices(self)
+        sigma_rule(self.sigma)
 
     def initial_calls(self, n: int) -> int:
         """Windows of the initial pass over n candidates: ceil(n / m)."""

@@ -35,6 +35,7 @@ class MethodOptions:
     seed: int | None = None
     updater: Any = None
     uncertainty: Any = None
+    sigma: str | None = None
 
     def given(self) -> dict[str, Any]:
         """The options that were given (not None)."""

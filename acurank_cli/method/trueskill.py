@@ -11,7 +11,7 @@ import trueskill
 
 from ..errors import InputError
 from ..records import RankingTask
-from .params import Init, Updater
+from .params import Init, Updater, sigma_rule
 from .trueskill_fast import fast_update
 
 #: The trueskill package's default environment (mu0 25, sigma0 25/3, beta 25/6, tau 25/300, draw 0.10).
@@ -44,14 +44,17 @@ def check_scores(tasks: Sequence[RankingTask], init, source: str) -> None:
                 raise InputError(f"query {task.qid} doc {c.docid}: first-stage score {c.score:g} {problem}", source)
 
 
-def initial_ratings(scores: Sequence[float], init: Init, qid: str) -> tuple[np.ndarray, np.ndarray]:
-    """Initial (mu, sigma) arrays from first-stage scores, per the chosen ``init``."""
+def initial_ratings(scores: Sequence[float], init: Init, qid: str, sigma: str = "mu/3") -> tuple[np.ndarray, np.ndarray]:
+    """Initial (mu, sigma) arrays from first-stage scores, per the chosen ``init``; sigma = mu / D or a
+    fixed V, per ``sigma`` (see :func:`~acurank_cli.method.params.sigma_rule`; default mu/3)."""
     s = np.asarray(scores, dtype=np.float64)
     init = Init(init)
+    kind, x = sigma_rule(sigma)
     if not len(s):
         return s.copy(), s.copy()
     if init is Init.uniform:
-        return np.full(len(s), ENV.mu), np.full(len(s), ENV.sigma)
+        mu = np.full(len(s), ENV.mu)
+        return mu, (np.full(len(s), ENV.sigma) if (kind, x) == ("ratio", 3.0) else _sigma(mu, kind, x))
     if init is Init.zscore:
         if not np.all(np.isfinite(s)):
             raise InputError(f"query {qid}: first-stage scores contain NaN or infinity")
@@ -66,7 +69,11 @@ def initial_ratings(scores: Sequence[float], init: Init, qid: str) -> tuple[np.n
             f"query {qid}: first-stage score {s[bad][0]} is not positive or not a number; "
             "use --init zscore"
         )
-    return s.copy(), s / 3.0
+    return s.copy(), _sigma(s, kind, x)
+
+
+def _sigma(mu: np.ndarray, kind: str, x: float) -> np.ndarray:
+    return mu / x if kind == "ratio" else np.full(len(mu), x)
 
 
 def library_update(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int]) -> None:

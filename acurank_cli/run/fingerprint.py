@@ -21,7 +21,11 @@ from ..records import Doc, RankingTask
 NOT_RESULT = ("updater", "name")
 
 #: Parameters added after runs were first recorded, with the value a fingerprint without them had.
-ADDED_SINCE = {"params.uncertainty": "threshold"}
+ADDED_SINCE = {"params.uncertainty": "threshold", "params.sigma": "mu/3"}
+
+#: Parameters left out of the fingerprint at their default (added later: a default run's fingerprint and
+#: stats stay byte-identical to those recorded before the parameter existed).
+OMITTED_AT_DEFAULT = {"sigma": "mu/3"}
 
 
 def _plain(value: Any) -> Any:
@@ -32,7 +36,8 @@ def strategy_params(strategy: Any) -> dict[str, Any]:
     """A strategy's parameters as plain JSON values (its params record, or its own fields)."""
     record = getattr(strategy, "params", strategy)
     fields = dataclasses.asdict(record) if dataclasses.is_dataclass(record) else {}
-    return _plain({k: v for k, v in fields.items() if k not in NOT_RESULT})
+    return _plain({k: v for k, v in fields.items()
+                   if k not in NOT_RESULT and not (k in OMITTED_AT_DEFAULT and v == OMITTED_AT_DEFAULT[k])})
 
 
 def input_digest(tasks: Iterable[RankingTask], docs: dict[str, Doc], with_texts: bool) -> str:

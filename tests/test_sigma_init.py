@@ -1,0 +1,57 @@
+"""--sigma (the supplementary variance ablation): sigma = mu/3 (the paper), mu/2, or a fixed value."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from acurank_cli import ParameterError
+from acurank_cli.method.params import AcuRankParams, Init, sigma_rule
+from acurank_cli.method.registry import UnusedOption, build_strategy
+from acurank_cli.method.trueskill import ENV, initial_ratings
+from acurank_cli.run.fingerprint import strategy_params
+from conftest import acurank, small_run
+
+
+def test_sigma_rules_by_hand():
+    mu, sigma = initial_ratings([12.0, 6.0], Init.score, "q")
+    assert list(mu) == [12.0, 6.0] and list(sigma) == [4.0, 2.0]  # mu/3, the default
+    assert list(initial_ratings([12.0, 6.0], Init.score, "q", "mu/2")[1]) == [6.0, 3.0]
+    assert list(initial_ratings([12.0, 6.0], Init.score, "q", "fixed:8")[1]) == [8.0, 8.0]
+    mu, sigma = initial_ratings([3.0, 1.0], Init.uniform, "q", "mu/2")
+    assert list(mu) == [25.0, 25.0] and list(sigma) == [12.5, 12.5]
+    assert np.array_equal(initial_ratings([3.0, 1.0], Init.uniform, "q")[1], np.full(2, ENV.sigma))
+
+
+@pytest.mark.parametrize("text, parsed", [("mu/3", ("ratio", 3.0)), ("mu/2", ("ratio", 2.0)), ("fixed:8", ("fixed", 8.0)),
+                                          (" mu/2.5 ", ("ratio", 2.5))])
+def test_sigma_rule_parses(text, parsed):
+    assert sigma_rule(text) == parsed
+
+
+@pytest.mark.parametrize("bad", ["mu/0", "mu/-2", "fixed:0", "fixed:-1", "fixed:inf", "mu/nan", "mu:3", "sigma", "", 3])
+def test_sigma_rule_refuses(bad):
+    with pytest.raises(ParameterError, match="sigma"):
+        AcuRankParams(sigma=bad)
+
+
+def test_only_acurank_takes_sigma_and_the_default_leaves_the_fingerprint_alone():
+    assert "sigma" not in strategy_params(build_strategy("acurank"))  # runs recorded before --sigma resume
+    assert strategy_params(build_strategy("acurank", sigma="mu/2"))["sigma"] == "mu/2"
+    with pytest.raises(UnusedOption, match="sigma"):
+        build_strategy("ts-5-2-2-1", sigma="mu/2")
+
+
+def test_cli_sigma_changes_the_run_and_a_resume_with_another_is_refused(sample, tmp_path):
+    run, _ = small_run(sample, tmp_path, queries=3)
+    qrels = sample / "dl19" / "qrels.txt"
+    out = tmp_path / "s.run"
+    acurank("rerank", run, "--reranker", "simulated", "--qrels", qrels, "-o", out, "--sigma", "fixed:8")
+    record = json.loads((tmp_path / "s.stats.jsonl").read_text().splitlines()[0])
+    assert record["params"]["sigma"] == "fixed:8"
+    proc = acurank("rerank", run, "--reranker", "simulated", "--qrels", qrels, "-o", out, "--sigma", "mu/2", check=False)
+    assert proc.returncode == 2 and "params.sigma: 'fixed:8' -> 'mu/2'" in proc.stderr
+    bad = acurank("rerank", run, "--reranker", "simulated", "--qrels", qrels, "--sigma", "mu/0", check=False)
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1].startswith("acurank: error: --sigma mu/0: must be")
