@@ -59,7 +59,7 @@ class Ran:
 def acurank(*args, stdin: str | None = None, check: bool = True, env: dict | None = None) -> Ran:
     """Run ``acurank ARGS`` in this process (the CLI's own entry point, ``cli.app.main``, with its
     streams captured by Typer's CliRunner): no interpreter start-up per command. Tests of real signals,
-    pipes and fresh-process imports run ``python -m acurank_cli`` in a subprocess instead."""
+    pipes and fresh-process imports run ``python -m acurank_cli`` in a subprocess (with ``ENV``) instead."""
     import sys
 
     from typer.testing import CliRunner
@@ -76,18 +76,6 @@ def acurank(*args, stdin: str | None = None, check: bool = True, env: dict | Non
     if check and ran.returncode != 0:
         raise AssertionError(f"exit {ran.returncode}: {ran.stderr}")
     return ran
-
-
-def acurank_process(*args, stdin: str | None = None, check: bool = True, env: dict | None = None):
-    """``python -m acurank_cli ARGS`` in a fresh process (for signals, pipes, import-time behaviour)."""
-    import subprocess
-    import sys
-
-    proc = subprocess.run([sys.executable, "-m", "acurank_cli", *map(str, args)], input=stdin, capture_output=True,
-                          text=True, env={**ENV, **(env or {})})
-    if check and proc.returncode != 0:
-        raise AssertionError(f"exit {proc.returncode}: {proc.stderr}")
-    return proc
 
 
 def small_run(sample: Path, tmp_path: Path, queries: int = 4, depth: int = 100) -> tuple[Path, list[str]]:

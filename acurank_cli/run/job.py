@@ -88,8 +88,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     for path, what in ((out.output, "--output"), (stats, "--stats"), (out.trace, "--trace"),
                        (job.backend_options.get("log_prompts"), "--log-prompts")):
         check_writable(path, what)
-    pipeline.check_backend(job.backend, job.backend_options)  # a flag the backend does not take: before any work
-    needs_texts = pipeline.backend_needs_texts(job.backend)
+    needs_texts = pipeline.check_backend(job.backend, job.backend_options).needs_texts  # before any work
     inputs = job.inputs.load(needs_texts)
     check_scores(inputs.tasks, job.strategy.init, source_name(job.inputs.run))
     check_tasks(job.strategy, inputs.tasks)

@@ -17,7 +17,7 @@ from ..method.base import Strategy
 from ..method.params import Init
 from ..method.registry import MethodOptions, build_strategy, method_options
 from ..params import Domain, ParameterError, at_least
-from ..rerankers.base import RerankerBase, build_reranker, lookup
+from ..rerankers.base import BackendSpec, RerankerBase, build_reranker, lookup
 from ..rerankers.cache import default_cache_path, with_cache
 
 
@@ -78,13 +78,12 @@ def method(name: str | None, options: MethodOptions | None = None, source: Score
     return build_strategy(name, options, baseline_only=baseline_only)
 
 
-def check_backend(spec: str, options: Mapping[str, Any]) -> None:
-    """Refuse, before any input is read, a backend flag the backend does not take or a value outside its domain."""
-    lookup(spec)[0].make_options(dict(options))
-
-
-def backend_needs_texts(spec: str) -> bool:
-    return lookup(spec)[0].needs_texts
+def check_backend(spec: str, options: Mapping[str, Any]) -> BackendSpec:
+    """The registered backend, once its options are checked: a flag the backend does not take or a value
+    outside its domain is refused before any input is read."""
+    found = lookup(spec)[0]
+    found.make_options(dict(options))
+    return found
 
 
 def backend(spec: str | RerankerBase | None, options: Mapping[str, Any] | None = None,
