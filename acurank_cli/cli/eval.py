@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, List, Optional
 import typer
 
 from ..errors import InputError
-from ..report.render import Format, Table, emit, num
+from ..report.render import Format, Table, check_format, emit, num
 from .options import Measures, Qids, RelLevel, format_option, say
 
 if TYPE_CHECKING:
@@ -126,7 +126,6 @@ def eval_cmd(
     from ..io.outputs import stats_path_for
     from ..io.readers import read_qids, read_run
     from ..io.resolve import load_qrels
-    from ..report.render import check_format
 
     chosen = check_format(fmt, EVAL_FORMATS) if fmt else (Format.terminal if sys.stdout.isatty() else Format.tsv)
     if stats and len(runs) != 1:

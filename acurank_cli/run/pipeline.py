@@ -9,6 +9,7 @@ scale, or none (``init=zscore``: mu = 10 + z, sigma = mu/3), see :class:`ScoreSo
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -74,7 +75,7 @@ def method(name: str | None, options: MethodOptions | None = None, source: Score
     name = name or (DEFAULTS.baseline if baseline_only else DEFAULTS.method)
     options = options or MethodOptions()
     if options.init is None and "init" in method_options(name) and source.init is not Init.score:
-        options = MethodOptions(**{**options.given(), "init": source.init})
+        options = dataclasses.replace(options, init=source.init)
     return build_strategy(name, options, baseline_only=baseline_only)
 
 
