@@ -101,12 +101,14 @@ class Phase(Label):
     stage3 = "stage3"
     stage4 = "stage4"
     stage5 = "stage5"
+    round = "round"
 
 
 class StopReason(Label):
     """Why an adaptive method stopped: the tau rule (|C| < tau, after the final pass), nothing left
     uncertain, a stable top-k, the adaptive-group budget B, the total call cap N (acurank-N), or the round
-    cap R (--max-rounds: its last round was a final pass)."""
+    cap R (--max-rounds: its last round was a final pass). BlitzRank: its top k certified (all resolved),
+    the round cap, or a window that would repeat the last one (the published code raises on both)."""
 
     tau = "tau"
     converged = "converged"
@@ -114,6 +116,8 @@ class StopReason(Label):
     budget = "budget"
     call_cap = "call-cap"
     round_cap = "round-cap"
+    certified = "certified"
+    repeated_window = "repeated-window"
 
     @property
     def capped(self) -> bool:

@@ -72,8 +72,8 @@ def test_options_a_method_does_not_use_are_refused_and_none_means_not_given():
 def test_known_methods_lists_examples():
     everything = known_methods()
     baselines = known_methods(baseline_only=True)
-    assert everything.split("; ")[0].startswith("acurank, acurank-H") and len(everything.split("; ")) == 4
-    assert baselines == "sw-1, sw-2, sw-3; tourrank-1, tourrank-2; ts-5-2-2-1"
+    assert everything.split("; ")[0].startswith("acurank, acurank-H") and len(everything.split("; ")) == 5
+    assert baselines == "sw-1, sw-2, sw-3; tourrank-1, tourrank-2; ts-5-2-2-1; blitz-k20, blitz-k10"
 
 
 def test_unknown_method_lists_what_is_known():
@@ -81,7 +81,8 @@ def test_unknown_method_lists_what_is_known():
 
     with pytest.raises(InputError) as exc:
         build_strategy("nope", baseline_only=True)
-    assert str(exc.value) == "unknown method 'nope'; known: sw-1, sw-2, sw-3; tourrank-1, tourrank-2; ts-5-2-2-1"
+    assert str(exc.value) == ("unknown method 'nope'; known: sw-1, sw-2, sw-3; tourrank-1, tourrank-2; ts-5-2-2-1; "
+                              "blitz-k20, blitz-k10")
     with pytest.raises(InputError) as exc:
         build_strategy("acurank", baseline_only=True)  # a baseline command takes no AcuRank
     assert str(exc.value).startswith("unknown method 'acurank'; known: sw-1")

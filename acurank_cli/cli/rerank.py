@@ -128,5 +128,5 @@ def mount(app: typer.Typer) -> None:
     if not hasattr(rerank, "__signature__"):
         with_backend_flags(rerank)
     app.command("rerank", help="Rerank a run with AcuRank (any method, default acurank).")(rerank)
-    app.command("baseline", help="Rerank a run with a baseline: sw-x, tourrank-x, ts-c1-c2-... (default sw-1).")(
+    app.command("baseline", help="Rerank a run with a baseline: sw-x, tourrank-x, ts-c1-c2-..., blitz-kW (default sw-1).")(
         baseline_command())

@@ -116,6 +116,15 @@ def _ts(match: re.Match, opts: dict[str, Any]):
     return TrueSkillStatic(match.group(0), stages, **opts)
 
 
+def _blitz(match: re.Match, opts: dict[str, Any]):
+    from .blitz import BlitzRank
+
+    name = match.group(0)
+    if int(match.group("window")) < 2:
+        raise InputError(f"method {name!r}: the window must be at least 2 documents, got {int(match.group('window'))}")
+    return BlitzRank(name, int(match.group("window")), **opts)
+
+
 @dataclass(frozen=True)
 class MethodSpec:
     """A method family: its name pattern, how to build it, whether it is a baseline, the options it uses."""
@@ -137,6 +146,7 @@ METHODS: list[MethodSpec] = [
     MethodSpec(r"sw-(?P<passes>\d+)", _sw, True, "sw-1, sw-2, sw-3", frozenset({"m"})),
     MethodSpec(r"tourrank-(?P<tournaments>\d+)", _tourrank, True, "tourrank-1, tourrank-2", frozenset({"seed"})),
     MethodSpec(r"ts-(?P<stages>\d+(?:-\d+)*)", _ts, True, "ts-5-2-2-1", frozenset({"m", "init", "updater"})),
+    MethodSpec(r"blitz-k(?P<window>\d+)", _blitz, True, "blitz-k20, blitz-k10", frozenset({"k", "max_rounds"})),
 ]
 
 
