@@ -107,7 +107,8 @@ class Phase(Label):
 class StopReason(Label):
     """Why an adaptive method stopped: the tau rule (|C| < tau, after the final pass), nothing left
     uncertain, a stable top-k, the adaptive-group budget B, the total call cap N (acurank-N), or the round
-    cap R (--max-rounds: its last round was a final pass). BlitzRank: its top k certified (all resolved),
+    cap R (--max-rounds: its last round was a final pass), or the query-set budget (--budget-total: its
+    next iteration was not granted). BlitzRank: its top k certified (all resolved),
     the round cap, or a window that would repeat the last one (the published code raises on both)."""
 
     tau = "tau"
@@ -116,13 +117,14 @@ class StopReason(Label):
     budget = "budget"
     call_cap = "call-cap"
     round_cap = "round-cap"
+    set_budget = "set-budget"
     certified = "certified"
     repeated_window = "repeated-window"
 
     @property
     def capped(self) -> bool:
         """Stopped by a budget or cap rather than by the method's own rule."""
-        return self in (StopReason.budget, StopReason.call_cap, StopReason.round_cap)
+        return self in (StopReason.budget, StopReason.call_cap, StopReason.round_cap, StopReason.set_budget)
 
 
 class ParseStatus(Label):
@@ -151,6 +153,10 @@ class Step:
     uncertain: int | None = None
     #: On AcuRank's last step ("done"): why it stopped.
     stop: StopReason | None = None
+    #: Under a query-set budget: the step is optional and this is what it is worth (AcuRank: the expected
+    #: number of true top-k documents missing from the current top k); the driver may answer it with None
+    #: (not granted), and the plan then finishes. None: the step is not optional.
+    value: float | None = field(default=None, compare=False)
     #: Lazily builds the ratings state (t, per-doc mu, sigma, s, rank) for ``--trace``.
     snapshot: Callable[[], RatingsSnapshot] | None = field(default=None, compare=False, repr=False)
 

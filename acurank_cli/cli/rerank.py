@@ -48,6 +48,8 @@ def rerank(
     stop: Annotated[Optional[StopRule], typer.Option("--stop", help="Stop rule: uncertain (|C| < tau) or topk-stable.")] = None,
     uncertainty: Annotated[Optional[Uncertainty], typer.Option("--uncertainty", help="AcuRank's uncertain set: threshold (the paper's s_i = P(x_i > t)), exact (p_i = P(rank <= k)) or entropy (of the rank distribution truncated at k).")] = None,
     sigma: Annotated[Optional[str], typer.Option("--sigma", help="AcuRank initial sigma: mu/3 (default, the paper), mu/2, or fixed:V (the variance ablation).")] = None,
+    budget_total: Annotated[Optional[str], typer.Option("--budget-total", help="AcuRank query-set budget: Bx (B calls per query on average over the run, e.g. 9x) or a total; after every query's initial pass, optional iterations go to the queries whose top k is most uncertain, --budget-wave at a time.")] = None,
+    budget_wave: Annotated[Optional[int], typer.Option("--budget-wave", help="With --budget-total: iterations granted per allocation wave (default 8).")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="Seed for shuffles (TourRank, random partition; default 0).")] = None,
     updater: Annotated[Optional[Updater], typer.Option("--updater", help="TrueSkill update: fast (vectorised, bit-identical; the default) or library (trueskill.rate).")] = None,
     batch_queries: Annotated[Optional[int], typer.Option("--batch-queries", min=1, help="Advance Q queries together so their windows share batches (default: the backend's, 8 for vllm: and openai:, else 1; results do not depend on it).")] = DEFAULTS.batch_queries,
@@ -64,7 +66,8 @@ def rerank(
 
     baseline_only = ctx.info_name == "baseline"
     options = MethodOptions(k=k, eps=eps, tau=tau, m=window, budget=budget, max_rounds=max_rounds, init=init,
-                            partition=partition, stop=stop, seed=seed, updater=updater, uncertainty=uncertainty, sigma=sigma)
+                            partition=partition, stop=stop, seed=seed, updater=updater, uncertainty=uncertainty, sigma=sigma,
+                            budget_total=budget_total, budget_wave=budget_wave)
     strategy = pipeline.method(method, options, pipeline.ScoreSource.run_file, baseline_only)
     job = RerankJob(
         inputs=InputSpec(run, depth, topics, corpus, index, dataset, qrels, qids, skip_missing),

@@ -14,6 +14,7 @@ from typing import Callable, Generator
 
 import numpy as np
 
+from ..params import ParameterError
 from ..records import DocRating, Phase, Ranked, RankingTask, RatingsSnapshot, Step, StopReason
 from .base import Plan, chunks, query_rng, sort_by
 from .params import AcuRankParams, Partition, StopRule
@@ -78,6 +79,24 @@ class AcuRank:
         """Refuse, before any call, a task the parameters cannot honour (acurank-N below its initial pass)."""
         self.params.check_task(task.n, task.qid)
 
+    @property
+    def set_budget(self):
+        """The query-set budget (--budget-total), which the driver allocates over the whole run; or None."""
+        return self.params.set_budget
+
+    def check_set(self, tasks) -> None:
+        """A query-set budget must cover every query's initial pass (refused before any call)."""
+        budget = self.set_budget
+        if budget is None:
+            return
+        m = self.params.m
+        first = sum(t.n // m + (t.n % m >= 2) for t in tasks)  # windows of one document are never sent
+        total = budget.calls(len(tasks))
+        if total < first:
+            raise ParameterError("budget_total", self.params.budget_total,
+                                 f"at least the initial passes' {first} calls over {len(tasks)} queries "
+                                 f"({first / max(1, len(tasks)):.2f}x); {total} calls given", flag="--budget-total")
+
     def adaptive_budget(self, n: int) -> int:
         """B: adaptive groups allowed (acurank-N: N minus the initial pass's windows)."""
         p = self.params
@@ -110,7 +129,12 @@ class AcuRank:
                 stop = self._stop_without_groups(choice)
                 break
             phase = Phase.final if choice.final else Phase.adaptive
-            yield from self._rerank(r, choice.groups, phase, iteration, choice.uncertain, r.snapshot(p, a))
+            value = self.expected_misses(order, a, r) if p.budget_total is not None else None
+            perms = yield from self._rerank(r, choice.groups, phase, iteration, choice.uncertain, r.snapshot(p, a),
+                                            value)
+            if perms is None:  # not granted under the query-set budget
+                stop = StopReason.set_budget
+                break
             iteration += len(choice.groups)
             rounds += 1
             if choice.final:
@@ -123,7 +147,7 @@ class AcuRank:
                     break
                 topk = new_topk
         ranked = sort_by(order, r.mu)
-        yield Step((), Phase.done, iteration, None, stop, r.snapshot(p))
+        yield Step((), Phase.done, iteration, None, stop, snapshot=r.snapshot(p))
         return tuple(Ranked(r.docids[i], float(r.mu[i])) for i in ranked)
 
     def _initial_pass(self, r: Ratings) -> Generator[Step, object, list[int]]:
@@ -162,9 +186,17 @@ class AcuRank:
             return StopReason.round_cap
         return StopReason.tau if len(choice.groups) == choice.wanted else self.cap_reason
 
-    def _rerank(self, r: Ratings, groups, phase: Phase, iteration: int, uncertain: int | None, snap=None):
-        """Send the groups as one step; update the ratings from the returned orders."""
+    def expected_misses(self, order: list[int], a: Assessment, r: Ratings) -> float:
+        """What the next iteration is worth under a query-set budget: k - sum of s_i over the current top k
+        by mu, the expected number of true top-k documents (sum_i s_i = k) that the top k misses."""
+        top = sort_by(order, r.mu)[: self.params.k]
+        return float(self.params.k - sum(a.prob[i] for i in top))
+
+    def _rerank(self, r: Ratings, groups, phase: Phase, iteration: int, uncertain: int | None, snap=None,
+                value: float | None = None):
+        """Send the groups as one step; update the ratings from the returned orders (None: not granted)."""
         perms = yield Step(tuple(tuple(r.docids[i] for i in g) for g in groups), phase, iteration, uncertain,
-                           snapshot=snap)
-        update_groups(self._update, r.mu, r.sigma, groups, perms)
+                           value=value, snapshot=snap)
+        if perms is not None:
+            update_groups(self._update, r.mu, r.sigma, groups, perms)
         return perms

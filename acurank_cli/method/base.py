@@ -35,9 +35,13 @@ class Strategy(Protocol):
 
 
 def check_tasks(strategy: Strategy, tasks: Sequence[RankingTask]) -> None:
-    """Every task checked by the strategy before the first model call."""
+    """Every task checked by the strategy before the first model call (and the whole set, for a strategy
+    with a query-set budget)."""
     for task in tasks:
         strategy.check(task)
+    check_set = getattr(strategy, "check_set", None)
+    if check_set is not None:
+        check_set(tasks)
 
 
 def apply(window: Sequence[str], perm: Permutation) -> list[str]:

@@ -65,6 +65,36 @@ def sigma_rule(value: object) -> tuple[str, float]:
     raise ParameterError("sigma", value, "mu/D or fixed:V with D, V > 0 (e.g. mu/3, mu/2, fixed:8)")
 
 
+@dataclass(frozen=True)
+class SetBudget:
+    """A query-set budget (``--budget-total``): calls for the whole run, as an average per query (``9x``) or
+    a total (``900``), spent ``wave`` optional iterations at a time on the most uncertain queries."""
+
+    per_query: float | None
+    total: int | None
+    wave: int
+
+    def calls(self, queries: int) -> int:
+        """The run's total call budget for ``queries`` queries."""
+        return self.total if self.total is not None else math.floor(self.per_query * queries + 1e-9)
+
+
+def set_budget(value: object, wave: int = 8) -> SetBudget:
+    """``--budget-total``: ``Bx`` (B calls per query on average, B > 0) or a whole number of calls (> 0)."""
+    text = value.strip().lower() if isinstance(value, str) else str(value)
+    try:
+        if text.endswith("x"):
+            per_query = float(text[:-1])
+            if math.isfinite(per_query) and per_query > 0:
+                return SetBudget(per_query, None, wave)
+        elif int(text) > 0:
+            return SetBudget(None, int(text), wave)
+    except ValueError:
+        pass
+    raise ParameterError("budget_total", value, "Bx (B calls per query on average, e.g. 9x) or a total number of calls "
+                         "> 0", flag="--budget-total")
+
+
 #: The enum-valued parameters, which also accept their plain string values (from a config or a script).
 CHOICES: dict[str, type[enum.Enum]] = {"init": Init, "partition": Partition, "stop": StopRule, "updater": Updater,
                                        "uncertainty": Uncertainty}
@@ -108,12 +138,24 @@ class AcuRankParams:
     uncertainty: Uncertainty = Uncertainty.threshold
     #: Initial sigma (--sigma): mu/3 (the paper), mu/2, or fixed:V (the supplementary variance ablation)
     sigma: str = param("mu/3", flag="--sigma")
+    #: A query-set budget (--budget-total 9x | 900): None, every budget is per query; see run/allocation.py
+    budget_total: str | None = param(None, flag="--budget-total")
+    #: Optional iterations granted per allocation wave under a query-set budget (--budget-wave)
+    budget_wave: int = param(8, at_least(1), flag="--budget-wave")
 
     def __post_init__(self) -> None:
         """Check every parameter's domain; accept plain strings for the enum-valued ones."""
         check_domains(self)
         coerce_choices(self)
         sigma_rule(self.sigma)
+        if self.budget_total is not None:
+            object.__setattr__(self, "budget_total", str(self.budget_total).strip())
+            set_budget(self.budget_total)
+
+    @property
+    def set_budget(self) -> SetBudget | None:
+        """The query-set budget, if any."""
+        return None if self.budget_total is None else set_budget(self.budget_total, self.budget_wave)
 
     def initial_calls(self, n: int) -> int:
         """Windows of the initial pass over n candidates: ceil(n / m)."""

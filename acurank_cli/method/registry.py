@@ -36,6 +36,8 @@ class MethodOptions:
     updater: Any = None
     uncertainty: Any = None
     sigma: str | None = None
+    budget_total: str | None = None
+    budget_wave: int | None = None
 
     def given(self) -> dict[str, Any]:
         """The options that were given (not None)."""
@@ -46,7 +48,8 @@ class MethodOptions:
 OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(MethodOptions))
 
 #: The keyword -> flag names of method options where they differ from ``--name``.
-FLAGS = {"m": "--window", "max_rounds": "--max-rounds"}
+FLAGS = {"m": "--window", "max_rounds": "--max-rounds", "budget_total": "--budget-total",
+         "budget_wave": "--budget-wave"}
 
 
 class UnusedOption(InputError):
@@ -86,6 +89,8 @@ def _acurank(match: re.Match, opts: dict[str, Any]):
     from .acurank import AcuRank
 
     name = match.group(0)
+    if opts.get("budget_wave") is not None and opts.get("budget_total") is None:
+        raise InputError("--budget-wave needs --budget-total (the wave is how a query-set budget is spent)")
     values = {**ACURANK_VARIANTS[(match.group("variant") or "").lower()], **opts}
     if match.group("cap"):
         values["cap"] = count(name, match.group("cap"), "the call cap N")

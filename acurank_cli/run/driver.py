@@ -14,6 +14,7 @@ from ..method.base import Strategy
 from ..records import (CallTally, Doc, IterationRecord, QueryOutcome, RankingTask, RerankRequest, RerankResult, Step,
                        StopReason, final_ranking)
 from ..rerankers.base import RerankerBase
+from .allocation import Allocation
 
 
 @dataclass
@@ -79,7 +80,17 @@ class Driver:
         return None
 
     def run(self, tasks: Iterable[RankingTask]) -> Iterator[QueryOutcome]:
-        """Rerank every task; outcomes are yielded in input order as soon as they are complete."""
+        """Rerank every task; outcomes are yielded in input order as soon as they are complete.
+
+        Under a query-set budget (the strategy's ``set_budget``) every query advances together and an
+        :class:`~.allocation.Allocation` decides which steps are sent, refused or wait."""
+        budget = getattr(self.strategy, "set_budget", None)
+        allocation = None
+        batch = self.batch_queries
+        if budget is not None:
+            tasks = list(tasks)
+            allocation = Allocation(budget.calls(len(tasks)), budget.wave)
+            batch = max(1, len(tasks))
         pending = iter(tasks)
         active: list[_Active] = []
         finished: dict[int, QueryOutcome] = {}
@@ -87,7 +98,7 @@ class Driver:
         next_in, next_out = 0, 0
         exhausted = False
         while True:
-            while not exhausted and len(active) < self.batch_queries:
+            while not exhausted and len(active) < batch:
                 task = next(pending, None)
                 if task is None:
                     exhausted = True
@@ -107,10 +118,16 @@ class Driver:
                 if exhausted:
                     return
                 continue
-            self._execute(active)
+            granted, refused = set(range(len(active))), set()
+            if allocation is not None:
+                granted, refused = allocation.grant([(act.task.qid, act.step) for act in active])
+            self._execute([act for i, act in enumerate(active) if i in granted])
             still = []
-            for act in active:
-                outcome = self._advance(act, act.results)
+            for i, act in enumerate(active):
+                if i not in granted and i not in refused:
+                    still.append(act)  # waits for a later wave
+                    continue
+                outcome = self._advance(act, act.results if i in granted else None)
                 if outcome is not None:
                     finished[seq.pop(id(act))] = outcome
                 else:

@@ -88,7 +88,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     for path, what in ((out.output, "--output"), (stats, "--stats"), (out.trace, "--trace"),
                        (job.backend_options.get("log_prompts"), "--log-prompts")):
         check_writable(path, what)
-    needs_texts = pipeline.check_backend(job.backend, job.backend_options).needs_texts  # before any work
+    needs_texts = pipeline.check_backend(job.backend, job.backend_options)  # before any work
     inputs = job.inputs.load(needs_texts)
     check_scores(inputs.tasks, job.strategy.init, source_name(job.inputs.run))
     check_tasks(job.strategy, inputs.tasks)
@@ -113,9 +113,18 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     err.print(f"acurank: {job.strategy.name} with reranker {backend.name} on {len(inputs.tasks)} queries", markup=False)
     if stats and out.stats is None:
         err.print(f"acurank: per-query stats go to {stats}", markup=False)
-    tasks = [t for t in inputs.tasks if t.qid not in done]
+    replay = getattr(job.strategy, "set_budget", None) is not None and bool(done)
+    tasks = list(inputs.tasks) if replay else [t for t in inputs.tasks if t.qid not in done]
     if done:
         err.print(f"acurank: resuming {out.output}: {len(done)} of {len(expected)} queries already done", markup=False)
+    if replay:  # the allocation is over the whole set: the finished queries are replayed, not rewritten
+        if job.cache is None and backend.cache_identity() is not None:
+            outputs.close()
+            built.close()
+            raise InputError("resuming a --budget-total run replays its finished calls from the call cache; "
+                             "drop --no-cache (or start afresh with --overwrite)")
+        err.print("acurank: --budget-total: the finished queries are replayed (their calls from the call cache) "
+                  "so that the allocation is the same", markup=False)
     about = {"fingerprint": fingerprint.digest, "reranker": fingerprint.reranker, "params": fingerprint.params}
 
     traces: dict[str, list[dict]] = {}
@@ -130,6 +139,8 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
         driver = Driver(job.strategy, built.reranker, inputs.docs, built.batch_queries, on_step)
         try:
             for outcome in driver.run(tasks):
+                if outcome.qid in done:
+                    continue  # replayed (set budget): already written
                 outputs.write_query(outcome.qid, run_lines(outcome.qid, outcome.ranking, out.tag),
                                     StatsRecord.of(outcome, about).to_json(), traces.pop(outcome.qid, []))
                 totals.add(outcome)

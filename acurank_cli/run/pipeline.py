@@ -18,7 +18,7 @@ from ..method.base import Strategy
 from ..method.params import Init
 from ..method.registry import MethodOptions, build_strategy, method_options
 from ..params import Domain, ParameterError, at_least
-from ..rerankers.base import BackendSpec, RerankerBase, build_reranker, lookup
+from ..rerankers.base import RerankerBase, build_reranker, lookup
 from ..rerankers.cache import default_cache_path, with_cache
 
 
@@ -79,12 +79,11 @@ def method(name: str | None, options: MethodOptions | None = None, source: Score
     return build_strategy(name, options, baseline_only=baseline_only)
 
 
-def check_backend(spec: str, options: Mapping[str, Any]) -> BackendSpec:
-    """The registered backend, once its options are checked: a flag the backend does not take or a value
-    outside its domain is refused before any input is read."""
+def check_backend(spec: str, options: Mapping[str, Any]) -> bool:
+    """Check the backend's options before any input is read (a flag the backend does not take or a value
+    outside its domain is refused); return whether it reads passage texts with these options."""
     found = lookup(spec)[0]
-    found.make_options(dict(options))
-    return found
+    return found.texts_needed(found.make_options(dict(options)))
 
 
 def backend(spec: str | RerankerBase | None, options: Mapping[str, Any] | None = None,
@@ -118,6 +117,7 @@ def build(strategy: Strategy, built: RerankerBase, cache: str | None = DEFAULTS.
         batch_queries = max(1, int(getattr(built, "batch_queries", 1)))
     path = str(default_cache_path()) if cache == "default" else cache
     try:
+        built.use_store(path)
         reranker = with_cache(built, path)
     except BaseException:
         built.close()
