@@ -101,3 +101,32 @@ def test_sigterm_during_torch_encoding_is_one_line(sample, tmp_path):
     lines = stderr.strip().splitlines()
     assert "Traceback" not in stderr and "RuntimeError" not in stderr
     assert lines[-1].startswith("acurank: interrupted (SIGTERM);") and "rerun the same command" in lines[-1]
+
+
+def test_persistent_embedding_store_encodes_each_text_once_across_processes(tmp_path):
+    """Two rerankers (as two processes would be) over the same windows, with a call cache path: the first
+    encodes the query and the 5 passages (6 texts) and stores them in calls.embeddings.sqlite; the second
+    encodes none, reads 6 from the store, and orders the window identically; without a cache nothing is stored."""
+    import sqlite3
+
+    from acurank_cli.rerankers.embeddings import store_path
+
+    cache = tmp_path / "calls.sqlite"
+    first = build_reranker("minilm", batch_size=8)
+    first.use_store(str(cache))
+    (a,) = first.rerank([_req()])
+    assert (first.encoded, first.store.stored, first.store.hits) == (6, 6, 0)
+    first.close()
+    assert store_path(cache) == tmp_path / "calls.embeddings.sqlite"
+    assert sqlite3.connect(store_path(cache)).execute("SELECT COUNT(*) FROM embeddings").fetchone() == (6,)
+    second = build_reranker("minilm", batch_size=8)
+    second.use_store(str(cache))
+    (b,) = second.rerank([_req(texts=TEXTS[::-1])])  # the same texts, presented in another order
+    assert (second.encoded, second.store.hits) == (0, 6)
+    assert b.order == tuple(len(TEXTS) - 1 - i for i in a.order)
+    assert b.input_tokens == a.input_tokens
+    second.close()
+    plain = build_reranker("minilm", batch_size=8)
+    plain.use_store(None)
+    plain.rerank([_req()])
+    assert plain.store is None and plain.encoded == 6

@@ -6,7 +6,8 @@ so nothing is downloaded. Texts are encoded as sentence-transformers does for th
 similarity to the query (ties: presented order).
 
 Embeddings are cached in memory by text (a bi-encoder's passage embedding does not depend on the
-query, so this covers every (query, text) pair and re-presented documents are never re-encoded);
+query, so this covers every (query, text) pair and re-presented documents are never re-encoded), and on
+disk beside the call cache (:mod:`.embeddings`), so the next run over the same passages encodes none of them;
 all uncached texts of a whole batch of requests, queries included, are encoded together, sorted
 by length, in chunks of ``batch_size`` texts (default 8: small forward batches run fastest on a CPU).
 """
@@ -85,6 +86,7 @@ class MiniLMReranker(RerankerBase):
         self._cache: LRU = LRU(self.cache_size)  # text -> (unit vector, tokens)
         self._texts: dict[Doc, str] = {}  # formatted once per doc (docs are presented many times)
         self.encoded = 0  # texts run through the model so far
+        self.store = None  # the persistent embedding store (use_store), or None
         self.forward_passes = 0
         try:
             from importlib.metadata import version
@@ -116,6 +118,20 @@ class MiniLMReranker(RerankerBase):
         if text is None:
             text = self._texts[doc] = passage_text(doc)
         return text
+
+    def use_store(self, call_cache: str | None) -> None:
+        """Keep embeddings in ``calls.embeddings.sqlite`` beside the call cache (none without a cache)."""
+        if call_cache is None:
+            return
+        from .embeddings import EmbeddingStore, store_path
+
+        self.store = EmbeddingStore(store_path(call_cache), self.cache_identity())
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+        super().close()
 
     # -- encoding -----------------------------------------------------------------------------
 
@@ -154,8 +170,17 @@ class MiniLMReranker(RerankerBase):
                 found[t] = hit
             else:
                 missing.append(t)
+        if missing and self.store is not None:
+            stored = self.store.get_many(missing)
+            for t, value in stored.items():
+                self._store(t, value)
+            found.update(stored)
+            missing = [t for t in missing if t not in stored]
         if missing:
-            found.update(self._encode(missing))
+            encoded = self._encode(missing)
+            if self.store is not None:
+                self.store.put_many(encoded)
+            found.update(encoded)
         return found
 
     def rerank_batch(self, requests: Sequence[RerankRequest]) -> list[RerankResult]:

@@ -1,0 +1,80 @@
+"""A persistent embedding store for local encoders, beside the call cache.
+
+The call cache keys whole windows; a bi-encoder's passage embedding depends on the passage alone, so every
+method over the same passages needs each embedding once. This store keeps ``text -> (unit vector, tokens)``
+in SQLite, keyed by the model's identity (a digest of what decides the vector: model, package version,
+pooling, truncation) and the sha256 of the text: ``calls.sqlite`` gets ``calls.embeddings.sqlite`` beside it.
+Vectors are float32 bytes. ``--no-cache`` uses neither file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS embeddings (
+    model TEXT NOT NULL,
+    text_sha256 TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model, text_sha256)
+)
+"""
+
+
+def store_path(call_cache: str | Path) -> Path:
+    """Where the embeddings of a call cache's models live: ``X.sqlite`` -> ``X.embeddings.sqlite``."""
+    path = Path(call_cache)
+    return path.with_name(path.stem + ".embeddings.sqlite")
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class EmbeddingStore:
+    """Text -> (unit vector, token count) for one model identity, on disk."""
+
+    BUSY_SECONDS = 120.0
+
+    def __init__(self, path: str | Path, identity: Mapping[str, Any]):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.model = hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()[:32]
+        self.conn = sqlite3.connect(str(self.path), timeout=self.BUSY_SECONDS, check_same_thread=False)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute(SCHEMA)
+        self.conn.commit()
+        self.hits = 0
+        self.stored = 0
+
+    def get_many(self, texts: Sequence[str]) -> dict[str, tuple[np.ndarray, int]]:
+        """The stored entries among ``texts``."""
+        found: dict[str, tuple[np.ndarray, int]] = {}
+        by_digest = {_digest(t): t for t in texts}
+        keys = list(by_digest)
+        for start in range(0, len(keys), 500):
+            part = keys[start : start + 500]
+            rows = self.conn.execute(
+                f"SELECT text_sha256, tokens, vector FROM embeddings WHERE model = ? AND text_sha256 IN "
+                f"({','.join('?' * len(part))})", [self.model, *part]).fetchall()
+            for digest, tokens, blob in rows:
+                found[by_digest[digest]] = (np.frombuffer(blob, dtype=np.float32).copy(), int(tokens))
+        self.hits += len(found)
+        return found
+
+    def put_many(self, entries: Mapping[str, tuple[Any, int]]) -> None:
+        """Store new entries (committed at once: a kill loses nothing already encoded and stored)."""
+        rows = [(self.model, _digest(t), int(n), np.asarray(v, dtype=np.float32).tobytes()) for t, (v, n) in entries.items()]
+        self.conn.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?, ?, ?)", rows)
+        self.conn.commit()
+        self.stored += len(rows)
+
+    def close(self) -> None:
+        self.conn.close()
