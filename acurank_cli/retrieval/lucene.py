@@ -101,46 +101,64 @@ def build_index(
 
     staging = Path(tempfile.mkdtemp(prefix=".acurank-jsonl-", dir=out.parent))
     try:
-        shards = [(staging / f"part{i:03d}.jsonl").open("w", encoding="utf-8") for i in range(threads)]
-        count = 0
-        try:
-            for count, rec in enumerate(_collection_records(files), 1):
-                shards[count % threads].write(rec + "\n")
-        finally:
-            for fh in shards:
-                fh.close()
-        if count == 0:
+        if stage(_collection_records(files), staging, threads) == 0:
             raise InputError("corpus holds no documents", str(corpus_path))
-        for p in staging.iterdir():  # Anserini makes a thread per file: drop empty shards
-            if p.stat().st_size == 0:
-                p.unlink()
-        if _is_lucene_index(out):
-            _forget(out)
-            shutil.rmtree(out)
-        args = autoclass("io.anserini.index.IndexCollection$Args")()
-        args.collectionClass = "JsonCollection"
-        args.generatorClass = "DefaultLuceneDocumentGenerator"
-        args.input = str(staging)
-        args.index = str(out)
-        args.threads = int(threads)
-        args.storePositions = True
-        args.storeDocvectors = True
-        args.storeRaw = True
-        args.optimize = bool(optimize)
-        args.quiet = os.environ.get("ACURANK_JAVA_LOG", "WARN").upper() not in ("INFO", "DEBUG", "ALL")
-        try:
-            indexer = autoclass("io.anserini.index.IndexCollection")(args)
-            indexer.run()
-        except Exception as exc:  # noqa: BLE001 - jnius.JavaException
-            raise RuntimeError(f"Anserini indexing failed: {java_error(exc)}") from None
-        counters = indexer.getCounters()
-        indexed = int(counters.indexed.get())
-        skipped = sum(int(c.get()) for c in (counters.empty, counters.unindexable, counters.skipped, counters.errors))
+        indexed, skipped = run_indexer(staging, out, threads, optimize)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     if indexed == 0:
         raise InputError(f"no document was indexed ({skipped} empty or unindexable)", str(corpus_path))
     return IndexStats(docs=indexed, seconds=time.perf_counter() - started, skipped=skipped)
+
+
+def stage(records: Iterable[str], staging: Path, threads: int) -> int:
+    """Write JSONL records round-robin into ``threads`` files (Anserini indexes a file per thread; empty
+    ones are dropped); returns how many were written."""
+    shards = [(staging / f"part{i:03d}.jsonl").open("w", encoding="utf-8") for i in range(threads)]
+    count = 0
+    try:
+        for count, rec in enumerate(records, 1):
+            shards[count % threads].write(rec + "\n")
+    finally:
+        for fh in shards:
+            fh.close()
+    for p in staging.iterdir():
+        if p.stat().st_size == 0:
+            p.unlink()
+    return count
+
+
+def run_indexer(staging: Path, out: Path, threads: int, optimize: bool, collection: str = "JsonCollection",
+                impact: bool = False) -> tuple[int, int]:
+    """Anserini's IndexCollection over the staged JSONL files into ``out`` (replaced if it is an index):
+    BM25 (positions, doc vectors and raw docs stored) or, with ``impact``, a pretokenized impact index
+    (term frequency = weight; raw docs stored). Returns (indexed, skipped)."""
+    if _is_lucene_index(out):
+        _forget(out)
+        shutil.rmtree(out)
+    args = autoclass("io.anserini.index.IndexCollection$Args")()
+    args.collectionClass = collection
+    args.generatorClass = "DefaultLuceneDocumentGenerator"
+    args.input = str(staging)
+    args.index = str(out)
+    args.threads = int(threads)
+    if impact:
+        args.impact = True
+        args.pretokenized = True
+    else:
+        args.storePositions = True
+        args.storeDocvectors = True
+    args.storeRaw = True
+    args.optimize = bool(optimize)
+    args.quiet = os.environ.get("ACURANK_JAVA_LOG", "WARN").upper() not in ("INFO", "DEBUG", "ALL")
+    try:
+        indexer = autoclass("io.anserini.index.IndexCollection")(args)
+        indexer.run()
+    except Exception as exc:  # noqa: BLE001 - jnius.JavaException
+        raise RuntimeError(f"Anserini indexing failed: {java_error(exc)}") from None
+    counters = indexer.getCounters()
+    skipped = sum(int(c.get()) for c in (counters.empty, counters.unindexable, counters.skipped, counters.errors))
+    return int(counters.indexed.get()), skipped
 
 
 # ------------------------------------------------------------------------------- opening indexes
@@ -176,14 +194,16 @@ def _quiet() -> Iterator[None]:
         system.setErr(java_err)
 
 
-def _prebuilt(name: str) -> Path:
-    """Local folder of a Pyserini prebuilt Lucene index (downloaded into pyserini's cache once)."""
+def _prebuilt(name: str, impact: bool = False) -> Path:
+    """Local folder of a Pyserini prebuilt Lucene index, BM25 or (``impact``) learned sparse such as
+    ``msmarco-v1-passage.splade-pp-ed`` (downloaded into pyserini's cache once)."""
     start_jvm()
-    entry = autoclass("io.anserini.index.prebuilt.PrebuiltInvertedIndex").get(name)
+    kind = "PrebuiltImpactIndex" if impact else "PrebuiltInvertedIndex"
+    entry = autoclass(f"io.anserini.index.prebuilt.{kind}").get(name)
     if entry is None:
         raise InputError(
-            f"{name!r} is neither an index folder nor a Pyserini prebuilt Lucene index name "
-            "(build one with `acurank index --input CORPUS --index DIR`)"
+            f"{name!r} is neither an index folder nor a Pyserini prebuilt {'impact' if impact else 'Lucene'} index "
+            f"name (build one with `acurank index{' --impact' if impact else ''} --input CORPUS --index DIR`)"
         )
     cache = os.path.join(
         os.environ.get("PYSERINI_CACHE") or os.path.expanduser(os.path.join("~", ".cache", "pyserini")), "indexes"
@@ -202,8 +222,8 @@ def _prebuilt(name: str) -> Path:
     return Path(path)
 
 
-def resolve_index(index: PathLike) -> Path:
-    """An index folder, or the cached folder of a Pyserini prebuilt index name."""
+def resolve_index(index: PathLike, impact: bool = False) -> Path:
+    """An index folder, or the cached folder of a Pyserini prebuilt index name (``impact``: an impact index's)."""
     text = str(index)
     path = Path(text).expanduser()
     if path.exists():
@@ -214,7 +234,7 @@ def resolve_index(index: PathLike) -> Path:
         return path
     if isinstance(index, Path) or looks_like_path(text):
         raise InputError("no such index folder", text)
-    return _prebuilt(text)
+    return _prebuilt(text, impact)
 
 
 def searcher(index: PathLike):
