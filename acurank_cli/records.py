@@ -319,16 +319,27 @@ class StatsRecord:
     fingerprint: str | None = None
     reranker: Mapping[str, Any] | None = None
     params: Mapping[str, Any] | None = None
+    #: estimated FLOPs of the query's calls, 2 x model parameters x (input + output tokens); None when the
+    #: parameter count is unknown (a remote model without --model-params, the simulated reranker)
+    flops: float | None = None
 
     @classmethod
     def of(cls, outcome: QueryOutcome, about: Mapping[str, Any] | None = None) -> "StatsRecord":
-        """The record of a finished query; ``about``: the run's fingerprint digest, reranker and params."""
+        """The record of a finished query; ``about``: the run's fingerprint digest, reranker and params, and
+        the model's parameter count (``parameters``) when known, for the FLOPs estimate."""
         t = outcome.tally
         about = about or {}
+        params = about.get("parameters")
+        flops = None if params is None else 2.0 * float(params) * (t.input_tokens + t.output_tokens)
         return cls(outcome.qid, outcome.method, t.calls, t.docs_sent, t.cached_calls, t.input_tokens,
                    t.output_tokens, t.rerank_seconds, dict(t.parse_counts), t.rounds, dict(t.endpoints),
                    tuple(outcome.iterations), outcome.stop, round(outcome.seconds, 4), about.get("fingerprint"),
-                   about.get("reranker"), about.get("params"))
+                   about.get("reranker"), about.get("params"), flops)
+
+    @property
+    def window_sizes(self) -> tuple[int, ...]:
+        """The size of every window sent to the model, in order (windows of one document are never sent)."""
+        return tuple(n for it in self.iterations for n in it.window_sizes if n >= 2)
 
     @property
     def tokens(self) -> int | None:
@@ -352,6 +363,8 @@ class StatsRecord:
                     "stop": None if self.stop is None else self.stop.value, "seconds": self.seconds})
         if self.fingerprint is not None:
             out.update({"fingerprint": self.fingerprint, "reranker": self.reranker, "params": self.params})
+        if self.flops is not None:
+            out["flops"] = self.flops
         return out
 
     @classmethod
@@ -370,7 +383,7 @@ class StatsRecord:
             dict(rec.get("parse_counts") or {}), num("rounds", int, None), dict(rec.get("endpoints") or {}),
             tuple(IterationRecord.from_json(it) for it in rec.get("iterations") or ()),
             None if stop is None else StopReason(stop), num("seconds", float, None), rec.get("fingerprint"),
-            rec.get("reranker"), rec.get("params"),
+            rec.get("reranker"), rec.get("params"), num("flops", float, None),
         )
 
 

@@ -31,7 +31,7 @@ also where WIG takes its scores from.
 
 HELP = (
     "Effectiveness/efficiency reports over finished runs: `table` (methods x datasets, macro nDCG@10 "
-    "and calls, significance marks), `pareto` (nDCG@10 against cost, PNG/SVG), `allocation` (calls "
+    "and calls, significance marks), `efficiency` (calls, window size, tokens, latency, FLOPs), `pareto` (nDCG@10 against cost, PNG/SVG), `allocation` (calls "
     "against WIG and difficulty, easy/hard split) and `trace` (mu +/- sigma per AcuRank iteration).\n\n"
     "Example: acurank report table --runs sample_runs --baseline sw-1 --format markdown"
 )
@@ -107,6 +107,37 @@ def table_cmd(
     emit(fmt, rep.tables, rep.records, rep.data, output)
 
 
+# --------------------------------------------------------------------------------- efficiency
+
+
+@report_app.command("efficiency", help="The paper's efficiency table: per dataset and method, calls, mean "
+                    "window size, input and output tokens, latency and estimated FLOPs per query, and the change "
+                    "in input tokens and FLOPs against a baseline.\n\n" + RUNS_HELP + """
+Example: acurank report efficiency --runs out/sim --baseline sw-1 -f markdown
+""")
+def efficiency_cmd(
+    runs: list[Path] | None = _RUNS,
+    run: list[str] | None = _RUN,
+    qrels: list[str] | None = _QRELS,
+    stats: list[str] | None = _STATS,
+    topics: list[str] | None = _TOPICS,
+    dataset: list[str] | None = _DATASET,
+    method: list[str] | None = typer.Option(None, "--method", help="Methods (rows) to show, in this order (repeatable)."),
+    first_stage: str = _FIRST,
+    baseline: str | None = typer.Option(None, "--baseline", "-b", help="Method the changes are measured against (e.g. sw-1)."),
+    fmt: str = _FORMAT,
+    output: Path | None = _OUTPUT,
+) -> None:
+    from ..report.efficiency import build_efficiency
+
+    _check_format(fmt)
+    coll = _collection(runs, run, qrels, stats, topics, dataset, method, first_stage, "ndcg_cut_10", 1)
+    if baseline is not None and not any(coll.has(ds, baseline) for ds in coll.datasets):
+        raise InputError(f"--baseline {baseline!r} has no run (methods: {', '.join(coll.methods())})")
+    rep = build_efficiency(coll, baseline)
+    emit(fmt, rep.tables, rep.records, rep.data, output)
+
+
 # ------------------------------------------------------------------------------------- pareto
 
 
@@ -126,7 +157,7 @@ def pareto_cmd(
     first_stage: str = _FIRST,
     measure: str = _MEASURE,
     rel_level: int = _REL,
-    x: str = typer.Option("calls", "--x", help="x axis: calls | tokens (input + output) | seconds (wall, per query) | rounds (sequential reranker batches: latency)."),
+    x: str = typer.Option("calls", "--x", help="x axis: calls | tokens (input + output) | seconds (wall, per query) | rounds (sequential reranker batches: latency) | flops (estimated, where the stats have it)."),
     view: list[str] | None = typer.Option(None, "--view", help="Panel: a dataset name, 'macro', or 'all' (each dataset + macro); repeatable. Default: macro (or the only dataset)."),
     out: list[Path] | None = typer.Option(None, "--out", help="Plot file(s): .png, .svg or .pdf (repeatable; default pareto.png and pareto.svg)."),
     log_x: bool = typer.Option(False, "--log-x", metavar="", help="Symmetric-log x axis (linear below 1)."),

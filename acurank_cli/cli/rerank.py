@@ -55,6 +55,7 @@ def rerank(
     batch_queries: Annotated[Optional[int], typer.Option("--batch-queries", min=1, help="Advance Q queries together so their windows share batches (default: the backend's, 8 for vllm: and openai:, else 1; results do not depend on it).")] = DEFAULTS.batch_queries,
     cache: Annotated[Optional[str], typer.Option("--cache", help="SQLite call cache (default: $ACURANK_CACHE or ~/.cache/acurank/calls.sqlite).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", metavar="", help="Do not read or write the call cache.")] = False,
+    model_params: Annotated[Optional[float], typer.Option("--model-params", help="Model parameters for the stats' FLOPs estimate, 2 x parameters x (input + output tokens), e.g. 7.24e9 for a remote RankZephyr (default: counted from the model for hf:, vllm: and minilm; none otherwise).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", metavar="", help="No progress display (it is off anyway when stderr is not a terminal).")] = False,
     **backend_options,
 ) -> None:
@@ -78,6 +79,7 @@ def rerank(
         cache=None if no_cache else (cache or DEFAULTS.cache),
         batch_queries=batch_queries,
         quiet=quiet,
+        model_params=model_params,
     )
     run_job(job, err())
 

@@ -33,14 +33,20 @@ from ..io.readers import read_qrels, read_run, read_topics
 from ..records import Run, StatsRecord
 
 #: Cost measures a stats file can provide (x axes of the Pareto plot).
-COST_KINDS = ("calls", "tokens", "seconds", "rounds")
+COST_KINDS = ("calls", "tokens", "seconds", "rounds", "flops")
+#: Every per-query figure a stats file can provide (the efficiency table's columns).
+STAT_KINDS = (*COST_KINDS, "input_tokens", "output_tokens", "window")
 QRELS_NAMES = ("qrels.txt", "qrels.txt.gz", "qrels", "qrels.tsv")
 TOPICS_NAMES = ("topics.tsv", "topics.tsv.gz", "topics.txt")
 
 
 def _record_cost(rec: StatsRecord, kind: str) -> float | None:
     """One query's cost of the given kind from its stats record (None when the record lacks it)."""
-    value = {"calls": rec.calls, "tokens": rec.tokens, "seconds": rec.seconds, "rounds": rec.rounds}[kind]
+    if kind == "window":  # the mean size of the windows sent (a query without calls has none)
+        sizes = rec.window_sizes
+        return sum(sizes) / len(sizes) if sizes else None
+    value = {"calls": rec.calls, "tokens": rec.tokens, "seconds": rec.seconds, "rounds": rec.rounds, "flops": rec.flops,
+             "input_tokens": rec.input_tokens, "output_tokens": rec.output_tokens}[kind]
     return None if value is None else float(value)
 
 
@@ -76,7 +82,7 @@ class MethodRun:
         """qid -> cost (calls, tokens = input + output, or wall seconds); None when unknown.
 
         The first-stage run costs nothing (no reranking) unless it has stats of its own."""
-        if kind not in COST_KINDS:
+        if kind not in STAT_KINDS:
             raise InputError(f"unknown cost {kind!r}; choose one of {', '.join(COST_KINDS)}")
         stats = self.stats()
         if stats is None:
@@ -85,6 +91,8 @@ class MethodRun:
         for qid, rec in stats.items():
             value = _record_cost(rec, kind)
             if value is None:
+                if kind == "window" and rec.calls == 0:
+                    continue  # no window sent: nothing to average
                 return None
             out[qid] = value
         return out

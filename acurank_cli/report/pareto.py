@@ -21,7 +21,8 @@ from .tables import Report, measure_label, ordered_methods
 
 X_LABELS = {"calls": "mean reranker calls per query", "tokens": "mean tokens per query (input + output)",
             "seconds": "mean wall seconds per query",
-            "rounds": "mean sequential reranker rounds per query (latency)"}
+            "rounds": "mean sequential reranker rounds per query (latency)",
+            "flops": "mean estimated FLOPs per query (2 x parameters x tokens)"}
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
 

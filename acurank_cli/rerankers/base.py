@@ -65,6 +65,10 @@ class RerankerBase:
         """Lines worth telling the user once at start (how prompts are made, fallbacks taken)."""
         return []
 
+    def parameters(self) -> int | None:
+        """The model's parameter count, for the FLOPs estimate (None: unknown, e.g. a remote model)."""
+        return None
+
     def use_store(self, call_cache: str | None) -> None:
         """The call cache's path (None: no cache), for a backend that keeps a persistent store beside it
         (the local encoders' embeddings); the default keeps nothing."""

@@ -190,3 +190,17 @@ def prompt_builder(source: ModelSource, tokenizer: Any, prompt_format: str | Non
 
 __all__ = ["DTYPES", "ModelSource", "converted_folder", "dtype_kwarg", "dtype_name", "file_sha256", "gguf_cache_root",
            "one_line", "prompt_builder", "quiet_loading", "resolve_model"]
+
+
+def config_parameters(config) -> int | None:
+    """A causal LM's parameter count from its config alone: the model built on the meta device (no memory,
+    no weights read), counted as ``num_parameters()`` counts a loaded one (tied weights once)."""
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(config)
+        return int(model.num_parameters())
+    except Exception:  # noqa: BLE001 - an architecture transformers cannot build: no estimate
+        return None

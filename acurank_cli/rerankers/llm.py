@@ -71,6 +71,10 @@ class HFReranker(ListwiseLLM):
 
     # -- the call cache's hooks ---------------------------------------------------------------
 
+    def parameters(self) -> int | None:
+        """The loaded model's parameter count (tied weights once), for the FLOPs estimate."""
+        return int(self.model.num_parameters())
+
     def cache_identity(self) -> dict[str, Any]:
         """What, besides the prompt, decides the answer: model, dtype, decoding, format, sizes."""
         revision = getattr(self.model.config, "_commit_hash", None)

@@ -119,6 +119,10 @@ class MiniLMReranker(RerankerBase):
             text = self._texts[doc] = passage_text(doc)
         return text
 
+    def parameters(self) -> int | None:
+        """all-MiniLM-L6-v2's parameter count (an encoder: FLOPs = 2 x parameters x tokens encoded)."""
+        return int(self.model.num_parameters())
+
     def use_store(self, call_cache: str | None) -> None:
         """Keep embeddings in ``calls.embeddings.sqlite`` beside the call cache (none without a cache)."""
         if call_cache is None:

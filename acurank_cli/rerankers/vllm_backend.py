@@ -28,7 +28,7 @@ from ..errors import InputError
 from ..params import ANY_INT, at_least, between, positive
 from .base import option, register
 from .options import PromptOptions, WeightsOptions
-from .checkpoints import converted_folder, dtype_name, one_line, prompt_builder, resolve_model
+from .checkpoints import config_parameters, converted_folder, dtype_name, one_line, prompt_builder, resolve_model
 from .listwise import Deliver, ListwiseLLM, Reply
 from .prompts import HFTokenCounter, Prompt, get_format
 
@@ -75,6 +75,7 @@ class VLLMReranker(ListwiseLLM):
         except (OSError, ValueError) as exc:
             raise InputError(f"vllm: cannot load model {model!r}: {one_line(exc)}") from None
         self.tokenizer = tok
+        self._parameters = config_parameters(config)
         builder = prompt_builder(self.source, tok, options.prompt_format, options.context_size,
                                  getattr(config, "max_position_embeddings", None), self.double_bos, "vllm")
         engine_args: dict[str, Any] = {
@@ -96,6 +97,10 @@ class VLLMReranker(ListwiseLLM):
         self._vllm = vllm
         self._requests = 0
         super().__init__(f"vllm:{model}", builder, options.log_prompts)
+
+    def parameters(self) -> int | None:
+        """From the model's config (built on the meta device), for the FLOPs estimate."""
+        return self._parameters
 
     def cache_identity(self) -> dict[str, Any]:
         """What, besides the prompt, decides the answer: weights, dtype, decoding, parallelism, format."""

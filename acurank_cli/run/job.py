@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from ..errors import InputError
+from ..params import ParameterError, positive
 from ..io.outputs import RunOutputs, check_writable, stats_path_for
 from ..io.readers import source_name
 from ..io.writers import run_lines
@@ -58,6 +59,8 @@ class RerankJob:
     cache: str | None = pipeline.DEFAULTS.cache
     batch_queries: int | None = pipeline.DEFAULTS.batch_queries
     quiet: bool = False
+    #: the model's parameter count for the FLOPs estimate (--model-params); None: the backend's own count
+    model_params: float | None = None
 
 
 @dataclass
@@ -82,6 +85,8 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     """
     started = time.perf_counter()
     out = job.outputs
+    if job.model_params is not None and not positive().contains(job.model_params):
+        raise ParameterError("model_params", job.model_params, positive().describe(), flag="--model-params")
     if out.to_file and out.output == job.inputs.run:
         raise InputError("--output must differ from the input run", out.output)
     stats = out.stats_path()
@@ -125,7 +130,12 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
                              "drop --no-cache (or start afresh with --overwrite)")
         err.print("acurank: --budget-total: the finished queries are replayed (their calls from the call cache) "
                   "so that the allocation is the same", markup=False)
-    about = {"fingerprint": fingerprint.digest, "reranker": fingerprint.reranker, "params": fingerprint.params}
+    about = {"fingerprint": fingerprint.digest, "reranker": fingerprint.reranker, "params": fingerprint.params,
+             "parameters": job.model_params if job.model_params is not None else backend.parameters()}
+    if about["parameters"] is not None:
+        source = "--model-params" if job.model_params is not None else "the model"
+        err.print(f"acurank: FLOPs estimated per query as 2 x {about['parameters']:.4g} parameters ({source}) x "
+                  "(input + output tokens)", markup=False)
 
     traces: dict[str, list[dict]] = {}
     totals = _Totals()
