@@ -28,9 +28,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, NamedTuple, Union
 
 from .errors import InputError
+from .params import ParameterError, at_least, between
 from .method.base import check_tasks
 from .method.registry import OPTION_NAMES, MethodOptions
 from .method.trueskill import check_scores
@@ -59,6 +60,16 @@ class RankedDoc:
     first_stage_rank: int
     first_stage_score: float
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: P(rank <= k) under the final ratings N(mu, sigma^2) (exact, as --uncertainty exact computes it; k is
+    #: the method's cutoff, RerankOutput.k): a calibrated 0-1 relevance signal; None for methods without ratings
+    p_topk: float | None = None
+
+
+class Tokens(NamedTuple):
+    """Tokens a query's calls cost."""
+
+    input: int
+    output: int
 
 
 @dataclass(frozen=True)
@@ -71,6 +82,8 @@ class RerankOutput:
     tally: CallTally  # calls, cached calls, docs sent, tokens in/out, parse outcomes
     seconds: float
     stop: StopReason | None  # why an adaptive method stopped (tau, budget, call-cap, ...)
+    #: the cutoff that p_topk refers to (AcuRank's k); None when the method has no ratings
+    k: int | None = None
 
     @property
     def calls(self) -> int:
@@ -78,9 +91,9 @@ class RerankOutput:
         return self.tally.calls
 
     @property
-    def tokens(self) -> tuple[int, int]:
-        """(input, output) tokens of those calls."""
-        return self.tally.input_tokens, self.tally.output_tokens
+    def tokens(self) -> Tokens:
+        """Input and output tokens of those calls (``out.tokens.input``; also unpacks as a pair)."""
+        return Tokens(self.tally.input_tokens, self.tally.output_tokens)
 
     def top(self, k: int) -> tuple[RankedDoc, ...]:
         """The best ``k`` documents."""
@@ -157,13 +170,24 @@ class Reranker:
 
     # -- reranking ----------------------------------------------------------------------------
 
-    def rerank(self, query: str, docs: Sequence[DocLike], *, qid: str = "q") -> RerankOutput:
-        """Rerank one query's documents (best first) with the method and backend."""
-        return self.rerank_batch([(query, docs)], qids=[qid])[0]
+    def rerank(self, query: str, docs: Sequence[DocLike], *, qid: str = "q", top_k: int | None = None,
+               min_p_topk: float | None = None) -> RerankOutput:
+        """Rerank one query's documents (best first) with the method and backend; ``top_k`` keeps the best
+        ``top_k`` and ``min_p_topk`` (the confidence cut) those whose p_topk is at least that."""
+        return self.rerank_batch([(query, docs)], qids=[qid], top_k=top_k, min_p_topk=min_p_topk)[0]
 
     def rerank_batch(self, queries: Iterable[tuple[str, Sequence[DocLike]]], *,
-                     qids: Sequence[str] | None = None) -> list[RerankOutput]:
-        """Rerank many queries; up to ``batch_queries`` advance together so their windows share batches."""
+                     qids: Sequence[str] | None = None, top_k: int | None = None,
+                     min_p_topk: float | None = None) -> list[RerankOutput]:
+        """Rerank many queries; up to ``batch_queries`` advance together so their windows share batches.
+        ``top_k`` and ``min_p_topk`` cut every query's output (see :meth:`rerank`)."""
+        if top_k is not None and not at_least(1).contains(top_k):
+            raise ParameterError("top_k", top_k, at_least(1).describe())
+        if min_p_topk is not None:
+            if not between(0.0, 1.0).contains(min_p_topk):
+                raise ParameterError("min_p_topk", min_p_topk, between(0.0, 1.0).describe())
+            if self.cutoff is None:
+                raise InputError(f"min_p_topk needs a method with ratings and a cutoff k (acurank...), not {self.method!r}")
         queries = list(queries)
         qids = list(qids) if qids is not None else [str(i) for i in range(len(queries))]
         if len(set(qids)) != len(qids) or len(qids) != len(queries):
@@ -183,11 +207,18 @@ class Reranker:
         driver = Driver(self.strategy, self.reranker, docs, self.batch_queries, on_step)
         by_qid = {p.task.qid: p for p in group}
         for outcome in driver.run([p.task for p in group]):
-            outputs[outcome.qid] = _output(by_qid[outcome.qid], outcome, ratings.pop(outcome.qid, {}))
+            outputs[outcome.qid] = _output(by_qid[outcome.qid], outcome, ratings.pop(outcome.qid, {}), self.cutoff,
+                                           top_k, min_p_topk)
         for p in prepared:
             if p.task.n == 0:
-                outputs[p.task.qid] = RerankOutput(p.task.qid, p.task.query, (), CallTally(), 0.0, None)
+                outputs[p.task.qid] = RerankOutput(p.task.qid, p.task.query, (), CallTally(), 0.0, None, self.cutoff)
         return [outputs[qid] for qid in qids]
+
+    @property
+    def cutoff(self) -> int | None:
+        """The method's cutoff k, which p_topk refers to (None for a method without one)."""
+        params = getattr(self.strategy, "params", None)
+        return getattr(params, "k", None)
 
     async def arerank(self, query: str, docs: Sequence[DocLike], *, qid: str = "q") -> RerankOutput:
         """:meth:`rerank` for asyncio servers (runs in a worker thread; the event loop stays free)."""
@@ -209,15 +240,43 @@ class Reranker:
         self.close()
 
 
-def _output(p: _Prepared, outcome: QueryOutcome, ratings: dict[str, dict]) -> RerankOutput:
+def p_topk(ratings: Mapping[str, Any], docids: Sequence[str], k: int | None) -> dict[str, float]:
+    """P(rank <= k) per document under its final rating N(mu, sigma^2), exact (the rank-probability
+    machinery of ``--uncertainty exact``); empty without ratings or a cutoff."""
+    if k is None or not docids or any(d not in ratings for d in docids):
+        return {}
+    import numpy as np
+
+    from .method.uncertainty import rank_probabilities
+
+    mu = np.array([ratings[d].mu for d in docids], dtype=float)
+    sigma = np.array([ratings[d].sigma for d in docids], dtype=float)
+    top = rank_probabilities(mu, sigma, k, ranks=False).top
+    return {d: float(min(1.0, max(0.0, p))) for d, p in zip(docids, top)}
+
+
+def relevance_scores(out: RerankOutput, n: int) -> list[float]:
+    """A 0-1 relevance score per returned document: p_topk, or for a method without ratings the position
+    1 - (rank - 1) / n (what the LangChain and LlamaIndex adapters report)."""
+    return [d.p_topk if d.p_topk is not None else 1.0 - (d.rank - 1) / max(1, n) for d in out.docs]
+
+
+def _output(p: _Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: int | None = None,
+            top_k: int | None = None, min_p_topk: float | None = None) -> RerankOutput:
     first = {c.docid: (r, c.score) for r, c in enumerate(p.task.candidates, start=1)}
+    probs = p_topk(ratings, [r.docid for r in outcome.ranking], k)
     ranked = []
     for rank, r in enumerate(outcome.ranking, start=1):
         doc = p.docs[r.docid]
         rating = ratings.get(r.docid)
         ranked.append(RankedDoc(r.docid, doc.text, doc.title, rank, r.score, rating and rating.mu, rating and rating.sigma,
-                                first[r.docid][0], first[r.docid][1], p.meta.get(r.docid, {})))
-    return RerankOutput(outcome.qid, p.task.query, tuple(ranked), outcome.tally, outcome.seconds, outcome.stop)
+                                first[r.docid][0], first[r.docid][1], p.meta.get(r.docid, {}), probs.get(r.docid)))
+    if top_k is not None:
+        ranked = ranked[:top_k]
+    if min_p_topk is not None:
+        ranked = [d for d in ranked if d.p_topk is not None and d.p_topk >= min_p_topk]
+    return RerankOutput(outcome.qid, p.task.query, tuple(ranked), outcome.tally, outcome.seconds, outcome.stop,
+                        k if probs else None)
 
 
-__all__ = ["RankedDoc", "RerankOutput", "Reranker", "prepare"]
+__all__ = ["RankedDoc", "RerankOutput", "Reranker", "Tokens", "p_topk", "prepare", "relevance_scores"]

@@ -150,33 +150,92 @@ def test_a_custom_backend_plugs_into_cli_and_api(sample, tmp_path, monkeypatch):
     assert [d.text for d in out] == ["a", "bb", "ccc"] and out.calls == 1
 
 
-def test_langchain_compressor_keeps_metadata(minilm):
+def test_langchain_contextual_compression_retriever_carries_rank_mu_sigma_p_topk(minilm):
+    """The compressor inside LangChain's ContextualCompressionRetriever: metadata kept, AcuRank's fields added,
+    relevance_score = p_topk in [0, 1]; a spec string builds the reranker (default minilm)."""
     pytest.importorskip("langchain_core")
+    retrievers = pytest.importorskip("langchain_classic.retrievers")
     from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
 
     from acurank_cli.integrations.langchain import AcuRankCompressor
 
     docs = [Document(page_content=d if isinstance(d, str) else d["text"], metadata={"n": i, "url": f"u{i}"})
             for i, d in enumerate(DOCS)]
-    kept = AcuRankCompressor(reranker=minilm, top_n=2).compress_documents(docs, QUERY)
+
+    class Fixed(BaseRetriever):
+        def _get_relevant_documents(self, query, *, run_manager=None):
+            return docs
+
+    retriever = retrievers.ContextualCompressionRetriever(
+        base_compressor=AcuRankCompressor(reranker=minilm, top_n=2), base_retriever=Fixed())
+    kept = retriever.invoke(QUERY)
     assert len(kept) == 2 and all(isinstance(d, Document) for d in kept)
     assert {d.metadata["n"] for d in kept} <= {1, 2} and all(d.metadata["url"] == f"u{d.metadata['n']}" for d in kept)
     assert [d.metadata["acurank_rank"] for d in kept] == [1, 2] and kept[0].metadata["acurank_sigma"] > 0
+    assert all(d.metadata["acurank_mu"] is not None for d in kept)
+    for d in kept:
+        assert 0.0 <= d.metadata["relevance_score"] <= 1.0 and d.metadata["relevance_score"] == d.metadata["acurank_p_topk"]
+    # a spec string and a method name; the confidence cut keeps only documents at least that likely in the top k
+    by_spec = AcuRankCompressor(top_n=4, min_p_topk=0.99)
+    assert isinstance(by_spec.reranker, Reranker) and by_spec.reranker.method == "acurank"
+    confident = by_spec.compress_documents(docs, QUERY)
+    assert all(d.metadata["acurank_p_topk"] >= 0.99 for d in confident) and len(confident) == 4  # n = 4 <= k = 10
+    sw = AcuRankCompressor(reranker=minilm, top_n=4, method="sw-1")
+    assert sw.reranker is minilm  # an instance is used as given
 
 
-def test_llamaindex_postprocessor_keeps_metadata(minilm):
-    pytest.importorskip("llama_index.core")
-    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+def test_llamaindex_query_engine_carries_rank_mu_sigma_p_topk(minilm):
+    """The postprocessor inside a LlamaIndex query engine (MockLLM): node scores are p_topk in [0, 1], the
+    metadata holds AcuRank's fields (hidden from the LLM), and the caller's nodes are untouched."""
+    core = pytest.importorskip("llama_index.core")
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.query_engine import RetrieverQueryEngine
+    from llama_index.core.retrievers import BaseRetriever
+    from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 
     from acurank_cli.integrations.llamaindex import AcuRankNodePostprocessor
 
     nodes = [NodeWithScore(node=TextNode(text=d if isinstance(d, str) else d["text"], id_=f"n{i}",
                                          metadata={"page": i}), score=1.0 - 0.1 * i) for i, d in enumerate(DOCS)]
+
+    class Fixed(BaseRetriever):
+        def _retrieve(self, query_bundle):
+            return nodes
+
     post = AcuRankNodePostprocessor(reranker=minilm, top_n=3)
-    out = post.postprocess_nodes(nodes, query_bundle=QueryBundle(QUERY))
+    engine = RetrieverQueryEngine.from_args(Fixed(), llm=MockLLM(), node_postprocessors=[post])
+    response = engine.query(QUERY)
+    out = response.source_nodes
     assert len(out) == 3 and out[0].node.node_id in ("n1", "n2")
-    assert all(n.node.metadata == {"page": int(n.node.node_id[1:])} for n in out)
-    assert out[0].score >= out[1].score >= out[2].score
+    assert out[0].score >= out[1].score >= out[2].score and all(0.0 <= n.score <= 1.0 for n in out)
+    for n in out:
+        meta = n.node.metadata
+        assert meta["page"] == int(n.node.node_id[1:]) and meta["acurank_p_topk"] == n.score
+        assert meta["acurank_rank"] in (1, 2, 3) and meta["acurank_sigma"] > 0 and meta["acurank_mu"] is not None
+        assert "acurank_mu" not in n.node.get_content(metadata_mode=MetadataMode.LLM)
+    assert all(n.node.metadata == {"page": i} for i, n in enumerate(nodes))  # the inputs are not modified
+    assert core is not None and isinstance(AcuRankNodePostprocessor(top_n=1).reranker, Reranker)
+
+
+def test_p_topk_by_hand_and_labelled_tokens(minilm):
+    """Two documents, k = 1: P(rank 1) = Phi((mu_a - mu_b) / sqrt(sigma_a^2 + sigma_b^2)) = Phi(3 / 5)."""
+    from statistics import NormalDist
+
+    from acurank_cli.api import p_topk
+    from acurank_cli.records import DocRating
+
+    ratings = {"a": DocRating("a", 25.0, 3.0, None, 1), "b": DocRating("b", 22.0, 4.0, None, 2)}
+    probs = p_topk(ratings, ["a", "b"], 1)
+    assert probs["a"] == pytest.approx(NormalDist().cdf(0.6), abs=1e-4)
+    assert probs["a"] + probs["b"] == pytest.approx(1.0, abs=1e-6)
+    assert p_topk(ratings, ["a", "b"], 5) == {"a": 1.0, "b": 1.0} and p_topk(ratings, ["a"], None) == {}
+    out = minilm.rerank(QUERY, DOCS, top_k=2)
+    assert len(out) == 2 and out.k == 10 and out.tokens.input == out.tokens[0] > 0 and out.tokens.output == 0
+    with pytest.raises(ValueError, match="top_k=0"):
+        minilm.rerank(QUERY, DOCS, top_k=0)
+    with pytest.raises(ValueError, match="min_p_topk=1.5"):
+        minilm.rerank(QUERY, DOCS, min_p_topk=1.5)
 
 
 def test_uncertainty_option_reaches_the_strategy():

@@ -1,13 +1,15 @@
 """A LangChain document compressor that reranks with AcuRank (``pip install 'acurank[langchain]'``).
 
-    from acurank_cli import Reranker
+    from langchain_classic.retrievers import ContextualCompressionRetriever
     from acurank_cli.integrations.langchain import AcuRankCompressor
-    compressor = AcuRankCompressor(reranker=Reranker("minilm"), top_n=5)
-    docs = compressor.compress_documents(retrieved_docs, "what is ...")
+    compressor = AcuRankCompressor(reranker="minilm", top_n=5)        # or an acurank_cli.Reranker
+    retriever = ContextualCompressionRetriever(base_compressor=compressor, base_retriever=your_retriever)
 
-Each returned Document keeps its metadata, plus ``acurank_rank``, ``acurank_mu``, ``acurank_sigma``
-and ``relevance_score`` (the final mu); a document's ``metadata["score"]``, when present, is its
-first-stage score.
+Each returned Document keeps its metadata, plus ``acurank_rank``, ``acurank_mu``, ``acurank_sigma``,
+``acurank_p_topk`` and ``relevance_score``: P(the document is in the top k) under its final rating, a
+calibrated score in [0, 1] (for a method without ratings, such as ``sw-1``, the position 1 - (rank - 1) / n).
+``min_p_topk`` keeps only documents at least that likely to be in the top k (the confidence cut). A
+document's ``metadata["score"]``, when every document has one, starts the ratings.
 """
 
 from __future__ import annotations
@@ -17,18 +19,29 @@ from typing import Any
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
-from pydantic import ConfigDict
+from pydantic import ConfigDict, model_validator
 
-from ..api import Reranker
+from ..api import Reranker, relevance_scores
 
 
 class AcuRankCompressor(BaseDocumentCompressor):
-    """Reranks retrieved documents with an :class:`~acurank_cli.api.Reranker`; keeps the best ``top_n``."""
+    """Reranks retrieved documents with an :class:`~acurank_cli.api.Reranker` (or a backend spec string, built
+    with ``method``); keeps the best ``top_n`` (and, with ``min_p_topk``, only the confident ones)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    reranker: Reranker
+    reranker: Any = "minilm"
+    method: str = "acurank"
     top_n: int = 3
+    min_p_topk: float | None = None
+
+    @model_validator(mode="after")
+    def _build(self) -> "AcuRankCompressor":
+        if isinstance(self.reranker, str):
+            self.reranker = Reranker(self.reranker, method=self.method)
+        if not isinstance(self.reranker, Reranker):
+            raise TypeError("reranker must be an acurank_cli.Reranker or a backend spec such as 'minilm'")
+        return self
 
     def compress_documents(self, documents: Sequence[Document], query: str,
                            callbacks: Callbacks | None = None) -> Sequence[Document]:
@@ -41,12 +54,12 @@ class AcuRankCompressor(BaseDocumentCompressor):
             if have_scores:
                 item["score"] = float(d.metadata["score"])
             items.append(item)
-        out = self.reranker.rerank(query, items)
+        out = self.reranker.rerank(query, items, top_k=self.top_n, min_p_topk=self.min_p_topk)
         kept = []
-        for r in out.top(self.top_n):
+        for r, score in zip(out.docs, relevance_scores(out, len(documents))):
             src = documents[int(r.id)]
             meta = {**src.metadata, "acurank_rank": r.rank, "acurank_mu": r.mu, "acurank_sigma": r.sigma,
-                    "relevance_score": r.score}
+                    "acurank_p_topk": r.p_topk, "relevance_score": score}
             kept.append(Document(page_content=src.page_content, metadata=meta, id=src.id))
         return kept
 

@@ -1,12 +1,14 @@
 """A LlamaIndex node postprocessor that reranks with AcuRank (``pip install 'acurank[llamaindex]'``).
 
-    from acurank_cli import Reranker
     from acurank_cli.integrations.llamaindex import AcuRankNodePostprocessor
-    post = AcuRankNodePostprocessor(reranker=Reranker("minilm"), top_n=5)
-    nodes = post.postprocess_nodes(retrieved_nodes, query_str="what is ...")
+    post = AcuRankNodePostprocessor(reranker="minilm", top_n=5)      # or an acurank_cli.Reranker
+    engine = index.as_query_engine(node_postprocessors=[post])
 
-Nodes keep their metadata; each returned NodeWithScore carries the final mu as its score (the
-retriever's scores, when every node has one, start the ratings).
+Each returned NodeWithScore scores P(the node is in the top k) under its final rating, in [0, 1] (for a
+method without ratings, 1 - (rank - 1) / n), and its node (a copy: the caller's nodes are not touched)
+carries ``acurank_rank``, ``acurank_mu``, ``acurank_sigma`` and ``acurank_p_topk`` in its metadata, left out
+of what the LLM and the embedder see. ``min_p_topk`` is the confidence cut. The retriever's scores, when
+every node has one, start the ratings.
 """
 
 from __future__ import annotations
@@ -15,16 +17,30 @@ from typing import Any, List, Optional
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from ..api import Reranker
+from ..api import Reranker, relevance_scores
+
+#: the metadata keys the postprocessor adds (hidden from the LLM and the embedder)
+KEYS = ("acurank_rank", "acurank_mu", "acurank_sigma", "acurank_p_topk")
 
 
 class AcuRankNodePostprocessor(BaseNodePostprocessor):
-    """Reranks retrieved nodes with an :class:`~acurank_cli.api.Reranker`; keeps the best ``top_n``."""
+    """Reranks retrieved nodes with an :class:`~acurank_cli.api.Reranker` (or a backend spec string, built with
+    ``method``); keeps the best ``top_n`` (and, with ``min_p_topk``, only the confident ones)."""
 
-    reranker: Any = Field(description="an acurank_cli.Reranker", exclude=True)
+    reranker: Any = Field(default="minilm", description="an acurank_cli.Reranker or a backend spec", exclude=True)
+    method: str = "acurank"
     top_n: int = 3
+    min_p_topk: Optional[float] = None
+
+    @model_validator(mode="after")
+    def _build(self) -> "AcuRankNodePostprocessor":
+        if isinstance(self.reranker, str):
+            self.reranker = Reranker(self.reranker, method=self.method)
+        if not isinstance(self.reranker, Reranker):
+            raise TypeError("reranker must be an acurank_cli.Reranker or a backend spec such as 'minilm'")
+        return self
 
     @classmethod
     def class_name(cls) -> str:
@@ -36,8 +52,6 @@ class AcuRankNodePostprocessor(BaseNodePostprocessor):
             raise ValueError("AcuRankNodePostprocessor needs the query (query_bundle or query_str)")
         if not nodes:
             return []
-        if not isinstance(self.reranker, Reranker):
-            raise TypeError("reranker must be an acurank_cli.Reranker")
         have_scores = all(n.score is not None for n in nodes)
         items = []
         for i, n in enumerate(nodes):
@@ -45,8 +59,16 @@ class AcuRankNodePostprocessor(BaseNodePostprocessor):
             if have_scores:
                 item["score"] = float(n.score)
             items.append(item)
-        out = self.reranker.rerank(query_bundle.query_str, items)
-        return [NodeWithScore(node=nodes[int(r.id)].node, score=r.score) for r in out.top(self.top_n)]
+        out = self.reranker.rerank(query_bundle.query_str, items, top_k=self.top_n, min_p_topk=self.min_p_topk)
+        kept = []
+        for r, score in zip(out.docs, relevance_scores(out, len(nodes))):
+            node = nodes[int(r.id)].node
+            meta = {**node.metadata, "acurank_rank": r.rank, "acurank_mu": r.mu, "acurank_sigma": r.sigma,
+                    "acurank_p_topk": r.p_topk}
+            hidden = {"excluded_llm_metadata_keys": sorted({*node.excluded_llm_metadata_keys, *KEYS}),
+                      "excluded_embed_metadata_keys": sorted({*node.excluded_embed_metadata_keys, *KEYS})}
+            kept.append(NodeWithScore(node=node.model_copy(update={"metadata": meta, **hidden}), score=score))
+        return kept
 
 
 __all__ = ["AcuRankNodePostprocessor"]
