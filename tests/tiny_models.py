@@ -74,3 +74,22 @@ def smollm2_gguf():
         return None
     found = sorted(Path(list(spec.submodule_search_locations)[0]).glob("*.gguf"))
     return found[0] if found else None
+
+
+def build_cross_encoder_dir(path):
+    """A tiny random BERT cross-encoder (one layer, hidden 32, one output label) with a word-level vocabulary,
+    saved as sentence-transformers' CrossEncoder loads it (no weights downloaded)."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    path.mkdir(parents=True, exist_ok=True)
+    words = ("the a of and to in is flea fleas cat cats life cycle how long eggs hatch days paris capital france "
+             "weeks months lasts two eight groom themselves hours each day what are").split()
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words, *[f"w{i}" for i in range(64)]]
+    tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(vocab)}, do_lower_case=True)
+    tok.save_pretrained(path)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=37, max_position_embeddings=128, num_labels=1, initializer_range=0.1)
+    BertForSequenceClassification(config).eval().save_pretrained(path)
+    return path

@@ -207,7 +207,7 @@ def _as_factory(made: Any, takes_arg: bool) -> Callable[[str, Any], RerankerBase
 
 
 #: Modules that register the built-in backends; each keeps its heavy imports inside the factory.
-BACKEND_MODULES = ("simulated", "minilm", "llm", "vllm_backend", "openai_backend")
+BACKEND_MODULES = ("simulated", "minilm", "cross_encoder", "llm", "vllm_backend", "openai_backend")
 
 
 def load_backends(strict: bool = True) -> dict[str, BackendSpec]:

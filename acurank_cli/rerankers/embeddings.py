@@ -15,8 +15,6 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import numpy as np
-
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (
     model TEXT NOT NULL,
@@ -54,9 +52,11 @@ class EmbeddingStore:
         self.hits = 0
         self.stored = 0
 
-    def get_many(self, texts: Sequence[str]) -> dict[str, tuple[np.ndarray, int]]:
-        """The stored entries among ``texts``."""
-        found: dict[str, tuple[np.ndarray, int]] = {}
+    def get_many(self, texts: Sequence[str]) -> dict[str, tuple[Any, int]]:
+        """The stored entries among ``texts`` (numpy float32 vectors)."""
+        import numpy as np
+
+        found: dict[str, tuple[Any, int]] = {}
         by_digest = {_digest(t): t for t in texts}
         keys = list(by_digest)
         for start in range(0, len(keys), 500):
@@ -71,6 +71,8 @@ class EmbeddingStore:
 
     def put_many(self, entries: Mapping[str, tuple[Any, int]]) -> None:
         """Store new entries (committed at once: a kill loses nothing already encoded and stored)."""
+        import numpy as np
+
         rows = [(self.model, _digest(t), int(n), np.asarray(v, dtype=np.float32).tobytes()) for t, (v, n) in entries.items()]
         self.conn.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?, ?, ?)", rows)
         self.conn.commit()
@@ -78,3 +80,21 @@ class EmbeddingStore:
 
     def close(self) -> None:
         self.conn.close()
+
+
+class StoreUser:
+    """A local backend that keeps per-text results (embeddings, pair scores) in an :class:`EmbeddingStore`
+    beside the call cache, keyed by its ``cache_identity()``; mixed in before :class:`~.base.RerankerBase`."""
+
+    store: EmbeddingStore | None = None
+
+    def use_store(self, call_cache: str | None) -> None:
+        """Open the store beside the call cache (none without a cache)."""
+        if call_cache is not None:
+            self.store = EmbeddingStore(store_path(call_cache), self.cache_identity())
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+        super().close()

