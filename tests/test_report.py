@@ -634,3 +634,61 @@ def test_sample_runs_bm25_reference():
     for ds, value in ref.items():
         if ds in coll.datasets and coll.has(ds, "bm25"):
             assert coll.mean(ds, "bm25") == pytest.approx(value, abs=5e-5)
+
+
+# --- several measures, corrections and confidence intervals ------------------------------------------
+
+
+def test_holm_and_bonferroni_by_hand():
+    from acurank_cli.report.significance import adjust
+
+    p = [0.01, 0.04, 0.03, None]
+    # Holm: ascending 0.01 x 3 = 0.03; 0.03 x 2 = 0.06; 0.04 x 1 = 0.04 -> running max 0.06
+    assert adjust(p, "holm")[:3] == pytest.approx([0.03, 0.06, 0.06]) and adjust(p, "holm")[3] is None
+    assert adjust(p, "bonferroni")[:3] == pytest.approx([0.03, 0.12, 0.09]) and adjust(p, "bonferroni")[3] is None
+    assert adjust([0.5, 0.7], "holm") == pytest.approx([1.0, 1.0]) and adjust(p, "none") == p
+    with pytest.raises(ValueError):
+        adjust(p, "sidak")
+
+
+def test_paired_confidence_intervals_by_hand():
+    from scipy import stats as sst
+
+    from acurank_cli.report.significance import paired_ci
+
+    a, b = [1.0, 2.0, 3.0, 4.0], [0.0, 0.0, 0.0, 0.0]
+    # mean 2.5, sd 1.2910, t_0.975,3 = 3.1824: 2.5 +- 3.1824 x 1.2910 / 2 = [0.4457, 4.5543]
+    lo, hi = paired_ci(a, b, "t")
+    assert (lo, hi) == pytest.approx((0.4457, 4.5543), abs=1e-4)
+    assert (lo, hi) == pytest.approx(sst.t.interval(0.95, 3, loc=2.5, scale=sst.sem([1, 2, 3, 4])))
+    boot = paired_ci(a, b, "bootstrap", resamples=4000, seed=3)
+    assert boot == paired_ci(a, b, "bootstrap", resamples=4000, seed=3)  # seeded
+    assert 1.0 <= boot[0] < 2.5 < boot[1] <= 4.0  # percentiles of means of resampled {1, 2, 3, 4}
+    assert paired_ci([1.0], [0.0], "t") is None and paired_ci(a, b, "none") is None
+
+
+def test_table_with_three_measures_holm_and_cis(runs_dir, tmp_path):
+    args = ["report", "table", "--runs", runs_dir, "-m", "nDCG@10", "-m", "AP", "-m", "P@5", "--baseline", "base",
+            "--correction", "holm", "--ci", "t"]
+    data = json.loads(acurank(*args, "-f", "json").stdout)
+    assert len(data["measures"]) == 3 and set(data["tables"]) == set(data["measures"])
+    from acurank_cli.report.significance import adjust, mark
+
+    for ms, table in data["tables"].items():
+        assert table["significance"]["correction"] == "holm"
+        rows = [r for r in table["methods"] if r["datasets"]["alpha"] and "vs_baseline" in r["datasets"]["alpha"]]
+        raw = [r["datasets"]["alpha"]["vs_baseline"]["p_ttest"] for r in rows]
+        for r, adj in zip(rows, adjust(raw, "holm")):
+            vs = r["datasets"]["alpha"]["vs_baseline"]
+            assert vs["p_adjusted"] == pytest.approx(adj) and vs["mark"] == mark(adj)
+            assert vs["ci"]["low"] <= vs["delta"] <= vs["ci"]["high"]
+    md = acurank(*args, "-f", "markdown").stdout
+    assert "| Method | alpha nDCG@10 | alpha AP | alpha P@5 | beta nDCG@10 |" in md
+    assert "Holm-corrected" in md and "**Difference against base [95% CI]**" in md
+    tex = acurank(*args, "-f", "latex").stdout
+    assert tex.count("\\begin{tabular}") == 2 and "Holm-corrected" in tex
+    csv_text = acurank(*args, "-f", "csv").stdout
+    header = csv_text.splitlines()[0].split(",")
+    assert {"alpha_nDCG@10_ci_low", "alpha_AP_p_adjusted", "beta_P@5_mark", "macro_AP"} <= set(header)
+    bad = acurank("report", "table", "--runs", runs_dir, "--correction", "sidak", check=False)
+    assert bad.returncode == 2 and "--correction must be one of none, holm, bonferroni" in bad.stderr

@@ -89,21 +89,26 @@ def table_cmd(
     dataset: list[str] | None = _DATASET,
     method: list[str] | None = typer.Option(None, "--method", help="Methods (rows) to show, in this order (repeatable; default: first stage, then by calls)."),
     first_stage: str = _FIRST,
-    measure: str = _MEASURE,
+    measure: list[str] | None = typer.Option(None, "--measure", "-m", help="Measure (repeatable: one column per measure): a trec_eval name (ndcg_cut.10, map, recall.100, ...) or an ir_measures name (nDCG@10, AP, R@100, ...); default nDCG@10."),
     rel_level: int = _REL,
     baseline: list[str] | None = _BASELINE,
     test: str = typer.Option("ttest", "--test", help="Test behind the marks: ttest (paired t-test) | permutation (sign flips)."),
-    resamples: int = typer.Option(10_000, "--resamples", min=1, help="Sign flips of the randomisation test (exact below 2^n)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the randomisation test."),
+    correction: str = typer.Option("none", "--correction", help="Multiple-comparison correction of the marks' p-values over the methods compared on each dataset (and measure): none | holm | bonferroni."),
+    ci: str = typer.Option("none", "--ci", help="Also a table of the differences against the baseline with 95% confidence intervals: t (paired t) | bootstrap (paired, seeded, --resamples) | none."),
+    resamples: int = typer.Option(10_000, "--resamples", min=1, help="Sign flips of the randomisation test (exact below 2^n), bootstrap resamples of --ci bootstrap."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the randomisation test and the bootstrap."),
     percent: bool = typer.Option(False, "--percent", metavar="", help="Show the measure x 100 with 2 decimals (as the paper)."),
     fmt: str = _FORMAT,
     output: Path | None = _OUTPUT,
 ) -> None:
-    from ..report.tables import build_main_table, parse_baselines
+    from ..report.tables import build_table, check_options, parse_baselines
 
     _check_format(fmt)
-    coll = _collection(runs, run, qrels, stats, topics, dataset, method, first_stage, measure, rel_level)
-    rep = build_main_table(coll, parse_baselines(baseline or [], list(coll.datasets)), test, resamples, seed, percent)
+    check_options(test, correction, ci)
+    measures = list(dict.fromkeys(measure or ["ndcg_cut_10"]))
+    colls = [_collection(runs, run, qrels, stats, topics, dataset, method, first_stage, m, rel_level) for m in measures]
+    rep = build_table(colls, parse_baselines(baseline or [], list(colls[0].datasets)), test, resamples, seed, percent,
+                      correction, ci)
     emit(fmt, rep.tables, rep.records, rep.data, output)
 
 

@@ -91,6 +91,61 @@ def permutation_test(
     return TestResult(observed, (hits + 1) / (resamples + 1), n)
 
 
+#: Multiple-comparison corrections (--correction): each adjusts a family of p-values (one dataset and measure,
+#: every method against the baseline) so that the family-wise error rate stays at the marks' levels.
+CORRECTIONS = ("none", "holm", "bonferroni")
+
+
+def adjust(pvalues: Sequence[float | None], method: str) -> list[float | None]:
+    """Adjusted p-values: ``bonferroni`` min(1, m p); ``holm`` the step-down max over j <= i of
+    min(1, (m - j + 1) p_(j)) in ascending order; ``none`` as given. Unknown p-values stay None and do not
+    count in m."""
+    if method not in CORRECTIONS:
+        raise ValueError(f"--correction must be one of {', '.join(CORRECTIONS)}, not {method!r}")
+    known = [(i, p) for i, p in enumerate(pvalues) if p is not None and math.isfinite(p)]
+    out: list[float | None] = list(pvalues)
+    m = len(known)
+    if method == "none" or m == 0:
+        return out
+    if method == "bonferroni":
+        for i, p in known:
+            out[i] = min(1.0, m * p)
+        return out
+    running = 0.0
+    for j, (i, p) in enumerate(sorted(known, key=lambda x: x[1])):
+        running = max(running, min(1.0, (m - j) * p))
+        out[i] = running
+    return out
+
+
+#: Confidence intervals (--ci) of the mean paired difference.
+CI_KINDS = ("none", "t", "bootstrap")
+
+
+def paired_ci(a: Sequence[float], b: Sequence[float], kind: str = "t", level: float = 0.95, resamples: int = 10_000,
+              seed: int = 0) -> tuple[float, float] | None:
+    """The ``level`` confidence interval of mean(a - b): ``t`` mean +- t_(1+level)/2,n-1 x sd / sqrt(n);
+    ``bootstrap`` the percentile interval of ``resamples`` seeded resamples of the query differences.
+    None with fewer than two pairs (or ``none``)."""
+    if kind not in CI_KINDS:
+        raise ValueError(f"--ci must be one of {', '.join(CI_KINDS)}, not {kind!r}")
+    d = _diffs(a, b)
+    n = len(d)
+    if kind == "none" or n < 2:
+        return None
+    mean = float(d.mean())
+    if kind == "t":
+        half = float(_st.t.ppf((1 + level) / 2, n - 1)) * float(d.std(ddof=1)) / math.sqrt(n)
+        return mean - half, mean + half
+    rng = np.random.default_rng(seed)
+    means = np.empty(resamples)
+    for start in range(0, resamples, 1000):
+        m = min(1000, resamples - start)
+        means[start:start + m] = d[rng.integers(0, n, size=(m, n))].mean(axis=1)
+    lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
 def paired_values(a: Mapping[str, float], b: Mapping[str, float]) -> tuple[list[str], list[float], list[float]]:
     """Align two per-query mappings on their common qids (sorted)."""
     qids = sorted(set(a) & set(b))
