@@ -692,3 +692,42 @@ def test_table_with_three_measures_holm_and_cis(runs_dir, tmp_path):
     assert {"alpha_nDCG@10_ci_low", "alpha_AP_p_adjusted", "beta_P@5_mark", "macro_AP"} <= set(header)
     bad = acurank("report", "table", "--runs", runs_dir, "--correction", "sidak", check=False)
     assert bad.returncode == 2 and "--correction must be one of none, holm, bonferroni" in bad.stderr
+
+
+def test_trace_defaults_to_the_top_4_and_names_steps_and_the_counter_apart(tmp_path):
+    tr = tmp_path / "t.jsonl"
+    make_trace(tr)
+    method, steps = read_trace(tr, "q1")
+    rep = build_trace_report(steps, "q1", method)
+    assert len(rep.tables[0].rows) == 4
+    title, note = rep.tables[0].title, rep.tables[0].notes[0]
+    assert f"last of {len(steps)} recorded steps" in title and f"{steps[-1].iteration} adaptive groups" in title
+    assert f"{len(steps)} recorded steps" in note and "recorded iterations" not in note
+
+
+@pytest.mark.parametrize("n, shape", [(1, (1, 1)), (2, (1, 2)), (3, (1, 3)), (4, (2, 2)), (5, (2, 3)), (6, (2, 3)),
+                                      (8, (4, 2)), (9, (3, 3))])
+def test_panel_grid_leaves_no_empty_panel(n, shape):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from acurank_cli.report.panels import grid_shape, panel_axes
+
+    assert grid_shape(n) == shape
+    fig = plt.figure()
+    axes = panel_axes(fig, n, *shape)
+    assert len(fig.axes) == len(axes) == n and all(ax.get_visible() for ax in fig.axes)
+    plt.close(fig)
+
+
+def test_readme_lists_only_formats_that_exist():
+    import re
+
+    from acurank_cli.report.render import Format
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    named = set(re.findall(r"(?:-f|--format) (\w+)", readme))
+    listed = set(re.findall(r"# also: ([\w ,()]+)", readme)[0].replace("(default)", "").replace(",", " ").split())
+    assert named and (named | listed) <= {f.value for f in Format}

@@ -262,7 +262,7 @@ def trace_cmd(
     qid: str = typer.Option(..., "--qid", "-q", help="Query to show."),
     method: str | None = typer.Option(None, "--method", help="Method, when the trace holds several for the query."),
     docid: list[str] | None = typer.Option(None, "--docid", help="Documents for the per-iteration table (repeatable; also plotted)."),
-    top: int = typer.Option(10, "--top", min=1, help="How many top documents (by final mu) to plot."),
+    top: int = typer.Option(4, "--top", min=1, help="How many top documents (by final mu) to plot and list (4 keeps the bands readable)."),
     out: list[Path] | None = typer.Option(None, "--out", help="Plot file(s) .png/.svg/.pdf (repeatable; default trace-<qid>.png)."),
     no_plot: bool = typer.Option(False, "--no-plot", metavar="", help="Only print the table."),
     fmt: str = _FORMAT,

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 
 from ..errors import InputError
 from .collection import Collection
+from .panels import grid_shape, panel_axes
 from .render import Table, num, pval
 from .significance import spearman
 from .tables import Report, measure_label
@@ -208,11 +209,11 @@ def plot_allocation(report: Report, outputs: Sequence[str], label: str = "nDCG@1
 
     analyses = report.data["analyses"]
     n = len(analyses)
-    cols = min(n, 3)
-    rows = math.ceil(n / cols)
+    rows, cols = grid_shape(n)
     with plt.rc_context({"svg.hashsalt": "acurank", "font.size": 9}):
-        fig, axes = plt.subplots(rows, cols, figsize=(4.8 * cols, 3.8 * rows), squeeze=False)
-        for ax, a in zip(axes.flat, analyses):
+        fig = plt.figure(figsize=(4.8 * cols, 3.8 * rows))
+        axes = panel_axes(fig, n, rows, cols)
+        for ax, a in zip(axes, analyses):
             pq = a["per_query"]
             thr = a.get("split", {}).get("threshold")
             key_b = f"baseline_{report.data['measure']}"
@@ -226,8 +227,6 @@ def plot_allocation(report: Report, outputs: Sequence[str], label: str = "nDCG@1
             ax.set_ylabel("reranker calls")
             ax.grid(True, alpha=0.3, linewidth=0.6)
             ax.legend(fontsize=8, frameon=False, title=f"by baseline {label}" if thr is not None else None, title_fontsize=8)
-        for ax in list(axes.flat)[n:]:
-            ax.set_visible(False)
         fig.tight_layout()
         for out in outputs:
             path = Path(out)

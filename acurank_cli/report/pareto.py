@@ -9,7 +9,6 @@ axes over the datasets shown (only methods present in all of them).
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 from ..errors import InputError
 from .collection import COST_KINDS, Collection, macro
 from .render import Table, num
+from .panels import grid_shape, panel_axes
 from .tables import Report, measure_label, ordered_methods
 
 X_LABELS = {"calls": "mean reranker calls per query", "tokens": "mean tokens per query (input + output)",
@@ -88,16 +88,14 @@ def plot_pareto(
         if Path(out).suffix.lower() not in PLOT_SUFFIXES:
             raise InputError(f"--out {out}: plot files must end in {', '.join(PLOT_SUFFIXES)}")
     n = len(views)
-    cols = min(n, 3)
-    rows = math.ceil(n / cols)
+    rows, cols = grid_shape(n)
     with plt.rc_context({"svg.hashsalt": "acurank", "font.size": 9}):
-        fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.0 * rows), squeeze=False)
-        for ax, (title, pts) in zip(axes.flat, views):
+        fig = plt.figure(figsize=(5.2 * cols, 4.0 * rows))
+        axes = panel_axes(fig, n, rows, cols)
+        for ax, (title, pts) in zip(axes, views):
             _draw(ax, title, pts, x_kind, y_label, log_x)
-        for ax in list(axes.flat)[n:]:
-            ax.set_visible(False)
         fig.tight_layout()
-        for ax, (_, pts) in zip(axes.flat, views):
+        for ax, (_, pts) in zip(axes, views):
             _place_labels(ax, pts)
         written = []
         for out in outputs:
@@ -135,7 +133,7 @@ def _draw(ax, title: str, pts: list[Point], x_kind: str, y_label: str, log_x: bo
 #: Candidate label offsets (points) around a marker, tried in order; far ones get a leader line.
 _OFFSETS = tuple(
     (dx * r, dy * r, ha)
-    for r in (1, 2, 3)
+    for r in (1, 2, 3, 4, 5)
     for dx, dy, ha in ((5, 4, "left"), (5, -11, "left"), (-5, 4, "right"), (-5, -11, "right"),
                        (0, 8, "center"), (0, -16, "center"))
 )
@@ -182,7 +180,7 @@ def _place_labels(ax, pts: list[Point]) -> None:
             text = label(p, dx, dy, ha, far=False)  # measure the text alone, not its leader line
             box = text.get_window_extent(renderer)
             text.remove()
-            inner = box.padded(-1.0)
+            inner = box.padded(2.0)  # labels keep a gap: touching texts read as one
             penalty = (
                 5 * (not (frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1))
                 + 3 * sum(box.x0 - radius <= mx <= box.x1 + radius and box.y0 - radius <= my <= box.y1 + radius

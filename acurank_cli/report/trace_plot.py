@@ -101,7 +101,7 @@ def top_docids(steps: Sequence[TraceStep], top: int) -> list[str]:
 
 
 def plot_trace(
-    steps: Sequence[TraceStep], qid: str, method: str, outputs: Sequence[str | Path], top: int = 10,
+    steps: Sequence[TraceStep], qid: str, method: str, outputs: Sequence[str | Path], top: int = 4,
     docids: Sequence[str] = (),
 ) -> list[Path]:
     """mu per iteration with a +/- sigma band for the top documents (and any --docid), t dashed."""
@@ -154,7 +154,7 @@ def plot_trace(
     return written
 
 
-def build_trace_report(steps: Sequence[TraceStep], qid: str, method: str, docids: Sequence[str] = (), top: int = 10) -> Report:
+def build_trace_report(steps: Sequence[TraceStep], qid: str, method: str, docids: Sequence[str] = (), top: int = 4) -> Report:
     """With ``docids``: per document, one row per iteration (mu, sigma, s, rank), as the paper's
     case-study table. Without: the top documents at the last iteration, with their rank after the
     initial pass."""
@@ -187,7 +187,8 @@ def build_trace_report(steps: Sequence[TraceStep], qid: str, method: str, docids
         table.rules.discard(0)
     else:
         first, last = steps[0], steps[-1]
-        table = Table(f"query {qid}, {method}: top {top} documents after iteration {last.iteration} ({last.phase})",
+        table = Table(f"query {qid}, {method}: top {top} documents at the last of {len(steps)} recorded steps "
+                      f"({last.phase}, {last.iteration} adaptive groups reranked)",
                       ["Rank", "Docid", "μ", "σ", "s = P(x>t)", "Rank after initial pass"],
                       align=["r", "l", "r", "r", "r", "r"])
         data["top"] = []
@@ -199,7 +200,8 @@ def build_trace_report(steps: Sequence[TraceStep], qid: str, method: str, docids
             row = {"docid": d, **v, "initial_rank": r0}
             data["top"].append(row)
             records.append({"qid": qid, "method": method, **row})
-        note = (f"{len(steps)} recorded iterations; final t = {num(last.t, 3)}. "
-                "Use --docid to see one document's ratings per iteration.")
+        note = (f"{len(steps)} recorded steps (one per reranking round, and the final ratings); the iteration "
+                f"counter is AcuRank's: adaptive groups reranked so far ({last.iteration} at the end). Final t = "
+                f"{num(last.t, 3)}. Use --docid to see one document's ratings at every step.")
         table.notes = [note]
     return Report([table], records, data)
