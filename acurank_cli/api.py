@@ -61,7 +61,8 @@ class RankedDoc:
     first_stage_score: float
     metadata: Mapping[str, Any] = field(default_factory=dict)
     #: P(rank <= k) under the final ratings N(mu, sigma^2) (exact, as --uncertainty exact computes it; k is
-    #: the method's cutoff, RerankOutput.k): a calibrated 0-1 relevance signal; None for methods without ratings
+    #: the method's cutoff, RerankOutput.k; the final ratings' DocRating.p_topk): a calibrated 0-1 relevance
+    #: signal; None for methods without ratings
     p_topk: float | None = None
 
 
@@ -240,21 +241,6 @@ class Reranker:
         self.close()
 
 
-def p_topk(ratings: Mapping[str, Any], docids: Sequence[str], k: int | None) -> dict[str, float]:
-    """P(rank <= k) per document under its final rating N(mu, sigma^2), exact (the rank-probability
-    machinery of ``--uncertainty exact``); empty without ratings or a cutoff."""
-    if k is None or not docids or any(d not in ratings for d in docids):
-        return {}
-    import numpy as np
-
-    from .method.uncertainty import rank_probabilities
-
-    mu = np.array([ratings[d].mu for d in docids], dtype=float)
-    sigma = np.array([ratings[d].sigma for d in docids], dtype=float)
-    top = rank_probabilities(mu, sigma, k, ranks=False).top
-    return {d: float(min(1.0, max(0.0, p))) for d, p in zip(docids, top)}
-
-
 def relevance_scores(out: RerankOutput, n: int) -> list[float]:
     """A 0-1 relevance score per returned document: p_topk, or for a method without ratings the position
     1 - (rank - 1) / n (what the LangChain and LlamaIndex adapters report)."""
@@ -264,7 +250,7 @@ def relevance_scores(out: RerankOutput, n: int) -> list[float]:
 def _output(p: _Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: int | None = None,
             top_k: int | None = None, min_p_topk: float | None = None) -> RerankOutput:
     first = {c.docid: (r, c.score) for r, c in enumerate(p.task.candidates, start=1)}
-    probs = p_topk(ratings, [r.docid for r in outcome.ranking], k)
+    probs = {d: r.p_topk for d, r in ratings.items() if r.p_topk is not None} if k is not None else {}
     ranked = []
     for rank, r in enumerate(outcome.ranking, start=1):
         doc = p.docs[r.docid]
@@ -279,4 +265,4 @@ def _output(p: _Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: int
                         k if probs else None)
 
 
-__all__ = ["RankedDoc", "RerankOutput", "Reranker", "Tokens", "p_topk", "prepare", "relevance_scores"]
+__all__ = ["RankedDoc", "RerankOutput", "Reranker", "Tokens", "prepare", "relevance_scores"]

@@ -163,13 +163,22 @@ class Step:
 
 @dataclass(frozen=True)
 class DocRating:
-    """One document's rating at a step: mu, sigma, s_i = P(x_i > t) (None before the first t), rank by mu."""
+    """One document's rating at a step: mu, sigma, s_i = P(x_i > t) (None before the first t), rank by mu,
+    and on the final ratings p_topk = P(rank <= k) (exact; None at the other steps)."""
 
     docid: str
     mu: float
     sigma: float
     s: float | None
     rank: int
+    p_topk: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The trace's record of it (``p_topk`` only where it is known: the final ratings)."""
+        out = dataclasses.asdict(self)
+        if self.p_topk is None:
+            del out["p_topk"]
+        return out
 
 
 @dataclass(frozen=True)
@@ -406,12 +415,13 @@ class TraceRecord:
 
     def to_json(self) -> dict[str, Any]:
         return {"qid": self.qid, "method": self.method, "iteration": self.iteration, "phase": self.phase.value,
-                "t": self.t, "docs": [dataclasses.asdict(d) for d in self.docs]}
+                "t": self.t, "docs": [d.to_json() for d in self.docs]}
 
     @classmethod
     def from_json(cls, rec: Mapping[str, Any]) -> "TraceRecord":
         docs = tuple(DocRating(str(d["docid"]), float(d["mu"]), float(d["sigma"]),
-                               None if d.get("s") is None else float(d["s"]), int(d["rank"])) for d in rec["docs"])
+                               None if d.get("s") is None else float(d["s"]), int(d["rank"]),
+                               None if d.get("p_topk") is None else float(d["p_topk"])) for d in rec["docs"])
         t = rec.get("t")
         return cls(str(rec["qid"]), str(rec.get("method", "")), int(rec["iteration"]), Phase(rec["phase"]),
                    None if t is None else float(t), docs)

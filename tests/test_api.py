@@ -222,14 +222,14 @@ def test_p_topk_by_hand_and_labelled_tokens(minilm):
     """Two documents, k = 1: P(rank 1) = Phi((mu_a - mu_b) / sqrt(sigma_a^2 + sigma_b^2)) = Phi(3 / 5)."""
     from statistics import NormalDist
 
-    from acurank_cli.api import p_topk
-    from acurank_cli.records import DocRating
+    import numpy as np
 
-    ratings = {"a": DocRating("a", 25.0, 3.0, None, 1), "b": DocRating("b", 22.0, 4.0, None, 2)}
-    probs = p_topk(ratings, ["a", "b"], 1)
-    assert probs["a"] == pytest.approx(NormalDist().cdf(0.6), abs=1e-4)
-    assert probs["a"] + probs["b"] == pytest.approx(1.0, abs=1e-6)
-    assert p_topk(ratings, ["a", "b"], 5) == {"a": 1.0, "b": 1.0} and p_topk(ratings, ["a"], None) == {}
+    from acurank_cli.method.uncertainty import top_k_probabilities
+
+    probs = top_k_probabilities(np.array([25.0, 22.0]), np.array([3.0, 4.0]), 1)
+    assert probs[0] == pytest.approx(NormalDist().cdf(0.6), abs=1e-4)
+    assert probs.sum() == pytest.approx(1.0, abs=1e-6)
+    assert list(top_k_probabilities(np.array([25.0, 22.0]), np.array([3.0, 4.0]), 5)) == [1.0, 1.0]
     out = minilm.rerank(QUERY, DOCS, top_k=2)
     assert len(out) == 2 and out.k == 10 and out.tokens.input == out.tokens[0] > 0 and out.tokens.output == 0
     with pytest.raises(ValueError, match="top_k=0"):

@@ -19,7 +19,7 @@ from ..records import DocRating, Phase, Ranked, RankingTask, RatingsSnapshot, St
 from .base import Plan, chunks, query_rng, sort_by
 from .params import AcuRankParams, Partition, StopRule
 from .trueskill import get_updater, initial_ratings, update_groups
-from .uncertainty import Assessment, assess
+from .uncertainty import Assessment, assess, top_k_probabilities
 
 
 @dataclass(frozen=True)
@@ -47,16 +47,19 @@ class Ratings:
     def n(self) -> int:
         return len(self.docids)
 
-    def snapshot(self, p: AcuRankParams, a: Assessment | None = None) -> Callable[[], RatingsSnapshot]:
+    def snapshot(self, p: AcuRankParams, a: Assessment | None = None, final: bool = False) -> Callable[[], RatingsSnapshot]:
         """The ratings now, with the iteration's assessment (None: assessed only if the snapshot is built,
-        as for the done step, which traces and the API read but a plain run does not)."""
+        as for the done step, which traces and the API read but a plain run does not); ``final``: also
+        p_topk = P(rank <= k) per document, exact."""
         mu, sigma, docids = self.mu.copy(), self.sigma.copy(), self.docids
 
         def build() -> RatingsSnapshot:
             seen = a or assess(p.uncertainty, mu, sigma, p.k, p.eps)
+            top = top_k_probabilities(mu, sigma, p.k) if final else None
             ranked = sort_by(list(range(len(docids))), mu)
             return RatingsSnapshot(seen.t, tuple(
-                DocRating(docids[i], float(mu[i]), float(sigma[i]), float(seen.prob[i]), r)
+                DocRating(docids[i], float(mu[i]), float(sigma[i]), float(seen.prob[i]), r,
+                          None if top is None else float(top[i]))
                 for r, i in enumerate(ranked, 1)))
 
         return build
@@ -147,7 +150,7 @@ class AcuRank:
                     break
                 topk = new_topk
         ranked = sort_by(order, r.mu)
-        yield Step((), Phase.done, iteration, None, stop, snapshot=r.snapshot(p))
+        yield Step((), Phase.done, iteration, None, stop, snapshot=r.snapshot(p, final=True))
         return tuple(Ranked(r.docids[i], float(r.mu[i])) for i in ranked)
 
     def _initial_pass(self, r: Ratings) -> Generator[Step, object, list[int]]:

@@ -240,6 +240,12 @@ def rank_probabilities(mu: np.ndarray, sigma: np.ndarray, k: int, *, ranks: bool
     return RankProbabilities(_share(w, np.maximum(np.diff(at_most, axis=1), 0.0)), top)
 
 
+def top_k_probabilities(mu: np.ndarray, sigma: np.ndarray, k: int) -> np.ndarray:
+    """p_i = P(r_i <= k) for every document (1 when n <= k), clipped to [0, 1]: the final ratings' calibrated
+    relevance signal (the API's and the trace's ``p_topk``)."""
+    return np.clip(rank_probabilities(mu, sigma, k, ranks=False).top, 0.0, 1.0)
+
+
 def _share(w: np.ndarray, totals: np.ndarray) -> np.ndarray:
     """Share each cell's exact total among documents in proportion to their weights; sum over cells."""
     norm = w.sum(axis=0)
