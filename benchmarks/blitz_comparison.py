@@ -170,40 +170,16 @@ def dominance(rows: dict) -> str:
 
 
 def plot(summary: dict, path: Path) -> None:
-    import matplotlib
+    """One panel per setting, drawn by acurank's own Pareto plot (frontier, label placement)."""
+    from acurank_cli.report.pareto import Point, plot_pareto
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    groups = list(summary)
-    cols = 2
-    rows = (len(groups) + 1) // 2
-    fig, axes = plt.subplots(rows, cols, figsize=(6.2 * cols, 4.6 * rows), squeeze=False)
-    for ax in axes.flat[len(groups):]:
-        ax.remove()
-    for ax, group in zip(axes.flat, groups):
-        pts = [(lab, r["calls"], r["macro_ndcg10"]) for lab, r in summary[group].items()]
+    views = []
+    for group, rows in summary.items():
+        pts = [(label, r["calls"], r["macro_ndcg10"]) for label, r in rows.items()]
         front = pareto_frontier([(x, y) for _, x, y in pts])
-        for (lab, x, y), on in zip(pts, front):
-            colour = "tab:red" if lab.startswith("acurank") else ("tab:blue" if lab.startswith("blitz") else "tab:gray")
-            ax.scatter([x], [y], color=colour, s=36 if on else 18, zorder=3)
-        fr = sorted((x, y) for (_, x, y), on in zip(pts, front) if on)
-        ax.plot([p[0] for p in fr], [p[1] for p in fr], color="black", lw=0.8, ls="--", zorder=2)
-        placed: list[tuple[float, float]] = []
-        span = max(y for *_, y in pts) - min(y for *_, y in pts) or 1.0
-        for lab, x, y in sorted(pts, key=lambda p: (p[2], p[1])):
-            dy = 0.0
-            while any(abs(px - x) < 4.0 and abs(py - (y + dy)) < 0.035 * span for px, py in placed):
-                dy += 0.04 * span
-            placed.append((x, y + dy))
-            ax.annotate(lab, (x, y), xytext=(x + 0.6, y + dy), fontsize=7, va="center")
-        title = f"simulated, noise {group[5:]}" if group.startswith("sim-") else "minilm"
-        ax.set_title(title)
-        ax.set_xlabel("calls per query (macro over datasets)")
-        ax.set_ylabel("macro nDCG@10")
-        ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
+        title = f"simulated reranker, noise {group[5:]} (3 seeds)" if group.startswith("sim-") else "minilm"
+        views.append((title, [Point(label, x, y, on) for (label, x, y), on in zip(pts, front)]))
+    plot_pareto(views, [path], "calls", "macro nDCG@10 (DL19, DL20, DL23, SciFact)")
 
 
 def main() -> None:
