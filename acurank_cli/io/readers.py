@@ -7,6 +7,7 @@ import gzip
 import io
 import json
 import math
+import os
 import sys
 import zlib
 from dataclasses import dataclass, field
@@ -18,6 +19,12 @@ from ..records import Candidate, Doc, Run
 
 Source = Union[str, Path, TextIO]
 
+
+
+def looks_like_path(text: str) -> bool:
+    """Whether a name is meant as a path (a separator, ``.``/``~`` prefix, or empty), not a dataset, topic
+    or prebuilt index name."""
+    return any(sep in text for sep in ("/", os.sep)) or text.startswith((".", "~")) or text == ""
 
 def source_name(src: Source) -> str:
     """A printable name for a source: its path, ``<stdin>`` or the stream's name."""

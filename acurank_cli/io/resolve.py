@@ -4,20 +4,14 @@ eval, report and retrieve alike; the heavy back ends load only when a name needs
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Union
 
 from ..errors import InputError
-from .readers import read_qrels, read_topics
+from .readers import looks_like_path, read_qrels, read_topics
 
 PathLike = Union[str, Path]
 FILE_SUFFIXES = (".tsv", ".txt", ".gz", ".jsonl", ".json", ".trec")
-
-
-def looks_like_path(text: str) -> bool:
-    """Whether a name is meant as a path (a separator, ``.``/``~`` prefix, or empty)."""
-    return any(sep in text for sep in ("/", os.sep)) or text.startswith((".", "~")) or text == ""
 
 
 def as_file(spec: PathLike) -> str | Path | None:

@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
-from ..io.readers import doc_from_json, iter_corpus, read_qrels
-from ..io.resolve import looks_like_path
+from ..io.readers import doc_from_json, iter_corpus, looks_like_path, read_qrels
 from ..records import Candidate, Doc
 from .jvm import autoclass, java_error, start_jvm
 
