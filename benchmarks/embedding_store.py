@@ -50,7 +50,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             for method in args.methods:
                 t0 = time.perf_counter()
-                with Reranker("minilm", method=method, init="score", cache=str(Path(tmp) / "calls.sqlite")) as rr:
+                init = {"init": "score"} if method.startswith("acurank") else {}  # the CLI's init
+                with Reranker("minilm", method=method, cache=str(Path(tmp) / "calls.sqlite"), **init) as rr:
                     rr.rerank_batch(batch, qids=qids)
                     encoded = rr.backend.encoded
                 wall = time.perf_counter() - t0
