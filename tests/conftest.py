@@ -86,3 +86,14 @@ def small_run(sample: Path, tmp_path: Path, queries: int = 4, depth: int = 100) 
     path = tmp_path / "bm25.run"
     path.write_text("\n".join(keep) + "\n")
     return path, qids
+
+
+@pytest.fixture(scope="session")
+def jvm():
+    """The JVM for Lucene (started once per process); tests that need it are skipped without Java 21."""
+    from acurank_cli.retrieval.jvm import JavaUnavailable, start_jvm
+
+    try:
+        return start_jvm()
+    except JavaUnavailable as exc:
+        pytest.skip(f"no Java 21 for Lucene: {exc}")

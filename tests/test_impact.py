@@ -32,16 +32,6 @@ def dot(q: dict, d: dict) -> int:
 
 
 @pytest.fixture(scope="module")
-def jvm():
-    from acurank_cli.retrieval.jvm import JavaUnavailable, start_jvm
-
-    try:
-        return start_jvm()
-    except JavaUnavailable as exc:
-        pytest.skip(f"no Java 21 for Lucene: {exc}")
-
-
-@pytest.fixture(scope="module")
 def files(tmp_path_factory, jvm) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("impact")
     vectors = folder / "vectors.jsonl"

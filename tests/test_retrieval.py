@@ -37,16 +37,6 @@ def lucene_bm25(tf: int, df: int, dl: int, n_docs: int, avgdl: float, k1: float 
 
 
 @pytest.fixture(scope="module")
-def jvm():
-    from acurank_cli.retrieval.jvm import JavaUnavailable, start_jvm
-
-    try:
-        return start_jvm()
-    except JavaUnavailable as exc:
-        pytest.skip(f"no Java 21 for Lucene: {exc}")
-
-
-@pytest.fixture(scope="module")
 def corpus_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("corpus") / "corpus.jsonl.gz"
     with gzip.open(path, "wt", encoding="utf-8") as fh:

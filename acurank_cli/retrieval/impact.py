@@ -17,18 +17,15 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
-import tempfile
-import threading
-import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
 from ..io.readers import open_text
 from ..records import Candidate
-from .jvm import autoclass, java_error, start_jvm
-from .lucene import IndexStats, PathLike, _corpus_files, _float32, _is_lucene_index, resolve_index, run_indexer, stage
+from .jvm import autoclass, java_error
+from .lucene import IndexStats, PathLike, _corpus_files, _float32, cached_searcher, index_records
 
 #: term -> integer weight
 Vector = dict[str, int]
@@ -76,21 +73,9 @@ def _json_line(line: str, lineno: int, path: PathLike) -> dict:
 
 def build_impact_index(vectors: PathLike, out_dir: PathLike, threads: int = 2, *, optimize: bool = False) -> IndexStats:
     """Index a JsonVectorCollection JSONL(.gz) file or folder of them into ``out_dir`` (raw docs stored)."""
-    started = time.perf_counter()
     files = _corpus_files(Path(vectors))
-    out = Path(out_dir)
-    if out.is_dir() and any(out.iterdir()) and not _is_lucene_index(out):
-        raise InputError("folder is not empty and holds no Lucene index; pick a new folder", str(out))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    start_jvm()
-    staging = Path(tempfile.mkdtemp(prefix=".acurank-vectors-", dir=out.parent))
-    try:
-        if stage(_vector_records(files), staging, threads) == 0:
-            raise InputError("holds no documents", str(vectors))
-        indexed, skipped = run_indexer(staging, out, threads, optimize, collection="JsonVectorCollection", impact=True)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return IndexStats(docs=indexed, seconds=time.perf_counter() - started, skipped=skipped)
+    return index_records(lambda: _vector_records(files), vectors, out_dir, threads, optimize,
+                         collection="JsonVectorCollection", impact=True)
 
 
 def read_encoded_queries(path: PathLike) -> dict[str, Vector]:
@@ -136,26 +121,22 @@ def encode_queries(encoder: str, topics: dict[str, str]) -> dict[str, Vector]:
     return {qid: {t: int(w) for t, w in model.encode(text).items() if int(w) > 0} for qid, text in topics.items()}
 
 
-_searchers: dict[str, object] = {}
-_lock = threading.Lock()
+@dataclass(frozen=True)
+class _ImpactIndex:
+    """An open impact index: Anserini's searcher and a Lucene reader (for document frequencies)."""
+
+    searcher: object
+    reader: object
+
+    def close(self) -> None:
+        self.searcher.close()
+        self.reader.close()
 
 
-def _open(index: PathLike):
-    key = str(index)
-    with _lock:
-        found = _searchers.get(key)
-    if found is not None:
-        return found
-    folder = resolve_index(index, impact=True)
-    start_jvm()
-    try:
-        made = autoclass("io.anserini.search.SimpleImpactSearcher")(str(folder))
-        reader = autoclass("io.anserini.index.IndexReaderUtils").getReader(str(folder))
-    except Exception as exc:  # noqa: BLE001 - jnius.JavaException
-        raise InputError(f"cannot open the impact index ({java_error(exc)})", str(folder)) from None
-    with _lock:
-        _searchers.setdefault(key, (made, reader))
-        return _searchers[key]
+def _open(index: PathLike) -> _ImpactIndex:
+    return cached_searcher(index, "impact index", lambda folder: _ImpactIndex(
+        autoclass("io.anserini.search.SimpleImpactSearcher")(str(folder)),
+        autoclass("io.anserini.index.IndexReaderUtils").getReader(str(folder))), impact=True)
 
 
 def _document_frequency(reader, term: str) -> int:
@@ -168,7 +149,8 @@ def retrieve_impact(index: PathLike, queries: dict[str, Vector], hits: int = 100
     """Top ``hits`` per query by sum of query weight x document weight (Anserini's order: score, then docid)."""
     if hits < 1:
         raise InputError(f"--hits must be at least 1, not {hits}")
-    searcher, reader = _open(index)
+    opened = _open(index)
+    searcher, reader = opened.searcher, opened.reader
     total = int(searcher.get_total_num_docs())
     hashmap, integer, array_list = autoclass("java.util.HashMap"), autoclass("java.lang.Integer"), autoclass("java.util.ArrayList")
     jqueries, jqids = array_list(), array_list()
@@ -187,4 +169,4 @@ def retrieve_impact(index: PathLike, queries: dict[str, Vector], hits: int = 100
 
 
 def num_impact_docs(index: PathLike) -> int:
-    return int(_open(index)[0].get_total_num_docs())
+    return int(_open(index).searcher.get_total_num_docs())

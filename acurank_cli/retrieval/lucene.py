@@ -86,10 +86,17 @@ def build_index(
     ``out_dir`` must be new, empty, or an existing Lucene index (which is replaced, as Anserini
     does). Positions, doc vectors and raw documents are stored; ``optimize`` merges to one segment.
     """
+    files = _corpus_files(Path(corpus_path))
+    return index_records(lambda: _collection_records(files), corpus_path, out_dir, threads, optimize)
+
+
+def index_records(records, source: PathLike, out_dir: PathLike, threads: int, optimize: bool,
+                  collection: str = "JsonCollection", impact: bool = False) -> IndexStats:
+    """Check ``out_dir``, stage ``records()`` (JSONL lines from ``source``) and run Anserini's indexer on them:
+    the one indexing path of BM25 and impact indexes."""
     started = time.perf_counter()
     if threads < 1:
         raise InputError(f"--threads must be at least 1, not {threads}")
-    files = _corpus_files(Path(corpus_path))
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise InputError("exists and is not a folder", str(out))
@@ -97,16 +104,15 @@ def build_index(
         raise InputError("folder is not empty and holds no Lucene index; pick a new folder", str(out))
     out.parent.mkdir(parents=True, exist_ok=True)
     start_jvm()
-
     staging = Path(tempfile.mkdtemp(prefix=".acurank-jsonl-", dir=out.parent))
     try:
-        if stage(_collection_records(files), staging, threads) == 0:
-            raise InputError("corpus holds no documents", str(corpus_path))
-        indexed, skipped = run_indexer(staging, out, threads, optimize)
+        if stage(records(), staging, threads) == 0:
+            raise InputError("holds no documents", str(source))
+        indexed, skipped = run_indexer(staging, out, threads, optimize, collection, impact)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     if indexed == 0:
-        raise InputError(f"no document was indexed ({skipped} empty or unindexable)", str(corpus_path))
+        raise InputError(f"no document was indexed ({skipped} empty or unindexable)", str(source))
     return IndexStats(docs=indexed, seconds=time.perf_counter() - started, skipped=skipped)
 
 
@@ -163,7 +169,8 @@ def run_indexer(staging: Path, out: Path, threads: int, optimize: bool, collecti
 # ------------------------------------------------------------------------------- opening indexes
 
 
-_searchers: dict[str, object] = {}
+#: Open Java searchers by (kind, index as given): BM25 ``SimpleSearcher``s and impact searchers.
+_searchers: dict[tuple[str, str], object] = {}
 _searchers_lock = threading.Lock()
 
 
@@ -171,10 +178,29 @@ def _forget(folder: Path) -> None:
     """Close and drop cached searchers on ``folder`` (before it is replaced)."""
     target = folder.resolve()
     with _searchers_lock:
-        for key in [k for k in _searchers if Path(k).expanduser().resolve() == target]:
+        for key in [k for k in _searchers if Path(k[1]).expanduser().resolve() == target]:
             with contextlib.suppress(Exception):
                 _searchers[key].close()
             del _searchers[key]
+
+
+def cached_searcher(index: PathLike, kind: str, opener, impact: bool = False):
+    """The searcher ``opener(folder)`` for an index folder or prebuilt name, opened once per process
+    (``kind`` names it in errors and keys the cache; ``impact`` resolves prebuilt impact names)."""
+    key = (kind, str(index))
+    with _searchers_lock:
+        found = _searchers.get(key)
+    if found is not None:
+        return found
+    folder = resolve_index(index, impact)
+    start_jvm()
+    try:
+        made = opener(folder)
+    except Exception as exc:  # noqa: BLE001 - jnius.JavaException
+        raise InputError(f"cannot open the {kind} ({java_error(exc)})", str(folder)) from None
+    with _searchers_lock:
+        _searchers.setdefault(key, made)
+        return _searchers[key]
 
 
 @contextlib.contextmanager
@@ -238,20 +264,7 @@ def resolve_index(index: PathLike, impact: bool = False) -> Path:
 
 def searcher(index: PathLike):
     """A cached ``io.anserini.search.SimpleSearcher`` for an index folder or prebuilt name."""
-    key = str(index)
-    with _searchers_lock:
-        found = _searchers.get(key)
-    if found is not None:
-        return found
-    folder = resolve_index(index)
-    start_jvm()
-    try:
-        made = autoclass("io.anserini.search.SimpleSearcher")(str(folder))
-    except Exception as exc:  # noqa: BLE001 - jnius.JavaException
-        raise InputError(f"cannot open the Lucene index ({java_error(exc)})", str(folder)) from None
-    with _searchers_lock:
-        _searchers.setdefault(key, made)
-        return _searchers[key]
+    return cached_searcher(index, "Lucene index", lambda folder: autoclass("io.anserini.search.SimpleSearcher")(str(folder)))
 
 
 def num_docs(index: PathLike) -> int:
