@@ -5,7 +5,12 @@ Mounted by the main app (:func:`mount`); its errors go through the app's one han
 
 from __future__ import annotations
 
+import functools
+import inspect
+import typing
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -56,13 +61,53 @@ _OUTPUT = typer.Option(None, "--output", "-o", help="Write the table/JSON here i
 _BASELINE = typer.Option(None, "--baseline", "-b", help="Baseline METHOD for every dataset, or DATASET=METHOD (repeatable).")
 
 
-def _collection(runs, run, qrels, stats, topics, dataset, method, first_stage, measure, rel_level):
-    from ..report.collection import build_collection
+#: The run-naming options every report command over runs shares: added to each command's signature by
+#: :func:`naming_runs`, which hands them to the command as one :class:`RunSources`.
+_SOURCES = {"runs": (Optional[list[Path]], _RUNS), "run": (Optional[list[str]], _RUN),
+            "qrels": (Optional[list[str]], _QRELS), "stats": (Optional[list[str]], _STATS),
+            "topics": (Optional[list[str]], _TOPICS), "dataset": (Optional[list[str]], _DATASET),
+            "first_stage": (str, _FIRST)}
 
-    return build_collection(
-        dirs=[str(p) for p in runs or ()], runs=run or (), qrels=qrels or (), stats=stats or (), topics=topics or (),
-        datasets=dataset or (), methods=method or (), first_stage=first_stage, measure=measure, rel_level=rel_level,
-    )
+
+@dataclass(frozen=True)
+class RunSources:
+    """Where a report's runs, qrels, stats and topics come from (the shared options)."""
+
+    runs: list | None
+    run: list | None
+    qrels: list | None
+    stats: list | None
+    topics: list | None
+    dataset: list | None
+    first_stage: str
+
+    def collection(self, method=None, measure: str = "ndcg_cut_10", rel_level: int = 1):
+        from ..report.collection import build_collection
+
+        return build_collection(
+            dirs=[str(p) for p in self.runs or ()], runs=self.run or (), qrels=self.qrels or (), stats=self.stats or (),
+            topics=self.topics or (), datasets=self.dataset or (), methods=method or (), first_stage=self.first_stage,
+            measure=measure, rel_level=rel_level,
+        )
+
+
+def naming_runs(command):
+    """Give ``command(sources, ...)`` the shared run-naming flags (first in its help) and call it with them
+    gathered in a :class:`RunSources`."""
+    hints = typing.get_type_hints(command, include_extras=True)
+    own = [p.replace(annotation=hints.get(p.name, p.annotation), kind=inspect.Parameter.KEYWORD_ONLY)
+           for p in inspect.signature(command).parameters.values() if p.name != "sources"]
+    shared = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=opt)
+              for name, (kind, opt) in _SOURCES.items()]
+
+    @functools.wraps(command)
+    def wrapper(**kwargs):
+        return command(RunSources(**{name: kwargs.pop(name) for name in _SOURCES}), **kwargs)
+
+    params = shared + own
+    wrapper.__signature__ = inspect.Signature(params)
+    wrapper.__annotations__ = {p.name: p.annotation for p in params}
+    return wrapper
 
 
 def _check_format(fmt: str) -> str:
@@ -80,15 +125,10 @@ both p-values (paired t-test and sign-flip randomisation test).
 
 Example: acurank report table --runs sample_runs --baseline sw-1 -f latex
 """)
+@naming_runs
 def table_cmd(
-    runs: list[Path] | None = _RUNS,
-    run: list[str] | None = _RUN,
-    qrels: list[str] | None = _QRELS,
-    stats: list[str] | None = _STATS,
-    topics: list[str] | None = _TOPICS,
-    dataset: list[str] | None = _DATASET,
+    sources: RunSources,
     method: list[str] | None = typer.Option(None, "--method", help="Methods (rows) to show, in this order (repeatable; default: first stage, then by calls)."),
-    first_stage: str = _FIRST,
     measure: list[str] | None = typer.Option(None, "--measure", "-m", help="Measure (repeatable: one column per measure): a trec_eval name (ndcg_cut.10, map, recall.100, ...) or an ir_measures name (nDCG@10, AP, R@100, ...); default nDCG@10."),
     rel_level: int = _REL,
     baseline: list[str] | None = _BASELINE,
@@ -106,7 +146,7 @@ def table_cmd(
     _check_format(fmt)
     check_options(test, correction, ci)
     measures = list(dict.fromkeys(measure or ["ndcg_cut_10"]))
-    colls = [_collection(runs, run, qrels, stats, topics, dataset, method, first_stage, m, rel_level) for m in measures]
+    colls = [sources.collection(method, m, rel_level) for m in measures]
     rep = build_table(colls, parse_baselines(baseline or [], list(colls[0].datasets)), test, resamples, seed, percent,
                       correction, ci)
     emit(fmt, rep.tables, rep.records, rep.data, output)
@@ -120,15 +160,10 @@ def table_cmd(
                     "in input tokens and FLOPs against a baseline.\n\n" + RUNS_HELP + """
 Example: acurank report efficiency --runs out/sim --baseline sw-1 -f markdown
 """)
+@naming_runs
 def efficiency_cmd(
-    runs: list[Path] | None = _RUNS,
-    run: list[str] | None = _RUN,
-    qrels: list[str] | None = _QRELS,
-    stats: list[str] | None = _STATS,
-    topics: list[str] | None = _TOPICS,
-    dataset: list[str] | None = _DATASET,
+    sources: RunSources,
     method: list[str] | None = typer.Option(None, "--method", help="Methods (rows) to show, in this order (repeatable)."),
-    first_stage: str = _FIRST,
     baseline: str | None = typer.Option(None, "--baseline", "-b", help="Method the changes are measured against (e.g. sw-1)."),
     fmt: str = _FORMAT,
     output: Path | None = _OUTPUT,
@@ -136,7 +171,7 @@ def efficiency_cmd(
     from ..report.efficiency import build_efficiency
 
     _check_format(fmt)
-    coll = _collection(runs, run, qrels, stats, topics, dataset, method, first_stage, "ndcg_cut_10", 1)
+    coll = sources.collection(method)
     if baseline is not None and not any(coll.has(ds, baseline) for ds in coll.datasets):
         raise InputError(f"--baseline {baseline!r} has no run (methods: {', '.join(coll.methods())})")
     rep = build_efficiency(coll, baseline)
@@ -151,15 +186,10 @@ def efficiency_cmd(
 Example: acurank report pareto --runs sample_runs --view all --out pareto.png
 --out pareto.svg
 """)
+@naming_runs
 def pareto_cmd(
-    runs: list[Path] | None = _RUNS,
-    run: list[str] | None = _RUN,
-    qrels: list[str] | None = _QRELS,
-    stats: list[str] | None = _STATS,
-    topics: list[str] | None = _TOPICS,
-    dataset: list[str] | None = _DATASET,
+    sources: RunSources,
     method: list[str] | None = typer.Option(None, "--method", help="Methods to plot (repeatable; default all)."),
-    first_stage: str = _FIRST,
     measure: str = _MEASURE,
     rel_level: int = _REL,
     x: str = typer.Option("calls", "--x", help="x axis: calls | tokens (input + output) | seconds (wall, per query) | rounds (sequential reranker batches: latency) | flops (estimated, where the stats have it)."),
@@ -173,7 +203,7 @@ def pareto_cmd(
     from ..report.tables import measure_label
 
     _check_format(fmt)
-    coll = _collection(runs, run, qrels, stats, topics, dataset, method, first_stage, measure, rel_level)
+    coll = sources.collection(method, measure, rel_level)
     views: list[str] = []
     for v in view or (["macro"] if len(coll.datasets) > 1 else list(coll.datasets)):
         views.extend(list(coll.datasets) + ["macro"] if v == "all" else [v])
@@ -200,15 +230,10 @@ divided by sqrt(|q|) when topics are known (|q| = word tokens).
 Example: acurank report allocation --runs sample_runs --method acurank
 --baseline sw-1 --plot allocation.png
 """)
+@naming_runs
 def allocation_cmd(
-    runs: list[Path] | None = _RUNS,
-    run: list[str] | None = _RUN,
-    qrels: list[str] | None = _QRELS,
-    stats: list[str] | None = _STATS,
-    topics: list[str] | None = _TOPICS,
-    dataset: list[str] | None = _DATASET,
+    sources: RunSources,
     method: list[str] | None = typer.Option(None, "--method", help="Methods to analyse (repeatable; default: every method with stats but the first stage and the baseline)."),
-    first_stage: str = _FIRST,
     measure: str = _MEASURE,
     rel_level: int = _REL,
     baseline: list[str] | None = _BASELINE,
@@ -221,7 +246,7 @@ def allocation_cmd(
     from ..report.tables import measure_label, parse_baselines
 
     _check_format(fmt)
-    coll = _collection(runs, run, qrels, stats, topics, dataset, None, first_stage, measure, rel_level)
+    coll = sources.collection(None, measure, rel_level)
     known = {m for d in coll.datasets.values() for m in d.runs}
     for m in method or ():
         if m not in known:
@@ -233,7 +258,7 @@ def allocation_cmd(
     if method:
         methods = list(dict.fromkeys(method))
     else:
-        methods = [m for m in coll.methods() if m != first_stage and m not in baselines.values()
+        methods = [m for m in coll.methods() if m != sources.first_stage and m not in baselines.values()
                    and any(coll.has(d, m) and coll.run(d, m).stats_path for d in coll.datasets)]
     rep = build_allocation(coll, methods, baselines, wig_k)
     for p in plot or ():
