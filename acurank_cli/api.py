@@ -241,6 +241,16 @@ class Reranker:
         self.close()
 
 
+def as_reranker(value: Any, method: str) -> "Reranker":
+    """A framework adapter's ``reranker`` field: a Reranker as given, or one built from a backend spec string
+    with ``method`` (TypeError otherwise)."""
+    if isinstance(value, str):
+        return Reranker(value, method=method)
+    if not isinstance(value, Reranker):
+        raise TypeError("reranker must be an acurank_cli.Reranker or a backend spec such as 'minilm'")
+    return value
+
+
 def relevance_scores(out: RerankOutput, n: int) -> list[float]:
     """A 0-1 relevance score per returned document: p_topk, or for a method without ratings the position
     1 - (rank - 1) / n (what the LangChain and LlamaIndex adapters report)."""
@@ -265,4 +275,4 @@ def _output(p: _Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: int
                         k if probs else None)
 
 
-__all__ = ["RankedDoc", "RerankOutput", "Reranker", "Tokens", "prepare", "relevance_scores"]
+__all__ = ["RankedDoc", "RerankOutput", "Reranker", "Tokens", "as_reranker", "prepare", "relevance_scores"]

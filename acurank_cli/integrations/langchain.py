@@ -21,7 +21,7 @@ from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, model_validator
 
-from ..api import Reranker, relevance_scores
+from ..api import as_reranker, relevance_scores
 
 
 class AcuRankCompressor(BaseDocumentCompressor):
@@ -37,10 +37,7 @@ class AcuRankCompressor(BaseDocumentCompressor):
 
     @model_validator(mode="after")
     def _build(self) -> "AcuRankCompressor":
-        if isinstance(self.reranker, str):
-            self.reranker = Reranker(self.reranker, method=self.method)
-        if not isinstance(self.reranker, Reranker):
-            raise TypeError("reranker must be an acurank_cli.Reranker or a backend spec such as 'minilm'")
+        self.reranker = as_reranker(self.reranker, self.method)
         return self
 
     def compress_documents(self, documents: Sequence[Document], query: str,

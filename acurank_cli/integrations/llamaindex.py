@@ -19,7 +19,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 from pydantic import Field, model_validator
 
-from ..api import Reranker, relevance_scores
+from ..api import as_reranker, relevance_scores
 
 #: the metadata keys the postprocessor adds (hidden from the LLM and the embedder)
 KEYS = ("acurank_rank", "acurank_mu", "acurank_sigma", "acurank_p_topk")
@@ -36,10 +36,7 @@ class AcuRankNodePostprocessor(BaseNodePostprocessor):
 
     @model_validator(mode="after")
     def _build(self) -> "AcuRankNodePostprocessor":
-        if isinstance(self.reranker, str):
-            self.reranker = Reranker(self.reranker, method=self.method)
-        if not isinstance(self.reranker, Reranker):
-            raise TypeError("reranker must be an acurank_cli.Reranker or a backend spec such as 'minilm'")
+        self.reranker = as_reranker(self.reranker, self.method)
         return self
 
     @classmethod

@@ -40,8 +40,6 @@ class GraphView:
     resolved: np.ndarray
     #: per candidate, its component's member earliest in first-stage order
     component: np.ndarray
-    n_in: np.ndarray
-    n_out: np.ndarray
 
     def certified(self, k: int) -> bool:
         """The first k of L are all resolved."""
@@ -95,7 +93,7 @@ class TournamentGraph:
         resolved = (below | above).sum(axis=1) >= n - 1
         component = np.argmax(same | ~off_diagonal, axis=1)  # first True: the earliest member
         order = np.lexsort((np.arange(n), n_out, n_in))
-        return GraphView(tuple(int(i) for i in order), resolved, component, n_in, n_out)
+        return GraphView(tuple(int(i) for i in order), resolved, component)
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,7 @@ class CrossEncoderReranker(StoreUser, RerankerBase):
         self.max_length = options.max_length or min(512, limit)
         self.model.max_seq_length = self.max_length
         self.model_name = model
+        self.files = self._identity_files()  # read once: the identity is asked for several times at start
         self.name = f"ce:{model}"
         self.batch_size = int(options.batch_size)
         self._scores: LRU = LRU(int(options.score_cache_size))  # pair text -> (score, tokens)
@@ -79,7 +80,7 @@ class CrossEncoderReranker(StoreUser, RerankerBase):
         return h.hexdigest()[:16]
 
     def cache_identity(self) -> dict[str, Any]:
-        return {"backend": "ce", "model": self.model_name, "files": self._identity_files(),
+        return {"backend": "ce", "model": self.model_name, "files": self.files,
                 "max_length": self.max_length, "activation": "identity (raw logit)", "order": "score desc, ties by position"}
 
     def prompt_key(self, request: RerankRequest) -> str:
