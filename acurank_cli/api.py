@@ -7,8 +7,9 @@
 
 ``Reranker(backend, method=..., **options)`` takes the ``--reranker`` names (``minilm``, ``hf:DIR``,
 ``openai:MODEL``, ``simulated``, or any registered backend) and the ``--method`` names
-(``acurank``, ``acurank-H``, ``acurank-9``, ``sw-1``, ...). Keyword options are the method's
-parameters (``k``, ``eps``, ``tau``, ``m``, ``budget``, ``init``, ...) and the backend's options
+(``acurank``, ``acurank-H``, ``acurank-9``, ``acurank-auto``, ``sw-1``, ...). Keyword options are the
+method's options (the flags' names: ``k``, ``eps``, ``tau``, ``m`` for ``--window``, ``budget``, ``init``, ...,
+declared once in :mod:`acurank_cli.method.options`) and the backend's options
 (``context_size``, ``base_url``, ``concurrency``, ...). ``cache=`` names the call cache (default: the
 CLI's, ``$ACURANK_CACHE`` or ``~/.cache/acurank/calls.sqlite``; ``None``: none), ``batch_queries=`` how
 many queries advance together (default: the backend's, 8 for ``vllm:`` and ``openai:``, else 1, as
@@ -33,7 +34,7 @@ from typing import Any, NamedTuple, Union
 from .errors import InputError
 from .params import ParameterError, at_least, between
 from .method.base import check_tasks
-from .method.registry import OPTION_NAMES, MethodOptions
+from .method.registry import option_names
 from .method.trueskill import check_scores
 from .records import CallTally, Candidate, Doc, Phase, QueryOutcome, RankingTask, Step, StopReason
 from .rerankers.base import RerankerBase
@@ -41,9 +42,6 @@ from .run import pipeline
 from .run.driver import Driver
 
 DocLike = Union[str, Mapping[str, Any], Doc]
-
-#: Keyword options that belong to the method (the rest go to the backend); ``window`` is ``m``.
-METHOD_OPTIONS = OPTION_NAMES | {"window"}
 
 
 @dataclass(frozen=True)
@@ -160,10 +158,9 @@ class Reranker:
                  **options: Any):
         self.method = method
         pipeline.check_batch_queries(batch_queries)
-        if "window" in options:
-            options["m"] = options.pop("window")
-        method_options = MethodOptions(**{k: v for k, v in options.items() if k in METHOD_OPTIONS})
-        backend_options = {k: v for k, v in options.items() if k not in METHOD_OPTIONS}
+        method_keys = option_names()  # every registered method's options; the rest go to the backend
+        method_options = {k: v for k, v in options.items() if k in method_keys}
+        backend_options = {k: v for k, v in options.items() if k not in method_keys}
         self.strategy = pipeline.method(method, method_options, pipeline.ScoreSource.documents)
         built = pipeline.build(self.strategy, pipeline.backend(backend, backend_options), cache, batch_queries)
         self.backend, self.reranker, self.cache_path = built.backend, built.reranker, built.cache_path
@@ -218,8 +215,7 @@ class Reranker:
     @property
     def cutoff(self) -> int | None:
         """The method's cutoff k, which p_topk refers to (None for a method without one)."""
-        params = getattr(self.strategy, "params", None)
-        return getattr(params, "k", None)
+        return self.strategy.cutoff
 
     async def arerank(self, query: str, docs: Sequence[DocLike], *, qid: str = "q") -> RerankOutput:
         """:meth:`rerank` for asyncio servers (runs in a worker thread; the event loop stays free)."""

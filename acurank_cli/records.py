@@ -87,7 +87,9 @@ class Phase(Label):
 
     AcuRank: ``initial`` (disjoint windows of m), ``adaptive`` (groups of the uncertain set C),
     ``final`` (the last pass over {s_i > eps}), ``done`` (no windows: the final ratings). Sliding
-    windows: ``pass``. TrueSkill-Static: ``stage``. TourRank: ``stage1`` .. ``stage5``.
+    windows: ``pass``. TrueSkill-Static: ``stage``. TourRank: ``stage1`` .. ``stage5``. BlitzRank:
+    ``round``. ``wait``: no windows; the query waits until every query of the run has answered the same
+    round (acurank-auto learning from the whole run).
     """
 
     initial = "initial"
@@ -102,6 +104,7 @@ class Phase(Label):
     stage4 = "stage4"
     stage5 = "stage5"
     round = "round"
+    wait = "wait"
 
 
 class StopReason(Label):
@@ -159,6 +162,8 @@ class Step:
     value: float | None = field(default=None, compare=False)
     #: Lazily builds the ratings state (t, per-doc mu, sigma, s, rank) for ``--trace``.
     snapshot: Callable[[], RatingsSnapshot] | None = field(default=None, compare=False, repr=False)
+    #: On acurank-auto's last step: the performance noise beta its answers chose (its learned model).
+    beta: float | None = None
 
 
 @dataclass(frozen=True)
@@ -300,6 +305,8 @@ class QueryOutcome:
     iterations: tuple[IterationRecord, ...] = field(default_factory=tuple)
     seconds: float = 0.0
     stop: StopReason | None = None  # why an adaptive method stopped; None for fixed schedules
+    #: the performance noise beta a learning method ended with (acurank-auto); None for the others
+    beta: float | None = None
 
 
 @dataclass(frozen=True)
@@ -331,6 +338,8 @@ class StatsRecord:
     #: estimated FLOPs of the query's calls, 2 x model parameters x (input + output tokens); None when the
     #: parameter count is unknown (a remote model without --model-params, the simulated reranker)
     flops: float | None = None
+    #: the performance noise beta acurank-auto learned (None for the other methods: not written)
+    beta: float | None = None
 
     @classmethod
     def of(cls, outcome: QueryOutcome, about: Mapping[str, Any] | None = None) -> "StatsRecord":
@@ -343,7 +352,7 @@ class StatsRecord:
         return cls(outcome.qid, outcome.method, t.calls, t.docs_sent, t.cached_calls, t.input_tokens,
                    t.output_tokens, t.rerank_seconds, dict(t.parse_counts), t.rounds, dict(t.endpoints),
                    tuple(outcome.iterations), outcome.stop, round(outcome.seconds, 4), about.get("fingerprint"),
-                   about.get("reranker"), about.get("params"), flops)
+                   about.get("reranker"), about.get("params"), flops, outcome.beta)
 
     @property
     def window_sizes(self) -> tuple[int, ...]:
@@ -374,6 +383,8 @@ class StatsRecord:
             out.update({"fingerprint": self.fingerprint, "reranker": self.reranker, "params": self.params})
         if self.flops is not None:
             out["flops"] = self.flops
+        if self.beta is not None:
+            out["beta"] = self.beta
         return out
 
     @classmethod
@@ -392,7 +403,7 @@ class StatsRecord:
             dict(rec.get("parse_counts") or {}), num("rounds", int, None), dict(rec.get("endpoints") or {}),
             tuple(IterationRecord.from_json(it) for it in rec.get("iterations") or ()),
             None if stop is None else StopReason(stop), num("seconds", float, None), rec.get("fingerprint"),
-            rec.get("reranker"), rec.get("params"), num("flops", float, None),
+            rec.get("reranker"), rec.get("params"), num("flops", float, None), num("beta", float, None),
         )
 
 

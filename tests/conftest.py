@@ -88,6 +88,19 @@ def small_run(sample: Path, tmp_path: Path, queries: int = 4, depth: int = 100) 
     return path, qids
 
 
+def torn_copy(full: Path, qids: list[str], keep: int) -> tuple[Path, Path]:
+    """A copy of the run ``full`` (X.run with X.stats.jsonl and X.run.meta.json beside it) as a crash after
+    ``keep`` whole queries leaves it: part.run, part.stats.jsonl and the meta file. Returns (run, stats)."""
+    folder = full.parent
+    text = full.read_text()
+    part = folder / "part.run"
+    part.write_text(text[: text.index(f"{qids[keep]} Q0")])
+    (folder / "part.run.meta.json").write_text((folder / f"{full.name}.meta.json").read_text())
+    stats = folder / "part.stats.jsonl"
+    stats.write_text("".join((folder / f"{full.stem}.stats.jsonl").read_text().splitlines(True)[:keep]))
+    return part, stats
+
+
 @pytest.fixture(scope="session")
 def jvm():
     """The JVM for Lucene (started once per process); tests that need it are skipped without Java 21."""

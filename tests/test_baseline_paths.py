@@ -72,7 +72,8 @@ def test_options_a_method_does_not_use_are_refused_and_none_means_not_given():
 def test_known_methods_lists_examples():
     everything = known_methods()
     baselines = known_methods(baseline_only=True)
-    assert everything.split("; ")[0].startswith("acurank, acurank-H") and len(everything.split("; ")) == 5
+    assert everything.split("; ")[0].startswith("acurank, acurank-H") and len(everything.split("; ")) == 6
+    assert everything.split("; ")[1].startswith("acurank-auto (learns the reranker's noise), acurank-auto-9")
     assert baselines == "sw-1, sw-2, sw-3; tourrank-1, tourrank-2; ts-5-2-2-1; blitz-k20, blitz-k10"
 
 
@@ -84,5 +85,6 @@ def test_unknown_method_lists_what_is_known():
     assert str(exc.value) == ("unknown method 'nope'; known: sw-1, sw-2, sw-3; tourrank-1, tourrank-2; ts-5-2-2-1; "
                               "blitz-k20, blitz-k10")
     with pytest.raises(InputError) as exc:
-        build_strategy("acurank", baseline_only=True)  # a baseline command takes no AcuRank
-    assert str(exc.value).startswith("unknown method 'acurank'; known: sw-1")
+        build_strategy("acurank-9", baseline_only=True)  # a baseline command takes no AcuRank: it says where it goes
+    assert str(exc.value) == ("method 'acurank-9' is not a baseline: use 'acurank rerank --method acurank-9' "
+                              "(baselines: sw-1, sw-2, sw-3; tourrank-1, tourrank-2; ts-5-2-2-1; blitz-k20, blitz-k10)")

@@ -46,7 +46,7 @@ def test_stdin_and_baseline(sample, tmp_path):
     proc = acurank("baseline", "-", "--method", "sw-1", "--reranker", "simulated", "--qrels", qrels, "--quiet", stdin=run.read_text())
     assert len(proc.stdout.splitlines()) == 200
     bad = acurank("baseline", run, "--method", "acurank", "--reranker", "simulated", "--qrels", qrels, check=False)
-    assert bad.returncode == 2 and "unknown method" in bad.stderr
+    assert bad.returncode == 2 and "is not a baseline: use 'acurank rerank --method" in bad.stderr
 
 
 def test_eval_on_sample_bm25_matches_published(sample):

@@ -14,21 +14,20 @@ from acurank_cli.method import registry
 from conftest import acurank, small_run
 
 TOY_METHOD = textwrap.dedent('''
-    from acurank_cli.method.base import apply, chunks
+    from dataclasses import dataclass
+
+    from acurank_cli.method.base import Strategy, apply, chunks
+    from acurank_cli.method.options import WINDOW
     from acurank_cli.method.registry import MethodSpec, register_method
     from acurank_cli.records import Phase, Ranked, Step
 
 
-    class Blocks:
+    @dataclass(frozen=True)
+    class Blocks(Strategy):
         """One top-down pass of disjoint windows of m; each window keeps its slice of the list."""
 
-        init = None  # first-stage scores only order the input
-
-        def __init__(self, name, m=20):
-            self.name, self.m = name, m
-
-        def check(self, task):
-            """Any list can be reranked."""
+        name: str
+        m: int = WINDOW(20)  # the shared --window option: its flag, help and domain come with it
 
         def plan(self, task):
             windows = tuple(tuple(w) for w in chunks([c.docid for c in task.candidates], self.m))
@@ -36,7 +35,7 @@ TOY_METHOD = textwrap.dedent('''
             return tuple(Ranked(d, None) for w, p in zip(windows, perms) for d in apply(w, p))
 
 
-    register_method(MethodSpec(r"blocks", lambda match, opts: Blocks(match.group(0), **opts), True, "blocks", frozenset({"m"})))
+    register_method(MethodSpec(r"blocks", lambda match, opts: Blocks(match.group(0), **opts), True, "blocks", Blocks))
 ''')
 
 TOY_BACKEND = textwrap.dedent('''
@@ -57,12 +56,13 @@ def registry_lines(source: str) -> list[str]:
     return [line for line in source.splitlines() if "register" in line and not line.startswith(("from", "import"))]
 
 
-def test_one_module_and_one_registry_line_each(sample, tmp_path, monkeypatch):
+def test_one_module_and_one_registry_line_each(sample, tmp_path, monkeypatch, request):
     assert len(registry_lines(TOY_METHOD)) == 1 and len(registry_lines(TOY_BACKEND)) == 1
     (tmp_path / "toy_method.py").write_text(TOY_METHOD)
     (tmp_path / "toy_backend.py").write_text(TOY_BACKEND)
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(registry, "METHODS", list(registry.METHODS))  # the toy leaves no trace in other tests
+    monkeypatch.setattr(registry, "EXTRA", list(registry.EXTRA))  # the toy leaves no trace in other tests
+    request.addfinalizer(registry.cli_options.cache_clear)
     import toy_method  # noqa: F401 - registers "blocks"
 
     assert "blocks" in registry.known_methods(baseline_only=True)

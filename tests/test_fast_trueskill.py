@@ -275,3 +275,29 @@ def test_small_sigma_can_grow_through_dynamic_tau():
     assert s[0] > sigma[0]
     assert s[0] <= math.sqrt(sigma[0] ** 2 + ft.TAU ** 2)
     assert _maxdiff(*_both(mu, sigma, [0, 1, 2])) <= TOL
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**31 - 1), st.sampled_from([0.05, 0.3, 1.0, 25 / 6, 9.0, 40.0]))
+def test_any_beta_matches_the_library_environment_with_that_beta(seed, beta):
+    """acurank-auto's noise models: fast_update(beta=b) is trueskill.TrueSkill(beta=b).rate, bit for bit
+    (the draw margin scales with beta), and library_update(beta=b) is that environment."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 21))
+    mu = rng.uniform(1.0, 40.0, n)
+    sigma = mu / 3
+    order = [int(i) for i in rng.permutation(n)]
+    env = trueskill.TrueSkill(beta=beta)
+    try:
+        new = env.rate([(env.create_rating(mu[i], sigma[i]),) for i in order])
+    except FloatingPointError:
+        with pytest.raises(FloatingPointError):
+            fast_update(mu.copy(), sigma.copy(), order, beta=beta)
+        return
+    m1, s1 = mu.copy(), sigma.copy()
+    fast_update(m1, s1, order, beta=beta)
+    m2, s2 = mu.copy(), sigma.copy()
+    library_update(m2, s2, order, beta=beta)
+    for i, (r,) in zip(order, new):
+        assert (m1[i], s1[i]) == (r.mu, r.sigma) == (m2[i], s2[i])
+    assert ft.draw_margin(beta) == trueskill.calc_draw_margin(0.10, 2, env)

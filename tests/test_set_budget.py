@@ -17,7 +17,7 @@ from acurank_cli.rerankers.simulated import SimulatedReranker
 from acurank_cli.run.allocation import Allocation
 from acurank_cli.run.driver import Driver
 
-from conftest import acurank, small_run
+from conftest import acurank, small_run, torn_copy
 
 
 def step(calls: int, value: float | None, size: int = 3) -> Step:
@@ -126,11 +126,7 @@ def test_cli_resume_replays_the_allocation(sample, tmp_path):
     full = tmp_path / "full.run"
     acurank(*args, "--output", full)
     text = full.read_text()
-    part = tmp_path / "part.run"
-    part.write_text(text[: text.index(f"{qids[2]} Q0")])  # two whole queries written
-    (tmp_path / "part.run.meta.json").write_text((tmp_path / "full.run.meta.json").read_text())
-    stats = tmp_path / "part.stats.jsonl"
-    stats.write_text("".join((tmp_path / "full.stats.jsonl").read_text().splitlines(True)[:2]))
+    part, stats = torn_copy(full, qids, keep=2)  # two whole queries written
     proc = acurank(*args, "--output", part, "--stats", stats)
     assert "2 of 6" in proc.stderr and "replayed" in proc.stderr
     assert part.read_text() == text

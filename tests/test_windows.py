@@ -265,8 +265,8 @@ def test_baseline_options():
     for bad in ("acurank-x", "sw", "sw-0x", "tourrank", "ts-", "bm25"):
         with pytest.raises(Exception, match="unknown method"):
             build_strategy(bad)
-    with pytest.raises(Exception, match="unknown method"):
-        build_strategy("acurank", baseline_only=True)  # baseline accepts baselines only
+    with pytest.raises(Exception, match=r"^method 'acurank' is not a baseline: use 'acurank rerank --method acurank'"):
+        build_strategy("acurank", baseline_only=True)  # baseline accepts baselines only, and says where the rest go
 
 
 def test_tourrank_seed_changes_presentation_not_stage_sizes():

@@ -16,8 +16,8 @@ import numpy as np
 
 from ..params import ParameterError
 from ..records import DocRating, Phase, Ranked, RankingTask, RatingsSnapshot, Step, StopReason
-from .base import Plan, chunks, query_rng, sort_by
-from .params import AcuRankParams, Partition, StopRule
+from .base import Plan, Strategy, chunks, query_rng, sort_by
+from .params import AcuRankParams, Partition, StopRule, Uncertainty
 from .trueskill import get_updater, initial_ratings, update_groups
 from .uncertainty import Assessment, assess, top_k_probabilities
 
@@ -47,15 +47,16 @@ class Ratings:
     def n(self) -> int:
         return len(self.docids)
 
-    def snapshot(self, p: AcuRankParams, a: Assessment | None = None, final: bool = False) -> Callable[[], RatingsSnapshot]:
-        """The ratings now, with the iteration's assessment (None: assessed only if the snapshot is built,
-        as for the done step, which traces and the API read but a plain run does not); ``final``: also
-        p_topk = P(rank <= k) per document, exact."""
+    def snapshot(self, k: int, eps: float, rule: Uncertainty = Uncertainty.threshold, a: Assessment | None = None,
+                 final: bool = False) -> Callable[[], RatingsSnapshot]:
+        """The ratings now, with the iteration's assessment under ``rule`` at cutoff k and tolerance eps
+        (None: assessed only if the snapshot is built, as for the done step, which traces and the API read
+        but a plain run does not); ``final``: also p_topk = P(rank <= k) per document, exact."""
         mu, sigma, docids = self.mu.copy(), self.sigma.copy(), self.docids
 
         def build() -> RatingsSnapshot:
-            seen = a or assess(p.uncertainty, mu, sigma, p.k, p.eps)
-            top = top_k_probabilities(mu, sigma, p.k) if final else None
+            seen = a or assess(rule, mu, sigma, k, eps)
+            top = top_k_probabilities(mu, sigma, k) if final else None
             ranked = sort_by(list(range(len(docids))), mu)
             return RatingsSnapshot(seen.t, tuple(
                 DocRating(docids[i], float(mu[i]), float(sigma[i]), float(seen.prob[i]), r,
@@ -65,7 +66,7 @@ class Ratings:
         return build
 
 
-class AcuRank:
+class AcuRank(Strategy):
     """The AcuRank strategy (variants acurank, acurank-H, acurank-HH, acurank-N, acurank-rR)."""
 
     def __init__(self, name: str, params: AcuRankParams):
@@ -86,6 +87,10 @@ class AcuRank:
     def set_budget(self):
         """The query-set budget (--budget-total), which the driver allocates over the whole run; or None."""
         return self.params.set_budget
+
+    @property
+    def cutoff(self) -> int:
+        return self.params.k
 
     def check_set(self, tasks) -> None:
         """A query-set budget must cover every query's initial pass (refused before any call)."""
@@ -133,8 +138,8 @@ class AcuRank:
                 break
             phase = Phase.final if choice.final else Phase.adaptive
             value = self.expected_misses(order, a, r) if p.budget_total is not None else None
-            perms = yield from self._rerank(r, choice.groups, phase, iteration, choice.uncertain, r.snapshot(p, a),
-                                            value)
+            perms = yield from self._rerank(r, choice.groups, phase, iteration, choice.uncertain,
+                                            r.snapshot(p.k, p.eps, p.uncertainty, a), value)
             if perms is None:  # not granted under the query-set budget
                 stop = StopReason.set_budget
                 break
@@ -150,7 +155,7 @@ class AcuRank:
                     break
                 topk = new_topk
         ranked = sort_by(order, r.mu)
-        yield Step((), Phase.done, iteration, None, stop, snapshot=r.snapshot(p, final=True))
+        yield Step((), Phase.done, iteration, None, stop, snapshot=r.snapshot(p.k, p.eps, p.uncertainty, final=True))
         return tuple(Ranked(r.docids[i], float(r.mu[i])) for i in ranked)
 
     def _initial_pass(self, r: Ratings) -> Generator[Step, object, list[int]]:

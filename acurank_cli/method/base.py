@@ -1,13 +1,15 @@
-"""Strategy protocol: a strategy only decides which windows to rerank and consumes permutations.
+"""The Strategy base: a strategy only decides which windows to rerank and consumes permutations.
 
 A strategy's ``plan(task)`` is a generator: it yields a :class:`Step` (independent windows of docids),
-receives one permutation per window (positions, best first) and finally returns the ranking.
+receives one permutation per window (positions, best first) and finally returns the ranking. A step
+without windows sends nothing and costs nothing: a strategy whose queries learn from each other yields one
+to wait until every query of the run has answered the same round (see ``lockstep``).
 """
 
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Generator, Protocol, Sequence
+from typing import TYPE_CHECKING, ClassVar, Generator, Sequence
 
 from ..records import Ranked, RankingTask, Step
 
@@ -18,30 +20,48 @@ Permutation = tuple[int, ...]
 Plan = Generator[Step, Sequence[Permutation], tuple[Ranked, ...]]
 
 
-class Strategy(Protocol):
-    """Decides windows (never executes them)."""
+class Strategy:
+    """Decides windows (never executes them). Every hook the driver, the job and the API call is declared
+    here with the value that means "nothing special"; a strategy overrides what it uses."""
 
     name: str
     #: How first-stage scores start TrueSkill ratings (None: they only order the input).
-    init: object
+    init: ClassVar[object] = None
+    #: A query-set budget the driver allocates over the whole run (AcuRank's --budget-total), or None.
+    set_budget: ClassVar[object] = None
 
-    def plan(self, task: RankingTask) -> Plan:  # pragma: no cover - protocol
+    @property
+    def lockstep(self) -> bool:
+        """Every query must advance in step with the others (the run is one batch; a resumed run replays its
+        finished queries from the call cache): a query-set budget, or what a query learns from the others."""
+        return self.set_budget is not None
+
+    @property
+    def cutoff(self) -> int | None:
+        """The k that the final ratings' p_topk refers to (None: the method has no ratings)."""
+        return None
+
+    def plan(self, task: RankingTask) -> Plan:  # pragma: no cover - abstract
         """Yield steps of windows, receive permutations, return the final ranking."""
-        ...
+        raise NotImplementedError
 
-    def check(self, task: RankingTask) -> None:  # pragma: no cover - protocol
+    def check(self, task: RankingTask) -> None:
         """Raise InputError, before any call, for a task the method's parameters cannot honour."""
-        ...
+
+    def check_set(self, tasks: Sequence[RankingTask]) -> None:
+        """Raise InputError, before any call, for a set of tasks the method cannot honour as a whole."""
+
+    def for_run(self) -> "Strategy":
+        """The strategy for one run of the driver: a fresh copy where the run holds state (what a query learns
+        from the others), the strategy itself otherwise."""
+        return self
 
 
 def check_tasks(strategy: Strategy, tasks: Sequence[RankingTask]) -> None:
-    """Every task checked by the strategy before the first model call (and the whole set, for a strategy
-    with a query-set budget)."""
+    """Every task, and the set of them, checked by the strategy before the first model call."""
     for task in tasks:
         strategy.check(task)
-    check_set = getattr(strategy, "check_set", None)
-    if check_set is not None:
-        check_set(tasks)
+    strategy.check_set(tasks)
 
 
 def apply(window: Sequence[str], perm: Permutation) -> list[str]:

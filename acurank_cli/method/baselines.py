@@ -1,4 +1,5 @@
-"""Baselines: sliding windows (sw-x), TourRank (tourrank-x), TrueSkill-Static (ts-c1-c2-...)."""
+"""Baselines: sliding windows (sw-x), TourRank (tourrank-x), TrueSkill-Static (ts-c1-c2-...). Their records are
+also their parameters (the option fields); importing this module loads no numpy."""
 
 from __future__ import annotations
 
@@ -7,22 +8,24 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..errors import InputError
-from ..params import ANY_INT, at_least, check_domains, param
+from ..params import at_least, check_domains, param
 from ..records import Phase, Ranked, RankingTask, Step
-from .base import Plan, apply, chunks, query_rng, sort_by
-from .params import Init, Updater, coerce_choices
-from .trueskill import get_updater, initial_ratings, update_groups
+from .base import Plan, Strategy, apply, chunks, query_rng, sort_by
+from .choices import Init, Updater
+from .options import INIT, SEED, UPDATER, WINDOW
+from .params import coerce_choices
 
 
 @dataclass(frozen=True)
-class SlidingWindows:
+class SlidingWindows(Strategy):
     """sw-x: x bottom-up passes of window m, stride m/2 (RankGPT / RankZephyr style)."""
 
     init: ClassVar[None] = None  # first-stage scores only order the input
 
     name: str
     passes: int = param(1, at_least(1))
-    m: int = param(20, at_least(2), flag="--window")
+    m: int = WINDOW(20)
+    #: m / 2 (from m, not an option)
     stride: int = param(10, at_least(1))
 
     def __post_init__(self) -> None:
@@ -50,14 +53,14 @@ class SlidingWindows:
 
 
 @dataclass(frozen=True)
-class TourRank:
+class TourRank(Strategy):
     """tourrank-x: x tournaments of five stages; documents score points per stage advanced."""
 
     init: ClassVar[None] = None  # first-stage scores only order the input
 
     name: str
     tournaments: int = param(1, at_least(1))
-    seed: int = param(0, ANY_INT)
+    seed: int = SEED(0)
 
     def __post_init__(self) -> None:
         check_domains(self)
@@ -103,14 +106,14 @@ class TourRank:
 
 
 @dataclass(frozen=True)
-class TrueSkillStatic:
+class TrueSkillStatic(Strategy):
     """ts-c1-c2-...: each stage reranks the current top m*c_j in groups of m, then sorts by mu."""
 
     name: str
     stages: tuple[int, ...]
-    m: int = param(20, at_least(2), flag="--window")
-    init: Init = Init.score
-    updater: Updater = Updater.fast
+    m: int = WINDOW(20)
+    init: Init = INIT(Init.score)
+    updater: Updater = UPDATER(Updater.fast)
 
     def __post_init__(self) -> None:
         """Check the domains; accept plain strings for the enum-valued parameters, as AcuRankParams does."""
@@ -122,6 +125,8 @@ class TrueSkillStatic:
 
     def plan(self, task: RankingTask) -> Plan:
         """No initial pass; stage budgets c_j in windows of m over the current top."""
+        from .trueskill import get_updater, initial_ratings, update_groups
+
         docids = [c.docid for c in task.candidates]
         mu, sigma = initial_ratings([c.score for c in task.candidates], self.init, task.qid)
         update = get_updater(self.updater)

@@ -1,6 +1,7 @@
-"""The method's parameters in the paper's names, with their domains, and the closed sets of choices
-(rating init, updater, partition, stop rule, uncertainty rule). No numpy: the CLI reads these to build its
-flags before any work starts."""
+"""AcuRank's parameters in the paper's names (each an option declared once in
+:mod:`acurank_cli.method.options`, with its domain), the initial-sigma rule and the query-set budget. The
+closed sets of choices are in :mod:`acurank_cli.method.choices` (re-exported here). No numpy: the CLI reads
+these to build its flags before any work starts."""
 
 from __future__ import annotations
 
@@ -9,44 +10,14 @@ import math
 from dataclasses import dataclass
 
 from ..errors import InputError
-from ..params import ANY_INT, ParameterError, at_least, between, check_domains, param
+from ..params import ParameterError, check_domains
+from .choices import Init, Partition, Pool, StopRule, Uncertainty, Updater
+from .options import (BETA_GRID, BETA_POOL, BUDGET, BUDGET_TOTAL, BUDGET_WAVE, EPS, INIT, K, MAX_ROUNDS, PARTITION, SEED,
+                      SIGMA, STOP, TAU, UNCERTAINTY, UPDATER, WINDOW, declaration, option_fields)
+from ..params import at_least, param
 
-
-class Init(str, enum.Enum):
-    """How ratings start: first-stage score (mu = score, sigma = mu/3), z-scored, or uniform."""
-
-    score = "score"
-    zscore = "zscore"
-    uniform = "uniform"
-
-
-class Updater(str, enum.Enum):
-    """Which implementation of the multiplayer TrueSkill update to use (bit-identical results)."""
-
-    library = "library"
-    fast = "fast"
-
-
-class Partition(str, enum.Enum):
-    """How the uncertain set C is cut into groups of m: in s_i order, or shuffled (ablation)."""
-
-    sequential = "sequential"
-    random = "random"
-
-
-class StopRule(str, enum.Enum):
-    """When to stop: |C| < tau (then one final pass), or top-k unchanged after an iteration."""
-
-    uncertain = "uncertain"
-    topk_stable = "topk-stable"
-
-
-class Uncertainty(str, enum.Enum):
-    """How AcuRank picks the uncertain set C each iteration (see :mod:`acurank_cli.method.uncertainty`)."""
-
-    threshold = "threshold"
-    exact = "exact"
-    entropy = "entropy"
+__all__ = ["AcuRankParams", "AutoParams", "Init", "Partition", "Pool", "SetBudget", "StopRule", "Uncertainty", "Updater",
+           "beta_grid", "coerce_choices", "set_budget", "sigma_rule"]
 
 
 def sigma_rule(value: object) -> tuple[str, float]:
@@ -95,53 +66,71 @@ def set_budget(value: object, wave: int = 8) -> SetBudget:
                          "> 0", flag="--budget-total")
 
 
-#: The enum-valued parameters, which also accept their plain string values (from a config or a script).
-CHOICES: dict[str, type[enum.Enum]] = {"init": Init, "partition": Partition, "stop": StopRule, "updater": Updater,
-                                       "uncertainty": Uncertainty}
-
-
 def coerce_choices(record: object) -> None:
-    """Turn the plain strings of a frozen record's enum-valued fields into their enums (or a ParameterError)."""
-    for name, kind in CHOICES.items():
-        if not hasattr(record, name):
+    """Turn the plain strings of a frozen record's enum-valued options into their enums (or a ParameterError)."""
+    for f in option_fields(type(record)):
+        kind = declaration(f).kind
+        if not isinstance(kind, type) or not issubclass(kind, enum.Enum):
             continue
-        value = getattr(record, name)
+        value = getattr(record, f.name)
         try:
-            object.__setattr__(record, name, kind(value))
+            object.__setattr__(record, f.name, kind(value))
         except ValueError:
-            raise ParameterError(name, value, "one of " + ", ".join(v.value for v in kind)) from None
+            raise ParameterError(f.name, value, "one of " + ", ".join(v.value for v in kind),
+                                 declaration(f).cli_flag) from None
+
+
+class _CallCap:
+    """The initial pass and the total call cap N shared by AcuRank's families (acurank-N, acurank-auto-N)."""
+
+    m: int
+    cap: int | None
+    family = "acurank"
+
+    def initial_calls(self, n: int) -> int:
+        """Windows of the initial pass over n candidates: ceil(n / m)."""
+        return math.ceil(n / self.m)
+
+    def check_task(self, n: int, qid: str) -> None:
+        """acurank-N promises at most N calls: N must cover the initial pass over n candidates."""
+        first = self.initial_calls(n)
+        if self.cap is not None and self.cap < first:
+            raise InputError(f"{self.family}-{self.cap}: query {qid} has {n} candidates, whose initial pass alone "
+                             f"takes {first} calls of m = {self.m}; use {self.family}-N with N >= {first} or a "
+                             "smaller --depth")
 
 
 @dataclass(frozen=True)
-class AcuRankParams:
+class AcuRankParams(_CallCap):
     """Parameters in the paper's names: cutoff k, tolerance eps, stop threshold tau, window m,
     adaptive-group budget B (``budget``) or total call cap N (``cap``, acurank-N)."""
 
-    k: int = param(10, at_least(1))
+    k: int = K(10)
     #: eps < 1/2, or {eps < s_i < 1 - eps} is empty
-    eps: float = param(0.01, between(0.0, 0.5, lo_open=True, hi_open=True))
-    tau: int = param(10, at_least(0))  # 0: never stop on |C| < tau (only when C is empty or B is spent)
+    eps: float = EPS(0.01)
+    tau: int = TAU(10)  # 0: never stop on |C| < tau (only when C is empty or B is spent)
     #: a window of one document is never sent: m >= 2
-    m: int = param(20, at_least(2), flag="--window")
-    budget: int = param(100, at_least(0))
+    m: int = WINDOW(20)
+    budget: int = BUDGET(100)
+    #: the total call cap N of acurank-N (from the method's name, not an option)
     cap: int | None = param(None, at_least(1), flag="acurank-N")
-    init: Init = Init.score
-    partition: Partition = Partition.sequential
-    stop: StopRule = StopRule.uncertain
-    seed: int = param(0, ANY_INT)
-    updater: Updater = Updater.fast
+    init: Init = INIT(Init.score)
+    partition: Partition = PARTITION(Partition.sequential)
+    stop: StopRule = STOP(StopRule.uncertain)
+    seed: int = SEED(0)
+    updater: Updater = UPDATER(Updater.fast)
     #: Round cap R (--max-rounds): the initial pass is round 1, each adaptive iteration one round; the
     #: last allowed round is a final pass over {s_i > eps}, as when |C| < tau. None: no cap.
-    max_rounds: int | None = param(None, at_least(1))
+    max_rounds: int | None = MAX_ROUNDS(None)
     #: Which documents are uncertain (--uncertainty): threshold (the paper's s_i), exact (p_i = P(r_i <= k))
     #: or entropy (of the rank distribution truncated at k); see acurank_cli/method/uncertainty.py.
-    uncertainty: Uncertainty = Uncertainty.threshold
+    uncertainty: Uncertainty = UNCERTAINTY(Uncertainty.threshold)
     #: Initial sigma (--sigma): mu/3 (the paper), mu/2, or fixed:V (the supplementary variance ablation)
-    sigma: str = param("mu/3", flag="--sigma")
+    sigma: str = SIGMA("mu/3")
     #: A query-set budget (--budget-total 9x | 900): None, every budget is per query; see run/allocation.py
-    budget_total: str | None = param(None, flag="--budget-total")
+    budget_total: str | None = BUDGET_TOTAL(None)
     #: Optional iterations granted per allocation wave under a query-set budget (--budget-wave)
-    budget_wave: int = param(8, at_least(1), flag="--budget-wave")
+    budget_wave: int = BUDGET_WAVE(8)
 
     def __post_init__(self) -> None:
         """Check every parameter's domain; accept plain strings for the enum-valued ones."""
@@ -157,13 +146,62 @@ class AcuRankParams:
         """The query-set budget, if any."""
         return None if self.budget_total is None else set_budget(self.budget_total, self.budget_wave)
 
-    def initial_calls(self, n: int) -> int:
-        """Windows of the initial pass over n candidates: ceil(n / m)."""
-        return math.ceil(n / self.m)
 
-    def check_task(self, n: int, qid: str) -> None:
-        """acurank-N promises at most N calls: N must cover the initial pass over n candidates."""
-        first = self.initial_calls(n)
-        if self.cap is not None and self.cap < first:
-            raise InputError(f"acurank-{self.cap}: query {qid} has {n} candidates, whose initial pass alone takes "
-                             f"{first} calls of m = {self.m}; use acurank-N with N >= {first} or a smaller --depth")
+def beta_grid(value: object) -> tuple[tuple[float, ...], int]:
+    """acurank-auto's ``--beta-grid``: positive multiples of the median initial sigma, comma-separated,
+    increasing, as numbers or fractions (``1/16``); the one marked ``*`` is used before any answer has told
+    the models apart (default: the first). Returns (factors, start index); a ParameterError otherwise."""
+    text = value if isinstance(value, str) else ""
+    factors, start = [], 0
+    try:
+        for j, part in enumerate(x.strip() for x in text.split(",")):
+            if part.startswith("*"):
+                start, part = j, part[1:].strip()
+            num, _, den = part.partition("/")
+            x = float(num) / (float(den) if den else 1.0)
+            if not (math.isfinite(x) and x > 0):
+                raise ValueError
+            factors.append(x)
+    except (ValueError, ZeroDivisionError):
+        factors = []
+    if not factors or any(b <= a for a, b in zip(factors, factors[1:])) or text.count("*") > 1:
+        raise ParameterError("beta_grid", value, "increasing positive multiples, comma-separated, one of them marked * "
+                             "to start from (e.g. 1/16,1/8,*1/4,1/2,1,2,4)", flag="--beta-grid")
+    return tuple(factors), start
+
+
+@dataclass(frozen=True)
+class AutoParams(_CallCap):
+    """acurank-auto: AcuRank's parameters that it keeps (k, eps, tau, m, B or N, the rating init), and its
+    model of the reranker: a grid of performance-noise levels beta (multiples of the median initial sigma)
+    among which the answers choose, pooled over the run or per query (see acurank_cli/method/auto.py)."""
+
+    family = "acurank-auto"
+
+    k: int = K(10)
+    eps: float = EPS(0.01)
+    tau: int = TAU(10)
+    m: int = WINDOW(20)
+    budget: int = BUDGET(100)
+    #: the total call cap N of acurank-auto-N (from the method's name, not an option)
+    cap: int | None = param(None, at_least(1), flag="acurank-auto-N")
+    init: Init = INIT(Init.score)
+    sigma: str = SIGMA("mu/3")
+    updater: Updater = UPDATER(Updater.fast)
+    beta_grid: str = BETA_GRID("1/16,1/8,*1/4,1/2,1,2,4")
+    beta_pool: Pool = BETA_POOL(Pool.run)
+
+    def __post_init__(self) -> None:
+        check_domains(self)
+        coerce_choices(self)
+        sigma_rule(self.sigma)
+        object.__setattr__(self, "beta_grid", str(self.beta_grid).replace(" ", ""))
+        beta_grid(self.beta_grid)
+
+    @property
+    def factors(self) -> tuple[float, ...]:
+        return beta_grid(self.beta_grid)[0]
+
+    @property
+    def start(self) -> int:
+        return beta_grid(self.beta_grid)[1]

@@ -1,55 +1,56 @@
-"""Method registry: a method name (acurank-H, sw-2, tourrank-1, ts-5-2-2-1, ...) -> a strategy.
+"""Method registry: a method name (acurank-H, acurank-auto-9, sw-2, tourrank-1, ts-5-2-2-1, blitz-k20, ...)
+-> a strategy.
 
-Each family is one :class:`MethodSpec`: a name pattern (its named groups are the counts the name
-carries), a builder that takes the match and the typed :class:`MethodOptions`, and the options it uses;
-any other option given is an error (:class:`UnusedOption`). Builders import their strategy module when
-called, so listing the methods (the CLI's help) loads no numpy. A new method is one module and one
-``METHODS`` entry.
+Each family registers once as a :class:`MethodSpec`: a name pattern (its named groups are the counts the
+name carries), a builder that takes the match and the options given, and its parameters record, whose
+option fields (:mod:`acurank_cli.method.options`) are the family's options. From those records come the
+``rerank``/``baseline`` flags (:func:`cli_options`), the API's keywords (:func:`option_names`), the defaults
+that help shows, and the error for an option the method does not use (:class:`UnusedOption`). Builders
+import their strategy module when called, so listing methods (the CLI's help) loads no numpy.
+
+A new method is one module with one :func:`register_method` line; a module outside the package is found
+through the ``acurank.methods`` entry-point group or the ``ACURANK_METHODS`` environment variable
+(comma-separated module names), as backends are.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ..errors import InputError
-from .params import AcuRankParams
+from .baselines import SlidingWindows, TourRank, TrueSkillStatic
+from .blitz import BlitzRank
+from .options import Option, declaration, option_fields
+from .params import AcuRankParams, AutoParams
 
 
 @dataclass(frozen=True)
-class MethodOptions:
-    """Every option a method may take, by keyword (None: not given, the method's default holds). The
-    CLI's flags and the API's keywords both land here."""
+class MethodSpec:
+    """A method family: its name pattern, how to build it, whether it is a baseline, an example of its names,
+    its parameters record (the option fields are its options) and, for help, defaults that its name variants
+    change (``{"eps": "acurank-H, -HH: 1e-4"}``)."""
 
-    k: int | None = None
-    eps: float | None = None
-    tau: int | None = None
-    m: int | None = None
-    budget: int | None = None
-    max_rounds: int | None = None
-    init: Any = None
-    partition: Any = None
-    stop: Any = None
-    seed: int | None = None
-    updater: Any = None
-    uncertainty: Any = None
-    sigma: str | None = None
-    budget_total: str | None = None
-    budget_wave: int | None = None
+    pattern: str
+    build: Callable[[re.Match, dict[str, Any]], Any]
+    baseline: bool
+    example: str
+    params: type
+    #: the family's name in help (``sw-x``); default: the first example
+    name: str | None = None
+    variant_defaults: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
-    def given(self) -> dict[str, Any]:
-        """The options that were given (not None)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) is not None}
+    @property
+    def options(self) -> dict[str, dataclasses.Field]:
+        """Option name -> its field in this family's record (which carries the family's default)."""
+        return {f.name: f for f in option_fields(self.params)}
 
-
-#: The keyword names of method options.
-OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(MethodOptions))
-
-#: The keyword -> flag names of method options where they differ from ``--name``.
-FLAGS = {"m": "--window", "max_rounds": "--max-rounds", "budget_total": "--budget-total",
-         "budget_wave": "--budget-wave"}
+    @property
+    def family(self) -> str:
+        return self.name or self.example.split(",")[0].split(" ")[0]
 
 
 class UnusedOption(InputError):
@@ -65,7 +66,8 @@ class UnusedOption(InputError):
                 f"(its options: {takes})")
 
     def cli(self) -> str:
-        return self._text(lambda k: FLAGS.get(k, "--" + k.replace("_", "-")))
+        flags = {name: o.decl.cli_flag for name, o in cli_options().items()}
+        return self._text(lambda k: flags.get(k, "--" + k.replace("_", "-")))
 
 
 def count(name: str, value: str, what: str) -> int:
@@ -99,6 +101,15 @@ def _acurank(match: re.Match, opts: dict[str, Any]):
     return AcuRank(name, AcuRankParams(**values))
 
 
+def _auto(match: re.Match, opts: dict[str, Any]):
+    from .auto import AcuRankAuto
+
+    values = dict(opts)
+    if match.group("cap"):
+        values["cap"] = count(match.group(0), match.group("cap"), "the call cap N")
+    return AcuRankAuto(match.group(0), AutoParams(**values))
+
+
 def _sw(match: re.Match, opts: dict[str, Any]):
     from .baselines import SlidingWindows
 
@@ -130,44 +141,75 @@ def _blitz(match: re.Match, opts: dict[str, Any]):
     return BlitzRank(name, int(match.group("window")), **opts)
 
 
-@dataclass(frozen=True)
-class MethodSpec:
-    """A method family: its name pattern, how to build it, whether it is a baseline, the options it uses."""
+@functools.lru_cache(maxsize=1)
+def _builtin() -> tuple[MethodSpec, ...]:
+    return (
+        MethodSpec(r"acurank(?:-(?P<variant>H|HH|h|hh))?(?:-(?P<cap>\d+)|-r(?P<rounds>\d+))?", _acurank, False,
+                   "acurank, acurank-H, acurank-HH, acurank-9 (at most 9 calls), acurank-r3 (at most 3 rounds)",
+                   AcuRankParams, "acurank", {"eps": "acurank-H, -HH: 0.0001", "tau": "acurank-HH: 5"}),
+        MethodSpec(r"acurank-auto(?:-(?P<cap>\d+))?", _auto, False,
+                   "acurank-auto (learns the reranker's noise), acurank-auto-9 (at most 9 calls)", AutoParams,
+                   "acurank-auto"),
+        MethodSpec(r"sw-(?P<passes>\d+)", _sw, True, "sw-1, sw-2, sw-3", SlidingWindows, "sw-x"),
+        MethodSpec(r"tourrank-(?P<tournaments>\d+)", _tourrank, True, "tourrank-1, tourrank-2", TourRank, "tourrank-x"),
+        MethodSpec(r"ts-(?P<stages>\d+(?:-\d+)*)", _ts, True, "ts-5-2-2-1", TrueSkillStatic, "ts-c1-..."),
+        MethodSpec(r"blitz-k(?P<window>\d+)", _blitz, True, "blitz-k20, blitz-k10", BlitzRank, "blitz-kW"),
+    )
 
-    pattern: str
-    build: Callable[[re.Match, dict[str, Any]], Any]
-    baseline: bool
-    example: str
-    #: the options (keyword names of MethodOptions) the method uses; any other given option is an error
-    options: frozenset[str] = frozenset()
 
-
-ACURANK_OPTIONS = OPTION_NAMES
-
-METHODS: list[MethodSpec] = [
-    MethodSpec(r"acurank(?:-(?P<variant>H|HH|h|hh))?(?:-(?P<cap>\d+)|-r(?P<rounds>\d+))?", _acurank, False,
-               "acurank, acurank-H, acurank-HH, acurank-9 (at most 9 calls), acurank-r3 (at most 3 rounds)",
-               ACURANK_OPTIONS),
-    MethodSpec(r"sw-(?P<passes>\d+)", _sw, True, "sw-1, sw-2, sw-3", frozenset({"m"})),
-    MethodSpec(r"tourrank-(?P<tournaments>\d+)", _tourrank, True, "tourrank-1, tourrank-2", frozenset({"seed"})),
-    MethodSpec(r"ts-(?P<stages>\d+(?:-\d+)*)", _ts, True, "ts-5-2-2-1", frozenset({"m", "init", "updater"})),
-    MethodSpec(r"blitz-k(?P<window>\d+)", _blitz, True, "blitz-k20, blitz-k10", frozenset({"k", "max_rounds"})),
-]
+#: Families registered by plug-ins (and by tests), after the built-in ones.
+EXTRA: list[MethodSpec] = []
 
 
 def register_method(spec: MethodSpec) -> MethodSpec:
     """Add a method family (a plug-in's one registry line); a later family does not shadow an earlier one."""
-    METHODS.append(spec)
+    EXTRA.append(spec)
+    cli_options.cache_clear()
     return spec
+
+
+def methods() -> list[MethodSpec]:
+    """Every registered family: the built-ins, then plug-ins (modules named by the ``acurank.methods`` entry
+    points and ``ACURANK_METHODS``, imported on first use)."""
+    load_plugins()
+    return [*_builtin(), *EXTRA]
+
+
+_LOADED: set[str] = set()
+
+
+def load_plugins() -> None:
+    """Import the plug-in method modules (each registers its families once, at import)."""
+    import importlib
+    import os
+
+    modules = list(_entry_point_modules())
+    modules += [m.strip() for m in os.environ.get("ACURANK_METHODS", "").split(",") if m.strip()]
+    for module in modules:
+        if module in _LOADED:
+            continue
+        _LOADED.add(module)
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            _LOADED.discard(module)
+            raise InputError(f"cannot import method module {module!r} ({type(exc).__name__}: {exc})") from None
+
+
+@functools.lru_cache(maxsize=1)
+def _entry_point_modules() -> tuple[str, ...]:
+    from importlib.metadata import entry_points
+
+    return tuple(ep.value for ep in entry_points(group="acurank.methods"))
 
 
 def known_methods(baseline_only: bool = False) -> str:
     """Human-readable list of method names, for help and errors."""
-    return "; ".join(s.example for s in METHODS if s.baseline or not baseline_only)
+    return "; ".join(s.example for s in methods() if s.baseline or not baseline_only)
 
 
 def _spec(name: str) -> tuple[MethodSpec, re.Match] | None:
-    for spec in METHODS:
+    for spec in methods():
         match = re.fullmatch(spec.pattern, name)
         if match:
             return spec, match
@@ -177,23 +219,74 @@ def _spec(name: str) -> tuple[MethodSpec, re.Match] | None:
 def method_options(name: str) -> frozenset[str]:
     """The options (keyword names) the method ``name`` uses (none for an unknown name)."""
     found = _spec(name)
-    return found[0].options if found else frozenset()
+    return frozenset(found[0].options) if found else frozenset()
 
 
-def build_strategy(name: str, options: MethodOptions | None = None, baseline_only: bool = False, **opts: Any):
-    """Build the strategy for a method name; options not given (None) keep the variant defaults; an
-    option the method does not use is an error (:class:`UnusedOption`), as is a value outside its domain.
-    Options come as a :class:`MethodOptions` record or as keywords (its field names)."""
-    unknown = sorted(k for k, v in opts.items() if k not in OPTION_NAMES and v is not None)
-    known = {k: v for k, v in opts.items() if k in OPTION_NAMES}
-    if known:
-        options = dataclasses.replace(options or MethodOptions(), **known)
-    given = (options or MethodOptions()).given()
+def option_names() -> frozenset[str]:
+    """Every option any registered method takes (the API's method keywords)."""
+    return frozenset(cli_options())
+
+
+@dataclass(frozen=True)
+class MethodOption:
+    """One method flag: its declaration and, per family that takes it, that family's default."""
+
+    decl: Option
+    defaults: tuple[tuple[MethodSpec, Any], ...]
+
+    def help(self, baseline_only: bool = False) -> str:
+        """The declaration's help, the families that take it and their defaults."""
+        shown = [(s, d) for s, d in self.defaults if s.baseline or not baseline_only]
+        values = {_shown(d) for _, d in shown}
+        if len(values) == 1:
+            default = f"default {values.pop()}"
+        else:
+            default = "default " + ", ".join(f"{s.family} {_shown(d)}" for s, d in shown)
+        notes = [s.variant_defaults[self.decl.name] for s, _ in shown if self.decl.name in s.variant_defaults]
+        families = ", ".join(s.family for s, _ in shown)
+        return f"{families}: {self.decl.help} ({default}{'; ' + '; '.join(notes) if notes else ''})."
+
+    def applies(self, baseline_only: bool) -> bool:
+        return any(s.baseline or not baseline_only for s, _ in self.defaults)
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "none"
+    return str(getattr(value, "value", value))
+
+
+@functools.lru_cache(maxsize=1)
+def cli_options() -> dict[str, MethodOption]:
+    """Every registered family's options, name -> :class:`MethodOption`. Two families that take an option of
+    the same name must share its declaration (:mod:`acurank_cli.method.options`), or one flag would mean two
+    things."""
+    out: dict[str, MethodOption] = {}
+    for spec in methods():
+        for name, f in spec.options.items():
+            decl = declaration(f)
+            seen = out.get(name)
+            if seen is not None and seen.decl != decl:
+                raise InputError(f"method {spec.family!r} declares option {name!r} differently from "
+                                 f"{', '.join(s.family for s, _ in seen.defaults)}: share one declaration "
+                                 "(acurank_cli/method/options.py)")
+            out[name] = MethodOption(decl, (*(seen.defaults if seen else ()), (spec, f.default)))
+    return out
+
+
+def build_strategy(name: str, options: Mapping[str, Any] | None = None, baseline_only: bool = False, **opts: Any):
+    """Build the strategy for a method name; options not given (None) keep the family's (or the variant's)
+    defaults; an option the method does not use is an error (:class:`UnusedOption`), as is a value outside
+    its domain. Options come as a mapping or as keywords (the option names)."""
+    given = {k: v for k, v in {**(options or {}), **opts}.items() if v is not None}
     found = _spec(name)
     if found and (found[0].baseline or not baseline_only):
         spec, match = found
-        unused = sorted(k for k in given if k not in spec.options) + unknown
+        unused = sorted(k for k in given if k not in spec.options)
         if unused:
-            raise UnusedOption(name, unused, spec.options)
+            raise UnusedOption(name, unused, frozenset(spec.options))
         return spec.build(match, given)
+    if found and baseline_only:
+        raise InputError(f"method {name!r} is not a baseline: use 'acurank rerank --method {name}' "
+                         f"(baselines: {known_methods(True)})")
     raise InputError(f"unknown method {name!r}; known: {known_methods(baseline_only)}")

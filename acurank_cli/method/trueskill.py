@@ -3,6 +3,7 @@ updates them (the updaters: the trueskill package's ``rate``, or its bit-identic
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable, Sequence
 
@@ -76,18 +77,26 @@ def _sigma(mu: np.ndarray, kind: str, x: float) -> np.ndarray:
     return mu / x if kind == "ratio" else np.full(len(mu), x)
 
 
-def library_update(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int]) -> None:
-    """Rate one window with ``trueskill.rate``: ``order`` lists candidate indices best first."""
-    groups = [(ENV.create_rating(mu[i], sigma[i]),) for i in order]
-    new = ENV.rate(groups)  # rate's default ranks 0, 1, ...: the groups are listed best first
+@functools.lru_cache(maxsize=64)
+def environment(beta: float) -> trueskill.TrueSkill:
+    """The trueskill package's default environment with performance noise ``beta`` (the default's is 25/6)."""
+    return ENV if beta == ENV.beta else trueskill.TrueSkill(beta=beta)
+
+
+def library_update(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int], beta: float = ENV.beta) -> None:
+    """Rate one window with ``trueskill.rate``: ``order`` lists candidate indices best first; ``beta`` the
+    performance noise (default the library's 25/6)."""
+    env = environment(beta)
+    groups = [(env.create_rating(mu[i], sigma[i]),) for i in order]
+    new = env.rate(groups)  # rate's default ranks 0, 1, ...: the groups are listed best first
     for i, (r,) in zip(order, new):
         mu[i] = r.mu
         sigma[i] = r.sigma
 
 
-Update = Callable[[np.ndarray, np.ndarray, Sequence[int]], None]
+Update = Callable[..., None]
 
-#: Registry: updater -> update(mu, sigma, order) (``fast`` is the vectorised factor graph).
+#: Registry: updater -> update(mu, sigma, order, beta=25/6) (``fast`` is the vectorised factor graph).
 UPDATERS: dict[Updater, Update] = {Updater.library: library_update, Updater.fast: fast_update}
 
 

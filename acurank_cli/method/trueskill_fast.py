@@ -19,8 +19,10 @@ through libm ``pow``, which is not always bit-identical to ``x * x`` nor to nump
 ``np.power``, so they are evaluated per element with Python's ``**``.
 
 Only the configuration AcuRank uses is supported: the default environment (mu 25, sigma 25/3,
-beta 25/6, tau 25/300, static draw probability 0.10, min_delta 1e-4), a free-for-all of
-one-player teams with unit weights, and strict ranks 0, 1, ..., n-1 (no ties).
+beta 25/6, tau 25/300, static draw probability 0.10, min_delta 1e-4), or that environment with
+another performance noise beta (acurank-auto's noise models; the draw margin scales with beta as the
+library's does), a free-for-all of one-player teams with unit weights, and strict ranks 0, 1, ...,
+n-1 (no ties).
 """
 
 from __future__ import annotations
@@ -97,8 +99,12 @@ def _ppf(p: float) -> float:
     return 0 - 1 * math.sqrt(2) * _erfcinv(2 * p)
 
 
-#: Draw margin for every adjacent pair (two one-player teams): ppf((p + 1) / 2) * sqrt(2) * beta.
-DRAW_MARGIN = _ppf((DRAW_PROBABILITY + 1) / 2.0) * math.sqrt(2) * BETA
+def draw_margin(beta: float) -> float:
+    """Draw margin for every adjacent pair (two one-player teams): ppf((p + 1) / 2) * sqrt(2) * beta."""
+    return _ppf((DRAW_PROBABILITY + 1) / 2.0) * math.sqrt(2) * beta
+
+
+DRAW_MARGIN = draw_margin(BETA)
 
 
 def _floating_point_error() -> FloatingPointError:
@@ -137,14 +143,14 @@ def _sum2(p1: float, t1: float, c1: float, p2: float, t2: float, c2: float) -> t
 #   T*: team-performance variables, L*/R*: messages from diff factor x to its left (x) and right
 #   (x + 1) team, D*: diff variables, E*: diff factor -> D messages, U*: truncation -> D messages.
 # --------------------------------------------------------------------------------------------
-def _truncate(x, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, Up, Ut) -> float:
+def _truncate(x, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, Up, Ut, dm=DRAW_MARGIN) -> float:
     """TruncateFactor(x).up(): moment-match D_x (v_win / w_win); returns ``Variable.delta``."""
     dp = Dp[x]
     dt = Dt[x]
     cp = dp - Up[x]
     ct = dt - Ut[x]
     s = math.sqrt(cp)
-    xx = ct / s - DRAW_MARGIN * s
+    xx = ct / s - dm * s
     denom = _cdf(xx)
     v = _pdf(xx) / denom if denom else -xx
     w = v * (v + xx)
@@ -214,7 +220,7 @@ def _up_left(x, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, Up, Ut) -> None:
     Lt[x] = tau
 
 
-def _chain_sweeps(m: int, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, Up, Ut) -> None:
+def _chain_sweeps(m: int, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, Up, Ut, dm: float = DRAW_MARGIN) -> None:
     """``run_schedule``'s loop for m >= 2 team differences, fully inlined over float lists.
 
     Per sweep: forward over diff factors 0..m-2 (down, truncate, up to the right team), then
@@ -226,7 +232,6 @@ def _chain_sweeps(m: int, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, Up, Ut) -> Non
     """
     sqrt = math.sqrt
     exp = math.exp
-    dm = DRAW_MARGIN
     sq2 = _SQRT2
     c0 = INV_SQRT_2PI
     inf = _INF
@@ -322,7 +327,7 @@ def _chain_sweeps(m: int, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, Up, Ut) -> Non
 # --------------------------------------------------------------------------------------------
 # The update.
 # --------------------------------------------------------------------------------------------
-def fast_update(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int]) -> None:
+def fast_update(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int], beta: float = BETA) -> None:
     """Multiplayer TrueSkill update of one reranked window, in place (vectorised factor graph).
 
     ``mu`` and ``sigma`` are float64 numpy arrays over all candidates; ``order`` (any 1-D integer
@@ -330,7 +335,8 @@ def fast_update(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int]) -> None
     teams with ranks 0, 1, ..., len(order) - 1.  ``mu[order]`` and ``sigma[order]`` are replaced
     by the posterior ``trueskill.TrueSkill().rate`` gives (same factor graph, schedule and
     floating-point operations: the results have been bit-identical in testing); other entries
-    are untouched.  Raises ``ValueError`` for fewer than two candidates or a zero sigma, and
+    are untouched. ``beta``: the performance noise (default the library's 25/6; another value gives
+    ``trueskill.TrueSkill(beta=beta).rate``, whose draw margin scales with it).  Raises ``ValueError`` for fewer than two candidates or a zero sigma, and
     ``FloatingPointError`` exactly where the library does (a truncation update beyond the
     precision of its erfc approximation), in which case nothing is modified.
     """
@@ -339,6 +345,7 @@ def fast_update(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int]) -> None
         raise ValueError("Need multiple rating groups")
     n = int(idx.size)
     m = n - 1
+    beta2, dm = (_BETA2, DRAW_MARGIN) if beta == BETA else (beta ** 2, draw_margin(beta))
 
     # ---- rating layer: Rating(mu, sigma) then PriorFactor.down (sigma^2 + tau^2) ----------
     mu_w = np.asarray(mu, dtype=np.float64)[idx]
@@ -352,7 +359,7 @@ def fast_update(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int]) -> None
     r_tau = r_pi * val_mu
 
     # ---- performance layer: LikelihoodFactor.down -------------------------------------------
-    a = 1.0 / (1.0 + _BETA2 * r_pi)
+    a = 1.0 / (1.0 + beta2 * r_pi)
     p_pi = a * r_pi
     p_tau = a * r_tau
 
@@ -378,10 +385,10 @@ def fast_update(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int]) -> None
     if m == 1:  # two candidates: the library just alternates down / truncate on the one factor
         for _ in range(MAX_ITERATIONS):
             _down(0, *chain)
-            if _truncate(0, *chain) <= MIN_DELTA:
+            if _truncate(0, *chain, dm) <= MIN_DELTA:
                 break
     else:
-        _chain_sweeps(m, *chain)
+        _chain_sweeps(m, *chain, dm)
     # up both ends of the chain
     _up_left(0, *chain)
     _up_right(m - 1, *chain)
@@ -403,7 +410,7 @@ def fast_update(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int]) -> None
     perf_tau = p_tau + new_t
     msg_p = perf_pi - p_pi
     msg_t = perf_tau - p_tau
-    a = 1.0 / (1.0 + _BETA2 * msg_p)
+    a = 1.0 / (1.0 + beta2 * msg_p)
     post_pi = r_pi + a * msg_p
     post_tau = r_tau + a * msg_t
 

@@ -29,6 +29,7 @@ class _Active:
     iterations: list[IterationRecord] = field(default_factory=list)
     results: list = field(default_factory=list)
     stop: StopReason | None = None
+    beta: float | None = None
 
 
 StepHook = Callable[[RankingTask, Step], None]
@@ -55,23 +56,26 @@ class Driver:
         docs = tuple(self.docs[d] for d in window) if self.reranker.needs_texts else ()
         return RerankRequest(task.qid, task.query, tuple(window), docs)
 
-    def _advance(self, act: _Active, perms) -> QueryOutcome | None:
+    def _advance(self, act: _Active, perms, strategy: Strategy) -> QueryOutcome | None:
         """Send permutations into the plan; return the outcome when the plan has finished."""
         try:
             act.step = act.plan.send(perms) if perms is not None else next(act.plan)
         except StopIteration as stop:
             return QueryOutcome(
                 qid=act.task.qid,
-                method=self.strategy.name,
+                method=strategy.name,
                 ranking=final_ranking(stop.value),
                 tally=act.tally,
                 iterations=tuple(act.iterations),
                 seconds=time.perf_counter() - act.started,
                 stop=act.stop,
+                beta=act.beta,
             )
         step = act.step
         if step.stop is not None:
             act.stop = step.stop
+        if step.beta is not None:
+            act.beta = step.beta
         if step.windows:
             act.iterations.append(IterationRecord(len(act.iterations) + 1, step.iteration, step.phase, step.uncertain,
                                                   len(step.windows), tuple(len(w) for w in step.windows)))
@@ -82,15 +86,18 @@ class Driver:
     def run(self, tasks: Iterable[RankingTask]) -> Iterator[QueryOutcome]:
         """Rerank every task; outcomes are yielded in input order as soon as they are complete.
 
-        Under a query-set budget (the strategy's ``set_budget``) every query advances together and an
-        :class:`~.allocation.Allocation` decides which steps are sent, refused or wait."""
-        budget = getattr(self.strategy, "set_budget", None)
+        A strategy in ``lockstep`` has every query advance together (one batch, whatever ``batch_queries``);
+        under a query-set budget (its ``set_budget``) an :class:`~.allocation.Allocation` decides which steps
+        are sent, refused or wait."""
+        strategy = self.strategy.for_run()
+        budget = strategy.set_budget
         allocation = None
         batch = self.batch_queries
-        if budget is not None:
+        if strategy.lockstep:
             tasks = list(tasks)
-            allocation = Allocation(budget.calls(len(tasks)), budget.wave)
             batch = max(1, len(tasks))
+        if budget is not None:
+            allocation = Allocation(budget.calls(len(tasks)), budget.wave)
         pending = iter(tasks)
         active: list[_Active] = []
         finished: dict[int, QueryOutcome] = {}
@@ -103,10 +110,10 @@ class Driver:
                 if task is None:
                     exhausted = True
                     break
-                act = _Active(task, iter(self.strategy.plan(task)))
+                act = _Active(task, iter(strategy.plan(task)))
                 seq[id(act)] = next_in
                 next_in += 1
-                done = self._advance(act, None)
+                done = self._advance(act, None, strategy)
                 if done is not None:
                     finished[seq.pop(id(act))] = done
                 else:
@@ -127,7 +134,7 @@ class Driver:
                 if i not in granted and i not in refused:
                     still.append(act)  # waits for a later wave
                     continue
-                outcome = self._advance(act, act.results if i in granted else None)
+                outcome = self._advance(act, act.results if i in granted else None, strategy)
                 if outcome is not None:
                     finished[seq.pop(id(act))] = outcome
                 else:

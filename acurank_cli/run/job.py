@@ -118,18 +118,18 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     err.print(f"acurank: {job.strategy.name} with reranker {backend.name} on {len(inputs.tasks)} queries", markup=False)
     if stats and out.stats is None:
         err.print(f"acurank: per-query stats go to {stats}", markup=False)
-    replay = getattr(job.strategy, "set_budget", None) is not None and bool(done)
+    replay = job.strategy.lockstep and bool(done)
     tasks = list(inputs.tasks) if replay else [t for t in inputs.tasks if t.qid not in done]
     if done:
         err.print(f"acurank: resuming {out.output}: {len(done)} of {len(expected)} queries already done", markup=False)
-    if replay:  # the allocation is over the whole set: the finished queries are replayed, not rewritten
+    if replay:  # the queries advance together: the finished ones are replayed, not rewritten
         if job.cache is None and backend.cache_identity() is not None:
             outputs.close()
             built.close()
-            raise InputError("resuming a --budget-total run replays its finished calls from the call cache; "
-                             "drop --no-cache (or start afresh with --overwrite)")
-        err.print("acurank: --budget-total: the finished queries are replayed (their calls from the call cache) "
-                  "so that the allocation is the same", markup=False)
+            raise InputError(f"resuming a {job.strategy.name} run replays its finished calls from the call cache "
+                             "(its queries advance together); drop --no-cache (or start afresh with --overwrite)")
+        err.print(f"acurank: {job.strategy.name}: the finished queries are replayed (their calls from the call cache) "
+                  "so that every query sees the same run as before", markup=False)
     about = {"fingerprint": fingerprint.digest, "reranker": fingerprint.reranker, "params": fingerprint.params,
              "parameters": job.model_params if job.model_params is not None else backend.parameters()}
     if about["parameters"] is not None:

@@ -9,14 +9,13 @@ scale, or none (``init=zscore``: mu = 10 + z, sigma = mu/3), see :class:`ScoreSo
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..method.base import Strategy
-from ..method.params import Init
-from ..method.registry import MethodOptions, build_strategy, method_options
+from ..method.choices import Init
+from ..method.registry import build_strategy, method_options
 from ..params import Domain, ParameterError, at_least
 from ..rerankers.base import RerankerBase, build_reranker, lookup
 from ..rerankers.cache import default_cache_path, with_cache
@@ -68,14 +67,14 @@ class Pipeline:
         self.reranker.close()
 
 
-def method(name: str | None, options: MethodOptions | None = None, source: ScoreSource = ScoreSource.run_file,
+def method(name: str | None, options: Mapping[str, Any] | None = None, source: ScoreSource = ScoreSource.run_file,
            baseline_only: bool = False) -> Strategy:
-    """The strategy for a method name (default: acurank, or sw-1 for ``baseline``), with the rating init
-    the score source implies unless one was given."""
+    """The strategy for a method name (default: acurank, or sw-1 for ``baseline``) with its options (keyword
+    -> value; None: not given), and the rating init the score source implies unless one was given."""
     name = name or (DEFAULTS.baseline if baseline_only else DEFAULTS.method)
-    options = options or MethodOptions()
-    if options.init is None and "init" in method_options(name) and source.init is not Init.score:
-        options = dataclasses.replace(options, init=source.init)
+    options = {k: v for k, v in (options or {}).items() if v is not None}
+    if "init" not in options and "init" in method_options(name) and source.init is not Init.score:
+        options["init"] = source.init
     return build_strategy(name, options, baseline_only=baseline_only)
 
 

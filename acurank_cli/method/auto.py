@@ -1,0 +1,239 @@
+"""acurank-auto: AcuRank that learns its model of the reranker from the reranker's own answers.
+
+AcuRank rates every candidate N(mu_i, sigma_i^2) and updates the ratings from each answer as a TrueSkill
+game whose performance noise beta is the library's 25/6, whatever reranker answers. beta says how much one
+answer is worth against the first-stage prior: a consistent reranker deserves a small beta (one answer
+nearly settles an order), a self-contradicting one a large beta (the prior keeps its weight). Here beta is
+learned, and what a consistent reranker proves by transitivity is used.
+
+Noise models. The query's candidates are rated by G models at once, one per beta_g = c_g * S, where S is
+the median initial sigma of the query (so the grid is free of the first stage's score scale) and c_g the
+grid (``--beta-grid``, default 1/16, 1/8, 1/4, 1/2, 1, 2, 4). Every answer updates every model (TrueSkill
+with its own beta_g, the same factor graph as AcuRank's).
+
+Choosing a model. Before an answer updates them, each model predicts the window's order by its mu. The
+prediction scores its agreement with the answer where it matters, at the top: the nDCG of the predicted
+order with the answer as the ideal one,
+
+    a_g = sum_r gain(pos(pi_g(r))) / log2(2 + r)  /  sum_r gain(r) / log2(2 + r),   gain(p) = 1 / log2(2 + p),
+
+where pi_g(r) is the document model g puts at rank r and pos(d) its place in the answer (0 = best). A
+rank-based score is used rather than the answer's likelihood: with many near-ties (the non-relevant bulk
+of a list) the reranker's order among them is noise, the likelihood of that noise favours the largest
+beta whatever the reranker's noise on what matters, while an order among ties that no model can predict
+costs every model alike. The scores a_g are summed over every answer of every query of the run
+(``--beta-pool run``: the queries advance in step, and a decision at round r uses the answers of the
+rounds before it from all queries, so the outcome depends neither on query order nor on batching), or of
+the query alone (``--beta-pool query``). Each iteration uses the model with the highest total (ties: the
+middle one of the tied); before any answer has told the models apart, the grid's starting value (marked *,
+default 1/4).
+
+Transitive evidence. The answers also build the query's tournament graph (:mod:`.graph`: "ranked directly
+above", kept as its transitive closure). Each window is presented in an order the graph agrees with (a
+document's ancestors within the window first, then by mu), so a consistent reranker is never asked to
+contradict itself. Before each iteration: if the first k of the order by (documents provably above,
+provably below, mu) are each resolved (related to every other candidate) and none lies on a cycle, the
+top k and its order are proven for a reranker that does not contradict itself, and the query stops
+(``certified``; the output puts that top k first in its proven order, the rest by mu). A reranker that
+contradicts itself makes cycles, and then nothing is certified through them: the ratings decide.
+
+Otherwise each iteration is AcuRank's (threshold rule, C = {eps < s_i < 1 - eps} under the chosen model,
+groups of m in s_i order, the final pass over {s_i > eps} when |C| < tau, the budget B or the cap N), and
+the final order is by the chosen model's mu.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Sequence
+
+import numpy as np
+
+from ..records import Phase, Ranked, RankingTask, Step, StopReason
+from .acurank import Ratings
+from .base import Plan, Strategy, chunks, sort_by
+from .choices import Pool, Uncertainty
+from .params import AutoParams
+from .trueskill import get_updater, initial_ratings
+from .uncertainty import assess
+
+
+def agreement(mu: np.ndarray, window: Sequence[int], perm: Sequence[int]) -> float:
+    """How well ``mu`` predicted an answer: ``window`` holds the candidate indices as presented, ``perm`` the
+    answer (positions in the window, best first). The nDCG of the order by mu (ties in presented order, what
+    the model knew) with the answer as the ideal, gains and discounts 1/log2(2 + position)."""
+    window = np.asarray(window, dtype=np.intp)
+    place = np.empty(len(window), dtype=np.intp)
+    place[np.asarray(perm, dtype=np.intp)] = np.arange(len(window))  # answer position of each presented doc
+    disc = _discounts(len(window))
+    predicted = place[np.argsort(-mu[window], kind="stable")]  # answer positions, in the order mu predicts
+    return float(disc[predicted] @ disc / (disc @ disc))
+
+
+@functools.lru_cache(maxsize=64)
+def _discounts(n: int) -> np.ndarray:
+    out = 1.0 / np.log2(2.0 + np.arange(n))
+    out.flags.writeable = False
+    return out
+
+
+class Evidence:
+    """The models' summed agreement scores, and the choice they make: the run's (one object shared by every
+    query of a run) or one query's. In a run, a query adds its scores as its answers arrive and reads the
+    choice only after every query has answered the round (the driver's lockstep and the plan's wait steps)."""
+
+    def __init__(self, size: int, start: int):
+        self.total = np.zeros(size)
+        self.start = start
+
+    def add(self, scores: np.ndarray) -> None:
+        self.total += scores
+
+    def choice(self) -> int:
+        """The model with the highest total (ties: the middle one of the tied); the start before any answer
+        has told the models apart."""
+        best = self.total.max()
+        tied = np.flatnonzero(self.total >= best - 1e-9)
+        if len(tied) == len(self.total):
+            return self.start
+        return int(tied[len(tied) // 2])
+
+
+class NoiseModels:
+    """One query's ratings under every beta of the grid: ``mu[g]``, ``sigma[g]`` for model g."""
+
+    def __init__(self, mu: np.ndarray, sigma: np.ndarray, betas: Sequence[float], update):
+        self.betas = tuple(float(b) for b in betas)
+        self.mu = np.tile(mu, (len(self.betas), 1))
+        self.sigma = np.tile(sigma, (len(self.betas), 1))
+        self._update = update
+
+    def answer(self, window: Sequence[int], perm: Sequence[int]) -> np.ndarray:
+        """Score every model's prediction of an answer (``window``: candidate indices as presented, ``perm``:
+        positions best first), then update every model with it; returns the scores."""
+        scores = np.array([agreement(self.mu[g], window, perm) for g in range(len(self.betas))])
+        order = [window[j] for j in perm]
+        for g, beta in enumerate(self.betas):
+            self._update(self.mu[g], self.sigma[g], order, beta=beta)
+        return scores
+
+
+def present(window: Sequence[int], reach: np.ndarray, mu: np.ndarray) -> list[int]:
+    """The window in an order the answers so far agree with: by the number of the window's documents
+    provably above each (its ancestors in the closure ``reach``), then by mu, then as given."""
+    idx = list(window)
+    ancestors = reach[np.ix_(idx, idx)].sum(axis=0)
+    rank = {d: j for j, d in enumerate(idx)}
+    return sorted(idx, key=lambda d: (ancestors[rank[d]], -mu[d], rank[d]))
+
+
+def certified_top(levels, mu: np.ndarray, k: int) -> list[int] | None:
+    """The proven top k, best first, or None: the first k by (in, out, -mu) when each is resolved and on no
+    cycle (so each one's rank is exactly its in-count)."""
+    order = np.lexsort((-mu, levels.n_out, levels.n_in))
+    top = order[: min(k, len(mu))]
+    if len(top) and levels.resolved[top].all() and not levels.s[top].any():
+        return [int(i) for i in top]
+    return None
+
+
+class AcuRankAuto(Strategy):
+    """acurank-auto and acurank-auto-N (at most N calls a query)."""
+
+    def __init__(self, name: str, params: AutoParams, evidence: Evidence | None = None):
+        self.name = name
+        self.params = params
+        self._update = get_updater(params.updater)
+        self._evidence = evidence
+
+    @property
+    def init(self):
+        return self.params.init
+
+    @property
+    def lockstep(self) -> bool:
+        return self.params.beta_pool is Pool.run
+
+    @property
+    def cutoff(self) -> int:
+        return self.params.k
+
+    def for_run(self) -> "AcuRankAuto":
+        """A copy holding this run's evidence (pooled over its queries with ``--beta-pool run``)."""
+        pooled = Evidence(len(self.params.factors), self.params.start) if self.lockstep else None
+        return AcuRankAuto(self.name, self.params, pooled)
+
+    def check(self, task: RankingTask) -> None:
+        self.params.check_task(task.n, task.qid)
+
+    def adaptive_budget(self, n: int) -> int:
+        """B: adaptive groups allowed (acurank-auto-N: N minus the initial pass's windows)."""
+        p = self.params
+        return p.budget if p.cap is None else max(0, p.cap - p.initial_calls(n))
+
+    def plan(self, task: RankingTask) -> Plan:
+        from .graph import TournamentGraph
+
+        p = self.params
+        mu0, sigma0 = initial_ratings([c.score for c in task.candidates], p.init, task.qid, p.sigma)
+        n = len(mu0)
+        scale = float(np.median(sigma0)) if n else 1.0
+        models = NoiseModels(mu0, sigma0, [c * scale for c in p.factors], self._update)
+        evidence = self._evidence if self._evidence is not None else Evidence(len(p.factors), p.start)
+        graph = TournamentGraph(n)
+        docids = [c.docid for c in task.candidates]
+
+        def step(groups, phase: Phase, iteration: int, uncertain: int | None, snapshot=None):
+            """Send the groups; score and update every model, grow the graph; then (pooled) wait for the run."""
+            perms = yield Step(tuple(tuple(docids[i] for i in g) for g in groups), phase, iteration, uncertain,
+                               snapshot=snapshot)
+            scores = np.zeros(len(p.factors))
+            for group, perm in zip(groups, perms):
+                if len(group) >= 2:
+                    scores += models.answer(group, perm)
+                    graph.add_order([group[j] for j in perm])
+            evidence.add(scores)
+            if evidence is self._evidence and phase is not Phase.final:
+                yield Step((), Phase.wait, iteration)
+
+        windows = chunks(range(n), p.m)
+        yield from step(windows, Phase.initial, 0, None)
+        g = evidence.choice()
+        order = sort_by([i for w in windows for i in sort_by(w, models.mu[g])], models.mu[g])
+        budget = self.adaptive_budget(n)
+        stop = StopReason.budget if p.cap is None else StopReason.call_cap
+        iteration = 0
+        proven = None
+        while iteration < budget:
+            g = evidence.choice()
+            mu, sigma = models.mu[g], models.sigma[g]
+            proven = certified_top(graph.levels(), mu, p.k)
+            if proven is not None:
+                stop = StopReason.certified
+                break
+            a = assess(Uncertainty.threshold, mu, sigma, p.k, p.eps)
+            order = sort_by(order, a.prob)
+            chosen = [i for i in order if a.uncertain[i]]
+            uncertain = len(chosen)
+            final = uncertain < p.tau
+            if final:
+                chosen = [i for i in order if a.prob[i] > p.eps]
+            groups = [present(c, graph.reach, mu) for c in chunks(chosen, p.m)[: budget - iteration]]
+            if not groups:
+                stop = StopReason.tau if final else StopReason.converged
+                break
+            snapshot = Ratings(docids, mu, sigma).snapshot(p.k, p.eps, a=a)
+            yield from step(groups, Phase.final if final else Phase.adaptive, iteration, uncertain, snapshot)
+            iteration += len(groups)
+            if final:
+                stop = StopReason.tau if len(chunks(chosen, p.m)) == len(groups) else stop
+                break
+        g = evidence.choice()
+        ratings = Ratings(docids, models.mu[g], models.sigma[g])
+        ranked = sort_by(order, ratings.mu)
+        if proven is not None:
+            first = set(proven)
+            ranked = proven + [i for i in ranked if i not in first]
+        yield Step((), Phase.done, iteration, None, stop, snapshot=ratings.snapshot(p.k, p.eps, final=True),
+                   beta=models.betas[g])
+        return tuple(Ranked(docids[i], float(ratings.mu[i])) for i in ranked)

@@ -1,0 +1,79 @@
+"""Method options, each declared once: its keyword, flag, help, value kind and domain.
+
+A method family's parameters record (``AcuRankParams``, ``SlidingWindows``, ...) makes each option field
+with the declaration (``K(10)``: the option ``k`` with this family's default 10). From those records alone
+come the ``rerank``/``baseline`` flags, the API's keywords, the defaults shown in help, and the check that
+refuses an option a method does not use (:mod:`acurank_cli.method.registry`). Two families that take the
+same option share its one declaration, so a flag never means two things; a plug-in method declares its
+own options here the same way (:class:`Option`). No numpy: the CLI reads these to build its flags.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..params import ANY_INT, Domain, at_least, between
+from .choices import Init, Partition, Pool, StopRule, Uncertainty, Updater
+
+
+@dataclass(frozen=True)
+class Option:
+    """One method option: ``name`` (the keyword and the record's field), ``kind`` (int, float, str or an
+    enum: what the flag parses), ``help`` (without the default: help adds each family's), ``domain``
+    (checked when the record is made), ``flag`` (when not ``--name``)."""
+
+    name: str
+    kind: type
+    help: str
+    domain: Domain | None = None
+    flag: str | None = None
+
+    @property
+    def cli_flag(self) -> str:
+        return self.flag or "--" + self.name.replace("_", "-")
+
+    def __call__(self, default: Any) -> Any:
+        """A dataclass field for this option with a family's ``default``."""
+        return field(default=default, metadata={"option": self, "domain": self.domain, "flag": self.flag})
+
+
+def option_fields(record: type) -> list[dataclasses.Field]:
+    """The fields of a parameters record that are options (made with an :class:`Option`)."""
+    return [f for f in dataclasses.fields(record) if "option" in f.metadata]
+
+
+def declaration(f: dataclasses.Field) -> Option:
+    return f.metadata["option"]
+
+
+# -- the options of the built-in families -------------------------------------------------------------
+
+K = Option("k", int, "cutoff k: AcuRank's top k (s_i sums to k), BlitzRank's certified top k", at_least(1))
+EPS = Option("eps", float, "AcuRank tolerance eps: C = {eps < s_i < 1 - eps}",
+             between(0.0, 0.5, lo_open=True, hi_open=True))
+TAU = Option("tau", int, "AcuRank stop threshold tau: |C| < tau ends with a final pass (0: never)", at_least(0))
+WINDOW = Option("m", int, "window size m (a window of one document is never sent)", at_least(2), "--window")
+BUDGET = Option("budget", int, "AcuRank cap B on adaptive groups", at_least(0))
+MAX_ROUNDS = Option("max_rounds", int, "cap R on sequential reranker rounds (AcuRank: the initial pass is round 1, "
+                    "each iteration one more, the last a final pass; BlitzRank: one call a round)", at_least(1),
+                    "--max-rounds")
+INIT = Option("init", Init, "rating init: score (mu = score, sigma = mu/3), zscore, uniform")
+SIGMA = Option("sigma", str, "initial sigma: mu/3 (the paper), mu/2, mu/D or fixed:V (the variance ablation)")
+PARTITION = Option("partition", Partition, "cut C into groups in s_i order or shuffled")
+STOP = Option("stop", StopRule, "stop rule: uncertain (|C| < tau) or topk-stable")
+UNCERTAINTY = Option("uncertainty", Uncertainty, "AcuRank's uncertain set: threshold (the paper's s_i = P(x_i > t)), "
+                     "exact (p_i = P(rank <= k)) or entropy (of the rank distribution truncated at k)")
+SEED = Option("seed", int, "seed for shuffles (TourRank, random partition)", ANY_INT)
+UPDATER = Option("updater", Updater, "TrueSkill update: fast (vectorised, bit-identical) or library (trueskill.rate)")
+BUDGET_TOTAL = Option("budget_total", str, "query-set budget: Bx (B calls per query on average over the run, e.g. 9x) "
+                      "or a total; after every query's initial pass, optional iterations go to the queries whose top "
+                      "k is most uncertain, --budget-wave at a time", flag="--budget-total")
+BUDGET_WAVE = Option("budget_wave", int, "with --budget-total: iterations granted per allocation wave", at_least(1),
+                     "--budget-wave")
+BETA_GRID = Option("beta_grid", str, "acurank-auto's noise models: performance noise beta as multiples of the median "
+                   "initial sigma, comma-separated (fractions allowed), the first choice before any evidence marked *",
+                   flag="--beta-grid")
+BETA_POOL = Option("beta_pool", Pool, "acurank-auto learns beta from the answers of the whole run (run; every query "
+                   "advances in step) or of each query alone (query)", flag="--beta-pool")
