@@ -1,4 +1,15 @@
-"""The simulated reranker: qrels grade plus seeded Gaussian noise per (window, doc), as specified.
+"""The simulated reranker: qrels grade plus seeded Gaussian noise per (window, doc), as specified, and two
+ways real LLMs err that fresh noise does not model (both off by default, so the specified oracle is
+unchanged):
+
+- ``--sim-persistent S``: an error S * z_d per (query, document), drawn once from
+  sha256("acurank-sim-doc|seed|qid|d") and the same in every window: self-consistent but persistently wrong,
+  as a model that misjudges a passage misjudges it every time it sees it.
+- ``--sim-position B``: a primacy bias B * (L - 1 - p) / (L - 1) for the document presented at position p of
+  a window of L (B for the first, 0 for the last): listwise LLMs favour what they read first.
+
+score(d) = g(d) + noise * z_(window, d) + S * z_d + B * (L - 1 - p) / (L - 1); the order is by score
+descending, ties by smaller position.
 
 With ``--sim-tokens MODEL`` it also counts what each call would cost an LLM: the published prompt
 (:mod:`.prompts`, fitted to 4,096 tokens as the ``openai:`` backend fits it) counted with MODEL's tiktoken
@@ -22,21 +33,34 @@ from .base import RerankerBase, option, register
 _NORMAL = statistics.NormalDist()
 
 
-def simulated_scores(qid: str, window: Sequence[str], grades: dict[str, int], noise: float, seed: int) -> list[float]:
-    """score(d) = g(d) + noise * z, z from sha256("acurank-sim|seed|qid|window|d")."""
+def _z(key: str) -> float:
+    """A standard normal draw from sha256(key): u from the first 16 hex digits, z = Phi^-1(u) (u clipped)."""
+    u = int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:16], 16) / 2**64
+    return _NORMAL.inv_cdf(min(max(u, 1e-12), 1 - 1e-12))
+
+
+def simulated_scores(qid: str, window: Sequence[str], grades: dict[str, int], noise: float, seed: int,
+                     persistent: float = 0.0, position: float = 0.0) -> list[float]:
+    """score(d) = g(d) + noise * z, z from sha256("acurank-sim|seed|qid|window|d"); plus, when set, the
+    persistent error persistent * z_d (sha256("acurank-sim-doc|seed|qid|d")) and the primacy bias
+    position * (L - 1 - p) / (L - 1)."""
     joined = ",".join(window)
+    last = max(1, len(window) - 1)
     scores = []
-    for d in window:
-        key = f"acurank-sim|{seed}|{qid}|{joined}|{d}"
-        u = int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:16], 16) / 2**64
-        z = _NORMAL.inv_cdf(min(max(u, 1e-12), 1 - 1e-12))
-        scores.append(grades.get(d, 0) + noise * z)
+    for p, d in enumerate(window):
+        score = grades.get(d, 0) + noise * _z(f"acurank-sim|{seed}|{qid}|{joined}|{d}")
+        if persistent:
+            score += persistent * _z(f"acurank-sim-doc|{seed}|{qid}|{d}")
+        if position:
+            score += position * (last - p) / last
+        scores.append(score)
     return scores
 
 
-def simulated_order(qid: str, window: Sequence[str], grades: dict[str, int], noise: float, seed: int) -> tuple[int, ...]:
+def simulated_order(qid: str, window: Sequence[str], grades: dict[str, int], noise: float, seed: int,
+                    persistent: float = 0.0, position: float = 0.0) -> tuple[int, ...]:
     """Positions by score descending, ties by smaller position."""
-    scores = simulated_scores(qid, window, grades, noise, seed)
+    scores = simulated_scores(qid, window, grades, noise, seed, persistent, position)
     return tuple(sorted(range(len(window)), key=lambda i: (-scores[i], i)))
 
 
@@ -48,6 +72,9 @@ class SimulatedReranker(RerankerBase):
     noise: float = 1.0
     seed: int = 0
     name: str = field(default="simulated")
+    #: the persistent error's sd (per query and document) and the primacy bias (0: off, the specified oracle)
+    persistent: float = 0.0
+    position: float = 0.0
     needs_texts: bool = False
     #: builds and counts the prompt a call would send (None: no token accounting)
     builder: Any = field(default=None, repr=False)
@@ -58,6 +85,10 @@ class SimulatedReranker(RerankerBase):
         grades = json.dumps(self.qrels, sort_keys=True).encode("utf-8")
         out = {"backend": "simulated", "noise": self.noise, "seed": self.seed,
                "qrels": hashlib.sha256(grades).hexdigest()}
+        if self.persistent:  # only when set: the specified oracle's fingerprint is unchanged
+            out["persistent"] = self.persistent
+        if self.position:
+            out["position"] = self.position
         if self.builder is not None:  # only then: a plain run's fingerprint is unchanged
             out["tokens"] = self.builder.counter.name
         return out
@@ -69,7 +100,8 @@ class SimulatedReranker(RerankerBase):
         """Order every window by its simulated scores."""
         results = []
         for r in requests:
-            order = simulated_order(r.qid, r.docids, self.qrels.get(r.qid, {}), self.noise, self.seed)
+            order = simulated_order(r.qid, r.docids, self.qrels.get(r.qid, {}), self.noise, self.seed,
+                                    self.persistent, self.position)
             if self.builder is None:
                 results.append(RerankResult(order))
                 continue
@@ -84,6 +116,10 @@ class SimulatedOptions:
     qrels: Optional[dict] = option(None, "the grades (from --qrels)", cli=False)
     sim_noise: float = option(1.0, "noise of the grades (Gaussian sd)", domain=at_least(0.0, integer=False))
     sim_seed: int = option(0, "seed of the noise", domain=ANY_INT)
+    sim_persistent: float = option(0.0, "sd of an error per (query, document) that is the same in every window: "
+                                   "consistent but persistently wrong, as real LLMs are", domain=at_least(0.0, integer=False))
+    sim_position: float = option(0.0, "primacy bias: the first document of a window gains this much (in grades), "
+                                 "the last nothing, linearly between", domain=at_least(0.0, integer=False))
     sim_tokens: Optional[str] = option(None, "count the tokens each call would cost: the published prompt and "
                                        "its answer, counted for MODEL (gpt-4o, or tiktoken:ENCODING)")
 
@@ -100,7 +136,9 @@ def _factory(arg: str, options: SimulatedOptions) -> SimulatedReranker:
         raise InputError("the simulated reranker needs qrels: it orders windows by noisy grades "
                          "(CLI: --qrels FILE; API: qrels={qid: {docid: grade}})")
     builder = None
-    name = f"simulated(noise={options.sim_noise},seed={options.sim_seed})"
+    extra = "".join(f",{what}={value}" for what, value in (("persistent", options.sim_persistent),
+                                                             ("position", options.sim_position)) if value)
+    name = f"simulated(noise={options.sim_noise},seed={options.sim_seed}{extra})"
     if options.sim_tokens is not None:
         from .openai_backend import resolve_counter
         from .prompts import CHAT_MESSAGES, PromptBuilder
@@ -110,5 +148,6 @@ def _factory(arg: str, options: SimulatedOptions) -> SimulatedReranker:
         builder = PromptBuilder(CHAT_MESSAGES, counter, 4096, fix_rendered=False)
         name = f"{name[:-1]},tokens={counter.name})"
     return SimulatedReranker(options.qrels, noise=options.sim_noise, seed=options.sim_seed, name=name,
+                             persistent=options.sim_persistent, position=options.sim_position,
                              needs_texts=builder is not None, builder=builder,
                              note=None if builder is None else f"--sim-tokens: {note or 'counting with ' + counter.name}")
