@@ -1,10 +1,10 @@
 """The query-set budget against acurank-9 at equal mean calls (issue 22, item 3), from the comparison's runs.
 
-    python benchmarks/set_budget_report.py OUT      # OUT: what benchmarks/blitz_comparison.py wrote
+    python benchmarks/set_budget_report.py OUT      # OUT: what benchmarks/method_comparison.py wrote
 
-Per setting (simulated noise level, seeds averaged per query; minilm) and dataset: nDCG@10 and calls per
-query of ``acurank --budget-total 9x`` (acurank-set-9x) and ``acurank-9``, the difference and its paired
-t-test over queries (seed-averaged per-query nDCG@10), and sw-1 / blitz-k20 for scale.
+Per setting (simulated noise 0, 0.5, 1, seeds averaged per query; minilm) and dataset: nDCG@10 and calls per
+query of ``acurank --budget-total 9x`` and ``acurank-9``, the difference and its paired t-test over queries
+(seed-averaged per-query nDCG@10), and sw-1 / blitz-k20 for scale.
 """
 
 from __future__ import annotations
@@ -17,21 +17,24 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from blitz_comparison import DATASETS, collect  # noqa: E402
+from method_comparison import DATASETS, collect, folder  # noqa: E402
 
 from acurank_cli.report.significance import paired_ttest  # noqa: E402
 
 
 def main() -> None:
     out = Path(sys.argv[1])
-    settings = sorted(p.name for p in out.iterdir() if p.is_dir() and (p.name.startswith("sim-") or p.name == "minilm"))
-    datasets = [d for d in DATASETS if all((out / s / d).is_dir() for s in settings)]
-    result = collect(out, settings, datasets)
+    seeds = [0, 1, 2]
+    settings = [s for s in ("noise 0", "noise 0.5", "noise 1", "minilm")
+                if folder(out, s, None if s == "minilm" else seeds[0]).is_dir()]
+    datasets = [d for d in DATASETS if all((folder(out, s, None if s == "minilm" else seeds[0]) / d).is_dir()
+                                           for s in settings)]
+    result = collect(out, settings, seeds, datasets)
     print("| setting | dataset | set-9x nDCG@10 | calls | acurank-9 nDCG@10 | calls | diff | p (paired t) | sw-1 | blitz-k20 |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for group, by_ds in result.items():
         for ds in datasets:
-            a, b = by_ds[ds]["acurank-set-9x"], by_ds[ds]["acurank-9"]
+            a, b = by_ds[ds]["acurank --budget-total 9x"], by_ds[ds]["acurank-9"]
             qids = sorted(b["ndcg"])
             t = paired_ttest([a["ndcg"][q] for q in qids], [b["ndcg"][q] for q in qids])
             ma, mb = statistics.mean(a["ndcg"].values()), statistics.mean(b["ndcg"].values())

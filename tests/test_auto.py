@@ -123,7 +123,8 @@ def reference_uncertain(scores, answers, beta, k, eps):
 
 
 def test_consistent_reranker_is_certified_with_the_exact_top_k_after_the_derived_calls():
-    """n = 40 (scores 50, 49.7, ...), m = 20, k = 10, a reranker that agrees with the first stage everywhere.
+    """n = 40 (scores 50, 49.7, ...), m = 20, k = 10, eps = 0.01 (acurank-auto-N's), a reranker that agrees
+    with the first stage everywhere.
     The initial pass (2 calls) proves two chains d0 > ... > d19 and d20 > ... > d39 and no more; nothing is
     certified (d0 is related to 19 of 39). The first adaptive iteration uses the start model, beta = 1/4 of
     the median initial sigma, and sends C (from the references below) in one window: it holds d20 and chain
@@ -135,7 +136,7 @@ def test_consistent_reranker_is_certified_with_the_exact_top_k_after_the_derived
     beta = 0.25 * float(np.median(np.array(scores) / 3))
     c = reference_uncertain(scores, chains, beta, 10, 0.01)
     assert 20 in c and max(c) < 40 and len(c) <= 20 and any(9 <= i < 20 for i in c)
-    steps, ranking = drive(build_strategy("acurank-auto", beta_pool="query"), t, answer=by_index)
+    steps, ranking = drive(build_strategy("acurank-auto", beta_pool="query", eps=0.01), t, answer=by_index)
     sent = [s for s, _ in steps if s.windows]
     assert [s.phase for s in sent] == [Phase.initial, Phase.adaptive] and len(sent[1].windows) == 1
     assert {int(d[1:]) for d in sent[1].windows[0]} == c
@@ -157,7 +158,7 @@ def test_final_pass_when_fewer_than_tau_are_uncertain():
     beta = 0.25 * float(np.median(np.array(scores) / 3))
     c = reference_uncertain(scores, [list(range(20)), list(range(20, 40))], beta, 10, 0.01)
     for tau, phase in ((len(c), Phase.adaptive), (len(c) + 1, Phase.final)):
-        steps, _ = drive(build_strategy("acurank-auto", beta_pool="query", tau=tau), t, answer=by_index)
+        steps, _ = drive(build_strategy("acurank-auto", beta_pool="query", eps=0.01, tau=tau), t, answer=by_index)
         first = [s for s, _ in steps if s.windows][1]
         assert first.phase is phase and first.uncertain == len(c)
         sent = {int(d[1:]) for w in first.windows for d in w}
@@ -177,21 +178,22 @@ def last_first(window):
     return tuple(sorted(range(len(window)), key=lambda j: -int(window[j][1:])))
 
 
-def test_self_contradicting_reranker_raises_the_learned_noise_and_is_never_certified():
+def test_self_contradicting_reranker_is_never_certified():
     """A reranker that returns every window reversed: each adaptive window is presented in the order the
     answers so far proved (graph-consistent), so its answer reverses every relation it re-tests: 2-cycles,
-    and nothing is certified through them; the run ends on its budget. Its later answers undo what the first
-    ones taught, so the models that moved least (larger beta) predict them best. A reranker as far from the
-    first stage but consistent (the true order reversed) is best predicted by the models that follow its
-    answers: a beta below the start."""
-    strategy = build_strategy("acurank-auto", beta_pool="query")
+    and nothing is certified through them; the query ends on its budget. A reranker as far from the first
+    stage but consistent (the true order reversed) is best predicted by the models that follow its answers:
+    it ends on a beta below the start."""
+    for n in (40, 60, 100):
+        for eps, budget in ((0.01, 100), (1e-4, 50)):
+            strategy = build_strategy("acurank-auto", beta_pool="query", eps=eps, budget=budget)
+            steps, _ = drive(strategy, task(n), answer=reverse)
+            assert steps[-1][0].stop is StopReason.budget and all(s.stop is not StopReason.certified for s, _ in steps)
+            assert sum(len(s.windows) for s, _ in steps if s.phase is not Phase.initial) == budget
     for n in (60, 100):
-        steps, _ = drive(strategy, task(n), answer=reverse)
-        consistent, _ = drive(strategy, task(n), answer=last_first)
-        done, calm = steps[-1][0], consistent[-1][0]
-        assert done.stop is StopReason.budget and all(s.stop is not StopReason.certified for s, _ in steps)
+        consistent, _ = drive(build_strategy("acurank-auto", beta_pool="query"), task(n), answer=last_first)
         start = 0.25 * float(np.median([c.score / 3 for c in task(n).candidates]))
-        assert done.beta > start > calm.beta
+        assert consistent[-1][0].beta < start
 
 
 @pytest.fixture(scope="module")
@@ -238,6 +240,13 @@ def test_learned_noise_follows_the_reranker(dl19):
     assert calm[q].beta < noisy[q].beta
     assert sum(o.stop is StopReason.certified for o in calm.values()) > 0
     assert not any(o.stop is StopReason.certified for o in noisy.values())
+
+
+def test_variant_defaults():
+    """acurank-auto: eps 1e-4 and B = 50; acurank-auto-N: acurank's eps 0.01 within its cap; given values win."""
+    assert (build_strategy("acurank-auto").params.eps, build_strategy("acurank-auto").params.budget) == (1e-4, 50)
+    assert build_strategy("acurank-auto-9").params.eps == 0.01 and build_strategy("acurank-auto-9").params.cap == 9
+    assert build_strategy("acurank-auto-9", eps=0.2).params.eps == 0.2
 
 
 def test_options_and_errors():

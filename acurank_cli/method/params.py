@@ -179,10 +179,12 @@ class AutoParams(_CallCap):
     family = "acurank-auto"
 
     k: int = K(10)
-    eps: float = EPS(0.01)
+    #: acurank-auto spends more calls on what stays uncertain than acurank (acurank-H's eps) within a smaller
+    #: budget; acurank-auto-N keeps acurank's 0.01 within its cap (registry.AUTO_CAPPED)
+    eps: float = EPS(1e-4)
     tau: int = TAU(10)
     m: int = WINDOW(20)
-    budget: int = BUDGET(100)
+    budget: int = BUDGET(50)
     #: the total call cap N of acurank-auto-N (from the method's name, not an option)
     cap: int | None = param(None, at_least(1), flag="acurank-auto-N")
     init: Init = INIT(Init.score)

@@ -101,12 +101,16 @@ def _acurank(match: re.Match, opts: dict[str, Any]):
     return AcuRank(name, AcuRankParams(**values))
 
 
+#: acurank-auto-N's defaults where they differ from acurank-auto's (AutoParams): within a call cap, acurank's eps.
+AUTO_CAPPED: dict[str, Any] = {"eps": 0.01}
+
+
 def _auto(match: re.Match, opts: dict[str, Any]):
     from .auto import AcuRankAuto
 
     values = dict(opts)
     if match.group("cap"):
-        values["cap"] = count(match.group(0), match.group("cap"), "the call cap N")
+        values = {**AUTO_CAPPED, **values, "cap": count(match.group(0), match.group("cap"), "the call cap N")}
     return AcuRankAuto(match.group(0), AutoParams(**values))
 
 
@@ -149,7 +153,7 @@ def _builtin() -> tuple[MethodSpec, ...]:
                    AcuRankParams, "acurank", {"eps": "acurank-H, -HH: 0.0001", "tau": "acurank-HH: 5"}),
         MethodSpec(r"acurank-auto(?:-(?P<cap>\d+))?", _auto, False,
                    "acurank-auto (learns the reranker's noise), acurank-auto-9 (at most 9 calls)", AutoParams,
-                   "acurank-auto"),
+                   "acurank-auto", {"eps": "acurank-auto-N: 0.01"}),
         MethodSpec(r"sw-(?P<passes>\d+)", _sw, True, "sw-1, sw-2, sw-3", SlidingWindows, "sw-x"),
         MethodSpec(r"tourrank-(?P<tournaments>\d+)", _tourrank, True, "tourrank-1, tourrank-2", TourRank, "tourrank-x"),
         MethodSpec(r"ts-(?P<stages>\d+(?:-\d+)*)", _ts, True, "ts-5-2-2-1", TrueSkillStatic, "ts-c1-..."),
