@@ -100,12 +100,21 @@ def folder(out: Path, setting: str, seed: int | None) -> Path:
     return out / (name if seed is None else f"{name}-s{seed}")
 
 
+def finished(run: Path) -> bool:
+    """The run and its stats exist and the stats hold every query of the run's inputs (a killed run does not)."""
+    meta, stats = Path(f"{run}.meta.json"), run.with_suffix(".stats.jsonl")
+    if not (run.exists() and meta.exists() and stats.exists()):
+        return False
+    queries = json.loads(meta.read_text())["fingerprint"]["inputs"]["queries"]
+    return len(stats.read_text().splitlines()) == queries
+
+
 def run_one(out: Path, setting: str, seed: int | None, ds: str, files: dict[str, Path], row: tuple) -> None:
     label, command, method, extra = row
     where = folder(out, setting, seed) / ds
     where.mkdir(parents=True, exist_ok=True)
     target = where / f"{label_file(label)}.run"
-    if target.exists() and target.with_suffix(".stats.jsonl").exists():
+    if finished(target):
         return
     if setting == "minilm":
         reranker = ["--reranker", "minilm"]
