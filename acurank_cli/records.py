@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -132,11 +131,14 @@ class StopReason(Label):
 
 class ParseStatus(Label):
     """How a reranker's answer became a permutation: as given, repaired (missing ids appended, repeats
-    dropped), or unparseable (the window kept in its presented order)."""
+    dropped), unparseable (the window kept in its presented order), or incomplete (scored answers,
+    ``--answer logits``: some identifiers had no score, e.g. beyond an endpoint's top_logprobs cap, and
+    follow the scored ones in presented order)."""
 
     ok = "ok"
     repaired = "repaired"
     unparseable = "unparseable"
+    incomplete = "incomplete"
 
 
 @dataclass(frozen=True)
@@ -224,6 +226,23 @@ class RerankResult:
     raw: str = ""
     backend: str = ""
     endpoint: str = ""  # which server answered (openai: with several --base-url); "" for local models
+    #: per presented position, how strongly the reranker preferred it (higher is better: a first token's
+    #: logit with --answer logits, the simulated reranker's noisy grade); None when the answer is an order only
+    #: or a position had no score
+    scores: tuple[float | None, ...] | None = None
+
+
+class Answer(tuple):
+    """What a plan receives for one window: the permutation (positions, best first; a tuple) and, when the
+    reranker scored the window (``--answer logits``, the simulated reranker), ``scores`` per presented position
+    (higher is better; None otherwise). Strategies that need only the order use it as the tuple it is."""
+
+    scores: tuple[float | None, ...] | None
+
+    def __new__(cls, order, scores=None):
+        self = super().__new__(cls, order)
+        self.scores = None if scores is None else tuple(scores)
+        return self
 
 
 @dataclass(frozen=True)
@@ -441,12 +460,19 @@ class TraceRecord:
 # -- run-file scores ---------------------------------------------------------------------------------
 
 
+#: A nudge's relative size: trec_eval (and pytrec_eval) hold scores as single-precision floats, so two scores
+#: closer than about 1.2e-7 relative are a tie, broken by docid, whatever order the run lists them in. Eight
+#: float32 steps keep the listed order.
+NUDGE = 2.0 ** -20
+
+
 def strictly_decreasing(scores: Iterable[float]) -> list[float]:
-    """Nudge scores (already in output order) down where needed so they strictly decrease."""
+    """Nudge scores (already in output order) down where needed so they strictly decrease, by a step that
+    single-precision evaluators still see (:data:`NUDGE` relative, at least 1e-30)."""
     out: list[float] = []
     for s in scores:
-        if out and not s < out[-1]:
-            s = math.nextafter(out[-1], -math.inf)
+        if out and not s < out[-1] * (1 - NUDGE if out[-1] > 0 else 1 + NUDGE) - 1e-30:
+            s = out[-1] - max(abs(out[-1]) * NUDGE, 1e-30)
         out.append(float(s))
     return out
 

@@ -144,9 +144,9 @@ def collect(out: Path, settings: list[str], seeds: list[int], datasets: list[str
             for label, *_ in METHODS:
                 per_seed, calls, rounds = [], [], []
                 for seed in runs:
-                    base = folder(out, setting, seed) / ds / label_file(label)
-                    per_seed.append(evaluate(read_run(base.with_suffix(".run")).scores(), qrels).per_query)
-                    stats = read_stats(base.with_suffix(".stats.jsonl")).values()
+                    base = folder(out, setting, seed) / ds / label_file(label)  # (labels hold dots: no with_suffix)
+                    per_seed.append(evaluate(read_run(Path(f"{base}.run")).scores(), qrels).per_query)
+                    stats = read_stats(Path(f"{base}.stats.jsonl")).values()
                     calls.append(statistics.mean(r.calls for r in stats))
                     rounds.append(statistics.mean(r.rounds or 0 for r in stats))
                 qids = per_seed[0].keys()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import gzip
 import io
 import json
@@ -94,6 +96,21 @@ def test_strictly_decreasing_scores():
     text = run_lines("1", [Ranked("a", 1.0), Ranked("b", 1.0)], "tag")
     parsed = [float(line.split()[4]) for line in text.splitlines()]
     assert parsed[0] > parsed[1]
+
+
+def test_nudged_scores_keep_the_listed_order_in_trec_eval():
+    """trec_eval holds scores in single precision: a one-ulp nudge (1.0 then 0.9999999999999999) is a tie it
+    breaks by docid (descending), reversing a listed a, b. The nudge is 2^-20 relative, which it sees."""
+    import pytrec_eval
+
+    evaluator = pytrec_eval.RelevanceEvaluator({"q": {"a": 1, "b": 0}}, {"P_1"})
+    assert evaluator.evaluate({"q": {"a": 1.0, "b": math.nextafter(1.0, 0.0)}})["q"]["P_1"] == 0.0  # the ulp is lost
+    for tied in (1.0, 16.11977305931295, 1e-20, 0.0, -3.5):
+        a, b = strictly_decreasing([tied, tied])
+        assert evaluator.evaluate({"q": {"a": a, "b": b}})["q"]["P_1"] == 1.0
+        assert b == tied - max(abs(tied) * 2.0 ** -20, 1e-30)
+    # scores already further apart than the nudge are kept as they are
+    assert strictly_decreasing([3.0, 2.0, 1.0]) == [3.0, 2.0, 1.0]
 
 
 def test_truncated_gzip_and_binary_files_are_input_errors(tmp_path):

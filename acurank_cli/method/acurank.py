@@ -206,5 +206,5 @@ class AcuRank(Strategy):
         perms = yield Step(tuple(tuple(r.docids[i] for i in g) for g in groups), phase, iteration, uncertain,
                            value=value, snapshot=snap)
         if perms is not None:
-            update_groups(self._update, r.mu, r.sigma, groups, perms)
+            update_groups(self._update, r.mu, r.sigma, groups, perms, self.params.outcome)
         return perms

@@ -52,9 +52,9 @@ import numpy as np
 from ..records import Phase, Ranked, RankingTask, Step, StopReason
 from .acurank import Ratings
 from .base import Plan, Strategy, chunks, sort_by
-from .choices import Pool, Uncertainty
+from .choices import Outcome, Pool, Uncertainty
 from .params import AutoParams
-from .trueskill import get_updater, initial_ratings
+from .trueskill import get_updater, initial_ratings, update_groups
 from .uncertainty import assess
 
 
@@ -102,19 +102,20 @@ class Evidence:
 class NoiseModels:
     """One query's ratings under every beta of the grid: ``mu[g]``, ``sigma[g]`` for model g."""
 
-    def __init__(self, mu: np.ndarray, sigma: np.ndarray, betas: Sequence[float], update):
+    def __init__(self, mu: np.ndarray, sigma: np.ndarray, betas: Sequence[float], update,
+                 outcome: Outcome = Outcome.order):
         self.betas = tuple(float(b) for b in betas)
         self.mu = np.tile(mu, (len(self.betas), 1))
         self.sigma = np.tile(sigma, (len(self.betas), 1))
         self._update = update
+        self.outcome = outcome
 
     def answer(self, window: Sequence[int], perm: Sequence[int]) -> np.ndarray:
         """Score every model's prediction of an answer (``window``: candidate indices as presented, ``perm``:
         positions best first), then update every model with it; returns the scores."""
         scores = np.array([agreement(self.mu[g], window, perm) for g in range(len(self.betas))])
-        order = [window[j] for j in perm]
         for g, beta in enumerate(self.betas):
-            self._update(self.mu[g], self.sigma[g], order, beta=beta)
+            update_groups(self._update, self.mu[g], self.sigma[g], [window], [perm], self.outcome, beta=beta)
         return scores
 
 
@@ -178,7 +179,7 @@ class AcuRankAuto(Strategy):
         mu0, sigma0 = initial_ratings([c.score for c in task.candidates], p.init, task.qid, p.sigma)
         n = len(mu0)
         scale = float(np.median(sigma0)) if n else 1.0
-        models = NoiseModels(mu0, sigma0, [c * scale for c in p.factors], self._update)
+        models = NoiseModels(mu0, sigma0, [c * scale for c in p.factors], self._update, p.outcome)
         evidence = self._evidence if self._evidence is not None else Evidence(len(p.factors), p.start)
         graph = TournamentGraph(n)
         docids = [c.docid for c in task.candidates]

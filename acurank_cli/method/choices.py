@@ -48,3 +48,11 @@ class Pool(str, enum.Enum):
 
     run = "run"
     query = "query"
+
+
+class Outcome(str, enum.Enum):
+    """What a window's answer tells the ratings: its order (the paper), or its order graded by how sure the
+    reranker was (answers that carry scores: --answer logits, the simulated reranker)."""
+
+    order = "order"
+    graded = "graded"

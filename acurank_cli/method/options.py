@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..params import ANY_INT, Domain, at_least, between
-from .choices import Init, Partition, Pool, StopRule, Uncertainty, Updater
+from .choices import Init, Outcome, Partition, Pool, StopRule, Uncertainty, Updater
 
 
 @dataclass(frozen=True)
@@ -77,3 +77,6 @@ BETA_GRID = Option("beta_grid", str, "acurank-auto's noise models: performance n
                    flag="--beta-grid")
 BETA_POOL = Option("beta_pool", Pool, "acurank-auto learns beta from the answers of the whole run (run; every query "
                    "advances in step) or of each query alone (query)", flag="--beta-pool")
+OUTCOME = Option("outcome", Outcome, "what an answer tells the ratings: its order (the paper), or graded: each adjacent "
+                 "pair's TrueSkill factor softened by the reranker's confidence sigmoid(s_i - s_j) when the answer "
+                 "carries scores (--answer logits, the simulated reranker); needs --updater fast")

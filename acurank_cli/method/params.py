@@ -11,12 +11,12 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..params import ParameterError, check_domains
-from .choices import Init, Partition, Pool, StopRule, Uncertainty, Updater
-from .options import (BETA_GRID, BETA_POOL, BUDGET, BUDGET_TOTAL, BUDGET_WAVE, EPS, INIT, K, MAX_ROUNDS, PARTITION, SEED,
-                      SIGMA, STOP, TAU, UNCERTAINTY, UPDATER, WINDOW, declaration, option_fields)
+from .choices import Init, Outcome, Partition, Pool, StopRule, Uncertainty, Updater
+from .options import (BETA_GRID, BETA_POOL, BUDGET, BUDGET_TOTAL, BUDGET_WAVE, EPS, INIT, K, MAX_ROUNDS, OUTCOME,
+                      PARTITION, SEED, SIGMA, STOP, TAU, UNCERTAINTY, UPDATER, WINDOW, declaration, option_fields)
 from ..params import at_least, param
 
-__all__ = ["AcuRankParams", "AutoParams", "Init", "Partition", "Pool", "SetBudget", "StopRule", "Uncertainty", "Updater",
+__all__ = ["AcuRankParams", "AutoParams", "Init", "Outcome", "Partition", "Pool", "SetBudget", "StopRule", "Uncertainty", "Updater",
            "beta_grid", "coerce_choices", "set_budget", "sigma_rule"]
 
 
@@ -80,6 +80,13 @@ def coerce_choices(record: object) -> None:
                                  declaration(f).cli_flag) from None
 
 
+def check_outcome(record: object) -> None:
+    """Graded outcomes soften the factor graph's truncations: only the fast updater implements that."""
+    if record.outcome is Outcome.graded and record.updater is not Updater.fast:
+        raise ParameterError("outcome", "graded", "order with --updater library (graded outcomes need the fast "
+                             "updater's soft factors)", flag="--outcome")
+
+
 class _CallCap:
     """The initial pass and the total call cap N shared by AcuRank's families (acurank-N, acurank-auto-N)."""
 
@@ -131,11 +138,14 @@ class AcuRankParams(_CallCap):
     budget_total: str | None = BUDGET_TOTAL(None)
     #: Optional iterations granted per allocation wave under a query-set budget (--budget-wave)
     budget_wave: int = BUDGET_WAVE(8)
+    #: What an answer tells the ratings (--outcome): its order (the paper), or graded by the reranker's scores
+    outcome: Outcome = OUTCOME(Outcome.order)
 
     def __post_init__(self) -> None:
         """Check every parameter's domain; accept plain strings for the enum-valued ones."""
         check_domains(self)
         coerce_choices(self)
+        check_outcome(self)
         sigma_rule(self.sigma)
         if self.budget_total is not None:
             object.__setattr__(self, "budget_total", str(self.budget_total).strip())
@@ -192,10 +202,12 @@ class AutoParams(_CallCap):
     updater: Updater = UPDATER(Updater.fast)
     beta_grid: str = BETA_GRID("1/16,1/8,*1/4,1/2,1,2,4")
     beta_pool: Pool = BETA_POOL(Pool.run)
+    outcome: Outcome = OUTCOME(Outcome.order)
 
     def __post_init__(self) -> None:
         check_domains(self)
         coerce_choices(self)
+        check_outcome(self)
         sigma_rule(self.sigma)
         object.__setattr__(self, "beta_grid", str(self.beta_grid).replace(" ", ""))
         beta_grid(self.beta_grid)

@@ -12,7 +12,7 @@ import trueskill
 
 from ..errors import InputError
 from ..records import RankingTask
-from .params import Init, Updater, sigma_rule
+from .params import Init, Outcome, Updater, sigma_rule
 from .trueskill_fast import fast_update
 
 #: The trueskill package's default environment (mu0 25, sigma0 25/3, beta 25/6, tau 25/300, draw 0.10).
@@ -105,10 +105,26 @@ def get_updater(kind: Updater) -> Update:
     return UPDATERS[Updater(kind)]
 
 
-def update_groups(update: Callable[[np.ndarray, np.ndarray, Sequence[int]], None], mu: np.ndarray,
-                  sigma: np.ndarray, groups: Sequence[Sequence[int]], perms: Sequence[Sequence[int]]) -> None:
+def update_groups(update: Callable[..., None], mu: np.ndarray, sigma: np.ndarray, groups: Sequence[Sequence[int]],
+                  perms: Sequence[Sequence[int]], outcome: Outcome = Outcome.order, **kw) -> None:
     """Rate every reranked group: ``perms[j]`` lists group j's positions best first. Groups of 0 or 1
-    documents were never sent and keep their ratings."""
+    documents were never sent and keep their ratings. ``outcome`` graded: an answer that carries scores
+    updates with soft factors (:func:`confidence`); ``kw`` goes to the update (``beta``)."""
     for group, perm in zip(groups, perms):
         if len(group) >= 2:
-            update(mu, sigma, [group[j] for j in perm])
+            soft = confidence(perm) if outcome is Outcome.graded else None
+            update(mu, sigma, [group[j] for j in perm], **kw, **({} if soft is None else {"confidence": soft}))
+
+
+def confidence(answer: Sequence[int]) -> list[float] | None:
+    """Graded outcomes: for each adjacent pair (i above j) of an answer that carries scores (an
+    :class:`~acurank_cli.records.Answer`), q = sigmoid(s_i - s_j), the Bradley-Terry probability that the
+    reranker's order of the pair is right (for first-token logits, exactly the two-way softmax), at least 1/2;
+    None when the answer has no scores (or one is missing): the order alone then decides, as in ``order``."""
+    scores = getattr(answer, "scores", None)
+    if scores is None:
+        return None
+    ranked = [scores[j] for j in answer]
+    if any(s is None or not math.isfinite(s) for s in ranked):
+        return None
+    return [max(0.5, 1.0 / (1.0 + math.exp(-max(-700.0, min(700.0, a - b))))) for a, b in zip(ranked, ranked[1:])]

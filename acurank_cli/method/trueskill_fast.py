@@ -143,8 +143,9 @@ def _sum2(p1: float, t1: float, c1: float, p2: float, t2: float, c2: float) -> t
 #   T*: team-performance variables, L*/R*: messages from diff factor x to its left (x) and right
 #   (x + 1) team, D*: diff variables, E*: diff factor -> D messages, U*: truncation -> D messages.
 # --------------------------------------------------------------------------------------------
-def _truncate(x, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, Up, Ut, dm=DRAW_MARGIN) -> float:
-    """TruncateFactor(x).up(): moment-match D_x (v_win / w_win); returns ``Variable.delta``."""
+def _truncate(x, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, Up, Ut, dm=DRAW_MARGIN, soft=None) -> float:
+    """TruncateFactor(x).up(): moment-match D_x (v_win / w_win; with ``soft``, the soft factor's v and w, see
+    :func:`fast_update`); returns ``Variable.delta``."""
     dp = Dp[x]
     dt = Dt[x]
     cp = dp - Up[x]
@@ -152,10 +153,13 @@ def _truncate(x, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, Up, Ut, dm=DRAW_MARGIN)
     s = math.sqrt(cp)
     xx = ct / s - dm * s
     denom = _cdf(xx)
-    v = _pdf(xx) / denom if denom else -xx
-    w = v * (v + xx)
-    if not 0 < w < 1:
-        raise _floating_point_error()
+    if soft is None:
+        v = _pdf(xx) / denom if denom else -xx
+        w = v * (v + xx)
+        if not 0 < w < 1:
+            raise _floating_point_error()
+    else:
+        v, w = _soft_vw(soft[x], xx, denom, _pdf(xx))
     den = 1.0 - w
     np_ = cp / den
     nt = (ct + s * v) / den
@@ -220,7 +224,23 @@ def _up_left(x, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, Up, Ut) -> None:
     Lt[x] = tau
 
 
-def _chain_sweeps(m: int, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, Up, Ut, dm: float = DRAW_MARGIN) -> None:
+def _soft_vw(q: float, xx: float, cdf: float, pdf: float) -> tuple[float, float]:
+    """v and w of the soft factor (1 - q) + (2q - 1) 1[d > eps]: with Z = (1 - q) + (2q - 1) Phi(xx),
+    v = (2q - 1) phi(xx) / Z (d ln Z / d xx) and w = v (v + xx) (minus its derivative), w kept in [0, W_MAX]:
+    a surprising outcome the reranker was unsure of leaves the variance as it is. q = 1 is the hard factor."""
+    b = 2.0 * q - 1.0
+    z = (1.0 - q) + b * cdf
+    v = b * pdf / z if z else -xx
+    w = v * (v + xx)
+    return v, (0.0 if w < 0.0 else w if w < W_MAX else W_MAX)
+
+
+#: The largest w a soft factor keeps (w -> 1 would give a message of infinite precision).
+W_MAX = 1.0 - 1e-9
+
+
+def _chain_sweeps(m: int, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, Up, Ut, dm: float = DRAW_MARGIN,
+                  soft=None) -> None:
     """``run_schedule``'s loop for m >= 2 team differences, fully inlined over float lists.
 
     Per sweep: forward over diff factors 0..m-2 (down, truncate, up to the right team), then
@@ -276,10 +296,13 @@ def _chain_sweeps(m: int, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, Up, Ut, dm: fl
                     0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (
                         1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))))
                 denom = 0.5 * (2.0 - r if e < 0 else r)
-                v = (c0 * exp(-(xx ** 2 / 2))) / denom if denom else -xx
-                w = v * (v + xx)
-                if not 0 < w < 1:
-                    raise _floating_point_error()
+                if soft is None:
+                    v = (c0 * exp(-(xx ** 2 / 2))) / denom if denom else -xx
+                    w = v * (v + xx)
+                    if not 0 < w < 1:
+                        raise _floating_point_error()
+                else:
+                    v, w = _soft_vw(soft[x], xx, denom, c0 * exp(-(xx ** 2 / 2)))
                 den = 1.0 - w
                 np_ = cp / den
                 nt = (ct + s * v) / den
@@ -327,7 +350,8 @@ def _chain_sweeps(m: int, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, Up, Ut, dm: fl
 # --------------------------------------------------------------------------------------------
 # The update.
 # --------------------------------------------------------------------------------------------
-def fast_update(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int], beta: float = BETA) -> None:
+def fast_update(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int], beta: float = BETA,
+                confidence: Sequence[float] | None = None) -> None:
     """Multiplayer TrueSkill update of one reranked window, in place (vectorised factor graph).
 
     ``mu`` and ``sigma`` are float64 numpy arrays over all candidates; ``order`` (any 1-D integer
@@ -336,7 +360,13 @@ def fast_update(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int], beta: f
     by the posterior ``trueskill.TrueSkill().rate`` gives (same factor graph, schedule and
     floating-point operations: the results have been bit-identical in testing); other entries
     are untouched. ``beta``: the performance noise (default the library's 25/6; another value gives
-    ``trueskill.TrueSkill(beta=beta).rate``, whose draw margin scales with it).  Raises ``ValueError`` for fewer than two candidates or a zero sigma, and
+    ``trueskill.TrueSkill(beta=beta).rate``, whose draw margin scales with it).
+
+    ``confidence`` (graded outcomes): for each adjacent pair of ``order`` (x = 0 .. len - 2), the probability
+    q_x in [1/2, 1] that the reranker ordered it rightly. Its truncation factor 1[d_x > eps] becomes the soft
+    factor (1 - q_x) + (2 q_x - 1) 1[d_x > eps], the likelihood of the answer when the reranker errs on that
+    pair with probability 1 - q_x (:func:`_soft_vw`); the schedule is the same. q_x = 1 everywhere gives the
+    hard factors' numbers; q_x = 1/2 leaves the pair's ratings alone.  Raises ``ValueError`` for fewer than two candidates or a zero sigma, and
     ``FloatingPointError`` exactly where the library does (a truncation update beyond the
     precision of its erfc approximation), in which case nothing is modified.
     """
@@ -382,13 +412,16 @@ def fast_update(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int], beta: f
     Up = [0.0] * m
     Ut = [0.0] * m
     chain = (Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, Up, Ut)
+    soft = None if confidence is None else [float(q) for q in confidence]
+    if soft is not None and len(soft) != m:
+        raise ValueError(f"confidence needs one value per adjacent pair ({m}), got {len(soft)}")
     if m == 1:  # two candidates: the library just alternates down / truncate on the one factor
         for _ in range(MAX_ITERATIONS):
             _down(0, *chain)
-            if _truncate(0, *chain, dm) <= MIN_DELTA:
+            if _truncate(0, *chain, dm, soft) <= MIN_DELTA:
                 break
     else:
-        _chain_sweeps(m, *chain, dm)
+        _chain_sweeps(m, *chain, dm, soft)
     # up both ends of the chain
     _up_left(0, *chain)
     _up_right(m - 1, *chain)

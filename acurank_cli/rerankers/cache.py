@@ -1,5 +1,6 @@
 """On-disk SQLite call cache: a window already answered (same backend, model, settings, exact prompt)
-is never paid for twice. Holds permutation, raw output, token counts and latency; never secrets."""
+is never paid for twice. Holds permutation, raw output, token counts, latency and (scored answers) the
+scores per position; never secrets. A cache file written before the scores column existed gains it."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ CREATE TABLE IF NOT EXISTS calls (
     input_tokens INTEGER NOT NULL,
     output_tokens INTEGER NOT NULL,
     latency REAL NOT NULL,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    scores TEXT
 )
 """
 
@@ -77,6 +79,8 @@ class CachedReranker(RerankerBase):
                 db.execute("PRAGMA synchronous=NORMAL")  # a commit survives a killed process (not a power cut)
                 with db:
                     db.execute(SCHEMA)
+                    if "scores" not in {row[1] for row in db.execute("PRAGMA table_info(calls)")}:
+                        db.execute("ALTER TABLE calls ADD COLUMN scores TEXT")
                 return db
             except sqlite3.OperationalError as exc:
                 db.close()
@@ -107,14 +111,15 @@ class CachedReranker(RerankerBase):
         missing: list[int] = []
         with self._lock:
             rows = [self.db.execute(
-                "SELECT perm, raw, parse, input_tokens, output_tokens, latency, backend FROM calls WHERE key = ?",
+                "SELECT perm, raw, parse, input_tokens, output_tokens, latency, backend, scores FROM calls WHERE key = ?",
                 (key,)).fetchone() for key in keys]
         for i, row in enumerate(rows):
             if row is None:
                 missing.append(i)
                 continue
-            perm, raw, parse, tin, tout, latency, backend = row
-            results[i] = RerankResult(tuple(json.loads(perm)), tin, tout, latency, ParseStatus(parse), True, raw, backend)
+            perm, raw, parse, tin, tout, latency, backend, scores = row
+            results[i] = RerankResult(tuple(json.loads(perm)), tin, tout, latency, ParseStatus(parse), True, raw, backend,
+                                      scores=None if scores is None else tuple(json.loads(scores)))
             if on_result is not None:
                 on_result(i, results[i])
         self.hits += len(requests) - len(missing)
@@ -134,9 +139,11 @@ class CachedReranker(RerankerBase):
     def _store(self, key: str, res: RerankResult) -> None:
         with self._lock, self.db:
             self.db.execute(
-                "INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "INSERT OR REPLACE INTO calls (key, backend, identity, perm, raw, parse, input_tokens, output_tokens, "
+                "latency, created, scores) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (key, res.backend or self.name, self.identity, json.dumps(list(res.order)),
-                 res.raw, str(res.parse), res.input_tokens, res.output_tokens, res.latency, time.time()),
+                 res.raw, str(res.parse), res.input_tokens, res.output_tokens, res.latency, time.time(),
+                 None if res.scores is None else json.dumps(list(res.scores))),
             )
 
     def close(self) -> None:

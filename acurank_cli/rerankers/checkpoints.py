@@ -174,10 +174,10 @@ def converted_folder(source: ModelSource) -> Path:
 
 
 def prompt_builder(source: ModelSource, tokenizer: Any, prompt_format: str | None, context_size: int,
-                   max_positions: Any, double_bos: bool, backend: str) -> PromptBuilder:
+                   max_positions: Any, double_bos: bool, backend: str, answer: Any = "text") -> PromptBuilder:
     """The one prompt builder of the local backends: format (given, else ``chat`` when the tokenizer
     has a template, else ``rankvicuna``), context clamped to the model's positions, the model's
-    tokenizer as counter (one BOS unless ``double_bos``)."""
+    tokenizer as counter (one BOS unless ``double_bos``), the answer mode (``--answer``)."""
     fmt = get_format(prompt_format or default_format(tokenizer))
     if fmt.needs_chat_template and not getattr(tokenizer, "chat_template", None):
         raise InputError(f"{backend}: {source.spec!r} has no chat template; use --prompt rankvicuna or rankzephyr")
@@ -185,7 +185,7 @@ def prompt_builder(source: ModelSource, tokenizer: Any, prompt_format: str | Non
     if isinstance(max_positions, int) and max_positions > 0:
         context = min(context, max_positions)
     counter = HFTokenCounter(tokenizer, single_bos=not double_bos, name=source.counter_name(tokenizer))
-    return PromptBuilder(fmt, counter, context, tokenizer=tokenizer)
+    return PromptBuilder(fmt, counter, context, tokenizer=tokenizer, answer=answer)
 
 
 __all__ = ["DTYPES", "ModelSource", "converted_folder", "dtype_kwarg", "dtype_name", "file_sha256", "gguf_cache_root",

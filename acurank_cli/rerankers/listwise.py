@@ -16,6 +16,7 @@ from typing import Any
 
 from ..io.prompt_log import PromptLog
 from ..records import RerankRequest, RerankResult
+from .answers import AnswerMode, rank_by_scores
 from .base import LRU, RerankerBase, ResultSink
 from .parsing import parse_ranking
 from .prompts import Prompt, PromptBuilder
@@ -30,9 +31,17 @@ class Reply:
     output_tokens: int
     latency: float
     served_by: str = ""  # the endpoint that answered (remote backends)
+    #: --answer logits: each presented passage's score (its identifier's first-token logit or log-probability;
+    #: None when the endpoint did not return it); the order then comes from these, not from ``answer``
+    scores: tuple[float | None, ...] | None = None
 
 
 Deliver = Callable[[int, Reply], None]
+
+#: What each answer mode does, for the start-up notes.
+ANSWER_NOTES = {AnswerMode.constrained: "decoding allows only a valid permutation of the window's identifiers",
+                AnswerMode.logits: "letters as identifiers; one forward pass, the window ranked by the first "
+                                   "token's logits"}
 
 
 class ListwiseLLM(RerankerBase):
@@ -60,13 +69,20 @@ class ListwiseLLM(RerankerBase):
         return p.text if self.sends_text else json.dumps(p.messages, ensure_ascii=False, separators=(",", ":"))
 
     def prompt_identity(self) -> dict[str, Any]:
-        """How prompts are made (part of the cache identity and the run fingerprint)."""
-        return {"prompt_format": self.builder.format.name, "context_size": self.builder.context_size,
-                "token_counter": self.builder.counter.name}
+        """How prompts are made and answered (part of the cache identity and the run fingerprint; the answer mode
+        only when it is not the published text, so that text runs keep their identity)."""
+        out = {"prompt_format": self.builder.format.name, "context_size": self.builder.context_size,
+               "token_counter": self.builder.counter.name}
+        if self.builder.answer is not AnswerMode.text:
+            out["answer"] = self.builder.answer.value
+        return out
 
     def notes(self) -> list[str]:
         b = self.builder
-        return [f"prompts: {b.format.name} ({b.format.source}); context {b.context_size} tokens counted with {b.counter.name}"]
+        notes = [f"prompts: {b.format.name} ({b.format.source}); context {b.context_size} tokens counted with {b.counter.name}"]
+        if b.answer is not AnswerMode.text:
+            notes.append(f"answers: {b.answer.value} ({ANSWER_NOTES[b.answer]})")
+        return notes
 
     # -- execution ------------------------------------------------------------------------------
 
@@ -81,9 +97,13 @@ class ListwiseLLM(RerankerBase):
 
         def deliver(i: int, reply: Reply) -> None:
             req = requests[i]
-            parsed = parse_ranking(reply.answer, len(req.docids))
-            result = RerankResult(parsed.order, reply.input_tokens, reply.output_tokens, reply.latency,
-                                  parsed.status, False, reply.answer, self.name, reply.served_by)
+            if reply.scores is not None:
+                order, status = rank_by_scores(reply.scores)
+            else:
+                parsed = parse_ranking(reply.answer, len(req.docids))
+                order, status = parsed.order, parsed.status
+            result = RerankResult(order, reply.input_tokens, reply.output_tokens, reply.latency, status, False,
+                                  reply.answer, self.name, reply.served_by, reply.scores)
             results[i] = result
             if self.prompt_log is not None:
                 self._log(req, prompts[i], result)
@@ -102,6 +122,7 @@ class ListwiseLLM(RerankerBase):
             "prompt_tokens": prompt.tokens, "input_tokens": result.input_tokens,
             "output_tokens": result.output_tokens, "max_length": prompt.max_length,
             "answer_tokens": prompt.answer_tokens, "answer": result.raw, "parse": result.parse,
+            **({} if result.scores is None else {"scores": list(result.scores)}),
             "latency": round(result.latency, 6),
         })
 

@@ -18,6 +18,7 @@ from ..errors import InputError
 from .base import register
 from .options import PromptOptions, TorchOptions, WeightsOptions
 from .checkpoints import dtype_kwarg, dtype_name, one_line, prompt_builder, quiet_loading, resolve_model
+from .answers import AnswerDecoding, AnswerMode
 from .listwise import Deliver, ListwiseLLM, Reply
 from .prompts import HFTokenCounter, Prompt, get_format
 
@@ -58,7 +59,10 @@ class HFReranker(ListwiseLLM):
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else (
             tok.eos_token_id if tok.eos_token_id is not None else 0)
         builder = prompt_builder(self.source, tok, options.prompt_format, options.context_size,
-                                 getattr(self.model.config, "max_position_embeddings", None), self.double_bos, "hf")
+                                 getattr(self.model.config, "max_position_embeddings", None), self.double_bos, "hf",
+                                 options.answer)
+        self.answer = builder.answer
+        self.decoding = AnswerDecoding(tok, self.answer, "hf")
         super().__init__(f"hf:{model}", builder, options.log_prompts)
 
     @property
@@ -92,10 +96,12 @@ class HFReranker(ListwiseLLM):
     # -- generation -----------------------------------------------------------------------------
 
     def generate(self, prompts: Sequence[Prompt], deliver: Deliver) -> None:
-        """Greedy generation of exactly ``out(num)`` tokens per prompt, ``batch_size`` at a time.
+        """Per prompt, by the answer mode: greedy generation of exactly ``out(num)`` tokens (text), generation
+        under the permutation grammar until it is complete (constrained), or one forward pass whose last
+        position's logits score the letters (logits); ``batch_size`` prompts at a time.
 
-        Prompts are grouped by answer budget and sorted by length, left-padded; every row of a batch
-        is delivered when that batch's generate call returns; its latency is that call's wall time.
+        Prompts are grouped by window size and sorted by length, left-padded; every row of a batch is
+        delivered when that batch's call returns; its latency is that call's wall time.
         """
         torch = self._torch
         counter: HFTokenCounter = self.builder.counter  # type: ignore[assignment]
@@ -109,22 +115,36 @@ class HFReranker(ListwiseLLM):
                 batches.append([i])
         sampling = self.temperature > 0
         for chunk in batches:
-            out_tokens = prompts[chunk[0]].answer_tokens
-            gen_kwargs: dict[str, Any] = {"max_new_tokens": out_tokens, "min_new_tokens": out_tokens,
-                                          "do_sample": sampling, "pad_token_id": self.pad_id}
-            if sampling:
-                gen_kwargs["temperature"] = self.temperature
-            else:  # silence sampling knobs a model's generation_config may carry
-                gen_kwargs.update(temperature=None, top_p=None, top_k=None)
             width = max(len(ids[i]) for i in chunk)
             input_ids = torch.tensor([[self.pad_id] * (width - len(ids[i])) + ids[i] for i in chunk], device=self.device)
             mask = torch.tensor([[0] * (width - len(ids[i])) + [1] * len(ids[i]) for i in chunk], device=self.device)
             t0 = time.perf_counter()
+            if self.answer is AnswerMode.logits:
+                with torch.inference_mode():
+                    last = self.model(input_ids=input_ids, attention_mask=mask).logits[:, -1, :].float().tolist()
+                latency = time.perf_counter() - t0
+                for row, i in enumerate(chunk):
+                    scores = self.decoding.scores(last[row], prompts[i].num)
+                    deliver(i, Reply(self.decoding.shown(scores), len(ids[i]), 1, latency, scores=scores))
+                continue
+            out_tokens = prompts[chunk[0]].answer_tokens
+            gen_kwargs: dict[str, Any] = {"max_new_tokens": out_tokens, "do_sample": sampling, "pad_token_id": self.pad_id}
+            if self.answer is AnswerMode.constrained:  # until the permutation is complete (then its end token)
+                gen_kwargs["logits_processor"] = self.decoding.processor(torch, [prompts[i].num for i in chunk], width)
+                gen_kwargs["eos_token_id"] = self.decoding.eos
+            else:  # exactly out(num) tokens, as published
+                gen_kwargs["min_new_tokens"] = out_tokens
+            if sampling:
+                gen_kwargs["temperature"] = self.temperature
+            else:  # silence sampling knobs a model's generation_config may carry
+                gen_kwargs.update(temperature=None, top_p=None, top_k=None)
             with torch.inference_mode():
                 out = self.model.generate(input_ids=input_ids, attention_mask=mask, **gen_kwargs)
             latency = time.perf_counter() - t0
             for row, i in enumerate(chunk):
                 generated = out[row, width:].tolist()
+                if self.answer is AnswerMode.constrained:  # up to its end token (a shorter row is padded after it)
+                    generated = self.decoding.until_end(generated)
                 answer = self.tokenizer.decode(generated, skip_special_tokens=True)
                 deliver(i, Reply(answer, len(ids[i]), len(generated), latency))
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..params import at_least, between
+from .answers import AnswerMode
 from .base import option
 from .prompts import MIN_CONTEXT
 
@@ -34,6 +35,10 @@ class PromptOptions:
                                 domain=between(0.0, 2.0))
     log_prompts: Optional[str] = option(None, "JSONL file, one line per model call (qid, docids, exact prompt, "
                                         "tokens, word cap, answer)")
+    answer: AnswerMode = option(AnswerMode.text, "how the model answers: text (writes the ranking, parsed as "
+                                "published), constrained (decoding can only write a valid permutation), logits "
+                                "(one forward pass: the window ranked by the first token's logits over letter "
+                                "identifiers, FIRST)")
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 from ..errors import InputError
 from ..records import Doc
+from .answers import LETTERS, AnswerMode
 
 SYSTEM_MESSAGE = (
     "You are RankLLM, an intelligent assistant that can rank passages based on their relevancy to the query."
@@ -91,29 +92,37 @@ def passage_words(doc: Doc) -> int:
     return len(_fixed_words(doc.title, doc.text))
 
 
-def user_message(query: str, contents: Sequence[str]) -> str:
-    """The user turn for passages already prepared by :func:`passage_content`."""
+def user_message(query: str, contents: Sequence[str], letters: bool = False) -> str:
+    """The user turn for passages already prepared by :func:`passage_content`. ``letters`` (``--answer
+    logits``): the passages carry ``[A]``, ``[B]``, ... and the answer is asked for as bare letters, so the
+    first token the model writes is an identifier (otherwise the published text, byte for byte)."""
     num = len(contents)
     q = neutralize_markers(query)
-    head = (
-        f"I will provide you with {num} passages, each indicated by  a numerical identifier []. "
-        f"Rank the passages based on their relevance to the search query: {q}.\n\n"
-    )
-    body = "".join(f"[{rank}] {content}\n" for rank, content in enumerate(contents, start=1))
+    if letters:
+        head = (f"I will provide you with {num} passages, each indicated by a letter identifier []. "
+                f"Rank the passages based on their relevance to the search query: {q}.\n\n")
+        body = "".join(f"[{LETTERS[j]}] {content}\n" for j, content in enumerate(contents))
+        fmt = "The output format should be the identifiers' letters, e.g., B > A, "
+    else:
+        head = (
+            f"I will provide you with {num} passages, each indicated by  a numerical identifier []. "
+            f"Rank the passages based on their relevance to the search query: {q}.\n\n"
+        )
+        body = "".join(f"[{rank}] {content}\n" for rank, content in enumerate(contents, start=1))
+        fmt = "The output format should be [] > [], e.g., [2] > [1], "
     tail = (
         f"Search Query: {q}.\nRank the {num} passages above based on their relevance to the search query. "
         "All the passages should be included and listed using identifiers, in descending order of relevance. "
-        "The output format should be [] > [], e.g., [2] > [1], Only respond with the ranking results, "
-        "do not say any word or explain."
+        f"{fmt}Only respond with the ranking results, do not say any word or explain."
     )
     return head + body + tail
 
 
-def messages_for(query: str, contents: Sequence[str]) -> tuple[dict[str, str], ...]:
-    """System + user messages for one window."""
+def messages_for(query: str, contents: Sequence[str], letters: bool = False) -> tuple[dict[str, str], ...]:
+    """System + user messages for one window (``letters``: see :func:`user_message`)."""
     return (
         {"role": "system", "content": SYSTEM_MESSAGE},
-        {"role": "user", "content": user_message(query, contents)},
+        {"role": "user", "content": user_message(query, contents, letters)},
     )
 
 
@@ -315,6 +324,7 @@ class Prompt:
     max_length: int  # the per-passage word cap that made it fit
     answer_tokens: int  # the answer budget out(num)
     clipped: bool  # True when the cap cut some passage
+    num: int = 0  # passages in the window
 
 
 def start_max_length(num: int) -> float:
@@ -330,15 +340,27 @@ class PromptBuilder:
     """
 
     def __init__(self, fmt: PromptFormat, counter: TokenCounter, context_size: int = 4096,
-                 tokenizer: Any = None, fix_rendered: bool = True):
+                 tokenizer: Any = None, fix_rendered: bool = True, answer: AnswerMode = AnswerMode.text):
         self.format = fmt
         self.counter = counter
         self.context_size = int(context_size)
         self.tokenizer = tokenizer
         self.fix_rendered = fix_rendered
+        self.answer = AnswerMode(answer)
+
+    @property
+    def letters(self) -> bool:
+        """Identifiers are letters (``--answer logits``)."""
+        return self.answer is AnswerMode.logits
 
     def answer_tokens(self, num: int) -> int:
-        """out(num): the answer budget for a window of ``num``."""
+        """The answer budget for a window of ``num``: out(num), as published; one token with ``--answer logits``
+        (the first, whose logits rank the window); with ``--answer constrained`` the characters of the canonical
+        answer plus one (a token writes at least one character: the constrained answer always completes)."""
+        if self.answer is AnswerMode.logits:
+            return 1
+        if self.answer is AnswerMode.constrained:
+            return len(answer_text(num)) + 1
         return self.format.answer_tokens(num, self.counter)
 
     def text(self, messages: Sequence[Message]) -> str:
@@ -347,7 +369,7 @@ class PromptBuilder:
 
     def make(self, query: str, docs: Sequence[Doc], max_length: float) -> tuple[tuple[dict, ...], str, int]:
         """Messages, text and token count at one cap."""
-        messages = messages_for(query, [passage_content(d, max_length) for d in docs])
+        messages = messages_for(query, [passage_content(d, max_length) for d in docs], self.letters)
         text = self.text(messages)
         return messages, text, self.counter.count(text)
 
@@ -356,6 +378,9 @@ class PromptBuilder:
         num = len(docs)
         if num == 0:
             raise InputError("a prompt needs at least one passage")
+        if self.letters and num > len(LETTERS):
+            raise InputError(f"--answer logits names passages by letters: a window of {num} passages has more than "
+                             f"{len(LETTERS)}; use --window {len(LETTERS)} or less")
         out = self.answer_tokens(num)
         budget = self.context_size - out
         max_length = start_max_length(num)
@@ -364,7 +389,7 @@ class PromptBuilder:
             if tokens <= budget:
                 cap = int(max_length)
                 clipped = any(passage_words(d) > cap for d in docs)
-                return Prompt(messages, text, tokens, cap, out, clipped)
+                return Prompt(messages, text, tokens, cap, out, clipped, num)
             if int(max_length) <= 0:
                 raise InputError(
                     f"query {query[:60]!r}: a window of {num} passages does not fit --context-size "

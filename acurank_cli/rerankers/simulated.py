@@ -97,17 +97,18 @@ class SimulatedReranker(RerankerBase):
         return [self.note] if self.note else []
 
     def rerank_batch(self, requests: Sequence[RerankRequest]) -> list[RerankResult]:
-        """Order every window by its simulated scores."""
+        """Order every window by its simulated scores (which the answer carries: the graded outcomes' scores)."""
         results = []
         for r in requests:
-            order = simulated_order(r.qid, r.docids, self.qrels.get(r.qid, {}), self.noise, self.seed,
-                                    self.persistent, self.position)
+            scores = simulated_scores(r.qid, r.docids, self.qrels.get(r.qid, {}), self.noise, self.seed,
+                                      self.persistent, self.position)
+            order = tuple(sorted(range(len(scores)), key=lambda i: (-scores[i], i)))
             if self.builder is None:
-                results.append(RerankResult(order))
+                results.append(RerankResult(order, scores=tuple(scores)))
                 continue
             answer = " > ".join(f"[{i + 1}]" for i in order)
             results.append(RerankResult(order, self.builder.build(r.query, r.docs).tokens,
-                                        self.builder.counter.count(answer)))
+                                        self.builder.counter.count(answer), scores=tuple(scores)))
         return results
 
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
 
 from ..method.base import Strategy
-from ..records import (CallTally, Doc, IterationRecord, QueryOutcome, RankingTask, RerankRequest, RerankResult, Step,
-                       StopReason, final_ranking)
+from ..records import (Answer, CallTally, Doc, IterationRecord, QueryOutcome, RankingTask, RerankRequest, RerankResult,
+                       Step, StopReason, final_ranking)
 from ..rerankers.base import RerankerBase
 from .allocation import Allocation
 
@@ -157,7 +157,7 @@ class Driver:
         results: list[RerankResult] = self.reranker.rerank(requests)
         share = (time.perf_counter() - t0) / len(requests)
         for (act, j), req, res in zip(owners, requests, results):
-            act.results[j] = res.order
+            act.results[j] = Answer(res.order, res.scores)
             act.tally.record(len(req.docids), res, share)
         for act in {id(a): a for a, _ in owners}.values():
             act.tally.rounds += 1  # this query waited for this batch

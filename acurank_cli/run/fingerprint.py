@@ -22,11 +22,11 @@ NOT_RESULT = ("updater", "name")
 
 #: Parameters added after runs were first recorded, with the value a fingerprint without them had.
 ADDED_SINCE = {"params.uncertainty": "threshold", "params.sigma": "mu/3", "params.budget_total": None,
-               "params.budget_wave": 8}
+               "params.budget_wave": 8, "params.outcome": "order"}
 
 #: Parameters left out of the fingerprint at their default (added later: a default run's fingerprint and
 #: stats stay byte-identical to those recorded before the parameter existed).
-OMITTED_AT_DEFAULT = {"sigma": "mu/3", "budget_total": None, "budget_wave": 8}
+OMITTED_AT_DEFAULT = {"sigma": "mu/3", "budget_total": None, "budget_wave": 8, "outcome": "order"}
 
 
 def _plain(value: Any) -> Any:
