@@ -49,7 +49,7 @@ class FakeServer:
                 body = json.loads(self.rfile.read(length))
                 user = body["messages"][-1]["content"]
                 query = re.search(r"search query: (.*?)\.\n", user).group(1)
-                n = len(re.findall(r"^\[\d+\] ", user, flags=re.MULTILINE))
+                n = len(re.findall(r"^\[(?:\d+|[A-Z])\] ", user, flags=re.MULTILINE))
                 with server.lock:
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
@@ -61,7 +61,9 @@ class FakeServer:
                 try:
                     action = server.script(query, attempt)
                     time.sleep(action[-1])
-                    if action[0] == "ok":
+                    if action[0] == "ok" and body.get("logprobs"):
+                        self._send(200, json.dumps(logits_reply(n, body["top_logprobs"])).encode(), {})
+                    elif action[0] == "ok":
                         answer = " > ".join(f"[{i}]" for i in range(n, 0, -1))
                         payload = {
                             "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}}],
@@ -103,6 +105,22 @@ class FakeServer:
     def __exit__(self, *exc):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def letter_logprob(i: int, n: int) -> float:
+    """The scripted first-token log-probability of the window's i-th letter: the last letter is the likeliest."""
+    return -0.1 * (n - i)
+
+
+def logits_reply(n: int, top: int) -> dict:
+    """A one-token chat completion with ``logprobs``: every letter of the window (the first also as " A", one
+    nat less likely) and one token that is no letter, best first, at most ``min(top, 20)`` of them (OpenAI's cap)."""
+    alts = [(chr(65 + i), letter_logprob(i, n)) for i in range(n)] + [(" A", letter_logprob(0, n) - 1.0), ("[", -0.05)]
+    alts.sort(key=lambda a: -a[1])
+    alts = alts[: min(top, 20)]
+    first = {"token": alts[0][0], "logprob": alts[0][1], "top_logprobs": [{"token": t, "logprob": lp} for t, lp in alts]}
+    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": alts[0][0]},
+                         "logprobs": {"content": [first]}}], "usage": {"prompt_tokens": 100, "completion_tokens": 1}}
 
 
 def _reqs(queries, n=3):
@@ -295,3 +313,54 @@ def test_named_local_tokenizer_counts_what_the_server_builds(tmp_path):
     assert rr.counter.name == f"hf:{model}" and p.tokens == len(tok(served, add_special_tokens=False)["input_ids"])
     with pytest.raises(InputError, match="--tokenizer"):
         build_reranker("openai:m", **{"base_url": "http://127.0.0.1:9/v1", "tokenizer": str(tmp_path / "missing")})
+
+
+def test_logits_answers_from_top_logprobs_with_the_cap():
+    """--answer logits: one token and its top_logprobs asked for; each letter scored by the log-sum-exp of its
+    tokens ("A", " A"); a window of 24 whose 4 least likely letters are beyond the cap of 20 is ranked with
+    them after the returned ones, in presented order, and counted incomplete."""
+    import math
+
+    with FakeServer(lambda q, a: ("ok", 0.0)) as srv:
+        rr = _build(srv, answer="logits")
+        small, big = rr.rerank([_reqs(["alpha"], n=5)[0], _reqs(["beta"], n=24)[0]])
+    body = srv.bodies[0]
+    assert body["max_tokens"] == 1 and body["logprobs"] is True and body["top_logprobs"] == 20
+    assert "[A] passage" in body["messages"][1]["content"] and "[1]" not in body["messages"][1]["content"]
+    # A: log(e^-0.5 + e^-1.5) = -0.187 (its two tokens together) ranks above B (-0.4), below E (-0.1)
+    assert small.order == (4, 0, 3, 2, 1) and small.parse == "ok" and small.output_tokens == 1
+    a = math.log(math.exp(letter_logprob(0, 5)) + math.exp(letter_logprob(0, 5) - 1.0))
+    assert small.scores[0] == pytest.approx(a, abs=1e-12)
+    assert small.scores[1:] == tuple(letter_logprob(i, 5) for i in range(1, 5))
+    assert small.raw == "E > A > D > C > B"
+    # the cap: "[" and the letters X..F fill the 20 (23 - 4 + 1 = 19 letters + "["): E, D, C, B, A are missing
+    assert big.scores[:5] == (None,) * 5 and all(s is not None for s in big.scores[5:])
+    assert big.order == tuple(range(23, 4, -1)) + (0, 1, 2, 3, 4)
+    assert big.parse == "incomplete"
+    assert rr.cache_identity()["answer"] == "logits" and rr.cache_identity()["top_logprobs"] == 20
+    with pytest.raises(InputError, match="26"):
+        _build(srv, answer="logits").prompt(_reqs(["gamma"], n=27)[0])
+
+
+def test_constrained_sends_the_format_as_a_regex_and_openai_falls_back(caplog, monkeypatch):
+    """--answer constrained: a vLLM/SGLang server gets the answer format as a regular expression (every id
+    1..n, n of them); OpenAI itself has no such field: text, with one warning."""
+    from acurank_cli.rerankers.answers import permutation_regex
+
+    with FakeServer(lambda q, a: ("ok", 0.0)) as srv:
+        rr = _build(srv, answer="constrained")
+        (res,) = rr.rerank([_reqs(["alpha"], n=3)[0]])
+    body = srv.bodies[0]
+    pattern = r"\[(?:3|2|1)\](?: > \[(?:3|2|1)\]){2}"
+    assert permutation_regex(3) == pattern
+    assert body["structured_outputs"] == {"regex": pattern} and body["regex"] == pattern
+    assert body["max_tokens"] == len("[1] > [2] > [3]") + 1
+    assert res.parse == "ok" and re.fullmatch(pattern, res.raw)
+    assert not re.fullmatch(pattern, "[1] > [2]") and not re.fullmatch(pattern, "[1] > [2] > [4]")
+    assert re.fullmatch(permutation_regex(1), "[1]")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with caplog.at_level("WARNING"):
+        direct = build_reranker("openai:gpt-4o", answer="constrained")
+        assert direct.payload(direct.prompt(_reqs(["alpha"])[0])).keys() == {"model", "messages", "temperature"}
+    warned = [r for r in caplog.records if "falls back to text" in r.getMessage()]
+    assert len(warned) == 1 and "answer" not in direct.cache_identity()

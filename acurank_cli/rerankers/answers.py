@@ -175,6 +175,26 @@ class TokenGrammar:
         return found
 
 
+def permutation_regex(n: int) -> str:
+    """The answer format ``[a] > [b] > ...`` with exactly ``n`` identifiers from 1..n, as a regular expression
+    (what an OpenAI-compatible server's structured outputs take). A regular language cannot say "each once"
+    without growing as n!: repeats stay possible, and the parser repairs them (counted as ``repaired``)."""
+    ident = r"\[(?:" + "|".join(str(i) for i in range(n, 0, -1)) + r")\]"
+    return ident + (r"(?: > " + ident + r"){" + str(n - 1) + "}" if n > 1 else "")
+
+
+def scores_from_top_logprobs(top: Sequence[tuple[str, float]], n: int) -> tuple[float | None, ...]:
+    """A window's letter scores from the alternatives an endpoint returned for the first answer token
+    (``(token text, log-probability)`` pairs): each letter's log-sum-exp over the tokens that read as it
+    (``A``, `` A``), None for a letter not among them (then ranked after the returned ones)."""
+    found: dict[str, list[float]] = {}
+    for text, logprob in top:
+        letter = text.strip()
+        if len(letter) == 1 and letter in LETTERS[:n]:
+            found.setdefault(letter, []).append(float(logprob))
+    return tuple(logsumexp(found[c]) if c in found else None for c in LETTERS[:n])
+
+
 class AnswerDecoding:
     """What a local model's decoder needs for an answer mode, built from its tokenizer once (lazily): the
     letters' token variants (logits) and the token grammar (constrained)."""
@@ -244,4 +264,4 @@ class AnswerDecoding:
 
 
 __all__ = ["AnswerDecoding", "AnswerMode", "GrammarState", "LETTERS", "PermutationGrammar", "TokenGrammar", "letter_scores",
-           "letter_variants", "logsumexp", "rank_by_scores"]
+           "letter_variants", "logsumexp", "permutation_regex", "rank_by_scores", "scores_from_top_logprobs"]

@@ -37,6 +37,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ..errors import InputError
 from ..params import at_least, positive
 from .base import option, register
+from .answers import AnswerDecoding, AnswerMode, permutation_regex, scores_from_top_logprobs
 from .options import PromptOptions
 from .listwise import Deliver, ListwiseLLM, Reply
 from .prompts import (
@@ -226,13 +227,20 @@ class OpenAIReranker(ListwiseLLM):
         self.retry_cap = float(options.retry_cap)
         self.set_aside = float(options.set_aside)
         self.exact_answer_tokens = bool(options.exact_answer_tokens)
+        self.top_logprobs = int(options.top_logprobs)
+        answer = AnswerMode(options.answer)
+        if answer is AnswerMode.constrained and self.is_openai:
+            log.warning("openai: %s has no way to constrain an answer to a permutation: --answer constrained "
+                        "falls back to text (answers are parsed and repaired as published)", self.base_url)
+            answer = AnswerMode.text
         counter, tok, self.counter_note = resolve_counter(model, options.tokenizer)
         if tok is not None and getattr(tok, "chat_template", None):
             # the server applies this template: count what it will build
             builder = PromptBuilder(PROMPT_FORMATS["chat"], counter, int(options.context_size), tokenizer=tok,
-                                    fix_rendered=False)
+                                    fix_rendered=False, answer=answer)
         else:
-            builder = PromptBuilder(CHAT_MESSAGES, counter, int(options.context_size), fix_rendered=False)
+            builder = PromptBuilder(CHAT_MESSAGES, counter, int(options.context_size), fix_rendered=False,
+                                    answer=answer)
         super().__init__(f"openai:{model}", builder, options.log_prompts)
         self.stats: Counter = Counter()  # requests, attempts, retries, failures
 
@@ -262,6 +270,7 @@ class OpenAIReranker(ListwiseLLM):
             "base_url": _without_userinfo(self.base_url) if len(self.base_urls) == 1 else "replicas",
             "temperature": self.temperature,
             **({"answer_tokens": "exact"} if self.exact_answer_tokens else {}),
+            **({"top_logprobs": self.top_logprobs} if self.builder.answer is AnswerMode.logits else {}),
             **self.prompt_identity(),
         }
 
@@ -270,9 +279,18 @@ class OpenAIReranker(ListwiseLLM):
 
     def payload(self, prompt: Prompt) -> dict[str, Any]:
         """The JSON body of one chat completion: the messages and the temperature (no token limit, as published);
-        with ``exact_answer_tokens``, ``max_tokens = min_tokens = out(num)`` as hf:/vllm: generate."""
-        body = {"model": self.model, "messages": [dict(m) for m in prompt.messages], "temperature": self.temperature}
-        if self.exact_answer_tokens:
+        with ``exact_answer_tokens``, ``max_tokens = min_tokens = out(num)`` as hf:/vllm: generate.
+        ``--answer logits``: one token and its ``top_logprobs`` alternatives; ``constrained`` (a vLLM or SGLang
+        server): the answer format as ``structured_outputs``' regex (vLLM) and ``regex`` (SGLang)."""
+        body: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in prompt.messages],
+                                "temperature": self.temperature}
+        answer = self.builder.answer
+        if answer is AnswerMode.logits:
+            body.update(max_tokens=1, logprobs=True, top_logprobs=self.top_logprobs)
+        elif answer is AnswerMode.constrained:
+            pattern = permutation_regex(prompt.num)
+            body.update(max_tokens=prompt.answer_tokens, structured_outputs={"regex": pattern}, regex=pattern)
+        elif self.exact_answer_tokens:
             body["max_tokens"] = body["min_tokens"] = prompt.answer_tokens
         return body
 
@@ -407,13 +425,35 @@ class OpenAIReranker(ListwiseLLM):
         usage = data.get("usage") or {}
         n_in = usage.get("prompt_tokens")
         n_out = usage.get("completion_tokens")
+        scores = None
+        if self.builder.answer is AnswerMode.logits:
+            scores = scores_from_top_logprobs(first_token_alternatives(data), prompt.num)
+            content = AnswerDecoding.shown(scores)
         return Reply(
             content,
             int(n_in) if isinstance(n_in, int) else prompt.tokens,
             int(n_out) if isinstance(n_out, int) else self.counter.count(content),
             time.perf_counter() - started,
             served_by,
+            scores,
         )
+
+
+def first_token_alternatives(data: dict[str, Any]) -> list[tuple[str, float]]:
+    """``(token, logprob)`` for the first answer token and its ``top_logprobs`` (the chat completion's
+    ``choices[0].logprobs.content[0]``); empty when the endpoint returned none (every identifier then
+    counts as missing)."""
+    try:
+        first = data["choices"][0]["logprobs"]["content"][0]
+    except (KeyError, IndexError, TypeError):
+        return []
+    pairs = [(first.get("token", ""), first.get("logprob"))] + [
+        (alt.get("token", ""), alt.get("logprob")) for alt in first.get("top_logprobs") or [] if isinstance(alt, dict)]
+    seen: dict[str, float] = {}
+    for token, logprob in pairs:  # the chosen token also appears among the alternatives: count it once
+        if isinstance(token, str) and isinstance(logprob, (int, float)):
+            seen.setdefault(token, float(logprob))
+    return list(seen.items())
 
 
 @dataclass
@@ -530,6 +570,9 @@ class OpenAIOptions(PromptOptions):
                                       "or tiktoken:ENCODING")
     exact_answer_tokens: bool = option(False, "ask for exactly out(num) answer tokens (max_tokens = min_tokens, "
                                        "a vLLM/SGLang extension), as hf:/vllm: generate; default: no limit, as published")
+    top_logprobs: int = option(20, "--answer logits: first-token alternatives to ask for (OpenAI allows at most "
+                               "20; a vLLM server up to its --max-logprobs); identifiers not among them are ranked "
+                               "last, in presented order, and counted as incomplete", domain=at_least(0))
 
 
 @register("openai", takes_arg=True, help="OpenAI-compatible chat endpoint: openai:MODEL (--base-url for vLLM/SGLang)",

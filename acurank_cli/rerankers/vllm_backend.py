@@ -3,7 +3,9 @@
 The prompt is what ``hf:`` builds (the same :func:`~.checkpoints.prompt_builder`: same format,
 context fitting, token ids, one BOS), handed to vLLM as token ids; greedy decoding of exactly
 ``out(num)`` new tokens (``max_tokens = min_tokens``, as the published code's ``max_new_tokens =
-min_new_tokens``), decoded with the same tokenizer call as ``hf:``. Every batch the driver hands
+min_new_tokens``), decoded with the same tokenizer call as ``hf:``; with ``--answer constrained`` under
+the permutation grammar (:mod:`.vllm_permutations`), with ``--answer logits`` one token and its letters'
+raw log-probabilities. Every batch the driver hands
 over (all windows of a round, across ``--batch-queries`` queries) enters the engine at once, so
 continuous batching runs them together; each answer is delivered (to the call cache) the moment
 its request finishes.
@@ -29,6 +31,7 @@ from ..params import ANY_INT, at_least, between, positive
 from .base import option, register
 from .options import PromptOptions, WeightsOptions
 from .checkpoints import config_parameters, converted_folder, dtype_name, one_line, prompt_builder, resolve_model
+from .answers import LETTERS, AnswerDecoding, AnswerMode, logsumexp
 from .listwise import Deliver, ListwiseLLM, Reply
 from .prompts import HFTokenCounter, Prompt, get_format
 
@@ -77,12 +80,21 @@ class VLLMReranker(ListwiseLLM):
         self.tokenizer = tok
         self._parameters = config_parameters(config)
         builder = prompt_builder(self.source, tok, options.prompt_format, options.context_size,
-                                 getattr(config, "max_position_embeddings", None), self.double_bos, "vllm")
+                                 getattr(config, "max_position_embeddings", None), self.double_bos, "vllm",
+                                 options.answer)
+        self.answer = builder.answer
+        self.decoding = AnswerDecoding(tok, self.answer, "vllm")
         engine_args: dict[str, Any] = {
             "model": folder, "tokenizer": folder, "dtype": self.dtype_name, "max_model_len": builder.context_size,
             "tensor_parallel_size": self.tensor_parallel_size, "seed": self.engine_seed,
             "enforce_eager": bool(options.enforce_eager),
         }
+        if self.answer is AnswerMode.logits:  # the letters' token variants, scored at the first position
+            engine_args["max_logprobs"] = max(20, sum(len(v) for v in self.decoding.variants(len(LETTERS))))
+        if self.answer is AnswerMode.constrained:
+            from .vllm_permutations import QUALNAME
+
+            engine_args["logits_processors"] = [QUALNAME]
         if options.gpu_memory_utilization is not None:
             engine_args["gpu_memory_utilization"] = float(options.gpu_memory_utilization)
         if options.kv_cache_gib is not None:
@@ -119,12 +131,24 @@ class VLLMReranker(ListwiseLLM):
         return super().notes() + [f"vllm {self._vllm.__version__}: {self.dtype_name}, tensor parallel "
                                   f"{self.tensor_parallel_size}, max model length {self.builder.context_size}"]
 
-    def sampling(self, answer_tokens: int) -> Any:
-        """Exactly ``answer_tokens`` new tokens: greedy (temperature 0) or sampled with the engine seed."""
+    def sampling(self, prompt: Prompt) -> Any:
+        """text: exactly out(num) new tokens, greedy (temperature 0) or sampled with the engine seed;
+        constrained: until the permutation grammar's end (the engine's PermutationLogits, told n by extra_args);
+        logits: one token, with the raw log-probabilities of every letter variant of the window
+        (``logprob_token_ids``; vLLM's default ``raw_logprobs``: before any processor, so their order is the
+        raw logits' order, the log-softmax normaliser being one constant)."""
         from vllm.sampling_params import RequestOutputKind
 
-        kw: dict[str, Any] = {"max_tokens": answer_tokens, "min_tokens": answer_tokens, "detokenize": False,
-                              "temperature": self.temperature, "output_kind": RequestOutputKind.FINAL_ONLY}
+        kw: dict[str, Any] = {"max_tokens": prompt.answer_tokens, "detokenize": False, "temperature": self.temperature,
+                              "output_kind": RequestOutputKind.FINAL_ONLY}
+        if self.answer is AnswerMode.text:
+            kw["min_tokens"] = prompt.answer_tokens
+        elif self.answer is AnswerMode.constrained:
+            from .vllm_permutations import KEY
+
+            kw["extra_args"] = {KEY: prompt.num}
+        else:
+            kw["logprob_token_ids"] = sorted({t for ids in self.decoding.variants(prompt.num) for t in ids})
         if self.temperature > 0:
             kw["seed"] = self.engine_seed
         return self._vllm.SamplingParams(**kw)
@@ -142,7 +166,7 @@ class VLLMReranker(ListwiseLLM):
                 ids = counter.ids(p.text)
                 self._requests += 1
                 rid = f"acurank-{self._requests}"  # outputs carry this id (the engine may suffix its own copy)
-                engine.add_request(rid, TokensPrompt(prompt_token_ids=ids), self.sampling(p.answer_tokens))
+                engine.add_request(rid, TokensPrompt(prompt_token_ids=ids), self.sampling(p))
                 owner[rid] = (i, len(ids))
             while owner:
                 if not engine.has_unfinished_requests():
@@ -152,8 +176,15 @@ class VLLMReranker(ListwiseLLM):
                         continue
                     i, n_in = owner.pop(out.request_id)
                     generated = list(out.outputs[0].token_ids)
+                    latency = time.perf_counter() - started
+                    if self.answer is AnswerMode.logits:
+                        first = out.outputs[0].logprobs[0]  # token id -> Logprob, at the first position
+                        scores = tuple(logsumexp([first[t].logprob for t in ids])
+                                       for ids in self.decoding.variants(prompts[i].num))
+                        deliver(i, Reply(self.decoding.shown(scores), n_in, len(generated), latency, scores=scores))
+                        continue
                     answer = self.tokenizer.decode(generated, skip_special_tokens=True)
-                    deliver(i, Reply(answer, n_in, len(generated), time.perf_counter() - started))
+                    deliver(i, Reply(answer, n_in, len(generated), latency))
         finally:
             if owner:  # interrupted: leave the engine empty for the next batch
                 engine.abort_request(list(owner))
