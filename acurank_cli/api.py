@@ -33,7 +33,7 @@ from typing import Any, NamedTuple, Union
 
 from .errors import InputError
 from .params import ParameterError, at_least, between
-from .method.base import check_tasks
+from .method.base import Strategy, check_tasks
 from .method.registry import option_names
 from .method.trueskill import check_scores
 from .records import CallTally, Candidate, Doc, Phase, QueryOutcome, RankingTask, Step, StopReason
@@ -162,6 +162,9 @@ class Reranker:
         method_options = {k: v for k, v in options.items() if k in method_keys}
         backend_options = {k: v for k, v in options.items() if k not in method_keys}
         self.strategy = pipeline.method(method, method_options, pipeline.ScoreSource.documents)
+        self._method_options = method_options
+        #: top_k -> the method with k = top_k (when the method has a cutoff k and the caller did not set it)
+        self._at_k: dict[int, Strategy] = {}
         built = pipeline.build(self.strategy, pipeline.backend(backend, backend_options), cache, batch_queries)
         self.backend, self.reranker, self.cache_path = built.backend, built.reranker, built.cache_path
         self.batch_queries = built.batch_queries
@@ -191,8 +194,9 @@ class Reranker:
         if len(set(qids)) != len(qids) or len(qids) != len(queries):
             raise InputError("give one unique qid per query")
         prepared = [prepare(q, docs, qid) for (q, docs), qid in zip(queries, qids)]
-        check_scores([p.task for p in prepared], self.strategy.init, "the documents' scores")
-        check_tasks(self.strategy, [p.task for p in prepared if p.task.n > 0])
+        strategy = self.strategy_for(top_k)
+        check_scores([p.task for p in prepared], strategy.init, "the documents' scores")
+        check_tasks(strategy, [p.task for p in prepared if p.task.n > 0])
         outputs: dict[str, RerankOutput] = {}
         group = [p for p in prepared if p.task.n > 0]
         docs = {d: doc for p in group for d, doc in p.docs.items()}
@@ -202,19 +206,31 @@ class Reranker:
             if step.phase is Phase.done and step.snapshot is not None:
                 ratings[task.qid] = {d.docid: d for d in step.snapshot().docs}
 
-        driver = Driver(self.strategy, self.reranker, docs, self.batch_queries, on_step)
+        driver = Driver(strategy, self.reranker, docs, self.batch_queries, on_step)
         by_qid = {p.task.qid: p for p in group}
         for outcome in driver.run([p.task for p in group]):
-            outputs[outcome.qid] = _output(by_qid[outcome.qid], outcome, ratings.pop(outcome.qid, {}), self.cutoff,
+            outputs[outcome.qid] = _output(by_qid[outcome.qid], outcome, ratings.pop(outcome.qid, {}), strategy.cutoff,
                                            top_k, min_p_topk)
         for p in prepared:
             if p.task.n == 0:
-                outputs[p.task.qid] = RerankOutput(p.task.qid, p.task.query, (), CallTally(), 0.0, None, self.cutoff)
+                outputs[p.task.qid] = RerankOutput(p.task.qid, p.task.query, (), CallTally(), 0.0, None, strategy.cutoff)
         return [outputs[qid] for qid in qids]
+
+    def strategy_for(self, top_k: int | None) -> Strategy:
+        """The method that serves a call keeping ``top_k`` documents: a method with a cutoff k (AcuRank, BlitzRank)
+        runs with k = top_k unless the Reranker was built with k, so that its uncertainty, its stopping rule and
+        p_topk are all about the documents kept; otherwise the method as built."""
+        if top_k is None or self.strategy.cutoff is None or "k" in self._method_options:
+            return self.strategy
+        if top_k not in self._at_k:
+            self._at_k[top_k] = pipeline.method(self.method, {**self._method_options, "k": top_k},
+                                                pipeline.ScoreSource.documents)
+        return self._at_k[top_k]
 
     @property
     def cutoff(self) -> int | None:
-        """The method's cutoff k, which p_topk refers to (None for a method without one)."""
+        """The method's cutoff k as built, which p_topk refers to (None for a method without one); a call with
+        ``top_k`` and no k given at construction refers to k = top_k (:meth:`strategy_for`)."""
         return self.strategy.cutoff
 
     async def arerank(self, query: str, docs: Sequence[DocLike], *, qid: str = "q") -> RerankOutput:

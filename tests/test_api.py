@@ -231,7 +231,7 @@ def test_p_topk_by_hand_and_labelled_tokens(minilm):
     assert probs.sum() == pytest.approx(1.0, abs=1e-6)
     assert list(top_k_probabilities(np.array([25.0, 22.0]), np.array([3.0, 4.0]), 5)) == [1.0, 1.0]
     out = minilm.rerank(QUERY, DOCS, top_k=2)
-    assert len(out) == 2 and out.k == 10 and out.tokens.input == out.tokens[0] > 0 and out.tokens.output == 0
+    assert len(out) == 2 and out.k == 2 and out.tokens.input == out.tokens[0] > 0 and out.tokens.output == 0
     with pytest.raises(ValueError, match="top_k=0"):
         minilm.rerank(QUERY, DOCS, top_k=0)
     with pytest.raises(ValueError, match="min_p_topk=1.5"):
@@ -281,3 +281,46 @@ def test_api_errors_name_keywords_and_docs_must_be_a_sequence():
 
     for name in acurank_cli.__all__[1:]:
         assert getattr(acurank_cli, name).__doc__, name
+
+
+TWELVE = [
+    "Fleas live two to three months on a host.", "A flea's life cycle has four stages: egg, larva, pupa, adult.",
+    "Flea larvae feed on organic debris for one to two weeks.", "Pupae can stay dormant for up to a year.",
+    "Adult fleas start feeding within hours of emerging.", "Cats groom themselves for hours each day.",
+    "Paris is the capital of France.", "Ticks and fleas are both external parasites.",
+    "The flea life cycle lasts from two weeks to eight months, depending on conditions.",
+    "Flea eggs hatch in 2 to 12 days.", "Dogs need regular walks.", "Warm humid weather speeds up flea development.",
+]
+
+
+def test_adapters_score_the_probability_of_being_kept():
+    """Issue 35: with top_n = 3 over 12 documents the adapters' scores were P(top 10) (0.9998-0.99999 for every
+    kept document). Now a call keeping top_k runs the method with k = top_k (unless k was given): LangChain's and
+    LlamaIndex's scores equal the API's p_topk at k = 3, and tell the kept documents apart; the same with fewer
+    documents than the method's default k."""
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("llama_index.core")
+    from langchain_core.documents import Document
+    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+    from acurank_cli.integrations.langchain import AcuRankCompressor
+    from acurank_cli.integrations.llamaindex import AcuRankNodePostprocessor
+
+    with Reranker("minilm", method="acurank") as rr, Reranker("minilm", method="acurank", k=10) as at10:
+        for docs in (TWELVE, TWELVE[:5]):
+            api = rr.rerank(QUERY, docs, top_k=3)
+            assert api.k == 3 and len(api) == 3
+            expected = [d.p_topk for d in api]
+            assert expected[0] > expected[2] and max(expected) - min(expected) > 0.01, expected
+            full = rr.rerank(QUERY, docs)  # no top_k: the method's own k = 10
+            assert full.k == 10 and (len(docs) > 10 or all(d.p_topk == 1.0 for d in full))
+            kept10 = at10.rerank(QUERY, docs, top_k=3)  # k given: kept
+            assert kept10.k == 10
+            chain = AcuRankCompressor(reranker=rr, top_n=3).compress_documents(
+                [Document(page_content=t) for t in docs], QUERY)
+            assert [d.page_content for d in chain] == [d.text for d in api]
+            assert [d.metadata["relevance_score"] for d in chain] == expected
+            nodes = AcuRankNodePostprocessor(reranker=rr, top_n=3).postprocess_nodes(
+                [NodeWithScore(node=TextNode(text=t, id_=f"n{i}")) for i, t in enumerate(docs)], QueryBundle(QUERY))
+            assert [n.node.get_content() for n in nodes] == [d.text for d in api]
+            assert [n.score for n in nodes] == expected

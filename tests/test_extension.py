@@ -43,9 +43,8 @@ TOY_BACKEND = textwrap.dedent('''
 
 
     @register("reverse", takes_arg=False, help="answers every window in reverse presented order", needs_texts=False)
-    class Reverse(RerankerBase):
+    class Reverse(RerankerBase):  # needs_texts: the registration says it (issue 35: once is enough)
         name = "reverse"
-        needs_texts = False
 
         def rerank_batch(self, requests):
             return [RerankResult(tuple(reversed(range(len(r.docids))))) for r in requests]
@@ -78,3 +77,46 @@ def test_one_module_and_one_registry_line_each(sample, tmp_path, monkeypatch, re
         assert got[q] == docs[19::-1] + docs[39:19:-1] + docs[44:39:-1]
     stats = [line for line in (tmp_path / "blocks.stats.jsonl").read_text().splitlines()]
     assert all('"calls": 3' in line for line in stats)  # ceil(45 / 20) windows a query
+
+
+def test_import_failures_name_their_cause(sample, tmp_path):
+    """A plug-in module that fails to import, and a backend whose own import fails when it is built (a package
+    that is installed but broken, as a transformers that cannot load a kernel): one line naming the module and
+    the real message, exit 2; a package that is missing: the package and the extra to install."""
+    import subprocess
+    import sys
+
+    from conftest import ENV
+
+    (tmp_path / "broken_load.py").write_text('raise ImportError("libcuda.so.1: cannot open shared object file")\n')
+    (tmp_path / "broken_build.py").write_text(textwrap.dedent('''
+        from acurank_cli import RerankerBase, register
+
+
+        @register("late", takes_arg=True, help="imports its engine when built", needs_texts=False)
+        def build(arg, options):
+            if arg == "broken":
+                raise ImportError("cannot import name 'GenerationMixin' from 'transformers'", name="transformers")
+            import no_such_engine_pkg  # noqa: F401
+    '''))
+    run, _ = small_run(sample, tmp_path, queries=1, depth=20)
+
+    def cli(module, reranker):
+        env = {**ENV, "PYTHONPATH": f"{tmp_path}:{ENV.get('PYTHONPATH', '')}", "ACURANK_BACKENDS": module}
+        return subprocess.run([sys.executable, "-m", "acurank_cli", "baseline", str(run), "--method", "sw-1",
+                               "--reranker", reranker, "-o", str(tmp_path / "x.run")],
+                              capture_output=True, text=True, env=env, cwd=tmp_path)
+
+    load = cli("broken_load", "simulated")
+    assert load.returncode == 2 and "Traceback" not in load.stderr
+    assert load.stderr.strip() == ("acurank: error: cannot import reranker module 'broken_load' (ImportError: "
+                                   "libcuda.so.1: cannot open shared object file)")
+    broken = cli("broken_build", "late:broken")
+    assert broken.returncode == 2 and "Traceback" not in broken.stderr
+    assert ("error: importing 'transformers' failed: ImportError: cannot import name 'GenerationMixin' from "
+            "'transformers' (an installed package is broken") in broken.stderr
+    assert "None" not in broken.stderr
+    missing = cli("broken_build", "late:missing")
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert ("error: this needs the Python package 'no_such_engine_pkg' (No module named 'no_such_engine_pkg'): "
+            "pip install 'acurank[all]'") in missing.stderr

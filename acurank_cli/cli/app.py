@@ -92,11 +92,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             _silence_stdout()
             return 141
         raise
-    except ModuleNotFoundError as exc:  # an optional extra is not installed
-        extra = EXTRAS.get((exc.name or "").split(".")[0], "all")
-        say(f"error: this needs the Python package {exc.name!r}: pip install 'acurank[{extra}]' "
-            "(after torch==2.13.0 for the llm extra)")
+    except ImportError as exc:  # an optional extra is not installed, or an installed package is broken
+        say(f"error: {import_failure(exc)}")
         return 2
+
+
+def import_failure(exc: ImportError) -> str:
+    """One line for a failed import: the missing package and the extra that brings it, or, when what failed
+    is not a missing package (a package that is installed but broken or of another version), the module and
+    the import's own message."""
+    import importlib.util
+
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    top = (exc.name or "").split(".")[0]
+    try:
+        installed = bool(top) and importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        installed = False
+    if isinstance(exc, ModuleNotFoundError) and top and not installed:
+        return (f"this needs the Python package {top!r} ({first}): pip install 'acurank[{EXTRAS.get(top, 'all')}]' "
+                "(after torch==2.13.0 for the llm extra)")
+    where = f" {exc.name!r}" if exc.name else ""
+    return (f"importing{where} failed: {type(exc).__name__}: {first} (an installed package is broken or of an "
+            "incompatible version: `pip check` may say which)")
 
 
 def _silence_stdout() -> None:

@@ -42,7 +42,7 @@ def rerank(
     cache: Annotated[Optional[str], typer.Option("--cache", help="SQLite call cache (default: $ACURANK_CACHE or ~/.cache/acurank/calls.sqlite).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", metavar="", help="Do not read or write the call cache.")] = False,
     model_params: Annotated[Optional[float], typer.Option("--model-params", help="Model parameters for the stats' FLOPs estimate, 2 x parameters x (input + output tokens), e.g. 7.24e9 for a remote RankZephyr (default: counted from the model for hf:, vllm: and minilm; none otherwise).")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", metavar="", help="No progress display (it is off anyway when stderr is not a terminal).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", metavar="", help="Errors and warnings only: no status lines, progress display or summary (progress is off anyway when stderr is not a terminal).")] = False,
     **generated,
 ) -> None:
     """Rerank a first-stage run with AcuRank (or a baseline) and write a TREC run."""

@@ -30,6 +30,9 @@ class RerankerBase:
     """Executes windows: one RerankResult (a permutation of positions) per request."""
 
     name: str = "reranker"
+    #: Whether windows carry passage texts. For a registered backend the registration decides
+    #: (:meth:`BackendSpec.texts_needed`, set on the instance by :func:`build_reranker`); this default
+    #: serves rerankers handed over as objects.
     needs_texts: bool = True
     #: Queries worth advancing together by default (--batch-queries): 1 for a model that answers a batch no
     #: faster than its windows one by one (CPU models, the oracle); more for engines and servers that
@@ -226,11 +229,15 @@ def load_backends(strict: bool = True) -> dict[str, BackendSpec]:
             continue
         try:
             importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name == module and module.startswith(f"{__package__}."):
+        except Exception as exc:  # noqa: BLE001 - a plug-in that fails to import is reported, never a traceback
+            builtin = module.startswith(f"{__package__}.")
+            if builtin and isinstance(exc, ModuleNotFoundError) and exc.name == module:
                 continue  # a built-in backend module not installed in this build
+            if builtin and not isinstance(exc, ImportError):
+                raise
             if strict:
-                raise InputError(f"cannot import reranker module {module!r} ({exc})") from None
+                what = str(exc) if isinstance(exc, ModuleNotFoundError) else f"{type(exc).__name__}: {exc}"
+                raise InputError(f"cannot import reranker module {module!r} ({what})") from None
         else:
             _LOADED.add(module)
     return REGISTRY
@@ -268,7 +275,12 @@ def build_reranker(spec: str, **options: Any) -> RerankerBase:
     ``options`` are the backend's own (its options record's fields); None means its default.
     """
     backend, arg = lookup(spec)
-    return backend.factory(arg, backend.make_options(options))
+    record = backend.make_options(options)
+    reranker = backend.factory(arg, record)
+    # the registration owns needs_texts (the job loads texts by it before anything is built): the instance
+    # carries that decision, whatever its class says
+    reranker.needs_texts = backend.texts_needed(record)
+    return reranker
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,6 @@ def pair_key(query: str, passage: str) -> str:
 class CrossEncoderReranker(StoreUser, RerankerBase):
     """Orders a window by a cross-encoder's (query, passage) scores."""
 
-    needs_texts = True
 
     def __init__(self, model: str, options: "CrossEncoderOptions | None" = None):
         options = options or CrossEncoderOptions()

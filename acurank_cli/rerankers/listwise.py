@@ -47,7 +47,6 @@ ANSWER_NOTES = {AnswerMode.constrained: "decoding allows only a valid permutatio
 class ListwiseLLM(RerankerBase):
     """A model that reads the RankLLM prompt and writes ``[i] > [j] > ...``."""
 
-    needs_texts = True
     #: True: the model reads ``prompt.text`` (local models); False: ``prompt.messages`` (chat endpoints).
     sends_text = True
 

@@ -64,7 +64,6 @@ class MiniLMReranker(StoreUser, RerankerBase):
     """Orders a window by cosine similarity of MiniLM embeddings to the query."""
 
     name = "minilm"
-    needs_texts = True
 
     def __init__(self, options: "MiniLMOptions | None" = None):
         options = options or MiniLMOptions()

@@ -150,5 +150,5 @@ def _factory(arg: str, options: SimulatedOptions) -> SimulatedReranker:
         name = f"{name[:-1]},tokens={counter.name})"
     return SimulatedReranker(options.qrels, noise=options.sim_noise, seed=options.sim_seed, name=name,
                              persistent=options.sim_persistent, position=options.sim_position,
-                             needs_texts=builder is not None, builder=builder,
+                             builder=builder,
                              note=None if builder is None else f"--sim-tokens: {note or 'counting with ' + counter.name}")

@@ -136,7 +136,7 @@ def _complete(bundle: Bundle, fmt: str, run: str, notes: list[str], need_texts: 
     name = source_name(run)
     for qid, cands in bundle.runs.items():
         if not cands:
-            notes.append(f"query {qid} has no candidates: it is left out of the output")
+            notes.append(f"warning: query {qid} has no candidates: it is left out of the output")
             skipped_queries += 1
             continue
         query = bundle.topics.get(qid)
@@ -157,5 +157,8 @@ def _complete(bundle: Bundle, fmt: str, run: str, notes: list[str], need_texts: 
                 )
             skipped_docs += len(missing)
             cands = tuple(c for c in cands if c.docid in bundle.docs)
+            if not cands:  # every candidate lacked its text: nothing to rerank
+                skipped_queries += 1
+                continue
         tasks.append(RankingTask(qid, query or "", cands))
     return Inputs(tasks, bundle.docs, bundle.qrels, fmt, notes, skipped_docs, skipped_queries)

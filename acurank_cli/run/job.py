@@ -95,13 +95,17 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
         check_writable(path, what)
     needs_texts = pipeline.check_backend(job.backend, job.backend_options)  # before any work
     inputs = job.inputs.load(needs_texts)
+    if not inputs.tasks and inputs.skipped_queries:
+        raise InputError(f"no query left to rerank: --skip-missing skipped all {inputs.skipped_queries} "
+                         f"({inputs.skipped_docs} docs without text)", source_name(job.inputs.run))
     check_scores(inputs.tasks, job.strategy.init, source_name(job.inputs.run))
     check_tasks(job.strategy, inputs.tasks)
+    status = Console(stderr=True, quiet=True) if job.quiet else err  # --quiet: errors and warnings only
     for note in inputs.notes:
-        err.print(f"acurank: {note}", markup=False)
+        (err if note.startswith("warning:") else status).print(f"acurank: {note}", markup=False)
     backend = pipeline.backend(job.backend, job.backend_options, context={"qrels": inputs.qrels})
     for note in backend.notes():
-        err.print(f"acurank: {note}", markup=False, soft_wrap=True)
+        status.print(f"acurank: {note}", markup=False, soft_wrap=True)
     fingerprint = RunFingerprint(
         job.strategy.name, strategy_params(job.strategy), backend.fingerprint(),
         {"digest": input_digest(inputs.tasks, inputs.docs, needs_texts), "queries": len(inputs.tasks),
@@ -115,26 +119,26 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
         backend.close()
         raise
     built = pipeline.build(job.strategy, backend, job.cache, job.batch_queries)
-    err.print(f"acurank: {job.strategy.name} with reranker {backend.name} on {len(inputs.tasks)} queries", markup=False)
+    status.print(f"acurank: {job.strategy.name} with reranker {backend.name} on {len(inputs.tasks)} queries", markup=False)
     if stats and out.stats is None:
-        err.print(f"acurank: per-query stats go to {stats}", markup=False)
+        status.print(f"acurank: per-query stats go to {stats}", markup=False)
     replay = job.strategy.lockstep and bool(done)
     tasks = list(inputs.tasks) if replay else [t for t in inputs.tasks if t.qid not in done]
     if done:
-        err.print(f"acurank: resuming {out.output}: {len(done)} of {len(expected)} queries already done", markup=False)
+        status.print(f"acurank: resuming {out.output}: {len(done)} of {len(expected)} queries already done", markup=False)
     if replay:  # the queries advance together: the finished ones are replayed, not rewritten
         if job.cache is None and backend.cache_identity() is not None:
             outputs.close()
             built.close()
             raise InputError(f"resuming a {job.strategy.name} run replays its finished calls from the call cache "
                              "(its queries advance together); drop --no-cache (or start afresh with --overwrite)")
-        err.print(f"acurank: {job.strategy.name}: the finished queries are replayed (their calls from the call cache) "
+        status.print(f"acurank: {job.strategy.name}: the finished queries are replayed (their calls from the call cache) "
                   "so that every query sees the same run as before", markup=False)
     about = {"fingerprint": fingerprint.digest, "reranker": fingerprint.reranker, "params": fingerprint.params,
              "parameters": job.model_params if job.model_params is not None else backend.parameters()}
     if about["parameters"] is not None:
         source = "--model-params" if job.model_params is not None else "the model"
-        err.print(f"acurank: FLOPs estimated per query as 2 x {about['parameters']:.4g} parameters ({source}) x "
+        status.print(f"acurank: FLOPs estimated per query as 2 x {about['parameters']:.4g} parameters ({source}) x "
                   "(input + output tokens)", markup=False)
 
     traces: dict[str, list[dict]] = {}
@@ -169,7 +173,10 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
             outputs.close()
             built.close()
     wall = time.perf_counter() - started
-    _summary(err, job, totals, wall, inputs)
+    _summary(status, job, totals, wall, inputs)
+    if job.quiet and (inputs.skipped_docs or inputs.skipped_queries):  # the summary says it otherwise
+        err.print(f"acurank: warning: skipped {inputs.skipped_queries} queries, {inputs.skipped_docs} docs without text",
+                  markup=False)
     return totals
 
 
@@ -192,7 +199,7 @@ def _stopped(err: Console, job: RerankJob, outputs: RunOutputs, exc: BaseExcepti
 def _summary(err: Console, job: RerankJob, t: _Totals, wall: float, inputs) -> None:
     q = max(t.queries, 1)
     parts = [
-        f"{job.strategy.name}: {t.queries} queries",
+        f"{t.queries} queries reranked with {job.strategy.name}",
         f"{t.calls / q:.2f} calls/query ({t.calls} calls, {t.calls - t.cached_calls} to the model, {t.cached_calls} cached)",
         f"{t.docs_sent / q:.1f} docs sent/query",
         f"{t.rounds / q:.2f} rounds/query",
