@@ -120,8 +120,13 @@ def eval_cmd(
     stats: Annotated[Optional[str], typer.Option("--stats", help="Stats JSONL of the (single) run: adds mean calls. Default: X.stats.jsonl beside X.run.")] = None,
     fmt: Annotated[Optional[str], format_option(EVAL_FORMATS, " (default: terminal on a terminal, tsv otherwise)")] = None,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+    floor: Annotated[Optional[List[str]], typer.Option("--min", metavar="MEASURE=VALUE", help="CI gate, repeatable: fail (exit 1) when a run's mean of MEASURE is below VALUE.")] = None,
+    base_run: Annotated[Optional[str], typer.Option("--against", metavar="BASE.run", help="CI gate: fail (exit 1) when a run is worse than BASE.run on a measure by more than --max-drop, or significantly (paired t at --alpha).")] = None,
+    max_drop: Annotated[float, typer.Option("--max-drop", min=0.0, help="--against: the largest drop of a mean allowed.")] = 0.0,
+    alpha: Annotated[float, typer.Option("--alpha", min=0.0, max=1.0, help="--against: a drop with a paired t-test p below this fails.")] = 0.05,
 ) -> None:
-    """Evaluate runs through ir_measures/pytrec_eval (trec_eval semantics)."""
+    """Evaluate runs through ir_measures/pytrec_eval (trec_eval semantics); with --min or --against, gate them
+    (exit 1 and one line per failed gate; exit 0 and "gates held")."""
     from ..evaluation import evaluate, parse_measures
     from ..io.outputs import stats_path_for
     from ..io.readers import read_qids, read_run
@@ -130,6 +135,9 @@ def eval_cmd(
     chosen = check_format(fmt, EVAL_FORMATS) if fmt else (Format.terminal if sys.stdout.isatty() else Format.tsv)
     if stats and len(runs) != 1:
         raise InputError("--stats goes with a single run")
+    shown = {str(m.measure): m.label for m in parse_measures(measure, rel_level)}
+    floor_gates = [_floor(text, rel_level, shown) for text in floor or []]
+    measure = list(measure) + [g.name for g in floor_gates if g.label not in shown.values()]
     labels = [m.label for m in parse_measures(measure, rel_level)]
     judged = load_qrels(qrels)
     wanted = read_qids(qids) if qids else None
@@ -142,7 +150,44 @@ def eval_cmd(
         _check_against_qrels(path, run, judged, qrels)
         calls = _mean_calls(Path(stats)) if stats else (_mean_calls(stats_path_for(path)) if path != "-" else None)
         rows.append(EvalRow(path, evaluate(run, judged, measure, rel_level, fill=not no_fill), calls))
+    base = None
+    if base_run is not None:
+        parsed = read_run(base_run)
+        base = evaluate((parsed.restrict(wanted) if wanted is not None else parsed).scores(), judged, measure,
+                        rel_level, fill=not no_fill)
     averaging = rows[0].evaluation.averaging if rows else ""
     if chosen in (Format.tsv, Format.trec_eval):
         say(f"{qrels}: averaged over {averaging}")
     render(chosen, rows, labels, per_query, f"{qrels}: averaged over {averaging}", output)
+    if floor_gates or base is not None:
+        _gate(rows, floor_gates, base_run, base, list(zip(measure, labels)), max_drop, alpha)
+
+
+def _floor(text: str, rel_level: int, shown: dict[str, str]):
+    """A ``--min`` gate; a measure already shown under another name (nDCG@10 for ndcg_cut_10) is read there."""
+    from ..evaluation import parse_measures
+    from ..report.gates import Floor, parse_floor
+
+    name, value = parse_floor(text)
+    found = parse_measures([name], rel_level)
+    if len(found) != 1:
+        raise InputError(f"--min {text!r}: name one measure")
+    return Floor(name, shown.get(str(found[0].measure), found[0].label), value)
+
+
+def _gate(rows: list[EvalRow], floor_gates: list, base_name: str | None, base, measures: list[tuple[str, str]],
+          max_drop: float, alpha: float) -> None:
+    """Check every gate on every run: one line per failed gate and exit 1, or one "gates held" line."""
+    from ..report.gates import against, floors
+
+    results = []
+    for row in rows:
+        results += floors(row.run, row.evaluation, floor_gates)
+        if base is not None:
+            results += against(row.run, row.evaluation, base_name, base, measures, max_drop, alpha)
+    failed = [r for r in results if not r.held]
+    for r in failed:
+        say(f"gate failed: {r.line}")
+    if failed:
+        raise typer.Exit(1)
+    say(f"gates held ({len(results)} gate{'s' if len(results) != 1 else ''} on {len(rows)} run{'s' if len(rows) != 1 else ''})")
