@@ -17,7 +17,7 @@ import typer
 from ..errors import InputError
 from ..method.registry import known_methods
 from ..run.pipeline import DEFAULTS
-from .options import Qids, err
+from .options import Qids, err, say
 
 
 def rerank(
@@ -37,6 +37,7 @@ def rerank(
     qrels: Annotated[Optional[str], typer.Option("--qrels", help="Qrels (needed by the simulated reranker).")] = None,
     depth: Annotated[int, typer.Option("--depth", "--hits", min=1, help="Rerank the top N candidates per query (--hits, as in retrieve).")] = 100,
     qids: Qids = None,
+    shard: Annotated[Optional[str], typer.Option("--shard", metavar="I/N", help="Rerank only shard I of N (1 <= I <= N; a split by a hash of the query id, the same on every machine); join the parts with 'acurank merge'.")] = None,
     skip_missing: Annotated[bool, typer.Option("--skip-missing", metavar="", help="Skip candidates without text / queries without topic.")] = False,
     batch_queries: Annotated[Optional[int], typer.Option("--batch-queries", min=1, help="Advance Q queries together so their windows share batches (default: the backend's, 8 for vllm: and openai:, else 1; results do not depend on it).")] = DEFAULTS.batch_queries,
     cache: Annotated[Optional[str], typer.Option("--cache", help="SQLite call cache (default: $ACURANK_CACHE or ~/.cache/acurank/calls.sqlite).")] = None,
@@ -50,6 +51,7 @@ def rerank(
     from ..run import pipeline
     from ..run.inputs import InputSpec
     from ..run.job import OutputSpec, RerankJob, run_job
+    from ..run.shard import Shard
 
     baseline_only = ctx.info_name == "baseline"
     method_keys = option_names()
@@ -57,7 +59,8 @@ def rerank(
     backend_options = {key: v for key, v in generated.items() if key not in method_keys}
     strategy = pipeline.method(method, options, pipeline.ScoreSource.run_file, baseline_only)
     job = RerankJob(
-        inputs=InputSpec(run, depth, topics, corpus, index, dataset, qrels, qids, skip_missing),
+        inputs=InputSpec(run, depth, topics, corpus, index, dataset, qrels, qids, skip_missing,
+                         None if shard is None else Shard.parse(shard)),
         strategy=strategy,
         backend=reranker,
         outputs=OutputSpec(output, overwrite, tag or _default_tag(strategy.name, reranker), stats, trace),
@@ -133,7 +136,19 @@ def baseline_command():
     return command
 
 
+def merge(
+    parts: Annotated[list[str], typer.Argument(help="The parts: runs made with --shard 1/N ... N/N (their stats files beside them are joined too).")],
+    output: Annotated[str, typer.Option("--output", "-o", help="The joined run (its stats beside it: X.stats.jsonl).")],
+) -> None:
+    """Join the parts of a sharded rerank/baseline into the run (and stats) the unsharded command writes."""
+    from ..run.shard import merge as join
+
+    queries, count = join(parts, output)
+    say(f"merged {count} shards: {queries} queries -> {output}")
+
+
 def mount(app: typer.Typer) -> None:
     app.command("rerank", help="Rerank a run with AcuRank (any method, default acurank).")(with_generated_flags(rerank))
     app.command("baseline", help="Rerank a run with a baseline: sw-x, tourrank-x, ts-c1-c2-..., blitz-kW (default sw-1).")(
         baseline_command())
+    app.command("merge", help="Join the parts of a sharded run (--shard I/N) into one run and its stats.")(merge)

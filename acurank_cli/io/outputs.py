@@ -121,7 +121,7 @@ def check_writable(path: str | None, what: str) -> None:
         raise InputError(f"{what} is not writable", path)
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as fh:
         fh.write(text)
@@ -178,11 +178,13 @@ class RunOutputs:
     done: set[str] = field(default_factory=set)
     resumed: bool = False
 
-    def open(self, expected: dict[str, int], tag: str, overwrite: bool, fingerprint=None) -> set[str]:
+    def open(self, expected: dict[str, int], tag: str, overwrite: bool, fingerprint=None,
+             described: dict | None = None) -> set[str]:
         """Open outputs; returns the qids already complete (resume) unless ``overwrite``.
 
         A resume continues only when ``fingerprint`` (a RunFingerprint) matches the one recorded
-        beside the run; the fingerprint is (re)written there either way.
+        beside the run; the fingerprint is (re)written there either way, with ``described`` (more
+        about the run for other commands: a shard's place, see :mod:`acurank_cli.run.shard`).
         """
         self.order = list(expected)
         if self.output and self.output != "-":
@@ -194,10 +196,10 @@ class RunOutputs:
                 kept = complete_run_blocks(path, expected, tag)
                 self.done = set(kept)
                 self.resumed = True
-                _atomic_write(path, "".join(kept[q] for q in self.order if q in kept))
+                atomic_write(path, "".join(kept[q] for q in self.order if q in kept))
             if fingerprint is not None:
-                _atomic_write(meta, json.dumps({"fingerprint": fingerprint.as_dict(), "digest": fingerprint.digest},
-                                               indent=1, sort_keys=True) + "\n")
+                atomic_write(meta, json.dumps({"fingerprint": fingerprint.as_dict(), "digest": fingerprint.digest,
+                                               **(described or {})}, indent=1, sort_keys=True) + "\n")
             self._fh["run"] = path.open("w" if overwrite or not self.resumed else "a", encoding="utf-8")
         else:
             self._fh["run"] = sys.stdout
@@ -222,7 +224,7 @@ class RunOutputs:
                     break
                 if rec.get("qid") in self.done:
                     lines.append(line if line.endswith("\n") else line + "\n")
-        _atomic_write(path, "".join(lines))
+        atomic_write(path, "".join(lines))
 
     def write_query(self, qid: str, run_text: str, stats: dict | None, traces: list[dict]) -> None:
         """Append one finished query: trace and stats first, the run block last (it marks done)."""
@@ -248,5 +250,5 @@ class RunOutputs:
             with path.open("r", encoding="utf-8") as fh:
                 for line in fh:
                     groups.setdefault(line.split(maxsplit=1)[0], []).append(line)
-            _atomic_write(path, "".join("".join(groups.get(q, [])) for q in self.order))
+            atomic_write(path, "".join("".join(groups.get(q, [])) for q in self.order))
 

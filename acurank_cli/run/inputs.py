@@ -10,6 +10,7 @@ from ..errors import InputError
 from ..io.readers import Bundle, read_candidates, read_corpus, read_qids, source_name
 from ..io.resolve import load_qrels, load_topics
 from ..records import Doc, RankingTask
+from .shard import Shard
 
 #: The sample_runs layout: files beside a run that are used when not given explicitly.
 BESIDE_TOPICS = "topics.tsv"
@@ -27,6 +28,8 @@ class Inputs:
     notes: list[str] = field(default_factory=list)
     skipped_docs: int = 0
     skipped_queries: int = 0
+    #: every query of the input before ``--shard`` (after ``--qids``), in its order
+    every_query: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -43,12 +46,13 @@ class InputSpec:
     qrels: str | None = None
     qids: str | None = None
     skip_missing: bool = False
+    shard: Shard | None = None  # --shard I/N: only the queries of that shard
 
     def load(self, need_texts: bool) -> "Inputs":
         """Read and complete everything (see :func:`load_inputs`)."""
         return load_inputs(self.run, self.depth, self.topics, self.corpus, self.qrels, need_texts=need_texts,
                            skip_missing=self.skip_missing, doc_fetcher=_index_fetcher(self.index),
-                           dataset=self.dataset, qids=self.qids)
+                           dataset=self.dataset, qids=self.qids, shard=self.shard)
 
 
 def _index_fetcher(index: str | None) -> Callable[[set[str]], dict[str, Doc]] | None:
@@ -82,6 +86,7 @@ def load_inputs(
     doc_fetcher: Callable[[set[str]], dict[str, Doc]] | None = None,
     dataset: str | None = None,
     qids: str | None = None,
+    shard: "Shard | None" = None,
 ) -> Inputs:
     """Read the run/candidate file and complete it with topics, texts and qrels (see README).
 
@@ -97,6 +102,9 @@ def load_inputs(
             raise InputError(f"--qids names {len(missing)} queries the run does not have (e.g. {missing[0]})",
                              source_name(run))
         bundle.runs = {q: c for q, c in bundle.runs.items() if q in wanted}
+    every = tuple(bundle.runs)  # the queries before --shard, in the input's order (a merge restores it)
+    if shard is not None:
+        bundle.runs = {q: c for q, c in bundle.runs.items() if shard.holds(q)}
     if dataset:
         from ..retrieval.datasets import load_irds
 
@@ -119,7 +127,9 @@ def load_inputs(
         bundle.docs.update(doc_fetcher(wanted - set(bundle.docs)))
     if qrels:
         bundle.qrels = load_qrels(qrels)
-    return _complete(bundle, fmt, run, notes, need_texts, skip_missing, topics)
+    inputs = _complete(bundle, fmt, run, notes, need_texts, skip_missing, topics)
+    inputs.every_query = every
+    return inputs
 
 
 def _note(path: Path | None, what: str, notes: list[str]) -> str | None:

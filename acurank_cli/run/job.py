@@ -109,12 +109,15 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     fingerprint = RunFingerprint(
         job.strategy.name, strategy_params(job.strategy), backend.fingerprint(),
         {"digest": input_digest(inputs.tasks, inputs.docs, needs_texts), "queries": len(inputs.tasks),
-         "depth": job.inputs.depth, "tag": out.tag},
+         "depth": job.inputs.depth, "tag": out.tag, **({"shard": str(job.inputs.shard)} if job.inputs.shard else {})},
     )
     outputs = RunOutputs(out.output, stats, out.trace)
     expected = {t.qid: t.n for t in inputs.tasks}
     try:
-        done = outputs.open(expected, out.tag, out.overwrite, fingerprint)
+        shard = job.inputs.shard
+        described = None if shard is None else {"shard": {"index": shard.index, "of": shard.of,
+                                                          "queries": list(inputs.every_query)}}
+        done = outputs.open(expected, out.tag, out.overwrite, fingerprint, described)
     except BaseException:
         backend.close()
         raise
