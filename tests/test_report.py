@@ -731,3 +731,21 @@ def test_readme_lists_only_formats_that_exist():
     named = set(re.findall(r"(?:-f|--format) (\w+)", readme))
     listed = set(re.findall(r"# also: ([\w ,()]+)", readme)[0].replace("(default)", "").replace(",", " ").split())
     assert named and (named | listed) <= {f.value for f in Format}
+
+
+def test_report_takes_run_files_as_eval_does(sample, tmp_path):
+    """Issue 35: `acurank report table a.run b.run --qrels q.txt` (what an eval user types first) was an error;
+    now the runs of one dataset are named by their files (METHOD = the name without .run)."""
+    from conftest import acurank
+
+    qrels = sample / "dl19" / "qrels.txt"
+    for name, noise in (("good", "0"), ("poor", "2")):
+        acurank("baseline", sample / "dl19" / "bm25.run", "--method", "sw-1", "--reranker", "simulated",
+                "--sim-noise", noise, "--qrels", qrels, "--quiet", "-o", tmp_path / f"{name}.run")
+    out = acurank("report", "table", tmp_path / "good.run", tmp_path / "poor.run", "--qrels", qrels, "-f", "json")
+    rows = {r["method"]: r for r in __import__("json").loads(out.stdout)["methods"]}
+    ev = {name: __import__("json").loads(acurank("eval", tmp_path / f"{name}.run", "--qrels", qrels, "-f", "json").stdout)
+          for name in ("good", "poor")}
+    assert set(rows) == {"good", "poor"}
+    for name in rows:
+        assert abs(rows[name]["datasets"]["dl19"]["ndcg_cut_10"] - ev[name]["ndcg_cut_10"]) < 1e-12

@@ -63,7 +63,9 @@ _BASELINE = typer.Option(None, "--baseline", "-b", help="Baseline METHOD for eve
 
 #: The run-naming options every report command over runs shares: added to each command's signature by
 #: :func:`naming_runs`, which hands them to the command as one :class:`RunSources`.
-_SOURCES = {"runs": (Optional[list[Path]], _RUNS), "run": (Optional[list[str]], _RUN),
+_FILES = typer.Argument(None, help="Runs of one dataset, as eval takes them (METHOD = the file name without "
+                        ".run); with --qrels PATH.", show_default=False)
+_SOURCES = {"files": (Optional[list[str]], _FILES), "runs": (Optional[list[Path]], _RUNS), "run": (Optional[list[str]], _RUN),
             "qrels": (Optional[list[str]], _QRELS), "stats": (Optional[list[str]], _STATS),
             "topics": (Optional[list[str]], _TOPICS), "dataset": (Optional[list[str]], _DATASET),
             "first_stage": (str, _FIRST)}
@@ -73,6 +75,7 @@ _SOURCES = {"runs": (Optional[list[Path]], _RUNS), "run": (Optional[list[str]], 
 class RunSources:
     """Where a report's runs, qrels, stats and topics come from (the shared options)."""
 
+    files: list | None
     runs: list | None
     run: list | None
     qrels: list | None
@@ -84,11 +87,18 @@ class RunSources:
     def collection(self, method=None, measure: str = "ndcg_cut_10", rel_level: int = 1):
         from ..report.collection import build_collection
 
+        named = [f"{_method_name(path)}={path}" for path in self.files or ()]  # RUN... as eval takes them
         return build_collection(
-            dirs=[str(p) for p in self.runs or ()], runs=self.run or (), qrels=self.qrels or (), stats=self.stats or (),
+            dirs=[str(p) for p in self.runs or ()], runs=[*named, *(self.run or ())], qrels=self.qrels or (), stats=self.stats or (),
             topics=self.topics or (), datasets=self.dataset or (), methods=method or (), first_stage=self.first_stage,
             measure=measure, rel_level=rel_level,
         )
+
+
+def _method_name(path: str) -> str:
+    """A run file's method: its name without ``.run`` (``out/acurank-9.run`` -> ``acurank-9``)."""
+    name = Path(path).name
+    return name[: -len(".run")] if name.endswith(".run") else name
 
 
 def naming_runs(command):
