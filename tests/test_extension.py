@@ -120,3 +120,18 @@ def test_import_failures_name_their_cause(sample, tmp_path):
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
     assert ("error: this needs the Python package 'no_such_engine_pkg' (No module named 'no_such_engine_pkg'): "
             "pip install 'acurank[all]'") in missing.stderr
+
+
+def test_a_backend_spec_argument_is_used_or_refused():
+    """Issue 36 item 4: minilm:BAAI/bge-small-en-v1.5 and simulated:X ran the default model and said nothing."""
+    import pytest
+
+    from acurank_cli.errors import InputError
+    from acurank_cli.rerankers.base import lookup
+
+    for spec in ("minilm:BAAI/bge-small-en-v1.5", "simulated:X", "simulated:"):
+        with pytest.raises(InputError, match="takes no argument"):
+            lookup(spec)
+    assert lookup("simulated")[1] == "" and lookup("hf:some/model")[1] == "some/model"
+    with pytest.raises(InputError, match="needs an argument"):
+        lookup("hf")

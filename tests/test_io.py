@@ -199,3 +199,39 @@ def test_run_record_is_the_one_view_of_a_run(tmp_path):
     assert out.getvalue() == p.read_text()
     with pytest.raises(TypeError):
         run["q3"] = ()  # type: ignore[index]
+
+
+def test_qids_take_long_lists_and_at_files(sample, tmp_path):
+    """Issue 36 item 1: a few hundred ids in a comma list ended in OSError (File name too long)."""
+    from acurank_cli.errors import InputError
+    from acurank_cli.io.readers import read_qids
+    from conftest import acurank
+
+    many = ",".join(str(1000000 + i) for i in range(400))
+    assert len(read_qids(many)) == 400
+    assert read_qids("x" * 5000) == {"x" * 5000}  # a word too long to be a path is an id
+    listed = tmp_path / "ids.txt"
+    listed.write_text("19335\n47923\n")
+    assert read_qids(f"@{listed}") == read_qids(str(listed)) == {"19335", "47923"}
+    with pytest.raises(InputError, match="--qids @"):
+        read_qids(f"@{tmp_path / 'missing.txt'}")
+    qids = [l.split()[0] for l in (sample / "dl19" / "bm25.run").read_text().splitlines()]
+    wanted = ",".join(dict.fromkeys(qids)) + "," + ",".join(str(9000000 + i) for i in range(300))
+    bad = acurank("eval", sample / "dl19" / "bm25.run", "--qrels", sample / "dl19" / "qrels.txt", "--qids", wanted,
+                  check=False)
+    assert bad.returncode == 0 and "Traceback" not in bad.stderr
+
+
+def test_a_docid_twice_in_a_corpus_is_an_error_naming_both_lines(tmp_path):
+    """Issue 36 item 8: a duplicate _id was accepted silently (the last one won)."""
+    from acurank_cli.errors import InputError
+    from acurank_cli.io.readers import read_corpus
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"_id": "a", "text": "one"}\n{"_id": "b", "text": "two"}\n{"_id": "a", "text": "three"}\n')
+    with pytest.raises(InputError, match=r"docid a appears twice with different texts \(lines 1 and 3\)") as exc:
+        read_corpus(corpus)
+    assert "c.jsonl:3" in exc.value.cli()
+    assert set(read_corpus(corpus, {"b"})) == {"b"}  # not among the wanted: not read
+    corpus.write_text('{"_id": "a", "text": "one"}\n{"_id": "a", "text": "one"}\n')
+    assert read_corpus(corpus)["a"].text == "one"  # the same record twice: harmless

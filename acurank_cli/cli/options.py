@@ -34,7 +34,7 @@ MEASURE_HELP = ("a trec_eval name (ndcg_cut.10, map, recall.100, P.10, recip_ran
 Measures = Annotated[List[str], typer.Option("--measure", "-m", help=f"Measure, repeatable: {MEASURE_HELP}.")]
 OneMeasure = Annotated[str, typer.Option("--measure", "-m", help=f"Measure: {MEASURE_HELP}.")]
 RelLevel = Annotated[int, typer.Option("--rel-level", "-l", help="Relevance level for binary measures (TREC DL uses 2), as trec_eval -l.")]
-Qids = Annotated[Optional[str], typer.Option("--qids", help="Only these queries: a file (first column) or a comma-separated list.")]
+Qids = Annotated[Optional[str], typer.Option("--qids", help="Only these queries: ids 1,2,3 (any number), or @FILE (first column: a qid list or topics; a plain FILE that exists works too).")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="No status lines.")]
 OutputFile = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here instead of stdout.")]
 

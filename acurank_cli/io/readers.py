@@ -150,8 +150,20 @@ def read_topics(src: Source) -> dict[str, str]:
 
 
 def read_qids(spec: str) -> set[str]:
-    """``--qids``: a file (the first column of each line: a qid list or a topics file) or ``1,2,3``."""
-    if spec == "-" or Path(spec).exists():
+    """``--qids``: ``@FILE`` (the first column of each line: a qid list or a topics file; ``@-`` stdin), ids
+    ``1,2,3`` (a list, however long: never tried as a path), or a single word that names an existing file
+    (read as ``@FILE``) or one id."""
+    if spec.startswith("@"):
+        spec = spec[1:]
+        if spec != "-" and not Path(spec).is_file():
+            raise InputError("no such file", f"--qids @{spec}")
+        is_file = True
+    else:
+        try:
+            is_file = "," not in spec and (spec == "-" or Path(spec).is_file())
+        except (OSError, ValueError):  # not a possible path (too long, NUL): ids
+            is_file = False
+    if is_file:
         name = source_name(spec)
         with open_text(spec) as fh:
             qids = {check_id(line.split()[0], "qid", name, lineno) for lineno, line in _numbered(fh)}
@@ -217,6 +229,11 @@ def doc_from_json(obj: dict) -> Doc:
 def iter_corpus(src: Source) -> Iterator[Doc]:
     """The one corpus iterator: the docs of a JSONL corpus (BEIR ``{_id,title,text}`` or Pyserini
     ``{id,contents}``) in file order, each record checked (one line naming file and line when bad)."""
+    for _, doc in _numbered_corpus(src):
+        yield doc
+
+
+def _numbered_corpus(src: Source) -> Iterator[tuple[int, Doc]]:
     name = source_name(src)
     with open_text(src) as fh:
         for lineno, line in _numbered(fh):
@@ -225,12 +242,24 @@ def iter_corpus(src: Source) -> Iterator[Doc]:
             except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
                 raise InputError(f"bad corpus record ({_reason(exc)})", name, lineno) from None
             check_id(doc.docid, "docid", name, lineno)
-            yield doc
+            yield lineno, doc
 
 
 def read_corpus(src: Source, wanted: set[str] | None = None) -> dict[str, Doc]:
-    """Read a JSONL corpus (BEIR or Pyserini style); keep only ``wanted`` docids if given."""
-    return {doc.docid: doc for doc in iter_corpus(src) if wanted is None or doc.docid in wanted}
+    """Read a JSONL corpus (BEIR or Pyserini style); keep only ``wanted`` docids if given. A docid kept twice
+    with different texts is an error naming both lines (which one a run meant cannot be known); a repeated
+    identical record is harmless."""
+    out: dict[str, Doc] = {}
+    first: dict[str, int] = {}
+    for lineno, doc in _numbered_corpus(src):
+        if wanted is not None and doc.docid not in wanted:
+            continue
+        if doc.docid in out and out[doc.docid] != doc:
+            raise InputError(f"docid {doc.docid} appears twice with different texts (lines {first[doc.docid]} and "
+                             f"{lineno})", source_name(src), lineno)
+        first.setdefault(doc.docid, lineno)
+        out[doc.docid] = doc
+    return out
 
 
 # --- candidate files: query + candidates + passages in one file -------------------------------

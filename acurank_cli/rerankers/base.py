@@ -266,6 +266,10 @@ def lookup(spec: str) -> tuple[BackendSpec, str]:
         raise InputError(f"unknown reranker {spec!r}; known: {known}")
     if backend.takes_arg and not arg:
         raise InputError(f"reranker {prefix!r} needs an argument: --reranker {prefix}:NAME")
+    if not backend.takes_arg and spec != prefix:  # a spec's argument is used or refused, never ignored
+        takers = ", ".join(f"{b.prefix}:" for b in registry.values() if b.takes_arg)
+        raise InputError(f"reranker {prefix!r} takes no argument ({spec!r}: {backend.help}); "
+                         f"a model by name goes with {takers}")
     return backend, arg
 
 
