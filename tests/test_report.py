@@ -272,7 +272,7 @@ def test_significance_in_json_matches_direct_tests(runs_dir):
     assert v["p_ttest"] == pytest.approx(float(sst.ttest_rel([a[q] for q in qids], [b[q] for q in qids]).pvalue))
     assert v["p_permutation"] == pytest.approx(
         permutation_test([a[q] for q in qids], [b[q] for q in qids], resamples=2000, seed=5).pvalue)
-    assert v["mark"] == mark(v["p_permutation"])
+    assert v["mark"] == ("▲" if v["delta"] > 0 else "▼") + mark(v["p_permutation"])  # with its direction
     base = next(r for r in rep.data["methods"] if r["method"] == "base")["datasets"]["alpha"]
     assert "vs_baseline" not in base  # the baseline is not tested against itself
 
@@ -334,7 +334,7 @@ def test_markdown_cells(runs_dir):
     assert set(rows[1]) <= {":---", "---:"}
     body = {r[0]: r for r in rows[2:]}
     fancy = next(r for r in rep.data["methods"] if r["method"] == "fancy")
-    assert body["fancy"][1].strip("*").rstrip("†‡") == f"{fancy['datasets']['alpha']['ndcg_cut_10']:.4f}"
+    assert body["fancy"][1].strip("*").rstrip("†‡▲▼") == f"{fancy['datasets']['alpha']['ndcg_cut_10']:.4f}"
     assert body["fancy"][1].strip("*").endswith(fancy["datasets"]["alpha"]["vs_baseline"]["mark"])
     assert body["fancy"][1].startswith("**")  # best on alpha
     assert body["solo"][2] == "–" and body["bm25"][4] == "0.00" and body["bm25"][5] == "0.00"
@@ -344,7 +344,7 @@ def test_markdown_cells(runs_dir):
 
 def test_percent_option(runs_dir):
     rows = _md_rows(to_markdown(_report(runs_dir, percent=True).tables))
-    value = next(r for r in rows if r[0] == "base")[1].strip("*†‡")
+    value = next(r for r in rows if r[0] == "base")[1].strip("*†‡▲▼")
     assert 1 < float(value) < 100 and len(value.split(".")[1]) == 2
 
 
@@ -680,7 +680,8 @@ def test_table_with_three_measures_holm_and_cis(runs_dir, tmp_path):
         raw = [r["datasets"]["alpha"]["vs_baseline"]["p_ttest"] for r in rows]
         for r, adj in zip(rows, adjust(raw, "holm")):
             vs = r["datasets"]["alpha"]["vs_baseline"]
-            assert vs["p_adjusted"] == pytest.approx(adj) and vs["mark"] == mark(adj)
+            assert vs["p_adjusted"] == pytest.approx(adj)
+            assert vs["mark"] == (("▲" if vs["delta"] > 0 else "▼") + mark(adj) if mark(adj) else "")
             assert vs["ci"]["low"] <= vs["delta"] <= vs["ci"]["high"]
     md = acurank(*args, "-f", "markdown").stdout
     assert "| Method | alpha nDCG@10 | alpha AP | alpha P@5 | beta nDCG@10 |" in md
@@ -749,3 +750,24 @@ def test_report_takes_run_files_as_eval_does(sample, tmp_path):
     assert set(rows) == {"good", "poor"}
     for name in rows:
         assert abs(rows[name]["datasets"]["dl19"]["ndcg_cut_10"] - ev[name]["ndcg_cut_10"]) < 1e-12
+
+
+def test_marks_carry_direction_and_the_holm_family_is_named(sample, tmp_path):
+    """Issue 36 item 7: a row significantly worse than the baseline got the same mark as one significantly better,
+    and the footnote did not say that Holm's family is the rows shown."""
+    import json as _json
+
+    from conftest import acurank
+
+    qrels = sample / "dl19" / "qrels.txt"
+    for name, noise in (("good", "0"), ("mid", "0.7"), ("poor", "3")):
+        acurank("baseline", sample / "dl19" / "bm25.run", "--method", "sw-1", "--reranker", "simulated",
+                "--sim-noise", noise, "--qrels", qrels, "--quiet", "-o", tmp_path / f"{name}.run")
+    args = ["report", "table", *(tmp_path / f"{n}.run" for n in ("good", "mid", "poor")), "--qrels", qrels,
+            "--baseline", "mid", "--correction", "holm"]
+    data = _json.loads(acurank(*args, "-f", "json").stdout)
+    marks = {r["method"]: r["datasets"]["dl19"]["vs_baseline"]["mark"] for r in data["methods"] if r["method"] != "mid"}
+    assert marks["good"].startswith("▲") and marks["poor"].startswith("▼"), marks
+    md = acurank(*args, "-f", "markdown").stdout
+    assert "▲/▼ better/worse than the baseline with" in md
+    assert "Holm-corrected over the methods shown (the rows of this table)" in md

@@ -35,7 +35,8 @@ def rerank(
     index: Annotated[Optional[str], typer.Option("--index", help="Take doc texts from a Lucene index (stored raw docs).")] = None,
     dataset: Annotated[Optional[str], typer.Option("--dataset", help="irds:<id>: topics, qrels and texts from ir_datasets.")] = None,
     qrels: Annotated[Optional[str], typer.Option("--qrels", help="Qrels (needed by the simulated reranker).")] = None,
-    depth: Annotated[int, typer.Option("--depth", "--hits", min=1, help="Rerank the top N candidates per query (--hits, as in retrieve).")] = 100,
+    depth: Annotated[int, typer.Option("--depth", "--hits", min=1, help="Rerank the top N candidates per query (--hits, as in retrieve); the ones below follow the reranked head in first-stage order (stats: 'tail'), unless --drop-tail.")] = 100,
+    drop_tail: Annotated[bool, typer.Option("--drop-tail", metavar="", help="Write only the reranked top --depth candidates (drop the rest of each list).")] = False,
     qids: Qids = None,
     shard: Annotated[Optional[str], typer.Option("--shard", metavar="I/N", help="Rerank only shard I of N (1 <= I <= N; a split by a hash of the query id, the same on every machine); join the parts with 'acurank merge'.")] = None,
     skip_missing: Annotated[bool, typer.Option("--skip-missing", metavar="", help="Skip candidates without text / queries without topic.")] = False,
@@ -60,7 +61,7 @@ def rerank(
     strategy = pipeline.method(method, options, pipeline.ScoreSource.run_file, baseline_only)
     job = RerankJob(
         inputs=InputSpec(run, depth, topics, corpus, index, dataset, qrels, qids, skip_missing,
-                         None if shard is None else Shard.parse(shard)),
+                         None if shard is None else Shard.parse(shard), not drop_tail),
         strategy=strategy,
         backend=reranker,
         outputs=OutputSpec(output, overwrite, tag or _default_tag(strategy.name, reranker), stats, trace),

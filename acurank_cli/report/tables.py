@@ -99,6 +99,10 @@ def check_options(test: str, correction: str, ci: str) -> None:
         raise InputError(f"--ci must be one of {', '.join(CI_KINDS)}, not {ci!r}")
 
 
+#: The direction of a significant difference from the baseline.
+UP, DOWN = "▲", "▼"
+
+
 def measure_rows(coll: Collection, baselines: dict[str, str], test: str, resamples: int, seed: int,
                  correction: str = "none", ci: str = "none") -> list[dict]:
     """Per method (table order): per dataset its mean measure, costs and comparison with the baseline, and
@@ -134,7 +138,9 @@ def measure_rows(coll: Collection, baselines: dict[str, str], test: str, resampl
         for cmp, adjusted in zip(family, adjust([c[key] for c in family], correction)):
             cmp["p_adjusted"] = adjusted
             cmp["correction"] = correction
-            cmp["mark"] = mark(adjusted)
+            sig = mark(adjusted)
+            # with its direction: better (▲) or worse (▼) than the baseline, as ranx's reports mark it
+            cmp["mark"] = (UP if (cmp.get("delta") or 0) > 0 else DOWN) + sig if sig else ""
     return rows
 
 
@@ -251,10 +257,11 @@ def build_table(
     if baselines:
         names = sorted(set(baselines.values()))
         against = names[0] if len(names) == 1 else ", ".join(f"{d}: {b}" for d, b in baselines.items())
-        levels = ", ".join(f"{s} p < {lvl:g}" for lvl, s in sorted(MARKS, key=lambda x: -x[0]))
+        levels = (f"{UP}/{DOWN} better/worse than the baseline with "
+                  + ", ".join(f"{s} p < {lvl:g}" for lvl, s in sorted(MARKS, key=lambda x: -x[0])))
         extra = f", {resamples} sign flips, seed {seed}" if test == "permutation" else ""
-        corrected = (f", {correction.capitalize()}-corrected over the methods compared on each dataset"
-                     + (" and measure" if several else "")) if correction != "none" else ""
+        corrected = (f", {correction.capitalize()}-corrected over the methods shown (the rows of this table) "
+                     "compared on each dataset" + (" and measure" if several else "")) if correction != "none" else ""
         notes.append(f"{levels}: {TEST_NAMES[test]} (two-sided{extra}{corrected}) against {against} on the judged queries.")
         missing = [d for d in datasets if d not in baselines]
         if missing:

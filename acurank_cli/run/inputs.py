@@ -30,6 +30,8 @@ class Inputs:
     skipped_queries: int = 0
     #: every query of the input before ``--shard`` (after ``--qids``), in its order
     every_query: tuple[str, ...] = ()
+    #: per query, the candidates below ``--depth`` (in first-stage order): written under the reranked head
+    tails: dict[str, tuple] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -47,12 +49,13 @@ class InputSpec:
     qids: str | None = None
     skip_missing: bool = False
     shard: Shard | None = None  # --shard I/N: only the queries of that shard
+    keep_tail: bool = True  # the candidates below --depth follow the reranked head (--drop-tail: not)
 
     def load(self, need_texts: bool) -> "Inputs":
         """Read and complete everything (see :func:`load_inputs`)."""
         return load_inputs(self.run, self.depth, self.topics, self.corpus, self.qrels, need_texts=need_texts,
                            skip_missing=self.skip_missing, doc_fetcher=_index_fetcher(self.index),
-                           dataset=self.dataset, qids=self.qids, shard=self.shard)
+                           dataset=self.dataset, qids=self.qids, shard=self.shard, keep_tail=self.keep_tail)
 
 
 def _index_fetcher(index: str | None) -> Callable[[set[str]], dict[str, Doc]] | None:
@@ -87,13 +90,18 @@ def load_inputs(
     dataset: str | None = None,
     qids: str | None = None,
     shard: "Shard | None" = None,
+    keep_tail: bool = False,
 ) -> Inputs:
     """Read the run/candidate file and complete it with topics, texts and qrels (see README).
 
     ``dataset`` (``irds:<id>``) supplies topics, qrels and doc texts through ir_datasets; explicit
     ``topics``/``corpus``/``qrels`` files still take precedence.
     """
-    bundle, fmt = read_candidates(run, depth)
+    bundle, fmt = read_candidates(run, None if keep_tail else depth)
+    tails = {}
+    if keep_tail and depth is not None:
+        tails = {q: c[depth:] for q, c in bundle.runs.items() if len(c) > depth}
+        bundle.runs = {q: c[:depth] for q, c in bundle.runs.items()}
     notes: list[str] = []
     if qids:
         wanted = read_qids(qids)
@@ -129,6 +137,7 @@ def load_inputs(
         bundle.qrels = load_qrels(qrels)
     inputs = _complete(bundle, fmt, run, notes, need_texts, skip_missing, topics)
     inputs.every_query = every
+    inputs.tails = {q: tails[q] for q in {t.qid for t in inputs.tasks} if q in tails}
     return inputs
 
 

@@ -17,7 +17,7 @@ from ..io.readers import source_name
 from ..io.writers import run_lines
 from ..method.base import Strategy, check_tasks
 from ..method.trueskill import check_scores
-from ..records import CallTally, ParseStatus, QueryOutcome, RankingTask, StatsRecord, Step, StopReason, TraceRecord
+from ..records import CallTally, ParseStatus, QueryOutcome, Ranked, RankingTask, StatsRecord, Step, StopReason, TraceRecord
 from . import pipeline, signals
 from .driver import Driver
 from .fingerprint import RunFingerprint, input_digest, strategy_params
@@ -109,10 +109,11 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     fingerprint = RunFingerprint(
         job.strategy.name, strategy_params(job.strategy), backend.fingerprint(),
         {"digest": input_digest(inputs.tasks, inputs.docs, needs_texts), "queries": len(inputs.tasks),
-         "depth": job.inputs.depth, "tag": out.tag, **({"shard": str(job.inputs.shard)} if job.inputs.shard else {})},
+         "depth": job.inputs.depth, "tag": out.tag, **({"shard": str(job.inputs.shard)} if job.inputs.shard else {}),
+         **({"tail": "kept"} if inputs.tails else {})},
     )
     outputs = RunOutputs(out.output, stats, out.trace)
-    expected = {t.qid: t.n for t in inputs.tasks}
+    expected = {t.qid: t.n + len(inputs.tails.get(t.qid, ())) for t in inputs.tasks}  # lines a finished query writes
     try:
         shard = job.inputs.shard
         described = None if shard is None else {"shard": {"index": shard.index, "of": shard.of,
@@ -158,8 +159,13 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
             for outcome in driver.run(tasks):
                 if outcome.qid in done:
                     continue  # replayed (set budget): already written
-                outputs.write_query(outcome.qid, run_lines(outcome.qid, outcome.ranking, out.tag),
-                                    StatsRecord.of(outcome, about).to_json(), traces.pop(outcome.qid, []))
+                tail = inputs.tails.get(outcome.qid, ())
+                stats = StatsRecord.of(outcome, about).to_json()
+                if tail:  # below the reranked head, in first-stage order, scores below the head's last
+                    stats["tail"] = len(tail)
+                ranking = list(outcome.ranking) + [Ranked(c.docid, outcome.ranking[-1].score) for c in tail]
+                outputs.write_query(outcome.qid, run_lines(outcome.qid, ranking, out.tag), stats,
+                                    traces.pop(outcome.qid, []))
                 totals.add(outcome)
                 view.query_done(outcome.qid, totals)
         except BaseException as exc:
