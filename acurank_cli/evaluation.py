@@ -52,6 +52,7 @@ def parse_measures(names: Iterable[str], rel_level: int = 1) -> list[Measure]:
             if rel_level != 1 and "rel" in m.SUPPORTED_PARAMS and m.params.get("rel") is None:
                 m = m(rel=rel_level)
             label = (name.replace(".", "_") if trec else name) if len(found) == 1 else str(m)
+            provider_for(m)  # computable here, or a clear error before any run is read
             out.append(Measure(label, m))
     return out
 
@@ -118,8 +119,30 @@ def evaluate(
     by_measure: dict[Any, list[str]] = {}
     for m in parsed:
         by_measure.setdefault(m.measure, []).append(m.label)
-    for metric in ir_measures.pytrec_eval.iter_calc(list(by_measure), qrels, run):
-        if metric.query_id in per_query:
-            for label in by_measure[metric.measure]:
-                per_query[metric.query_id][label] = float(metric.value)
+    by_provider: dict[str, list[Any]] = {}
+    for measure in by_measure:
+        by_provider.setdefault(provider_for(measure), []).append(measure)
+    for name, wanted in by_provider.items():
+        for metric in ir_measures.providers.registry[name].iter_calc(wanted, qrels, run):
+            if metric.query_id in per_query:
+                for label in by_measure[metric.measure]:
+                    per_query[metric.query_id][label] = float(metric.value)
     return Evaluation(labels, per_query, fill)
+
+
+def provider_for(measure: Any) -> str:
+    """The ir_measures provider that computes ``measure``: pytrec_eval (trec_eval's semantics) wherever it can,
+    otherwise the first installed one that can (``judged`` for Judged@k, ``gdeval`` for ERR@k, ...); a measure
+    that none installed computes is an InputError naming what would."""
+    import ir_measures
+
+    registry = ir_measures.providers.registry
+    if registry["pytrec_eval"].supports(measure):
+        return "pytrec_eval"
+    able = [name for name, p in registry.items() if p.supports(measure)]
+    for name in able:
+        if registry[name].is_available():
+            return name
+    needs = f" (computed by the {', '.join(able)} provider of ir_measures, not installed here)" if able else ""
+    raise InputError(f"measure {measure} cannot be computed here{needs}; measures pytrec_eval computes: nDCG@k, "
+                     "AP, P@k, R@k, RR, Rprec, Bpref, NumRet, ... (trec_eval's); Judged@k with ir_measures' judged")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import statistics
 
 import pytest
@@ -64,3 +65,21 @@ def test_trec_eval_layout_and_unknown_measure(sample):
     bad = acurank("eval", sample / "dl19" / "bm25.run", "--qrels", sample / "dl19" / "qrels.txt", "-m", "ndgc@10",
                   check=False)
     assert bad.returncode == 2 and "unknown measure 'ndgc@10'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_measures_beyond_pytrec_eval_are_computed_or_refused(sample, tmp_path):
+    """Issue 36 item 2: Judged@10, ERR@10, alpha_nDCG@10 (valid ir_measures names that pytrec_eval does not
+    compute) ended in a ValueError traceback in eval and report."""
+    from conftest import acurank
+
+    qrels = tmp_path / "q.txt"
+    qrels.write_text("q1 0 a 2\nq1 0 b 0\nq2 0 c 1\n")
+    run = tmp_path / "r.run"
+    run.write_text("q1 Q0 a 1 3 t\nq1 Q0 x 2 2 t\nq1 Q0 b 3 1 t\nq2 Q0 y 1 2 t\nq2 Q0 c 2 1 t\n")
+    out = json.loads(acurank("eval", run, "--qrels", qrels, "-m", "Judged@2", "-m", "Judged@3", "-f", "json").stdout)
+    # by hand: q1 top 2 = a (judged), x (not): 1/2; q2 top 2 = y (not), c (judged): 1/2. Top 3 of q1: 2/3; q2: 1/2
+    assert out["Judged@2"] == pytest.approx(0.5) and out["Judged@3"] == pytest.approx((2 / 3 + 1 / 2) / 2)
+    for command in (("eval", run), ("report", "table", run)):
+        bad = acurank(*command, "--qrels", qrels, "-m", "alpha_nDCG@10", check=False)
+        assert bad.returncode == 2 and "Traceback" not in bad.stderr
+        assert "alpha_nDCG@10 cannot be computed here (computed by the pyndeval provider" in bad.stderr
