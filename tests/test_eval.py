@@ -83,3 +83,21 @@ def test_measures_beyond_pytrec_eval_are_computed_or_refused(sample, tmp_path):
         bad = acurank(*command, "--qrels", qrels, "-m", "alpha_nDCG@10", check=False)
         assert bad.returncode == 2 and "Traceback" not in bad.stderr
         assert "alpha_nDCG@10 cannot be computed here (computed by the pyndeval provider" in bad.stderr
+
+
+def test_coverage_is_reported_when_a_run_holds_part_of_the_qrels(sample, tmp_path):
+    """Issue 36 item 6: a run over a subset of the qrels' queries was averaged over all of them (the others as 0)
+    with no word, in eval and report."""
+    from conftest import acurank
+
+    qrels = sample / "dl19" / "qrels.txt"
+    lines = (sample / "dl19" / "bm25.run").read_text().splitlines(keepends=True)
+    qids = list(dict.fromkeys(l.split()[0] for l in lines))
+    part = tmp_path / "part.run"
+    part.write_text("".join(l for l in lines if l.split()[0] in qids[:5]))
+    ev = acurank("eval", part, "--qrels", qrels)
+    assert f"warning: {part}: 5 of the 43 qrels queries are in the run; the mean counts the others as 0" in ev.stderr
+    whole = acurank("eval", sample / "dl19" / "bm25.run", "--qrels", qrels)
+    assert "qrels queries are in the run" not in whole.stderr
+    rep = acurank("report", "table", part, "--qrels", qrels)
+    assert "warning: dl19/part: 5 of the 43 qrels queries are in the run; the others count as 0" in rep.stderr

@@ -1,6 +1,6 @@
 """Sharded runs: --shard I/N splits the queries by a hash of the id; acurank merge joins the parts into the run
-the unsharded command writes (byte for byte) and its stats (equal but for what differs between any two runs:
-wall-clock seconds and the fingerprint of the run that wrote the line)."""
+the unsharded command writes (byte for byte) and its stats (equal but for what differs between any two runs of
+one command: the wall-clock seconds)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from acurank_cli.run.shard import Shard, shard_of
 from conftest import acurank
 
-RUN_SPECIFIC = ("rerank_seconds", "seconds", "fingerprint")
+RUN_SPECIFIC = ("rerank_seconds", "seconds")  # the clock: different in any two runs of one command
 
 
 def test_the_split_is_a_hash_of_the_id_alone():

@@ -93,9 +93,9 @@ def _mean_calls(path: Path) -> float | None:
     return statistics.fmean(r.calls for r in records.values()) if records else None
 
 
-def _check_against_qrels(path: str, run: dict, judged: dict, qrels: str) -> None:
-    """Foreign qrels (no query in common) are an error; few shared queries and an unfinished run
-    (its meta file says it was made for more queries) are warnings on stderr."""
+def _check_against_qrels(path: str, run: dict, judged: dict, qrels: str, fill: bool = True) -> None:
+    """Foreign qrels (no query in common) are an error; few shared queries, a run that covers only part of the
+    qrels' queries, and an unfinished run (its meta file says it was made for more queries) are warnings."""
     from ..io.outputs import unfinished
 
     shared = len(set(run) & set(judged))
@@ -104,6 +104,10 @@ def _check_against_qrels(path: str, run: dict, judged: dict, qrels: str) -> None
                          f"qrels: {len(judged)}, e.g. {next(iter(judged))}): qrels of another dataset?", path)
     if shared < len(run) / 2:
         say(f"warning: {path}: only {shared} of its {len(run)} queries are judged in {qrels}")
+    if shared < len(judged):
+        how = ("the mean counts the others as 0 (--no-fill: over the run's judged queries only)" if fill
+               else "the mean is over those (--no-fill)")
+        say(f"warning: {path}: {shared} of the {len(judged)} qrels queries are in the run; {how}")
     left = unfinished(path, len(run)) if path != "-" else None
     if left:
         say(f"warning: {path} is unfinished ({left}); rerun its rerank command to finish it")
@@ -147,7 +151,7 @@ def eval_cmd(
     for path in runs:
         parsed = read_run(path)
         run = (parsed.restrict(wanted) if wanted is not None else parsed).scores()
-        _check_against_qrels(path, run, judged, qrels)
+        _check_against_qrels(path, run, judged, qrels, not no_fill)
         calls = _mean_calls(Path(stats)) if stats else (_mean_calls(stats_path_for(path)) if path != "-" else None)
         rows.append(EvalRow(path, evaluate(run, judged, measure, rel_level, fill=not no_fill), calls))
     base = None

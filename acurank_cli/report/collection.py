@@ -283,6 +283,15 @@ def _check_runs(found: dict[str, DatasetRuns]) -> None:
                 raise InputError(f"{ds.name}/{method}: {mr.run_path} is unfinished ({left}); finish it (rerun its "
                                  "rerank command) or leave it out, so that every column covers the same queries")
             kinds["simulated" if meta.simulated else "model"].append(f"{ds.name}/{method}")
+    for ds in found.values():  # coverage: a run over part of the qrels' queries scores 0 on the rest
+        if ds.qrels_path is None:
+            continue
+        judged = set(ds.qrels())
+        for method, mr in ds.runs.items():
+            shared = len(judged & set(mr.candidates()))
+            if shared < len(judged):
+                print(f"acurank: warning: {ds.name}/{method}: {shared} of the {len(judged)} qrels queries are in the "
+                      "run; the others count as 0", file=sys.stderr)
     if kinds["simulated"] and kinds["model"]:
         print(f"acurank: warning: this report mixes runs of the simulated reranker (a qrels oracle: "
               f"{', '.join(kinds['simulated'][:4])}{', ...' if len(kinds['simulated']) > 4 else ''}) with model runs "

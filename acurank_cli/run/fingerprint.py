@@ -54,6 +54,21 @@ def input_digest(tasks: Iterable[RankingTask], docs: dict[str, Doc], with_texts:
     return h.hexdigest()
 
 
+#: The inputs' keys that depend on which queries a run covers (a shard of the input has its own).
+PER_QUERY_SET = ("digest", "queries", "shard", "tail")
+
+
+def command_part(fingerprint: dict[str, Any]) -> dict[str, Any]:
+    """A recorded fingerprint without :data:`PER_QUERY_SET`: what every part of one sharded command shares."""
+    out = dict(fingerprint)
+    out["inputs"] = {k: v for k, v in (fingerprint.get("inputs") or {}).items() if k not in PER_QUERY_SET}
+    return out
+
+
+def _digest(value: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+
+
 @dataclass(frozen=True)
 class RunFingerprint:
     """Method, parameters, reranker identity and input digest of one run."""
@@ -68,8 +83,15 @@ class RunFingerprint:
 
     @property
     def digest(self) -> str:
-        """A short hex digest (stats records carry it)."""
-        return hashlib.sha256(json.dumps(self.as_dict(), sort_keys=True).encode("utf-8")).hexdigest()[:16]
+        """A short hex digest of the whole fingerprint (the meta file beside the run records it)."""
+        return _digest(self.as_dict())
+
+    @property
+    def command_digest(self) -> str:
+        """A short hex digest of the command: the fingerprint without what depends on which queries it ran
+        (:func:`command_part`). Stats records carry it, so the parts of a sharded run write the stats lines
+        the unsharded run writes."""
+        return _digest(command_part(self.as_dict()))
 
     def differences(self, recorded: dict[str, Any]) -> list[str]:
         """``key: recorded -> now`` for every leaf that differs from a recorded fingerprint."""

@@ -138,7 +138,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
                              "(its queries advance together); drop --no-cache (or start afresh with --overwrite)")
         status.print(f"acurank: {job.strategy.name}: the finished queries are replayed (their calls from the call cache) "
                   "so that every query sees the same run as before", markup=False)
-    about = {"fingerprint": fingerprint.digest, "reranker": fingerprint.reranker, "params": fingerprint.params,
+    about = {"fingerprint": fingerprint.command_digest, "reranker": fingerprint.reranker, "params": fingerprint.params,
              "parameters": job.model_params if job.model_params is not None else backend.parameters()}
     if about["parameters"] is not None:
         source = "--model-params" if job.model_params is not None else "the model"

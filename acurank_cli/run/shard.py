@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from .fingerprint import command_part
 
 
 @dataclass(frozen=True)
@@ -90,13 +91,6 @@ def _blocks(path: Path, key) -> dict[str, str]:
     return {q: "".join(lines) for q, lines in groups.items()}
 
 
-def _same_command(fp: dict) -> dict:
-    """A part's fingerprint without what differs between the parts of one command."""
-    out = dict(fp)
-    out["inputs"] = {k: v for k, v in (fp.get("inputs") or {}).items() if k not in ("digest", "queries", "shard")}
-    return out
-
-
 def merge(paths: list[str], output: str) -> tuple[int, int]:
     """Join the parts into ``output`` (and its stats beside it when every part has stats), the queries in the
     unsharded input's order. Returns (queries, parts)."""
@@ -108,7 +102,7 @@ def merge(paths: list[str], output: str) -> tuple[int, int]:
         if p.shard.of != first.shard.of or p.queries != first.queries:
             raise InputError(f"is a shard of another split or input than {first.run} ({p.shard} of other queries)",
                              str(p.run))
-        if _same_command(p.fingerprint) != _same_command(first.fingerprint):
+        if command_part(p.fingerprint) != command_part(first.fingerprint):
             raise InputError(f"was made by another command than {first.run} (method, reranker or inputs differ)",
                              str(p.run))
     indices = sorted(p.shard.index for p in parts)
