@@ -118,7 +118,12 @@ def _doc(item: DocLike, i: int) -> tuple[Doc, float | None, dict]:
         docid = str(item.get("id", i))
         score = item.get("score")
         meta = {k: v for k, v in item.items() if k not in ("text", "title", "id", "score")}
-        return Doc(docid, text, str(item.get("title") or "")), (None if score is None else float(score)), meta
+        if score is not None:
+            try:
+                score = float(score)
+            except (TypeError, ValueError):
+                raise InputError(f"document {i}: 'score' must be a number, got {score!r}") from None
+        return Doc(docid, text, str(item.get("title") or "")), score, meta
     raise InputError(f"document {i}: expected a string, a dict or a Doc, got {type(item).__name__}")
 
 
@@ -182,6 +187,8 @@ class Reranker:
                      min_p_topk: float | None = None) -> list[RerankOutput]:
         """Rerank many queries; up to ``batch_queries`` advance together so their windows share batches.
         ``top_k`` and ``min_p_topk`` cut every query's output (see :meth:`rerank`)."""
+        if self.reranker is None:
+            raise InputError("this Reranker is closed: build a new one (Reranker(...)) to rerank again")
         if top_k is not None and not at_least(1).contains(top_k):
             raise ParameterError("top_k", top_k, at_least(1).describe())
         if min_p_topk is not None:
@@ -243,8 +250,11 @@ class Reranker:
         return await asyncio.to_thread(self.rerank_batch, list(queries), qids=qids)
 
     def close(self) -> None:
-        """Release the model, the call cache and any prompt log."""
-        self.reranker.close()
+        """Release the model, the call cache and any prompt log (closing twice is harmless; reranking after it is
+        an InputError)."""
+        if self.reranker is not None:
+            self.reranker.close()
+            self.reranker = None
 
     def __enter__(self) -> "Reranker":
         return self

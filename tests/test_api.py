@@ -324,3 +324,16 @@ def test_adapters_score_the_probability_of_being_kept():
                 [NodeWithScore(node=TextNode(text=t, id_=f"n{i}")) for i, t in enumerate(docs)], QueryBundle(QUERY))
             assert [n.node.get_content() for n in nodes] == [d.text for d in api]
             assert [n.score for n in nodes] == expected
+
+
+def test_api_errors_for_bad_scores_and_a_closed_reranker():
+    """Issue 36 item 11: a non-numeric score was a raw ValueError; reranking after close() a raw sqlite error."""
+    rr = Reranker("simulated", method="sw-1", qrels={"q": {"0": 1}}, cache=None)
+    docs = [{"text": "a", "score": 2.0}, {"text": "b", "score": "high"}]
+    with pytest.raises(InputError, match="document 1: 'score' must be a number, got 'high'"):
+        rr.rerank("query", docs, qid="q")
+    assert rr.rerank("query", ["a", "b"], qid="q").calls == 1
+    rr.close()
+    rr.close()  # twice: harmless
+    with pytest.raises(InputError, match="this Reranker is closed"):
+        rr.rerank("query", ["a", "b"], qid="q")
