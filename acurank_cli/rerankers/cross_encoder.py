@@ -147,7 +147,7 @@ class CrossEncoderReranker(StoreUser, RerankerBase):
 
 @dataclass(frozen=True)
 class CrossEncoderOptions(TorchOptions):
-    max_length: Optional[int] = option(None, "ce: tokens per (query, passage) pair (default: the model's positions, "
+    max_length: Optional[int] = option(None, "tokens per (query, passage) pair (default: the model's positions, "
                                        "at most 512)", domain=at_least(8))
     score_cache_size: int = option(500_000, "pair scores kept in memory", cli=False, domain=at_least(1))
 
