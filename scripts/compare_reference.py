@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Compare acurank with the published implementation's DL23 figures (simulated reranker, noise 1, seed 0).
 
     python scripts/compare_reference.py [CANDIDATES] [--methods ...] [--updater fast|library]
@@ -34,6 +35,9 @@ def main() -> None:
     ap.add_argument("--methods", nargs="+", default=METHODS)
     ap.add_argument("--updater", default="fast")
     args = ap.parse_args()
+    if not Path(args.candidates).is_file():
+        ap.error(f"no candidate file {args.candidates} (the published DL23 candidates of the shared data; give "
+                 "its path, or sample_runs/dl23/bm25.run)")
     ref = defaultdict(dict)
     with REFERENCE.open() as fh:
         for row in csv.DictReader(fh, delimiter="\t"):

@@ -38,7 +38,7 @@ HELP = (
     "Effectiveness/efficiency reports over finished runs: `table` (methods x datasets, macro nDCG@10 "
     "and calls, significance marks), `efficiency` (calls, window size, tokens, latency, FLOPs), `pareto` (nDCG@10 against cost, PNG/SVG), `allocation` (calls "
     "against WIG and difficulty, easy/hard split) and `trace` (mu +/- sigma per AcuRank iteration).\n\n"
-    "Example: acurank report table --runs sample_runs --baseline sw-1 --format markdown"
+    "Example: scripts/simulate_all.sh out/sim && acurank report table --runs out/sim --baseline sw-1 --format markdown"
 )
 
 report_app = typer.Typer(name="report", help=HELP, no_args_is_help=True, add_completion=False, rich_markup_mode=None,
@@ -133,7 +133,7 @@ Significance (per dataset, paired over the judged queries, two-sided):
 † p < 0.05, ‡ p < 0.01 by the test chosen with --test; JSON and CSV hold
 both p-values (paired t-test and sign-flip randomisation test).
 
-Example: acurank report table --runs sample_runs --baseline sw-1 -f latex
+Example: acurank report table --runs out/sim --baseline sw-1 -f latex   (out/sim: scripts/simulate_all.sh out/sim)
 """)
 @naming_runs
 def table_cmd(
@@ -193,7 +193,7 @@ def efficiency_cmd(
 
 @report_app.command("pareto", help="Pareto plot of nDCG@10 against mean cost per query (calls, tokens or "
                     "seconds), one point per method, the frontier drawn; also prints the points.\n\n" + RUNS_HELP + """
-Example: acurank report pareto --runs sample_runs --view all --out pareto.png
+Example: acurank report pareto --runs out/sim --view all --out pareto.png
 --out pareto.svg
 """)
 @naming_runs
@@ -237,7 +237,7 @@ x_i = log(1 + s_i), ref = mean of x over the whole candidate list (no
 collection score is available), WIG = mean over the top k of (x_i - ref),
 divided by sqrt(|q|) when topics are known (|q| = word tokens).
 
-Example: acurank report allocation --runs sample_runs --method acurank
+Example: acurank report allocation --runs out/sim --method acurank
 --baseline sw-1 --plot allocation.png
 """)
 @naming_runs
