@@ -147,18 +147,17 @@ def eval_cmd(
     wanted = read_qids(qids) if qids else None
     if wanted is not None:
         judged = {q: v for q, v in judged.items() if q in wanted}
+    def scores(path: str) -> dict:
+        parsed = read_run(path)
+        return (parsed.restrict(wanted) if wanted is not None else parsed).scores()
+
     rows = []
     for path in runs:
-        parsed = read_run(path)
-        run = (parsed.restrict(wanted) if wanted is not None else parsed).scores()
+        run = scores(path)
         _check_against_qrels(path, run, judged, qrels, not no_fill)
         calls = _mean_calls(Path(stats)) if stats else (_mean_calls(stats_path_for(path)) if path != "-" else None)
         rows.append(EvalRow(path, evaluate(run, judged, measure, rel_level, fill=not no_fill), calls))
-    base = None
-    if base_run is not None:
-        parsed = read_run(base_run)
-        base = evaluate((parsed.restrict(wanted) if wanted is not None else parsed).scores(), judged, measure,
-                        rel_level, fill=not no_fill)
+    base = None if base_run is None else evaluate(scores(base_run), judged, measure, rel_level, fill=not no_fill)
     averaging = rows[0].evaluation.averaging if rows else ""
     if chosen in (Format.tsv, Format.trec_eval):
         say(f"{qrels}: averaged over {averaging}")

@@ -106,19 +106,11 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     backend = pipeline.backend(job.backend, job.backend_options, context={"qrels": inputs.qrels})
     for note in backend.notes():
         status.print(f"acurank: {note}", markup=False, soft_wrap=True)
-    fingerprint = RunFingerprint(
-        job.strategy.name, strategy_params(job.strategy), backend.fingerprint(),
-        {"digest": input_digest(inputs.tasks, inputs.docs, needs_texts), "queries": len(inputs.tasks),
-         "depth": job.inputs.depth, "tag": out.tag, **({"shard": str(job.inputs.shard)} if job.inputs.shard else {}),
-         **({"tail": "kept"} if inputs.tails else {})},
-    )
+    fingerprint = _fingerprint(job, backend, inputs, needs_texts)
     outputs = RunOutputs(out.output, stats, out.trace)
     expected = {t.qid: t.n + len(inputs.tails.get(t.qid, ())) for t in inputs.tasks}  # lines a finished query writes
     try:
-        shard = job.inputs.shard
-        described = None if shard is None else {"shard": {"index": shard.index, "of": shard.of,
-                                                          "queries": list(inputs.every_query)}}
-        done = outputs.open(expected, out.tag, out.overwrite, fingerprint, described)
+        done = outputs.open(expected, out.tag, out.overwrite, fingerprint, _described(job, inputs))
     except BaseException:
         backend.close()
         raise
@@ -138,12 +130,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
                              "(its queries advance together); drop --no-cache (or start afresh with --overwrite)")
         status.print(f"acurank: {job.strategy.name}: the finished queries are replayed (their calls from the call cache) "
                   "so that every query sees the same run as before", markup=False)
-    about = {"fingerprint": fingerprint.command_digest, "reranker": fingerprint.reranker, "params": fingerprint.params,
-             "parameters": job.model_params if job.model_params is not None else backend.parameters()}
-    if about["parameters"] is not None:
-        source = "--model-params" if job.model_params is not None else "the model"
-        status.print(f"acurank: FLOPs estimated per query as 2 x {about['parameters']:.4g} parameters ({source}) x "
-                  "(input + output tokens)", markup=False)
+    about = _about(job, backend, fingerprint, status)
 
     traces: dict[str, list[dict]] = {}
     totals = _Totals()
@@ -159,12 +146,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
             for outcome in driver.run(tasks):
                 if outcome.qid in done:
                     continue  # replayed (set budget): already written
-                tail = inputs.tails.get(outcome.qid, ())
-                stats = StatsRecord.of(outcome, about).to_json()
-                if tail:  # below the reranked head, in first-stage order, scores below the head's last
-                    stats["tail"] = len(tail)
-                ranking = list(outcome.ranking) + [Ranked(c.docid, outcome.ranking[-1].score) for c in tail]
-                outputs.write_query(outcome.qid, run_lines(outcome.qid, ranking, out.tag), stats,
+                outputs.write_query(outcome.qid, *_written(outcome, inputs.tails.get(outcome.qid, ()), about, out.tag),
                                     traces.pop(outcome.qid, []))
                 totals.add(outcome)
                 view.query_done(outcome.qid, totals)
@@ -184,9 +166,52 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     wall = time.perf_counter() - started
     _summary(status, job, totals, wall, inputs)
     if job.quiet and (inputs.skipped_docs or inputs.skipped_queries):  # the summary says it otherwise
-        err.print(f"acurank: warning: skipped {inputs.skipped_queries} queries, {inputs.skipped_docs} docs without text",
-                  markup=False)
+        err.print(f"acurank: warning: {_skipped(inputs)}", markup=False)
     return totals
+
+
+def _about(job: RerankJob, backend, fingerprint: RunFingerprint, status: Console) -> dict:
+    """What every stats record says about the run (and the FLOPs line when the model's size is known)."""
+    about = {"fingerprint": fingerprint.command_digest, "reranker": fingerprint.reranker, "params": fingerprint.params,
+             "parameters": job.model_params if job.model_params is not None else backend.parameters()}
+    if about["parameters"] is not None:
+        source = "--model-params" if job.model_params is not None else "the model"
+        status.print(f"acurank: FLOPs estimated per query as 2 x {about['parameters']:.4g} parameters ({source}) x "
+                     "(input + output tokens)", markup=False)
+    return about
+
+
+def _skipped(inputs) -> str:
+    return f"skipped {inputs.skipped_queries} queries, {inputs.skipped_docs} docs without text"
+
+
+def _fingerprint(job: RerankJob, backend, inputs, needs_texts: bool) -> RunFingerprint:
+    """What made the run: method and parameters, the reranker's identity, the inputs (and shard, kept tail)."""
+    shard = {"shard": str(job.inputs.shard)} if job.inputs.shard else {}
+    tail = {"tail": "kept"} if inputs.tails else {}
+    return RunFingerprint(
+        job.strategy.name, strategy_params(job.strategy), backend.fingerprint(),
+        {"digest": input_digest(inputs.tasks, inputs.docs, needs_texts), "queries": len(inputs.tasks),
+         "depth": job.inputs.depth, "tag": job.outputs.tag, **shard, **tail},
+    )
+
+
+def _described(job: RerankJob, inputs) -> dict | None:
+    """More for the meta file: a shard's place and the unsharded input's query order (what a merge restores)."""
+    shard = job.inputs.shard
+    if shard is None:
+        return None
+    return {"shard": {"index": shard.index, "of": shard.of, "queries": list(inputs.every_query)}}
+
+
+def _written(outcome: QueryOutcome, tail: tuple, about: dict, tag: str) -> tuple[str, dict]:
+    """A finished query's run block and stats record; the candidates below --depth (``tail``) follow the reranked
+    head in first-stage order, with scores below the head's last."""
+    stats = StatsRecord.of(outcome, about).to_json()
+    if tail:
+        stats["tail"] = len(tail)
+    ranking = list(outcome.ranking) + [Ranked(c.docid, outcome.ranking[-1].score) for c in tail]
+    return run_lines(outcome.qid, ranking, tag), stats
 
 
 def _stopped(err: Console, job: RerankJob, outputs: RunOutputs, exc: BaseException, signum: int | None) -> None:
@@ -222,6 +247,6 @@ def _summary(err: Console, job: RerankJob, t: _Totals, wall: float, inputs) -> N
     if t.stops:
         parts.append("stopped by " + ", ".join(f"{StopReason(k)} {v}" for k, v in sorted(t.stops.items(), key=lambda kv: -kv[1])))
     if inputs.skipped_docs or inputs.skipped_queries:
-        parts.append(f"skipped {inputs.skipped_queries} queries, {inputs.skipped_docs} docs without text")
+        parts.append(_skipped(inputs))
     parts.append(f"{wall:.1f} s wall")
     err.print("acurank: " + "; ".join(parts), markup=False, soft_wrap=True)
