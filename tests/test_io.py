@@ -235,3 +235,20 @@ def test_a_docid_twice_in_a_corpus_is_an_error_naming_both_lines(tmp_path):
     assert set(read_corpus(corpus, {"b"})) == {"b"}  # not among the wanted: not read
     corpus.write_text('{"_id": "a", "text": "one"}\n{"_id": "a", "text": "one"}\n')
     assert read_corpus(corpus)["a"].text == "one"  # the same record twice: harmless
+
+
+def test_a_gzip_run_on_stdin_is_read(sample, tmp_path):
+    """Issue 36 item 10: a gzip file on stdin said "found 9 columns"; stdin is gunzipped as files are."""
+    import gzip as _gzip
+    import subprocess
+    import sys
+
+    from conftest import ENV, acurank
+
+    run = (sample / "dl19" / "bm25.run").read_bytes()
+    qrels = sample / "dl19" / "qrels.txt"
+    plain = acurank("eval", "-", "--qrels", qrels, stdin=run.decode()).stdout
+    assert acurank("eval", "-", "--qrels", qrels, stdin=_gzip.compress(run)).stdout == plain
+    piped = subprocess.run([sys.executable, "-m", "acurank_cli", "eval", "-", "--qrels", str(qrels)],
+                           input=_gzip.compress(run), capture_output=True, env=ENV)
+    assert piped.returncode == 0 and piped.stdout.decode() == plain == "ndcg_cut_10\tall\t0.5058\n"
