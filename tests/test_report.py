@@ -771,3 +771,19 @@ def test_marks_carry_direction_and_the_holm_family_is_named(sample, tmp_path):
     md = acurank(*args, "-f", "markdown").stdout
     assert "▲/▼ better/worse than the baseline with" in md
     assert "Holm-corrected over the methods shown (the rows of this table)" in md
+
+
+def test_terminal_tables_never_cut_a_method_name_or_a_figure():
+    """Issue 36 item 10: the terminal table truncated method names (and, narrower, figures)."""
+    import io as _io
+
+    from acurank_cli.report.render import Table, to_terminal
+
+    t = Table("t", ["Method", "dl19 nDCG@10", "dl20 nDCG@10", "dl23 nDCG@10", "calls/q", "rounds/q"])
+    t.add("acurank --budget-total 9x", "0.8139▲‡", "0.8017", "0.5936", "8.94", "2.73")
+    for width in (40, 60, 200):
+        buf = _io.StringIO()
+        to_terminal([t], file=buf, width=width)
+        text = buf.getvalue()
+        for cell in ("acurank --budget-total 9x", "0.8139▲‡", "0.8017", "0.5936", "8.94", "2.73"):
+            assert cell in text, (width, text)

@@ -158,14 +158,16 @@ def to_terminal(tables: Sequence[Table], file=None, width: int | None = None) ->
     console = Console(file=file, width=width or (None if is_tty else 200), highlight=False, soft_wrap=False)
     for t in tables:
         rt = RichTable(title=t.title or None, title_justify="left", show_lines=False)
-        for col, a in zip(t.columns, t.aligns()):
-            rt.add_column(col, justify="right" if a == "r" else "left", no_wrap=True)
+        for j, (col, a) in enumerate(zip(t.columns, t.aligns())):
+            # a cell (a method's name, a figure) is never cut: on a narrow terminal the headers wrap instead
+            widest = max([0, *(len(row[j].text) for row in t.rows if j < len(row))])
+            rt.add_column(col, justify="right" if a == "r" else "left", no_wrap=False, min_width=min(48, widest) or None)
         for i, row in enumerate(t.rows):
             rt.add_row(
                 *[f"[bold]{_rich_escape(c.text)}[/bold]" if c.bold else _rich_escape(c.text) for c in row],
                 end_section=(i + 1) in t.rules,
             )
-        console.print(rt)
+        console.print(rt, crop=False)  # a table wider than the terminal wraps there; nothing is cut off
         for note in t.notes:
             console.print(note, style="dim", markup=False)
         console.print()
