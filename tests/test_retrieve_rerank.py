@@ -54,3 +54,38 @@ def test_scifact_slice_end_to_end(sample, tmp_path):
     assert len(lines) == len(run.splitlines())
     ev = json.loads(cli("eval", out, "--qrels", tmp_path / "qrels.txt", "--format", "json").stdout)
     assert ev["queries"] == len(qids) and ev["ndcg_cut_10"] > 0.3
+
+
+def test_a_signal_ends_a_run_that_loaded_lucene_cleanly(sample, tmp_path):
+    """Issue 36 item 3: SIGTERM or Ctrl-C during a rerank that loaded a Lucene index (--index) crashed the JVM
+    (SIGSEGV in libtorch, exit 134, an hs_err_pid log in the working directory). With -Xrs the JVM leaves the
+    signals to Python: exit 143 / 130, the one line, no crash log, and the run resumes to the uninterrupted one."""
+    import signal
+    import time
+
+    src = sample / "dl19"
+    cli("index", "--input", src / "passages.jsonl.gz", "--index", tmp_path / "index")
+    qids = ",".join(list(dict.fromkeys(l.split()[0] for l in (src / "bm25.run").read_text().splitlines()))[:6])
+    args = [sys.executable, "-m", "acurank_cli", "rerank", src / "bm25.run", "--method", "acurank", "--reranker",
+            "minilm", "--no-cache", "--index", tmp_path / "index", "--topics", src / "topics.tsv", "--qids", qids]
+    out = tmp_path / "sig.run"
+    for sig, code in ((signal.SIGTERM, 143), (signal.SIGINT, 130)):
+        proc = subprocess.Popen([*map(str, args), "--output", str(out)], stderr=subprocess.PIPE, text=True, env=ENV,
+                                cwd=tmp_path)
+        stats = tmp_path / "sig.stats.jsonl"
+        before = len(stats.read_text().splitlines()) if stats.exists() else 0
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None:
+            if stats.exists() and len(stats.read_text().splitlines()) > before:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "finished before the signal"
+        proc.send_signal(sig)
+        err = proc.communicate(timeout=60)[1]
+        assert proc.returncode == code, err[-2000:]
+        assert "Traceback" not in err and "interrupted (SIG" in err and "rerun the same command to resume" in err
+        assert not list(tmp_path.glob("hs_err_pid*.log"))
+    cli(*args[3:], "--output", out)  # finish it
+    whole = tmp_path / "whole.run"
+    cli(*args[3:], "--output", whole)
+    assert out.read_text() == whole.read_text()

@@ -153,8 +153,13 @@ def anserini_jar() -> Path:
 
 
 def jvm_options(home: Path, heap: str | None = None) -> list[str]:
-    """JVM options: heap, the vector module when the runtime has it, ``ACURANK_JVM_OPTIONS``."""
-    options = []
+    """JVM options: ``-Xrs``, heap, the vector module when the runtime has it, ``ACURANK_JVM_OPTIONS``.
+
+    ``-Xrs``: the JVM leaves SIGINT, SIGTERM, SIGHUP and SIGQUIT to Python. Without it the JVM's own handler
+    takes SIGTERM and exits the process from a JVM thread while torch is computing (a SIGSEGV in libtorch, exit
+    134 and an hs_err_pid log in the working directory); with it a signal ends the run as everywhere else
+    (exit 130 / 143, resumable)."""
+    options = ["-Xrs"]
     heap = heap or os.environ.get("ACURANK_JVM_HEAP")
     if heap:
         options.append(f"-Xmx{heap}")
