@@ -135,3 +135,37 @@ def test_a_backend_spec_argument_is_used_or_refused():
     assert lookup("simulated")[1] == "" and lookup("hf:some/model")[1] == "some/model"
     with pytest.raises(InputError, match="needs an argument"):
         lookup("hf")
+
+
+def test_readme_custom_method_runs_as_written_and_as_a_plug_in(sample, tmp_path):
+    """Issue 33 item 1: the README's custom method (its own option included), extracted and run in a fresh
+    interpreter; then as a plug-in module through ACURANK_METHODS: its option is a baseline flag, checked."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from conftest import ENV
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    code = re.search(r"<!-- custom-method -->\n```python\n(.*?)```", readme, re.S).group(1)
+    (tmp_path / "blocks_method.py").write_text(code)
+    proc = subprocess.run([sys.executable, str(tmp_path / "blocks_method.py")], capture_output=True, text=True, env=ENV)
+    assert proc.returncode == 0, proc.stderr
+    # by hand: windows (a b) (c d); grades b=1, d=2: b > a, d > c; the second pass keeps it; 2 + 2 calls
+    assert proc.stdout.strip() == "['b', 'a', 'd', 'c'] 4"
+    env = {**ENV, "ACURANK_METHODS": "blocks_method", "PYTHONPATH": f"{tmp_path}:{ENV.get('PYTHONPATH', '')}"}
+    run, _ = small_run(sample, tmp_path, queries=2, depth=40)
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "acurank_cli", *map(str, args)], capture_output=True, text=True,
+                              env=env, cwd=tmp_path)
+
+    assert "--passes" in cli("baseline", "--help").stdout
+    ok = cli("baseline", run, "--method", "blocks", "--passes", "3", "--reranker", "simulated", "--qrels",
+             sample / "dl19" / "qrels.txt", "-o", tmp_path / "b.run")
+    assert ok.returncode == 0, ok.stderr
+    assert all('"calls": 6' in line for line in (tmp_path / "b.stats.jsonl").read_text().splitlines())  # 3 x 2
+    bad = cli("baseline", run, "--method", "blocks", "--passes", "0", "--reranker", "simulated", "--qrels",
+              sample / "dl19" / "qrels.txt", "-o", tmp_path / "c.run")
+    assert bad.returncode == 2 and "--passes" in bad.stderr and "Traceback" not in bad.stderr

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from ..errors import InputError
+from ..params import check_domains
 from .baselines import SlidingWindows, TourRank, TrueSkillStatic
 from .blitz import BlitzRank
 from .options import Option, declaration, option_fields
@@ -289,7 +290,10 @@ def build_strategy(name: str, options: Mapping[str, Any] | None = None, baseline
         unused = sorted(k for k in given if k not in spec.options)
         if unused:
             raise UnusedOption(name, unused, frozenset(spec.options))
-        return spec.build(match, given)
+        strategy = spec.build(match, given)
+        if dataclasses.is_dataclass(strategy):  # a plug-in's record may carry its options itself
+            check_domains(strategy)
+        return strategy
     if found and baseline_only:
         raise InputError(f"method {name!r} is not a baseline: use 'acurank rerank --method {name}' "
                          f"(baselines: {known_methods(True)})")
