@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -76,6 +77,17 @@ def acurank(*args, stdin: str | None = None, check: bool = True, env: dict | Non
     if check and ran.returncode != 0:
         raise AssertionError(f"exit {ran.returncode}: {ran.stderr}")
     return ran
+
+
+def run_readme_block(marker: str, path: Path) -> subprocess.CompletedProcess:
+    """The README's python block marked ``<!-- marker -->``, written to ``path`` and run there in a fresh
+    interpreter (documentation that must run as written)."""
+    import re
+    import sys
+
+    readme = (ROOT / "README.md").read_text()
+    path.write_text(re.search(rf"<!-- {marker} -->\n```python\n(.*?)```", readme, re.S).group(1))
+    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=ENV)
 
 
 def small_run(sample: Path, tmp_path: Path, queries: int = 4, depth: int = 100) -> tuple[Path, list[str]]:

@@ -10,7 +10,6 @@ import re
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -249,12 +248,9 @@ def test_uncertainty_option_reaches_the_strategy():
 
 def test_readme_custom_backend_recipe_runs_as_written(tmp_path):
     """The README's custom-backend example, extracted and run in a fresh interpreter."""
-    import re
+    from conftest import run_readme_block
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    code = re.search(r"<!-- custom-backend -->\n```python\n(.*?)```", readme, re.S).group(1)
-    (tmp_path / "recipe.py").write_text(code)
-    proc = subprocess.run([sys.executable, str(tmp_path / "recipe.py")], capture_output=True, text=True, env=ENV)
+    proc = run_readme_block("custom-backend", tmp_path / "recipe.py")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "['Paris is the capital of France.', 'France is in Europe.'] 2"
 

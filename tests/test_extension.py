@@ -140,17 +140,12 @@ def test_a_backend_spec_argument_is_used_or_refused():
 def test_readme_custom_method_runs_as_written_and_as_a_plug_in(sample, tmp_path):
     """Issue 33 item 1: the README's custom method (its own option included), extracted and run in a fresh
     interpreter; then as a plug-in module through ACURANK_METHODS: its option is a baseline flag, checked."""
-    import re
     import subprocess
     import sys
-    from pathlib import Path
 
-    from conftest import ENV
+    from conftest import ENV, run_readme_block
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    code = re.search(r"<!-- custom-method -->\n```python\n(.*?)```", readme, re.S).group(1)
-    (tmp_path / "blocks_method.py").write_text(code)
-    proc = subprocess.run([sys.executable, str(tmp_path / "blocks_method.py")], capture_output=True, text=True, env=ENV)
+    proc = run_readme_block("custom-method", tmp_path / "blocks_method.py")
     assert proc.returncode == 0, proc.stderr
     # by hand: windows (a b) (c d); grades b=1, d=2: b > a, d > c; the second pass keeps it; 2 + 2 calls
     assert proc.stdout.strip() == "['b', 'a', 'd', 'c'] 4"
