@@ -88,11 +88,21 @@ def check_outcome(record: object) -> None:
 
 
 class _CallCap:
-    """The initial pass and the total call cap N shared by AcuRank's families (acurank-N, acurank-auto-N)."""
+    """The initial pass, the total call cap N and the checks shared by AcuRank's families (acurank-N,
+    acurank-auto-N)."""
 
     m: int
     cap: int | None
+    sigma: str
     family = "acurank"
+
+    def check_shared(self) -> None:
+        """Every parameter's domain, plain strings accepted for the enum-valued ones, the outcome with its
+        updater, the sigma rule."""
+        check_domains(self)
+        coerce_choices(self)
+        check_outcome(self)
+        sigma_rule(self.sigma)
 
     def initial_calls(self, n: int) -> int:
         """Windows of the initial pass over n candidates: ceil(n / m)."""
@@ -142,11 +152,8 @@ class AcuRankParams(_CallCap):
     outcome: Outcome = OUTCOME(Outcome.order)
 
     def __post_init__(self) -> None:
-        """Check every parameter's domain; accept plain strings for the enum-valued ones."""
-        check_domains(self)
-        coerce_choices(self)
-        check_outcome(self)
-        sigma_rule(self.sigma)
+        """Check every parameter (see :meth:`_CallCap.check_shared`) and the query-set budget."""
+        self.check_shared()
         if self.budget_total is not None:
             object.__setattr__(self, "budget_total", str(self.budget_total).strip())
             set_budget(self.budget_total)
@@ -205,10 +212,7 @@ class AutoParams(_CallCap):
     outcome: Outcome = OUTCOME(Outcome.order)
 
     def __post_init__(self) -> None:
-        check_domains(self)
-        coerce_choices(self)
-        check_outcome(self)
-        sigma_rule(self.sigma)
+        self.check_shared()
         object.__setattr__(self, "beta_grid", str(self.beta_grid).replace(" ", ""))
         beta_grid(self.beta_grid)
 
