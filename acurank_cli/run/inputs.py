@@ -90,7 +90,7 @@ def load_inputs(
     dataset: str | None = None,
     qids: str | None = None,
     shard: "Shard | None" = None,
-    keep_tail: bool = False,
+    keep_tail: bool = True,
 ) -> Inputs:
     """Read the run/candidate file and complete it with topics, texts and qrels (see README).
 
