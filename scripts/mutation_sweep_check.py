@@ -1,9 +1,13 @@
-"""The sweep-stopping mutants of method/trueskill_fast._chain_sweeps that survive the tests, checked on random
-windows: each is applied to a copy of the module's source and compared bit for bit with trueskill.rate.
+"""Mutants of the compiled TrueSkill kernel (method/trueskill_fast.py), checked on random windows: each is
+applied to a copy of the module's source (compiled afresh, without numba's cache) and compared bit for bit
+with trueskill.rate. mutmut cannot mutate the kernel (its trampolines are Python functions, which numba
+cannot compile), so this script is that module's mutation check.
 
     .venv/bin/python scripts/mutation_sweep_check.py [SEED] [WINDOWS]     (default 0 3000)
 
-Prints, per mutant, on how many windows it differs from the library (0 means not observed).
+Prints, per mutant, on how many windows it differs from the library (0: not observed); the sweep-stopping
+variants (the first four) move the sweep at which the chain stops only when a truncation update's change
+falls exactly on 1e-4, the others must differ.
 """
 
 from __future__ import annotations
@@ -18,14 +22,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from acurank_cli.method.trueskill import library_update  # noqa: E402
 
-#: mutmut's name -> (the original line, the mutated line)
+#: name -> (the original text, the mutated text)
 MUTANTS = {
-    "x__chain_sweeps__mutmut_201": ("if d > eps or d < neps:", "if d > eps and d < neps:"),
-    "x__chain_sweeps__mutmut_202": ("if d > eps or d < neps:", "if d >= eps or d < neps:"),
-    "x__chain_sweeps__mutmut_203": ("if d > eps or d < neps:", "if d > eps or d <= neps:"),
-    "x__chain_sweeps__mutmut_208": ("                        if d < 0:", "                        if d <= 0:"),
-    "x__chain_sweeps__mutmut_215": ("if d != inf and sqrt(d) > eps:", "if d != inf and sqrt(d) >= eps:"),
-    "x__chain_sweeps__mutmut_6": ("    inf = _INF\n", "    inf = None\n"),
+    "sweep stop >=": ("big = big or delta > MIN_DELTA", "big = big or delta >= MIN_DELTA"),
+    "two-candidate stop <": ("if delta <= MIN_DELTA:", "if delta < MIN_DELTA:"),
+    "delta max >=": ("return (b if b > a else a), OK", "return (b if b >= a else a), OK"),
+    "infinite delta": ("    if pd == _INF:\n        return 0.0, OK", "    if pd == _INF:\n        return 1.0, OK"),
+    "one sweep fewer": ("for _ in range(MAX_ITERATIONS):\n            big", "for _ in range(MAX_ITERATIONS - 1):\n            big"),
+    "forward off by one": ("for j in range(m - 1):", "for j in range(m - 2):"),
+    "backward from m - 2": ("x = m - 1 - j if sweep else j", "x = m - 2 - j if sweep else j"),
+    "no dynamic tau": ("math.sqrt(v2 + _TAU2)", "math.sqrt(v2)"),
+    "draw margin sign": ("xx = ct / s - dm * s", "xx = ct / s + dm * s"),
+    "erfc branch": ("denom = 0.5 * (2.0 - r if e < 0 else r)", "denom = 0.5 * (2.0 - r if e <= 0 else r)"),
+    "zero cavity": ("        if cav_p == 0:", "        if cav_p == 1:"),
 }
 
 
@@ -70,7 +79,8 @@ def main() -> None:
     for name, (line, mutated) in MUTANTS.items():
         assert source.count(line) == 1, name
         module = types.ModuleType(name)
-        exec(compile(source.replace(line, mutated), name, "exec"), module.__dict__)
+        exec(compile(source.replace(line, mutated).replace("cache=True", "cache=False"), name, "exec"),
+             module.__dict__)
         differs = sum(not same(outcome(module.fast_update, *w), ref) for w, ref in zip(windows, reference))
         print(f"{name}: differs from trueskill.rate on {differs} of {count} windows (seed {seed})", flush=True)
 

@@ -301,3 +301,26 @@ def test_any_beta_matches_the_library_environment_with_that_beta(seed, beta):
     for i, (r,) in zip(order, new):
         assert (m1[i], s1[i]) == (r.mu, r.sigma) == (m2[i], s2[i])
     assert ft.draw_margin(beta) == trueskill.calc_draw_margin(0.10, 2, env)
+
+
+# ---------------------------------------------------------------------------------------------
+# graded outcomes: the soft truncation factor (1 - q) + (2q - 1) 1[d > eps]
+# ---------------------------------------------------------------------------------------------
+def test_soft_factor_with_certainty_is_the_hard_factor():
+    """q = 1 on every pair: the soft factor is the hard one, so the numbers are trueskill.rate's."""
+    mu, sigma = FIXED_MU.copy(), FIXED_MU / 3.0
+    m1, s1 = mu.copy(), sigma.copy()
+    library_update(m1, s1, FIXED_ORDER)
+    m2, s2 = mu.copy(), sigma.copy()
+    fast_update(m2, s2, FIXED_ORDER, confidence=[1.0] * (len(FIXED_ORDER) - 1))
+    assert np.array_equal(m1, m2) and np.array_equal(s1, s2)
+
+
+def test_soft_factor_of_a_coin_flip_leaves_the_ratings():
+    """q = 1/2: the factor is the constant 1/2, v = w = 0, the answer tells nothing: mu stays, sigma only gains
+    the dynamic tau, sqrt(sigma^2 + tau^2)."""
+    mu, sigma = FIXED_MU.copy(), FIXED_MU / 3.0
+    m, s = mu.copy(), sigma.copy()
+    fast_update(m, s, FIXED_ORDER, confidence=[0.5] * (len(FIXED_ORDER) - 1))
+    assert np.allclose(m, mu, rtol=0, atol=1e-12)
+    assert np.allclose(s, np.sqrt(sigma ** 2 + ft.TAU ** 2), rtol=0, atol=1e-12)

@@ -4,7 +4,7 @@
     registry      method name -> strategy (acurank, acurank-H, acurank-9, sw-x, tourrank-x, ts-c1-..., blitz-kW)
     base          the Strategy protocol (a plan yields Steps of windows, receives permutations)
     trueskill     ratings N(mu, sigma^2): init from first-stage scores, the update per reranked window
-    trueskill_fast  the same update, vectorised and bit-identical
+    trueskill_fast  the same update, compiled (numba) and bit-identical
     uncertainty   t with sum_i P(x_i > t) = k, s_i, and the exact / entropy rules
     acurank       Algorithm 1
     baselines     sliding windows, TourRank, TrueSkill-Static

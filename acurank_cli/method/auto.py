@@ -194,7 +194,7 @@ class AcuRankAuto(Strategy):
                     scores += models.answer(group, perm)
                     graph.add_order([group[j] for j in perm])
             evidence.add(scores)
-            if evidence is self._evidence and phase is not Phase.final:
+            if evidence is self._evidence:  # after a final pass too: the end's choice is read at the round's end
                 yield Step((), Phase.wait, iteration)
 
         windows = chunks(range(n), p.m)

@@ -66,7 +66,7 @@ STOP = Option("stop", StopRule, "stop rule: uncertain (|C| < tau) or topk-stable
 UNCERTAINTY = Option("uncertainty", Uncertainty, "AcuRank's uncertain set: threshold (the paper's s_i = P(x_i > t)), "
                      "exact (p_i = P(rank <= k)) or entropy (of the rank distribution truncated at k)")
 SEED = Option("seed", int, "seed for shuffles (TourRank, random partition)", ANY_INT)
-UPDATER = Option("updater", Updater, "TrueSkill update: fast (vectorised, bit-identical) or library (trueskill.rate)")
+UPDATER = Option("updater", Updater, "TrueSkill update: fast (compiled, bit-identical) or library (trueskill.rate)")
 BUDGET_TOTAL = Option("budget_total", str, "query-set budget: Bx (B calls per query on average over the run, e.g. 9x) "
                       "or a total; after every query's initial pass, optional iterations go to the queries whose top "
                       "k is most uncertain, --budget-wave at a time", flag="--budget-total")
