@@ -17,7 +17,7 @@ from scipy.stats import norm
 
 from acurank_cli.errors import InputError
 from acurank_cli.io.readers import read_candidates, read_qrels
-from acurank_cli.method.auto import Evidence, agreement, certified_top, present
+from acurank_cli.method.auto import Evidence, agreement, agreements, certified_top, present
 from acurank_cli.method.graph import TournamentGraph
 from acurank_cli.method.params import beta_grid
 from acurank_cli.method.registry import UnusedOption, build_strategy
@@ -47,6 +47,16 @@ def test_agreement_worked_example():
     # answer c > a > b: predicted a, b, c at answer positions 1, 2, 0: DCG = g1 + g2 d1 + g0 d2
     assert agreement(np.array([1.0, 1.0, 1.0]), [0, 1, 2], [2, 0, 1]) == pytest.approx(
         (1 / LOG2_3 + 0.5 / LOG2_3 + 0.5) / ideal, abs=1e-15)
+
+
+def test_agreements_of_every_model_are_each_models_agreement():
+    rng = np.random.default_rng(3)
+    mu = rng.normal(0, 1, (7, 30))
+    mu[2, :5] = mu[2, 5]  # ties: presented order
+    window, perm = [int(i) for i in rng.permutation(30)[:12]], [int(j) for j in rng.permutation(12)]
+    assert list(agreements(mu, window, perm)) == [agreement(row, window, perm) for row in mu]
+    rows = np.tile(np.array([5.0, 6.0, 1.0]), (2, 1))
+    assert list(agreements(rows, [0, 1, 2], [0, 1, 2])) == [agreement(rows[0], [0, 1, 2], [0, 1, 2])] * 2
 
 
 def test_evidence_choice_by_hand():

@@ -54,7 +54,7 @@ from .acurank import Ratings
 from .base import Plan, Strategy, chunks, sort_by
 from .choices import Outcome, Pool, Uncertainty
 from .params import AutoParams
-from .trueskill import get_updater, initial_ratings, update_groups
+from .trueskill import confidence, get_row_updater, initial_ratings
 from .uncertainty import assess
 
 
@@ -62,12 +62,18 @@ def agreement(mu: np.ndarray, window: Sequence[int], perm: Sequence[int]) -> flo
     """How well ``mu`` predicted an answer: ``window`` holds the candidate indices as presented, ``perm`` the
     answer (positions in the window, best first). The nDCG of the order by mu (ties in presented order, what
     the model knew) with the answer as the ideal, gains and discounts 1/log2(2 + position)."""
+    return float(agreements(mu[None, :], window, perm)[0])
+
+
+def agreements(mu: np.ndarray, window: Sequence[int], perm: Sequence[int]) -> np.ndarray:
+    """:func:`agreement` of every row of ``mu`` (one a noise model), one sort for all."""
     window = np.asarray(window, dtype=np.intp)
     place = np.empty(len(window), dtype=np.intp)
     place[np.asarray(perm, dtype=np.intp)] = np.arange(len(window))  # answer position of each presented doc
     disc = _discounts(len(window))
-    predicted = place[np.argsort(-mu[window], kind="stable")]  # answer positions, in the order mu predicts
-    return float(disc[predicted] @ disc / (disc @ disc))
+    predicted = place[np.argsort(-mu[:, window], axis=1, kind="stable")]  # answer positions, as each row predicts
+    ideal = disc @ disc
+    return np.array([disc[row] @ disc / ideal for row in predicted])
 
 
 @functools.lru_cache(maxsize=64)
@@ -102,20 +108,21 @@ class Evidence:
 class NoiseModels:
     """One query's ratings under every beta of the grid: ``mu[g]``, ``sigma[g]`` for model g."""
 
-    def __init__(self, mu: np.ndarray, sigma: np.ndarray, betas: Sequence[float], update,
+    def __init__(self, mu: np.ndarray, sigma: np.ndarray, betas: Sequence[float], update_rows,
                  outcome: Outcome = Outcome.order):
         self.betas = tuple(float(b) for b in betas)
         self.mu = np.tile(mu, (len(self.betas), 1))
         self.sigma = np.tile(sigma, (len(self.betas), 1))
-        self._update = update
+        self._update_rows = update_rows
         self.outcome = outcome
 
     def answer(self, window: Sequence[int], perm: Sequence[int]) -> np.ndarray:
         """Score every model's prediction of an answer (``window``: candidate indices as presented, ``perm``:
         positions best first), then update every model with it; returns the scores."""
-        scores = np.array([agreement(self.mu[g], window, perm) for g in range(len(self.betas))])
-        for g, beta in enumerate(self.betas):
-            update_groups(self._update, self.mu[g], self.sigma[g], [window], [perm], self.outcome, beta=beta)
+        scores = agreements(self.mu, window, perm)
+        soft = confidence(perm) if self.outcome is Outcome.graded else None
+        self._update_rows(self.mu, self.sigma, [window[j] for j in perm], self.betas,
+                          **({} if soft is None else {"confidence": soft}))
         return scores
 
 
@@ -144,7 +151,7 @@ class AcuRankAuto(Strategy):
     def __init__(self, name: str, params: AutoParams, evidence: Evidence | None = None):
         self.name = name
         self.params = params
-        self._update = get_updater(params.updater)
+        self._update_rows = get_row_updater(params.updater)
         self._evidence = evidence
 
     @property
@@ -179,7 +186,7 @@ class AcuRankAuto(Strategy):
         mu0, sigma0 = initial_ratings([c.score for c in task.candidates], p.init, task.qid, p.sigma)
         n = len(mu0)
         scale = float(np.median(sigma0)) if n else 1.0
-        models = NoiseModels(mu0, sigma0, [c * scale for c in p.factors], self._update, p.outcome)
+        models = NoiseModels(mu0, sigma0, [c * scale for c in p.factors], self._update_rows, p.outcome)
         evidence = self._evidence if self._evidence is not None else Evidence(len(p.factors), p.start)
         graph = TournamentGraph(n)
         docids = [c.docid for c in task.candidates]

@@ -1,5 +1,5 @@
 """TrueSkill ratings N(mu, sigma^2) per candidate: how they start (init) and how a reranked window
-updates them (the updaters: the trueskill package's ``rate``, or its bit-identical vectorised port)."""
+updates them (the updaters: the trueskill package's ``rate``, or its bit-identical compiled port)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import trueskill
 from ..errors import InputError
 from ..records import RankingTask
 from .params import Init, Outcome, Updater, sigma_rule
-from .trueskill_fast import fast_update
+from .trueskill_fast import fast_update, fast_update_rows
 
 #: The trueskill package's default environment (mu0 25, sigma0 25/3, beta 25/6, tau 25/300, draw 0.10).
 ENV = trueskill.TrueSkill()
@@ -96,13 +96,31 @@ def library_update(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int], beta
 
 Update = Callable[..., None]
 
-#: Registry: updater -> update(mu, sigma, order, beta=25/6) (``fast`` is the vectorised factor graph).
+#: Registry: updater -> update(mu, sigma, order, beta=25/6) (``fast`` is the compiled factor graph).
 UPDATERS: dict[Updater, Update] = {Updater.library: library_update, Updater.fast: fast_update}
+
+
+def _rows_by_loop(update: Update) -> Update:
+    def update_rows(mu, sigma, order, betas, **kw) -> None:
+        for g, beta in enumerate(betas):
+            update(mu[g], sigma[g], order, beta=float(beta), **kw)
+    return update_rows
+
+
+#: Registry: updater -> update_rows(mu, sigma, order, betas): one answer rates every row g (a noise model of
+#: acurank-auto) with its own beta; the same numbers as the loop of single updates.
+ROW_UPDATERS: dict[Updater, Update] = {Updater.library: _rows_by_loop(library_update),
+                                       Updater.fast: fast_update_rows}
 
 
 def get_updater(kind: Updater) -> Update:
     """The update function for ``kind``."""
     return UPDATERS[Updater(kind)]
+
+
+def get_row_updater(kind: Updater) -> Update:
+    """The update of many rating rows (one a beta) for ``kind``."""
+    return ROW_UPDATERS[Updater(kind)]
 
 
 def update_groups(update: Callable[..., None], mu: np.ndarray, sigma: np.ndarray, groups: Sequence[Sequence[int]],

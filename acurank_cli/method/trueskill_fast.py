@@ -135,7 +135,14 @@ _ERRORS = {
 #: compiler turn ``x ** 2`` into ``x * x``, which is not always libm ``pow``'s result.
 _POWERS = np.array([2.0, -2.0])
 
-#: The soft factors' largest w (graded outcomes): w -> 1 would give a message of infinite precision.
+#: The soft factors' w is kept in [W_MIN, W_MAX] (graded outcomes): w -> 1 would give a message of infinite
+#: precision. Below, an upset the reranker was unsure of can make w negative (the answer widens the
+#: difference's variance); w <= 0 would give the truncation message precision <= 0, and a zero-precision
+#: message carries no mean through the library's sum factors (they read it as "mean 0, infinite variance"), so
+#: the answer's evidence would be dropped exactly where it contradicts the ratings. The D marginal's mean after
+#: moment matching, (ct + sqrt(cp) v) / cp, does not depend on w: a small positive w keeps it, and the
+#: variance shrinks by a negligible s^2 W_MIN / c^2.
+W_MIN = 1e-6
 W_MAX = 1.0 - 1e-9
 
 
@@ -159,8 +166,7 @@ def _sum2(p1, t1, c1, p2, t2, c2):  # pragma: no cover - compiled (its lines run
 def _truncate(x, Dp, Dt, Up, Ut, dm, soft, graded, powers):  # pragma: no cover - compiled
     """TruncateFactor(x).up(): moment-match D_x (v_win / w_win, or with ``graded`` the soft factor's v and w:
     for Z = (1 - q) + (2q - 1) Phi(xx), v = (2q - 1) phi(xx) / Z = d ln Z / d xx and w = v (v + xx), kept in
-    [0, W_MAX], so a surprising outcome the reranker was unsure of leaves the variance as it is; q = 1 is the
-    hard factor). Returns (Variable.delta of the library, status)."""
+    [W_MIN, W_MAX] (see W_MIN); q = 1 is the hard factor). Returns (Variable.delta of the library, status)."""
     dp = Dp[x]
     dt = Dt[x]
     up_ = Up[x]
@@ -196,7 +202,7 @@ def _truncate(x, Dp, Dt, Up, Ut, dm, soft, graded, powers):  # pragma: no cover 
         zq = (1.0 - q) + b * denom
         v = b * pdf / zq if zq else -xx
         w = v * (v + xx)
-        w = 0.0 if w < 0.0 else w if w < W_MAX else W_MAX
+        w = W_MIN if w < W_MIN else w if w < W_MAX else W_MAX
     den = 1.0 - w
     np_ = cp / den
     nt = (ct + s * v) / den
@@ -418,6 +424,17 @@ def _cavities(x, Tp, Tt, Lp, Lt, Rp, Rt):  # pragma: no cover - compiled
     return ap, at, bp, bt, ia, qa, ib, qb, ok_a, ok_b
 
 
+@njit(cache=True, error_model="numpy")
+def _rate_rows(mu, sigma, idx, beta2, dm, soft, graded, powers):  # pragma: no cover - compiled
+    """:func:`_rate` on every row g of ``mu`` and ``sigma`` with its own beta^2 and draw margin, in row order
+    (a row that fails stops there: the rows before it are updated, as a loop of updates would leave them)."""
+    for g in range(mu.shape[0]):
+        status = _rate(mu[g], sigma[g], idx, beta2[g], dm[g], soft, graded, powers)
+        if status:
+            return status
+    return OK
+
+
 # --------------------------------------------------------------------------------------------
 # The update.
 # --------------------------------------------------------------------------------------------
@@ -437,23 +454,52 @@ def fast_update(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int], beta: f
     q_x in [1/2, 1] that the reranker ordered it rightly. Its truncation factor 1[d_x > eps] becomes the soft
     factor (1 - q_x) + (2 q_x - 1) 1[d_x > eps], the likelihood of the answer when the reranker errs on that
     pair with probability 1 - q_x; the schedule is the same. q_x = 1 everywhere gives the hard factors'
-    numbers; q_x = 1/2 leaves the pair's ratings alone.  Raises ``ValueError`` for fewer than two candidates
+    numbers; q_x = 1/2 leaves the pair's means alone (see W_MIN).  Raises ``ValueError`` for fewer than two candidates
     or a zero sigma, and ``FloatingPointError`` exactly where the library does (a truncation update beyond
     the precision of its erfc approximation), in which case nothing is modified.
     """
+    idx, soft = _window(sigma, order, confidence)
+    beta2, dm = _noise(beta)
+    _raise_for(_rate(mu, sigma, idx, beta2, dm, soft, confidence is not None, _POWERS))
+
+
+def fast_update_rows(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int], betas: Sequence[float],
+                     confidence: Sequence[float] | None = None) -> None:
+    """``fast_update(mu[g], sigma[g], order, beta=betas[g], confidence=confidence)`` for every row g of the 2-D
+    float64 arrays ``mu`` and ``sigma`` (C-ordered), in one compiled call: acurank-auto's noise models, one row
+    each, rated by the same answer. The numbers are those of the loop of updates."""
+    idx, soft = _window(sigma, order, confidence)
+    pairs = [_noise(float(b)) for b in betas]
+    _raise_for(_rate_rows(mu, sigma, idx, np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs]), soft,
+                          confidence is not None, _POWERS))
+
+
+def _window(sigma: np.ndarray, order: Sequence[int], confidence: Sequence[float] | None):
+    """The window's indices and soft-factor probabilities, with the library's errors for a bad window."""
     idx = np.asarray(order, dtype=np.intp)
     if idx.ndim != 1 or idx.size < 2:
         raise ValueError("Need multiple rating groups")
-    if not np.asarray(sigma, dtype=np.float64)[idx].all():
+    if not np.asarray(sigma, dtype=np.float64)[..., idx].all():
         raise ValueError("sigma**2 should be greater than 0")
-    beta2, dm = (_BETA2, DRAW_MARGIN) if beta == BETA else (beta ** 2, draw_margin(beta))
     m = int(idx.size) - 1
-    graded = confidence is not None
-    soft = np.asarray(confidence, dtype=np.float64) if graded else np.ones(1)
-    if graded and (soft.ndim != 1 or soft.size != m):
+    if confidence is None:
+        return idx, _NO_SOFT
+    soft = np.asarray(confidence, dtype=np.float64)
+    if soft.ndim != 1 or soft.size != m:
         raise ValueError(f"confidence needs one value per adjacent pair ({m}), got {soft.size}")
-    status = _rate(mu, sigma, idx, beta2, dm, soft, graded, _POWERS)
+    return idx, soft
+
+
+def _noise(beta: float) -> tuple[float, float]:
+    """beta^2 and the draw margin, spelt as the library computes them (the default environment's constants)."""
+    return (_BETA2, DRAW_MARGIN) if beta == BETA else (beta ** 2, draw_margin(beta))
+
+
+def _raise_for(status: int) -> None:
     if status == GIVE_UP:
         raise _floating_point_error()
     if status != OK:
         raise _ERRORS[status]()
+
+
+_NO_SOFT = np.ones(1)
