@@ -32,6 +32,7 @@ n-1 (no ties).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Sequence
@@ -109,6 +110,7 @@ def _ppf(p: float) -> float:
     return 0 - 1 * math.sqrt(2) * _erfcinv(2 * p)
 
 
+@functools.lru_cache(maxsize=4096)
 def draw_margin(beta: float) -> float:
     """Draw margin for every adjacent pair (two one-player teams): ppf((p + 1) / 2) * sqrt(2) * beta."""
     return _ppf((DRAW_PROBABILITY + 1) / 2.0) * math.sqrt(2) * beta
