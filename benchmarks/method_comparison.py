@@ -126,8 +126,8 @@ def run_one(out: Path, setting: str, seed: int | None, ds: str, files: dict[str,
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "ACURANK_CACHE": str(out / "cache" / "calls.sqlite")})
     if proc.returncode != 0:
         raise SystemExit(f"failed: {' '.join(cmd)}\n{proc.stderr}")
-    summary = proc.stderr.strip().splitlines()[-1]
-    print(f"{setting} s{seed} {ds} {label}: {summary.split(': ', 2)[-1][:140]}", flush=True)
+    said = proc.stderr.strip().splitlines()  # --quiet: warnings only
+    print(f"{setting} s{seed} {ds} {label}: done" + (f" ({said[-1][:140]})" if said else ""), flush=True)
 
 
 def collect(out: Path, settings: list[str], seeds: list[int], datasets: list[str]) -> dict:
