@@ -237,7 +237,7 @@ def _down(x, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et):  # pragma: no cover - comp
     Dt[x] = (Dt[x] - Et[x]) + tau
     Ep[x] = pi
     Et[x] = tau
-    return ap, at, bp, bt, ia, qa, ib, qb, ok, ok, status
+    return ap, at, bp, bt, ia, qa, ib, qb, ok, status
 
 
 @njit(cache=True, error_model="numpy")
@@ -337,7 +337,7 @@ def _rate(mu, sigma, idx, beta2, dm, soft, graded, powers):  # pragma: no cover 
     Ut = np.zeros(m)
     if m == 1:  # two candidates: the library alternates down / truncate on the one factor
         for _ in range(MAX_ITERATIONS):
-            status = _down(0, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et)[10]
+            status = _down(0, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et)[9]
             if status:
                 return status
             delta, status = _truncate(0, Dp, Dt, Up, Ut, dm, soft, graded, powers)
@@ -354,8 +354,7 @@ def _rate(mu, sigma, idx, beta2, dm, soft, graded, powers):  # pragma: no cover 
             for sweep in range(2):
                 for j in range(m - 1):
                     x = m - 1 - j if sweep else j
-                    ap, at, bp, bt, ia, qa, ib, qb, ok, _, status = _down(x, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep,
-                                                                          Et)
+                    ap, at, bp, bt, ia, qa, ib, qb, ok, status = _down(x, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et)
                     if status:
                         return status
                     delta, status = _truncate(x, Dp, Dt, Up, Ut, dm, soft, graded, powers)
