@@ -3,8 +3,13 @@
 Measure names mean exactly what they mean in their home tool: trec_eval's (``ndcg``, ``ndcg_cut.10``
 or ``ndcg_cut_10``, ``map``, ``recall.100``, ``P.10``, ``recip_rank``) and ir_measures' (``nDCG@10``,
 ``AP``, ``RR``, ``R@100``, ``P@10``, ``AP(rel=2)``). ``rel_level`` applies to the binary measures
-(those with a ``rel`` parameter) that do not set one. A measure is reported under the name it was
-asked by (trec_eval's dotted names as trec_eval prints them: ``ndcg_cut.10`` -> ``ndcg_cut_10``).
+(those with a ``rel`` parameter) that do not set one. A measure's key (``label``: machine outputs, per-query
+dicts) is the name it was asked by (trec_eval's dotted names as trec_eval prints them: ``ndcg_cut.10`` ->
+``ndcg_cut_10``); tables for people name every measure one way, by ir_measures' canonical name
+(:func:`display_name`: ``ndcg_cut_10`` -> ``nDCG@10``, ``map`` -> ``AP``, ``map`` at ``-l 2`` -> ``AP(rel=2)``).
+
+Providers' log warnings (cwl_eval's "max_rel=2 but ... 3 was observed") are shown once a process, not once
+per run evaluated.
 
 Averages: over the qrels' queries, a query missing from the run scoring 0 (``trec_eval -c``, the
 default: a run that drops queries cannot look better), or with ``fill=False`` over the run's judged
@@ -13,7 +18,10 @@ queries only (trec_eval's own default).
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import statistics
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -26,6 +34,11 @@ class Measure:
 
     label: str
     measure: Any
+
+    @property
+    def name(self) -> str:
+        """ir_measures' canonical name (``nDCG@10``, ``AP(rel=2)``): what tables show."""
+        return str(self.measure)
 
 
 def parse_measures(names: Iterable[str], rel_level: int = 1) -> list[Measure]:
@@ -51,10 +64,38 @@ def parse_measures(names: Iterable[str], rel_level: int = 1) -> list[Measure]:
         for m in found:
             if rel_level != 1 and "rel" in m.SUPPORTED_PARAMS and m.params.get("rel") is None:
                 m = m(rel=rel_level)
+            _check_params(name, m)
             label = (name.replace(".", "_") if trec else name) if len(found) == 1 else str(m)
             provider_for(m)  # computable here, or a clear error before any run is read
             out.append(Measure(label, m))
     return out
+
+
+def _check_params(name: str, measure: Any) -> None:
+    """ir_measures asserts a measure's parameters when a provider is asked (``SDCG@10`` lacks ``max_rel``,
+    ``INST(T=1)`` has an int for a float): one line naming each fault and what the measure takes."""
+    try:
+        measure.validate_params()
+        return
+    except AssertionError as exc:
+        faults = [f"unknown {p!r}" for p in measure.params if p not in measure.SUPPORTED_PARAMS]
+        for param, info in measure.SUPPORTED_PARAMS.items():
+            if param not in measure.params:
+                if getattr(info, "required", False):
+                    faults.append(f"{param} is required")
+            elif not info.validate(measure.params[param]):
+                kind = getattr(info, "dtype", None)
+                faults.append(f"{param}={measure.params[param]!r} is not a valid value"
+                              + (f" (a {kind.__name__})" if isinstance(kind, type) else ""))
+        takes = ", ".join(f"{k} ({v.desc})" if getattr(v, "desc", None) else k
+                          for k, v in measure.SUPPORTED_PARAMS.items())
+        raise InputError(f"measure {name!r}: {'; '.join(faults) or exc} ({measure.NAME} takes: {takes})") from None
+
+
+def display_name(label: str, rel_level: int = 1) -> str:
+    """The one name tables give the measure asked as ``label``: ir_measures' (``ndcg_cut_10`` -> ``nDCG@10``)."""
+    found = parse_measures([label], rel_level)
+    return found[0].name if len(found) == 1 else label
 
 
 def _any_case(name: str) -> list:
@@ -122,12 +163,47 @@ def evaluate(
     by_provider: dict[str, list[Any]] = {}
     for measure in by_measure:
         by_provider.setdefault(provider_for(measure), []).append(measure)
-    for name, wanted in by_provider.items():
-        for metric in ir_measures.providers.registry[name].iter_calc(wanted, qrels, run):
-            if metric.query_id in per_query:
-                for label in by_measure[metric.measure]:
-                    per_query[metric.query_id][label] = float(metric.value)
+    with _each_provider_warning_once():
+        for name, wanted in by_provider.items():
+            for metric in ir_measures.providers.registry[name].iter_calc(wanted, qrels, run):
+                if metric.query_id in per_query:
+                    for label in by_measure[metric.measure]:
+                        per_query[metric.query_id][label] = float(metric.value)
     return Evaluation(labels, per_query, fill)
+
+
+class _Once(logging.Filter):
+    """Passes a (logger, message) the first time this process sees it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[tuple[str, str]] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.name, record.getMessage())
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        return True
+
+
+_ONCE = _Once()
+
+
+@contextlib.contextmanager
+def _each_provider_warning_once() -> Iterator[None]:
+    """While runs are evaluated, each ir_measures logger (``ir_measures.cwl_eval``, ...) lets a message through
+    once a process: a report over 30 runs says cwl_eval's clipping once, not 30 times. Whatever handles the
+    records (ir_measures' own stderr handler, an application's) is left as it is."""
+    names = ["ir_measures", *(n for n in logging.root.manager.loggerDict if n.startswith("ir_measures."))]
+    loggers = [logging.getLogger(n) for n in names]
+    for logger in loggers:
+        logger.addFilter(_ONCE)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(_ONCE)
 
 
 def provider_for(measure: Any) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import statistics
 
 import pytest
@@ -101,3 +102,62 @@ def test_coverage_is_reported_when_a_run_holds_part_of_the_qrels(sample, tmp_pat
     assert "qrels queries are in the run" not in whole.stderr
     rep = acurank("report", "table", part, "--qrels", qrels)
     assert "warning: dl19/part: 5 of the 43 qrels queries are in the run; the others count as 0" in rep.stderr
+
+
+def test_measures_are_named_one_way_in_tables(sample):
+    """Issue 36 item 10: names switched between trec_eval's and ir_measures' styles within one table. Tables
+    for people name every measure by ir_measures' canonical name (ndcg_cut_10 -> nDCG@10, map -> AP,
+    recall.100 -> R@100, P.10 at -l 2 -> P(rel=2)@10); the machine formats keep the names asked."""
+    args = ("eval", sample / "dl19" / "bm25.run", "--qrels", sample / "dl19" / "qrels.txt", "-m", "ndcg_cut_10",
+            "-m", "map", "-m", "recall.100", "-m", "P.10", "-m", "nDCG@5", "-l", "2")
+    head = acurank(*args, "-f", "markdown").stdout.splitlines()
+    row = next(line for line in head if line.startswith("| run"))
+    assert [c.strip() for c in row.strip("|").split("|")] == [
+        "run", "nDCG@10", "AP(rel=2)", "R(rel=2)@100", "P(rel=2)@10", "nDCG@5", "calls/query"]
+    tsv = acurank(*args, "-f", "tsv").stdout.splitlines()
+    assert [line.split("\t")[0] for line in tsv] == ["ndcg_cut_10", "map", "recall_100", "P_10", "nDCG@5"]
+    report = acurank("report", "table", sample / "dl19" / "bm25.run", "--qrels", sample / "dl19" / "qrels.txt",
+                     "-m", "map", "-m", "ndcg_cut_10", "-f", "markdown").stdout
+    assert "| AP" in report and "| nDCG@10" in report and "MAP" not in report and "ndcg_cut" not in report
+
+
+def test_measure_parameters_are_checked_in_one_line(sample, tmp_path):
+    """ir_measures asserts a measure's parameters (SDCG needs max_rel; INST's T is a float): an AssertionError
+    traceback before; now one line naming the fault, exit 2, in eval and report."""
+    run, qrels = sample / "dl19" / "bm25.run", sample / "dl19" / "qrels.txt"
+    for command in (("eval", run), ("report", "table", run)):
+        bad = acurank(*command, "--qrels", qrels, "-m", "SDCG@10", check=False)
+        assert bad.returncode == 2 and "Traceback" not in bad.stderr
+        assert "measure 'SDCG@10': max_rel is required (SDCG takes: cutoff" in bad.stderr
+    bad = acurank("eval", run, "--qrels", qrels, "-m", "INST(T=1)", check=False)
+    assert bad.returncode == 2 and "T=1 is not a valid value (a float); max_rel is required" in bad.stderr
+    bad = acurank("eval", run, "--qrels", qrels, "-m", "P(foo=2)@10", check=False)
+    assert bad.returncode == 2 and "measure 'P(foo=2)@10': unknown 'foo' (P takes: cutoff" in bad.stderr
+
+
+def test_a_providers_warning_is_said_once(tmp_path):
+    """Issue 36 item 10: ir_measures' providers log a warning per evaluation (cwl_eval: "max_rel=2 but ... 3
+    was observed"), so three runs said it three times. Once a process now, still through ir_measures' handler.
+    A fresh process: ir_measures' handler writes to the stderr it found at import."""
+    import subprocess
+    import sys
+
+    from conftest import ENV
+
+    qrels = tmp_path / "q.txt"
+    qrels.write_text("q1 0 a 3\nq1 0 b 0\nq2 0 c 1\n")
+    runs = []
+    for i in range(3):
+        runs.append(tmp_path / f"r{i}.run")
+        runs[-1].write_text(f"q1 Q0 a 1 3 t\nq1 Q0 b 2 2 t\nq2 Q0 c 1 {i + 1} t\n")
+    proc = subprocess.run([sys.executable, "-m", "acurank_cli", "eval", *map(str, runs), "--qrels", str(qrels),
+                           "-m", "SDCG(max_rel=2)@10", "-f", "json"], capture_output=True, text=True, env=ENV)
+    assert proc.returncode == 0, proc.stderr
+    said = "max_rel=2 but at least one relevance score of 3 was observed"
+    assert proc.stderr.count(said) == 1, proc.stderr
+    # the clipping it warns of, by hand: SDCG@10 = sum of (rel / max_rel) / log2(rank + 1) over the top 10,
+    # scaled by the most it can be (every rank at max_rel): q1's a clipped 3 -> 2 is gain 1 at rank 1; q2's c
+    # gain 1/2 at rank 1 (without the clipping q1 would score 1.5 / scale)
+    scale = sum(1 / math.log2(r + 1) for r in range(1, 11))
+    expected = (1 / scale + 0.5 / scale) / 2
+    assert [r["SDCG(max_rel=2)@10"] for r in json.loads(proc.stdout)] == [pytest.approx(expected, abs=1e-12)] * 3

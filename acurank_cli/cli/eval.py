@@ -30,14 +30,16 @@ class EvalRow:
     mean_calls: float | None
 
 
-def _tables(rows: list[EvalRow], measures: list[str], per_query: bool, title: str) -> list[Table]:
-    table = Table(title, ["run", *measures, "calls/query"])
+def _tables(rows: list[EvalRow], measures: list[str], per_query: bool, title: str,
+            names: dict[str, str]) -> list[Table]:
+    """Tables for people: every measure under its one canonical name (``names``: label -> ir_measures name)."""
+    table = Table(title, ["run", *(names[m] for m in measures), "calls/query"])
     for row in rows:
         table.add(row.run, *(num(row.evaluation.mean(m)) for m in measures),
                   "" if row.mean_calls is None else num(row.mean_calls, 2))
     tables = [table]
     if per_query and rows:
-        pq = Table("per query", ["qid", *(m + (f" {Path(r.run).name}" if len(rows) > 1 else "")
+        pq = Table("per query", ["qid", *(names[m] + (f" {Path(r.run).name}" if len(rows) > 1 else "")
                                           for r in rows for m in measures)])
         for qid in rows[0].evaluation.per_query:
             pq.add(qid, *(num(r.evaluation.per_query[qid][m]) for r in rows for m in measures))
@@ -73,13 +75,16 @@ def _lines(rows: list[EvalRow], measures: list[str], per_query: bool, width: int
 
 
 def render(fmt: Format, rows: list[EvalRow], measures: list[str], per_query: bool, title: str,
-           output: Path | None = None) -> None:
-    """Print the evaluation of ``rows`` in ``fmt`` (through the one renderer of eval and report)."""
+           output: Path | None = None, names: dict[str, str] | None = None) -> None:
+    """Print the evaluation of ``rows`` in ``fmt`` (through the one renderer of eval and report): the tables
+    (terminal, markdown, LaTeX) name measures by ``names`` (label -> display name; default the label), the
+    machine formats (tsv, trec_eval, json, csv) by the label asked."""
+    names = names or {m: m for m in measures}
     records = _records(rows, measures, per_query)
     flat = [{k: v for k, v in r.items() if k != "per_query"} for r in records]
     lines = {Format.tsv: _lines(rows, measures, per_query, 0, True),
              Format.trec_eval: _lines(rows, measures, per_query, 22, False)}
-    emit(fmt, _tables(rows, measures, per_query, title), flat, records if len(records) != 1 else records[0], output,
+    emit(fmt, _tables(rows, measures, per_query, title, names), flat, records if len(records) != 1 else records[0], output,
          lines, EVAL_FORMATS)
 
 
@@ -142,7 +147,8 @@ def eval_cmd(
     shown = {str(m.measure): m.label for m in parse_measures(measure, rel_level)}
     floor_gates = [_floor(text, rel_level, shown) for text in floor or []]
     measure = list(measure) + [g.name for g in floor_gates if g.label not in shown.values()]
-    labels = [m.label for m in parse_measures(measure, rel_level)]
+    parsed = parse_measures(measure, rel_level)
+    labels = [m.label for m in parsed]
     judged = load_qrels(qrels)
     wanted = read_qids(qids) if qids else None
     if wanted is not None:
@@ -161,7 +167,8 @@ def eval_cmd(
     averaging = rows[0].evaluation.averaging if rows else ""
     if chosen in (Format.tsv, Format.trec_eval):
         say(f"{qrels}: averaged over {averaging}")
-    render(chosen, rows, labels, per_query, f"{qrels}: averaged over {averaging}", output)
+    render(chosen, rows, labels, per_query, f"{qrels}: averaged over {averaging}", output,
+           {m.label: m.name for m in parsed})
     if floor_gates or base is not None:
         _gate(rows, floor_gates, base_run, base, list(zip(measure, labels)), max_drop, alpha)
 

@@ -220,7 +220,7 @@ def pareto_cmd(
     views = list(dict.fromkeys(views))
     computed, rep = build_pareto(coll, views, x)
     outs = out or [Path("pareto.png"), Path("pareto.svg")]
-    written = plot_pareto(computed, outs, x, measure_label(coll.measure), log_x)
+    written = plot_pareto(computed, outs, x, measure_label(coll.measure, coll.rel_level), log_x)
     emit(fmt, rep.tables, rep.records, rep.data, output)
     say("wrote " + ", ".join(str(p) for p in written))
 
@@ -275,7 +275,7 @@ def allocation_cmd(
         if p.suffix.lower() not in (".png", ".svg", ".pdf"):
             raise InputError(f"--plot {p}: plot files must end in .png, .svg or .pdf")
     if plot:
-        plot_allocation(rep, [str(p) for p in plot], measure_label(coll.measure))
+        plot_allocation(rep, [str(p) for p in plot], measure_label(coll.measure, coll.rel_level))
     emit(fmt, rep.tables, rep.records, rep.data, output)
     if plot:
         say("wrote " + ", ".join(str(p) for p in plot))
@@ -290,7 +290,8 @@ Plots mu ± sigma per iteration for the top documents by final mu (the
 threshold t dashed) and prints a table: the top documents, or with --docid
 the paper-style per-iteration table (mu, sigma, s = P(x > t), rank).
 
-Example: acurank report trace dl23.trace.jsonl --qid 2025253 --docid D1
+Example: acurank report trace dl23.trace.jsonl --qid 2025253 --docid msmarco_passage_08_375172142
+(dl23.trace.jsonl: acurank rerank sample_runs/dl23/bm25.run --reranker simulated --qrels sample_runs/dl23/qrels.txt --qids 2025253 --trace dl23.trace.jsonl -o dl23.run)
 """)
 def trace_cmd(
     file: Path = typer.Argument(..., help="Trace JSONL written by rerank --trace ('-' = stdin, .gz ok)."),

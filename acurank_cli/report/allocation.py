@@ -69,7 +69,7 @@ def analyse(
     """Correlations and the easy/hard split for ``method`` on ``dataset`` (see the module docstring).
 
     Queries analysed: judged, present in the method's stats and in the first-stage run."""
-    label = measure_label(coll.measure)
+    label = measure_label(coll.measure, coll.rel_level)
     if not coll.has(dataset, coll.first_stage):
         raise InputError(
             f"dataset {dataset!r} has no first-stage run {coll.first_stage!r} for WIG "
@@ -150,7 +150,7 @@ def build_allocation(
     coll: Collection, methods: Sequence[str], baselines: dict[str, str], k: int = 50
 ) -> Report:
     """Run :func:`analyse` over datasets x methods; tables for correlations and the split."""
-    label = measure_label(coll.measure)
+    label = measure_label(coll.measure, coll.rel_level)
     results = [analyse(coll, ds, m, baselines.get(ds), k) for ds in coll.datasets for m in methods if coll.has(ds, m)]
     if not results:
         raise InputError("no method to analyse (give --method with a run that has stats)")

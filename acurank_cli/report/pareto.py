@@ -199,7 +199,7 @@ def _place_labels(ax, pts: list[Point]) -> None:
 
 def build_pareto(coll: Collection, views: Sequence[str], x_kind: str) -> tuple[list[tuple[str, list[Point]]], Report]:
     """Points per view plus a report (table/records/JSON) of them."""
-    label = measure_label(coll.measure)
+    label = measure_label(coll.measure, coll.rel_level)
     computed = []
     table = Table(f"Pareto points: {label} against {X_LABELS.get(x_kind, x_kind)}",
                   ["View", "Method", x_kind, label, "Frontier"], align=["l", "l", "r", "r", "l"])

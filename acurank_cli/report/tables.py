@@ -22,12 +22,12 @@ from .significance import (CI_KINDS, CORRECTIONS, MARKS, adjust, mark, paired_ci
 TEST_NAMES = {"ttest": "paired t-test", "permutation": "randomisation test"}
 
 
-def measure_label(measure: str) -> str:
-    """Display name: ndcg_cut_10 -> nDCG@10, P_10 -> P@10, recall_100 -> R@100, map -> MAP."""
-    for prefix, label in (("ndcg_cut_", "nDCG@"), ("P_", "P@"), ("recall_", "R@")):
-        if measure.startswith(prefix):
-            return label + measure[len(prefix):]
-    return {"map": "MAP", "recip_rank": "MRR", "ndcg": "nDCG"}.get(measure, measure)
+def measure_label(measure: str, rel_level: int = 1) -> str:
+    """Display name, the one eval's tables use: ir_measures' (ndcg_cut_10 -> nDCG@10, P_10 -> P@10,
+    recall_100 -> R@100, map -> AP, recip_rank -> RR)."""
+    from ..evaluation import display_name
+
+    return display_name(measure, rel_level)
 
 
 @dataclass
@@ -178,7 +178,7 @@ def build_table(
     datasets = list(coll.datasets)
     methods = ordered_methods(coll)
     measures = [c.measure for c in colls]
-    labels = {c.measure: measure_label(c.measure) for c in colls}
+    labels = {c.measure: measure_label(c.measure, c.rel_level) for c in colls}
     scale, digits = (100.0, 2) if percent else (1.0, 4)
     rows_by = {c.measure: measure_rows(c, baselines, test, resamples, seed, correction, ci) for c in colls}
 
