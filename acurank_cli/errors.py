@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class InputError(ValueError):
     """Bad input: reported as ``file:line: message`` without a traceback (a ``ValueError`` for API callers)."""
@@ -21,3 +23,48 @@ class InputError(ValueError):
     def cli(self) -> str:
         """The message as the command line shows it (subclasses name flags where the API names keywords)."""
         return str(self)
+
+
+class OptionError(InputError):
+    """A message that names options: ``str()`` (what API callers see) names the keywords, :meth:`cli` the flags.
+
+    ``template`` writes each option as ``{keyword}``; ``options`` gives its flag (``budget_total="--budget-total"``
+    -> ``budget_total`` / ``--budget-total``) or its flag and the value given (``tokenizer=("--tokenizer", "x")``
+    -> ``tokenizer='x'`` / ``--tokenizer x``), or both spellings (``{"api": "cache=None", "cli": "--no-cache"}``).
+    Other braces in the template are doubled, as in ``str.format``.
+    """
+
+    def __init__(self, template: str, source: str | None = None, line: int | None = None, **options: Any):
+        self.template, self.options = template, options
+        super().__init__(self._text(api=True), source, line)
+
+    def _text(self, api: bool) -> str:
+        return name_options(self.template, self.options, api)
+
+    def cli(self) -> str:
+        return str(InputError(self._text(api=False), self.source, self.line))
+
+    @staticmethod
+    def literal(text: str) -> str:
+        """``text`` to put in a template as it is (its braces doubled)."""
+        return str(text).replace("{", "{{").replace("}", "}}")
+
+
+_UNSET = object()
+
+
+def name_options(template: str, options: dict[str, Any], api: bool) -> str:
+    """``template`` with each ``{keyword}`` written as the API names it (``api``) or as the CLI does (its flag)."""
+    if not options:
+        return template
+    names = {}
+    for keyword, spec in options.items():
+        if isinstance(spec, dict):  # spelt out both ways: {"api": "cache=None", "cli": "--no-cache"}
+            names[keyword] = spec["api" if api else "cli"]
+            continue
+        flag, value = spec if isinstance(spec, tuple) else (spec, _UNSET)
+        if api:
+            names[keyword] = keyword if value is _UNSET else f"{keyword}={value!r}"
+        else:
+            names[keyword] = flag if value is _UNSET else f"{flag} {value}"
+    return template.format(**names)

@@ -13,7 +13,7 @@ import numbers
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
-from .errors import InputError
+from .errors import InputError, name_options
 
 
 @dataclass(frozen=True)
@@ -71,16 +71,18 @@ ANY_INT = Domain(True)
 
 
 class ParameterError(InputError):
-    """A parameter outside its domain: ``str()`` names the keyword; :meth:`cli` names the flag."""
+    """A parameter outside its domain: ``str()`` names the keyword; :meth:`cli` names the flag. A ``domain``
+    that names other options writes them ``{keyword}`` and gives their flags in ``options`` (:class:`OptionError`)."""
 
-    def __init__(self, name: str, value: Any, domain: str, flag: str | None = None, owner: str = ""):
-        self.name, self.value, self.domain, self.flag, self.owner = name, value, domain, flag, owner
-        super().__init__(f"{name}={value!r}: must be {domain}{owner}")
+    def __init__(self, name: str, value: Any, domain: str, flag: str | None = None, owner: str = "",
+                 **options: Any):
+        self.name, self.value, self.domain, self.flag, self.owner, self.options = name, value, domain, flag, owner, options
+        super().__init__(f"{name}={value!r}: must be {name_options(domain, options, True)}{owner}")
 
     def cli(self) -> str:
         """The message with the flag (``--k 0: must be an integer >= 1``)."""
         flag = self.flag or "--" + self.name.replace("_", "-")
-        return f"{flag} {self.value}: must be {self.domain}{self.owner}"
+        return f"{flag} {self.value}: must be {name_options(self.domain, self.options, False)}{self.owner}"
 
 
 def param(default: Any, domain: Domain | None = None, flag: str | None = None, **metadata: Any) -> Any:

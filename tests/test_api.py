@@ -279,6 +279,43 @@ def test_api_errors_name_keywords_and_docs_must_be_a_sequence():
         assert getattr(acurank_cli, name).__doc__, name
 
 
+def test_api_errors_never_name_a_cli_flag(tmp_path, monkeypatch):
+    """Issue 36 item 11: an API error named a CLI flag (``--budget-wave needs --budget-total``, ``--base-url``,
+    ``--tokenizer``, ``--prompt``, ``--updater``, ``--cache``). The API names its keywords; the CLI, given the
+    same fault, names the flag (``InputError.cli``, what the command line prints)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    local = "http://127.0.0.1:9/v1"  # never contacted: every fault below is found before a call
+    qrels = {"q": {"0": 1}}
+    cases = [
+        (lambda: Reranker("simulated", method="acurank", budget_wave=2, qrels=qrels),
+         "budget_wave needs budget_total", "--budget-wave needs --budget-total"),
+        (lambda: Reranker("simulated", method="acurank", outcome="graded", updater="library", qrels=qrels),
+         "outcome='graded': must be order with updater='library'", "--outcome graded: must be order with --updater library"),
+        (lambda: Reranker("openai:m", method="sw-1", base_url="ftp://x"),
+         "base_url='ftp://x': must be an http(s) URL", "--base-url ftp://x: must be an http(s) URL"),
+        (lambda: Reranker("openai:gpt-4o", method="sw-1"),
+         "or give base_url of a local server", "or give --base-url of a local server"),
+        (lambda: Reranker("openai:m", method="sw-1", base_url=local, tokenizer="tiktoken:nope"),
+         "tokenizer='tiktoken:nope': tiktoken cannot load", "--tokenizer tiktoken:nope: tiktoken cannot load"),
+        (lambda: Reranker("openai:m", method="sw-1", base_url=local, prompt_format="rankvicuna"),
+         "prompt_format='rankvicuna' is for hf: models", "--prompt rankvicuna is for hf: models"),
+        (lambda: Reranker("openai:m", method="sw-1", base_url=local, cache=str(tmp_path / "file" / "calls.sqlite")),
+         "give another cache or cache=None", "give another --cache or --no-cache"),
+    ]
+    (tmp_path / "file").write_text("a file where the cache's folder would be")
+    for build, api, cli in cases:
+        with pytest.raises(InputError) as raised:
+            build().rerank("q", ["a", "b"])  # a method's options are checked when it is built, before a call
+        assert api in str(raised.value) and "--" not in str(raised.value), str(raised.value)
+        assert cli in raised.value.cli(), raised.value.cli()
+    from conftest import acurank
+
+    ran = acurank("rerank", ROOT / "sample_runs" / "dl19" / "bm25.run", "--method", "acurank", "--reranker",
+                  "simulated", "--qrels", ROOT / "sample_runs" / "dl19" / "qrels.txt", "--budget-wave", "2",
+                  "-o", tmp_path / "x.run", check=False)
+    assert ran.returncode == 2 and "error: --budget-wave needs --budget-total" in ran.stderr
+
+
 TWELVE = [
     "Fleas live two to three months on a host.", "A flea's life cycle has four stages: egg, larva, pupa, adult.",
     "Flea larvae feed on organic debris for one to two weeks.", "Pupae can stay dormant for up to a year.",

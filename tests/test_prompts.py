@@ -129,8 +129,9 @@ def test_shrink_below_zero_steps_by_one():
 
 def test_too_small_context_is_an_input_error():
     b = PromptBuilder(CHAT_MESSAGES, RegexTokenCounter(), context_size=50, fix_rendered=False)
-    with pytest.raises(InputError, match="does not fit --context-size 50"):
+    with pytest.raises(InputError, match="does not fit context_size=50") as raised:
         b.build("q", [Doc(str(i), "x y z") for i in range(20)])
+    assert "does not fit --context-size 50 " in raised.value.cli()  # the CLI names the flag
 
 
 def test_approx_counter_is_a_rough_guard():

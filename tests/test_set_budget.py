@@ -46,8 +46,9 @@ def test_budget_total_parsing_and_errors():
     for bad in ("0x", "-3x", "nine", "0", "x"):
         with pytest.raises(ParameterError, match="budget_total"):
             build_strategy("acurank", budget_total=bad)
-    with pytest.raises(InputError, match="--budget-wave needs --budget-total"):
+    with pytest.raises(InputError, match="^budget_wave needs budget_total") as raised:
         build_strategy("acurank", budget_wave=4)
+    assert raised.value.cli().startswith("--budget-wave needs --budget-total")
     with pytest.raises(ParameterError, match="budget_wave"):
         build_strategy("acurank", budget_total="9x", budget_wave=0)
     assert build_strategy("acurank").set_budget is None

@@ -83,8 +83,8 @@ def coerce_choices(record: object) -> None:
 def check_outcome(record: object) -> None:
     """Graded outcomes soften the factor graph's truncations: only the fast updater implements that."""
     if record.outcome is Outcome.graded and record.updater is not Updater.fast:
-        raise ParameterError("outcome", "graded", "order with --updater library (graded outcomes need the fast "
-                             "updater's soft factors)", flag="--outcome")
+        raise ParameterError("outcome", "graded", "order with {updater} (graded outcomes need the fast updater's "
+                             "soft factors)", flag="--outcome", updater=("--updater", "library"))
 
 
 class _CallCap:

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ..errors import InputError
+from ..errors import InputError, OptionError
 from ..params import check_domains
 from .baselines import SlidingWindows, TourRank, TrueSkillStatic
 from .blitz import BlitzRank
@@ -93,7 +93,8 @@ def _acurank(match: re.Match, opts: dict[str, Any]):
 
     name = match.group(0)
     if opts.get("budget_wave") is not None and opts.get("budget_total") is None:
-        raise InputError("--budget-wave needs --budget-total (the wave is how a query-set budget is spent)")
+        raise OptionError("{budget_wave} needs {budget_total} (the wave is how a query-set budget is spent)",
+                          budget_wave="--budget-wave", budget_total="--budget-total")
     values = {**ACURANK_VARIANTS[(match.group("variant") or "").lower()], **opts}
     if match.group("cap"):
         values["cap"] = count(name, match.group("cap"), "the call cap N")

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import OptionError
 from ..records import ParseStatus
 
 
@@ -207,7 +208,8 @@ class AnswerDecoding:
         self._variants: list[list[int]] | None = None
         self._grammar: TokenGrammar | None = None
         if self.mode is AnswerMode.constrained and self.eos is None:
-            raise ValueError(f"{backend}: --answer constrained needs a tokenizer with an end-of-sequence token")
+            raise OptionError(f"{backend}: {{answer}} needs a tokenizer with an end-of-sequence token",
+                              answer=("--answer", "constrained"))
 
     def variants(self, n: int) -> list[list[int]]:
         if self._variants is None:

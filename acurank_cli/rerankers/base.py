@@ -265,7 +265,7 @@ def lookup(spec: str) -> tuple[BackendSpec, str]:
         known = ", ".join(f"{b.prefix}{':ARG' if b.takes_arg else ''}" for b in registry.values())
         raise InputError(f"unknown reranker {spec!r}; known: {known}")
     if backend.takes_arg and not arg:
-        raise InputError(f"reranker {prefix!r} needs an argument: --reranker {prefix}:NAME")
+        raise InputError(f"reranker {prefix!r} needs an argument: {prefix}:NAME")
     if not backend.takes_arg and spec != prefix:  # a spec's argument is used or refused, never ignored
         takers = ", ".join(f"{b.prefix}:" for b in registry.values() if b.takes_arg)
         raise InputError(f"reranker {prefix!r} takes no argument ({spec!r}: {backend.help}); "

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import InputError
+from ..errors import OptionError
 from ..records import ParseStatus, RerankRequest, RerankResult
 from .base import RerankerBase, ResultSink
 
@@ -62,7 +62,9 @@ class CachedReranker(RerankerBase):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = self._open()
         except (OSError, sqlite3.Error) as exc:
-            raise InputError(f"cannot use the call cache ({exc}); give another --cache or --no-cache", str(path)) from None
+            raise OptionError(f"cannot use the call cache ({OptionError.literal(exc)}); give another {{cache}} or {{no_cache}}",
+                              str(path), cache="--cache",
+                              no_cache={"api": "cache=None", "cli": "--no-cache"}) from None
         self._lock = threading.Lock()
         self.identity = json.dumps(inner.cache_identity(), sort_keys=True)
         self.hits = 0

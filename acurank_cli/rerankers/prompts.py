@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
-from ..errors import InputError
+from ..errors import InputError, OptionError
 from ..records import Doc
 from .answers import LETTERS, AnswerMode
 
@@ -265,7 +265,8 @@ def _render_fixed(template: str, bos: str, eos: str) -> Callable[[Sequence[Messa
 
 def _render_chat(messages: Sequence[Message], tokenizer: Any) -> str:
     if tokenizer is None or not getattr(tokenizer, "chat_template", None):
-        raise InputError("prompt format 'chat' needs a tokenizer with a chat template; use --prompt rankvicuna")
+        raise OptionError("prompt format 'chat' needs a tokenizer with a chat template; use {prompt_format}",
+                          prompt_format=("--prompt", "rankvicuna"))
     msgs = [dict(m) for m in messages]
     try:
         return tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
@@ -379,8 +380,8 @@ class PromptBuilder:
         if num == 0:
             raise InputError("a prompt needs at least one passage")
         if self.letters and num > len(LETTERS):
-            raise InputError(f"--answer logits names passages by letters: a window of {num} passages has more than "
-                             f"{len(LETTERS)}; use --window {len(LETTERS)} or less")
+            raise OptionError(f"{{answer}} names passages by letters: a window of {num} passages has more than "
+                              f"{len(LETTERS)}; use {{m}}", answer=("--answer", "logits"), m={"api": f"m={len(LETTERS)} or less", "cli": f"--window {len(LETTERS)} or less"})
         out = self.answer_tokens(num)
         budget = self.context_size - out
         max_length = start_max_length(num)
@@ -392,8 +393,9 @@ class PromptBuilder:
                 return Prompt(messages, text, tokens, cap, out, clipped, num)
             if int(max_length) <= 0:
                 raise InputError(
-                    f"query {query[:60]!r}: a window of {num} passages does not fit --context-size "
-                    f"{self.context_size} even with empty passages ({tokens} prompt + {out} answer tokens)"
+                    f"query {OptionError.literal(repr(query[:60]))}: a window of {num} passages does not fit {{context_size}} "
+                    f"even with empty passages ({tokens} prompt + {out} answer tokens)",
+                    context_size=("--context-size", self.context_size)
                 )
             shrunk = max_length - max(1, (tokens - budget) // (num * 4))
             max_length = shrunk if shrunk >= 0 else max_length - 1
