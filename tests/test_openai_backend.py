@@ -311,8 +311,9 @@ def test_named_local_tokenizer_counts_what_the_server_builds(tmp_path):
     tok = AutoTokenizer.from_pretrained(model)
     served = tok.apply_chat_template([dict(m) for m in p.messages], tokenize=False, add_generation_prompt=True)
     assert rr.counter.name == f"hf:{model}" and p.tokens == len(tok(served, add_special_tokens=False)["input_ids"])
-    with pytest.raises(InputError, match="--tokenizer"):
+    with pytest.raises(InputError, match="^tokenizer='.*missing': cannot load it") as raised:
         build_reranker("openai:m", **{"base_url": "http://127.0.0.1:9/v1", "tokenizer": str(tmp_path / "missing")})
+    assert raised.value.cli().startswith(f"--tokenizer {tmp_path / 'missing'}: cannot load it")
 
 
 def test_logits_answers_from_top_logprobs_with_the_cap():

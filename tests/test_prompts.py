@@ -137,3 +137,33 @@ def test_too_small_context_is_an_input_error():
 def test_approx_counter_is_a_rough_guard():
     c = ApproxTokenCounter()
     assert c.count("") == 0 and c.count("a b c") == 3 and c.count("x" * 40) == 10
+
+
+def test_option_faults_name_keywords_for_the_api_and_flags_for_the_cli():
+    """Issue 36 item 11, the raise sites a plain construction reaches: each message names the keyword in
+    ``str()`` and the flag in ``cli()``, and none fails to render (a template's placeholder without its option
+    would be a KeyError in place of the message)."""
+    from types import SimpleNamespace
+
+    from acurank_cli.rerankers.answers import AnswerDecoding, AnswerMode
+    from acurank_cli.rerankers.checkpoints import prompt_builder
+
+    letters = PromptBuilder(CHAT_MESSAGES, RegexTokenCounter(), context_size=100000, fix_rendered=False,
+                            answer=AnswerMode.logits)
+    source = SimpleNamespace(spec="tiny/{model}")  # braces in a value are kept as they are
+    cases = [
+        (lambda: letters.build("q", [Doc(str(i), "x") for i in range(30)]),
+         "answer='logits' names passages by letters", "use m=26 or less",
+         "--answer logits names passages by letters", "use --window 26 or less"),
+        (lambda: AnswerDecoding(SimpleNamespace(eos_token_id=None), AnswerMode.constrained, "hf"),
+         "hf: answer='constrained' needs a tokenizer", None, "hf: --answer constrained needs a tokenizer", None),
+        (lambda: prompt_builder(source, SimpleNamespace(chat_template=None), "chat", 4096, None, False, "hf"),
+         "hf: 'tiny/{model}' has no chat template; use prompt_format='rankvicuna' or 'rankzephyr'", None,
+         "use --prompt rankvicuna or rankzephyr", None),
+    ]
+    for build, api, api2, cli, cli2 in cases:
+        with pytest.raises(InputError) as raised:
+            build()
+        text, flags = str(raised.value), raised.value.cli()
+        assert api in text and (api2 is None or api2 in text) and "--" not in text, text
+        assert cli in flags and (cli2 is None or cli2 in flags), flags

@@ -392,7 +392,7 @@ class PromptBuilder:
                 clipped = any(passage_words(d) > cap for d in docs)
                 return Prompt(messages, text, tokens, cap, out, clipped, num)
             if int(max_length) <= 0:
-                raise InputError(
+                raise OptionError(
                     f"query {OptionError.literal(repr(query[:60]))}: a window of {num} passages does not fit {{context_size}} "
                     f"even with empty passages ({tokens} prompt + {out} answer tokens)",
                     context_size=("--context-size", self.context_size)
