@@ -25,6 +25,15 @@ class InputError(ValueError):
         return str(self)
 
 
+class Stopped(Exception):
+    """A CLI job stopped and has printed its one line (why, and where its finished work is): the command exits
+    with ``exit_code`` (2: bad input; 128 + N: signal N) and prints nothing more."""
+
+    def __init__(self, exit_code: int):
+        super().__init__(exit_code)
+        self.exit_code = exit_code
+
+
 class OptionError(InputError):
     """A message that names options: ``str()`` (what API callers see) names the keywords, :meth:`cli` the flags.
 

@@ -28,6 +28,10 @@ from typing import Any, Iterable
 from .errors import InputError
 
 
+#: The measure every command reports unless told otherwise: the paper's nDCG@10, in trec_eval's name.
+DEFAULT_MEASURE = "ndcg_cut_10"
+
+
 @dataclass(frozen=True)
 class Measure:
     """A measure as asked (``label``, the output key) and the ir_measures measure that computes it."""
@@ -144,7 +148,7 @@ class Evaluation:
 def evaluate(
     run: dict[str, dict[str, float]],
     qrels: dict[str, dict[str, int]],
-    measures: Iterable[str] = ("ndcg_cut_10",),
+    measures: Iterable[str] = (DEFAULT_MEASURE,),
     rel_level: int = 1,
     fill: bool = True,
 ) -> Evaluation:

@@ -11,7 +11,7 @@ from typing import Sequence
 import typer
 
 from .. import __version__
-from ..errors import InputError
+from ..errors import InputError, Stopped
 from ..run import signals
 from . import eval as eval_commands
 from . import report, rerank, retrieve
@@ -76,13 +76,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
         say(f"error: {exc.format_message()}{where}")
         return 2
+    except Stopped as exc:  # a job that stopped has said its line, with where its work is
+        return exc.exit_code
     except InputError as exc:
-        if not getattr(exc, "reported", False):
-            say(f"error: {exc.cli()}")
+        say(f"error: {exc.cli()}")
         return 2
     except (signals.Interrupted, KeyboardInterrupt) as exc:
-        if not getattr(exc, "reported", False):
-            say("interrupted")
+        say("interrupted")
         return getattr(exc, "exit_code", 130)
     except BrokenPipeError:  # stdout was closed (`| head`): end quietly, as a Unix filter does
         _silence_stdout()

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, List, Optional
 import typer
 
 from ..errors import InputError
+from ..evaluation import DEFAULT_MEASURE
 from ..report.render import Format, Table, check_format, emit, num
 from .options import Measures, Qids, RelLevel, format_option, say
 
@@ -121,7 +122,7 @@ def _check_against_qrels(path: str, run: dict, judged: dict, qrels: str, fill: b
 def eval_cmd(
     runs: Annotated[List[str], typer.Argument(help="One or more TREC runs ('-' = stdin).")],
     qrels: Annotated[str, typer.Option("--qrels", help="TREC qrels file, a Pyserini qrels name, or irds:<id> (ir_datasets).")],
-    measure: Measures = ["ndcg_cut_10"],  # noqa: B006 - typer reads the default
+    measure: Measures = [DEFAULT_MEASURE],  # noqa: B006 - typer reads the default
     rel_level: RelLevel = 1,
     per_query: Annotated[bool, typer.Option("--per-query", "-q", metavar="", help="Also per-query values (trec_eval -q).")] = False,
     no_fill: Annotated[bool, typer.Option("--no-fill", metavar="", help="Average over the run's judged queries (trec_eval's default) instead of all the qrels' queries, missing ones scoring 0 (trec_eval -c, the default here).")] = False,

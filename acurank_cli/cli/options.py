@@ -7,7 +7,6 @@ Nothing here imports numpy: the CLI parses its flags and prints its help before 
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
@@ -32,11 +31,8 @@ MEASURE_HELP = ("a trec_eval name (ndcg_cut.10, map, recall.100, P.10, recip_ran
                 "(nDCG@10, AP, RR, R@100, P@10)")
 
 Measures = Annotated[List[str], typer.Option("--measure", "-m", help=f"Measure, repeatable: {MEASURE_HELP}.")]
-OneMeasure = Annotated[str, typer.Option("--measure", "-m", help=f"Measure: {MEASURE_HELP}.")]
 RelLevel = Annotated[int, typer.Option("--rel-level", "-l", help="Relevance level for binary measures (TREC DL uses 2), as trec_eval -l.")]
 Qids = Annotated[Optional[str], typer.Option("--qids", help="Only these queries: ids 1,2,3 (any number), or @FILE (first column: a qid list or topics; a plain FILE that exists works too).")]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="No status lines.")]
-OutputFile = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here instead of stdout.")]
 
 
 def format_option(allowed: tuple[Format, ...], note: str = "") -> object:

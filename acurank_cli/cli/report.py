@@ -15,8 +15,9 @@ from typing import Optional
 import typer
 
 from ..errors import InputError
+from ..evaluation import DEFAULT_MEASURE
 from ..report.render import REPORT_FORMATS, check_format, emit
-from .options import say
+from .options import MEASURE_HELP, say
 
 RUNS_HELP = """Naming runs (the same options for table, pareto and allocation):
 
@@ -54,7 +55,7 @@ _STATS = typer.Option(None, "--stats", help="DATASET:METHOD=PATH stats JSONL (de
 _TOPICS = typer.Option(None, "--topics", help="DATASET=PATH topics qid<TAB>text (for WIG's |q|; default DIR/<dataset>/topics.tsv).")
 _DATASET = typer.Option(None, "--dataset", "-d", help="Datasets to show, in this order (repeatable; default all).")
 _FIRST = typer.Option("bm25", "--first-stage", help="Method name of the first-stage run (0 calls; WIG scores).")
-_MEASURE = typer.Option("ndcg_cut_10", "--measure", "-m", help="Measure: a trec_eval name (ndcg_cut.10, map, recall.100, ...) or an ir_measures name (nDCG@10, AP, R@100, ...).")
+_MEASURE = typer.Option(DEFAULT_MEASURE, "--measure", "-m", help=f"Measure: {MEASURE_HELP}.")
 _REL = typer.Option(1, "--rel-level", "-l", help="Relevance level for binary measures (TREC DL uses 2).")
 _FORMAT = typer.Option("terminal", "--format", "-f", help=f"Output format: {' | '.join(f.value for f in REPORT_FORMATS)}.")
 _OUTPUT = typer.Option(None, "--output", "-o", help="Write the table/JSON here instead of stdout.")
@@ -84,7 +85,7 @@ class RunSources:
     dataset: list | None
     first_stage: str
 
-    def collection(self, method=None, measure: str = "ndcg_cut_10", rel_level: int = 1):
+    def collection(self, method=None, measure: str = DEFAULT_MEASURE, rel_level: int = 1):
         from ..report.collection import build_collection
 
         named = [f"{_method_name(path)}={path}" for path in self.files or ()]  # RUN... as eval takes them
@@ -139,7 +140,7 @@ Example: acurank report table --runs out/sim --baseline sw-1 -f latex   (out/sim
 def table_cmd(
     sources: RunSources,
     method: list[str] | None = typer.Option(None, "--method", help="Methods (rows) to show, in this order (repeatable; default: first stage, then by calls)."),
-    measure: list[str] | None = typer.Option(None, "--measure", "-m", help="Measure (repeatable: one column per measure): a trec_eval name (ndcg_cut.10, map, recall.100, ...) or an ir_measures name (nDCG@10, AP, R@100, ...); default nDCG@10."),
+    measure: list[str] | None = typer.Option(None, "--measure", "-m", help=f"Measure (repeatable: one column per measure): {MEASURE_HELP}; default nDCG@10."),
     rel_level: int = _REL,
     baseline: list[str] | None = _BASELINE,
     test: str = typer.Option("ttest", "--test", help="Test behind the marks: ttest (paired t-test) | permutation (sign flips)."),
@@ -155,7 +156,7 @@ def table_cmd(
 
     _check_format(fmt)
     check_options(test, correction, ci)
-    measures = list(dict.fromkeys(measure or ["ndcg_cut_10"]))
+    measures = list(dict.fromkeys(measure or [DEFAULT_MEASURE]))
     colls = [sources.collection(method, m, rel_level) for m in measures]
     rep = build_table(colls, parse_baselines(baseline or [], list(colls[0].datasets)), test, resamples, seed, percent,
                       correction, ci)

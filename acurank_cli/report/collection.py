@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
-from ..evaluation import evaluate, measure_name
+from ..evaluation import DEFAULT_MEASURE, evaluate, measure_name
 from ..io.outputs import method_name_of, read_run_meta, read_stats, stats_path_for, unfinished
 from ..io.readers import read_qrels, read_run, read_topics
 from ..records import Run, StatsRecord
@@ -132,7 +132,7 @@ class Collection:
 
     datasets: dict[str, DatasetRuns]
     first_stage: str = "bm25"
-    measure: str = "ndcg_cut_10"
+    measure: str = DEFAULT_MEASURE
     rel_level: int = 1
     method_order: list[str] | None = None  # as given by --method; None = not given
     _eval: dict = field(default_factory=dict, repr=False)
@@ -307,7 +307,7 @@ def build_collection(
     datasets: Sequence[str] = (),
     methods: Sequence[str] = (),
     first_stage: str = "bm25",
-    measure: str = "ndcg_cut_10",
+    measure: str = DEFAULT_MEASURE,
     rel_level: int = 1,
 ) -> Collection:
     """Assemble a :class:`Collection` from directories and explicit specs (see the module docstring)."""

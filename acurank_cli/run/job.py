@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ..errors import InputError
+from ..errors import InputError, Stopped
 from ..params import ParameterError, positive
 from ..io.outputs import RunOutputs, check_writable, stats_path_for
 from ..io.readers import source_name
@@ -154,11 +154,10 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
             signum = signals.received()
             if isinstance(exc, (InputError, Interrupted, KeyboardInterrupt)) or signum is not None:
                 _stopped(err, job, outputs, exc, signum)
-                if signum is not None and not isinstance(exc, Interrupted):
-                    exc = Interrupted(signum)  # e.g. a library's error raised by the interruption
-                if isinstance(exc, Interrupted):
-                    exc.reported = True
-                    raise exc from None
+                if signum is not None:  # a library's error raised by the interruption counts as the signal
+                    raise Stopped(128 + signum) from None
+                raise Stopped(exc.exit_code if isinstance(exc, Interrupted) else
+                              130 if isinstance(exc, KeyboardInterrupt) else 2) from None
             raise
         finally:
             outputs.close()
@@ -221,7 +220,6 @@ def _stopped(err: Console, job: RerankJob, outputs: RunOutputs, exc: BaseExcepti
         what = f"interrupted ({signal.Signals(signum).name})" if signum else "interrupted"
     else:  # the error and where the finished work is, in one line (not printed again by the CLI)
         what = f"error: {exc.cli() if isinstance(exc, InputError) else exc}"
-        exc.reported = True
     if job.outputs.to_file:
         cached = " (finished model calls are in the call cache)" if job.cache else ""
         where = f"{done} finished queries are in {job.outputs.output}; rerun the same command to resume{cached}"

@@ -24,7 +24,6 @@ class Interrupted(SystemExit):
         super().__init__(128 + signum)
         self.signum = signum
         self.exit_code = 128 + signum
-        self.reported = False  # set once a one-line account has been printed
 
     def __str__(self) -> str:
         return signal.Signals(self.signum).name
