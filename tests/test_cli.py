@@ -322,3 +322,22 @@ def test_depth_keeps_the_tail_below_the_reranked_head(sample, tmp_path):
     again = acurank("rerank", run, *common, "-o", tmp_path / "resume.run")
     assert (tmp_path / "resume.run").read_text() == (tmp_path / "kept.run").read_text()
     assert again.returncode == 0
+
+
+def test_every_backend_is_in_the_reranker_help_and_the_readme_table():
+    """Issue 36 item 10: ce: was missing from --reranker's help and the README's backend table, and one help
+    line read "--max-length ce: ce:". Every registered backend is now named in both, and no option's help
+    repeats its backend's prefix."""
+    import re
+
+    from acurank_cli.rerankers.base import load_backends
+    from conftest import ROOT
+
+    help_text = " ".join(acurank("rerank", "--help").stdout.split())
+    table = [line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| `")]
+    for backend in load_backends().values():
+        if backend.prefix in ("minilm", "simulated") or backend.takes_arg:
+            name = f"{backend.prefix}:" if backend.takes_arg else backend.prefix
+            assert name in help_text, name
+            assert any(row.startswith(f"| `{name}") for row in table), name
+    assert not re.search(r"\b(\w+): \1:", help_text), re.search(r"\b(\w+): \1:", help_text)
