@@ -1,7 +1,8 @@
 """Every shell command the README, docs/ and the commands' help examples show, run as written (issue 36 item 9).
 
 The commands are collected from the texts themselves: the README's and docs' code blocks (indented or fenced;
-lines ``\\``-continued and ``for ... done`` loops joined) and the ``Example:`` lines of every command's help,
+lines ``\\``-continued and ``for ... done`` loops joined), complete commands in their prose's code spans, and
+the ``Example:`` lines of every command's help,
 with the command that makes their input in parentheses. Each is classified in ``COMMANDS`` below: run here
 (in a sandbox holding links to ``sample_runs``, ``scripts`` and the venv, after a ``setup`` that supplies the
 files a placeholder names, said in the table), or not, with why: it needs a GPU, a network or an hour of CPU.
@@ -133,6 +134,12 @@ COMMANDS: dict[str, Run | Skip] = {
     # docs/uncertainty-study.md
     "PYTHONPATH=. python benchmarks/uncertainty.py study --scifact-run SCIFACT_BM25_RUN --jobs 2": Skip(HOUR),
     "PYTHONPATH=. python benchmarks/uncertainty.py table": Skip("tabulates the study above"),
+    # README: commands in the prose
+    "acurank --version": Run(expect=("acurank ",)),
+    "acurank rerank --help": Run(expect=("--method",)),
+    "acurank rerank ../shared/data/dl23/bm25-top100.acurank.jsonl": Skip(SHARED),
+    "acurank retrieve --hits 100": Skip("a flag in its sentence (retrieve's whole command is in the code block)"),
+    "acurank report table --runs out/uncertainty/seed0": Skip(HOUR + " (tabulates the uncertainty study's runs)"),
     # help examples
     "scripts/simulate_all.sh out/sim && acurank report table --runs out/sim --baseline sw-1 --format markdown": Run(),
     "acurank report table --runs out/sim --baseline sw-1 -f latex": Run(expect=("\\begin{tabular}",)),
@@ -201,6 +208,19 @@ def markdown_commands(path: Path) -> list[str]:
     return [c for block in blocks for c in _joined(block)]
 
 
+def inline_commands(path: Path) -> list[str]:
+    """Complete commands in the prose's code spans: ``acurank`` with a flag or a path, no placeholder (an upper-case
+    word such as RUN or FILE, or ``...``); a command's bare name (`acurank eval`) is a name, not a command."""
+    out = []
+    for span in re.findall(r"`(acurank [^`]+)`", path.read_text(encoding="utf-8")):
+        words = span.split()[1:]
+        if "..." in span or any(re.fullmatch(r"[A-Z]+", part) for w in words for part in re.split(r"[/=,.:]", w)):
+            continue
+        if any(w.startswith("-") or "/" in w for w in words):
+            out.append(span)
+    return out
+
+
 def help_commands() -> list[str]:
     """``Example:`` commands of every command's help, and the commands in parentheses that make their input."""
     import typer
@@ -225,7 +245,7 @@ def help_commands() -> list[str]:
 
 def shown_commands() -> list[str]:
     docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-    found = [c for path in docs for c in markdown_commands(path)] + help_commands()
+    found = [c for path in docs for c in markdown_commands(path) + inline_commands(path)] + help_commands()
     return list(dict.fromkeys(" ".join(c.split()) for c in found))
 
 
