@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except (signals.Interrupted, KeyboardInterrupt) as exc:
         say("interrupted")
-        return getattr(exc, "exit_code", 130)
+        return exc.exit_code if isinstance(exc, signals.Interrupted) else 130
     except BrokenPipeError:  # stdout was closed (`| head`): end quietly, as a Unix filter does
         _silence_stdout()
         return 141

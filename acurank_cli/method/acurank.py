@@ -74,6 +74,9 @@ class AcuRank(Strategy):
         self.params = params
         self._update = get_updater(params.updater)
 
+    def parameters(self):
+        return self.params
+
     @property
     def init(self):
         """How ratings start from first-stage scores (their validity is checked before any call)."""

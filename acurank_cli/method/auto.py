@@ -154,6 +154,9 @@ class AcuRankAuto(Strategy):
         self._update_rows = get_row_updater(params.updater)
         self._evidence = evidence
 
+    def parameters(self):
+        return self.params
+
     @property
     def init(self):
         return self.params.init

@@ -51,6 +51,11 @@ class Strategy:
     def check_set(self, tasks: Sequence[RankingTask]) -> None:
         """Raise InputError, before any call, for a set of tasks the method cannot honour as a whole."""
 
+    def parameters(self) -> object:
+        """The record of the method's parameters (what a run's fingerprint records): the strategy itself where it is
+        that record (the baselines' frozen dataclasses), its params record otherwise."""
+        return self
+
     def for_run(self) -> "Strategy":
         """The strategy for one run of the driver: a fresh copy where the run holds state (what a query learns
         from the others), the strategy itself otherwise."""

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from ..method.base import Strategy
 from ..records import Doc, RankingTask
 
 #: Parameters that cannot change a run's result.
@@ -33,9 +34,9 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str, sort_keys=True))
 
 
-def strategy_params(strategy: Any) -> dict[str, Any]:
+def strategy_params(strategy: Strategy) -> dict[str, Any]:
     """A strategy's parameters as plain JSON values (its params record, or its own fields)."""
-    record = getattr(strategy, "params", strategy)
+    record = strategy.parameters()
     fields = dataclasses.asdict(record) if dataclasses.is_dataclass(record) else {}
     return _plain({k: v for k, v in fields.items()
                    if k not in NOT_RESULT and not (k in OMITTED_AT_DEFAULT and v == OMITTED_AT_DEFAULT[k])})
