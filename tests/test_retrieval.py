@@ -272,7 +272,7 @@ def test_doc_from_raw_formats():
 
 
 def test_load_topics_file_and_errors(tmp_path):
-    from acurank_cli.io.resolve import load_qrels, load_topics
+    from acurank_cli.retrieval.resolve import load_qrels, load_topics
 
     path = tmp_path / "topics.tsv.gz"
     with gzip.open(path, "wt") as fh:
@@ -287,7 +287,7 @@ def test_load_topics_file_and_errors(tmp_path):
 
 
 def test_topic_name_needs_network_or_cache(jvm, offline):
-    from acurank_cli.io.resolve import load_topics
+    from acurank_cli.retrieval.resolve import load_topics
 
     with pytest.raises(InputError) as err:
         load_topics("no-such-topic-set")

@@ -140,7 +140,7 @@ def eval_cmd(
     from ..evaluation import evaluate, parse_measures
     from ..io.outputs import stats_path_for
     from ..io.readers import read_qids, read_run
-    from ..io.resolve import load_qrels
+    from ..retrieval.resolve import load_qrels
 
     chosen = check_format(fmt, EVAL_FORMATS) if fmt else (Format.terminal if sys.stdout.isatty() else Format.tsv)
     if stats and len(runs) != 1:

@@ -82,7 +82,7 @@ def retrieve_cmd(
 ) -> None:
     """BM25 retrieval with Anserini (Lucene via pyjnius; no torch), or learned sparse (impact) retrieval with
     --encoder or --encoded-queries: writes a TREC run."""
-    from ..io.resolve import load_topics
+    from ..retrieval.resolve import load_topics
     from ..io.writers import write_run
     from ..retrieval.jvm import start_jvm
 
@@ -164,8 +164,9 @@ def convert_cmd(
 ) -> None:
     """Split a candidate file into run + topics + corpus (the sample_runs layout)."""
     from ..io.convert import convert_candidates
+    from ..retrieval.resolve import load_qrels
 
-    done = convert_candidates(candidates, out_dir, qrels, tag, depth)
+    done = convert_candidates(candidates, out_dir, load_qrels(qrels) if qrels else None, tag, depth)
     err().print(f"{done.fmt}: {done.queries} queries, {done.passages} passages -> {out_dir}", markup=False)
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from ..errors import InputError
 from .readers import read_candidates
-from .resolve import load_qrels
 from .writers import write_corpus, write_run, write_topics
 
 
@@ -21,13 +20,14 @@ class Converted:
     passages: int
 
 
-def convert_candidates(candidates: str, out_dir: Path, qrels: str | None = None, tag: str = "bm25",
-                       depth: int = 100) -> Converted:
-    """Write the layout; with ``qrels`` (or qrels inside the file) only judged queries are kept."""
+def convert_candidates(candidates: str, out_dir: Path, qrels: dict[str, dict[str, int]] | None = None,
+                       tag: str = "bm25", depth: int = 100) -> Converted:
+    """Write the layout; with ``qrels`` (read by the caller, or qrels inside the file) only judged queries are
+    kept."""
     bundle, fmt = read_candidates(candidates, depth)
     if fmt == "trec":
         raise InputError("expected a candidate file with texts, got a plain TREC run", candidates)
-    judged = load_qrels(qrels) if qrels else bundle.qrels
+    judged = qrels if qrels else bundle.qrels
     keep = [q for q in bundle.runs if not judged or q in judged]
     out_dir.mkdir(parents=True, exist_ok=True)
     with (out_dir / "bm25.run").open("w", encoding="utf-8") as fh:

@@ -8,7 +8,7 @@
   Pyserini prebuilt index name (downloaded into pyserini's cache; needs the network once).
 * :func:`fetch_docs` reads the stored raw documents back as :class:`~acurank_cli.records.Doc`.
 * :func:`pyserini_topics` / :func:`pyserini_qrels` load Pyserini topic/qrels names (files and
-  ``irds:`` names go through :mod:`acurank_cli.io.resolve`, the one resolver).
+  ``irds:`` names go through :mod:`acurank_cli.retrieval.resolve`, the one resolver).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from typing import Callable
 
 from ..errors import InputError
 from ..io.readers import Bundle, read_candidates, read_corpus, read_qids, source_name
-from ..io.resolve import load_qrels, load_topics
+from ..retrieval.resolve import load_qrels, load_topics
 from ..records import Doc, RankingTask
 from .shard import Shard
 

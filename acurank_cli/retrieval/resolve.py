@@ -1,6 +1,7 @@
 """The one resolver of topics and qrels: a file (``-``, ``.gz`` ok), ``irds:<id>`` (ir_datasets) or a
 Pyserini topic/qrels name (downloaded or cached by Pyserini where a network exists). Used by rerank,
-eval, report and retrieve alike; the heavy back ends load only when a name needs them."""
+eval, report and retrieve alike; the heavy back ends load only when a name needs them. It lives with retrieval
+(the names it knows are the datasets' and Pyserini's); the files it reads are :mod:`acurank_cli.io`'s readers."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from typing import Union
 
 from ..errors import InputError
-from .readers import looks_like_path, read_qrels, read_topics
+from ..io.readers import looks_like_path, read_qrels, read_topics
 
 PathLike = Union[str, Path]
 FILE_SUFFIXES = (".tsv", ".txt", ".gz", ".jsonl", ".json", ".trec")
@@ -30,13 +31,13 @@ def _resolve(spec: PathLike, kind: str, read_file):
         return read_file(path)
     text = str(spec)
     if text.startswith("irds:"):
-        from ..retrieval.datasets import load_irds
+        from .datasets import load_irds
 
         found = getattr(load_irds(text), kind)
         if not found:
             raise InputError(f"{text} has no {kind}")
         return found
-    from ..retrieval import lucene
+    from . import lucene
 
     return getattr(lucene, f"pyserini_{kind}")(text)
 
