@@ -33,13 +33,11 @@ from typing import Any, NamedTuple, Union
 
 from .errors import InputError
 from .params import ParameterError, at_least, between
-from .method.base import Strategy, check_tasks
+from .method.base import Strategy
 from .method.registry import option_names
-from .method.trueskill import check_scores
 from .records import CallTally, Candidate, Doc, Phase, QueryOutcome, RankingTask, Step, StopReason
 from .rerankers.base import RerankerBase
 from .run import pipeline
-from .run.driver import Driver
 
 DocLike = Union[str, Mapping[str, Any], Doc]
 
@@ -170,7 +168,8 @@ class Reranker:
         self._method_options = method_options
         #: top_k -> the method with k = top_k (when the method has a cutoff k and the caller did not set it)
         self._at_k: dict[int, Strategy] = {}
-        built = pipeline.build(self.strategy, pipeline.backend(backend, backend_options), cache, batch_queries)
+        self._session = pipeline.Session(self.strategy, backend, backend_options)
+        built = self._session.start(cache, batch_queries)
         self.backend, self.reranker, self.cache_path = built.backend, built.reranker, built.cache_path
         self.batch_queries = built.batch_queries
 
@@ -202,10 +201,9 @@ class Reranker:
             raise InputError("give one unique qid per query")
         prepared = [prepare(q, docs, qid) for (q, docs), qid in zip(queries, qids)]
         strategy = self.strategy_for(top_k)
-        check_scores([p.task for p in prepared], strategy.init, "the documents' scores")
-        check_tasks(strategy, [p.task for p in prepared if p.task.n > 0])
-        outputs: dict[str, RerankOutput] = {}
         group = [p for p in prepared if p.task.n > 0]
+        self._session.check([p.task for p in group], "the documents' scores", strategy)
+        outputs: dict[str, RerankOutput] = {}
         docs = {d: doc for p in group for d, doc in p.docs.items()}
         ratings: dict[str, dict] = {}
 
@@ -213,9 +211,8 @@ class Reranker:
             if step.phase is Phase.done and step.snapshot is not None:
                 ratings[task.qid] = {d.docid: d for d in step.snapshot().docs}
 
-        driver = Driver(strategy, self.reranker, docs, self.batch_queries, on_step)
         by_qid = {p.task.qid: p for p in group}
-        for outcome in driver.run([p.task for p in group]):
+        for outcome in self._session.run([p.task for p in group], docs, on_step, strategy):
             outputs[outcome.qid] = _output(by_qid[outcome.qid], outcome, ratings.pop(outcome.qid, {}), strategy.cutoff,
                                            top_k, min_p_topk)
         for p in prepared:
@@ -253,7 +250,7 @@ class Reranker:
         """Release the model, the call cache and any prompt log (closing twice is harmless; reranking after it is
         an InputError)."""
         if self.reranker is not None:
-            self.reranker.close()
+            self._session.close()
             self.reranker = None
 
     def __enter__(self) -> "Reranker":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import dataclasses
 import enum
 from collections.abc import Iterable, Mapping
@@ -329,6 +331,17 @@ class QueryOutcome:
 
 
 @dataclass(frozen=True)
+class RunAbout:
+    """What every stats record of a run says about the run: its command digest, the reranker's identity and the
+    method's parameters, and the model's parameter count when known (the FLOPs estimate's)."""
+
+    fingerprint: str | None = None
+    reranker: Mapping[str, Any] | None = None
+    params: Mapping[str, Any] | None = None
+    parameters: float | None = None
+
+
+@dataclass(frozen=True)
 class StatsRecord:
     """One line of a run's per-query stats JSONL (the ``rerank`` -> ``eval``/``report`` contract): the
     call accounting of one query, its steps, why it stopped, its wall time, and what made the run (the
@@ -361,17 +374,15 @@ class StatsRecord:
     beta: float | None = None
 
     @classmethod
-    def of(cls, outcome: QueryOutcome, about: Mapping[str, Any] | None = None) -> "StatsRecord":
-        """The record of a finished query; ``about``: the run's fingerprint digest, reranker and params, and
-        the model's parameter count (``parameters``) when known, for the FLOPs estimate."""
+    def of(cls, outcome: QueryOutcome, about: RunAbout = RunAbout()) -> "StatsRecord":
+        """The record of a finished query, with what ``about`` says of the run."""
         t = outcome.tally
-        about = about or {}
-        params = about.get("parameters")
-        flops = None if params is None else 2.0 * float(params) * (t.input_tokens + t.output_tokens)
+        size = about.parameters
+        flops = None if size is None else 2.0 * float(size) * (t.input_tokens + t.output_tokens)
         return cls(outcome.qid, outcome.method, t.calls, t.docs_sent, t.cached_calls, t.input_tokens,
                    t.output_tokens, t.rerank_seconds, dict(t.parse_counts), t.rounds, dict(t.endpoints),
-                   tuple(outcome.iterations), outcome.stop, round(outcome.seconds, 4), about.get("fingerprint"),
-                   about.get("reranker"), about.get("params"), flops, outcome.beta)
+                   tuple(outcome.iterations), outcome.stop, round(outcome.seconds, 4), about.fingerprint,
+                   about.reranker, about.params, flops, outcome.beta)
 
     @property
     def window_sizes(self) -> tuple[int, ...]:
@@ -437,6 +448,11 @@ class TraceRecord:
     phase: Phase
     t: float | None
     docs: tuple[DocRating, ...]
+
+    @functools.cached_property
+    def by_docid(self) -> dict[str, DocRating]:
+        """Every document's rating by docid."""
+        return {d.docid: d for d in self.docs}
 
     @classmethod
     def of(cls, qid: str, method: str, step: Step) -> "TraceRecord":

@@ -115,7 +115,7 @@ PLUGIN = textwrap.dedent('''
 
     @dataclass(frozen=True)
     class ShortestOptions:
-        longest_first: bool = option(False, "shortest: prefer long passages instead")
+        longest_first: bool = option(False, "prefer long passages instead")
 
     class Shortest(RerankerBase):
         """Ranks a window by passage length (a toy backend)."""

@@ -525,8 +525,8 @@ def test_trace_read_table_plot(tmp_path):
     rows = _md_rows(to_markdown(rep.tables))
     assert rows[0] == ["Docid", "Iteration", "Phase", "t", "μ", "σ", "s = P(x>t)", "Rank"]
     assert len(rows) == 2 + 5
-    assert rows[3][1] == "2" and float(rows[3][4]) == pytest.approx(steps[1].docs["d3"]["mu"], abs=1e-3)
-    assert json.loads(to_json(rep.data))["docs"]["d3"][4]["rank"] == steps[4].docs["d3"]["rank"]
+    assert rows[3][1] == "2" and float(rows[3][4]) == pytest.approx(steps[1].by_docid["d3"].mu, abs=1e-3)
+    assert json.loads(to_json(rep.data))["docs"]["d3"][4]["rank"] == steps[4].by_docid["d3"].rank
     top = build_trace_report(steps, "q1", method, top=5)
     assert len(top.tables[0].rows) == 5 and top.data["top"][0]["rank"] == 1
     out = plot_trace(steps, "q1", method, [tmp_path / "t.png", tmp_path / "t.svg"], top=10, docids=["d14"])

@@ -13,33 +13,19 @@ import itertools
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
 from ..io.readers import open_text, source_name
+from ..records import DocRating, TraceRecord
 from .render import MISSING, Table, num
 from .tables import Report
 
 
-@dataclass(frozen=True)
-class TraceStep:
-    """One recorded iteration: counter, phase, threshold t and every document's rating."""
-
-    iteration: int
-    phase: str
-    t: float | None
-    docs: dict[str, dict]
-
-
-def _float(v) -> float | None:
-    return None if v is None else float(v)
-
-
-def read_trace(src: str | Path, qid: str, method: str | None = None) -> tuple[str, list[TraceStep]]:
+def read_trace(src: str | Path, qid: str, method: str | None = None) -> tuple[str, list[TraceRecord]]:
     """The steps of ``qid`` (and ``method`` when the file holds several methods for that query)."""
     name = source_name(src)
-    seqs: dict[str, list[TraceStep]] = {}
+    seqs: dict[str, list[TraceRecord]] = {}
     qids_seen: list[str] = []
     with open_text(src) as fh:
         for lineno, line in enumerate(fh, start=1):
@@ -55,21 +41,12 @@ def read_trace(src: str | Path, qid: str, method: str | None = None) -> tuple[st
                     qids_seen.append(q)
                 continue
             try:
-                m = str(rec.get("method", ""))
-                docs = {
-                    str(d["docid"]): {
-                        "mu": float(d["mu"]),
-                        "sigma": float(d["sigma"]),
-                        "s": _float(d.get("s")),
-                        "rank": None if d.get("rank") is None else int(d["rank"]),
-                    }
-                    for d in rec["docs"]
-                }
-                step = TraceStep(int(rec["iteration"]), str(rec.get("phase", "")), _float(rec.get("t")), docs)
+                step = TraceRecord.from_json(rec)
             except (KeyError, TypeError, ValueError):
                 raise InputError(
                     "bad trace record (expected iteration, phase, t and docs [{docid, mu, sigma, s, rank}])", name, lineno
                 ) from None
+            m = step.method
             seq = seqs.setdefault(m, [])
             if seq and step.iteration <= seq[-1].iteration:
                 seq.clear()  # the counter went back: a resumed run recorded the query again
@@ -86,7 +63,12 @@ def read_trace(src: str | Path, qid: str, method: str | None = None) -> tuple[st
     return next(iter(seqs.items()))
 
 
-def x_values(steps: Sequence[TraceStep]) -> tuple[list[int], str]:
+def _rating(r: DocRating) -> dict:
+    """A rating as the report's records give it."""
+    return {"mu": r.mu, "sigma": r.sigma, "s": r.s, "rank": r.rank}
+
+
+def x_values(steps: Sequence[TraceRecord]) -> tuple[list[int], str]:
     """x positions: the iteration counter when it strictly increases, else the step number."""
     its = [s.iteration for s in steps]
     if all(b > a for a, b in itertools.pairwise(its)):
@@ -94,14 +76,14 @@ def x_values(steps: Sequence[TraceStep]) -> tuple[list[int], str]:
     return list(range(len(steps))), "trace step (0 = after the initial pass)"
 
 
-def top_docids(steps: Sequence[TraceStep], top: int) -> list[str]:
+def top_docids(steps: Sequence[TraceRecord], top: int) -> list[str]:
     """The ``top`` documents by final mu (ties by docid)."""
-    final = steps[-1].docs
-    return sorted(final, key=lambda d: (-final[d]["mu"], d))[:top]
+    final = steps[-1].by_docid
+    return sorted(final, key=lambda d: (-final[d].mu, d))[:top]
 
 
 def plot_trace(
-    steps: Sequence[TraceStep], qid: str, method: str, outputs: Sequence[str | Path], top: int = 4,
+    steps: Sequence[TraceRecord], qid: str, method: str, outputs: Sequence[str | Path], top: int = 4,
     docids: Sequence[str] = (),
 ) -> list[Path]:
     """mu per iteration with a +/- sigma band for the top documents (and any --docid), t dashed."""
@@ -112,19 +94,19 @@ def plot_trace(
 
     chosen = list(dict.fromkeys(list(top_docids(steps, top)) + list(docids)))
     xs, xlabel = x_values(steps)
-    final = steps[-1].docs
+    final = steps[-1].by_docid
     with plt.rc_context({"svg.hashsalt": "acurank", "font.size": 9}):
         fig, ax = plt.subplots(figsize=(9.5, 5.2))
         cmap = plt.get_cmap("tab10" if len(chosen) <= 10 else "tab20")
         for i, d in enumerate(chosen):
-            pts = [(x, s.docs[d]) for x, s in zip(xs, steps) if d in s.docs]
+            pts = [(x, s.by_docid[d]) for x, s in zip(xs, steps) if d in s.by_docid]
             if not pts:
                 continue
             px = [p[0] for p in pts]
-            mu = [p[1]["mu"] for p in pts]
-            sd = [p[1]["sigma"] for p in pts]
+            mu = [p[1].mu for p in pts]
+            sd = [p[1].sigma for p in pts]
             color = cmap(i % cmap.N)
-            rank = final.get(d, {}).get("rank")
+            rank = final[d].rank if d in final else None
             label = f"{rank if rank is not None else '?'}. {d}"
             ax.plot(px, mu, marker="o", markersize=2.5, linewidth=1.3, color=color, label=label, zorder=3)
             ax.fill_between(px, [m - s for m, s in zip(mu, sd)], [m + s for m, s in zip(mu, sd)],
@@ -154,19 +136,19 @@ def plot_trace(
     return written
 
 
-def build_trace_report(steps: Sequence[TraceStep], qid: str, method: str, docids: Sequence[str] = (), top: int = 4) -> Report:
+def build_trace_report(steps: Sequence[TraceRecord], qid: str, method: str, docids: Sequence[str] = (), top: int = 4) -> Report:
     """With ``docids``: per document, one row per iteration (mu, sigma, s, rank), as the paper's
     case-study table. Without: the top documents at the last iteration, with their rank after the
     initial pass."""
     data = {
         "qid": qid,
         "method": method,
-        "iterations": [{"iteration": s.iteration, "phase": s.phase, "t": s.t} for s in steps],
+        "iterations": [{"iteration": s.iteration, "phase": s.phase.value, "t": s.t} for s in steps],
     }
     records = []
     if docids:
         for d in docids:
-            if not any(d in s.docs for s in steps):
+            if not any(d in s.by_docid for s in steps):
                 raise InputError(f"--docid {d!r} is not among query {qid}'s traced documents")
         table = Table(f"query {qid}, {method}: ratings per iteration",
                       ["Docid", "Iteration", "Phase", "t", "μ", "σ", "s = P(x>t)", "Rank"],
@@ -176,28 +158,27 @@ def build_trace_report(steps: Sequence[TraceStep], qid: str, method: str, docids
             table.rules.add(len(table.rows))
             data["docs"][d] = []
             for s in steps:
-                v = s.docs.get(d)
-                if v is None:
+                r = s.by_docid.get(d)
+                if r is None:
                     continue
-                table.add(d, str(s.iteration), s.phase, num(s.t, 3), num(v["mu"], 3), num(v["sigma"], 3),
-                          num(v["s"], 4), MISSING if v["rank"] is None else str(v["rank"]))
-                row = {"iteration": s.iteration, "phase": s.phase, "t": s.t, **v}
+                table.add(d, str(s.iteration), s.phase.value, num(s.t, 3), num(r.mu, 3), num(r.sigma, 3), num(r.s, 4),
+                          str(r.rank))
+                row = {"iteration": s.iteration, "phase": s.phase.value, "t": s.t, **_rating(r)}
                 data["docs"][d].append(row)
                 records.append({"qid": qid, "method": method, "docid": d, **row})
         table.rules.discard(0)
     else:
         first, last = steps[0], steps[-1]
         table = Table(f"query {qid}, {method}: top {top} documents at the last of {len(steps)} recorded steps "
-                      f"({last.phase}, {last.iteration} adaptive groups reranked)",
+                      f"({last.phase.value}, {last.iteration} adaptive groups reranked)",
                       ["Rank", "Docid", "μ", "σ", "s = P(x>t)", "Rank after initial pass"],
                       align=["r", "l", "r", "r", "r", "r"])
         data["top"] = []
         for d in top_docids(steps, top):
-            v = last.docs[d]
-            r0 = first.docs.get(d, {}).get("rank")
-            table.add(MISSING if v["rank"] is None else str(v["rank"]), d, num(v["mu"], 3), num(v["sigma"], 3),
-                      num(v["s"], 4), MISSING if r0 is None else str(r0))
-            row = {"docid": d, **v, "initial_rank": r0}
+            r = last.by_docid[d]
+            r0 = first.by_docid[d].rank if d in first.by_docid else None
+            table.add(str(r.rank), d, num(r.mu, 3), num(r.sigma, 3), num(r.s, 4), MISSING if r0 is None else str(r0))
+            row = {"docid": d, **_rating(r), "initial_rank": r0}
             data["top"].append(row)
             records.append({"qid": qid, "method": method, **row})
         note = (f"{len(steps)} recorded steps (one per reranking round, and the final ratings); the iteration "

@@ -16,7 +16,7 @@ import functools
 import json
 from collections import OrderedDict
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import InputError
 from ..params import Domain, check_domains
@@ -273,18 +273,53 @@ def lookup(spec: str) -> tuple[BackendSpec, str]:
     return backend, arg
 
 
+@dataclass(frozen=True)
+class BackendChoice:
+    """A ``--reranker`` spec looked up once, with its options checked: what a run knows of its backend before
+    anything loads (whether it reads passage texts), and what builds it."""
+
+    backend: BackendSpec
+    arg: str
+    #: the options given (None values dropped) and their checked record
+    given: Mapping[str, Any]
+    options: Any
+
+    @classmethod
+    def of(cls, spec: str, options: Mapping[str, Any] | None = None) -> "BackendChoice":
+        """Look ``spec`` up and check ``options`` (an option the backend lacks, or a value outside its domain,
+        is refused here)."""
+        backend, arg = lookup(spec)
+        given = {k: v for k, v in (options or {}).items() if v is not None}
+        return cls(backend, arg, given, backend.make_options(given))
+
+    @property
+    def needs_texts(self) -> bool:
+        return self.backend.texts_needed(self.options)
+
+    def with_context(self, context: Mapping[str, Any] | None) -> "BackendChoice":
+        """``context``: what a run knows that the backend may take as an option (the qrels), used only where the
+        backend declares that option and the caller did not set it."""
+        known = self.backend.option_names()
+        extra = {k: v for k, v in (context or {}).items() if k in known and k not in self.given}
+        if not extra:
+            return self
+        given = {**self.given, **extra}
+        return BackendChoice(self.backend, self.arg, given, self.backend.make_options(given))
+
+    def build(self) -> RerankerBase:
+        reranker = self.backend.factory(self.arg, self.options)
+        # the registration owns needs_texts (the job loads texts by it before anything is built): the instance
+        # carries that decision, whatever its class says
+        reranker.needs_texts = self.needs_texts
+        return reranker
+
+
 def build_reranker(spec: str, **options: Any) -> RerankerBase:
     """Build the backend named by ``--reranker`` (``simulated``, ``minilm``, ``hf:DIR``, ``openai:MODEL``, ...).
 
     ``options`` are the backend's own (its options record's fields); None means its default.
     """
-    backend, arg = lookup(spec)
-    record = backend.make_options(options)
-    reranker = backend.factory(arg, record)
-    # the registration owns needs_texts (the job loads texts by it before anything is built): the instance
-    # carries that decision, whatever its class says
-    reranker.needs_texts = backend.texts_needed(record)
-    return reranker
+    return BackendChoice.of(spec, options).build()
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,10 @@ from ..params import ParameterError, positive
 from ..io.outputs import RunOutputs, check_writable, stats_path_for
 from ..io.readers import source_name
 from ..io.writers import run_lines
-from ..method.base import Strategy, check_tasks
-from ..method.trueskill import check_scores
-from ..records import CallTally, ParseStatus, QueryOutcome, Ranked, RankingTask, StatsRecord, Step, StopReason, TraceRecord
+from ..method.base import Strategy
+from ..records import (CallTally, ParseStatus, QueryOutcome, Ranked, RankingTask, RunAbout, StatsRecord, Step, StopReason,
+                       TraceRecord)
 from . import pipeline, signals
-from .driver import Driver
 from .fingerprint import RunFingerprint, input_digest, strategy_params
 from .inputs import InputSpec
 from .progress import ProgressView
@@ -93,17 +92,17 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     for path, what in ((out.output, "--output"), (stats, "--stats"), (out.trace, "--trace"),
                        (job.backend_options.get("log_prompts"), "--log-prompts")):
         check_writable(path, what)
-    needs_texts = pipeline.check_backend(job.backend, job.backend_options)  # before any work
+    session = pipeline.Session(job.strategy, job.backend, job.backend_options)  # the backend's options checked here
+    needs_texts = session.needs_texts
     inputs = job.inputs.load(needs_texts)
     if not inputs.tasks and inputs.skipped_queries:
         raise InputError(f"no query left to rerank: --skip-missing skipped all {inputs.skipped_queries} "
                          f"({inputs.skipped_docs} docs without text)", source_name(job.inputs.run))
-    check_scores(inputs.tasks, job.strategy.init, source_name(job.inputs.run))
-    check_tasks(job.strategy, inputs.tasks)
+    session.check(inputs.tasks, source_name(job.inputs.run))
     status = Console(stderr=True, quiet=True) if job.quiet else err  # --quiet: errors and warnings only
     for note in inputs.notes:
         (err if note.startswith("warning:") else status).print(f"acurank: {note}", markup=False)
-    backend = pipeline.backend(job.backend, job.backend_options, context={"qrels": inputs.qrels})
+    backend = session.load(context={"qrels": inputs.qrels})
     for note in backend.notes():
         status.print(f"acurank: {note}", markup=False, soft_wrap=True)
     fingerprint = _fingerprint(job, backend, inputs, needs_texts)
@@ -112,9 +111,9 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     try:
         done = outputs.open(expected, out.tag, out.overwrite, fingerprint, _described(job, inputs))
     except BaseException:
-        backend.close()
+        session.close()
         raise
-    built = pipeline.build(job.strategy, backend, job.cache, job.batch_queries)
+    session.start(job.cache, job.batch_queries)
     status.print(f"acurank: {job.strategy.name} with reranker {backend.name} on {len(inputs.tasks)} queries", markup=False)
     if stats and out.stats is None:
         status.print(f"acurank: per-query stats go to {stats}", markup=False)
@@ -125,7 +124,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     if replay:  # the queries advance together: the finished ones are replayed, not rewritten
         if job.cache is None and backend.cache_identity() is not None:
             outputs.close()
-            built.close()
+            session.close()
             raise InputError(f"resuming a {job.strategy.name} run replays its finished calls from the call cache "
                              "(its queries advance together); drop --no-cache (or start afresh with --overwrite)")
         status.print(f"acurank: {job.strategy.name}: the finished queries are replayed (their calls from the call cache) "
@@ -141,9 +140,8 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
             if out.trace and step.snapshot is not None:
                 traces.setdefault(task.qid, []).append(TraceRecord.of(task.qid, job.strategy.name, step).to_json())
 
-        driver = Driver(job.strategy, built.reranker, inputs.docs, built.batch_queries, on_step)
         try:
-            for outcome in driver.run(tasks):
+            for outcome in session.run(tasks, inputs.docs, on_step):
                 if outcome.qid in done:
                     continue  # replayed (set budget): already written
                 outputs.write_query(outcome.qid, *_written(outcome, inputs.tails.get(outcome.qid, ()), about, out.tag),
@@ -161,7 +159,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
             raise
         finally:
             outputs.close()
-            built.close()
+            session.close()
     wall = time.perf_counter() - started
     _summary(status, job, totals, wall, inputs)
     if job.quiet and (inputs.skipped_docs or inputs.skipped_queries):  # the summary says it otherwise
@@ -169,13 +167,13 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     return totals
 
 
-def _about(job: RerankJob, backend, fingerprint: RunFingerprint, status: Console) -> dict:
+def _about(job: RerankJob, backend, fingerprint: RunFingerprint, status: Console) -> RunAbout:
     """What every stats record says about the run (and the FLOPs line when the model's size is known)."""
-    about = {"fingerprint": fingerprint.command_digest, "reranker": fingerprint.reranker, "params": fingerprint.params,
-             "parameters": job.model_params if job.model_params is not None else backend.parameters()}
-    if about["parameters"] is not None:
+    about = RunAbout(fingerprint.command_digest, fingerprint.reranker, fingerprint.params,
+                     job.model_params if job.model_params is not None else backend.parameters())
+    if about.parameters is not None:
         source = "--model-params" if job.model_params is not None else "the model"
-        status.print(f"acurank: FLOPs estimated per query as 2 x {about['parameters']:.4g} parameters ({source}) x "
+        status.print(f"acurank: FLOPs estimated per query as 2 x {about.parameters:.4g} parameters ({source}) x "
                      "(input + output tokens)", markup=False)
     return about
 
@@ -203,7 +201,7 @@ def _described(job: RerankJob, inputs) -> dict | None:
     return {"shard": {"index": shard.index, "of": shard.of, "queries": list(inputs.every_query)}}
 
 
-def _written(outcome: QueryOutcome, tail: tuple, about: dict, tag: str) -> tuple[str, dict]:
+def _written(outcome: QueryOutcome, tail: tuple, about: RunAbout, tag: str) -> tuple[str, dict]:
     """A finished query's run block and stats record; the candidates below --depth (``tail``) follow the reranked
     head in first-stage order, with scores below the head's last."""
     stats = StatsRecord.of(outcome, about).to_json()

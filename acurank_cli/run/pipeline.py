@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
-from ..method.base import Strategy
+from ..method.base import Strategy, check_tasks
 from ..method.choices import Init
 from ..method.registry import build_strategy, method_options
 from ..params import Domain, ParameterError, at_least
-from ..rerankers.base import RerankerBase, build_reranker, lookup
+from ..method.trueskill import check_scores
+from ..records import Doc, QueryOutcome, RankingTask
+from ..rerankers.base import BackendChoice, RerankerBase
 from ..rerankers.cache import default_cache_path, with_cache
+from .driver import Driver, StepHook
 
 
 @dataclass(frozen=True)
@@ -78,42 +81,19 @@ def method(name: str | None, options: Mapping[str, Any] | None = None, source: S
     return build_strategy(name, options, baseline_only=baseline_only)
 
 
-def check_backend(spec: str, options: Mapping[str, Any]) -> bool:
-    """Check the backend's options before any input is read (a flag the backend does not take or a value
-    outside its domain is refused); return whether it reads passage texts with these options."""
-    found = lookup(spec)[0]
-    return found.texts_needed(found.make_options(dict(options)))
-
-
-def backend(spec: str | RerankerBase | None, options: Mapping[str, Any] | None = None,
-            context: Mapping[str, Any] | None = None) -> RerankerBase:
-    """The backend named by ``spec`` (default minilm), or ``spec`` itself when it is one already.
-    ``context``: what the job knows that a backend may take as an option (the qrels); given only to a
-    backend that declares that option and when the caller did not set it."""
-    if isinstance(spec, RerankerBase):
-        return spec
-    spec = spec or DEFAULTS.backend
-    options = {k: v for k, v in (options or {}).items() if v is not None}
-    known = lookup(spec)[0].option_names()
-    for key, value in (context or {}).items():
-        if key in known and key not in options:
-            options[key] = value
-    return build_reranker(spec, **options)
-
-
 def check_batch_queries(batch_queries: int | None) -> int | None:
     if batch_queries is not None and not BATCH_QUERIES.contains(batch_queries):
         raise ParameterError("batch_queries", batch_queries, BATCH_QUERIES.describe(), "--batch-queries")
     return batch_queries
 
 
-def build(strategy: Strategy, built: RerankerBase, cache: str | None = DEFAULTS.cache,
+def _build(strategy: Strategy, built: RerankerBase, cache: str | None = DEFAULTS.cache,
           batch_queries: int | None = DEFAULTS.batch_queries) -> Pipeline:
     """Put the backend behind the call cache (when it can be cached and one is wanted); ``batch_queries``
     None: the backend's own default."""
     check_batch_queries(batch_queries)
     if batch_queries is None:
-        batch_queries = max(1, int(getattr(built, "batch_queries", 1)))
+        batch_queries = max(1, int(built.batch_queries))
     path = str(default_cache_path()) if cache == "default" else cache
     try:
         built.use_store(path)
@@ -122,3 +102,58 @@ def build(strategy: Strategy, built: RerankerBase, cache: str | None = DEFAULTS.
         built.close()
         raise
     return Pipeline(strategy, built, reranker, path, batch_queries)
+
+
+class Session:
+    """One run's life, the same for the command line and the Python API: the method's checks of the tasks
+    before any call, the backend looked up once (its options checked before any input is read) and built
+    once behind the call cache, and the driver. The CLI adds files, progress and resume around it
+    (:mod:`acurank_cli.run.job`), the API documents in and ``RerankOutput`` out (:mod:`acurank_cli.api`).
+
+    ``backend``: a ``--reranker`` spec (default minilm) with its ``options``, or a built backend (the API)."""
+
+    def __init__(self, strategy: Strategy, backend: str | RerankerBase | None = None,
+                 options: Mapping[str, Any] | None = None):
+        self.strategy = strategy
+        self.backend: RerankerBase | None = backend if isinstance(backend, RerankerBase) else None
+        self.choice = None if self.backend is not None else BackendChoice.of(backend or DEFAULTS.backend, options)
+        self.pipeline: Pipeline | None = None
+
+    @property
+    def needs_texts(self) -> bool:
+        """Whether the backend reads passage texts (known before it is built)."""
+        return self.backend.needs_texts if self.choice is None else self.choice.needs_texts
+
+    def check(self, tasks: Sequence[RankingTask], source: str, strategy: Strategy | None = None) -> None:
+        """Before any call: every first-stage score under the method's rating init (``source`` names where they
+        were read), every task and the set of them."""
+        strategy = strategy or self.strategy
+        check_scores(tasks, strategy.init, source)
+        check_tasks(strategy, tasks)
+
+    def load(self, context: Mapping[str, Any] | None = None) -> RerankerBase:
+        """Build the backend (once). ``context``: what the run knows that the backend may take as an option (the
+        qrels), given only where it declares that option and the caller did not set it."""
+        if self.backend is None:
+            self.backend = self.choice.with_context(context).build()
+        return self.backend
+
+    def start(self, cache: str | None = DEFAULTS.cache, batch_queries: int | None = DEFAULTS.batch_queries) -> Pipeline:
+        """The backend behind the call cache (when one is wanted), ready to drive; ``batch_queries`` None: the
+        backend's own default."""
+        self.pipeline = _build(self.strategy, self.load(), cache, batch_queries)
+        return self.pipeline
+
+    def run(self, tasks: Sequence[RankingTask], docs: dict[str, Doc], on_step: StepHook | None = None,
+            strategy: Strategy | None = None) -> Iterator[QueryOutcome]:
+        """Drive the tasks (``strategy``: another k of the same method, as the API's ``top_k`` asks)."""
+        return Driver(strategy or self.strategy, self.pipeline.reranker, docs, self.pipeline.batch_queries,
+                      on_step).run(tasks)
+
+    def close(self) -> None:
+        """Release the backend, the call cache and any prompt log (closing twice is harmless)."""
+        if self.pipeline is not None:
+            self.pipeline.close()
+        elif self.backend is not None:
+            self.backend.close()
+        self.pipeline = self.backend = None
