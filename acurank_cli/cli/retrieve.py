@@ -82,8 +82,6 @@ def retrieve_cmd(
 ) -> None:
     """BM25 retrieval with Anserini (Lucene via pyjnius; no torch), or learned sparse (impact) retrieval with
     --encoder or --encoded-queries: writes a TREC run."""
-    from ..retrieval.resolve import load_topics
-    from ..io.writers import write_run
     from ..retrieval.jvm import start_jvm
 
     sparse = encoder is not None or encoded_queries is not None
@@ -93,27 +91,8 @@ def retrieve_cmd(
         raise InputError("pass exactly one of --topics FILE|NAME and --dataset irds:<id>")
     if hits < 1:
         raise InputError(f"--hits must be at least 1, not {hits}")
-    queries: dict[str, str] | None = None
-    if dataset is not None:
-        from ..retrieval.datasets import load_irds
-
-        _status(f"loading topics of {dataset} (ir_datasets; may download)", quiet)
-        queries = load_irds(dataset).topics
-    elif topics is not None:
-        queries = load_topics(topics)
-    if queries is not None and not queries:
-        raise InputError("no queries to run", topics or dataset)
-    vectors = None
-    if encoded_queries is not None:
-        from ..retrieval.impact import read_encoded_queries
-
-        vectors = read_encoded_queries(encoded_queries)
-        if queries is not None:
-            missing = [q for q in queries if q not in vectors]
-            if missing:
-                raise InputError(f"no encoded vector for query {missing[0]} ({len(missing)} of {len(queries)} topics lack one)",
-                                 encoded_queries)
-            vectors = {q: vectors[q] for q in queries}
+    queries = _queries(topics, dataset, quiet)
+    vectors = None if encoded_queries is None else _encoded(encoded_queries, queries)
     jvm = start_jvm()
     started = time.perf_counter()
     if sparse:
@@ -131,19 +110,9 @@ def retrieve_cmd(
         docs = num_docs(index)
         runs = retrieve(index, queries, hits=hits, k1=k1, b=b, threads=threads)
         what = f"BM25(k1={k1:g}, b={b:g})"
-    tag = tag or ("impact" if sparse else "bm25")
     seconds = time.perf_counter() - started
     age = _process_age()
-    if output is None or output == "-":
-        write_run(sys.stdout, runs, tag)
-        sys.stdout.flush()
-    else:
-        out = Path(output)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        partial = out.with_name(out.name + ".partial")
-        with partial.open("w", encoding="utf-8") as fh:
-            write_run(fh, runs, tag)
-        os.replace(partial, out)
+    _write(runs, output, tag or ("impact" if sparse else "bm25"))
     empty = sum(1 for c in runs.values() if not c)
     _status(
         f"retrieved {len(runs)} queries x top-{hits} {what} on {index} ({docs} docs) "
@@ -153,6 +122,53 @@ def retrieve_cmd(
         + (f"; results {age:.2f} s after command start" if age is not None else ""),
         quiet,
     )
+
+
+def _queries(topics: str | None, dataset: str | None, quiet: bool) -> dict[str, str] | None:
+    """The topics (--topics or --dataset), or None (pre-encoded queries alone); none at all is an error."""
+    from ..retrieval.resolve import load_topics
+
+    queries: dict[str, str] | None = None
+    if dataset is not None:
+        from ..retrieval.datasets import load_irds
+
+        _status(f"loading topics of {dataset} (ir_datasets; may download)", quiet)
+        queries = load_irds(dataset).topics
+    elif topics is not None:
+        queries = load_topics(topics)
+    if queries is not None and not queries:
+        raise InputError("no queries to run", topics or dataset)
+    return queries
+
+
+def _encoded(path: str, queries: dict[str, str] | None) -> dict:
+    """--encoded-queries' vectors; with topics, every topic's, in the topics' order."""
+    from ..retrieval.impact import read_encoded_queries
+
+    vectors = read_encoded_queries(path)
+    if queries is None:
+        return vectors
+    missing = [q for q in queries if q not in vectors]
+    if missing:
+        raise InputError(f"no encoded vector for query {missing[0]} ({len(missing)} of {len(queries)} topics lack one)",
+                         path)
+    return {q: vectors[q] for q in queries}
+
+
+def _write(runs: dict, output: str | None, tag: str) -> None:
+    """The run to stdout, or to a file written whole (through a .partial file renamed at the end)."""
+    from ..io.writers import write_run
+
+    if output is None or output == "-":
+        write_run(sys.stdout, runs, tag)
+        sys.stdout.flush()
+        return
+    out = Path(output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(out.name + ".partial")
+    with partial.open("w", encoding="utf-8") as fh:
+        write_run(fh, runs, tag)
+    os.replace(partial, out)
 
 
 def convert_cmd(

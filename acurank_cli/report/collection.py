@@ -298,28 +298,10 @@ def _check_runs(found: dict[str, DatasetRuns]) -> None:
               f"({', '.join(kinds['model'][:4])}{', ...' if len(kinds['model']) > 4 else ''})", file=sys.stderr)
 
 
-def build_collection(
-    dirs: Sequence[str] = (),
-    runs: Sequence[str] = (),
-    qrels: Sequence[str] = (),
-    stats: Sequence[str] = (),
-    topics: Sequence[str] = (),
-    datasets: Sequence[str] = (),
-    methods: Sequence[str] = (),
-    first_stage: str = "bm25",
-    measure: str = DEFAULT_MEASURE,
-    rel_level: int = 1,
-) -> Collection:
-    """Assemble a :class:`Collection` from directories and explicit specs (see the module docstring)."""
-    found: dict[str, DatasetRuns] = {}
-    for d in dirs:
-        for name, ds in scan_directory(d).items():
-            if name in found:
-                found[name].runs.update(ds.runs)
-                found[name].qrels_path = ds.qrels_path or found[name].qrels_path
-                found[name].topics_path = ds.topics_path or found[name].topics_path
-            else:
-                found[name] = ds
+def _named_files(found: dict[str, DatasetRuns], qrels: Sequence[str], topics: Sequence[str], runs: Sequence[str],
+                 stats: Sequence[str]) -> None:
+    """Add the files named one by one (--qrels, --topics, --run, --stats) to the datasets ``found`` in folders; an
+    unnamed dataset is the only one there is (an error otherwise)."""
 
     def sole(option: str, spec: str) -> str:
         if len(found) == 1:
@@ -360,6 +342,30 @@ def build_collection(
             raise InputError(f"--stats {spec!r}: no run for method {method!r} on dataset {ds_name!r}")
         found[ds_name].runs[method].stats_path = _existing(path, "--stats")
 
+
+def build_collection(
+    dirs: Sequence[str] = (),
+    runs: Sequence[str] = (),
+    qrels: Sequence[str] = (),
+    stats: Sequence[str] = (),
+    topics: Sequence[str] = (),
+    datasets: Sequence[str] = (),
+    methods: Sequence[str] = (),
+    first_stage: str = "bm25",
+    measure: str = DEFAULT_MEASURE,
+    rel_level: int = 1,
+) -> Collection:
+    """Assemble a :class:`Collection` from directories and explicit specs (see the module docstring)."""
+    found: dict[str, DatasetRuns] = {}
+    for d in dirs:
+        for name, ds in scan_directory(d).items():
+            if name in found:
+                found[name].runs.update(ds.runs)
+                found[name].qrels_path = ds.qrels_path or found[name].qrels_path
+                found[name].topics_path = ds.topics_path or found[name].topics_path
+            else:
+                found[name] = ds
+    _named_files(found, qrels, topics, runs, stats)
     if datasets:
         missing = [d for d in datasets if d not in found]
         if missing:

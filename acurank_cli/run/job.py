@@ -84,14 +84,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     """
     started = time.perf_counter()
     out = job.outputs
-    if job.model_params is not None and not positive().contains(job.model_params):
-        raise ParameterError("model_params", job.model_params, positive().describe(), flag="--model-params")
-    if out.to_file and out.output == job.inputs.run:
-        raise InputError("--output must differ from the input run", out.output)
-    stats = out.stats_path()
-    for path, what in ((out.output, "--output"), (stats, "--stats"), (out.trace, "--trace"),
-                       (job.backend_options.get("log_prompts"), "--log-prompts")):
-        check_writable(path, what)
+    stats = _checked_outputs(job)
     session = pipeline.Session(job.strategy, job.backend, job.backend_options)  # the backend's options checked here
     needs_texts = session.needs_texts
     inputs = job.inputs.load(needs_texts)
@@ -131,6 +124,33 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
                   "so that every query sees the same run as before", markup=False)
     about = _about(job, backend, fingerprint, status)
 
+    totals = _drive(job, session, outputs, inputs, tasks, done, about, err)
+    wall = time.perf_counter() - started
+    _summary(status, job, totals, wall, inputs)
+    if job.quiet and (inputs.skipped_docs or inputs.skipped_queries):  # the summary says it otherwise
+        err.print(f"acurank: warning: {_skipped(inputs)}", markup=False)
+    return totals
+
+
+def _checked_outputs(job: RerankJob) -> str | None:
+    """--model-params and every output path checked (writable, the run not the input); the stats path."""
+    out = job.outputs
+    if job.model_params is not None and not positive().contains(job.model_params):
+        raise ParameterError("model_params", job.model_params, positive().describe(), flag="--model-params")
+    if out.to_file and out.output == job.inputs.run:
+        raise InputError("--output must differ from the input run", out.output)
+    stats = out.stats_path()
+    for path, what in ((out.output, "--output"), (stats, "--stats"), (out.trace, "--trace"),
+                       (job.backend_options.get("log_prompts"), "--log-prompts")):
+        check_writable(path, what)
+    return stats
+
+
+def _drive(job: RerankJob, session: pipeline.Session, outputs: RunOutputs, inputs, tasks: list[RankingTask],
+           done, about: RunAbout, err: Console) -> _Totals:
+    """Rerank the tasks, writing each finished query (run block, stats, trace) as it ends; a stop (an input
+    error, an interruption) says its one line and raises :class:`Stopped`, the finished work kept."""
+    out = job.outputs
     traces: dict[str, list[dict]] = {}
     totals = _Totals()
     with ProgressView(len(tasks), job.strategy.name, quiet=job.quiet) as view:
@@ -160,10 +180,6 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
         finally:
             outputs.close()
             session.close()
-    wall = time.perf_counter() - started
-    _summary(status, job, totals, wall, inputs)
-    if job.quiet and (inputs.skipped_docs or inputs.skipped_queries):  # the summary says it otherwise
-        err.print(f"acurank: warning: {_skipped(inputs)}", markup=False)
     return totals
 
 
