@@ -17,7 +17,7 @@ import pytest
 
 from acurank_cli.records import Doc, RerankRequest
 from acurank_cli.rerankers.base import build_reranker
-from acurank_cli.rerankers.openai_backend import BackendError, base_urls
+from acurank_cli.rerankers.transport import BackendError, base_urls
 from conftest import ENV, small_run
 
 SERVER = Path(__file__).resolve().parents[1] / "benchmarks" / "serial_server.py"

@@ -13,11 +13,7 @@ import pytest
 from acurank_cli.errors import InputError
 from acurank_cli.records import Doc, RerankRequest
 from acurank_cli.rerankers.base import build_reranker
-from acurank_cli.rerankers.openai_backend import (
-    BackendError,
-    normalize_base_url,
-    parse_retry_after,
-)
+from acurank_cli.rerankers.transport import BackendError, normalize_base_url, parse_retry_after
 
 
 class FakeServer:
@@ -264,9 +260,9 @@ def test_helpers():
     assert parse_retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
     assert parse_retry_after({}) is None
     rr = build_reranker("openai:m", **{"base_url": "http://127.0.0.1:9/v1", "retry_base": 1.0, "retry_cap": 4.0})
-    assert all(0.5 <= rr.backoff(0, None) <= 1.0 for _ in range(20))
-    assert all(2.0 <= rr.backoff(5, None) <= 4.0 for _ in range(20))
-    assert rr.backoff(0, 3.0) == 3.0
+    assert all(0.5 <= rr.transport.backoff(0, None) <= 1.0 for _ in range(20))
+    assert all(2.0 <= rr.transport.backoff(5, None) <= 4.0 for _ in range(20))
+    assert rr.transport.backoff(0, 3.0) == 3.0
     with pytest.raises(InputError, match="chat messages"):
         build_reranker("openai:m", **{"base_url": "http://127.0.0.1:9/v1", "prompt_format": "rankvicuna"})
     ident = rr.cache_identity()

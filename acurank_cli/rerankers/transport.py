@@ -1,0 +1,354 @@
+"""The requests of ``openai:``: one POST per prompt to an OpenAI-compatible endpoint, routed among replicas.
+
+Each request goes to the endpoint with the fewest requests in flight (at most ``concurrency`` each); an
+endpoint that fails (connection refused or reset, timeout, 408/409/425/429/5xx, a malformed reply) is set
+aside for a while (``set_aside`` seconds, doubling while it keeps failing) and the request is retried at once
+on another endpoint. Each request has a ``timeout`` and up to ``retries`` retries, with exponential backoff and
+jitter when no other endpoint can take it, waiting at least what ``Retry-After`` (or ``retry-after-ms``) asks.
+When every endpoint refuses connections the batch fails at once (no server is listening). Other 4xx replies fail
+at once. When a request fails for good no new request starts and :class:`BackendError` is raised; the replies
+that finished were already delivered. What a request carries and what a reply means is the backend's
+(:mod:`.openai_backend`); the API key is held here, never printed, logged or hashed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from ..errors import InputError, OptionError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: Status codes worth another try (plus every 5xx).
+RETRY_STATUS = frozenset({408, 409, 425, 429})
+#: Longest wait a Retry-After header can impose (seconds).
+MAX_RETRY_AFTER = 300.0
+
+
+class BackendError(InputError):
+    """A backend request failed for good (what finished was already delivered)."""
+
+
+class Retryable(Exception):
+    """One attempt failed in a way worth retrying."""
+
+    def __init__(self, reason: str, retry_after: float | None = None, refused: bool = False):
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+        self.refused = refused
+
+
+def normalize_base_url(base_url: str | None) -> str:
+    """``base_url`` without a trailing slash; a bare ``http://host:port`` gets ``/v1``."""
+    url = (base_url or DEFAULT_BASE_URL).strip().rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise OptionError("{base_url}: must be an http(s) URL like http://127.0.0.1:8000/v1",
+                          base_url=("--base-url", base_url))
+    if url.endswith("/chat/completions"):
+        url = url[: -len("/chat/completions")]
+    elif parts.path in ("", "/"):
+        url = urlunsplit((parts.scheme, parts.netloc, "/v1", "", ""))
+    return url
+
+
+def base_urls(given: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The endpoints named by ``base_url`` (one URL, or several: repeated ``--base-url`` / a list),
+    normalised, duplicates dropped, in the order given; none: OpenAI's."""
+    items = [given] if given is None or isinstance(given, str) else list(given)
+    urls = [normalize_base_url(u) for u in items] or [normalize_base_url(None)]
+    return tuple(dict.fromkeys(urls))
+
+
+def without_userinfo(url: str) -> str:
+    parts = urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def parse_retry_after(headers: Any, now: float | None = None) -> float | None:
+    """Seconds asked by ``retry-after-ms`` or ``Retry-After`` (delta seconds or an HTTP date)."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def error_detail(resp: Any) -> str:
+    """A short, one-line description of an error reply (the server's message when it gives one)."""
+    msg = None
+    try:
+        data = resp.json()
+        err = data.get("error") if isinstance(data, dict) else None
+        msg = err.get("message") if isinstance(err, dict) else (err if isinstance(err, str) else None)
+    except ValueError:  # not JSON: show the text
+        msg = None
+    if msg:
+        return " ".join(str(msg).split())[:200]
+    return " ".join(resp.text.split())[:200]
+
+
+#: Parses a 200 reply: (response, index of the prompt, seconds since the request started, endpoint shown) ->
+#: what the backend delivers; raises :class:`Retryable` for a malformed reply.
+ParseReply = Callable[[Any, int, float, str], Any]
+
+
+class Transport:
+    """Sends a batch of request bodies asynchronously and delivers each parsed reply as it arrives."""
+
+    def __init__(self, urls: Sequence[str], key: str | None, concurrency: int, timeout: float, retries: int,
+                 retry_base: float, retry_cap: float, set_aside: float):
+        self.base_urls = tuple(urls)
+        self.__key = key  # name-mangled; never printed, logged or hashed
+        self.concurrency, self.timeout, self.retries = concurrency, timeout, retries
+        self.retry_base, self.retry_cap, self.set_aside = retry_base, retry_cap, set_aside
+        self.stats: Counter = Counter()  # requests, attempts, retries, failures
+        self._pool: EndpointPool | None = None
+
+    def send(self, bodies: Sequence[dict], parse: ParseReply, deliver: Callable[[int, Any], None]) -> None:
+        """POST every body (``concurrency`` in flight per endpoint); each parsed reply is delivered as it arrives."""
+        error = self._run(list(bodies), parse, deliver)
+        if error is not None:
+            raise BackendError(error)
+
+    def _run(self, bodies: list[dict], parse: ParseReply, deliver) -> str | None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self._gather(bodies, parse, deliver))
+        with ThreadPoolExecutor(1) as pool:  # called from inside an event loop: run on a thread
+            return pool.submit(asyncio.run, self._gather(bodies, parse, deliver)).result()
+
+    async def _gather(self, bodies: list[dict], parse: ParseReply, deliver) -> str | None:
+        import httpx
+
+        failures: list[str] = []
+        finished = 0
+        stop = asyncio.Event()
+        pool = self.pool()
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.__key:
+            headers["Authorization"] = f"Bearer {self.__key}"
+        total = self.concurrency * len(self.base_urls)
+        limits = httpx.Limits(max_connections=total, max_keepalive_connections=total)
+        async with httpx.AsyncClient(timeout=httpx.Timeout(self.timeout), limits=limits, headers=headers) as client:
+
+            async def one(i: int) -> None:
+                if stop.is_set():
+                    return
+                try:
+                    reply = await self._call(client, pool, bodies[i], lambda resp, started, shown: parse(resp, i, started, shown), stop)
+                except BackendError as exc:
+                    failures.append(exc.message)
+                    stop.set()
+                    pool.wake()
+                    return
+                nonlocal finished
+                finished += 1
+                deliver(i, reply)
+
+            await asyncio.gather(*(one(i) for i in range(len(bodies))))
+        if failures:
+            return f"{failures[0]} ({finished} of {len(bodies)} windows of this batch finished)"
+        return None
+
+    def pool(self) -> "EndpointPool":
+        """The endpoints' shared state (in flight, set aside) for one batch; kept across batches."""
+        if self._pool is None:
+            self._pool = EndpointPool(self.base_urls, self.concurrency, self.set_aside)
+        return self._pool
+
+    def backoff(self, attempt: int, retry_after: float | None) -> float:
+        """Wait before retry ``attempt`` (0-based): ``base * 2^attempt`` capped, with jitter, >= Retry-After."""
+        ceiling = min(self.retry_cap, self.retry_base * (2**attempt))
+        delay = ceiling / 2 + random.uniform(0, ceiling / 2)
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, MAX_RETRY_AFTER))
+        return delay
+
+    async def _call(self, client: Any, pool: "EndpointPool", body: dict, parse, stop: asyncio.Event) -> Any:
+        import httpx
+
+        started = time.perf_counter()
+        self.stats["requests"] += 1
+        for attempt in range(self.retries + 1):
+            ep = await pool.acquire(stop)
+            if ep is None:
+                raise BackendError("openai: abandoned after another request failed") from None
+            self.stats["attempts"] += 1
+            try:
+                try:
+                    try:
+                        resp = await client.post(ep.endpoint, json=body)
+                    except httpx.TimeoutException:
+                        raise Retryable(f"timed out after {self.timeout:g} s") from None
+                    except httpx.ConnectError:
+                        raise Retryable("connection refused", refused=True) from None
+                    except httpx.TransportError as exc:
+                        raise Retryable(f"connection error ({type(exc).__name__})") from None
+                    code = resp.status_code
+                    if code == 200:
+                        reply = parse(resp, started, ep.shown)
+                        pool.succeeded(ep)
+                        return reply
+                    if code in RETRY_STATUS or code >= 500:
+                        raise Retryable(f"HTTP {code}", parse_retry_after(resp.headers))
+                    self.stats["failures"] += 1
+                    raise BackendError(f"openai: {ep.shown} answered HTTP {code}: {error_detail(resp)}")
+                finally:
+                    pool.release(ep)
+            except Retryable as why:
+                pool.failed(ep, why.refused)
+                if why.refused and pool.all_refusing():
+                    self.stats["failures"] += 1
+                    raise BackendError(f"openai: cannot connect to {pool.describe()} (connection refused): "
+                                       "is the server running?") from None
+                if attempt == self.retries:
+                    self.stats["failures"] += 1
+                    raise BackendError(
+                        f"openai: {ep.shown} failed after {attempt + 1} attempts (last: {why.reason})"
+                    ) from None
+                self.stats["retries"] += 1
+                if pool.healthy_other(besides=ep) and why.retry_after is None:
+                    log.debug("openai: %s at %s; retrying on another endpoint", why.reason, ep.shown)
+                    continue  # another endpoint is healthy: queue for it now, no backoff
+                delay = self.backoff(attempt, why.retry_after)
+                log.debug("openai: %s; retry %d in %.2f s", why.reason, attempt + 1, delay)
+                try:  # sleep, but stop early if another request has failed for good
+                    await asyncio.wait_for(stop.wait(), timeout=delay)
+                except TimeoutError:
+                    continue
+                raise BackendError("openai: abandoned after another request failed") from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+@dataclass
+class Endpoint:
+    """One server of the pool and its live state."""
+
+    url: str
+    endpoint: str
+    shown: str
+    in_flight: int = 0
+    served: int = 0
+    failures: int = 0  # consecutive
+    refused: bool = False  # its last failure was a refused connection
+    aside_until: float = 0.0
+
+
+class EndpointPool:
+    """Least-in-flight choice among endpoints, each with at most ``per_endpoint`` requests in flight;
+    a failing endpoint is set aside for ``set_aside * 2^(failures - 1)`` seconds (at most 16x)."""
+
+    def __init__(self, urls: Sequence[str], per_endpoint: int, set_aside: float):
+        self.endpoints = [Endpoint(u, f"{u}/chat/completions", without_userinfo(u)) for u in urls]
+        self.per_endpoint = per_endpoint
+        self.set_aside = set_aside
+        self._changed: asyncio.Condition | None = None
+
+    def _condition(self) -> asyncio.Condition:
+        loop = asyncio.get_running_loop()
+        if self._changed is None or getattr(self, "_loop", None) is not loop:
+            self._changed, self._loop = asyncio.Condition(), loop
+        return self._changed
+
+    def _ready(self, now: float) -> list[Endpoint]:
+        return [e for e in self.endpoints if e.aside_until <= now and e.in_flight < self.per_endpoint]
+
+    def healthy_other(self, besides: Endpoint) -> bool:
+        """Whether an endpoint other than ``besides`` is not set aside (a retry can queue for it at once)."""
+        now = time.monotonic()
+        return any(e is not besides and e.aside_until <= now for e in self.endpoints)
+
+    def all_refusing(self) -> bool:
+        """Every endpoint's last attempt was a refused connection (no server is listening)."""
+        return all(e.refused for e in self.endpoints)
+
+    def describe(self) -> str:
+        shown = [e.shown for e in self.endpoints]
+        return shown[0] if len(shown) == 1 else f"any of {', '.join(shown)}"
+
+    async def acquire(self, stop: asyncio.Event) -> Endpoint | None:
+        """The ready endpoint with the fewest requests in flight (ties: fewest served, then order);
+        waits while none is ready; None once ``stop`` is set."""
+        cond = self._condition()
+        async with cond:
+            while not stop.is_set():
+                now = time.monotonic()
+                ready = self._ready(now)
+                if ready:
+                    ep = min(ready, key=lambda e: (e.in_flight, e.served))
+                    ep.in_flight += 1
+                    return ep
+                # wait for a release, or for the first set-aside endpoint to come back
+                back = [e.aside_until - now for e in self.endpoints if e.aside_until > now]
+                try:
+                    await asyncio.wait_for(cond.wait(), timeout=min(back) if back else 1.0)
+                except TimeoutError:
+                    pass
+                if stop.is_set():
+                    break
+        return None
+
+    def release(self, ep: Endpoint) -> None:
+        ep.in_flight -= 1
+        self.wake()
+
+    def succeeded(self, ep: Endpoint) -> None:
+        ep.served += 1
+        ep.failures = 0
+        ep.refused = False
+
+    def failed(self, ep: Endpoint, refused: bool) -> None:
+        ep.failures += 1
+        ep.refused = refused
+        if len(self.endpoints) > 1:  # one endpoint: the backoff is the only pause
+            ep.aside_until = time.monotonic() + self.set_aside * 2 ** min(ep.failures - 1, 4)
+        self.wake()
+
+    def wake(self) -> None:
+        """Let waiting requests look again (a slot was freed, an endpoint failed, the batch stopped)."""
+        cond = self._changed
+        if cond is None:
+            return
+
+        async def wake() -> None:
+            async with cond:
+                cond.notify_all()
+
+        try:
+            asyncio.get_running_loop().create_task(wake())
+        except RuntimeError:
+            pass
+
+
+__all__ = ["BackendError", "EndpointPool", "Retryable", "Transport", "base_urls", "normalize_base_url", "parse_retry_after"]
