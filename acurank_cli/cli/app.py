@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 from functools import lru_cache
-from typing import Sequence
+from typing import Annotated, Sequence
 
 import typer
 
@@ -40,7 +40,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main_callback(
-    version: bool = typer.Option(False, "--version", metavar="", callback=_version, is_eager=True, help="Show the version."),
+    version: Annotated[bool, typer.Option("--version", metavar="", callback=_version, is_eager=True, help="Show the version.")] = False,
 ) -> None:
     """AcuRank: TrueSkill ratings, adaptive reranking of the uncertain set, honest call accounting."""
 

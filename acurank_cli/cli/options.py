@@ -6,8 +6,10 @@ Nothing here imports numpy: the CLI parses its flags and prints its help before 
 
 from __future__ import annotations
 
+import inspect
+import typing
 from functools import lru_cache
-from typing import Annotated, List, Optional
+from typing import Annotated, Callable, List, Optional
 
 import typer
 
@@ -39,3 +41,21 @@ def format_option(allowed: tuple[Format, ...], note: str = "") -> object:
     """``--format/-f`` for ``Annotated``, naming the formats a command renders (one Format enum for every command)."""
     shown = " | ".join(f.value for f in allowed)
     return typer.Option("--format", "-f", help=f"Output format: {shown}{note}.")
+
+
+def resolved_parameters(command: Callable) -> list[inspect.Parameter]:
+    """``command``'s parameters with their annotations resolved (the ``Annotated`` flags; a module with
+    ``from __future__ import annotations`` holds them as strings)."""
+    hints = typing.get_type_hints(command, include_extras=True)
+    return [p.replace(annotation=hints.get(p.name, p.annotation)) for p in inspect.signature(command).parameters.values()]
+
+
+def declared(function: Callable, params: list[inspect.Parameter], doc: str | None = None) -> Callable:
+    """``function`` as Typer will read it: with the parameters ``params`` (their annotations the ``Annotated``
+    flags). The one place the CLI rewrites a command's signature: the generated method and backend flags,
+    ``baseline``'s --method, report's run-naming options."""
+    function.__signature__ = inspect.Signature(params)
+    function.__annotations__ = {p.name: p.annotation for p in params if p.annotation is not p.empty}
+    if doc is not None:
+        function.__doc__ = doc
+    return function

@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import functools
 import inspect
-import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 
 from ..errors import InputError
 from ..evaluation import DEFAULT_MEASURE
 from ..report.render import REPORT_FORMATS, check_format, emit
-from .options import MEASURE_HELP, say
+from .options import MEASURE_HELP, declared, resolved_parameters, say
 
 RUNS_HELP = """Naming runs (the same options for table, pareto and allocation):
 
@@ -48,28 +47,28 @@ report_app = typer.Typer(name="report", help=HELP, no_args_is_help=True, add_com
 
 # ----------------------------------------------------------------------------- shared options
 
-_RUNS = typer.Option(None, "--runs", "-r", help="Directory DIR/<dataset>/<method>.run with DIR/<dataset>/qrels.txt (repeatable).")
-_RUN = typer.Option(None, "--run", help="DATASET:METHOD=PATH, one TREC run (repeatable).")
-_QRELS = typer.Option(None, "--qrels", help="DATASET=PATH qrels (repeatable; overrides DIR/<dataset>/qrels.txt).")
-_STATS = typer.Option(None, "--stats", help="DATASET:METHOD=PATH stats JSONL (default: X.stats.jsonl beside X.run).")
-_TOPICS = typer.Option(None, "--topics", help="DATASET=PATH topics qid<TAB>text (for WIG's |q|; default DIR/<dataset>/topics.tsv).")
-_DATASET = typer.Option(None, "--dataset", "-d", help="Datasets to show, in this order (repeatable; default all).")
-_FIRST = typer.Option("bm25", "--first-stage", help="Method name of the first-stage run (0 calls; WIG scores).")
-_MEASURE = typer.Option(DEFAULT_MEASURE, "--measure", "-m", help=f"Measure: {MEASURE_HELP}.")
-_REL = typer.Option(1, "--rel-level", "-l", help="Relevance level for binary measures (TREC DL uses 2).")
-_FORMAT = typer.Option("terminal", "--format", "-f", help=f"Output format: {' | '.join(f.value for f in REPORT_FORMATS)}.")
-_OUTPUT = typer.Option(None, "--output", "-o", help="Write the table/JSON here instead of stdout.")
-_BASELINE = typer.Option(None, "--baseline", "-b", help="Baseline METHOD for every dataset, or DATASET=METHOD (repeatable).")
+# Each an ``Annotated`` type holding the flag; its default is the parameter's.
+RunsOpt = Annotated[Optional[list[Path]], typer.Option("--runs", "-r", help="Directory DIR/<dataset>/<method>.run with DIR/<dataset>/qrels.txt (repeatable).")]
+RunOpt = Annotated[Optional[list[str]], typer.Option("--run", help="DATASET:METHOD=PATH, one TREC run (repeatable).")]
+QrelsOpt = Annotated[Optional[list[str]], typer.Option("--qrels", help="DATASET=PATH qrels (repeatable; overrides DIR/<dataset>/qrels.txt).")]
+StatsOpt = Annotated[Optional[list[str]], typer.Option("--stats", help="DATASET:METHOD=PATH stats JSONL (default: X.stats.jsonl beside X.run).")]
+TopicsOpt = Annotated[Optional[list[str]], typer.Option("--topics", help="DATASET=PATH topics qid<TAB>text (for WIG's |q|; default DIR/<dataset>/topics.tsv).")]
+DatasetOpt = Annotated[Optional[list[str]], typer.Option("--dataset", "-d", help="Datasets to show, in this order (repeatable; default all).")]
+FirstOpt = Annotated[str, typer.Option("--first-stage", help="Method name of the first-stage run (0 calls; WIG scores).")]
+MeasureOpt = Annotated[str, typer.Option("--measure", "-m", help=f"Measure: {MEASURE_HELP}.")]
+RelOpt = Annotated[int, typer.Option("--rel-level", "-l", help="Relevance level for binary measures (TREC DL uses 2).")]
+FormatOpt = Annotated[str, typer.Option("--format", "-f", help=f"Output format: {' | '.join(f.value for f in REPORT_FORMATS)}.")]
+OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the table/JSON here instead of stdout.")]
+BaselineOpt = Annotated[Optional[list[str]], typer.Option("--baseline", "-b", help="Baseline METHOD for every dataset, or DATASET=METHOD (repeatable).")]
 
 
-#: The run-naming options every report command over runs shares: added to each command's signature by
-#: :func:`naming_runs`, which hands them to the command as one :class:`RunSources`.
-_FILES = typer.Argument(None, help="Runs of one dataset, as eval takes them (METHOD = the file name without "
-                        ".run); with --qrels PATH.", show_default=False)
-_SOURCES = {"files": (Optional[list[str]], _FILES), "runs": (Optional[list[Path]], _RUNS), "run": (Optional[list[str]], _RUN),
-            "qrels": (Optional[list[str]], _QRELS), "stats": (Optional[list[str]], _STATS),
-            "topics": (Optional[list[str]], _TOPICS), "dataset": (Optional[list[str]], _DATASET),
-            "first_stage": (str, _FIRST)}
+#: The run-naming options every report command over runs shares (type with its flag, default): added to each
+#: command's signature by :func:`naming_runs`, which hands them to the command as one :class:`RunSources`.
+FilesArg = Annotated[Optional[list[str]], typer.Argument(help="Runs of one dataset, as eval takes them (METHOD = the file name without "
+                                                         ".run); with --qrels PATH.", show_default=False)]
+_SOURCES = {"files": (FilesArg, None), "runs": (RunsOpt, None), "run": (RunOpt, None), "qrels": (QrelsOpt, None),
+            "stats": (StatsOpt, None), "topics": (TopicsOpt, None), "dataset": (DatasetOpt, None),
+            "first_stage": (FirstOpt, "bm25")}
 
 
 @dataclass(frozen=True)
@@ -105,20 +104,15 @@ def _method_name(path: str) -> str:
 def naming_runs(command):
     """Give ``command(sources, ...)`` the shared run-naming flags (first in its help) and call it with them
     gathered in a :class:`RunSources`."""
-    hints = typing.get_type_hints(command, include_extras=True)
-    own = [p.replace(annotation=hints.get(p.name, p.annotation), kind=inspect.Parameter.KEYWORD_ONLY)
-           for p in inspect.signature(command).parameters.values() if p.name != "sources"]
-    shared = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=opt)
-              for name, (kind, opt) in _SOURCES.items()]
+    own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in resolved_parameters(command) if p.name != "sources"]
+    shared = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
+              for name, (kind, default) in _SOURCES.items()]
 
     @functools.wraps(command)
     def wrapper(**kwargs):
         return command(RunSources(**{name: kwargs.pop(name) for name in _SOURCES}), **kwargs)
 
-    params = shared + own
-    wrapper.__signature__ = inspect.Signature(params)
-    wrapper.__annotations__ = {p.name: p.annotation for p in params}
-    return wrapper
+    return declared(wrapper, shared + own)
 
 
 def _check_format(fmt: str) -> str:
@@ -139,18 +133,18 @@ Example: acurank report table --runs out/sim --baseline sw-1 -f latex   (out/sim
 @naming_runs
 def table_cmd(
     sources: RunSources,
-    method: list[str] | None = typer.Option(None, "--method", help="Methods (rows) to show, in this order (repeatable; default: first stage, then by calls)."),
-    measure: list[str] | None = typer.Option(None, "--measure", "-m", help=f"Measure (repeatable: one column per measure): {MEASURE_HELP}; default nDCG@10."),
-    rel_level: int = _REL,
-    baseline: list[str] | None = _BASELINE,
-    test: str = typer.Option("ttest", "--test", help="Test behind the marks: ttest (paired t-test) | permutation (sign flips)."),
-    correction: str = typer.Option("none", "--correction", help="Multiple-comparison correction of the marks' p-values over the methods compared on each dataset (and measure): none | holm | bonferroni."),
-    ci: str = typer.Option("none", "--ci", help="Also a table of the differences against the baseline with 95% confidence intervals: t (paired t) | bootstrap (paired, seeded, --resamples) | none."),
-    resamples: int = typer.Option(10_000, "--resamples", min=1, help="Sign flips of the randomisation test (exact below 2^n), bootstrap resamples of --ci bootstrap."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the randomisation test and the bootstrap."),
-    percent: bool = typer.Option(False, "--percent", metavar="", help="Show the measure x 100 with 2 decimals (as the paper)."),
-    fmt: str = _FORMAT,
-    output: Path | None = _OUTPUT,
+    method: Annotated[list[str] | None, typer.Option("--method", help="Methods (rows) to show, in this order (repeatable; default: first stage, then by calls).")] = None,
+    measure: Annotated[list[str] | None, typer.Option("--measure", "-m", help=f"Measure (repeatable: one column per measure): {MEASURE_HELP}; default nDCG@10.")] = None,
+    rel_level: RelOpt = 1,
+    baseline: BaselineOpt = None,
+    test: Annotated[str, typer.Option("--test", help="Test behind the marks: ttest (paired t-test) | permutation (sign flips).")] = "ttest",
+    correction: Annotated[str, typer.Option("--correction", help="Multiple-comparison correction of the marks' p-values over the methods compared on each dataset (and measure): none | holm | bonferroni.")] = "none",
+    ci: Annotated[str, typer.Option("--ci", help="Also a table of the differences against the baseline with 95% confidence intervals: t (paired t) | bootstrap (paired, seeded, --resamples) | none.")] = "none",
+    resamples: Annotated[int, typer.Option("--resamples", min=1, help="Sign flips of the randomisation test (exact below 2^n), bootstrap resamples of --ci bootstrap.")] = 10_000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the randomisation test and the bootstrap.")] = 0,
+    percent: Annotated[bool, typer.Option("--percent", metavar="", help="Show the measure x 100 with 2 decimals (as the paper).")] = False,
+    fmt: FormatOpt = "terminal",
+    output: OutputOpt = None,
 ) -> None:
     from ..report.tables import build_table, check_options, parse_baselines
 
@@ -174,10 +168,10 @@ Example: acurank report efficiency --runs out/sim --baseline sw-1 -f markdown
 @naming_runs
 def efficiency_cmd(
     sources: RunSources,
-    method: list[str] | None = typer.Option(None, "--method", help="Methods (rows) to show, in this order (repeatable)."),
-    baseline: str | None = typer.Option(None, "--baseline", "-b", help="Method the changes are measured against (e.g. sw-1)."),
-    fmt: str = _FORMAT,
-    output: Path | None = _OUTPUT,
+    method: Annotated[list[str] | None, typer.Option("--method", help="Methods (rows) to show, in this order (repeatable).")] = None,
+    baseline: Annotated[str | None, typer.Option("--baseline", "-b", help="Method the changes are measured against (e.g. sw-1).")] = None,
+    fmt: FormatOpt = "terminal",
+    output: OutputOpt = None,
 ) -> None:
     from ..report.efficiency import build_efficiency
 
@@ -200,15 +194,15 @@ Example: acurank report pareto --runs out/sim --view all --out pareto.png
 @naming_runs
 def pareto_cmd(
     sources: RunSources,
-    method: list[str] | None = typer.Option(None, "--method", help="Methods to plot (repeatable; default all)."),
-    measure: str = _MEASURE,
-    rel_level: int = _REL,
-    x: str = typer.Option("calls", "--x", help="x axis: calls | tokens (input + output) | seconds (wall, per query) | rounds (sequential reranker batches: latency) | flops (estimated, where the stats have it)."),
-    view: list[str] | None = typer.Option(None, "--view", help="Panel: a dataset name, 'macro', or 'all' (each dataset + macro); repeatable. Default: macro (or the only dataset)."),
-    out: list[Path] | None = typer.Option(None, "--out", help="Plot file(s): .png, .svg or .pdf (repeatable; default pareto.png and pareto.svg)."),
-    log_x: bool = typer.Option(False, "--log-x", metavar="", help="Symmetric-log x axis (linear below 1)."),
-    fmt: str = _FORMAT,
-    output: Path | None = _OUTPUT,
+    method: Annotated[list[str] | None, typer.Option("--method", help="Methods to plot (repeatable; default all).")] = None,
+    measure: MeasureOpt = DEFAULT_MEASURE,
+    rel_level: RelOpt = 1,
+    x: Annotated[str, typer.Option("--x", help="x axis: calls | tokens (input + output) | seconds (wall, per query) | rounds (sequential reranker batches: latency) | flops (estimated, where the stats have it).")] = "calls",
+    view: Annotated[list[str] | None, typer.Option("--view", help="Panel: a dataset name, 'macro', or 'all' (each dataset + macro); repeatable. Default: macro (or the only dataset).")] = None,
+    out: Annotated[list[Path] | None, typer.Option("--out", help="Plot file(s): .png, .svg or .pdf (repeatable; default pareto.png and pareto.svg).")] = None,
+    log_x: Annotated[bool, typer.Option("--log-x", metavar="", help="Symmetric-log x axis (linear below 1).")] = False,
+    fmt: FormatOpt = "terminal",
+    output: OutputOpt = None,
 ) -> None:
     from ..report.pareto import build_pareto, plot_pareto
     from ..report.tables import measure_label
@@ -244,14 +238,14 @@ Example: acurank report allocation --runs out/sim --method acurank
 @naming_runs
 def allocation_cmd(
     sources: RunSources,
-    method: list[str] | None = typer.Option(None, "--method", help="Methods to analyse (repeatable; default: every method with stats but the first stage and the baseline)."),
-    measure: str = _MEASURE,
-    rel_level: int = _REL,
-    baseline: list[str] | None = _BASELINE,
-    wig_k: int = typer.Option(50, "--wig-k", min=1, help="k of WIG (top documents averaged)."),
-    plot: list[Path] | None = typer.Option(None, "--plot", help="Also draw calls against WIG to this file (.png/.svg; repeatable)."),
-    fmt: str = _FORMAT,
-    output: Path | None = _OUTPUT,
+    method: Annotated[list[str] | None, typer.Option("--method", help="Methods to analyse (repeatable; default: every method with stats but the first stage and the baseline).")] = None,
+    measure: MeasureOpt = DEFAULT_MEASURE,
+    rel_level: RelOpt = 1,
+    baseline: BaselineOpt = None,
+    wig_k: Annotated[int, typer.Option("--wig-k", min=1, help="k of WIG (top documents averaged).")] = 50,
+    plot: Annotated[list[Path] | None, typer.Option("--plot", help="Also draw calls against WIG to this file (.png/.svg; repeatable).")] = None,
+    fmt: FormatOpt = "terminal",
+    output: OutputOpt = None,
 ) -> None:
     from ..report.allocation import build_allocation, plot_allocation
     from ..report.tables import measure_label, parse_baselines
@@ -295,15 +289,15 @@ Example: acurank report trace dl23.trace.jsonl --qid 2025253 --docid msmarco_pas
 (dl23.trace.jsonl: acurank rerank sample_runs/dl23/bm25.run --reranker simulated --qrels sample_runs/dl23/qrels.txt --qids 2025253 --trace dl23.trace.jsonl -o dl23.run)
 """)
 def trace_cmd(
-    file: Path = typer.Argument(..., help="Trace JSONL written by rerank --trace ('-' = stdin, .gz ok)."),
-    qid: str = typer.Option(..., "--qid", "-q", help="Query to show."),
-    method: str | None = typer.Option(None, "--method", help="Method, when the trace holds several for the query."),
-    docid: list[str] | None = typer.Option(None, "--docid", help="Documents for the per-iteration table (repeatable; also plotted)."),
-    top: int = typer.Option(4, "--top", min=1, help="How many top documents (by final mu) to plot and list (4 keeps the bands readable)."),
-    out: list[Path] | None = typer.Option(None, "--out", help="Plot file(s) .png/.svg/.pdf (repeatable; default trace-<qid>.png)."),
-    no_plot: bool = typer.Option(False, "--no-plot", metavar="", help="Only print the table."),
-    fmt: str = _FORMAT,
-    output: Path | None = _OUTPUT,
+    file: Annotated[Path, typer.Argument(help="Trace JSONL written by rerank --trace ('-' = stdin, .gz ok).")],
+    qid: Annotated[str, typer.Option("--qid", "-q", help="Query to show.")],
+    method: Annotated[str | None, typer.Option("--method", help="Method, when the trace holds several for the query.")] = None,
+    docid: Annotated[list[str] | None, typer.Option("--docid", help="Documents for the per-iteration table (repeatable; also plotted).")] = None,
+    top: Annotated[int, typer.Option("--top", min=1, help="How many top documents (by final mu) to plot and list (4 keeps the bands readable).")] = 4,
+    out: Annotated[list[Path] | None, typer.Option("--out", help="Plot file(s) .png/.svg/.pdf (repeatable; default trace-<qid>.png).")] = None,
+    no_plot: Annotated[bool, typer.Option("--no-plot", metavar="", help="Only print the table.")] = False,
+    fmt: FormatOpt = "terminal",
+    output: OutputOpt = None,
 ) -> None:
     from ..report.trace_plot import build_trace_report, plot_trace, read_trace
 

@@ -17,7 +17,7 @@ import typer
 from ..errors import InputError
 from ..method.registry import known_methods
 from ..run.pipeline import DEFAULTS
-from .options import Qids, err, say
+from .options import Qids, declared, err, resolved_parameters, say
 
 
 def rerank(
@@ -95,14 +95,10 @@ def with_generated_flags(command, baseline_only: bool = False):
     None, so each method and backend gets only what was given and its own defaults otherwise; a flag the
     chosen method or backend does not take is an error naming the options it does take.
     """
-    import typing
-
     from ..method.registry import cli_options as method_cli_options
     from ..rerankers.base import cli_options
 
-    hints = typing.get_type_hints(command, include_extras=True)  # the Annotated flags, resolved
-    params = [p.replace(annotation=hints.get(p.name, p.annotation))
-              for p in inspect.signature(command).parameters.values() if p.kind is not p.VAR_KEYWORD]
+    params = [p for p in resolved_parameters(command) if p.kind is not p.VAR_KEYWORD]
     taken = {p.name for p in params}
     for name, opt in method_cli_options().items():
         if opt.applies(baseline_only):
@@ -118,23 +114,17 @@ def with_generated_flags(command, baseline_only: bool = False):
     def generated(ctx: typer.Context, **kwargs) -> None:
         command(ctx, **kwargs)
 
-    generated.__signature__ = inspect.Signature(params)
-    generated.__annotations__ = {p.name: p.annotation for p in params if p.annotation is not p.empty}
-    generated.__doc__ = command.__doc__
-    return generated
+    return declared(generated, params, command.__doc__)
 
 
 def baseline_command():
     """``baseline``: ``rerank`` with the baselines' method options, and a --method help and default that name
     only the baselines."""
     command = with_generated_flags(rerank, baseline_only=True)
-    sig = inspect.signature(command)
     method = Annotated[Optional[str], typer.Option("--method", help=f"Baseline (default {DEFAULTS.baseline}): "
                                                    f"{known_methods(True)}.")]
-    params = [p.replace(annotation=method) if p.name == "method" else p for p in sig.parameters.values()]
-    command.__signature__ = sig.replace(parameters=params)
-    command.__annotations__ = {p.name: p.annotation for p in params}
-    return command
+    return declared(command, [p.replace(annotation=method) if p.name == "method" else p
+                              for p in inspect.signature(command).parameters.values()])
 
 
 def merge(

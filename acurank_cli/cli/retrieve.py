@@ -12,6 +12,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -36,12 +37,12 @@ def _process_age() -> float | None:
 
 
 def index_cmd(
-    corpus: str = typer.Option(..., "--input", "-i", help="Corpus: JSONL {_id,title,text} or {id,contents} (.gz ok), or a folder of such files."),
-    index: Path = typer.Option(..., "--index", help="Output Lucene index folder (new, empty, or an index to replace)."),
-    threads: int = typer.Option(2, "--threads", help="Indexing threads."),
-    optimize: bool = typer.Option(False, "--optimize", metavar="", help="Merge the index into one segment."),
-    impact: bool = typer.Option(False, "--impact", metavar="", help="The input is a JsonVectorCollection ({id, contents, vector: {term: integer weight}}, e.g. SPLADE++ or uniCOIL encoded): build an impact index."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", metavar="", help="No status lines."),
+    corpus: Annotated[str, typer.Option("--input", "-i", help="Corpus: JSONL {_id,title,text} or {id,contents} (.gz ok), or a folder of such files.")],
+    index: Annotated[Path, typer.Option("--index", help="Output Lucene index folder (new, empty, or an index to replace).")],
+    threads: Annotated[int, typer.Option("--threads", help="Indexing threads.")] = 2,
+    optimize: Annotated[bool, typer.Option("--optimize", metavar="", help="Merge the index into one segment.")] = False,
+    impact: Annotated[bool, typer.Option("--impact", metavar="", help="The input is a JsonVectorCollection ({id, contents, vector: {term: integer weight}}, e.g. SPLADE++ or uniCOIL encoded): build an impact index.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="No status lines.")] = False,
 ) -> None:
     """Build a BM25 Lucene index (positions, doc vectors, raw docs stored) with Anserini, or with --impact a
     learned sparse impact index from pre-encoded documents.
@@ -67,18 +68,18 @@ def index_cmd(
 
 
 def retrieve_cmd(
-    index: str = typer.Option(..., "--index", help="Lucene index folder, or a Pyserini prebuilt index name (downloads once)."),
-    topics: str | None = typer.Option(None, "--topics", help="Topics 'qid<TAB>text' (.gz ok, '-' = stdin), or a Pyserini topic name."),
-    dataset: str | None = typer.Option(None, "--dataset", help="Topics from ir_datasets instead: irds:<id> (e.g. irds:beir/scifact/test)."),
-    hits: int = typer.Option(100, "--hits", help="Candidates per query."),
-    k1: float = typer.Option(0.9, "--k1", help="BM25 k1."),
-    b: float = typer.Option(0.4, "--b", help="BM25 b."),
-    threads: int = typer.Option(2, "--threads", help="Search threads."),
-    output: str | None = typer.Option(None, "--output", "-o", help="Output TREC run (default stdout)."),
-    tag: str | None = typer.Option(None, "--tag", "--runtag", help="Run tag (last column; default bm25, or impact with --encoder/--encoded-queries)."),
-    encoder: str | None = typer.Option(None, "--encoder", help="Learned sparse search: a SPLADE or uniCOIL query encoder, hub id (e.g. naver/splade-cocondenser-ensembledistil, downloads once) or local folder; --index is then an impact index (e.g. msmarco-v1-passage.splade-pp-ed)."),
-    encoded_queries: str | None = typer.Option(None, "--encoded-queries", help="Learned sparse search with pre-encoded queries: JSONL {qid, vector: {term: integer weight}} (.gz ok); --topics optional (then it picks and orders the queries)."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", metavar="", help="No status lines."),
+    index: Annotated[str, typer.Option("--index", help="Lucene index folder, or a Pyserini prebuilt index name (downloads once).")],
+    topics: Annotated[str | None, typer.Option("--topics", help="Topics 'qid<TAB>text' (.gz ok, '-' = stdin), or a Pyserini topic name.")] = None,
+    dataset: Annotated[str | None, typer.Option("--dataset", help="Topics from ir_datasets instead: irds:<id> (e.g. irds:beir/scifact/test).")] = None,
+    hits: Annotated[int, typer.Option("--hits", help="Candidates per query.")] = 100,
+    k1: Annotated[float, typer.Option("--k1", help="BM25 k1.")] = 0.9,
+    b: Annotated[float, typer.Option("--b", help="BM25 b.")] = 0.4,
+    threads: Annotated[int, typer.Option("--threads", help="Search threads.")] = 2,
+    output: Annotated[str | None, typer.Option("--output", "-o", help="Output TREC run (default stdout).")] = None,
+    tag: Annotated[str | None, typer.Option("--tag", "--runtag", help="Run tag (last column; default bm25, or impact with --encoder/--encoded-queries).")] = None,
+    encoder: Annotated[str | None, typer.Option("--encoder", help="Learned sparse search: a SPLADE or uniCOIL query encoder, hub id (e.g. naver/splade-cocondenser-ensembledistil, downloads once) or local folder; --index is then an impact index (e.g. msmarco-v1-passage.splade-pp-ed).")] = None,
+    encoded_queries: Annotated[str | None, typer.Option("--encoded-queries", help="Learned sparse search with pre-encoded queries: JSONL {qid, vector: {term: integer weight}} (.gz ok); --topics optional (then it picks and orders the queries).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="No status lines.")] = False,
 ) -> None:
     """BM25 retrieval with Anserini (Lucene via pyjnius; no torch), or learned sparse (impact) retrieval with
     --encoder or --encoded-queries: writes a TREC run."""
@@ -172,11 +173,11 @@ def _write(runs: dict, output: str | None, tag: str) -> None:
 
 
 def convert_cmd(
-    candidates: str = typer.Argument(..., help="Candidate file: RankGPT JSON, AcuRank JSONL or RankLLM JSONL."),
-    out_dir: Path = typer.Option(..., "--out-dir", help="Folder for bm25.run, topics.tsv, passages.jsonl.gz (+ qrels.txt)."),
-    qrels: str | None = typer.Option(None, "--qrels", help="Keep only queries judged in these qrels and copy them."),
-    tag: str = typer.Option("bm25", "--tag", help="Run tag."),
-    depth: int = typer.Option(100, "--depth", help="Keep the top N candidates per query."),
+    candidates: Annotated[str, typer.Argument(help="Candidate file: RankGPT JSON, AcuRank JSONL or RankLLM JSONL.")],
+    out_dir: Annotated[Path, typer.Option("--out-dir", help="Folder for bm25.run, topics.tsv, passages.jsonl.gz (+ qrels.txt).")],
+    qrels: Annotated[str | None, typer.Option("--qrels", help="Keep only queries judged in these qrels and copy them.")] = None,
+    tag: Annotated[str, typer.Option("--tag", help="Run tag.")] = "bm25",
+    depth: Annotated[int, typer.Option("--depth", help="Keep the top N candidates per query.")] = 100,
 ) -> None:
     """Split a candidate file into run + topics + corpus (the sample_runs layout)."""
     from ..io.convert import convert_candidates
