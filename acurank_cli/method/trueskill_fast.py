@@ -110,10 +110,14 @@ def _ppf(p: float) -> float:
     return 0 - 1 * math.sqrt(2) * _erfcinv(2 * p)
 
 
-@functools.lru_cache(maxsize=4096)
+#: ppf((p + 1) / 2) * sqrt(2): the draw margin's factor of beta. Python evaluates the library's
+#: ``ppf(...) * math.sqrt(size) * beta`` left to right, so this product times beta is its number exactly.
+_DRAW_FACTOR = _ppf((DRAW_PROBABILITY + 1) / 2.0) * math.sqrt(2)
+
+
 def draw_margin(beta: float) -> float:
     """Draw margin for every adjacent pair (two one-player teams): ppf((p + 1) / 2) * sqrt(2) * beta."""
-    return _ppf((DRAW_PROBABILITY + 1) / 2.0) * math.sqrt(2) * beta
+    return _DRAW_FACTOR * beta
 
 
 DRAW_MARGIN = draw_margin(BETA)
@@ -470,9 +474,8 @@ def fast_update_rows(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int], be
     float64 arrays ``mu`` and ``sigma`` (C-ordered), in one compiled call: acurank-auto's noise models, one row
     each, rated by the same answer. The numbers are those of the loop of updates."""
     idx, soft = _window(sigma, order, confidence)
-    pairs = [_noise(float(b)) for b in betas]
-    _raise_for(_rate_rows(mu, sigma, idx, np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs]), soft,
-                          confidence is not None, _POWERS))
+    beta2, dm = _noise_rows(tuple(float(b) for b in betas))
+    _raise_for(_rate_rows(mu, sigma, idx, beta2, dm, soft, confidence is not None, _POWERS))
 
 
 def _window(sigma: np.ndarray, order: Sequence[int], confidence: Sequence[float] | None):
@@ -494,6 +497,13 @@ def _window(sigma: np.ndarray, order: Sequence[int], confidence: Sequence[float]
 def _noise(beta: float) -> tuple[float, float]:
     """beta^2 and the draw margin, spelt as the library computes them (the default environment's constants)."""
     return (_BETA2, DRAW_MARGIN) if beta == BETA else (beta ** 2, draw_margin(beta))
+
+
+@functools.lru_cache(maxsize=256)
+def _noise_rows(betas: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_noise` of every beta, as the kernel's two arrays (a query's grid: made once, read every answer)."""
+    pairs = [_noise(b) for b in betas]
+    return np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])  # private: the kernel only reads
 
 
 def _raise_for(status: int) -> None:
