@@ -17,7 +17,6 @@ from ..method.base import Strategy, check_tasks
 from ..method.choices import Init
 from ..method.registry import build_strategy, method_options
 from ..params import Domain, ParameterError, at_least
-from ..method.trueskill import check_scores
 from ..records import Doc, QueryOutcome, RankingTask
 from ..rerankers.base import BackendChoice, RerankerBase
 from ..rerankers.cache import default_cache_path, with_cache
@@ -127,6 +126,8 @@ class Session:
     def check(self, tasks: Sequence[RankingTask], source: str, strategy: Strategy | None = None) -> None:
         """Before any call: every first-stage score under the method's rating init (``source`` names where they
         were read), every task and the set of them."""
+        from ..method.trueskill import check_scores  # numpy: not at the CLI's start
+
         strategy = strategy or self.strategy
         check_scores(tasks, strategy.init, source)
         check_tasks(strategy, tasks)
