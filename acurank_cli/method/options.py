@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..params import ANY_INT, Domain, at_least, between
-from .choices import Init, Outcome, Partition, Pool, StopRule, Uncertainty, Updater
+from .choices import Init, Outcome, Partition, StopRule, Uncertainty, Updater
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,8 @@ def declaration(f: dataclasses.Field) -> Option:
     return f.metadata["option"]
 
 
-# -- the options of the built-in families -------------------------------------------------------------
+# -- the options several built-in families share (an option of one family alone is declared in its record,
+# -- one line: ``name: kind = Option("name", kind, "help", domain)(default)``) ------------------------------
 
 K = Option("k", int, "cutoff k: AcuRank's top k (s_i sums to k), BlitzRank's certified top k", at_least(1))
 EPS = Option("eps", float, "AcuRank tolerance eps: C = {eps < s_i < 1 - eps}",
@@ -72,11 +73,6 @@ BUDGET_TOTAL = Option("budget_total", str, "query-set budget: Bx (B calls per qu
                       "k is most uncertain, --budget-wave at a time", flag="--budget-total")
 BUDGET_WAVE = Option("budget_wave", int, "with --budget-total: iterations granted per allocation wave", at_least(1),
                      "--budget-wave")
-BETA_GRID = Option("beta_grid", str, "acurank-auto's noise models: performance noise beta as multiples of the median "
-                   "initial sigma, comma-separated (fractions allowed), the first choice before any evidence marked *",
-                   flag="--beta-grid")
-BETA_POOL = Option("beta_pool", Pool, "acurank-auto learns beta from the answers of the whole run (run; every query "
-                   "advances in step) or of each query alone (query)", flag="--beta-pool")
 OUTCOME = Option("outcome", Outcome, "what an answer tells the ratings: its order (the paper), or graded: each adjacent "
                  "pair's TrueSkill factor softened by the reranker's confidence sigmoid(s_i - s_j) when the answer "
                  "carries scores (--answer logits, the simulated reranker); needs --updater fast")

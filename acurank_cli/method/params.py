@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from ..errors import InputError
 from ..params import ParameterError, check_domains
 from .choices import Init, Outcome, Partition, Pool, StopRule, Uncertainty, Updater
-from .options import (BETA_GRID, BETA_POOL, BUDGET, BUDGET_TOTAL, BUDGET_WAVE, EPS, INIT, K, MAX_ROUNDS, OUTCOME,
-                      PARTITION, SEED, SIGMA, STOP, TAU, UNCERTAINTY, UPDATER, WINDOW, declaration, option_fields)
+from .options import (BUDGET, BUDGET_TOTAL, BUDGET_WAVE, EPS, INIT, K, MAX_ROUNDS, OUTCOME,
+                      PARTITION, SEED, SIGMA, STOP, TAU, UNCERTAINTY, UPDATER, WINDOW, Option, declaration,
+                      option_fields)
 from ..params import at_least, param
 
 __all__ = ["AcuRankParams", "AutoParams", "Init", "Outcome", "Partition", "Pool", "SetBudget", "StopRule", "Uncertainty", "Updater",
@@ -207,8 +208,11 @@ class AutoParams(_CallCap):
     init: Init = INIT(Init.score)
     sigma: str = SIGMA("mu/3")
     updater: Updater = UPDATER(Updater.fast)
-    beta_grid: str = BETA_GRID("1/16,1/8,*1/4,1/2,1,2,4")
-    beta_pool: Pool = BETA_POOL(Pool.run)
+    beta_grid: str = Option("beta_grid", str, "acurank-auto's noise models: performance noise beta as multiples of the "
+                            "median initial sigma, comma-separated (fractions allowed), the first choice before any "
+                            "evidence marked *", flag="--beta-grid")("1/16,1/8,*1/4,1/2,1,2,4")
+    beta_pool: Pool = Option("beta_pool", Pool, "acurank-auto learns beta from the answers of the whole run (run; every "
+                             "query advances in step) or of each query alone (query)", flag="--beta-pool")(Pool.run)
     outcome: Outcome = OUTCOME(Outcome.order)
 
     def __post_init__(self) -> None:
