@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+from numba import njit
 
 
 @dataclass(frozen=True)
@@ -64,32 +65,73 @@ class TournamentGraph:
 
     def add_edge(self, u: int, v: int) -> None:
         """Add u -> v: everything reaching u (and u) now reaches v and everything v reaches."""
-        if self.reach[u, v]:
-            return  # already implied: the closure is unchanged
-        sources = self.reach[:, u].copy()
-        sources[u] = True
-        targets = self.reach[v].copy()
-        targets[v] = True
-        self.reach[sources] |= targets
+        _add_chain(self.reach, np.array([u, v], dtype=np.intp))
 
     def add_order(self, order: Sequence[int]) -> None:
         """An answer, best first: its adjacent pairs as edges (the closure implies every other pair)."""
-        for a, b in zip(order, order[1:]):
-            self.add_edge(a, b)
+        _add_chain(self.reach, np.asarray(order, dtype=np.intp))
 
     def levels(self) -> Levels:
         """in, out, component size and resolution of every candidate (from the closure)."""
-        n = len(self.reach)
-        off_diagonal = ~np.eye(n, dtype=bool)
-        below = self.reach & off_diagonal  # D(u) per row
-        above = below.T  # A(u) per row
-        same = below & above  # u's component without u
-        s = same.sum(axis=1)
-        component = np.argmax(same | ~off_diagonal, axis=1)  # first True: the earliest member
-        return Levels(above.sum(axis=1) - s, below.sum(axis=1) - s, s, (below | above).sum(axis=1) >= n - 1, component)
+        return Levels(*_levels(self.reach))
 
     def view(self) -> GraphView:
         """BlitzRank's reading: L by (in, out, first-stage position), who is resolved, the components."""
         lv = self.levels()
         order = np.lexsort((np.arange(len(self.reach)), lv.n_out, lv.n_in))
         return GraphView(tuple(int(i) for i in order), lv.resolved, lv.component)
+
+
+# The closure's two operations, compiled (booleans and counts: exact, whatever the compiler does). One answer
+# adds n - 1 edges to an n x n closure; in Python each edge was a numpy call or more, the largest cost of
+# acurank-auto's engine after its rating updates.
+@njit(cache=True)
+def _add_chain(reach, order):  # pragma: no cover - compiled (tested through TournamentGraph)
+    """For each adjacent pair u, v of ``order`` in turn, the edge u -> v: every s reaching u (and u) now reaches v
+    and everything v reaches (nothing to do when u already reaches v)."""
+    n = reach.shape[0]
+    targets = np.empty(n, dtype=np.bool_)
+    for j in range(order.size - 1):
+        u = order[j]
+        v = order[j + 1]
+        if reach[u, v]:
+            continue
+        for c in range(n):
+            targets[c] = reach[v, c] or c == v
+        for s in range(n):
+            if s == u or reach[s, u]:
+                for c in range(n):
+                    if targets[c]:
+                        reach[s, c] = True
+
+
+@njit(cache=True)
+def _levels(reach):  # pragma: no cover - compiled
+    """in(u), out(u), s(u), resolved(u) and the earliest member of u's component (see the module docstring)."""
+    n = reach.shape[0]
+    n_in = np.zeros(n, dtype=np.int64)
+    n_out = np.zeros(n, dtype=np.int64)
+    same = np.zeros(n, dtype=np.int64)
+    known = np.zeros(n, dtype=np.int64)
+    component = np.empty(n, dtype=np.int64)
+    for u in range(n):
+        component[u] = u
+        first = True
+        for w in range(n):
+            if w == u:
+                if first:
+                    component[u] = u
+                    first = False
+                continue
+            down = reach[u, w]
+            up = reach[w, u]
+            n_out[u] += down
+            n_in[u] += up
+            if down and up:
+                same[u] += 1
+                if first:
+                    component[u] = w
+                    first = False
+            if down or up:
+                known[u] += 1
+    return n_in - same, n_out - same, same, known >= n - 1, component

@@ -218,12 +218,12 @@ class AutoParams(_CallCap):
     def __post_init__(self) -> None:
         self.check_shared()
         object.__setattr__(self, "beta_grid", str(self.beta_grid).replace(" ", ""))
-        beta_grid(self.beta_grid)
+        object.__setattr__(self, "_grid", beta_grid(self.beta_grid))  # parsed once (not a field: not in asdict)
 
     @property
     def factors(self) -> tuple[float, ...]:
-        return beta_grid(self.beta_grid)[0]
+        return self._grid[0]
 
     @property
     def start(self) -> int:
-        return beta_grid(self.beta_grid)[1]
+        return self._grid[1]
