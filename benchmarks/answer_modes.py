@@ -5,7 +5,9 @@
                                           [--modes text constrained logits] [--methods sw-1 acurank-9]
 
 Every run is an ``acurank rerank``/``baseline`` command (fp32, greedy, context 2048, no call cache, so every
-call reaches the model): OUT/<backend>-<mode>-<method>.run + .stats.jsonl. Runs that exist are kept. Writes
+call reaches the model): OUT/<backend>-<mode>-<method>.run + .stats.jsonl. Runs that exist are kept, and a run
+that was stopped resumes where it stopped (the rerank command's own resume: each query's time is its own, in
+its stats line), so the hours of the full table can be spread over several sittings. Writes
 OUT/answer_modes.md: per run the parse outcomes (ok / repaired / unparseable / incomplete), output tokens a
 call, calls per second and seconds per query of reranking (the stats' rerank_seconds: model time, prompt
 building and parsing included, loading excluded), nDCG@10 and its paired t-test p against BM25 over the
@@ -55,7 +57,7 @@ def run_one(out: Path, gguf: Path, backend: str, mode: str, method: str, qids: l
     cmd = [sys.executable, "-m", "acurank_cli", COMMAND[method], str(DL19 / "bm25.run"), "--method", method,
            "--reranker", f"{backend}:{gguf}", "--answer", mode, "--dtype", "fp32", "--context-size", "2048",
            "--depth", str(depth), "--qids", ",".join(qids), "--topics", str(DL19 / "topics.tsv"),
-           "--corpus", str(DL19 / "passages.jsonl.gz"), "--no-cache", "--quiet", "--overwrite",
+           "--corpus", str(DL19 / "passages.jsonl.gz"), "--no-cache", "--quiet",
            "--output", str(target), *extra]
     env = {**os.environ, "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "2",
            "TOKENIZERS_PARALLELISM": "false"}
