@@ -48,6 +48,7 @@ import functools
 from typing import Sequence
 
 import numpy as np
+from numba import njit
 
 from ..records import Phase, Ranked, RankingTask, Step, StopReason
 from .acurank import Ratings
@@ -66,14 +67,35 @@ def agreement(mu: np.ndarray, window: Sequence[int], perm: Sequence[int]) -> flo
 
 
 def agreements(mu: np.ndarray, window: Sequence[int], perm: Sequence[int]) -> np.ndarray:
-    """:func:`agreement` of every row of ``mu`` (one a noise model), one sort for all."""
+    """:func:`agreement` of every row of ``mu`` (one a noise model)."""
     window = np.asarray(window, dtype=np.intp)
-    place = np.empty(len(window), dtype=np.intp)
-    place[np.asarray(perm, dtype=np.intp)] = np.arange(len(window))  # answer position of each presented doc
     disc = _discounts(len(window))
-    predicted = place[np.argsort(-mu[:, window], axis=1, kind="stable")]  # answer positions, as each row predicts
+    predicted = _predicted(mu, window, np.asarray(perm, dtype=np.intp))  # answer positions, as each row predicts
     ideal = disc @ disc
     return np.array([disc[row] @ disc / ideal for row in predicted])
+
+
+@njit(cache=True)
+def _predicted(mu, window, perm):  # pragma: no cover - compiled (exact: it only orders)
+    """Per row g: the answer positions of the window's documents in the order row g's mu puts them (descending,
+    ties in presented order: a stable sort of -mu)."""
+    n = window.size
+    place = np.empty(n, dtype=np.intp)
+    for j in range(n):
+        place[perm[j]] = j  # answer position of each presented doc
+    out = np.empty((mu.shape[0], n), dtype=np.intp)
+    order = np.empty(n, dtype=np.intp)
+    for g in range(mu.shape[0]):
+        for j in range(n):  # insertion sort: stable
+            x = mu[g, window[j]]
+            i = j
+            while i > 0 and mu[g, window[order[i - 1]]] < x:
+                order[i] = order[i - 1]
+                i -= 1
+            order[i] = j
+        for j in range(n):
+            out[g, j] = place[order[j]]
+    return out
 
 
 @functools.lru_cache(maxsize=64)
@@ -129,10 +151,26 @@ class NoiseModels:
 def present(window: Sequence[int], reach: np.ndarray, mu: np.ndarray) -> list[int]:
     """The window in an order the answers so far agree with: by the number of the window's documents
     provably above each (its ancestors in the closure ``reach``), then by mu, then as given."""
-    idx = list(window)
-    ancestors = reach[np.ix_(idx, idx)].sum(axis=0)
-    rank = {d: j for j, d in enumerate(idx)}
-    return sorted(idx, key=lambda d: (ancestors[rank[d]], -mu[d], rank[d]))
+    return [int(i) for i in _present(np.asarray(window, dtype=np.intp), reach, mu)]
+
+
+@njit(cache=True)
+def _present(window, reach, mu):  # pragma: no cover - compiled (exact: counts and comparisons)
+    n = window.size
+    ancestors = np.zeros(n, dtype=np.int64)
+    for a in range(n):
+        for b in range(n):
+            if reach[window[a], window[b]]:
+                ancestors[b] += 1
+    order = np.empty(n, dtype=np.intp)
+    for j in range(n):  # insertion sort by (ancestors ascending, mu descending): stable, ties as given
+        i = j
+        while i > 0 and (ancestors[order[i - 1]] > ancestors[j] or (
+                ancestors[order[i - 1]] == ancestors[j] and mu[window[order[i - 1]]] < mu[window[j]])):
+            order[i] = order[i - 1]
+            i -= 1
+        order[i] = j
+    return window[order]
 
 
 def certified_top(levels, mu: np.ndarray, k: int) -> list[int] | None:
