@@ -370,3 +370,17 @@ def test_api_errors_for_bad_scores_and_a_closed_reranker():
     rr.close()  # twice: harmless
     with pytest.raises(InputError, match="this Reranker is closed"):
         rr.rerank("query", ["a", "b"], qid="q")
+
+
+def test_a_built_backend_takes_no_backend_options_and_runs_as_built():
+    """A backend built already (``build_reranker``) with backend options given to Reranker: they were silently
+    ignored (the built one's own options ran); now refused in one line naming them. Method options still apply."""
+    from acurank_cli.rerankers.base import build_reranker
+
+    built = build_reranker("simulated", qrels={"q": {"0": 1, "1": 0, "2": 2}}, sim_noise=0.0)
+    with pytest.raises(InputError, match=r"backend options \(sim_noise\) with a backend already built"):
+        Reranker(built, method="sw-1", sim_noise=3.0, cache=None)
+    with Reranker(built, method="sw-1", m=2, cache=None) as rr:  # a method option: windows of 2
+        out = rr.rerank("query", ["x", "y", "z"], qid="q")
+    # noiseless grades 1, 0, 2: sw-1 with m = 2 (stride 1) bottom-up: (y, z) -> z y; (x, z) -> z x: z x y
+    assert [d.id for d in out] == ["2", "0", "1"] and out.calls == 2

@@ -13,6 +13,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
+from ..errors import InputError
 from ..method.base import Strategy, check_tasks
 from ..method.choices import Init
 from ..method.registry import build_strategy, method_options
@@ -56,10 +57,9 @@ class ScoreSource(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Pipeline:
-    """A built pipeline: the strategy (decides windows), the backend (executes them) and the backend
-    behind the call cache (what the driver calls; the backend itself when nothing is cached)."""
+    """A built pipeline: the backend (executes windows) and the backend behind the call cache (what the driver
+    calls; the backend itself when nothing is cached)."""
 
-    strategy: Strategy
     backend: RerankerBase
     reranker: RerankerBase
     cache_path: str | None
@@ -86,8 +86,8 @@ def check_batch_queries(batch_queries: int | None) -> int | None:
     return batch_queries
 
 
-def _build(strategy: Strategy, built: RerankerBase, cache: str | None = DEFAULTS.cache,
-          batch_queries: int | None = DEFAULTS.batch_queries) -> Pipeline:
+def _build(built: RerankerBase, cache: str | None = DEFAULTS.cache,
+           batch_queries: int | None = DEFAULTS.batch_queries) -> Pipeline:
     """Put the backend behind the call cache (when it can be cached and one is wanted); ``batch_queries``
     None: the backend's own default."""
     check_batch_queries(batch_queries)
@@ -100,7 +100,7 @@ def _build(strategy: Strategy, built: RerankerBase, cache: str | None = DEFAULTS
     except BaseException:
         built.close()
         raise
-    return Pipeline(strategy, built, reranker, path, batch_queries)
+    return Pipeline(built, reranker, path, batch_queries)
 
 
 class Session:
@@ -115,6 +115,10 @@ class Session:
                  options: Mapping[str, Any] | None = None):
         self.strategy = strategy
         self.backend: RerankerBase | None = backend if isinstance(backend, RerankerBase) else None
+        given = sorted(k for k, v in (options or {}).items() if v is not None)
+        if self.backend is not None and given:  # they would be silently ignored: the backend is built already
+            raise InputError(f"backend options ({', '.join(given)}) with a backend already built: give them when "
+                             f"building it")
         self.choice = None if self.backend is not None else BackendChoice.of(backend or DEFAULTS.backend, options)
         self.pipeline: Pipeline | None = None
 
@@ -142,7 +146,7 @@ class Session:
     def start(self, cache: str | None = DEFAULTS.cache, batch_queries: int | None = DEFAULTS.batch_queries) -> Pipeline:
         """The backend behind the call cache (when one is wanted), ready to drive; ``batch_queries`` None: the
         backend's own default."""
-        self.pipeline = _build(self.strategy, self.load(), cache, batch_queries)
+        self.pipeline = _build(self.load(), cache, batch_queries)
         return self.pipeline
 
     def run(self, tasks: Sequence[RankingTask], docs: dict[str, Doc], on_step: StepHook | None = None,
