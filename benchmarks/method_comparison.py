@@ -2,6 +2,7 @@
 (issues 22 and 32): which method to use for which reranker.
 
     python benchmarks/method_comparison.py OUT [--settings NAME ...] [--seeds 0 1 2] [--no-minilm] [--jobs 2]
+                                               [--rows LABEL ...]
 
 Every run is an ``acurank rerank``/``baseline`` command line (so every call is counted by the driver):
 OUT/<setting>-s<seed>/<dataset>/<label>.run + .stats.jsonl. Settings (:data:`SETTINGS`): the simulated
@@ -19,6 +20,7 @@ blitz-k20, acurank-9) and acurank-auto against acurank: the macro difference wit
 (per dataset the mean and variance of the per-query differences; the macro difference is their average,
 its variance sum_d var_d / (16 n_d); two-sided normal p), and the per-dataset paired t-test p-values.
 Also OUT/comparison.json and OUT/pareto.png (macro nDCG@10 against calls, one panel per setting).
+``--rows`` runs and reports only some of the rows (:data:`METHODS` labels; those of :data:`PAIRS` always).
 """
 
 from __future__ import annotations
@@ -130,7 +132,7 @@ def run_one(out: Path, setting: str, seed: int | None, ds: str, files: dict[str,
     print(f"{setting} s{seed} {ds} {label}: done" + (f" ({said[-1][:140]})" if said else ""), flush=True)
 
 
-def collect(out: Path, settings: list[str], seeds: list[int], datasets: list[str]) -> dict:
+def collect(out: Path, settings: list[str], seeds: list[int], datasets: list[str], methods=METHODS) -> dict:
     """{setting: {dataset: {label: {"ndcg": {qid: mean over seeds}, "calls", "rounds"}}}}."""
     result: dict = {}
     for setting in settings:
@@ -141,7 +143,7 @@ def collect(out: Path, settings: list[str], seeds: list[int], datasets: list[str
             qrels = read_qrels(files["qrels"])
             bm25 = evaluate(read_run(files["run"]).scores(), qrels).per_query
             rows: dict = {"BM25": {"ndcg": {q: v["ndcg_cut_10"] for q, v in bm25.items()}, "calls": 0.0, "rounds": 0.0}}
-            for label, *_ in METHODS:
+            for label, *_ in methods:
                 per_seed, calls, rounds = [], [], []
                 for seed in runs:
                     base = folder(out, setting, seed) / ds / label_file(label)  # (labels hold dots: no with_suffix)
@@ -176,7 +178,7 @@ def macro_test(by_ds: dict, a: str, b: str) -> dict:
 def summarise(result: dict, datasets: list[str]) -> tuple[str, dict]:
     lines, summary = [], {}
     for setting, by_ds in result.items():
-        labels = ["BM25", *[m[0] for m in METHODS]]
+        labels = list(next(iter(by_ds.values())))  # BM25, then the rows collected
         title = "minilm (all-MiniLM-L6-v2, offline)" if setting == "minilm" else f"simulated reranker, {setting}"
         lines += [f"### {title}", "", "| method | " + " | ".join(datasets) + " | macro nDCG@10 | calls/q | rounds/q |",
                   "|---|" + "---|" * (len(datasets) + 3)]
@@ -233,19 +235,23 @@ def main() -> None:
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
     ap.add_argument("--no-minilm", action="store_true")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--rows", nargs="+", metavar="LABEL", choices=[m[0] for m in METHODS],
+                    help="only these rows of METHODS (and those of PAIRS, always)")
     args = ap.parse_args()
     out = args.out
+    wanted = {label for pair in PAIRS for label in pair} | set(args.rows or (m[0] for m in METHODS))
+    methods = [m for m in METHODS if m[0] in wanted]
     files = {ds: dataset_files(out, ds) for ds in args.datasets}
-    sim = [(s, seed, ds, row) for s in args.settings for seed in args.seeds for ds in args.datasets for row in METHODS]
+    sim = [(s, seed, ds, row) for s in args.settings for seed in args.seeds for ds in args.datasets for row in methods]
     with ThreadPoolExecutor(args.jobs) as pool:
         list(pool.map(lambda j: run_one(out, j[0], j[1], j[2], files[j[2]], j[3]), sim))
     settings = list(args.settings)
     if not args.no_minilm:  # the first minilm run per dataset fills the embedding store; the rest read it: serially
         for ds in args.datasets:
-            for row in METHODS:
+            for row in methods:
                 run_one(out, "minilm", None, ds, files[ds], row)
         settings.append("minilm")
-    result = collect(out, settings, args.seeds, args.datasets)
+    result = collect(out, settings, args.seeds, args.datasets, methods)
     text, summary = summarise(result, args.datasets)
     (out / "comparison.md").write_text(text)
     (out / "comparison.json").write_text(json.dumps(summary, indent=1))
