@@ -193,17 +193,23 @@ def test_self_contradicting_reranker_is_never_certified():
     answers so far proved (graph-consistent), so its answer reverses every relation it re-tests: 2-cycles,
     and nothing is certified through them; the query ends on its budget. A reranker as far from the first
     stage but consistent (the true order reversed) is best predicted by the models that follow its answers:
-    it ends on a beta below the start."""
+    on the seven-value grid it ends on a beta below the start; on the default five-value grid on one no larger
+    (at n = 60 the start keeps the lead by 0.02 of summed agreement over 1/16: the choices along the way differ,
+    so the windows sent do too). (Which model the agreement favours is pinned by the worked example and
+    test_learned_noise_follows_the_reranker; this end state alone does not fail when the agreement's sign is
+    flipped.)"""
     for n in (40, 60, 100):
         for eps, budget in ((0.01, 100), (1e-4, 50)):
             strategy = build_strategy("acurank-auto", beta_pool="query", eps=eps, budget=budget)
             steps, _ = drive(strategy, task(n), answer=reverse)
             assert steps[-1][0].stop is StopReason.budget and all(s.stop is not StopReason.certified for s, _ in steps)
             assert sum(len(s.windows) for s, _ in steps if s.phase is not Phase.initial) == budget
-    for n in (60, 100):
-        consistent, _ = drive(build_strategy("acurank-auto", beta_pool="query"), task(n), answer=last_first)
-        start = 0.25 * float(np.median([c.score / 3 for c in task(n).candidates]))
-        assert consistent[-1][0].beta < start
+    for grid, below in (("1/16,1/8,*1/4,1/2,1,2,4", True), (None, False)):
+        for n in (60, 100):
+            strategy = build_strategy("acurank-auto", beta_pool="query", **({"beta_grid": grid} if grid else {}))
+            consistent, _ = drive(strategy, task(n), answer=last_first)
+            start = 0.25 * float(np.median([c.score / 3 for c in task(n).candidates]))
+            assert consistent[-1][0].beta < start if below else consistent[-1][0].beta <= start
 
 
 @pytest.fixture(scope="module")
@@ -280,7 +286,7 @@ def test_cli_run_stats_and_resume(sample, tmp_path):
     assert "acurank-auto-9 with reranker simulated" in proc.stderr
     recs = [json.loads(x) for x in (tmp_path / "full.stats.jsonl").read_text().splitlines()]
     assert all(r["calls"] <= 9 and r["beta"] > 0 for r in recs)
-    assert recs[0]["params"]["beta_grid"] == "1/16,1/8,*1/4,1/2,1,2,4" and recs[0]["params"]["beta_pool"] == "run"
+    assert recs[0]["params"]["beta_grid"] == "1/16,1/8,*1/4,1,4" and recs[0]["params"]["beta_pool"] == "run"
     assert all(it["phase"] != "wait" for r in recs for it in r["iterations"])  # waits send nothing: not steps
     text = full.read_text()
     part, stats = torn_copy(full, qids, keep=2)  # two whole queries written

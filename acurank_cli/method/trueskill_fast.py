@@ -21,7 +21,7 @@ as CPython; Intel's SVML, which numba would use for vectorised loops, is turned 
 raise (a division by zero, ``sqrt`` of a negative, an overflowing power) the kernel returns a status and
 :func:`fast_update` raises that exception, having modified nothing. Why numba and not the earlier
 float-list loop in Python: the same arithmetic, 8x faster a window (BENCHMARKS.md, section 1), which
-acurank-auto needs (it updates seven noise models per answer).
+acurank-auto needs (it updates five noise models per answer).
 
 Only the configuration AcuRank uses is supported: the default environment (mu 25, sigma 25/3,
 beta 25/6, tau 25/300, static draw probability 0.10, min_delta 1e-4), or that environment with
