@@ -6,8 +6,10 @@
 Each method reranks every query of a bundled BM25 top-100 run through the driver with the simulated reranker
 (seed 0); engine time = the process's CPU time for the whole run less the simulated reranker's own time
 (``rerank_seconds`` of the tallies), per query. After one warm-up run of each (numba's cached code loaded),
-the methods run in turn ``--repeats`` times and the median is reported: a whole-process timing (start-up of
-0.8-1.2 s against 5-20 ms a query) is too noisy here to tell 1.9x from 2.2x. acurank-auto runs once per grid
+the methods run in turn ``--repeats`` times and the median is reported: a whole-process timing (a start-up of
+1.1-2.4 s over 15 runs on 2026-11-26, against 5-15 ms a query) is too noisy here to tell 1.9x from 2.2x.
+``engine_overhead.py`` splits acurank's engine time into its parts on prefixes of the lists; this compares
+whole runs of two methods. acurank-auto runs once per grid
 (``--beta-grid``; the first is the default). Writes benchmarks/results/auto_engine_time.json.
 """
 
