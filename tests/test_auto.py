@@ -89,22 +89,55 @@ def graph_of(n: int, *answers) -> TournamentGraph:
     return g
 
 
+def test_closure_and_its_counts_follow_the_definition():
+    """Random answers, some contradicting each other, on small lists: the kept closure is the reachability of the
+    edges given (found here by a search from each candidate), and the counts kept as edges arrive are the
+    definition's (graph.py: A(u), D(u) without u itself; s = |A & D|; in = |A| - s, out = |D| - s; resolved
+    when |A | D| >= n - 1; a component's earliest member), after every answer."""
+    rng = np.random.default_rng(11)
+    for trial in range(60):
+        n = int(rng.integers(2, 9))
+        g, edges = TournamentGraph(n), set()
+        for _ in range(int(rng.integers(1, 6))):
+            answer = [int(i) for i in rng.permutation(n)[: int(rng.integers(2, n + 1))]]
+            g.add_order(answer)
+            edges |= set(zip(answer, answer[1:]))
+            down = []
+            for u in range(n):  # D(u) by depth-first search, paths of length >= 1
+                seen, stack = set(), [v for (a, v) in edges if a == u]
+                while stack:
+                    v = stack.pop()
+                    if v not in seen:
+                        seen.add(v)
+                        stack += [w for (a, w) in edges if a == v]
+                down.append(seen)
+            assert [[v in down[u] for v in range(n)] for u in range(n)] == g.reach.tolist()
+            lv = g.levels()
+            for u in range(n):
+                d = down[u] - {u}
+                a = {w for w in range(n) if u in down[w]} - {u}
+                s = len(a & d)
+                assert (lv.n_in[u], lv.n_out[u], lv.s[u]) == (len(a) - s, len(d) - s, s), (trial, u)
+                assert lv.resolved[u] == (len(a | d) >= n - 1)
+                assert lv.component[u] == min({u} | (a & d))
+
+
 def test_certificate_on_hand_built_graphs():
     """Two chains 0 > 1 > 2 and 3 > 4 > 5, joined by 2 > 3: a total order, each rank proven. Joined by 1 > 3
     instead: 0 and 1 are above everything, 2 is unrelated to 3, 4, 5 (its rank is not proven)."""
     mu = np.zeros(6)
-    total = graph_of(6, [0, 1, 2], [3, 4, 5], [2, 3]).levels()
+    total = graph_of(6, [0, 1, 2], [3, 4, 5], [2, 3])
     assert certified_top(total, mu, 3) == [0, 1, 2] and certified_top(total, mu, 6) == [0, 1, 2, 3, 4, 5]
-    partial = graph_of(6, [0, 1, 2], [3, 4, 5], [1, 3]).levels()
+    partial = graph_of(6, [0, 1, 2], [3, 4, 5], [1, 3])
     assert certified_top(partial, mu, 2) == [0, 1]
     assert certified_top(partial, mu, 3) is None
     # a contradiction 0 > 1, 1 > 0 puts both on a cycle: nothing is proven through it
-    cycle = graph_of(3, [0, 1, 2], [1, 0]).levels()
-    assert list(cycle.s) == [1, 1, 0] and certified_top(cycle, mu[:3], 1) is None
+    cycle = graph_of(3, [0, 1, 2], [1, 0])
+    assert list(cycle.levels().s) == [1, 1, 0] and certified_top(cycle, mu[:3], 1) is None
     assert certified_top(cycle, mu[:3], 3) is None
     # before any answer nothing is resolved; k > n certifies all n once they are
-    assert certified_top(graph_of(3).levels(), mu[:3], 1) is None
-    assert certified_top(graph_of(2, [1, 0]).levels(), mu[:2], 5) == [1, 0]
+    assert certified_top(graph_of(3), mu[:3], 1) is None
+    assert certified_top(graph_of(2, [1, 0]), mu[:2], 5) == [1, 0]
 
 
 def test_presentation_agrees_with_the_answers_so_far():

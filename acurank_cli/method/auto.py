@@ -9,8 +9,8 @@ learned, and what a consistent reranker proves by transitivity is used.
 Noise models. The query's candidates are rated by G models at once, one per beta_g = c_g * S, where S is
 the median initial sigma of the query (so the grid is free of the first stage's score scale) and c_g the
 grid (``--beta-grid``, default 1/16, 1/8, 1/4, 1, 4: steps of 2 where consistent rerankers choose, of 4 above;
-the seven values 1/16 ... 4 in steps of 2 gave the comparison's verdicts, each figure within 0.005, at 2.3-2.6x
-acurank's engine time against 2.0-2.2x, BENCHMARKS.md 12). Every answer updates every model (TrueSkill with its
+the seven values 1/16 ... 4 in steps of 2 gave the comparison's verdicts, each figure within 0.005, at about 1.2x
+the five values' engine time; BENCHMARKS.md 12 has the measured ratios to acurank's). Every answer updates every model (TrueSkill with its
 own beta_g, the same factor graph as AcuRank's).
 
 Choosing a model. Before an answer updates them, each model predicts the window's order by its mu. The
@@ -56,6 +56,7 @@ from ..records import Phase, Ranked, RankingTask, Step, StopReason
 from .acurank import Ratings
 from .base import Plan, Strategy, chunks, sort_by
 from .choices import Outcome, Pool, Uncertainty
+from .graph import ABOVE, BELOW, KNOWN, SAME, TournamentGraph
 from .params import AutoParams
 from .trueskill import confidence, get_row_updater, initial_ratings
 from .uncertainty import assess
@@ -71,21 +72,21 @@ def agreement(mu: np.ndarray, window: Sequence[int], perm: Sequence[int]) -> flo
 def agreements(mu: np.ndarray, window: Sequence[int], perm: Sequence[int]) -> np.ndarray:
     """:func:`agreement` of every row of ``mu`` (one a noise model)."""
     window = np.asarray(window, dtype=np.intp)
-    disc = _discounts(len(window))
-    predicted = _predicted(mu, window, np.asarray(perm, dtype=np.intp))  # answer positions, as each row predicts
-    ideal = disc @ disc
-    return np.array([disc[row] @ disc / ideal for row in predicted])
+    return _agreements(mu, window, np.asarray(perm, dtype=np.intp), _discounts(len(window)))
 
 
 @njit(cache=True)
-def _predicted(mu, window, perm):  # pragma: no cover - compiled (exact: it only orders)
-    """Per row g: the answer positions of the window's documents in the order row g's mu puts them (descending,
-    ties in presented order: a stable sort of -mu)."""
+def _agreements(mu, window, perm, disc):  # pragma: no cover - compiled
+    """Per row g: the nDCG of the order by row g's mu (descending, ties in presented order: a stable sort of -mu)
+    with the answer as the ideal: sum_r disc[pos(pi_g(r))] disc[r] / sum_r disc[r]^2, summed in rank order."""
     n = window.size
     place = np.empty(n, dtype=np.intp)
     for j in range(n):
         place[perm[j]] = j  # answer position of each presented doc
-    out = np.empty((mu.shape[0], n), dtype=np.intp)
+    ideal = 0.0
+    for j in range(n):
+        ideal += disc[j] * disc[j]
+    out = np.empty(mu.shape[0])
     order = np.empty(n, dtype=np.intp)
     for g in range(mu.shape[0]):
         for j in range(n):  # insertion sort: stable
@@ -95,8 +96,10 @@ def _predicted(mu, window, perm):  # pragma: no cover - compiled (exact: it only
                 order[i] = order[i - 1]
                 i -= 1
             order[i] = j
-        for j in range(n):
-            out[g, j] = place[order[j]]
+        dcg = 0.0
+        for r in range(n):
+            dcg += disc[place[order[r]]] * disc[r]
+        out[g] = dcg / ideal
     return out
 
 
@@ -140,20 +143,23 @@ class NoiseModels:
         self._update_rows = update_rows
         self.outcome = outcome
 
-    def answer(self, window: Sequence[int], perm: Sequence[int]) -> np.ndarray:
+    def answer(self, window: Sequence[int], perm: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """Score every model's prediction of an answer (``window``: candidate indices as presented, ``perm``:
-        positions best first), then update every model with it; returns the scores."""
-        scores = agreements(self.mu, window, perm)
+        positions best first), then update every model with it; returns the scores and the answer as candidate
+        indices, best first."""
+        window = np.asarray(window, dtype=np.intp)
+        positions = np.asarray(perm, dtype=np.intp)
+        ranked = window[positions]
+        scores = agreements(self.mu, window, positions)
         soft = confidence(perm) if self.outcome is Outcome.graded else None
-        self._update_rows(self.mu, self.sigma, [window[j] for j in perm], self.betas,
-                          **({} if soft is None else {"confidence": soft}))
-        return scores
+        self._update_rows(self.mu, self.sigma, ranked, self.betas, **({} if soft is None else {"confidence": soft}))
+        return scores, ranked
 
 
 def present(window: Sequence[int], reach: np.ndarray, mu: np.ndarray) -> list[int]:
     """The window in an order the answers so far agree with: by the number of the window's documents
     provably above each (its ancestors in the closure ``reach``), then by mu, then as given."""
-    return [int(i) for i in _present(np.asarray(window, dtype=np.intp), reach, mu)]
+    return _present(np.asarray(window, dtype=np.intp), reach, mu).tolist()
 
 
 @njit(cache=True)
@@ -175,14 +181,35 @@ def _present(window, reach, mu):  # pragma: no cover - compiled (exact: counts a
     return window[order]
 
 
-def certified_top(levels, mu: np.ndarray, k: int) -> list[int] | None:
-    """The proven top k, best first, or None: the first k by (in, out, -mu) when each is resolved and on no
-    cycle (so each one's rank is exactly its in-count)."""
-    order = np.lexsort((-mu, levels.n_out, levels.n_in))
-    top = order[: min(k, len(mu))]
-    if len(top) and levels.resolved[top].all() and not levels.s[top].any():
-        return [int(i) for i in top]
-    return None
+def certified_top(graph: TournamentGraph, mu: np.ndarray, k: int) -> list[int] | None:
+    """The proven top k, best first, or None: the first k by (in, out, -mu, index) when each is resolved and on
+    no cycle (so each one's rank is exactly its in-count)."""
+    top = _certified_top(graph.tally, mu, k)
+    return [int(i) for i in top] if len(top) else None
+
+
+@njit(cache=True)
+def _certified_top(tally, mu, k):  # pragma: no cover - compiled (exact: counts and comparisons)
+    """:func:`certified_top`'s candidates, or an empty array: the first min(k, n) by (in, out, -mu, index), picked
+    one at a time, stopping at the first that is unresolved or on a cycle (``tally``: the graph's counts)."""
+    n = mu.size
+    n_in = tally[ABOVE] - tally[SAME]
+    n_out = tally[BELOW] - tally[SAME]
+    top = np.empty(min(k, n), dtype=np.intp)
+    taken = np.zeros(n, dtype=np.bool_)
+    for r in range(top.size):
+        best = -1
+        for u in range(n):
+            if taken[u]:
+                continue
+            if best < 0 or n_in[u] < n_in[best] or (n_in[u] == n_in[best] and (
+                    n_out[u] < n_out[best] or (n_out[u] == n_out[best] and mu[u] > mu[best]))):
+                best = u
+        if tally[KNOWN, best] < n - 1 or tally[SAME, best]:
+            return top[:0]
+        taken[best] = True
+        top[r] = best
+    return top
 
 
 class AcuRankAuto(Strategy):
@@ -223,8 +250,6 @@ class AcuRankAuto(Strategy):
         return p.budget if p.cap is None else max(0, p.cap - p.initial_calls(n))
 
     def plan(self, task: RankingTask) -> Plan:
-        from .graph import TournamentGraph
-
         p = self.params
         mu0, sigma0 = initial_ratings([c.score for c in task.candidates], p.init, task.qid, p.sigma)
         n = len(mu0)
@@ -241,8 +266,9 @@ class AcuRankAuto(Strategy):
             scores = np.zeros(len(p.factors))
             for group, perm in zip(groups, perms):
                 if len(group) >= 2:
-                    scores += models.answer(group, perm)
-                    graph.add_order([group[j] for j in perm])
+                    agree, ranked = models.answer(group, perm)
+                    scores += agree
+                    graph.add_order(ranked)
             evidence.add(scores)
             if evidence is self._evidence:  # after a final pass too: the end's choice is read at the round's end
                 yield Step((), Phase.wait, iteration)
@@ -258,7 +284,7 @@ class AcuRankAuto(Strategy):
         while iteration < budget:
             g = evidence.choice()
             mu, sigma = models.mu[g], models.sigma[g]
-            proven = certified_top(graph.levels(), mu, p.k)
+            proven = certified_top(graph, mu, p.k)
             if proven is not None:
                 stop = StopReason.certified
                 break

@@ -56,24 +56,35 @@ class GraphView:
         return taken
 
 
+#: The rows of :attr:`TournamentGraph.tally`, per candidate u: |A(u)|, |D(u)|, s(u), |A(u) | D(u)|.
+ABOVE, BELOW, SAME, KNOWN = range(4)
+
+
 class TournamentGraph:
-    """The directed graph of "ranked directly above" edges, kept as its transitive closure."""
+    """The directed graph of "ranked directly above" edges, kept as its transitive closure, and per candidate the
+    counts the closure implies, kept as edges arrive."""
 
     def __init__(self, n: int):
         #: reach[u, v]: v is reachable from u by a path of length >= 1 (u itself only on a cycle)
         self.reach = np.zeros((n, n), dtype=bool)
+        #: per candidate u (u itself never counted): |A(u)|, |D(u)|, s(u) = |A(u) & D(u)|, |A(u) | D(u)|; counted
+        #: as each entry of ``reach`` turns true, so reading them costs nothing (a pass over the n x n closure each
+        #: iteration did)
+        self.tally = np.zeros((4, n), dtype=np.int64)
 
     def add_edge(self, u: int, v: int) -> None:
         """Add u -> v: everything reaching u (and u) now reaches v and everything v reaches."""
-        _add_chain(self.reach, np.array([u, v], dtype=np.intp))
+        _add_chain(self.reach, self.tally, np.array([u, v], dtype=np.intp))
 
     def add_order(self, order: Sequence[int]) -> None:
         """An answer, best first: its adjacent pairs as edges (the closure implies every other pair)."""
-        _add_chain(self.reach, np.asarray(order, dtype=np.intp))
+        _add_chain(self.reach, self.tally, np.asarray(order, dtype=np.intp))
 
     def levels(self) -> Levels:
         """in, out, component size and resolution of every candidate (from the closure)."""
-        return Levels(*_levels(self.reach))
+        above, below, same, known = self.tally
+        n = len(self.reach)
+        return Levels(above - same, below - same, same.copy(), known >= n - 1, _components(self.reach))
 
     def view(self) -> GraphView:
         """BlitzRank's reading: L by (in, out, first-stage position), who is resolved, the components."""
@@ -82,56 +93,50 @@ class TournamentGraph:
         return GraphView(tuple(int(i) for i in order), lv.resolved, lv.component)
 
 
-# The closure's two operations, compiled (booleans and counts: exact, whatever the compiler does). One answer
-# adds n - 1 edges to an n x n closure; in Python each edge was a numpy call or more, the largest cost of
+# The closure's operations, compiled (booleans and counts: exact, whatever the compiler does). One answer adds
+# n - 1 edges to an n x n closure; in Python each edge was a numpy call or more, the largest cost of
 # acurank-auto's engine after its rating updates.
 @njit(cache=True)
-def _add_chain(reach, order):  # pragma: no cover - compiled (tested through TournamentGraph)
+def _add_chain(reach, tally, order):  # pragma: no cover - compiled (tested through TournamentGraph)
     """For each adjacent pair u, v of ``order`` in turn, the edge u -> v: every s reaching u (and u) now reaches v
-    and everything v reaches (nothing to do when u already reaches v)."""
+    and everything v reaches (nothing to do when u already reaches v). Each entry reach[s, c] that turns true
+    (s != c) puts s in A(c) and c in D(s); if c already reached s the two are now on a cycle (each in the other's
+    s), else they are newly related (each in the other's A | D)."""
     n = reach.shape[0]
-    targets = np.empty(n, dtype=np.bool_)
+    targets = np.empty(n, dtype=np.intp)
     for j in range(order.size - 1):
         u = order[j]
         v = order[j + 1]
         if reach[u, v]:
             continue
-        for c in range(n):
-            targets[c] = reach[v, c] or c == v
+        t = 0
+        for c in range(n):  # v and everything v reaches
+            if reach[v, c] or c == v:
+                targets[t] = c
+                t += 1
         for s in range(n):
             if s == u or reach[s, u]:
-                for c in range(n):
-                    if targets[c]:
+                for i in range(t):
+                    c = targets[i]
+                    if not reach[s, c]:
                         reach[s, c] = True
+                        if s != c:
+                            tally[ABOVE, c] += 1
+                            tally[BELOW, s] += 1
+                            row = SAME if reach[c, s] else KNOWN
+                            tally[row, s] += 1
+                            tally[row, c] += 1
 
 
 @njit(cache=True)
-def _levels(reach):  # pragma: no cover - compiled
-    """in(u), out(u), s(u), resolved(u) and the earliest member of u's component (see the module docstring)."""
+def _components(reach):  # pragma: no cover - compiled
+    """The earliest member of every candidate's component: itself, or the first w on a cycle with it."""
     n = reach.shape[0]
-    n_in = np.zeros(n, dtype=np.int64)
-    n_out = np.zeros(n, dtype=np.int64)
-    same = np.zeros(n, dtype=np.int64)
-    known = np.zeros(n, dtype=np.int64)
     component = np.empty(n, dtype=np.int64)
     for u in range(n):
         component[u] = u
-        first = True
-        for w in range(n):
-            if w == u:
-                if first:
-                    component[u] = u
-                    first = False
-                continue
-            down = reach[u, w]
-            up = reach[w, u]
-            n_out[u] += down
-            n_in[u] += up
-            if down and up:
-                same[u] += 1
-                if first:
-                    component[u] = w
-                    first = False
-            if down or up:
-                known[u] += 1
-    return n_in - same, n_out - same, same, known >= n - 1, component
+        for w in range(u):
+            if reach[u, w] and reach[w, u]:
+                component[u] = w
+                break
+    return component
