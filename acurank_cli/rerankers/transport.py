@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import InputError, OptionError
+from ..run import signals
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +145,7 @@ class Transport:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self._gather(bodies, parse, deliver))
+            return signals.run_async(self._gather(bodies, parse, deliver))
         with ThreadPoolExecutor(1) as pool:  # called from inside an event loop: run on a thread
             return pool.submit(asyncio.run, self._gather(bodies, parse, deliver)).result()
 
@@ -244,7 +245,8 @@ class Transport:
                 delay = self.backoff(attempt, why.retry_after)
                 log.debug("openai: %s; retry %d in %.2f s", why.reason, attempt + 1, delay)
                 try:  # sleep, but stop early if another request has failed for good
-                    await asyncio.wait_for(stop.wait(), timeout=delay)
+                    async with asyncio.timeout(delay):
+                        await stop.wait()
                 except TimeoutError:
                     continue
                 raise BackendError("openai: abandoned after another request failed") from None
@@ -311,8 +313,9 @@ class EndpointPool:
                     return ep
                 # wait for a release, or for the first set-aside endpoint to come back
                 back = [e.aside_until - now for e in self.endpoints if e.aside_until > now]
-                try:
-                    await asyncio.wait_for(cond.wait(), timeout=min(back) if back else 1.0)
+                try:  # asyncio.timeout, not wait_for: cancelled inside wait_for, 3.11's Condition.wait can leave
+                    async with asyncio.timeout(min(back) if back else 1.0):  # the lock released ("Lock is not
+                        await cond.wait()  # acquired." when the batch is cancelled)
                 except TimeoutError:
                     pass
                 if stop.is_set():
