@@ -6,8 +6,11 @@
 Each method reranks every query of a bundled BM25 top-100 run through the driver with the simulated reranker
 (seed 0); engine time = the process's CPU time for the whole run less the simulated reranker's own time
 (``rerank_seconds`` of the tallies), per query. After one warm-up run of each (numba's cached code loaded),
-the methods run in turn ``--repeats`` times and the median is reported: a whole-process timing (a start-up of
-1.1-2.4 s over 15 runs on 2026-11-26, against 5-15 ms a query) is too noisy here to tell 1.9x from 2.2x.
+the methods run in turn ``--repeats`` times; the medians are reported, and the ratio to acurank is the median of
+the repeats' ratios (each acurank-auto run against the acurank run just before it, so a drift in the machine's
+speed over the benchmark cancels), with the ratio of the two fastest runs beside it (interference only adds time).
+A whole-process timing (a start-up of 1.1-2.4 s over 15 runs on 2026-11-26,
+against 5-15 ms a query) is too noisy here to tell 1.9x from 2.2x.
 ``engine_overhead.py`` splits acurank's engine time into its parts on prefixes of the lists; this compares
 whole runs of two methods. acurank-auto runs once per grid
 (``--beta-grid``; the first is the default). Writes benchmarks/results/auto_engine_time.json.
@@ -61,13 +64,14 @@ def main() -> None:
         for _ in range(args.repeats):
             for label, method, options in setups:
                 times[label].append(engine_ms(method, options, tasks, qrels, args.noise)[0])
-        base = statistics.median(times["acurank"])
         for label, _, _ in setups:
             ms = statistics.median(times[label])
+            ratio = statistics.median(t / b for t, b in zip(times[label], times["acurank"]))
             rows.append({"dataset": ds, "queries": len(tasks), "method": label, "calls/q": round(calls[label], 2),
                          "engine ms/q": round(ms, 2), "min": round(min(times[label]), 2),
-                         "max": round(max(times[label]), 2), "x acurank": round(ms / base, 2)})
-    print(table(rows, ["dataset", "queries", "method", "calls/q", "engine ms/q", "min", "max", "x acurank"]))
+                         "max": round(max(times[label]), 2), "x acurank": round(ratio, 2),
+                         "x of minima": round(min(times[label]) / min(times["acurank"]), 2)})
+    print(table(rows, ["dataset", "queries", "method", "calls/q", "engine ms/q", "min", "max", "x acurank", "x of minima"]))
     path = save("auto_engine_time", {"noise": args.noise, "repeats": args.repeats, "rows": rows})
     print(f"wrote {path}")
 
