@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import threading
+import time
 
 import pytest
 
@@ -23,7 +24,9 @@ async def churn(finished: list[str], started: threading.Event) -> None:
         try:
             while True:
                 async with cond:
-                    sum(range(20_000))  # busy inside the step: where a signal raised in the loop lands
+                    busy = time.perf_counter()
+                    while time.perf_counter() - busy < 0.002:  # Python code inside the step: where a signal
+                        pass  # raised in the loop would land (as "Task exception was never retrieved")
                     cond.notify_all()
                     try:
                         async with asyncio.timeout(0.001):
