@@ -1,4 +1,4 @@
-"""SIGINT/SIGTERM inside an event loop (run/signals.py, run_async): the batch is cancelled through the loop, every
+"""SIGINT/SIGTERM inside an event loop (acurank_cli/signals.py, run_async): the batch is cancelled through the loop, every
 task unwinds, and Interrupted follows once the loop has closed; asyncio prints nothing."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from acurank_cli.run import signals
+from acurank_cli import signals
 
 
 async def churn(finished: list[str], started: threading.Event) -> None:

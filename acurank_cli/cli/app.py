@@ -12,7 +12,7 @@ import typer
 
 from .. import __version__
 from ..errors import InputError, Stopped
-from ..run import signals
+from .. import signals
 from . import eval as eval_commands
 from . import report, rerank, retrieve
 from .options import say

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import InputError, OptionError
-from ..run import signals
+from .. import signals
 
 log = logging.getLogger(__name__)
 

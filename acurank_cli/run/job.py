@@ -18,11 +18,12 @@ from ..io.writers import run_lines
 from ..method.base import Strategy
 from ..records import (CallTally, ParseStatus, QueryOutcome, Ranked, RankingTask, RunAbout, StatsRecord, Step, StopReason,
                        TraceRecord)
-from . import pipeline, signals
+from . import pipeline
+from .. import signals
 from .fingerprint import RunFingerprint, input_digest, strategy_params
 from .inputs import InputSpec
 from .progress import ProgressView
-from .signals import Interrupted
+from ..signals import Interrupted
 
 
 @dataclass(frozen=True)
