@@ -9,9 +9,9 @@ learned, and what a consistent reranker proves by transitivity is used.
 Noise models. The query's candidates are rated by G models at once, one per beta_g = c_g * S, where S is
 the median initial sigma of the query (so the grid is free of the first stage's score scale) and c_g the
 grid (``--beta-grid``, default 1/16, 1/8, 1/4, 1, 4: steps of 2 where consistent rerankers choose, of 4 above;
-the seven values 1/16 ... 4 in steps of 2 gave the comparison's verdicts, each figure within 0.005, at about 1.2x
-the five values' engine time; BENCHMARKS.md 12 has the measured ratios to acurank's). Every answer updates every model (TrueSkill with its
-own beta_g, the same factor graph as AcuRank's).
+the seven values 1/16 ... 4 in steps of 2 gave the comparison's verdicts, each figure within 0.005, at about
+1.2x the five values' engine time; BENCHMARKS.md 12 has the measured ratios to acurank's). Every answer updates
+every model (TrueSkill with its own beta_g, the same factor graph as AcuRank's).
 
 Choosing a model. Before an answer updates them, each model predicts the window's order by its mu. The
 prediction scores its agreement with the answer where it matters, at the top: the nDCG of the predicted
