@@ -1,5 +1,5 @@
-"""SIGINT/SIGTERM inside an event loop (acurank_cli/signals.py, run_async): the batch is cancelled through the loop, every
-task unwinds, and Interrupted follows once the loop has closed; asyncio prints nothing."""
+"""SIGINT/SIGTERM inside an event loop (acurank_cli/signals.py, run_async): the batch is cancelled through the
+loop, every task unwinds, and Interrupted follows once the loop has closed; asyncio prints nothing."""
 
 from __future__ import annotations
 
