@@ -122,3 +122,36 @@ cache.close()
     errors = [p.communicate(timeout=120)[1] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], errors
     assert sqlite3.connect(db).execute("SELECT count(*) FROM calls").fetchone()[0] == 600
+
+
+@pytest.mark.parametrize("bad", ["missing-folder", "folder", "not-a-database", "store-blocked"])
+def test_unusable_cache_is_one_line_and_leaves_nothing_beside_it(sample, tmp_path, bad):
+    """A --cache that cannot be used (a folder that cannot be made, a directory, a file that is not SQLite) or
+    whose embedding store beside it cannot be: exit 2, one line naming the file and the flags, no run file,
+    and no ``.embeddings.sqlite`` left beside a cache that was refused (minilm keeps one there)."""
+    run, _ = small_run(sample, tmp_path, queries=1, depth=5)
+    blocker = tmp_path / "plain-file"
+    blocker.write_text("x\n")
+    cache = {"missing-folder": blocker / "sub" / "c.sqlite", "folder": tmp_path / "adir",
+             "not-a-database": tmp_path / "notes.txt", "store-blocked": tmp_path / "c.sqlite"}[bad]
+    if bad == "folder":
+        cache.mkdir()
+    if bad == "not-a-database":
+        cache.write_text("not sqlite\n" * 100)
+    if bad == "store-blocked":
+        (tmp_path / "c.embeddings.sqlite").mkdir()  # the store's path is taken by a directory
+    out = tmp_path / "o.run"
+    proc = subprocess.run([sys.executable, "-m", "acurank_cli", "rerank", str(run), "--method", "acurank-9",
+                           "--reranker", "minilm", "--topics", str(sample / "dl19" / "topics.tsv"),
+                           "--corpus", str(sample / "dl19" / "passages.jsonl.gz"), "--cache", str(cache),
+                           "-o", str(out)], capture_output=True, text=True, env=ENV)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    what = "the embedding store beside the call cache" if bad == "store-blocked" else "the call cache"
+    named = tmp_path / "c.embeddings.sqlite" if bad == "store-blocked" else cache
+    assert lines[0].startswith(f"acurank: error: {named}: cannot use {what} (")
+    assert lines[0].endswith("give another --cache or --no-cache")
+    assert not out.exists()
+    if bad != "store-blocked":
+        assert sorted(p.name for p in tmp_path.glob("*.embeddings.sqlite")) == []

@@ -130,3 +130,37 @@ def test_persistent_embedding_store_encodes_each_text_once_across_processes(tmp_
     plain.use_store(None)
     plain.rerank([_req()])
     assert plain.store is None and plain.encoded == 6
+
+
+def test_bad_device_is_one_line_before_weights_load(sample, tmp_path, monkeypatch):
+    """--device outside what torch parses, or a device this machine lacks: exit 2, one line naming the flag, and
+    no weights loaded (the API raises the keyword's ParameterError before the backend is built)."""
+    import subprocess
+    import sys
+
+    import torch
+
+    from acurank_cli.params import ParameterError
+    from acurank_cli.rerankers import minilm as module
+    from conftest import ENV
+
+    bad = {"foo": "a torch device (cpu, cuda, cuda:1, mps)"}
+    if not torch.cuda.is_available():
+        bad["cuda"] = f"a device this machine has: torch {torch.__version__} sees no CUDA device (use cpu)"
+    out = tmp_path / "o.run"
+    for device, why in bad.items():
+        proc = subprocess.run([sys.executable, "-m", "acurank_cli", "rerank", str(sample / "dl19" / "bm25.run"),
+                               "--reranker", "minilm", "--device", device, "--no-cache", "-o", str(out)],
+                              capture_output=True, text=True, env=ENV)
+        assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+            f"acurank: error: --device {device}: must be {why} (reranker minilm)"], proc.stderr
+        assert not out.exists()
+
+    def loaded(*args, **kwargs):
+        raise AssertionError("weights loaded before the device was checked")
+
+    monkeypatch.setattr(module.MiniLMReranker, "__init__", loaded)
+    for device, why in bad.items():
+        with pytest.raises(ParameterError, match=rf"^device='{device}': must be "):
+            build_reranker("minilm", device=device)
+    assert str(module.MiniLMOptions(device="cpu").torch_device()) == "cpu"

@@ -62,9 +62,7 @@ class CachedReranker(RerankerBase):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = self._open()
         except (OSError, sqlite3.Error) as exc:
-            raise OptionError(f"cannot use the call cache ({OptionError.literal(exc)}); give another {{cache}} or {{no_cache}}",
-                              str(path), cache="--cache",
-                              no_cache={"api": "cache=None", "cli": "--no-cache"}) from None
+            raise refused("the call cache", exc, path) from None
         self._lock = threading.Lock()
         self.identity = json.dumps(inner.cache_identity(), sort_keys=True)
         self.hits = 0
@@ -152,6 +150,12 @@ class CachedReranker(RerankerBase):
         """Close the backend and the database."""
         self.inner.close()
         self.db.close()
+
+
+def refused(what: str, exc: BaseException, path: str | Path) -> OptionError:
+    """The error for a cache file that cannot be opened or made (``what``: the call cache, its embedding store)."""
+    return OptionError(f"cannot use {what} ({OptionError.literal(str(exc))}); give another {{cache}} or {{no_cache}}",
+                       str(path), cache="--cache", no_cache={"api": "cache=None", "cli": "--no-cache"})
 
 
 def with_cache(reranker: RerankerBase, cache: str | None) -> RerankerBase:

@@ -39,11 +39,11 @@ class CrossEncoderReranker(StoreUser, RerankerBase):
     def __init__(self, model: str, options: "CrossEncoderOptions | None" = None):
         options = options or CrossEncoderOptions()
         try:
-            import torch
+            import torch  # noqa: F401 - needed, checked here
             from sentence_transformers import CrossEncoder
         except ImportError as exc:
             raise InputError(f"ce: needs sentence-transformers and torch (pip install 'acurank[ce]'): {exc}") from None
-        device = options.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        device = str(options.torch_device())
         from .checkpoints import quiet_loading
 
         try:

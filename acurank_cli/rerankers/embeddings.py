@@ -15,6 +15,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from .cache import refused
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (
     model TEXT NOT NULL,
@@ -91,7 +93,11 @@ class StoreUser:
     def use_store(self, call_cache: str | None) -> None:
         """Open the store beside the call cache (none without a cache)."""
         if call_cache is not None:
-            self.store = EmbeddingStore(store_path(call_cache), self.cache_identity())
+            path = store_path(call_cache)
+            try:
+                self.store = EmbeddingStore(path, self.cache_identity())
+            except (OSError, sqlite3.Error) as exc:
+                raise refused("the embedding store beside the call cache", exc, path) from None
 
     def close(self) -> None:
         if self.store is not None:

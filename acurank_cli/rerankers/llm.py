@@ -36,8 +36,7 @@ class HFReranker(ListwiseLLM):
         self.source = resolve_model(model, "hf")
         self.model_id = self.source.location
 
-        device = options.device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.device = torch.device(device)
+        self.device = options.torch_device()
         on_gpu = self.device.type == "cuda"
         self.dtype_name = dtype_name(options.dtype, on_gpu, on_gpu and torch.cuda.is_bf16_supported())
         if options.prompt_format:

@@ -72,8 +72,7 @@ class MiniLMReranker(StoreUser, RerankerBase):
 
         self._torch = torch
         self.path = model_dir()
-        device = options.device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.device = torch.device(device)
+        self.device = options.torch_device()
         if self.device.type == "cpu":
             torch.set_num_threads(_cores())
         from .checkpoints import quiet_loading

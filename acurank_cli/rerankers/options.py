@@ -6,7 +6,7 @@ it (``--context-size  hf, vllm, openai: ...``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from ..params import at_least, between
 from .answers import AnswerMode
@@ -14,13 +14,50 @@ from .base import option
 from .prompts import MIN_CONTEXT
 
 
+class TorchDevice:
+    """The domain of ``--device``: a device name torch parses (cpu, cuda, cuda:1, mps) that this machine has.
+    Checked with the other options, before any weights load (torch is imported only when a device is given)."""
+
+    def __init__(self) -> None:
+        self.why = "a torch device (cpu, cuda, cuda:1, mps)"
+
+    def contains(self, value: Any) -> bool:
+        import torch
+
+        try:
+            device = torch.device(value)
+        except (RuntimeError, TypeError):
+            self.why = "a torch device (cpu, cuda, cuda:1, mps)"
+            return False
+        if device.type == "cuda" and not torch.cuda.is_available():
+            self.why = f"a device this machine has: torch {torch.__version__} sees no CUDA device (use cpu)"
+            return False
+        if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+            self.why = f"a device this machine has: cuda:0 ... cuda:{torch.cuda.device_count() - 1}"
+            return False
+        if device.type == "mps" and not torch.backends.mps.is_available():
+            self.why = "a device this machine has: torch sees no MPS device (use cpu)"
+            return False
+        return True
+
+    def describe(self) -> str:
+        return self.why
+
+
 @dataclass(frozen=True)
 class TorchOptions:
-    """Local models run by torch (hf:, minilm)."""
+    """Local models run by torch (hf:, minilm, ce:)."""
 
-    device: Optional[str] = option(None, "torch device (cpu, cuda, cuda:1); default cuda if present")
+    device: Optional[str] = option(None, "torch device (cpu, cuda, cuda:1); default cuda if present",
+                                   domain=TorchDevice())
     batch_size: int = option(8, "windows per generate batch (hf), passages per forward pass (minilm)",
                              domain=at_least(1))
+
+    def torch_device(self):
+        """The device to load on: ``--device`` (checked by its domain), else cuda when torch sees one, else cpu."""
+        import torch
+
+        return torch.device(self.device or ("cuda" if torch.cuda.is_available() else "cpu"))
 
 
 @dataclass(frozen=True)

@@ -103,11 +103,11 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     outputs = RunOutputs(out.output, stats, out.trace)
     expected = {t.qid: t.n + len(inputs.tails.get(t.qid, ())) for t in inputs.tasks}  # lines a finished query writes
     try:
+        session.start(job.cache, job.batch_queries)  # before the outputs: a cache refused leaves no run file behind
         done = outputs.open(expected, out.tag, out.overwrite, fingerprint, _described(job, inputs))
     except BaseException:
         session.close()
         raise
-    session.start(job.cache, job.batch_queries)
     status.print(f"acurank: {job.strategy.name} with reranker {backend.name} on {len(inputs.tasks)} queries", markup=False)
     if stats and out.stats is None:
         status.print(f"acurank: per-query stats go to {stats}", markup=False)

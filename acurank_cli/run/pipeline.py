@@ -94,11 +94,12 @@ def _build(built: RerankerBase, cache: str | None = DEFAULTS.cache,
     if batch_queries is None:
         batch_queries = max(1, int(built.batch_queries))
     path = str(default_cache_path()) if cache == "default" else cache
+    reranker = built
     try:
+        reranker = with_cache(built, path)  # first: a cache path it refuses leaves no embedding store beside it
         built.use_store(path)
-        reranker = with_cache(built, path)
     except BaseException:
-        built.close()
+        reranker.close()  # the cache closes the backend with its database
         raise
     return Pipeline(built, reranker, path, batch_queries)
 
