@@ -300,8 +300,19 @@ def test_explicit_runs_and_stats_override(runs_dir, tmp_path):
     # a folder of runs is one dataset named after it
     assert list(build_collection(dirs=[runs_dir / "beta"]).datasets) == ["beta"]
     assert stats_path_for(Path("x/acurank-H.run.gz")) == Path("x/acurank-H.stats.jsonl")
-    with pytest.raises(InputError, match="qrels"):
-        build_collection(runs=[f"gamma:m={runs_dir / 'beta' / 'fancy.run'}"])
+    # runs named one by one without --qrels: the qrels beside them (the same as naming it)
+    beside = build_collection(runs=[f"gamma:m={runs_dir / 'beta' / 'fancy.run'}"])
+    assert beside.datasets["gamma"].qrels_path == runs_dir / "beta" / "qrels.txt"
+    assert beside.mean("gamma", "m") == build_collection(
+        runs=[f"gamma:m={runs_dir / 'beta' / 'fancy.run'}"], qrels=[f"gamma={runs_dir / 'beta' / 'qrels.txt'}"]).mean("gamma", "m")
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    (lone / "m.run").write_bytes((runs_dir / "beta" / "fancy.run").read_bytes())
+    with pytest.raises(InputError, match=r"^dataset 'gamma' has no qrels: put qrels.txt beside its runs or pass --qrels"):
+        build_collection(runs=[f"gamma:m={lone / 'm.run'}"])
+    with pytest.raises(InputError, match=r"^dataset 'gamma': its runs lie beside different qrels files \(.*alpha/qrels.txt, "
+                                         r".*beta/qrels.txt\): pass --qrels gamma=PATH$"):
+        build_collection(runs=[f"gamma:a={runs_dir / 'alpha' / 'base.run'}", f"gamma:b={runs_dir / 'beta' / 'fancy.run'}"])
     with pytest.raises(InputError, match="--method"):
         build_collection(dirs=[runs_dir], methods=["nope"])
 

@@ -6,7 +6,7 @@ Runs are named in two ways, which combine:
   (and optionally ``topics.tsv``); a directory that itself holds ``*.run`` files is one dataset named
   after the directory;
 * explicit ``--run DATASET:METHOD=PATH`` and ``--qrels DATASET=PATH`` (the dataset may be left out when
-  there is only one).
+  there is only one); without ``--qrels``, the qrels file beside the dataset's runs (when they agree on one).
 
 The stats file of ``X.run`` is ``X.stats.jsonl`` beside it (used when present); ``--stats
 DATASET:METHOD=PATH`` overrides. The first-stage run (``bm25`` by default) costs no reranker calls, so
@@ -239,12 +239,17 @@ def _run_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_file() and method_name_of(p))
 
 
+def _qrels_in(folder: Path) -> Path | None:
+    """The qrels file of a folder of runs: one of QRELS_NAMES, else its only ``qrels*`` file."""
+    named = _first_existing(folder, QRELS_NAMES)
+    if named is not None:
+        return named
+    found = [p for p in sorted(folder.glob("qrels*")) if p.is_file()]
+    return found[0] if len(found) == 1 else None
+
+
 def _scan_dataset(name: str, folder: Path) -> DatasetRuns:
-    ds = DatasetRuns(name, _first_existing(folder, QRELS_NAMES), _first_existing(folder, TOPICS_NAMES))
-    if ds.qrels_path is None:
-        found = sorted(folder.glob("qrels*"))
-        if len(found) == 1:
-            ds.qrels_path = found[0]
+    ds = DatasetRuns(name, _qrels_in(folder), _first_existing(folder, TOPICS_NAMES))
     for path in _run_files(folder):
         method = method_name_of(path)
         stats = stats_path_for(path)
@@ -335,6 +340,13 @@ def _named_files(found: dict[str, DatasetRuns], qrels: Sequence[str], topics: Se
         p = _existing(path, "--run")
         st = stats_path_for(p)
         found[ds_name].runs[method] = MethodRun(ds_name, method, p, st if st.is_file() else None)
+    for ds in found.values():  # runs named one by one: the qrels beside them, when they agree on one
+        if ds.qrels_path is None:
+            beside = {q for q in (_qrels_in(r.run_path.parent) for r in ds.runs.values()) if q is not None}
+            if len(beside) > 1:
+                raise InputError(f"dataset {ds.name!r}: its runs lie beside different qrels files "
+                                 f"({', '.join(sorted(map(str, beside)))}): pass --qrels {ds.name}=PATH")
+            ds.qrels_path = next(iter(beside), None)
     for spec in stats:
         ds_name, method, path = split_run_spec(spec, "--stats")
         ds_name = ds_name or sole("--stats", spec)
