@@ -116,6 +116,20 @@ def test_unwritable_output_paths_are_one_line(sample, tmp_path, flag):
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("method", ["sw-1", "blitz-k20", "tourrank-1", "ts-2"])
+def test_trace_with_a_method_without_ratings_is_refused(sample, tmp_path, method):
+    """--trace records ratings per iteration; a method that keeps none would leave its file empty (and report
+    trace would then say the query is not in it): exit 2, one line, nothing written."""
+    run, _ = small_run(sample, tmp_path, queries=1, depth=5)
+    trace, out = tmp_path / "t.jsonl", tmp_path / "o.run"
+    proc = acurank("rerank", run, "--method", method, "--reranker", "simulated", "--qrels", sample / "dl19" / "qrels.txt",
+                   "--trace", trace, "-o", out, check=False)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        f"acurank: error: method '{method}' does not use --trace: it keeps no ratings to trace (the acurank and "
+        "acurank-auto families do)"], proc.stderr
+    assert not trace.exists() and not out.exists()
+
+
 def test_output_into_a_missing_folder_makes_it(sample, tmp_path):
     run, _ = small_run(sample, tmp_path, queries=1, depth=5)
     out = tmp_path / "new" / "deeper" / "a.run"

@@ -140,6 +140,9 @@ def _checked_outputs(job: RerankJob) -> str | None:
         raise ParameterError("model_params", job.model_params, positive().describe(), flag="--model-params")
     if out.to_file and out.output == job.inputs.run:
         raise InputError("--output must differ from the input run", out.output)
+    if out.trace and job.strategy.cutoff is None:  # its file would stay empty
+        raise InputError(f"method {job.strategy.name!r} does not use --trace: it keeps no ratings to trace (the "
+                         "acurank and acurank-auto families do)")
     stats = out.stats_path()
     for path, what in ((out.output, "--output"), (stats, "--stats"), (out.trace, "--trace"),
                        (job.backend_options.get("log_prompts"), "--log-prompts")):
