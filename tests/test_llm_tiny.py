@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -164,9 +166,55 @@ def test_plain_tokenizer_defaults_to_rankvicuna(plain_model_dir):
         build_reranker(f"hf:{plain_model_dir}", **_opts(prompt_format="chat"))
 
 
-def test_missing_model_is_an_input_error(tmp_path):
-    with pytest.raises(InputError, match="cannot load model"):
-        build_reranker(f"hf:{tmp_path / 'nope'}", **_opts())
+def test_missing_model_is_an_input_error(tmp_path, monkeypatch):
+    """A path that is not there says so (not the hub's "Repo id must be in the form ..."); a hub id is left to the
+    hub (offline here: "cannot load model"); an existing folder is used as a folder."""
+    from acurank_cli.rerankers.checkpoints import resolve_model
+
+    monkeypatch.chdir(tmp_path)
+    for path in (str(tmp_path / "nope"), "./nope", "../nope", "~/surely-not-a-model-folder"):
+        with pytest.raises(InputError, match=rf"^hf: no model folder '{re.escape(path)}'$"):
+            build_reranker(f"hf:{path}", **_opts())
+    assert resolve_model("castorini/rank_zephyr_7b_v1_full", "hf").location == "castorini/rank_zephyr_7b_v1_full"
+    assert resolve_model(".", "hf").location == str(tmp_path.resolve())
+
+
+@pytest.fixture()
+def hub(monkeypatch):
+    """The hub's endpoint and offline switch, as huggingface_hub read them at import, set per test (and the
+    memoised reachability forgotten before and after)."""
+    from huggingface_hub import constants
+
+    from acurank_cli.rerankers.checkpoints import hub_unreachable
+
+    hub_unreachable.cache_clear()
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    yield lambda endpoint: monkeypatch.setattr(constants, "ENDPOINT", endpoint)
+    hub_unreachable.cache_clear()
+
+
+def test_a_hub_id_without_a_network_reads_the_local_cache_at_once(hub, model_dir, monkeypatch):
+    """No network (the hub's host does not resolve, or HF_HUB_OFFLINE): a hub id loads with local_files_only, so
+    a missing model fails at once (not after the hub library's retries, ~50 s) and the error says why; a folder
+    is never affected, and a host that resolves leaves loading to the hub library."""
+    from huggingface_hub import constants
+
+    from acurank_cli.rerankers.checkpoints import hub_kwargs, hub_unreachable, offline_note
+
+    hub("https://no-such-host.invalid")
+    assert hub_unreachable() == "no-such-host.invalid does not resolve"
+    assert hub_kwargs("no-such-org/no-such-model") == {"local_files_only": True} and hub_kwargs(str(model_dir)) == {}
+    with pytest.raises(InputError, match=r"^hf: cannot load model 'no-such-org/no-such-model' \(no network: "
+                                         r"no-such-host.invalid does not resolve; only the local cache was read\): "):
+        build_reranker("hf:no-such-org/no-such-model", **_opts())
+    assert build_reranker(f"hf:{model_dir}", **_opts()).model is not None  # a folder loads as before
+    hub_unreachable.cache_clear()
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    assert hub_unreachable() == "HF_HUB_OFFLINE is set"
+    hub_unreachable.cache_clear()
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    hub("http://127.0.0.1:9")  # resolves: the hub library decides (and may retry), as with a network
+    assert hub_unreachable() is None and hub_kwargs("no-such-org/no-such-model") == {} and offline_note("x/y") == ""
 
 
 def test_bos_once_by_default_twice_with_double_bos(model_dir):

@@ -9,9 +9,11 @@ same window gives the same text and the same token ids in either engine.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
+import socket
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -69,6 +71,38 @@ class quiet_loading:
         return False
 
 
+@functools.lru_cache(maxsize=1)
+def hub_unreachable() -> str | None:
+    """Why the model hub cannot be reached (its offline mode is set, or its host does not resolve), else None.
+    Asked once a process, before a hub id loads: on a machine without a network the model is then read from the
+    local cache at once, instead of after the hub library's five retries a file (about 50 s, and a page of
+    "Retrying in 8s" lines). A resolving host is not a promise: a download can still fail, and says why."""
+    try:
+        from huggingface_hub import constants
+    except ImportError:  # pragma: no cover - a dependency of transformers
+        return None
+    if constants.HF_HUB_OFFLINE:
+        return "HF_HUB_OFFLINE is set"
+    from urllib.parse import urlparse
+
+    host = urlparse(constants.ENDPOINT).hostname or constants.ENDPOINT
+    try:
+        socket.getaddrinfo(host, 443)
+    except OSError:
+        return f"{host} does not resolve"
+    return None
+
+
+def hub_kwargs(location: str) -> dict[str, Any]:
+    """``from_pretrained`` keywords for a folder or hub id: ``local_files_only`` for a hub id the hub cannot serve."""
+    return {"local_files_only": True} if not Path(location).exists() and hub_unreachable() else {}
+
+
+def offline_note(location: str) -> str:
+    """What a load error adds for a hub id read from the local cache only (nothing otherwise)."""
+    return f" (no network: {hub_unreachable()}; only the local cache was read)" if hub_kwargs(location) else ""
+
+
 @dataclass(frozen=True)
 class ModelSource:
     """A model as named on the command line: ``location`` (folder or hub id) and, for GGUF, the file."""
@@ -86,8 +120,14 @@ class ModelSource:
         return Path(self.location) / str(self.gguf_file)
 
     def load_kwargs(self) -> dict[str, Any]:
-        """``from_pretrained`` keywords beyond the location (``gguf_file`` for a GGUF file)."""
-        return {"gguf_file": self.gguf_file} if self.gguf_file else {}
+        """``from_pretrained`` keywords beyond the location: ``gguf_file`` for a GGUF file; ``local_files_only``
+        for a hub id when the hub cannot be reached."""
+        return {"gguf_file": self.gguf_file} if self.gguf_file else hub_kwargs(self.location)
+
+    def not_loaded(self, backend: str, exc: BaseException) -> InputError:
+        """The one-line error for weights that did not load (saying when only the local cache was read)."""
+        where = "" if self.gguf_file else offline_note(self.location)
+        return InputError(f"{backend}: cannot load model {self.spec!r}{where}: {one_line(exc)}")
 
     def identity(self) -> dict[str, Any]:
         """What names these weights in a cache identity (a GGUF file by its content digest)."""
@@ -110,7 +150,11 @@ def resolve_model(spec: str, backend: str) -> ModelSource:
             raise InputError(f"{backend}: no GGUF file {spec!r}")
         local = local.resolve()
         return ModelSource(spec, str(local.parent), local.name)
-    return ModelSource(spec, str(local.resolve()) if local.exists() else spec)
+    if local.exists():
+        return ModelSource(spec, str(local.resolve()))
+    if spec.startswith(("/", "./", "../", "~")) or spec in (".", ".."):  # a path (a hub id never starts so)
+        raise InputError(f"{backend}: no model folder {spec!r}")
+    return ModelSource(spec, spec)
 
 
 _DIGESTS: dict[tuple[str, int, int], str] = {}
@@ -191,7 +235,7 @@ def prompt_builder(source: ModelSource, tokenizer: Any, prompt_format: str | Non
 
 
 __all__ = ["DTYPES", "ModelSource", "converted_folder", "dtype_kwarg", "dtype_name", "file_sha256", "gguf_cache_root",
-           "one_line", "prompt_builder", "quiet_loading", "resolve_model"]
+           "hub_kwargs", "hub_unreachable", "offline_note", "one_line", "prompt_builder", "quiet_loading", "resolve_model"]
 
 
 def config_parameters(config) -> int | None:

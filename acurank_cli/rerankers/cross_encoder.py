@@ -44,14 +44,13 @@ class CrossEncoderReranker(StoreUser, RerankerBase):
         except ImportError as exc:
             raise InputError(f"ce: needs sentence-transformers and torch (pip install 'acurank[ce]'): {exc}") from None
         device = str(options.torch_device())
-        from .checkpoints import quiet_loading
+        from .checkpoints import hub_kwargs, offline_note, one_line, quiet_loading
 
         try:
             with quiet_loading():
-                self.model = CrossEncoder(model, device=device)
+                self.model = CrossEncoder(model, device=device, **hub_kwargs(model))
         except Exception as exc:  # noqa: BLE001 - OSError (not found / offline hub), ValueError, ...
-            first = (" ".join(str(exc).split()) or type(exc).__name__)[:200]
-            raise InputError(f"ce:{model}: cannot load the cross-encoder ({first})") from None
+            raise InputError(f"ce:{model}: cannot load the cross-encoder{offline_note(model)}: {one_line(exc)}") from None
         limit = int(getattr(self.model.config, "max_position_embeddings", 512) or 512)
         if options.max_length is not None and options.max_length > limit:
             raise OptionError(f"{{max_length}}: ce:{OptionError.literal(model)} has {limit} positions",

@@ -51,7 +51,7 @@ class HFReranker(ListwiseLLM):
                 self.model = AutoModelForCausalLM.from_pretrained(
                     self.model_id, **self.source.load_kwargs(), **dtype_kwarg(getattr(torch, self.dtype_name)))
         except (OSError, ValueError) as exc:
-            raise InputError(f"hf: cannot load model {model!r}: {one_line(exc)}") from exc
+            raise self.source.not_loaded("hf", exc) from exc
         self.tokenizer = tok
         self.model.to(self.device)
         self.model.eval()

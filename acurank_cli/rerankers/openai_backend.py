@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from ..errors import OptionError
 from ..params import at_least, positive
 from .base import option, register
+from .checkpoints import hub_kwargs
 from .answers import AnswerDecoding, AnswerMode, permutation_regex, scores_from_top_logprobs
 from .options import PromptOptions
 from .listwise import Deliver, ListwiseLLM, Reply
@@ -75,7 +76,7 @@ def resolve_counter(model: str, tokenizer: str | None) -> tuple[TokenCounter, An
         try:
             from transformers import AutoTokenizer
 
-            tok = AutoTokenizer.from_pretrained(tokenizer)
+            tok = AutoTokenizer.from_pretrained(tokenizer, **hub_kwargs(tokenizer))
         except ImportError:
             raise OptionError("{tokenizer} needs transformers: pip install 'acurank[llm]'",
                               tokenizer=("--tokenizer", tokenizer)) from None
