@@ -116,6 +116,22 @@ def test_unwritable_output_paths_are_one_line(sample, tmp_path, flag):
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("args, line", [
+    (["--k", "abc"], "--k abc: must be an integer"),
+    (["--budget", "1.5"], "--budget 1.5: must be an integer"),
+    (["--eps", "abc"], "--eps abc: must be a number"),
+    (["--depth", "0"], "--depth 0: must be an integer >= 1"),
+    (["--hits", "-2"], "--depth -2: must be an integer >= 1"),
+    (["--init", "foo"], "--init foo: must be one of 'score', 'zscore', 'uniform'"),
+])
+def test_a_flag_value_typer_cannot_convert_reads_like_every_parameter_error(sample, args, line):
+    """Values typer converts (types, its bounds, enum choices) fail in the words of the parameters' own domain
+    errors (``--k 0: must be an integer >= 1``), not in its validation library's ("Input should be ...")."""
+    proc = acurank("rerank", sample / "dl19" / "bm25.run", "--reranker", "simulated", "--qrels",
+                   sample / "dl19" / "qrels.txt", *args, check=False)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [f"acurank: error: {line}"], proc.stderr
+
+
 @pytest.mark.parametrize("method", ["sw-1", "blitz-k20", "tourrank-1", "ts-2"])
 def test_trace_with_a_method_without_ratings_is_refused(sample, tmp_path, method):
     """--trace records ratings per iteration; a method that keeps none would leave its file empty (and report

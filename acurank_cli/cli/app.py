@@ -74,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except click_errors.UsageError as exc:
         where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
-        say(f"error: {exc.format_message()}{where}")
+        say(f"error: {bad_value(exc) or exc.format_message() + where}")
         return 2
     except Stopped as exc:  # a job that stopped has said its line, with where its work is
         return exc.exit_code
@@ -95,6 +95,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ImportError as exc:  # an optional extra is not installed, or an installed package is broken
         say(f"error: {import_failure(exc)}")
         return 2
+
+
+_BOUNDS = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}
+_KINDS = {"int_parsing": "an integer", "int_from_float": "an integer", "float_parsing": "a number",
+          "bool_parsing": "true or false"}
+
+
+def bad_value(exc: Exception) -> str | None:
+    """A flag value typer could not convert, in the words of every other parameter error (``--k abc: must be an
+    integer``, ``--depth 0: must be an integer >= 1``, ``--init foo: must be one of 'score', ...``) instead of
+    its validation library's (``Invalid value for '--k': Input should be a valid integer, ...``); None when the
+    error is of another kind (it is then shown as typer words it)."""
+    param, cause = getattr(exc, "param", None), exc.__cause__
+    try:
+        first = cause.errors()[0]  # pydantic's ValidationError, which typer converts through
+        flag = max(param.opts, key=len)
+    except (AttributeError, IndexError, TypeError, ValueError):
+        return None
+    kind, ctx = first.get("type"), first.get("ctx") or {}
+    if kind in _KINDS:
+        what = _KINDS[kind]
+    elif kind in _BOUNDS and ctx:
+        bound = next(iter(ctx.values()))
+        what = f"{'an integer' if isinstance(bound, int) else 'a number'} {_BOUNDS[kind]} {bound}"
+    elif kind == "value_error" and " is not one of " in str(ctx.get("error", "")):
+        what = "one of " + str(ctx["error"]).split(" is not one of ", 1)[1].rstrip(".")
+    else:
+        return None
+    return f"{flag} {first.get('input')}: must be {what}"
 
 
 def import_failure(exc: ImportError) -> str:
