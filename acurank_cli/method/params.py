@@ -183,8 +183,8 @@ def beta_grid(value: object) -> tuple[tuple[float, ...], int]:
     except (ValueError, ZeroDivisionError):
         factors = []
     if not factors or any(b <= a for a, b in zip(factors, factors[1:])) or text.count("*") > 1:
-        raise ParameterError("beta_grid", value, "increasing positive multiples, comma-separated, one of them marked * "
-                             "to start from (e.g. 1/16,1/8,*1/4,1,4)", flag="--beta-grid")
+        raise ParameterError("beta_grid", value, "increasing positive multiples, comma-separated, at most one marked * "
+                             "to start from (default: the first; e.g. 1/16,1/8,*1/4,1,4)", flag="--beta-grid")
     return tuple(factors), start
 
 
@@ -210,7 +210,7 @@ class AutoParams(_CallCap):
     updater: Updater = UPDATER(Updater.fast)
     beta_grid: str = Option("beta_grid", str, "acurank-auto's noise models: performance noise beta as multiples of the "
                             "median initial sigma, comma-separated (fractions allowed), the first choice before any "
-                            "evidence marked *", flag="--beta-grid")("1/16,1/8,*1/4,1,4")
+                            "evidence marked * (none marked: the first)", flag="--beta-grid")("1/16,1/8,*1/4,1,4")
     beta_pool: Pool = Option("beta_pool", Pool, "acurank-auto learns beta from the answers of the whole run (run; every "
                              "query advances in step) or of each query alone (query)", flag="--beta-pool")(Pool.run)
     outcome: Outcome = OUTCOME(Outcome.order)
