@@ -73,7 +73,7 @@ COMMANDS: dict[str, Run | Skip] = {
     "make test": Skip("CI runs it (.ci/run); this test is part of it"),
     # README: rerank
     "acurank rerank sample_runs/dl19/bm25.run --method acurank --reranker simulated --qrels sample_runs/dl19/qrels.txt "
-    "--topics sample_runs/dl19/topics.tsv --corpus sample_runs/dl19/passages.jsonl.gz --stats dl19.stats.jsonl "
+    "--topics sample_runs/dl19/topics.tsv --corpus sample_runs/dl19/passages.jsonl.gz --stats dl19.acurank.stats.jsonl "
     "> dl19.acurank.run": Run(),
     "acurank rerank bm25.run --method acurank-H --reranker hf:castorini/rank_zephyr_7b_v1_full --prompt rankzephyr "
     "--dtype bf16": Skip(GPU),
