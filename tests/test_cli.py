@@ -132,6 +132,24 @@ def test_a_flag_value_typer_cannot_convert_reads_like_every_parameter_error(samp
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [f"acurank: error: {line}"], proc.stderr
 
 
+@pytest.mark.parametrize("argv, who", [
+    (["eval", "-", "--qrels", "-"], "RUN and --qrels"),
+    (["eval", "-", "-", "--qrels", "QRELS"], "2 inputs"),
+    (["rerank", "-", "--topics", "-", "--reranker", "simulated", "--qrels", "QRELS"], "RUN and --topics"),
+    (["baseline", "-", "--qids", "-", "--reranker", "simulated", "--qrels", "QRELS"], "RUN and --qids"),
+])
+def test_standard_input_feeds_one_input(sample, argv, who):
+    """'-' for two inputs of one command (the second would read an exhausted stream: 'run file is empty', or no
+    topics at all): exit 2, one line naming both, before anything is read."""
+    argv = [str(sample / "dl19" / "qrels.txt") if a == "QRELS" else a for a in argv]
+    proc = subprocess.run([sys.executable, "-m", "acurank_cli", *argv], input=(sample / "dl19" / "bm25.run").read_text(),
+                          capture_output=True, text=True, env=ENV)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == (
+        f"acurank: error: '-' (standard input) can be only one input, and {who} name it: give the others as "
+        "files"), proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize("method", ["sw-1", "blitz-k20", "tourrank-1", "ts-2"])
 def test_trace_with_a_method_without_ratings_is_refused(sample, tmp_path, method):
     """--trace records ratings per iteration; a method that keeps none would leave its file empty (and report

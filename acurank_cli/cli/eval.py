@@ -139,7 +139,7 @@ def eval_cmd(
     (exit 1 and one line per failed gate; exit 0 and "gates held")."""
     from ..evaluation import evaluate, parse_measures
     from ..io.outputs import stats_path_for
-    from ..io.readers import read_qids, read_run
+    from ..io.readers import one_stdin, read_qids, read_run
     from ..retrieval.resolve import load_qrels
 
     chosen = check_format(fmt, EVAL_FORMATS) if fmt else (Format.terminal if sys.stdout.isatty() else Format.tsv)
@@ -150,6 +150,7 @@ def eval_cmd(
     measure = list(measure) + [g.name for g in floor_gates if g.label not in shown.values()]
     parsed = parse_measures(measure, rel_level)
     labels = [m.label for m in parsed]
+    one_stdin([*(("RUN", r) for r in runs), ("--qrels", qrels), ("--qids", qids)])
     judged = load_qrels(qrels)
     wanted = read_qids(qids) if qids else None
     if wanted is not None:

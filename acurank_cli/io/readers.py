@@ -12,7 +12,7 @@ import sys
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, TextIO, Union
+from typing import Callable, Iterator, Sequence, TextIO, Union
 
 from ..errors import InputError
 from ..records import Candidate, Doc, Run
@@ -31,6 +31,15 @@ def source_name(src: Source) -> str:
     if isinstance(src, (str, Path)):
         return "<stdin>" if str(src) == "-" else str(src)
     return getattr(src, "name", "<stream>")
+
+
+def one_stdin(named: Sequence[tuple[str, object]]) -> None:
+    """Standard input can feed one input of a command: an InputError naming the inputs (e.g. ``RUN and --qrels``)
+    when ``named`` ((name, source) pairs, None for not given) gives ``-`` to more than one."""
+    readers = [name for name, src in named if isinstance(src, str) and src == "-"]
+    if len(readers) > 1:
+        who = " and ".join(readers) if len(set(readers)) == len(readers) else f"{len(readers)} inputs"
+        raise InputError(f"'-' (standard input) can be only one input, and {who} name it: give the others as files")
 
 
 def _stdin_text() -> TextIO:

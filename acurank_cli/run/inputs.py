@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import InputError
-from ..io.readers import Bundle, read_candidates, read_corpus, read_qids, source_name
+from ..io.readers import Bundle, one_stdin, read_candidates, read_corpus, read_qids, source_name
 from ..retrieval.resolve import load_qrels, load_topics
 from ..records import Doc, RankingTask
 from .shard import Shard
@@ -53,6 +53,8 @@ class InputSpec:
 
     def load(self, need_texts: bool) -> "Inputs":
         """Read and complete everything (see :func:`load_inputs`)."""
+        one_stdin([("RUN", self.run), ("--topics", self.topics), ("--corpus", self.corpus), ("--qrels", self.qrels),
+                   ("--qids", self.qids)])
         return load_inputs(self.run, self.depth, self.topics, self.corpus, self.qrels, need_texts=need_texts,
                            skip_missing=self.skip_missing, doc_fetcher=_index_fetcher(self.index),
                            dataset=self.dataset, qids=self.qids, shard=self.shard, keep_tail=self.keep_tail)
