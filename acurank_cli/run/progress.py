@@ -18,7 +18,7 @@ class ProgressView:
         self.console = Console(stderr=True)
         self.enabled = not quiet and sys.stderr.isatty()
         self._progress = Progress(
-            TextColumn("[bold]{task.description}"),
+            TextColumn("[bold]{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", max_width=24)),
             BarColumn(bar_width=20),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
@@ -30,6 +30,7 @@ class ProgressView:
             ),
             console=self.console,
             transient=False,
+            expand=True,  # the last column takes what the others leave (ratio), and is cut there, not them
             disable=not self.enabled,
             # the ETA from the mean time per query so far (rich's default 30 s window empties between
             # slow queries, and the ETA flipped to -:--:--)
@@ -38,6 +39,8 @@ class ProgressView:
         self._task = self._progress.add_task(label, total=total, detail="")
         self._history: dict[str, list[int]] = {}
         self._label = label
+        self._totals = ""  # calls and rounds per finished query, queries capped: after the current step
+        self._now = ""  # the step being sent
         self.calls = 0  # windows sent so far (>= 2 documents each)
 
     def __enter__(self) -> "ProgressView":
@@ -48,16 +51,21 @@ class ProgressView:
         self._progress.__exit__(*exc)
 
     def on_step(self, task: RankingTask, step: Step) -> None:
-        """Show the step as it is sent: calls so far, and for AcuRank the trail of |C| sizes (``|C| 31>24>12``)."""
+        """Show the step as it is sent: for AcuRank the trail of |C| sizes first (``|C| 31>24>12``), calls so far."""
         self.calls += sum(len(w) >= 2 for w in step.windows)
         if step.uncertain is not None:
             trail = self._history.setdefault(task.qid, [])
             trail.append(step.uncertain)
             shown = ">".join(str(c) for c in trail[-8:])
-            self._progress.update(self._task, detail=f"{self.calls} calls; q {task.qid} it {step.iteration} |C| {shown}")
+            self._detail(f"|C| {shown}; q {task.qid} it {step.iteration}; {self.calls} calls")
         elif step.windows:
-            self._progress.update(self._task, detail=f"{self.calls} calls; q {task.qid} {step.phase} {step.iteration} "
-                                                     f"({len(step.windows)} windows)")
+            self._detail(f"q {task.qid} {step.phase} {step.iteration} ({len(step.windows)} windows); {self.calls} calls")
+
+    def _detail(self, now: str) -> None:
+        """The last column (cut with an ellipsis on a narrow terminal, after the bar, count and ETA have their
+        room): what is being sent (for AcuRank the |C| trail) first, then the finished queries' means."""
+        self._now = now or self._now
+        self._progress.update(self._task, detail=" | ".join(x for x in (self._now, self._totals) if x))
 
     def query_done(self, qid: str, totals=None) -> None:
         """Advance the bar by one query; the running count of stop reasons goes in the label."""
@@ -68,5 +76,6 @@ class ProgressView:
             if totals.stops:
                 capped = sum(v for k, v in totals.stops.items() if StopReason(k).capped)
                 parts.append(f"capped {capped}/{q}")
-            self._progress.update(self._task, description=f"{self._label} ({', '.join(parts)})")
+            self._totals = ", ".join(parts)
+            self._detail("")
         self._progress.advance(self._task)
