@@ -404,3 +404,16 @@ def test_api_qrels_take_a_path_or_integer_grades_and_anything_else_fails_at_cons
     for qrels, message in bad:
         with pytest.raises(InputError, match=message):
             Reranker("simulated", method="sw-1", qrels=qrels, cache=None)
+
+
+def test_a_two_document_list_costs_what_the_readme_says():
+    """README "Short lists", derived by hand for 2 documents, k = 10: acurank's first pass is one window (1 call);
+    with k >= n every s_i = 1, so nothing is uncertain (|C| = 0 < tau) and the final pass sends {s_i > eps}, both
+    documents again: 2 calls. acurank-auto's one consistent answer relates the two documents, so its first k are
+    resolved and the order is certified: 1 call. sw-1: one window."""
+    grades = {"q": {"1": 1}}
+    for method, calls in (("acurank", 2), ("acurank-9", 2), ("acurank-auto", 1), ("acurank-auto-9", 1), ("sw-1", 1)):
+        with Reranker("simulated", method=method, qrels=grades, sim_noise=0, cache=None) as rr:
+            out = rr.rerank("q", ["a", "b"], qid="q")
+        assert out.calls == calls, method
+        assert [d.text for d in out.docs] == ["b", "a"], method  # the one graded document first
