@@ -134,9 +134,6 @@ class SimulatedOptions:
         return self.sim_tokens is not None
 
 
-NEEDS_QRELS = "(CLI: --qrels FILE; API: qrels={qid: {docid: grade}} or a qrels file's path)"
-
-
 def grades_of(qrels: Any) -> dict[str, dict[str, int]]:
     """The API's ``qrels=``: a TREC qrels file's path (read as ``--qrels`` reads it) or {qid: {docid: grade}} with
     integer grades; anything else is an InputError here, before any call."""
@@ -162,11 +159,10 @@ def grades_of(qrels: Any) -> dict[str, dict[str, int]]:
 @register("simulated", takes_arg=False, help="noisy qrels oracle (needs --qrels)", needs_texts=False,
           options=SimulatedOptions)
 def _factory(arg: str, options: SimulatedOptions) -> SimulatedReranker:
-    if options.qrels is None or (isinstance(options.qrels, Mapping) and not options.qrels):
-        raise InputError(f"the simulated reranker needs qrels: it orders windows by noisy grades {NEEDS_QRELS}")
-    qrels = grades_of(options.qrels)
+    qrels = {} if options.qrels is None else grades_of(options.qrels)
     if not qrels:
-        raise InputError(f"the simulated reranker needs qrels: it orders windows by noisy grades {NEEDS_QRELS}")
+        raise InputError("the simulated reranker needs qrels: it orders windows by noisy grades (CLI: --qrels FILE; "
+                         "API: qrels={qid: {docid: grade}} or a qrels file's path)")
     builder = None
     extra = "".join(f",{what}={value}" for what, value in (("persistent", options.sim_persistent),
                                                              ("position", options.sim_position)) if value)
