@@ -140,12 +140,8 @@ def load_inputs(
         bundle.docs.update(doc_fetcher(wanted - set(bundle.docs)))
     if qrels:
         bundle.qrels = load_qrels(qrels)
-    inputs = _complete(bundle, fmt, run, notes, need_texts, skip_missing, topics)
+    inputs = _complete(bundle, fmt, run, notes, need_texts, skip_missing, topics, tails if keep_tail else None)
     inputs.every_query = every
-    held = inputs.tails if keep_tail else {}  # candidates --skip-missing could not rerank (no text)
-    inputs.held_docs = sum(map(len, held.values()))
-    inputs.tails = {q: held.get(q, ()) + tails.get(q, ()) for q in {t.qid for t in inputs.tasks}
-                    if held.get(q) or tails.get(q)}
     return inputs
 
 
@@ -157,9 +153,12 @@ def _note(path: Path | None, what: str, notes: list[str]) -> str | None:
 
 
 def _complete(bundle: Bundle, fmt: str, run: str, notes: list[str], need_texts: bool, skip: bool,
-              topics: str | None = None) -> Inputs:
+              topics: str | None = None, tails: dict[str, tuple] | None = None) -> Inputs:
+    """The tasks, with what was skipped; ``tails`` (None: --drop-tail) the candidates below --depth, written with a
+    query's candidates that have no text (--skip-missing) under its reranked ones."""
     tasks: list[RankingTask] = []
-    held: dict[str, tuple] = {}
+    kept: dict[str, tuple] = {}  # per query, the candidates not reranked that its output keeps
+    held_docs = 0
     skipped_docs = skipped_queries = 0
     name = source_name(run)
     for qid, cands in bundle.runs.items():
@@ -188,7 +187,10 @@ def _complete(bundle: Bundle, fmt: str, run: str, notes: list[str], need_texts: 
             if not cands:  # every candidate lacked its text: nothing to rerank
                 skipped_queries += 1
                 continue
-            if missing:  # not reranked, not lost: they follow the reranked ones in first-stage order
-                held[qid] = tuple(missing)
+            if missing and tails is not None:  # not reranked, not lost: they follow the reranked ones
+                kept[qid] = tuple(missing)
+                held_docs += len(missing)
+        if tails is not None and tails.get(qid):
+            kept[qid] = kept.get(qid, ()) + tails[qid]
         tasks.append(RankingTask(qid, query or "", cands))
-    return Inputs(tasks, bundle.docs, bundle.qrels, fmt, notes, skipped_docs, skipped_queries, tails=held)
+    return Inputs(tasks, bundle.docs, bundle.qrels, fmt, notes, skipped_docs, skipped_queries, held_docs, tails=kept)
