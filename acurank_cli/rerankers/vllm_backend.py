@@ -32,7 +32,7 @@ from ..errors import InputError
 from ..params import ANY_INT, at_least, between, positive
 from .base import option, register
 from .options import PromptOptions, WeightsOptions
-from .checkpoints import config_parameters, converted_folder, dtype_name, one_line, prompt_builder, resolve_model
+from .checkpoints import config_parameters, converted_folder, dtype_name, hub_kwargs, one_line, prompt_builder, resolve_model
 from .answers import LETTERS, AnswerDecoding, AnswerMode, logsumexp
 from .listwise import Deliver, ListwiseLLM, Reply
 from .prompts import HFTokenCounter, Prompt, get_format
@@ -113,10 +113,10 @@ class VLLMReranker(ListwiseLLM):
         self.tensor_parallel_size = int(options.tensor_parallel_size)
         self.engine_seed = int(options.engine_seed)
         try:
-            tok = AutoTokenizer.from_pretrained(folder)
-            config = AutoConfig.from_pretrained(folder)
+            tok = AutoTokenizer.from_pretrained(folder, **hub_kwargs(folder))
+            config = AutoConfig.from_pretrained(folder, **hub_kwargs(folder))
         except (OSError, ValueError) as exc:
-            raise InputError(f"vllm: cannot load model {model!r}: {one_line(exc)}") from None
+            raise self.source.not_loaded("vllm", exc) from None
         self.tokenizer = tok
         self._parameters = config_parameters(config)
         builder = prompt_builder(self.source, tok, options.prompt_format, options.context_size,
