@@ -18,10 +18,11 @@ from ..report.render import Format
 
 @lru_cache(maxsize=1)
 def err():
-    """The one console for status and error lines (stderr; no markup, no highlighting, no wrapping)."""
-    from rich.console import Console
+    """The one console for status and error lines (stderr; no markup, no emoji codes, no highlighting, no
+    wrapping): file names, ids, queries and passages are printed as they are (``:fire:`` stays ``:fire:``)."""
+    from ..console import text_console
 
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    return text_console(stderr=True, soft_wrap=True)
 
 
 def say(message: str) -> None:
@@ -34,6 +35,7 @@ MEASURE_HELP = ("a trec_eval name (ndcg_cut.10, map, recall.100, P.10, recip_ran
 
 Measures = Annotated[List[str], typer.Option("--measure", "-m", help=f"Measure, repeatable: {MEASURE_HELP}.")]
 RelLevel = Annotated[int, typer.Option("--rel-level", "-l", help="Relevance level for binary measures (TREC DL uses 2), as trec_eval -l.")]
+Overwrite = Annotated[bool, typer.Option("--overwrite", metavar="", help="Replace output files that exist (without it, an existing output is refused).")]
 Qids = Annotated[Optional[str], typer.Option("--qids", help="Only these queries: ids 1,2,3 (any number), or @FILE (first column: a qid list or topics; a plain FILE that exists works too).")]
 
 

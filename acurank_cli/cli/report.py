@@ -14,9 +14,10 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import InputError
+from ..io.plan import FilePlan
 from ..evaluation import DEFAULT_MEASURE
 from ..report.render import REPORT_FORMATS, check_format, emit
-from .options import MEASURE_HELP, declared, resolved_parameters, say
+from .options import MEASURE_HELP, Overwrite, declared, resolved_parameters, say
 
 RUNS_HELP = """Naming runs (the same options for table, pareto and allocation):
 
@@ -115,6 +116,14 @@ def naming_runs(command):
     return declared(wrapper, shared + own)
 
 
+def _writes(coll, overwrite: bool, *outputs: tuple[str, Path | None]) -> None:
+    """Every output checked against the files the report reads and against each other (see FilePlan)."""
+    plan = coll.read_by(FilePlan())
+    for flag, path in outputs:
+        plan.write(flag, path)
+    plan.check(overwrite)
+
+
 def _check_format(fmt: str) -> str:
     return check_format(fmt).value
 
@@ -145,13 +154,16 @@ def table_cmd(
     percent: Annotated[bool, typer.Option("--percent", metavar="", help="Show the measure x 100 with 2 decimals (as the paper).")] = False,
     fmt: FormatOpt = "terminal",
     output: OutputOpt = None,
+    overwrite: Overwrite = False,
 ) -> None:
     from ..report.tables import build_table, check_options, parse_baselines
 
     _check_format(fmt)
     check_options(test, correction, ci)
     measures = list(dict.fromkeys(measure or [DEFAULT_MEASURE]))
-    colls = [sources.collection(method, m, rel_level) for m in measures]
+    first = sources.collection(method, measures[0], rel_level)
+    colls = [first, *(first.measured_by(m) for m in measures[1:])]
+    _writes(colls[0], overwrite, ("--output", output))
     rep = build_table(colls, parse_baselines(baseline or [], list(colls[0].datasets)), test, resamples, seed, percent,
                       correction, ci)
     emit(fmt, rep.tables, rep.records, rep.data, output)
@@ -172,11 +184,13 @@ def efficiency_cmd(
     baseline: Annotated[str | None, typer.Option("--baseline", "-b", help="Method the changes are measured against (e.g. sw-1).")] = None,
     fmt: FormatOpt = "terminal",
     output: OutputOpt = None,
+    overwrite: Overwrite = False,
 ) -> None:
     from ..report.efficiency import build_efficiency
 
     _check_format(fmt)
     coll = sources.collection(method)
+    _writes(coll, overwrite, ("--output", output))
     if baseline is not None and not any(coll.has(ds, baseline) for ds in coll.datasets):
         raise InputError(f"--baseline {baseline!r} has no run (methods: {', '.join(coll.methods())})")
     rep = build_efficiency(coll, baseline)
@@ -188,8 +202,8 @@ def efficiency_cmd(
 
 @report_app.command("pareto", help="Pareto plot of nDCG@10 against mean cost per query (calls, tokens or "
                     "seconds), one point per method, the frontier drawn; also prints the points.\n\n" + RUNS_HELP + """
-Example: acurank report pareto --runs out/sim --view all --out pareto.png
---out pareto.svg
+Example: acurank report pareto --runs out/sim --view all --out pareto-all.png
+--out pareto-all.svg
 """)
 @naming_runs
 def pareto_cmd(
@@ -203,6 +217,7 @@ def pareto_cmd(
     log_x: Annotated[bool, typer.Option("--log-x", metavar="", help="Symmetric-log x axis (linear below 1).")] = False,
     fmt: FormatOpt = "terminal",
     output: OutputOpt = None,
+    overwrite: Overwrite = False,
 ) -> None:
     from ..report.pareto import build_pareto, plot_pareto
     from ..report.tables import measure_label
@@ -215,6 +230,7 @@ def pareto_cmd(
     views = list(dict.fromkeys(views))
     computed, rep = build_pareto(coll, views, x)
     outs = out or [Path("pareto.png"), Path("pareto.svg")]
+    _writes(coll, overwrite, ("--output", output), *(("--out", p) for p in outs))
     written = plot_pareto(computed, outs, x, measure_label(coll.measure, coll.rel_level), log_x)
     emit(fmt, rep.tables, rep.records, rep.data, output)
     say("wrote " + ", ".join(str(p) for p in written))
@@ -246,12 +262,14 @@ def allocation_cmd(
     plot: Annotated[list[Path] | None, typer.Option("--plot", help="Also draw calls against WIG to this file (.png/.svg; repeatable).")] = None,
     fmt: FormatOpt = "terminal",
     output: OutputOpt = None,
+    overwrite: Overwrite = False,
 ) -> None:
     from ..report.allocation import build_allocation, plot_allocation
     from ..report.tables import measure_label, parse_baselines
 
     _check_format(fmt)
     coll = sources.collection(None, measure, rel_level)
+    _writes(coll, overwrite, ("--output", output), *(("--plot", p) for p in plot or ()))
     known = {m for d in coll.datasets.values() for m in d.runs}
     for m in method or ():
         if m not in known:
@@ -298,17 +316,23 @@ def trace_cmd(
     no_plot: Annotated[bool, typer.Option("--no-plot", metavar="", help="Only print the table.")] = False,
     fmt: FormatOpt = "terminal",
     output: OutputOpt = None,
+    overwrite: Overwrite = False,
 ) -> None:
     from ..report.trace_plot import build_trace_report, plot_trace, read_trace
 
     _check_format(fmt)
     src = "-" if str(file) == "-" else file
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in qid)
+    outs = [] if no_plot else out or [Path(f"trace-{safe}.png")]
+    plan = FilePlan().read("FILE", src).write("--output", output)
+    for p in outs:
+        plan.write("--out", p)
+    plan.check(overwrite)
     name, steps = read_trace(src, qid, method)
     rep = build_trace_report(steps, qid, name, docid or (), top)
     written = []
-    if not no_plot:
-        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in qid)
-        written = plot_trace(steps, qid, name, out or [Path(f"trace-{safe}.png")], top, docid or ())
+    if outs:
+        written = plot_trace(steps, qid, name, outs, top, docid or ())
     emit(fmt, rep.tables, rep.records, rep.data, output)
     if written:
         say("wrote " + ", ".join(str(p) for p in written))

@@ -17,7 +17,10 @@ from typing import Annotated
 import typer
 
 from ..errors import InputError
-from .options import err, say
+from ..io.plan import FilePlan, replacing
+from ..io.readers import check_tag
+from ..retrieval.resolve import as_file, load_qrels
+from .options import Overwrite, err, say
 
 
 def _status(message: str, quiet: bool = False) -> None:
@@ -80,6 +83,7 @@ def retrieve_cmd(
     encoder: Annotated[str | None, typer.Option("--encoder", help="Learned sparse search: a SPLADE or uniCOIL query encoder, hub id (e.g. naver/splade-cocondenser-ensembledistil, downloads once) or local folder; --index is then an impact index (e.g. msmarco-v1-passage.splade-pp-ed).")] = None,
     encoded_queries: Annotated[str | None, typer.Option("--encoded-queries", help="Learned sparse search with pre-encoded queries: JSONL {qid, vector: {term: integer weight}} (.gz ok); --topics optional (then it picks and orders the queries).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="No status lines.")] = False,
+    overwrite: Overwrite = False,
 ) -> None:
     """BM25 retrieval with Anserini (Lucene via pyjnius; no torch), or learned sparse (impact) retrieval with
     --encoder or --encoded-queries: writes a TREC run."""
@@ -92,6 +96,9 @@ def retrieve_cmd(
         raise InputError("pass exactly one of --topics FILE|NAME and --dataset irds:<id>")
     if hits < 1:
         raise InputError(f"--hits must be at least 1, not {hits}")
+    tag = check_tag(tag or ("impact" if sparse else "bm25"))
+    FilePlan().read("--topics", None if topics is None else as_file(topics)).read("--encoded-queries", encoded_queries).read(
+        "--index", index if Path(index).exists() else None).write("--output", output).check(overwrite)
     queries = _queries(topics, dataset, quiet)
     vectors = None if encoded_queries is None else _encoded(encoded_queries, queries)
     jvm = start_jvm()
@@ -113,7 +120,7 @@ def retrieve_cmd(
         what = f"BM25(k1={k1:g}, b={b:g})"
     seconds = time.perf_counter() - started
     age = _process_age()
-    _write(runs, output, tag or ("impact" if sparse else "bm25"))
+    _write(runs, output, tag)
     empty = sum(1 for c in runs.values() if not c)
     _status(
         f"retrieved {len(runs)} queries x top-{hits} {what} on {index} ({docs} docs) "
@@ -157,19 +164,15 @@ def _encoded(path: str, queries: dict[str, str] | None) -> dict:
 
 
 def _write(runs: dict, output: str | None, tag: str) -> None:
-    """The run to stdout, or to a file written whole (through a .partial file renamed at the end)."""
+    """The run to stdout, or to a file written whole (a temporary file renamed at the end)."""
     from ..io.writers import write_run
 
     if output is None or output == "-":
         write_run(sys.stdout, runs, tag)
         sys.stdout.flush()
         return
-    out = Path(output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(out.name + ".partial")
-    with partial.open("w", encoding="utf-8") as fh:
+    with replacing(output) as fh:
         write_run(fh, runs, tag)
-    os.replace(partial, out)
 
 
 def convert_cmd(
@@ -178,12 +181,16 @@ def convert_cmd(
     qrels: Annotated[str | None, typer.Option("--qrels", help="Keep only queries judged in these qrels and copy them.")] = None,
     tag: Annotated[str, typer.Option("--tag", help="Run tag.")] = "bm25",
     depth: Annotated[int, typer.Option("--depth", help="Keep the top N candidates per query.")] = 100,
+    overwrite: Overwrite = False,
 ) -> None:
     """Split a candidate file into run + topics + corpus (the sample_runs layout)."""
-    from ..io.convert import convert_candidates
-    from ..retrieval.resolve import load_qrels
+    from ..io.convert import LAYOUT, convert_candidates
 
-    done = convert_candidates(candidates, out_dir, load_qrels(qrels) if qrels else None, tag, depth)
+    plan = FilePlan().read("CANDIDATES", candidates).read("--qrels", None if qrels is None else as_file(qrels))
+    for name in LAYOUT:
+        plan.write(f"(--out-dir's {name})", out_dir / name)
+    plan.check(overwrite)
+    done = convert_candidates(candidates, out_dir, load_qrels(qrels) if qrels else None, check_tag(tag), depth)
     err().print(f"{done.fmt}: {done.queries} queries, {done.passages} passages -> {out_dir}", markup=False)
 
 

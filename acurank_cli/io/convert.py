@@ -8,7 +8,12 @@ from pathlib import Path
 
 from ..errors import InputError
 from .readers import read_candidates
+from .plan import replacing
 from .writers import write_corpus, write_run, write_topics
+
+
+#: The files a conversion writes into its folder (qrels.txt when qrels are known).
+LAYOUT = ("bm25.run", "topics.tsv", "passages.jsonl.gz", "qrels.txt")
 
 
 @dataclass(frozen=True)
@@ -30,13 +35,13 @@ def convert_candidates(candidates: str, out_dir: Path, qrels: dict[str, dict[str
     judged = qrels if qrels else bundle.qrels
     keep = [q for q in bundle.runs if not judged or q in judged]
     out_dir.mkdir(parents=True, exist_ok=True)
-    with (out_dir / "bm25.run").open("w", encoding="utf-8") as fh:
+    with replacing(out_dir / "bm25.run") as fh:
         write_run(fh, {q: bundle.runs[q] for q in keep}, tag)
     write_topics(out_dir / "topics.tsv", {q: bundle.topics[q] for q in keep})
     seen = dict.fromkeys(c.docid for q in keep for c in bundle.runs[q])
     write_corpus(out_dir / "passages.jsonl.gz", (bundle.docs[d] for d in seen))
     if judged:
-        with (out_dir / "qrels.txt").open("w", encoding="utf-8") as fh:
+        with replacing(out_dir / "qrels.txt") as fh:
             for q in keep:
                 for d, g in judged[q].items():
                     fh.write(f"{q} 0 {d} {g}\n")

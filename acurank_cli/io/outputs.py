@@ -1,13 +1,15 @@
 """Append-only outputs (run, stats, trace) that survive Ctrl-C / kill -9 and resume where they stopped.
 
-Each query's block is written with one ``write`` and flushed, so a crash leaves at most one partial
-block at the end; on resume, only complete query blocks are kept (the file is rewritten atomically).
+These are the writers that append, and why that is safe: each query's block is written with one ``write`` and
+flushed, the run block last (it marks the query done), so a crash leaves at most one partial block at the
+end; a run is continued only when the meta file beside it records the same command (fingerprint), and on
+resume only complete query blocks are kept (the run, stats and trace are first rewritten whole, through a
+temporary file). Which files may be written at all is decided before, by :class:`~.plan.FilePlan`.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +17,7 @@ from typing import TextIO
 
 from ..errors import InputError
 from ..records import StatsRecord
+from .plan import is_regular_or_absent, write_whole
 
 
 #: Run file endings; ``X.run`` and ``X.run.gz`` are method ``X``.
@@ -103,33 +106,6 @@ def unfinished(run_path: str | Path, queries: int) -> str | None:
     return f"{queries} of {meta.expected_queries} queries"
 
 
-def check_writable(path: str | None, what: str) -> None:
-    """One line (exit 2) now, not a traceback later, for an output path that cannot be written; a
-    missing folder is made (as ``mkdir -p``)."""
-    if not path or path == "-":
-        return
-    p = Path(path)
-    folder = p.parent
-    if p.is_dir():
-        raise InputError(f"{what} is a directory, expected a file name", path)
-    if not folder.is_dir():
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InputError(f"{what}: cannot make folder {str(folder)!r} ({exc.strerror or exc})", path) from None
-    if (p.exists() and not os.access(p, os.W_OK)) or not os.access(folder, os.W_OK):
-        raise InputError(f"{what} is not writable", path)
-
-
-def atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 def complete_run_blocks(path: Path, expected: dict[str, int], tag: str) -> dict[str, str]:
     """Complete query blocks already in a run file (qid -> text), checking the tag matches."""
     blocks: dict[str, list[str]] = {}
@@ -187,7 +163,9 @@ class RunOutputs:
         about the run for other commands: a shard's place, see :mod:`acurank_cli.run.shard`).
         """
         self.order = list(expected)
-        if self.output and self.output != "-":
+        if self.output and self.output != "-" and not is_regular_or_absent(self.output):
+            self._fh["run"] = open(self.output, "w", encoding="utf-8")  # a device or FIFO: no resume, no meta
+        elif self.output and self.output != "-":
             path = Path(self.output)
             meta = meta_path_for(path)
             if path.exists() and path.stat().st_size > 0 and not overwrite:
@@ -196,9 +174,9 @@ class RunOutputs:
                 kept = complete_run_blocks(path, expected, tag)
                 self.done = set(kept)
                 self.resumed = True
-                atomic_write(path, "".join(kept[q] for q in self.order if q in kept))
+                write_whole(path, "".join(kept[q] for q in self.order if q in kept))
             if fingerprint is not None:
-                atomic_write(meta, json.dumps({"fingerprint": fingerprint.as_dict(), "digest": fingerprint.digest,
+                write_whole(meta, json.dumps({"fingerprint": fingerprint.as_dict(), "digest": fingerprint.digest,
                                                **(described or {})}, indent=1, sort_keys=True) + "\n")
             self._fh["run"] = path.open("w" if overwrite or not self.resumed else "a", encoding="utf-8")
         else:
@@ -224,7 +202,7 @@ class RunOutputs:
                     break
                 if rec.get("qid") in self.done:
                     lines.append(line if line.endswith("\n") else line + "\n")
-        atomic_write(path, "".join(lines))
+        write_whole(path, "".join(lines))
 
     def write_query(self, qid: str, run_text: str, stats: dict | None, traces: list[dict]) -> None:
         """Append one finished query: trace and stats first, the run block last (it marks done)."""
@@ -244,11 +222,11 @@ class RunOutputs:
             if fh is not sys.stdout:
                 fh.close()
         self._fh.clear()
-        if self.resumed and self.output and self.output != "-" and self.done >= set(self.order):
+        if self.resumed and self.done >= set(self.order):
             path = Path(self.output)
             groups: dict[str, list[str]] = {}
             with path.open("r", encoding="utf-8") as fh:
                 for line in fh:
                     groups.setdefault(line.split(maxsplit=1)[0], []).append(line)
-            atomic_write(path, "".join("".join(groups.get(q, [])) for q in self.order))
+            write_whole(path, "".join("".join(groups.get(q, [])) for q in self.order))
 

@@ -12,7 +12,7 @@ import sys
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence, TextIO, Union
+from typing import BinaryIO, Callable, Iterator, Sequence, TextIO, Union
 
 from ..errors import InputError
 from ..records import Candidate, Doc, Run
@@ -42,53 +42,78 @@ def one_stdin(named: Sequence[tuple[str, object]]) -> None:
         raise InputError(f"'-' (standard input) can be only one input, and {who} name it: give the others as files")
 
 
-def _stdin_text() -> TextIO:
-    """Standard input as text, gunzipped when it starts with gzip's magic bytes (``zcat``-free pipelines)."""
-    raw = getattr(sys.stdin, "buffer", None)
-    if raw is None:  # a text-only stream (an embedding caller's): as it is
-        return sys.stdin
+class _Prefixed(io.RawIOBase):
+    """A stream's first bytes, already read to sniff its kind, put back in front of the rest of it."""
+
+    def __init__(self, head: bytes, rest: BinaryIO):
+        self._head, self._rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self._head:
+            n = min(len(buffer), len(self._head))
+            buffer[:n], self._head = self._head[:n], self._head[n:]
+            return n
+        return self._rest.readinto(buffer)
+
+
+def _sniffed(raw: BinaryIO) -> tuple[BinaryIO, bool]:
+    """The stream, still at its first byte, and whether it is gzip: its first two bytes are looked at without
+    being consumed (a peek, or a read put back in front), so a pipe, a FIFO or ``/dev/stdin`` loses nothing."""
     head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
-    if not hasattr(raw, "peek"):  # no look-ahead: read it all (small inputs of test harnesses)
-        data = raw.read()
-        head, raw = data[:2], io.BytesIO(data)
-    if head == b"\x1f\x8b":
-        return io.TextIOWrapper(gzip.GzipFile(fileobj=raw), encoding="utf-8-sig")
-    return io.TextIOWrapper(raw, encoding="utf-8-sig") if isinstance(raw, io.BytesIO) else sys.stdin
+    if len(head) < 2:  # no look-ahead, or a pipe that delivered one byte so far: read two, put them back
+        first = raw.read(2) or b""
+        while 0 < len(first) < 2 and (more := raw.read(2 - len(first))):
+            first += more
+        head, raw = first, io.BufferedReader(_Prefixed(first, raw))
+    return raw, head == b"\x1f\x8b"
+
+
+def _stdin_bytes() -> BinaryIO:
+    stdin = sys.stdin
+    if stdin is None:
+        raise InputError("no standard input to read ('-')", "<stdin>")
+    return getattr(stdin, "buffer", None) or io.BytesIO(stdin.read().encode("utf-8"))  # a text-only stream: its text
 
 
 @contextlib.contextmanager
 def open_text(src: Source) -> Iterator[TextIO]:
-    """Open a path (``.gz`` ok), ``-`` for stdin, or pass an open text stream through."""
+    """The one way in: a path, ``-`` (stdin) or an open text stream (passed through). A path is opened once
+    (a FIFO, ``/dev/stdin`` or a process substitution ``<(...)`` has no second reading) and, like stdin, is
+    gunzipped when its first bytes are gzip's, whatever its name; text is UTF-8 (a byte-order mark dropped)."""
     if not isinstance(src, (str, Path)):
         yield src
         return
-    if str(src) == "-":
-        yield _stdin_text()
-        return
-    path = Path(src)
-    if not path.exists():
-        raise InputError("no such file", str(path))
-    if path.is_dir():
-        raise InputError("is a directory, expected a file", str(path))
-    try:
-        with path.open("rb") as raw:
-            magic = raw.read(2)
-    except OSError as exc:
-        raise InputError(f"cannot read ({exc.strerror or exc})", str(path)) from None
-    # utf-8-sig: a UTF-8 byte-order mark is not part of the first qid
-    try:
-        if magic == b"\x1f\x8b":
-            with gzip.open(path, "rt", encoding="utf-8-sig") as fh:
-                yield fh
+    name = source_name(src)
+    with contextlib.ExitStack() as stack:
+        if str(src) == "-":
+            raw = _stdin_bytes()
         else:
-            with path.open("r", encoding="utf-8-sig") as fh:
-                yield fh
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text (a binary file?)", str(path)) from None
-    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        raise InputError(f"corrupt or truncated gzip file ({exc})", str(path)) from None
-    except OSError as exc:
-        raise InputError(f"cannot read ({exc.strerror or exc})", str(path)) from None
+            path = Path(src)
+            if path.is_dir():
+                raise InputError("is a directory, expected a file", name)
+            try:
+                raw = stack.enter_context(path.open("rb"))
+            except FileNotFoundError:
+                raise InputError("no such file", name) from None
+            except OSError as exc:
+                raise InputError(f"cannot read ({exc.strerror or exc})", name) from None
+        try:
+            raw, gz = _sniffed(raw)
+            binary = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw
+            text = io.TextIOWrapper(binary, encoding="utf-8-sig")
+            try:
+                yield text
+            finally:
+                text.detach()  # the file itself is closed by the stack; stdin stays open
+        except UnicodeDecodeError:
+            raise InputError("not UTF-8 text (a binary file?)", name) from None
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            raise InputError(f"corrupt or truncated gzip file ({exc})", name) from None
+        except OSError as exc:
+            raise InputError(f"cannot read ({exc.strerror or exc})", name) from None
 
 
 def check_id(value: str, what: str, name: str, line: int | None = None) -> str:
@@ -97,6 +122,14 @@ def check_id(value: str, what: str, name: str, line: int | None = None) -> str:
     if not value or not value.isprintable() or " " in value:
         raise InputError(f"{what} {value!r} is empty or holds whitespace or control characters", name, line)
     return value
+
+
+def check_tag(tag: str, flag: str = "--tag") -> str:
+    """A run tag, the sixth column of every TREC line: non-empty, printable, no whitespace."""
+    if not tag or not tag.isprintable() or " " in tag:
+        raise InputError(f"{flag} {tag!r}: a run tag must be non-empty, without whitespace or control characters "
+                         "(it is a column of every TREC run line)")
+    return tag
 
 
 def check_score(value: float, name: str, line: int | None = None, where: str = "") -> float:
@@ -172,28 +205,39 @@ def read_topics(src: Source) -> dict[str, str]:
     return topics
 
 
+def _readable_file(text: str) -> bool:
+    """An existing path that is not a folder: a file, a FIFO or a process substitution (``<(...)``)."""
+    try:
+        path = Path(text)
+        return path.exists() and not path.is_dir()
+    except (OSError, ValueError):  # not a possible path (too long, NUL)
+        return False
+
+
+def qids_file(spec: str | None) -> str | None:
+    """The file ``--qids`` reads (``@FILE``, or a single word naming an existing file), or None (ids)."""
+    if spec is None:
+        return None
+    if spec.startswith("@"):
+        return spec[1:]
+    return spec if "," not in spec and (spec == "-" or _readable_file(spec)) else None
+
+
 def read_qids(spec: str) -> set[str]:
     """``--qids``: ``@FILE`` (the first column of each line: a qid list or a topics file; ``@-`` stdin), ids
     ``1,2,3`` (a list, however long: never tried as a path), or a single word that names an existing file
-    (read as ``@FILE``) or one id."""
-    if spec.startswith("@"):
-        spec = spec[1:]
-        if spec != "-" and not Path(spec).is_file():
-            raise InputError("no such file", f"--qids @{spec}")
-        is_file = True
-    else:
-        try:
-            is_file = "," not in spec and (spec == "-" or Path(spec).is_file())
-        except (OSError, ValueError):  # not a possible path (too long, NUL): ids
-            is_file = False
-    if is_file:
-        name = source_name(spec)
-        with open_text(spec) as fh:
+    (read as ``@FILE``) or one id. An empty value (an unset ``$QIDS`` in a script) is an error, never "all"."""
+    path = qids_file(spec)
+    if spec.startswith("@") and path != "-" and not _readable_file(path):
+        raise InputError("no such file", f"--qids @{path}")
+    if path is not None:
+        name = source_name(path)
+        with open_text(path) as fh:
             qids = {check_id(line.split()[0], "qid", name, lineno) for lineno, line in _numbered(fh)}
     else:
         qids = {check_id(q.strip(), "qid", "--qids") for q in spec.split(",") if q.strip()}
     if not qids:
-        raise InputError("no query ids given", "--qids")
+        raise InputError(f"no query ids given{' (an empty value)' if not spec.strip() else ''}", "--qids")
     return qids
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, TextIO
 
 from ..records import Candidate, Doc, Ranked, strictly_decreasing
+from .plan import replacing
 
 
 def run_lines(qid: str, ranking: Iterable[Ranked], tag: str) -> str:
@@ -28,18 +29,18 @@ def write_run(fh: TextIO, runs: Mapping[str, Iterable[Candidate]], tag: str) -> 
 
 
 def write_topics(path: Path, topics: dict[str, str]) -> None:
-    """Write topics as ``qid<TAB>text``."""
-    with path.open("w", encoding="utf-8") as fh:
+    """Write topics as ``qid<TAB>text`` (the whole file, see :func:`~.plan.replacing`)."""
+    with replacing(path) as fh:
         for qid, text in topics.items():
             fh.write(f"{qid}\t{' '.join(text.split())}\n")
 
 
 def write_corpus(path: Path, docs: Iterable[Doc]) -> None:
-    """Write a BEIR-style JSONL corpus (gzip when the name ends in .gz), reproducibly."""
-    opener = (lambda p: gzip.GzipFile(p, "wb", mtime=0)) if path.suffix == ".gz" else (
-        lambda p: open(p, "wb")
-    )
-    with opener(path) as fh:
+    """Write a BEIR-style JSONL corpus (gzip when the name ends in .gz), reproducibly (the whole file)."""
+    with replacing(path, binary=True) as raw:
+        fh = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename=str(path)) if path.suffix == ".gz" else raw
         for d in docs:
             rec = {"_id": d.docid, "title": d.title, "text": d.text}
             fh.write((json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8"))
+        if fh is not raw:
+            fh.close()

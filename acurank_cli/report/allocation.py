@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from ..errors import InputError
 from .collection import Collection
 from .panels import grid_shape, panel_axes
-from .render import Table, num, pval
+from .render import Table, num, pval, save_figure
 from .significance import spearman
 from .tables import Report, measure_label
 
@@ -231,5 +231,5 @@ def plot_allocation(report: Report, outputs: Sequence[str], label: str = "nDCG@1
         for out in outputs:
             path = Path(out)
             path.parent.mkdir(parents=True, exist_ok=True)
-            fig.savefig(path, dpi=200, metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
+            save_figure(fig, path, dpi=200, metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
         plt.close(fig)

@@ -23,19 +23,20 @@ import re
 import statistics
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import InputError
 from ..evaluation import DEFAULT_MEASURE, evaluate, measure_name
 from ..io.outputs import method_name_of, read_run_meta, read_stats, stats_path_for, unfinished
 from ..io.readers import read_qrels, read_run, read_topics
+from ..io.plan import FilePlan
 from ..records import Run, StatsRecord
 
 #: Cost measures a stats file can provide (x axes of the Pareto plot).
 COST_KINDS = ("calls", "tokens", "seconds", "rounds", "flops")
 #: Every per-query figure a stats file can provide (the efficiency table's columns).
-STAT_KINDS = (*COST_KINDS, "input_tokens", "output_tokens", "window")
+STAT_KINDS = (*COST_KINDS, "input_tokens", "output_tokens", "window", "cached")
 QRELS_NAMES = ("qrels.txt", "qrels.txt.gz", "qrels", "qrels.tsv")
 TOPICS_NAMES = ("topics.tsv", "topics.tsv.gz", "topics.txt")
 
@@ -45,7 +46,7 @@ def _record_cost(rec: StatsRecord, kind: str) -> float | None:
     if kind == "window":  # the mean size of the windows sent (a query without calls has none)
         sizes = rec.window_sizes
         return sum(sizes) / len(sizes) if sizes else None
-    value = {"calls": rec.calls, "tokens": rec.tokens, "seconds": rec.seconds, "rounds": rec.rounds, "flops": rec.flops,
+    value = {"calls": rec.calls, "cached": rec.cached_calls, "tokens": rec.tokens, "seconds": rec.seconds, "rounds": rec.rounds, "flops": rec.flops,
              "input_tokens": rec.input_tokens, "output_tokens": rec.output_tokens}[kind]
     return None if value is None else float(value)
 
@@ -137,6 +138,19 @@ class Collection:
     method_order: list[str] | None = None  # as given by --method; None = not given
     _eval: dict = field(default_factory=dict, repr=False)
 
+    def measured_by(self, measure: str) -> "Collection":
+        """The same runs (each file read once, whatever the measures) evaluated by another measure."""
+        return replace(self, measure=measure_name(measure), _eval={})
+
+    def read_by(self, plan: "FilePlan") -> "FilePlan":
+        """Name every file the report reads in ``plan``: runs, stats, qrels and topics."""
+        for ds in self.datasets.values():
+            plan.read(f"(the qrels of {ds.name})", ds.qrels_path).read(f"(the topics of {ds.name})", ds.topics_path)
+            for mr in ds.runs.values():
+                plan.read(f"(the run {ds.name}:{mr.method})", mr.run_path)
+                plan.read(f"(the stats of {ds.name}:{mr.method})", mr.stats_path)
+        return plan
+
     def methods(self) -> list[str]:
         """Every method present in some dataset: in --method order if given, else sorted by name."""
         if self.method_order is not None:
@@ -222,8 +236,9 @@ def split_run_spec(spec: str, option: str) -> tuple[str | None, str, str]:
 
 
 def _existing(path: str | Path, option: str) -> Path:
+    """A file named by ``option``: a regular file, or one read as it streams (a FIFO, ``<(...)``)."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists() or p.is_dir():
         raise InputError(f"{option}: no such file", str(p))
     return p
 

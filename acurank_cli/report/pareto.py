@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from .collection import COST_KINDS, Collection, macro
-from .render import Table, num
+from .render import Table, num, save_figure
 from .panels import grid_shape, panel_axes
 from .tables import Report, measure_label, ordered_methods
 
@@ -102,7 +102,7 @@ def plot_pareto(
             path = Path(out)
             path.parent.mkdir(parents=True, exist_ok=True)
             meta = {"Date": None} if path.suffix.lower() == ".svg" else None
-            fig.savefig(path, dpi=200, metadata=meta)
+            save_figure(fig, path, dpi=200, metadata=meta)
             written.append(path)
         plt.close(fig)
     return written

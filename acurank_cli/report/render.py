@@ -150,33 +150,29 @@ def to_latex(tables: Sequence[Table]) -> str:
 
 def to_terminal(tables: Sequence[Table], file=None, width: int | None = None) -> None:
     """Print with rich (bold best cells, notes dimmed below each table)."""
-    from rich.console import Console
     from rich.table import Table as RichTable
+    from rich.text import Text
+
+    from ..console import text_console
 
     file = file if file is not None else sys.stdout
     is_tty = getattr(file, "isatty", lambda: False)()
-    console = Console(file=file, width=width or (None if is_tty else 200), highlight=False, soft_wrap=False)
+    console = text_console(file=file, width=width or (None if is_tty else 200), soft_wrap=False)
     for t in tables:
-        rt = RichTable(title=t.title or None, title_justify="left", show_lines=False)
+        rt = RichTable(title=Text(t.title) if t.title else None, title_justify="left", show_lines=False)
         for j, (col, a) in enumerate(zip(t.columns, t.aligns())):
             # a cell (a method's name, a figure) is never cut: on a narrow terminal the headers wrap instead
             widest = max([0, *(len(row[j].text) for row in t.rows if j < len(row))])
             rt.add_column(col, justify="right" if a == "r" else "left", no_wrap=False, min_width=min(48, widest) or None)
         for i, row in enumerate(t.rows):
             rt.add_row(
-                *[f"[bold]{_rich_escape(c.text)}[/bold]" if c.bold else _rich_escape(c.text) for c in row],
+                *[Text(c.text, style="bold" if c.bold else "") for c in row],  # text as it is: no markup, no emoji
                 end_section=(i + 1) in t.rules,
             )
         console.print(rt, crop=False)  # a table wider than the terminal wraps there; nothing is cut off
         for note in t.notes:
             console.print(note, style="dim", markup=False)
         console.print()
-
-
-def _rich_escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
 
 
 # ------------------------------------------------------------------------------------- csv / json
@@ -261,4 +257,14 @@ def emit(fmt: str | Format, tables: Sequence[Table], records: list[dict], obj: A
     if output is None or str(output) == "-":
         sys.stdout.write(text)
     else:
-        Path(output).write_text(text, encoding="utf-8")
+        from ..io.plan import write_whole
+
+        write_whole(output, text)
+
+
+def save_figure(fig, path: str | Path, **options) -> None:
+    """A matplotlib figure written whole (a temporary file renamed over ``path``), in the format its suffix names."""
+    from ..io.plan import replacing
+
+    with replacing(path, binary=True) as fh:
+        fig.savefig(fh, format=Path(path).suffix.lstrip(".").lower(), **options)

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..io.readers import open_text, source_name
 from ..records import DocRating, TraceRecord
-from .render import MISSING, Table, num
+from .render import MISSING, Table, num, save_figure
 from .tables import Report
 
 
@@ -130,7 +130,7 @@ def plot_trace(
             if path.suffix.lower() not in (".png", ".svg", ".pdf"):
                 raise InputError(f"--out {out}: plot files must end in .png, .svg or .pdf")
             path.parent.mkdir(parents=True, exist_ok=True)
-            fig.savefig(path, dpi=200, metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
+            save_figure(fig, path, dpi=200, metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
             written.append(path)
         plt.close(fig)
     return written

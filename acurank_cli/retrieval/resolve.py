@@ -20,6 +20,8 @@ def as_file(spec: PathLike) -> str | Path | None:
     text = str(spec)
     if text == "-":
         return text
+    if not isinstance(spec, Path) and text.startswith("irds:"):  # a dataset id holds slashes but is no path
+        return None
     if isinstance(spec, Path) or Path(text).expanduser().exists() or looks_like_path(text) or text.endswith(FILE_SUFFIXES):
         return Path(text).expanduser()
     return None

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import InputError
-from ..io.readers import Bundle, one_stdin, read_candidates, read_corpus, read_qids, source_name
-from ..retrieval.resolve import load_qrels, load_topics
+from ..io.plan import FilePlan
+from ..io.readers import Bundle, one_stdin, qids_file, read_candidates, read_corpus, read_qids, source_name
+from ..retrieval.resolve import as_file, load_qrels, load_topics
 from ..records import Doc, RankingTask
 from .shard import Shard
 
@@ -53,6 +54,17 @@ class InputSpec:
     skip_missing: bool = False
     shard: Shard | None = None  # --shard I/N: only the queries of that shard
     keep_tail: bool = True  # the candidates below --depth follow the reranked head (--drop-tail: not)
+
+    def read_by(self, plan: FilePlan) -> FilePlan:
+        """Name every file this spec reads in ``plan``: the run, topics, corpus, qrels, a --qids file, the index
+        folder and the sample_runs files beside the run that are used when not given."""
+        plan.read("RUN", self.run).read("--corpus", self.corpus).read("--index", self.index)
+        plan.read("--qids", qids_file(self.qids))
+        for flag, spec in (("--topics", self.topics), ("--qrels", self.qrels)):
+            plan.read(flag, None if spec is None else as_file(spec))
+        for name, what in ((BESIDE_TOPICS, "topics"), (BESIDE_CORPUS, "passages")):
+            plan.read(f"(the {what} beside RUN)", _beside(self.run, name))
+        return plan
 
     def load(self, need_texts: bool) -> "Inputs":
         """Read and complete everything (see :func:`load_inputs`)."""
@@ -108,7 +120,7 @@ def load_inputs(
         tails = {q: c[depth:] for q, c in bundle.runs.items() if len(c) > depth}
         bundle.runs = {q: c[:depth] for q, c in bundle.runs.items()}
     notes: list[str] = []
-    if qids:
+    if qids is not None:
         wanted = read_qids(qids)
         missing = sorted(wanted - set(bundle.runs))
         if missing:

@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import signal
 import time
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
 
+from ..console import text_console
+
 from ..errors import InputError, Stopped
 from ..params import ParameterError, positive
-from ..io.outputs import RunOutputs, check_writable, stats_path_for
+from ..io.outputs import RunOutputs, meta_path_for, stats_path_for
+from ..io.plan import FilePlan, is_regular_or_absent
+from ..rerankers.cache import default_cache_path
+from ..rerankers.embeddings import store_path
 from ..io.readers import source_name
 from ..io.writers import run_lines
 from ..method.base import Strategy
@@ -39,6 +45,14 @@ class OutputSpec:
     @property
     def to_file(self) -> bool:
         return bool(self.output) and self.output != "-"
+
+    def resumable(self) -> bool:
+        """The run exists and would be continued (its stats and trace with it): whether it may be, the meta file
+        beside it decides (:class:`~acurank_cli.io.outputs.RunOutputs`), before any of them is written."""
+        if not self.to_file or self.overwrite or not is_regular_or_absent(self.output):
+            return False
+        path = Path(self.output)
+        return path.is_file() and path.stat().st_size > 0
 
     def stats_path(self) -> str | None:
         """--stats, or X.stats.jsonl beside --output X.run."""
@@ -86,6 +100,9 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     started = time.perf_counter()
     out = job.outputs
     stats = _checked_outputs(job)
+    log = job.backend_options.get("log_prompts")
+    if out.overwrite and log and Path(log).is_file():  # afresh: the log restarts with the run (else it is continued)
+        Path(log).write_bytes(b"")
     session = pipeline.Session(job.strategy, job.backend, job.backend_options)  # the backend's options checked here
     needs_texts = session.needs_texts
     inputs = job.inputs.load(needs_texts)
@@ -93,7 +110,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
         raise InputError(f"no query left to rerank: --skip-missing skipped all {inputs.skipped_queries} "
                          f"({inputs.skipped_docs} docs without text)", source_name(job.inputs.run))
     session.check(inputs.tasks, source_name(job.inputs.run))
-    status = Console(stderr=True, quiet=True) if job.quiet else err  # --quiet: errors and warnings only
+    status = text_console(stderr=True, quiet=True) if job.quiet else err  # --quiet: errors and warnings only
     for note in inputs.notes:
         (err if note.startswith("warning:") else status).print(f"acurank: {note}", markup=False)
     backend = session.load(context={"qrels": inputs.qrels})
@@ -134,20 +151,42 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
 
 
 def _checked_outputs(job: RerankJob) -> str | None:
-    """--model-params and every output path checked (writable, the run not the input); the stats path."""
+    """--model-params, and every output against every input and every other output (see :class:`FilePlan`):
+    nothing is opened for writing before this holds. Returns the stats path."""
     out = job.outputs
     if job.model_params is not None and not positive().contains(job.model_params):
         raise ParameterError("model_params", job.model_params, positive().describe(), flag="--model-params")
-    if out.to_file and out.output == job.inputs.run:
-        raise InputError("--output must differ from the input run", out.output)
     if out.trace and job.strategy.cutoff is None:  # its file would stay empty
         raise InputError(f"method {job.strategy.name!r} does not use --trace: it keeps no ratings to trace (the "
                          "acurank and acurank-auto families do)")
+    if job.inputs.shard is not None and job.strategy.lockstep:
+        raise InputError(_pooled_shard(job.strategy))
     stats = out.stats_path()
-    for path, what in ((out.output, "--output"), (stats, "--stats"), (out.trace, "--trace"),
-                       (job.backend_options.get("log_prompts"), "--log-prompts")):
-        check_writable(path, what)
+    resumable = out.resumable()
+    plan = job.inputs.read_by(FilePlan())
+    plan.write("--output", out.output, may_exist=True)  # continued when its meta file records this command
+    if out.to_file and is_regular_or_absent(out.output):
+        plan.write("(the meta file of --output)", meta_path_for(out.output), may_exist=True)
+    plan.write("--stats" if out.stats else "(the stats beside --output)", stats, may_exist=resumable)
+    plan.write("--trace", out.trace, may_exist=resumable)
+    plan.write("--log-prompts", job.backend_options.get("log_prompts"), may_exist=resumable)
+    if job.cache is not None:
+        cache = default_cache_path() if job.cache == pipeline.DEFAULTS.cache else Path(job.cache)
+        plan.write("--cache", cache, store=True).write("(the embedding store beside --cache)", store_path(cache), store=True)
+    plan.check(out.overwrite)
     return stats
+
+
+def _pooled_shard(strategy: Strategy) -> str:
+    """Why --shard is refused for a method that pools across the run's queries, and the ways out. Refused, not
+    warned: a sharded run must merge into the unsharded run byte for byte (what merge promises), and a warning in
+    one of a job array's logs is not read; the refusal comes before any call and costs nothing."""
+    what = ("its query-set budget (--budget-total) is spread over the whole run's queries"
+            if strategy.set_budget is not None else "it pools its noise model over the run's queries (--beta-pool run)")
+    way = ("give a per-query budget instead (acurank-N, --budget)" if strategy.set_budget is not None
+           else "pass --beta-pool query (each query alone: shards merge into the unsharded run)")
+    return (f"--shard with {strategy.name}: {what}, so each shard would pool only its own queries and the merged run "
+            f"would differ from the unsharded one; {way}, or rerank without --shard")
 
 
 def _drive(job: RerankJob, session: pipeline.Session, outputs: RunOutputs, inputs, tasks: list[RankingTask],

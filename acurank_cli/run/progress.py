@@ -4,28 +4,29 @@ from __future__ import annotations
 
 import sys
 
-from rich.console import Console
 from rich.table import Column
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..records import RankingTask, Step, StopReason
+from ..console import text_console
 
 
 class ProgressView:
     """A rich progress bar on stderr; silent when stderr is not a terminal or with ``--quiet``."""
 
     def __init__(self, total: int, label: str, quiet: bool = False):
-        self.console = Console(stderr=True)
+        self.console = text_console(stderr=True)
         self.enabled = not quiet and sys.stderr.isatty()
         self._progress = Progress(
-            TextColumn("[bold]{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", max_width=24)),
+            TextColumn("{task.description}", style="bold", markup=False,
+                       table_column=Column(no_wrap=True, overflow="ellipsis", max_width=24)),
             BarColumn(bar_width=20),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             TextColumn("eta"),
             TimeRemainingColumn(),
             TextColumn(
-                "{task.fields[detail]}",
+                "{task.fields[detail]}", markup=False,
                 table_column=Column(no_wrap=True, overflow="ellipsis", min_width=10, ratio=1),
             ),
             console=self.console,

@@ -91,12 +91,21 @@ def _blocks(path: Path, key) -> dict[str, str]:
     return {q: "".join(lines) for q, lines in groups.items()}
 
 
-def merge(paths: list[str], output: str) -> tuple[int, int]:
+def merge(paths: list[str], output: str, overwrite: bool = False) -> tuple[int, int]:
     """Join the parts into ``output`` (and its stats beside it when every part has stats), the queries in the
-    unsharded input's order. Returns (queries, parts)."""
-    from ..io.outputs import atomic_write, stats_path_for
+    unsharded input's order; an existing output is replaced only with ``overwrite``. Returns (queries, parts)."""
+    from ..io.outputs import meta_path_for, stats_path_for
+    from ..io.plan import FilePlan, write_whole
 
     parts = [read_part(p) for p in paths]
+    plan = FilePlan()
+    for p in parts:
+        plan.read("PART", p.run).read("(the stats beside PART)", p.stats).read("(the meta file beside PART)",
+                                                                                meta_path_for(p.run))
+    plan.write("--output", output)
+    if all(p.stats is not None for p in parts):
+        plan.write("(the stats beside --output)", stats_path_for(output))
+    plan.check(overwrite)
     first = parts[0]
     for p in parts[1:]:
         if p.shard.of != first.shard.of or p.queries != first.queries:
@@ -123,9 +132,9 @@ def merge(paths: list[str], output: str) -> tuple[int, int]:
         runs.update(blocks)
         if p.stats is not None:
             stats.update(_blocks(p.stats, lambda line: json.loads(line)["qid"]))
-    atomic_write(Path(output), "".join(runs[q] for q in first.queries if q in runs))
+    write_whole(Path(output), "".join(runs[q] for q in first.queries if q in runs))
     if all(p.stats is not None for p in parts):
-        atomic_write(stats_path_for(output), "".join(stats[q] for q in first.queries if q in stats))
+        write_whole(stats_path_for(output), "".join(stats[q] for q in first.queries if q in stats))
     return len(runs), len(parts)
 
 

@@ -1,0 +1,179 @@
+"""What a command reads and what it writes, checked before anything is opened for writing.
+
+Every command that writes files names them here first, with the flag that names each (``FilePlan``): the
+inputs it reads and the outputs it will write. :meth:`FilePlan.check` refuses, in one line naming both
+flags, an output that is the same file as an input or as another output ("the same file" is the same inode
+after links are followed, so ``./x``, a symbolic link and a hard link to ``x`` are all ``x``; an output that
+does not exist yet is compared by its resolved path), an output inside an input folder (a Lucene index), and
+an existing output without ``--overwrite``, unless the command continues that very file (a resumed run).
+Devices and FIFOs (``/dev/null``, ``/dev/stdout``) are written as they are and never replaced.
+
+Whole files are written through :func:`replacing`: a temporary file in the same folder, renamed over the
+target when complete, so a crash leaves the old file or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Iterator
+
+from ..errors import InputError
+
+
+@dataclass(frozen=True)
+class Named:
+    """A file as the command line names it: the flag (``--qrels``, ``RUN``) and the path given."""
+
+    flag: str
+    path: str
+
+    def __str__(self) -> str:
+        if self.flag.startswith("("):  # a file the command finds itself: "x/topics.tsv (the topics beside RUN)"
+            return f"{self.path} {self.flag}"
+        return f"{self.flag} {self.path}"  # a flag, or an argument by its name (RUN)
+
+
+@dataclass(frozen=True)
+class Output(Named):
+    """A file the command writes; ``may_exist``: an existing one is continued or is the command's own (a resumed
+    run's stats, the call cache, a run's meta file), not replaced by surprise."""
+
+    may_exist: bool = False
+    #: a store its own code opens and reports on (the call cache, the embedding store): only the clash checks
+    store: bool = False
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except (OSError, ValueError):
+        return None
+
+
+def _identity(path: str) -> tuple:
+    """The file a path denotes: its inode when it exists (links followed), else its resolved path."""
+    found = _stat(path)
+    if found is not None:
+        return ("inode", found.st_dev, found.st_ino)
+    return ("path", os.path.realpath(os.path.expanduser(path)))
+
+
+def is_regular_or_absent(path: str) -> bool:
+    """A path that names a regular file or nothing yet (not a device, a FIFO or a folder)."""
+    found = _stat(path)
+    return found is None or stat.S_ISREG(found.st_mode)
+
+
+def _special(path: str) -> bool:
+    """A device or FIFO: written as it is, never a clash (``/dev/null`` twice is harmless)."""
+    found = _stat(path)
+    return found is not None and not stat.S_ISREG(found.st_mode) and not stat.S_ISDIR(found.st_mode)
+
+
+def _inside(path: str, folder: str) -> bool:
+    root = os.path.realpath(os.path.expanduser(folder))
+    return os.path.realpath(os.path.expanduser(path)).startswith(root.rstrip(os.sep) + os.sep)
+
+
+@dataclass
+class FilePlan:
+    """The files one command reads and writes (``None`` and ``-``, stdin or stdout, are left out)."""
+
+    reads: list[Named] = field(default_factory=list)
+    writes: list[Output] = field(default_factory=list)
+
+    def read(self, flag: str, path: str | Path | None) -> "FilePlan":
+        if path is not None and str(path) != "-":
+            self.reads.append(Named(flag, str(path)))
+        return self
+
+    def write(self, flag: str, path: str | Path | None, may_exist: bool = False, store: bool = False) -> "FilePlan":
+        if path is not None and str(path) != "-":
+            self.writes.append(Output(flag, str(path), may_exist or store, store))
+        return self
+
+    def check(self, overwrite: bool = False) -> None:
+        """One line (an InputError) for the first write that would clobber what the command reads or writes."""
+        seen: dict[tuple, Output] = {}
+        for out in self.writes:
+            if _special(out.path):
+                continue
+            me = _identity(out.path)
+            for source in self.reads:
+                if _special(source.path):
+                    continue
+                if me == _identity(source.path):
+                    raise InputError(f"{out} is the same file as {source}, which the command reads; write elsewhere")
+                if os.path.isdir(source.path) and _inside(out.path, source.path):
+                    raise InputError(f"{out} is inside {source}, which the command reads; write elsewhere")
+            if me in seen:
+                raise InputError(f"{out} and {seen[me]} are the same file: give each output its own")
+            seen[me] = out
+            if out.store:
+                continue
+            found = _stat(out.path)
+            if found is not None and stat.S_ISDIR(found.st_mode):
+                raise InputError(f"{out} is a directory, expected a file name")
+            if found is not None and found.st_size > 0 and not out.may_exist and not overwrite:
+                raise InputError(f"{out} exists: pass --overwrite to replace it, or write elsewhere")
+        for out in self.writes:
+            if not out.store:
+                _writable(out)
+
+
+def _writable(out: Output) -> None:
+    """One line now, not a traceback later, for an output that cannot be written; a missing folder is made (as
+    ``mkdir -p``)."""
+    if _special(out.path):
+        return
+    path = Path(out.path).expanduser()
+    folder = path.parent
+    if not folder.is_dir():
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"{out}: cannot make folder {str(folder)!r} ({exc.strerror or exc})") from None
+    if (path.exists() and not os.access(path, os.W_OK)) or not os.access(folder, os.W_OK):
+        raise InputError(f"{out} is not writable")
+
+
+def _mode() -> int:
+    """The permissions a new file gets (0666 less the umask), as ``open`` would give it."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+@contextlib.contextmanager
+def replacing(path: str | Path, binary: bool = False) -> Iterator[IO]:
+    """Write a whole file: into a temporary file beside it, renamed over ``path`` once complete (links are
+    followed: the file a link names is replaced, not the link). A device or FIFO is written directly."""
+    target = os.path.realpath(os.path.expanduser(str(path)))
+    if not is_regular_or_absent(target):
+        with open(target, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
+            yield fh
+        return
+    folder, name = os.path.split(target)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder or ".")
+    try:
+        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, _mode())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_whole(path: str | Path, text: str) -> None:
+    """``text`` as the whole content of ``path`` (see :func:`replacing`)."""
+    with replacing(path) as fh:
+        fh.write(text)
