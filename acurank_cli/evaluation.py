@@ -96,6 +96,19 @@ def _check_params(name: str, measure: Any) -> None:
         raise InputError(f"measure {name!r}: {'; '.join(faults) or exc} ({measure.NAME} takes: {takes})") from None
 
 
+#: ir_measures families whose values lie in [0, 1] (normalised gains, precisions, recalls, reciprocal ranks); the
+#: others (counts such as NumRet, unnormalised DCG) are only >= 0.
+UNIT_INTERVAL = frozenset({"AP", "MAP", "RR", "MRR", "nDCG", "NDCG", "P", "Precision", "R", "Recall", "Rprec", "RPrec",
+                           "Bpref", "BPref", "Judged", "Success", "SetP", "SetR", "SetF", "SetAP", "SetRelP", "infAP",
+                           "ERR", "IPrec", "Accuracy", "Compat", "StRecall", "alpha_nDCG", "α_nDCG", "nERR_IA", "P_IA",
+                           "AP_IA", "MAP_IA", "ERR_IA", "nNRBP", "NERR8", "NERR9", "NERR10", "NERR11", "RBP", "SDCG"})
+
+
+def value_range(measure: Any) -> tuple[float, float]:
+    """The values ``measure`` (an ir_measures measure) can take: (0, 1) for the normalised ones, else (0, inf)."""
+    return (0.0, 1.0) if getattr(measure, "NAME", "") in UNIT_INTERVAL else (0.0, float("inf"))
+
+
 def display_name(label: str, rel_level: int = 1) -> str:
     """The one name tables give the measure asked as ``label``: ir_measures' (``ndcg_cut_10`` -> ``nDCG@10``)."""
     found = parse_measures([label], rel_level)

@@ -70,6 +70,6 @@ def test_cli_writes_flops_with_model_params_and_report_efficiency(sample, tmp_pa
     assert row["input_tokens_change_pct"] == pytest.approx(100 * (row["input_tokens"] - base["input_tokens"]) / base["input_tokens"])
     assert report["dl19"]["sw-1"]["window"] == 20.0 and report["dl19"]["acurank"]["flops"] is None
     md = acurank("report", "efficiency", "--runs", tmp_path / "runs", "--baseline", "sw-1", "-f", "markdown").stdout
-    assert "| sw-1 | 9.00 | 20.00 |" in md and "FLOPs vs sw-1" in md
+    assert "| sw-1 | 9.00 | 0.00 | 20.00 |" in md and "FLOPs vs sw-1" in md
     bad = acurank("rerank", run, "--reranker", "simulated", "--qrels", qrels, "--model-params", "0", check=False)
     assert bad.returncode == 2 and bad.stderr.strip() == "acurank: error: --model-params 0.0: must be a number > 0"

@@ -29,7 +29,7 @@ def _files(tmp_path):
 def test_floors_hold_and_fail_with_one_line_each(tmp_path):
     qrels, base, cand = _files(tmp_path)
     held = acurank("eval", cand, "--qrels", qrels, "-m", "RR", "--min", "RR=0.625", "--min", "P@1=0.25")  # P@1: only q4 has a first
-    assert held.returncode == 0 and held.stderr.strip().endswith("gates held (2 gates on 1 run)")
+    assert held.returncode == 0 and held.stderr.strip().endswith(f"gates held on {cand}: RR 0.6250 >= 0.6250; P@1 0.2500 >= 0.2500")
     failed = acurank("eval", cand, base, "--qrels", qrels, "-m", "RR", "--min", "RR=0.63", check=False)
     assert failed.returncode == 1
     lines = [l for l in failed.stderr.splitlines() if "gate" in l]
@@ -44,7 +44,8 @@ def test_against_fails_on_a_large_drop_or_a_significant_one(tmp_path):
     p = 2 * (1 - (0.5 + (3 / (math.sqrt(3) * 4) + math.atan(3 / math.sqrt(3))) / math.pi))
     assert abs(p - 0.0577) < 1e-4
     ok = acurank("eval", cand, "--qrels", qrels, "-m", "RR", "--against", base, "--max-drop", "0.4")
-    assert ok.returncode == 0 and "gates held (1 gate on 1 run)" in ok.stderr  # 0.375 <= 0.4, p 0.058 >= 0.05
+    assert ok.returncode == 0 and "(drop 0.3750 <= 0.4000, p = 0.058)" in ok.stderr  # 0.375 <= 0.4, p 0.058 >= 0.05
+    assert f"gates held on {cand}: RR 0.6250 against {base} 1.0000" in ok.stderr
     big = acurank("eval", cand, "--qrels", qrels, "-m", "RR", "--against", base, "--max-drop", "0.3", check=False)
     assert big.returncode == 1
     assert f"acurank: gate failed: {cand}: RR 0.6250 against {base} 1.0000: drop 0.3750 > max 0.3000 " \

@@ -70,8 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         with signals.handled():
             code = command().main(args=list(argv) if argv is not None else None, standalone_mode=False)
         return code if isinstance(code, int) else 0
-    except click_errors.NoArgsIsHelpError:  # `acurank` or `acurank report` alone: the help was shown
-        return 0
+    except click_errors.NoArgsIsHelpError as exc:  # `acurank` or `acurank report` alone: the help, as click shows it
+        exc.show()  # on stderr, exit 2 (a usage error: no command given), as click's standalone mode does
+        return exc.exit_code
     except click_errors.UsageError as exc:
         where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
         say(f"error: {bad_value(exc) or exc.format_message() + where}")

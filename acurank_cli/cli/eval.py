@@ -13,7 +13,7 @@ import typer
 from ..errors import InputError
 from ..evaluation import DEFAULT_MEASURE
 from ..report.render import Format, Table, check_format, emit, num
-from .options import Measures, Qids, RelLevel, format_option, say
+from .options import Measures, Overwrite, Qids, RelLevel, format_option, say
 
 if TYPE_CHECKING:
     from ..evaluation import Evaluation
@@ -89,17 +89,19 @@ def render(fmt: Format, rows: list[EvalRow], measures: list[str], per_query: boo
          lines, EVAL_FORMATS)
 
 
-def _mean_calls(path: Path) -> float | None:
-    """Mean calls per query from a stats file (None when there is none)."""
+def _mean_calls(path: Path, wanted: set[str] | None = None) -> float | None:
+    """Mean calls per query from a stats file, over the ``wanted`` queries when --qids names them (None when there
+    is no stats file, or it has none of them)."""
     from ..io.outputs import read_stats
 
     if not path.exists():
         return None
-    records = read_stats(path)
-    return statistics.fmean(r.calls for r in records.values()) if records else None
+    records = [r for q, r in read_stats(path).items() if wanted is None or q in wanted]
+    return statistics.fmean(r.calls for r in records) if records else None
 
 
-def _check_against_qrels(path: str, run: dict, judged: dict, qrels: str, fill: bool = True) -> None:
+def _check_against_qrels(path: str, run: dict, judged: dict, qrels: str, fill: bool = True,
+                         held: int | None = None) -> None:
     """Foreign qrels (no query in common) are an error; few shared queries, a run that covers only part of the
     qrels' queries, and an unfinished run (its meta file says it was made for more queries) are warnings."""
     from ..io.outputs import unfinished
@@ -114,7 +116,7 @@ def _check_against_qrels(path: str, run: dict, judged: dict, qrels: str, fill: b
         how = ("the mean counts the others as 0 (--no-fill: over the run's judged queries only)" if fill
                else "the mean is over those (--no-fill)")
         say(f"warning: {path}: {shared} of the {len(judged)} qrels queries are in the run; {how}")
-    left = unfinished(path, len(run)) if path != "-" else None
+    left = unfinished(path, len(run) if held is None else held) if path != "-" else None  # held: before --qids
     if left:
         say(f"warning: {path} is unfinished ({left}); rerun its rerank command to finish it")
 
@@ -130,13 +132,14 @@ def eval_cmd(
     stats: Annotated[Optional[str], typer.Option("--stats", help="Stats JSONL of the (single) run: adds mean calls. Default: X.stats.jsonl beside X.run.")] = None,
     fmt: Annotated[Optional[str], format_option(EVAL_FORMATS, " (default: terminal on a terminal, tsv otherwise)")] = None,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+    overwrite: Overwrite = False,
     floor: Annotated[Optional[List[str]], typer.Option("--min", metavar="MEASURE=VALUE", help="CI gate, repeatable: fail (exit 1) when a run's mean of MEASURE is below VALUE.")] = None,
     base_run: Annotated[Optional[str], typer.Option("--against", metavar="BASE.run", help="CI gate: fail (exit 1) when a run is worse than BASE.run on a measure by more than --max-drop, or significantly (paired t at --alpha).")] = None,
     max_drop: Annotated[float, typer.Option("--max-drop", min=0.0, help="--against: the largest drop of a mean allowed.")] = 0.0,
     alpha: Annotated[float, typer.Option("--alpha", min=0.0, max=1.0, help="--against: a drop with a paired t-test p below this fails.")] = 0.05,
 ) -> None:
     """Evaluate runs through ir_measures/pytrec_eval (trec_eval semantics); with --min or --against, gate them
-    (exit 1 and one line per failed gate; exit 0 and "gates held")."""
+    (exit 1 and one line per failed gate; exit 0 and a "gates held" line per run, naming each gate)."""
     from ..evaluation import evaluate, parse_measures
     from ..io.outputs import stats_path_for
     from ..io.readers import one_stdin, read_qids, read_run
@@ -151,40 +154,77 @@ def eval_cmd(
     parsed = parse_measures(measure, rel_level)
     labels = [m.label for m in parsed]
     one_stdin([*(("RUN", r) for r in runs), ("--qrels", qrels), ("--qids", qids)])
+    _plan(runs, qrels, qids, stats, base_run).write("--output", output).check(overwrite)
     judged = load_qrels(qrels)
-    wanted = read_qids(qids) if qids else None
+    wanted = read_qids(qids) if qids is not None else None
     if wanted is not None:
         judged = {q: v for q, v in judged.items() if q in wanted}
-    def scores(path: str) -> dict:
+    def scores(path: str) -> tuple[dict, int]:
+        """The run's scores (of the --qids queries) and how many queries the file holds."""
         parsed = read_run(path)
-        return (parsed.restrict(wanted) if wanted is not None else parsed).scores()
+        return (parsed.restrict(wanted) if wanted is not None else parsed).scores(), len(parsed)
 
-    rows = []
+    rows, gated = [], {}
     for path in runs:
-        run = scores(path)
-        _check_against_qrels(path, run, judged, qrels, not no_fill)
-        calls = _mean_calls(Path(stats)) if stats else (_mean_calls(stats_path_for(path)) if path != "-" else None)
+        run, held = scores(path)
+        gated[path] = run
+        _check_against_qrels(path, run, judged, qrels, not no_fill, held)
+        beside = stats_path_for(path) if path != "-" else None
+        calls = _mean_calls(Path(stats) if stats else beside, wanted) if stats or beside else None
         rows.append(EvalRow(path, evaluate(run, judged, measure, rel_level, fill=not no_fill), calls))
-    base = None if base_run is None else evaluate(scores(base_run), judged, measure, rel_level, fill=not no_fill)
+    base = None if base_run is None else evaluate(_covering(base_run, scores(base_run)[0], gated), judged, measure,
+                                                   rel_level, fill=not no_fill)
     averaging = rows[0].evaluation.averaging if rows else ""
     if chosen in (Format.tsv, Format.trec_eval):
         say(f"{qrels}: averaged over {averaging}")
     render(chosen, rows, labels, per_query, f"{qrels}: averaged over {averaging}", output,
            {m.label: m.name for m in parsed})
     if floor_gates or base is not None:
-        _gate(rows, floor_gates, base_run, base, list(zip(measure, labels)), max_drop, alpha)
+        _gate(rows, floor_gates, base_run, base, [(m.name, m.label) for m in parsed], max_drop, alpha)
+
+
+def _plan(runs: list[str], qrels: str, qids: str | None, stats: str | None, base_run: str | None):
+    """The files eval reads (runs, qrels, a --qids file, stats given or beside each run, the base run)."""
+    from ..io.outputs import stats_path_for
+    from ..io.plan import FilePlan
+    from ..io.readers import qids_file
+    from ..retrieval.resolve import as_file
+
+    plan = FilePlan().read("--qrels", as_file(qrels)).read("--qids", qids_file(qids)).read("--stats", stats)
+    for run in runs:
+        plan.read("RUN", run)
+        if run != "-" and stats is None and stats_path_for(run).is_file():
+            plan.read("(the stats beside RUN)", stats_path_for(run))
+    return plan.read("--against", base_run)
+
+
+def _covering(base_run: str, base: dict, gated: dict[str, dict]) -> dict:
+    """The base run of --against, refused when it lacks queries a gated run has (``gated``: path -> run): its
+    missing queries would score 0 and every gate against it would hold by default."""
+    for path, run in gated.items():
+        lacking = [q for q in run if q not in base]
+        if lacking:
+            raise InputError(f"--against {base_run} lacks {len(lacking)} of the {len(run)} queries of {path} (e.g. "
+                             f"{lacking[0]}): a gate against it would hold by default; give a base run of the same "
+                             "queries (or --qids to gate on the queries both have)")
+    return base
 
 
 def _floor(text: str, rel_level: int, shown: dict[str, str]):
     """A ``--min`` gate; a measure already shown under another name (nDCG@10 for ndcg_cut_10) is read there."""
-    from ..evaluation import parse_measures
+    from ..evaluation import parse_measures, value_range
     from ..report.gates import Floor, parse_floor
 
     name, value = parse_floor(text)
     found = parse_measures([name], rel_level)
     if len(found) != 1:
         raise InputError(f"--min {text!r}: name one measure")
-    return Floor(name, shown.get(str(found[0].measure), found[0].label), value)
+    low, high = value_range(found[0].measure)
+    if not low <= value <= high:
+        where = f"between {low:g} and {high:g}" if high < float("inf") else f"at least {low:g}"
+        raise InputError(f"--min {text}: {found[0].name} is {where}, so this gate could never "
+                         f"{'pass' if value > high else 'fail'}")
+    return Floor(found[0].name, shown.get(str(found[0].measure), found[0].label), value)
 
 
 def _gate(rows: list[EvalRow], floor_gates: list, base_name: str | None, base, measures: list[tuple[str, str]],
@@ -202,4 +242,6 @@ def _gate(rows: list[EvalRow], floor_gates: list, base_name: str | None, base, m
         say(f"gate failed: {r.line}")
     if failed:
         raise typer.Exit(1)
-    say(f"gates held ({len(results)} gate{'s' if len(results) != 1 else ''} on {len(rows)} run{'s' if len(rows) != 1 else ''})")
+    for row in rows:
+        mine = [r.summary for r in results if r.run == row.run]
+        say(f"gates held on {row.run}: {'; '.join(mine)}")

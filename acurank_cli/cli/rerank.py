@@ -17,7 +17,7 @@ import typer
 from ..errors import InputError
 from ..method.registry import known_methods
 from ..run.pipeline import DEFAULTS
-from .options import Qids, declared, err, resolved_parameters, say
+from .options import Overwrite, Qids, declared, err, resolved_parameters, say
 
 
 def rerank(
@@ -48,6 +48,7 @@ def rerank(
     **generated,
 ) -> None:
     """Rerank a first-stage run with AcuRank (or a baseline) and write a TREC run."""
+    from ..io.readers import check_tag
     from ..method.registry import option_names
     from ..run import pipeline
     from ..run.inputs import InputSpec
@@ -64,7 +65,8 @@ def rerank(
                          None if shard is None else Shard.parse(shard), not drop_tail),
         strategy=strategy,
         backend=reranker,
-        outputs=OutputSpec(output, overwrite, tag or _default_tag(strategy.name, reranker), stats, trace),
+        outputs=OutputSpec(output, overwrite, check_tag(tag) if tag is not None else _default_tag(strategy.name, reranker),
+                           stats, trace),
         backend_options={key: v for key, v in backend_options.items() if v is not None},
         cache=None if no_cache else (cache or DEFAULTS.cache),
         batch_queries=batch_queries,
@@ -79,11 +81,12 @@ def _default_tag(method: str, reranker: str) -> str:
     return f"{method}.simulated" if reranker == "simulated" else method
 
 
-def _flag_param(name: str, kind, flag: str, help: str) -> inspect.Parameter:
-    """A keyword-only parameter Typer reads as ``flag`` (None when not given; a bool is a switch)."""
+def _flag_param(name: str, kind, flag: str, help: str, hidden: bool = False) -> inspect.Parameter:
+    """A keyword-only parameter Typer reads as ``flag`` (None when not given; a bool is a switch; ``hidden``: not
+    in the help)."""
     extra = {"metavar": ""} if kind is bool else {}  # a switch takes no value: show none
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[kind],
-                             default=typer.Option(None, flag, help=help, **extra))
+                             default=typer.Option(None, flag, help=help, hidden=hidden, **extra))
 
 
 def with_generated_flags(command, baseline_only: bool = False):
@@ -101,9 +104,11 @@ def with_generated_flags(command, baseline_only: bool = False):
     params = [p for p in resolved_parameters(command) if p.kind is not p.VAR_KEYWORD]
     taken = {p.name for p in params}
     for name, opt in method_cli_options().items():
-        if opt.applies(baseline_only):
-            params.append(_flag_param(name, opt.decl.kind, opt.decl.cli_flag, opt.help(baseline_only)))
-            taken.add(name)
+        # baseline reads AcuRank's options too, unshown, so that one is refused as rerank refuses it ("method
+        # 'sw-1' does not use --eps"), not as a flag that does not exist
+        params.append(_flag_param(name, opt.decl.kind, opt.decl.cli_flag, opt.help(baseline_only),
+                                  hidden=not opt.applies(baseline_only)))
+        taken.add(name)
     for name, opt in cli_options().items():
         if name in taken:
             raise InputError(f"reranker option {name!r} has the name of a method option or a job flag: rename it")
@@ -130,11 +135,12 @@ def baseline_command():
 def merge(
     parts: Annotated[list[str], typer.Argument(help="The parts: runs made with --shard 1/N ... N/N (their stats files beside them are joined too).")],
     output: Annotated[str, typer.Option("--output", "-o", help="The joined run (its stats beside it: X.stats.jsonl).")],
+    overwrite: Overwrite = False,
 ) -> None:
     """Join the parts of a sharded rerank/baseline into the run (and stats) the unsharded command writes."""
     from ..run.shard import merge as join
 
-    queries, count = join(parts, output)
+    queries, count = join(parts, output, overwrite)
     say(f"merged {count} shards: {queries} queries -> {output}")
 
 

@@ -16,7 +16,7 @@ from .render import MISSING, Table, num
 from .tables import Report, ordered_methods
 
 #: (stats kind, column title, digits)
-COLUMNS = (("calls", "Calls/q", 2), ("window", "Window", 2), ("input_tokens", "Input tokens/q", 0),
+COLUMNS = (("calls", "Calls/q", 2), ("cached", "Cached/q", 2), ("window", "Window", 2), ("input_tokens", "Input tokens/q", 0),
            ("output_tokens", "Output tokens/q", 0), ("seconds", "Latency s/q", 3), ("flops", "TFLOPs/q", 2))
 
 
@@ -52,8 +52,10 @@ def build_efficiency(coll: Collection, baseline: str | None = None) -> Report:
             records.append(rec)
             data[ds][m] = rec
         table.notes = [
-            "Means over the judged queries in the stats files. Window: mean size of the windows sent. Latency: wall "
-            "seconds per query as recorded (batching across queries shares them). TFLOPs: estimate 2 x parameters x "
+            "Means over the judged queries in the stats files. Cached: of the calls, those answered from the call "
+            "cache (no model time: where there are any, latency is not the model's; --no-cache measures it). "
+            "Window: mean size of the windows sent. Latency: wall seconds per query as recorded (batching across "
+            "queries shares them). TFLOPs: estimate 2 x parameters x "
             f"(input + output tokens) / 1e12, {MISSING} where the run did not know its model's size "
             "(--model-params sets it)."
         ]

@@ -37,7 +37,8 @@ class GateResult:
     run: str
     measure: str
     held: bool
-    line: str
+    line: str  # why it failed (printed when it did)
+    summary: str = ""  # what was checked and found, for the "gates held" line (``nDCG@10 0.6433 >= 0.6000``)
 
 
 def parse_floor(text: str) -> tuple[str, float]:
@@ -67,7 +68,8 @@ def floors(run: str, evaluation: Evaluation, gates: Sequence[Floor]) -> list[Gat
         got = evaluation.mean(g.label)
         held = got >= g.value
         a, b = shown(got, g.value)
-        out.append(GateResult(run, g.name, held, f"{run}: {g.name} {a} < min {b}"))
+        out.append(GateResult(run, g.name, held, f"{run}: {g.name} {a} < min {b}",
+                              f"{g.name} {got:.4f} >= {g.value:.4f}"))
     return out
 
 
@@ -92,7 +94,8 @@ def against(run: str, evaluation: Evaluation, base_name: str, base: Evaluation, 
             why.append(f"significant (paired t, p = {p:.2g} < {alpha:g})")
         line = (f"{run}: {name} {mean_a:.4f} against {base_name} {mean_b:.4f}: " + ", ".join(why)
                 + ("" if significant else f" (paired t, p = {p:.2g})"))
-        out.append(GateResult(run, name, held, line))
+        out.append(GateResult(run, name, held, line, f"{name} {mean_a:.4f} against {base_name} {mean_b:.4f} "
+                                                      f"(drop {max(drop, 0.0):.4f} <= {max_drop:.4f}, p = {p:.2g})"))
     return out
 
 
