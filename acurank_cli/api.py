@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Union
 
 from .errors import InputError
+from .io.readers import check_id
 from .params import ParameterError, at_least, between
 from .method.base import Strategy
 from .method.registry import option_names
@@ -81,6 +82,9 @@ class RerankOutput:
     stop: StopReason | None  # why an adaptive method stopped (tau, budget, call-cap, ...)
     #: the cutoff that p_topk refers to (AcuRank's k); None when the method has no ratings
     k: int | None = None
+    #: what the call site should know to read the output (e.g. that a query with at most k documents has every
+    #: p_topk 1.0: each of them is in the top k for certain); None when nothing needs saying
+    note: str | None = None
 
     @property
     def calls(self) -> int:
@@ -106,6 +110,7 @@ class RerankOutput:
 def _doc(item: DocLike, i: int) -> tuple[Doc, float | None, dict]:
     """(record, first-stage score or None, metadata) for one input document."""
     if isinstance(item, Doc):
+        check_id(item.docid, f"document {i}: id", "")
         return item, None, {}
     if isinstance(item, str):
         return Doc(str(i), item), None, {}
@@ -113,7 +118,7 @@ def _doc(item: DocLike, i: int) -> tuple[Doc, float | None, dict]:
         text = item.get("text", item.get("content", item.get("page_content")))
         if not isinstance(text, str):
             raise InputError(f"document {i}: needs a 'text' string")
-        docid = str(item.get("id", i))
+        docid = check_id(str(item.get("id", i)), f"document {i}: id", "")
         score = item.get("score")
         meta = {k: v for k, v in item.items() if k not in ("text", "title", "id", "score")}
         if score is not None:
@@ -133,9 +138,12 @@ class _Prepared:
 
 
 def prepare(query: str, items: Sequence[DocLike], qid: str = "q") -> _Prepared:
-    """A RankingTask from API documents (ids unique; scores rank-based when missing, see module doc)."""
+    """A RankingTask from API documents (ids unique; scores rank-based when missing, see module doc). Documents
+    given with scores are taken in score order, highest first (ties in input order), whatever order they come
+    in: the first-stage ranking is the scores', as a run file's is."""
     if not isinstance(query, str) or not query.strip():
         raise InputError("the query must be a non-empty string")
+    check_id(str(qid), "qid", "")
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
         raise TypeError(f"docs must be a sequence of strings, dicts or Docs, got {type(items).__name__} "
                         "(wrap a single document in a list)")
@@ -148,7 +156,8 @@ def prepare(query: str, items: Sequence[DocLike], qid: str = "q") -> _Prepared:
         scores = [float(len(parsed) - i) for i in range(len(parsed))]  # the input order
     elif any(s is None for s in scores):
         raise InputError("give a score for every document or for none")
-    cands = tuple(Candidate(d.docid, float(s)) for (d, _, _), s in zip(parsed, scores))
+    order = sorted(range(len(parsed)), key=lambda i: -scores[i])  # stable: ties keep the input order
+    cands = tuple(Candidate(parsed[i][0].docid, float(scores[i])) for i in order)
     return _Prepared(RankingTask(qid, query, cands), {d.docid: d for d, _, _ in parsed},
                      {d.docid: m for d, _, m in parsed})
 
@@ -290,8 +299,12 @@ def _output(p: _Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: int
         ranked = ranked[:top_k]
     if min_p_topk is not None:
         ranked = [d for d in ranked if d.p_topk is not None and d.p_topk >= min_p_topk]
+    note = None
+    if probs and k is not None and p.task.n <= k:
+        note = (f"{p.task.n} documents for k = {k}: every document is in the top {k} for certain, so every p_topk "
+                "is 1.0 (p_topk separates documents only when there are more than k)")
     return RerankOutput(outcome.qid, p.task.query, tuple(ranked), outcome.tally, outcome.seconds, outcome.stop,
-                        k if probs else None)
+                        k if probs else None, note)
 
 
 __all__ = ["RankedDoc", "RerankOutput", "Reranker", "Tokens", "as_reranker", "prepare", "relevance_scores"]

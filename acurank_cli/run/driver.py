@@ -76,9 +76,10 @@ class Driver:
             act.stop = step.stop
         if step.beta is not None:
             act.beta = step.beta
-        if step.windows:
+        sent = tuple(len(w) for w in step.windows if len(w) >= 2)  # a window of one is never sent: no group, no call
+        if sent:
             act.iterations.append(IterationRecord(len(act.iterations) + 1, step.iteration, step.phase, step.uncertain,
-                                                  len(step.windows), tuple(len(w) for w in step.windows)))
+                                                  len(sent), sent))
         if self.on_step is not None:
             self.on_step(act.task, step)
         return None
