@@ -169,6 +169,23 @@ def test_existing_outputs_need_overwrite_and_are_replaced_whole(sample, tmp_path
     assert acurank("eval", run, "--qrels", qrels, "-o", "/dev/null").returncode == 0 and Path("/dev/null").exists()
 
 
+def test_index_never_replaces_its_input_nor_an_index_without_overwrite(tmp_path):
+    """``acurank index``'s output is a folder whose contents are replaced: an input in it (or it) is refused, and so
+    is a folder that holds something, without --overwrite (before the JVM starts)."""
+    corpus = tmp_path / "c" / "corpus.jsonl"
+    corpus.parent.mkdir()
+    corpus.write_text('{"id": "d1", "contents": "tiger"}\n')
+    before = _sha(corpus)
+    for index in (corpus.parent, tmp_path / "c" / ".", tmp_path):
+        ran = acurank("index", "--input", corpus, "--index", index, check=False)
+        assert ran.returncode == 2 and "--input" in ran.stderr and "--index" in ran.stderr, ran.stderr
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "segments_1").write_text("x")
+    ran = acurank("index", "--input", corpus, "--index", tmp_path / "old", check=False)
+    assert ran.returncode == 2 and "--overwrite" in ran.stderr, ran.stderr
+    assert _sha(corpus) == before and (tmp_path / "old" / "segments_1").read_text() == "x"
+
+
 if __name__ == "__main__":
     import tempfile
 

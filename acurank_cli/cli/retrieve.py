@@ -41,11 +41,12 @@ def _process_age() -> float | None:
 
 def index_cmd(
     corpus: Annotated[str, typer.Option("--input", "-i", help="Corpus: JSONL {_id,title,text} or {id,contents} (.gz ok), or a folder of such files.")],
-    index: Annotated[Path, typer.Option("--index", help="Output Lucene index folder (new, empty, or an index to replace).")],
+    index: Annotated[Path, typer.Option("--index", help="Output Lucene index folder: new or empty (an existing index is replaced with --overwrite; no input may be inside it).")],
     threads: Annotated[int, typer.Option("--threads", help="Indexing threads.")] = 2,
     optimize: Annotated[bool, typer.Option("--optimize", metavar="", help="Merge the index into one segment.")] = False,
     impact: Annotated[bool, typer.Option("--impact", metavar="", help="The input is a JsonVectorCollection ({id, contents, vector: {term: integer weight}}, e.g. SPLADE++ or uniCOIL encoded): build an impact index.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="No status lines.")] = False,
+    overwrite: Overwrite = False,
 ) -> None:
     """Build a BM25 Lucene index (positions, doc vectors, raw docs stored) with Anserini, or with --impact a
     learned sparse impact index from pre-encoded documents.
@@ -58,6 +59,7 @@ def index_cmd(
         raise InputError("no such file or folder", corpus)
     if threads < 1:
         raise InputError(f"--threads must be at least 1, not {threads}")
+    FilePlan().read("--input", corpus).write("--index", index, folder=True).check(overwrite)
     jvm = start_jvm()
     kind = "impact " if impact else ""
     _status(f"indexing {corpus} -> {kind}index {index} with {threads} thread(s) (Java {jvm.java_version}, {jvm.source})", quiet)

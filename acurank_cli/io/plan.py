@@ -46,6 +46,8 @@ class Output(Named):
     may_exist: bool = False
     #: a store its own code opens and reports on (the call cache, the embedding store): only the clash checks
     store: bool = False
+    #: a folder the command fills (a Lucene index): what it holds is replaced, so no input may be in it
+    folder: bool = False
 
 
 def _stat(path: str) -> os.stat_result | None:
@@ -92,9 +94,10 @@ class FilePlan:
             self.reads.append(Named(flag, str(path)))
         return self
 
-    def write(self, flag: str, path: str | Path | None, may_exist: bool = False, store: bool = False) -> "FilePlan":
+    def write(self, flag: str, path: str | Path | None, may_exist: bool = False, store: bool = False,
+              folder: bool = False) -> "FilePlan":
         if path is not None and str(path) != "-":
-            self.writes.append(Output(flag, str(path), may_exist or store, store))
+            self.writes.append(Output(flag, str(path), may_exist or store, store, folder))
         return self
 
     def check(self, overwrite: bool = False) -> None:
@@ -104,6 +107,9 @@ class FilePlan:
             if _special(out.path):
                 continue
             me = _identity(out.path)
+            if out.folder:
+                self._folder(out, overwrite)
+                continue
             for source in self.reads:
                 if _special(source.path):
                     continue
@@ -122,8 +128,20 @@ class FilePlan:
             if found is not None and found.st_size > 0 and not out.may_exist and not overwrite:
                 raise InputError(f"{out} exists: pass --overwrite to replace it, or write elsewhere")
         for out in self.writes:
-            if not out.store:
+            if not out.store and not out.folder:
                 _writable(out)
+
+    def _folder(self, out: Output, overwrite: bool) -> None:
+        """An output folder: no input is it or inside it, and one that holds something is replaced only with
+        ``--overwrite``."""
+        for source in self.reads:
+            if _identity(source.path) == _identity(out.path) or _inside(source.path, out.path):
+                raise InputError(f"{source} is inside {out}, which the command replaces; write elsewhere")
+        found = _stat(out.path)
+        if found is not None and not stat.S_ISDIR(found.st_mode):
+            raise InputError(f"{out} exists and is not a folder")
+        if found is not None and any(Path(out.path).iterdir()) and not overwrite:
+            raise InputError(f"{out} holds files: pass --overwrite to replace the index in it, or write elsewhere")
 
 
 def _writable(out: Output) -> None:
