@@ -142,7 +142,7 @@ def eval_cmd(
     (exit 1 and one line per failed gate; exit 0 and a "gates held" line per run, naming each gate)."""
     from ..evaluation import evaluate, parse_measures
     from ..io.outputs import stats_path_for
-    from ..io.readers import one_stdin, read_qids, read_run
+    from ..io.readers import one_stdin, read_qids, read_scores
     from ..retrieval.resolve import load_qrels
 
     chosen = check_format(fmt, EVAL_FORMATS) if fmt else (Format.terminal if sys.stdout.isatty() else Format.tsv)
@@ -160,14 +160,15 @@ def eval_cmd(
     if wanted is not None:
         judged = {q: v for q, v in judged.items() if q in wanted}
     def scores(path: str) -> tuple[dict, int]:
-        """The run's scores (of the --qids queries) and how many queries the file holds."""
-        parsed = read_run(path)
-        return (parsed.restrict(wanted) if wanted is not None else parsed).scores(), len(parsed)
+        """The run's scores (of the --qids queries) and how many queries the file holds: one run in memory at a
+        time, as one qid -> docid -> score mapping (what ir_measures takes)."""
+        parsed = read_scores(path)
+        return ({q: d for q, d in parsed.items() if q in wanted} if wanted is not None else parsed), len(parsed)
 
     rows, gated = [], {}
     for path in runs:
         run, held = scores(path)
-        gated[path] = run
+        gated[path] = set(run)  # its queries (what --against must cover)
         _check_against_qrels(path, run, judged, qrels, not no_fill, held)
         beside = stats_path_for(path) if path != "-" else None
         calls = _mean_calls(Path(stats) if stats else beside, wanted) if stats or beside else None
@@ -198,8 +199,8 @@ def _plan(runs: list[str], qrels: str, qids: str | None, stats: str | None, base
     return plan.read("--against", base_run)
 
 
-def _covering(base_run: str, base: dict, gated: dict[str, dict]) -> dict:
-    """The base run of --against, refused when it lacks queries a gated run has (``gated``: path -> run): its
+def _covering(base_run: str, base: dict, gated: dict[str, set]) -> dict:
+    """The base run of --against, refused when it lacks queries a gated run has (``gated``: path -> its qids): its
     missing queries would score 0 and every gate against it would hold by default."""
     for path, run in gated.items():
         lacking = [q for q in run if q not in base]

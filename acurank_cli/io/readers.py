@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
+import itertools
 import json
 import math
 import os
@@ -151,29 +152,106 @@ def trec_order(cands: list[Candidate]) -> list[Candidate]:
     return sorted(cands, key=lambda c: (c.score, c.docid), reverse=True)
 
 
+def packed(candidates: Sequence[Candidate]) -> tuple[tuple[str, ...], tuple[float, ...]]:
+    """Candidates as two columns: (docids, scores)."""
+    return tuple(c.docid for c in candidates), tuple(c.score for c in candidates)
+
+
+def in_trec_order(docids: Sequence[str], scores: Sequence[float]) -> tuple[tuple[str, ...], tuple[float, ...]]:
+    """Two columns put in :func:`trec_order` (score descending, ties by docid descending)."""
+    ranked = sorted(zip(scores, docids), reverse=True)
+    return tuple(d for _, d in ranked), tuple(s for s, _ in ranked)
+
+
+def _run_line(lineno: int, line: str, name: str) -> tuple[str, Candidate]:
+    """One TREC run line ``qid Q0 docid rank score tag``, checked: (qid, candidate)."""
+    qid, docid, score = _run_fields(lineno, line, name)
+    return qid, Candidate(docid, score)
+
+
+def _run_fields(lineno: int, line: str, name: str) -> tuple[str, str, float]:
+    """One TREC run line ``qid Q0 docid rank score tag``, checked: (qid, docid, score)."""
+    parts = line.split()
+    if len(parts) != 6:
+        raise InputError(f"expected 6 columns 'qid Q0 docid rank score tag', found {len(parts)}", name, lineno)
+    qid, _q0, docid, _rank, score_s, _tag = parts
+    check_id(qid, "qid", name, lineno)
+    check_id(docid, "docid", name, lineno)
+    try:
+        score = float(score_s)
+    except ValueError:
+        raise InputError(f"score {score_s!r} is not a number", name, lineno) from None
+    check_score(score, name, lineno)
+    return qid, docid, score
+
+
 def parse_run_lines(lines: Iterator[tuple[int, str]], name: str) -> dict[str, list[Candidate]]:
     """Parse numbered TREC run lines ``qid Q0 docid rank score tag`` into per-query candidates."""
     runs: dict[str, list[Candidate]] = {}
     seen: dict[str, set[str]] = {}
     for lineno, line in lines:
-        parts = line.split()
-        if len(parts) != 6:
-            raise InputError(
-                f"expected 6 columns 'qid Q0 docid rank score tag', found {len(parts)}", name, lineno
-            )
-        qid, _q0, docid, _rank, score_s, _tag = parts
-        check_id(qid, "qid", name, lineno)
-        check_id(docid, "docid", name, lineno)
-        try:
-            score = float(score_s)
-        except ValueError:
-            raise InputError(f"score {score_s!r} is not a number", name, lineno) from None
-        check_score(score, name, lineno)
-        if docid in seen.setdefault(qid, set()):
-            raise InputError(f"docid {docid} repeated in query {qid}", name, lineno)
-        seen[qid].add(docid)
-        runs.setdefault(qid, []).append(Candidate(docid, score))
+        qid, cand = _run_line(lineno, line, name)
+        if cand.docid in seen.setdefault(qid, set()):
+            raise InputError(f"docid {cand.docid} repeated in query {qid}", name, lineno)
+        seen[qid].add(cand.docid)
+        runs.setdefault(qid, []).append(cand)
     return runs
+
+
+def read_scores(src: Source) -> dict[str, dict[str, float]]:
+    """A TREC run as evaluation takes it, qid -> docid -> score, read line by line into that one mapping (each line
+    checked as :func:`parse_run_lines` checks it; no record per line is kept): what ``eval`` holds of a run."""
+    name = source_name(src)
+    runs: dict[str, dict[str, float]] = {}
+    with open_text(src) as fh:
+        for lineno, line in _numbered(fh):
+            qid, docid, score = _run_fields(lineno, line, name)
+            docs = runs.setdefault(qid, {})
+            if docid in docs:
+                raise InputError(f"docid {docid} repeated in query {qid}", name, lineno)
+            docs[docid] = score
+    if not runs:
+        raise InputError("run file is empty", name)
+    return runs
+
+
+@dataclass(frozen=True)
+class RunBlock:
+    """The lines of one query that follow each other in a run file, in file order, as two columns (docids,
+    scores: no record per line, the block may be a thousand lines). ``again``: the query had a block before (the
+    file is not grouped by query); ``line``: where this block starts."""
+
+    qid: str
+    docids: tuple[str, ...]
+    scores: tuple[float, ...]
+    line: int
+    again: bool = False
+
+
+def run_blocks(lines: Iterator[tuple[int, str]], name: str, keep: Callable[[str], bool] = lambda q: True
+               ) -> Iterator[RunBlock]:
+    """A TREC run read as it comes, one block of a query's consecutive lines at a time, every line checked as
+    :func:`parse_run_lines` checks it (a docid repeated within a block too; across the blocks of a query that is
+    not grouped, whoever joins them checks). Only the current block is held; the candidates of a query ``keep``
+    refuses are checked and dropped (the block comes with none)."""
+    qid, docids, scores, seen, start, wanted = None, [], [], set(), 0, False
+    done: set[str] = set()
+    for lineno, line in lines:
+        q, docid, score = _run_fields(lineno, line, name)
+        if q != qid:
+            if qid is not None:
+                yield RunBlock(qid, tuple(docids), tuple(scores), start, qid in done)
+                done.add(qid)
+            qid, docids, scores, seen, start = q, [], [], set(), lineno
+            wanted = keep(q)
+        if docid in seen:
+            raise InputError(f"docid {docid} repeated in query {q}", name, lineno)
+        seen.add(docid)
+        if wanted:
+            docids.append(docid)
+            scores.append(score)
+    if qid is not None:
+        yield RunBlock(qid, tuple(docids), tuple(scores), start, qid in done)
 
 
 def _as_run(runs: dict[str, list[Candidate]], name: str, depth: int | None) -> Run:
@@ -471,18 +549,54 @@ def _parse_records(text: str, name: str) -> list[tuple[int | None, object]]:
     return records
 
 
+def _run_or_json(fh: TextIO) -> tuple[Iterator[tuple[int, str]] | None, str]:
+    """Which kind of candidate input an open stream holds, decided by its first non-blank character and read
+    no further: (its numbered non-blank lines, "") for a TREC run, (None, its whole text) for JSON."""
+    head = []
+    for line in fh:
+        head.append(line)
+        if line.strip():
+            break
+    if head and head[-1].lstrip()[:1] in ("[", "{"):
+        return None, "".join(head) + fh.read()
+    return ((i, line) for i, line in enumerate(itertools.chain(head, fh), 1) if line.strip()), ""
+
+
+@contextlib.contextmanager
+def candidate_blocks(src: Source, keep: Callable[[str], bool] = lambda q: True
+                     ) -> Iterator[tuple[str, Bundle, Iterator[RunBlock]]]:
+    """A run or candidate file for a reader that goes query by query: (format, bundle, blocks). A TREC run is
+    streamed (:func:`run_blocks`: only the current query's lines are held; ``keep`` says whose candidates to keep)
+    and its bundle is empty; a candidate file (JSON: every query with its texts) is read whole into its bundle
+    (topics, texts, qrels) and its queries come as one block each, in file order."""
+    name = source_name(src)
+    with open_text(src) as fh:
+        lines, text = _run_or_json(fh)
+        if lines is not None:
+            yield "trec", Bundle(), run_blocks(lines, name, keep)
+            return
+        bundle, fmt = _bundle_of(text, name)
+        yield fmt, bundle, (RunBlock(q, *(packed(c) if keep(q) else ((), ())), 0) for q, c in bundle.runs.items())
+
+
 def read_candidates(src: Source, depth: int | None = None) -> tuple[Bundle, str]:
-    """Read a TREC run or a candidate file (RankGPT JSON, AcuRank JSONL, RankLLM JSONL).
+    """Read a TREC run or a candidate file (RankGPT JSON, AcuRank JSONL, RankLLM JSONL) whole.
 
     Returns the bundle and the detected format name (``trec`` for a plain run).
     """
     name = source_name(src)
     with open_text(src) as fh:
-        text = fh.read()
-    first = text.lstrip()[:1]
-    if first not in ("[", "{"):
-        lines = ((i, l) for i, l in enumerate(text.split("\n"), 1) if l.strip())
-        return Bundle(runs=dict(_as_run(parse_run_lines(lines, name), name, depth))), "trec"
+        lines, text = _run_or_json(fh)
+        if lines is not None:
+            return Bundle(runs=dict(_as_run(parse_run_lines(lines, name), name, depth))), "trec"
+    bundle, fmt = _bundle_of(text, name)
+    if depth is not None:
+        bundle.runs = {q: c[:depth] for q, c in bundle.runs.items()}
+    return bundle, fmt
+
+
+def _bundle_of(text: str, name: str) -> tuple[Bundle, str]:
+    """A candidate file's text parsed, its format recognised by its first record."""
     records = _parse_records(text, name)
     if not records:
         raise InputError("candidate file holds no queries", name)
@@ -503,6 +617,4 @@ def read_candidates(src: Source, depth: int | None = None) -> tuple[Bundle, str]
             raise InputError(f"{where}{exc.message}", name, lineno) from None
         except (KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError, ArithmeticError) as exc:
             raise InputError(f"{where}bad {fmt.name} record ({_reason(exc)})", name, lineno) from None
-    if depth is not None:
-        bundle.runs = {q: c[:depth] for q, c in bundle.runs.items()}
     return bundle, fmt.name

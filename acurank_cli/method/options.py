@@ -70,7 +70,8 @@ SEED = Option("seed", int, "seed for shuffles (TourRank, random partition)", ANY
 UPDATER = Option("updater", Updater, "TrueSkill update: fast (compiled, bit-identical) or library (trueskill.rate)")
 BUDGET_TOTAL = Option("budget_total", str, "query-set budget: Bx (B calls per query on average over the run, e.g. 9x) "
                       "or a total; after every query's initial pass, optional iterations go to the queries whose top "
-                      "k is most uncertain, --budget-wave at a time", flag="--budget-total")
+                      "k is most uncertain, --budget-wave at a time (every query is in memory at once: the run's memory grows with "
+                      "it)", flag="--budget-total")
 BUDGET_WAVE = Option("budget_wave", int, "with --budget-total: iterations granted per allocation wave", at_least(1),
                      "--budget-wave")
 OUTCOME = Option("outcome", Outcome, "what an answer tells the ratings: its order (the paper), or graded: each adjacent "

@@ -212,7 +212,8 @@ class AutoParams(_CallCap):
                             "median initial sigma, comma-separated (fractions allowed), the first choice before any "
                             "evidence marked * (none marked: the first)", flag="--beta-grid")("1/16,1/8,*1/4,1,4")
     beta_pool: Pool = Option("beta_pool", Pool, "acurank-auto learns beta from the answers of the whole run (run; every "
-                             "query advances in step) or of each query alone (query)", flag="--beta-pool")(Pool.run)
+                             "query advances in step, so all are in memory at once) or of each query alone (query: memory bounded by "
+                             "the batch)", flag="--beta-pool")(Pool.run)
     outcome: Outcome = OUTCOME(Outcome.order)
 
     def __post_init__(self) -> None:

@@ -29,7 +29,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..evaluation import DEFAULT_MEASURE, evaluate, measure_name
 from ..io.outputs import method_name_of, read_run_meta, read_stats, stats_path_for, unfinished
-from ..io.readers import read_qrels, read_run, read_topics
+from ..io.readers import read_qrels, read_run, read_scores, read_topics
 from ..io.plan import FilePlan
 from ..records import Run, StatsRecord
 
@@ -60,18 +60,18 @@ class MethodRun:
     run_path: Path
     stats_path: Path | None = None
     first_stage: bool = False
-    _candidates: Run | None = field(default=None, repr=False)
+    _scores: dict | None = field(default=None, repr=False)
     _stats: dict | None = field(default=None, repr=False)
 
     def candidates(self) -> Run:
-        """Per query, the run's documents in trec_eval order."""
-        if self._candidates is None:
-            self._candidates = read_run(self.run_path)
-        return self._candidates
+        """Per query, the run's documents in trec_eval order (read again at each call: WIG's first stage)."""
+        return read_run(self.run_path)
 
     def run_dict(self) -> dict[str, dict[str, float]]:
-        """qid -> docid -> score, for evaluation."""
-        return self.candidates().scores()
+        """qid -> docid -> score, for evaluation: the one copy of the run a report holds (read once, kept)."""
+        if self._scores is None:
+            self._scores = read_scores(self.run_path)
+        return self._scores
 
     def stats(self) -> dict[str, StatsRecord] | None:
         """Per-query stats records, or None when the run has no stats file."""
@@ -87,7 +87,7 @@ class MethodRun:
             raise InputError(f"unknown cost {kind!r}; choose one of {', '.join(COST_KINDS)}")
         stats = self.stats()
         if stats is None:
-            return {q: 0.0 for q in self.candidates()} if self.first_stage else None
+            return {q: 0.0 for q in self.run_dict()} if self.first_stage else None
         out = {}
         for qid, rec in stats.items():
             value = _record_cost(rec, kind)
@@ -298,7 +298,7 @@ def _check_runs(found: dict[str, DatasetRuns]) -> None:
             meta = read_run_meta(mr.run_path)
             if meta is None:
                 continue
-            left = unfinished(mr.run_path, len(mr.candidates()))
+            left = unfinished(mr.run_path, len(mr.run_dict()))
             if left:
                 raise InputError(f"{ds.name}/{method}: {mr.run_path} is unfinished ({left}); finish it (rerun its "
                                  "rerank command) or leave it out, so that every column covers the same queries")
@@ -308,7 +308,7 @@ def _check_runs(found: dict[str, DatasetRuns]) -> None:
             continue
         judged = set(ds.qrels())
         for method, mr in ds.runs.items():
-            shared = len(judged & set(mr.candidates()))
+            shared = len(judged & set(mr.run_dict()))
             if shared < len(judged):
                 print(f"acurank: warning: {ds.name}/{method}: {shared} of the {len(judged)} qrels queries are in the "
                       "run; the others count as 0", file=sys.stderr)

@@ -8,10 +8,15 @@ from typing import Callable
 
 from ..errors import InputError
 from ..io.plan import FilePlan
-from ..io.readers import Bundle, one_stdin, qids_file, read_candidates, read_corpus, read_qids, source_name
+from ..io.readers import (RunBlock, candidate_blocks, in_trec_order, one_stdin, qids_file, read_corpus, read_qids,
+                          source_name)
 from ..retrieval.resolve import as_file, load_qrels, load_topics
-from ..records import Doc, RankingTask
+from ..records import Candidate, Doc
 from .shard import Shard
+from .spool import Spool, Tasks
+
+#: candidates as two columns, (docids, scores)
+Columns = tuple[tuple[str, ...], tuple[float, ...]]
 
 #: The sample_runs layout: files beside a run that are used when not given explicitly.
 BESIDE_TOPICS = "topics.tsv"
@@ -22,7 +27,7 @@ BESIDE_CORPUS = "passages.jsonl.gz"
 class Inputs:
     """Everything ``rerank`` needs, plus what was skipped and notes for stderr."""
 
-    tasks: list[RankingTask]
+    tasks: Tasks  # in input order, read back from disk one query at a time
     docs: dict[str, Doc]
     qrels: dict[str, dict[str, int]]
     fmt: str
@@ -33,9 +38,15 @@ class Inputs:
     held_docs: int = 0
     #: every query of the input before ``--shard`` (after ``--qids``), in its order
     every_query: tuple[str, ...] = ()
-    #: per query, the candidates not reranked, written under the reranked head in first-stage order: those
-    #: without text (``--skip-missing``), then those below ``--depth`` (``--drop-tail``: neither)
-    tails: dict[str, tuple] = field(default_factory=dict)
+    #: per query, the lines its output holds: the reranked candidates and those written under them (``tail``)
+    expected: dict[str, int] = field(default_factory=dict)
+    #: whether any query keeps candidates it does not rerank
+    any_tail: bool = False
+
+    def tail(self, qid: str) -> tuple[Candidate, ...]:
+        """The candidates of ``qid`` not reranked, written under its reranked head in first-stage order: those
+        without text (``--skip-missing``), then those below ``--depth`` (``--drop-tail``: neither)."""
+        return self.tasks.tail(qid)
 
 
 @dataclass(frozen=True)
@@ -111,25 +122,41 @@ def load_inputs(
 ) -> Inputs:
     """Read the run/candidate file and complete it with topics, texts and qrels (see README).
 
-    ``dataset`` (``irds:<id>``) supplies topics, qrels and doc texts through ir_datasets; explicit
-    ``topics``/``corpus``/``qrels`` files still take precedence.
+    A TREC run is read once, query by query (:func:`~acurank_cli.io.readers.candidate_blocks`), and the queries
+    to rerank (after ``--qids`` and ``--shard``: the others are checked and dropped as they are read) go to a
+    :class:`~.spool.Spool` on disk, so memory does not grow with the run. ``dataset`` (``irds:<id>``) supplies
+    topics, qrels and doc texts through ir_datasets; explicit ``topics``/``corpus``/``qrels`` files still take
+    precedence.
     """
-    bundle, fmt = read_candidates(run, None if keep_tail else depth)
-    tails = {}
-    if keep_tail and depth is not None:
-        tails = {q: c[depth:] for q, c in bundle.runs.items() if len(c) > depth}
-        bundle.runs = {q: c[:depth] for q, c in bundle.runs.items()}
+    name = source_name(run)
+    wanted = read_qids(qids) if qids is not None else None
+    spool = Spool()
+    every: list[str] = []  # the queries before --shard (after --qids), in the input's order (a merge restores it)
+    seen: set[str] = set()
+    later: dict[str, list[RunBlock]] = {}  # the blocks of a query after its first (a run not grouped by query)
+
+    def keep(qid: str) -> bool:
+        return (wanted is None or qid in wanted) and (shard is None or shard.holds(qid))
+
+    with candidate_blocks(run, keep) as (fmt, bundle, blocks):
+        for block in blocks:
+            if block.again:
+                later.setdefault(block.qid, []).append(block)
+                continue
+            seen.add(block.qid)
+            if wanted is None or block.qid in wanted:
+                every.append(block.qid)
+            if keep(block.qid):
+                spool.put(block.qid, (block.docids, block.scores))
+    if not seen:
+        raise InputError("run file is empty", name)
     notes: list[str] = []
-    if qids is not None:
-        wanted = read_qids(qids)
-        missing = sorted(wanted - set(bundle.runs))
+    if later:
+        _join(spool, later, name, notes)
+    if wanted is not None:
+        missing = sorted(wanted - seen)
         if missing:
-            raise InputError(f"--qids names {len(missing)} queries the run does not have (e.g. {missing[0]})",
-                             source_name(run))
-        bundle.runs = {q: c for q, c in bundle.runs.items() if q in wanted}
-    every = tuple(bundle.runs)  # the queries before --shard, in the input's order (a merge restores it)
-    if shard is not None:
-        bundle.runs = {q: c for q, c in bundle.runs.items() if shard.holds(q)}
+            raise InputError(f"--qids names {len(missing)} queries the run does not have (e.g. {missing[0]})", name)
     if dataset:
         from ..retrieval.datasets import load_irds
 
@@ -145,16 +172,51 @@ def load_inputs(
             corpus = _note(_beside(run, BESIDE_CORPUS), "passages", notes)
     if topics:
         bundle.topics.update(load_topics(topics))
-    wanted = {c.docid for cands in bundle.runs.values() for c in cands}
-    if corpus and need_texts:
-        bundle.docs.update(read_corpus(corpus, wanted))
-    elif doc_fetcher is not None and need_texts:
-        bundle.docs.update(doc_fetcher(wanted - set(bundle.docs)))
+
+    def split(qid: str) -> tuple[Columns, Columns]:
+        """A query's reranked head (--depth) and what lies below it, in first-stage order (a run's: by score)."""
+        docids, scores = in_trec_order(*spool.get(qid)) if fmt == "trec" else spool.get(qid)
+        cut = len(docids) if depth is None else depth
+        return (docids[:cut], scores[:cut]), (docids[cut:], scores[cut:])
+
+    order = spool.keys()
+    if need_texts and (corpus or doc_fetcher is not None):  # the texts of every head: see the README on memory
+        docids = {d for qid in order for d in split(qid)[0][0]}
+        if corpus:
+            bundle.docs.update(read_corpus(corpus, docids))
+        else:
+            bundle.docs.update(doc_fetcher(docids - set(bundle.docs)))
     if qrels:
         bundle.qrels = load_qrels(qrels)
-    inputs = _complete(bundle, fmt, run, notes, need_texts, skip_missing, topics, tails if keep_tail else None)
-    inputs.every_query = every
+    heads, tails = Spool(), Spool()
+    inputs = Inputs(Tasks(heads, tails, []), bundle.docs, bundle.qrels, fmt, notes, every_query=tuple(every))
+    complete = _Completion(inputs, bundle.topics, name, need_texts, skip_missing, topics, keep_tail)
+    kept = [qid for qid in order if complete.put(heads, tails, qid, *split(qid))]
+    spool.close()  # the queries as read: each is now a task (heads, tails) or was skipped
+    inputs.tasks = Tasks(heads, tails, kept)
     return inputs
+
+
+def _join(spool: Spool, later: dict[str, list[RunBlock]], name: str, notes: list[str]) -> None:
+    """The later blocks of the queries of a run not grouped by query, joined to their first (a docid in two
+    blocks of a query is refused as one repeated in a block is). Until here they were held in memory: said."""
+    first = min((b for blocks in later.values() for b in blocks), key=lambda b: b.line)
+    notes.append(f"warning: {name} is not grouped by query (query {first.qid} again at line {first.line}): the lines after "
+                 "a query's first block are held in memory until the end of the file, so memory grows with them "
+                 "(sort -s -k1,1 groups a run)")
+    for qid, blocks in later.items():
+        if qid not in spool:
+            continue
+        docids, scores = (list(column) for column in spool.get(qid))
+        seen = set(docids)
+        for block in blocks:
+            for docid, score in zip(block.docids, block.scores):
+                if docid in seen:
+                    raise InputError(f"docid {docid} repeated in query {qid}", name, block.line)
+                seen.add(docid)
+                docids.append(docid)
+                scores.append(score)
+        spool.put(qid, (tuple(docids), tuple(scores)))
 
 
 def _note(path: Path | None, what: str, notes: list[str]) -> str | None:
@@ -164,45 +226,59 @@ def _note(path: Path | None, what: str, notes: list[str]) -> str | None:
     return None
 
 
-def _complete(bundle: Bundle, fmt: str, run: str, notes: list[str], need_texts: bool, skip: bool,
-              topics: str | None = None, tails: dict[str, tuple] | None = None) -> Inputs:
-    """The tasks, with what was skipped; ``tails`` (None: --drop-tail) the candidates below --depth, written with a
-    query's candidates that have no text (--skip-missing) under its reranked ones."""
-    tasks: list[RankingTask] = []
-    kept: dict[str, tuple] = {}  # per query, the candidates not reranked that its output keeps
-    held_docs = 0
-    skipped_docs = skipped_queries = 0
-    name = source_name(run)
-    for qid, cands in bundle.runs.items():
-        if not cands:
-            notes.append(f"warning: query {qid} has no candidates: it is left out of the output")
-            skipped_queries += 1
-            continue
-        query = bundle.topics.get(qid)
-        if query is None and need_texts:
-            if not skip:
-                advice = (f"{topics} has no line for it; pass the topics of this run's dataset" if topics
+@dataclass
+class _Completion:
+    """Turns each read query into its task (written back to the spool) or skips it, counting in ``inputs`` what
+    was skipped and held: a query with no candidates, no topic text (with --skip-missing), or no text for any
+    candidate is skipped; candidates without text (--skip-missing) and those below --depth follow the reranked
+    ones (not with --drop-tail)."""
+
+    inputs: Inputs
+    texts: dict[str, str]  # qid -> query text
+    name: str
+    need_texts: bool
+    skip: bool
+    topics: str | None
+    keep_tail: bool
+
+    def put(self, heads: Spool, tails: Spool, qid: str, cands: Columns, below: Columns) -> bool:
+        """Whether ``qid`` is reranked (its task then in ``heads``, what it keeps unreranked in ``tails``)."""
+        inputs, docs = self.inputs, self.inputs.docs
+        docids, scores = cands
+        if not docids:
+            inputs.notes.append(f"warning: query {qid} has no candidates: it is left out of the output")
+            inputs.skipped_queries += 1
+            return False
+        query = self.texts.get(qid)
+        if query is None and self.need_texts:
+            if not self.skip:
+                advice = (f"{self.topics} has no line for it; pass the topics of this run's dataset" if self.topics
                           else "pass --topics FILE")
-                raise InputError(f"no topic text for query {qid} ({advice}, or --skip-missing)", name)
-            skipped_queries += 1
-            continue
-        if need_texts:
-            missing = [c for c in cands if c.docid not in bundle.docs]
-            if missing and not skip:
-                raise InputError(
-                    f"no text for doc {missing[0].docid} of query {qid} ({len(missing)} missing in this "
-                    "query; pass --corpus FILE or --index DIR, or --skip-missing)",
-                    name,
-                )
-            skipped_docs += len(missing)
-            cands = tuple(c for c in cands if c.docid in bundle.docs)
-            if not cands:  # every candidate lacked its text: nothing to rerank
-                skipped_queries += 1
-                continue
-            if missing and tails is not None:  # not reranked, not lost: they follow the reranked ones
-                kept[qid] = tuple(missing)
-                held_docs += len(missing)
-        if tails is not None and tails.get(qid):
-            kept[qid] = kept.get(qid, ()) + tails[qid]
-        tasks.append(RankingTask(qid, query or "", cands))
-    return Inputs(tasks, bundle.docs, bundle.qrels, fmt, notes, skipped_docs, skipped_queries, held_docs, tails=kept)
+                raise InputError(f"no topic text for query {qid} ({advice}, or --skip-missing)", self.name)
+            inputs.skipped_queries += 1
+            return False
+        kept: Columns = ((), ())
+        if self.need_texts:
+            missing = [i for i, d in enumerate(docids) if d not in docs]
+            if missing and not self.skip:
+                raise InputError(f"no text for doc {docids[missing[0]]} of query {qid} ({len(missing)} missing in "
+                                 "this query; pass --corpus FILE or --index DIR, or --skip-missing)", self.name)
+            inputs.skipped_docs += len(missing)
+            if len(missing) == len(docids):  # every candidate lacked its text: nothing to rerank
+                inputs.skipped_queries += 1
+                return False
+            if missing:
+                gone = set(missing)
+                if self.keep_tail:  # not reranked, not lost: they follow the reranked ones
+                    kept = (tuple(docids[i] for i in missing), tuple(scores[i] for i in missing))
+                    inputs.held_docs += len(missing)
+                docids = tuple(d for i, d in enumerate(docids) if i not in gone)
+                scores = tuple(s for i, s in enumerate(scores) if i not in gone)
+        if self.keep_tail:
+            kept = (kept[0] + below[0], kept[1] + below[1])
+        heads.put(qid, (query or "", docids, scores))
+        if kept[0]:
+            tails.put(qid, kept)
+        inputs.expected[qid] = len(docids) + len(kept[0])
+        inputs.any_tail = inputs.any_tail or bool(kept[0])
+        return True

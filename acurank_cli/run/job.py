@@ -7,7 +7,7 @@ import signal
 import time
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 from rich.console import Console
 
@@ -118,7 +118,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
         status.print(f"acurank: {note}", markup=False, soft_wrap=True)
     fingerprint = _fingerprint(job, backend, inputs, needs_texts)
     outputs = RunOutputs(out.output, stats, out.trace)
-    expected = {t.qid: t.n + len(inputs.tails.get(t.qid, ())) for t in inputs.tasks}  # lines a finished query writes
+    expected = inputs.expected  # the lines a finished query writes
     try:
         session.start(job.cache, job.batch_queries)  # before the outputs: a cache refused leaves no run file behind
         done = outputs.open(expected, out.tag, out.overwrite, fingerprint, _described(job, inputs))
@@ -129,7 +129,8 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     if stats and out.stats is None:
         status.print(f"acurank: per-query stats go to {stats}", markup=False)
     replay = job.strategy.lockstep and bool(done)
-    tasks = list(inputs.tasks) if replay else [t for t in inputs.tasks if t.qid not in done]
+    tasks = inputs.tasks if replay else (t for t in inputs.tasks if t.qid not in done)  # read as the driver asks
+    count = len(inputs.tasks) if replay else len(inputs.tasks) - len(done)
     if done:
         status.print(f"acurank: resuming {out.output}: {len(done)} of {len(expected)} queries already done", markup=False)
     if replay:  # the queries advance together: the finished ones are replayed, not rewritten
@@ -142,7 +143,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
                   "so that every query sees the same run as before", markup=False)
     about = _about(job, backend, fingerprint, status)
 
-    totals = _drive(job, session, outputs, inputs, tasks, done, about, err)
+    totals = _drive(job, session, outputs, inputs, tasks, count, done, about, err)
     wall = time.perf_counter() - started
     _summary(status, job, totals, wall, inputs)
     if job.quiet and (inputs.skipped_docs or inputs.skipped_queries):  # the summary says it otherwise
@@ -189,14 +190,14 @@ def _pooled_shard(strategy: Strategy) -> str:
             f"would differ from the unsharded one; {way}, or rerank without --shard")
 
 
-def _drive(job: RerankJob, session: pipeline.Session, outputs: RunOutputs, inputs, tasks: list[RankingTask],
-           done, about: RunAbout, err: Console) -> _Totals:
+def _drive(job: RerankJob, session: pipeline.Session, outputs: RunOutputs, inputs, tasks: Iterable[RankingTask],
+           count: int, done, about: RunAbout, err: Console) -> _Totals:
     """Rerank the tasks, writing each finished query (run block, stats, trace) as it ends; a stop (an input
     error, an interruption) says its one line and raises :class:`Stopped`, the finished work kept."""
     out = job.outputs
     traces: dict[str, list[dict]] = {}
     totals = _Totals()
-    with ProgressView(len(tasks), job.strategy.name, quiet=job.quiet) as view:
+    with ProgressView(count, job.strategy.name, quiet=job.quiet) as view:
 
         def on_step(task: RankingTask, step: Step) -> None:
             view.on_step(task, step)
@@ -207,7 +208,7 @@ def _drive(job: RerankJob, session: pipeline.Session, outputs: RunOutputs, input
             for outcome in session.run(tasks, inputs.docs, on_step):
                 if outcome.qid in done:
                     continue  # replayed (set budget): already written
-                outputs.write_query(outcome.qid, *_written(outcome, inputs.tails.get(outcome.qid, ()), about, out.tag),
+                outputs.write_query(outcome.qid, *_written(outcome, inputs.tail(outcome.qid), about, out.tag),
                                     traces.pop(outcome.qid, []))
                 totals.add(outcome)
                 view.query_done(outcome.qid, totals)
@@ -223,6 +224,7 @@ def _drive(job: RerankJob, session: pipeline.Session, outputs: RunOutputs, input
         finally:
             outputs.close()
             session.close()
+            inputs.tasks.close()
     return totals
 
 
@@ -246,7 +248,7 @@ def _skipped(inputs) -> str:
 def _fingerprint(job: RerankJob, backend, inputs, needs_texts: bool) -> RunFingerprint:
     """What made the run: method and parameters, the reranker's identity, the inputs (and shard, kept tail)."""
     shard = {"shard": str(job.inputs.shard)} if job.inputs.shard else {}
-    tail = {"tail": "kept"} if inputs.tails else {}
+    tail = {"tail": "kept"} if inputs.any_tail else {}
     return RunFingerprint(
         job.strategy.name, strategy_params(job.strategy), backend.fingerprint(),
         {"digest": input_digest(inputs.tasks, inputs.docs, needs_texts), "queries": len(inputs.tasks),

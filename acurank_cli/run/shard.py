@@ -18,6 +18,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from ..errors import InputError
 from .fingerprint import command_part
@@ -81,21 +82,55 @@ def read_part(path: str) -> Part:
     return part
 
 
-def _blocks(path: Path, key) -> dict[str, str]:
-    """Lines grouped by query (``key(line)`` -> qid), in file order within a query."""
-    groups: dict[str, list[str]] = {}
+def _blocks(path: Path, key) -> Iterator[tuple[str, str]]:
+    """(qid, its lines) for each run of consecutive lines of one query (``key(line)`` -> qid), as they come."""
+    qid, lines = None, []
     with path.open(encoding="utf-8") as fh:
         for line in fh:
-            if line.strip():
-                groups.setdefault(key(line), []).append(line if line.endswith("\n") else line + "\n")
-    return {q: "".join(lines) for q, lines in groups.items()}
+            if not line.strip():
+                continue
+            q = key(line)
+            if q != qid and lines:
+                yield qid, "".join(lines)
+                lines = []
+            qid = q
+            lines.append(line if line.endswith("\n") else line + "\n")
+    if lines:
+        yield qid, "".join(lines)
+
+
+def _in_order(path: Path, key, order: list[str]) -> Iterator[tuple[str, str]]:
+    """A part's blocks in ``order`` (the unsharded input's, which a part keeps): streamed, one block held, when the
+    file has them so (a part as rerank writes it); else held whole and put in order."""
+    found = [q for q, _ in _blocks(path, key)]
+    rank = {q: i for i, q in enumerate(order)}
+    if len(set(found)) == len(found) and found == sorted(found, key=lambda q: rank.get(q, -1)):
+        yield from _blocks(path, key)
+        return
+    held: dict[str, str] = {}
+    for q, text in _blocks(path, key):
+        held[q] = held.get(q, "") + text
+    yield from ((q, held[q]) for q in order if q in held)
+
+
+def _joined(parts: list[Part], order: list[str], key, path_of) -> Iterator[str]:
+    """The parts' blocks in the unsharded input's ``order``: each query's next block is taken from its shard's
+    stream (a query no part holds, skipped by its shard, is left out)."""
+    streams = {p.shard.index: _in_order(path_of(p), key, [q for q in order if p.shard.holds(q)]) for p in parts}
+    ahead = {i: next(stream, None) for i, stream in streams.items()}
+    of = parts[0].shard.of
+    for q in order:
+        i = shard_of(q, of)
+        if ahead[i] is not None and ahead[i][0] == q:
+            yield ahead[i][1]
+            ahead[i] = next(streams[i], None)
 
 
 def merge(paths: list[str], output: str, overwrite: bool = False) -> tuple[int, int]:
     """Join the parts into ``output`` (and its stats beside it when every part has stats), the queries in the
     unsharded input's order; an existing output is replaced only with ``overwrite``. Returns (queries, parts)."""
     from ..io.outputs import meta_path_for, stats_path_for
-    from ..io.plan import FilePlan, write_whole
+    from ..io.plan import FilePlan, replacing
 
     parts = [read_part(p) for p in paths]
     plan = FilePlan()
@@ -120,22 +155,23 @@ def merge(paths: list[str], output: str, overwrite: bool = False) -> tuple[int, 
         twice = sorted({i for i in indices if indices.count(i) > 1})
         raise InputError(f"merge needs shards 1..{first.shard.of} once each" + (f"; missing {missing}" if missing else "")
                          + (f"; given twice {twice}" if twice else ""))
-    runs: dict[str, str] = {}
-    stats: dict[str, str] = {}
-    for p in parts:
-        wanted = [q for q in first.queries if p.shard.holds(q)]
-        blocks = _blocks(p.run, lambda line: line.split(maxsplit=1)[0])
-        lacking = [q for q in wanted if q not in blocks]
+    order = list(first.queries)
+    run_key, stats_key = (lambda line: line.split(maxsplit=1)[0]), (lambda line: json.loads(line)["qid"])
+    queries = 0
+    for p in parts:  # every part finished: checked before anything is written, holding only query ids
+        wanted = [q for q in order if p.shard.holds(q)]
+        have = {q for q, _ in _blocks(p.run, run_key)}
+        lacking = [q for q in wanted if q not in have]
         if lacking:
             raise InputError(f"is unfinished: {len(lacking)} of its {len(wanted)} queries are missing (e.g. "
                              f"{lacking[0]}); rerun its command to finish it", str(p.run))
-        runs.update(blocks)
-        if p.stats is not None:
-            stats.update(_blocks(p.stats, lambda line: json.loads(line)["qid"]))
-    write_whole(Path(output), "".join(runs[q] for q in first.queries if q in runs))
+        queries += len(have)
+    with replacing(output) as fh:  # one query's block in memory at a time
+        fh.writelines(_joined(parts, order, run_key, lambda p: p.run))
     if all(p.stats is not None for p in parts):
-        write_whole(stats_path_for(output), "".join(stats[q] for q in first.queries if q in stats))
-    return len(runs), len(parts)
+        with replacing(stats_path_for(output)) as fh:
+            fh.writelines(_joined(parts, order, stats_key, lambda p: p.stats))
+    return queries, len(parts)
 
 
 __all__ = ["Part", "Shard", "merge", "read_part", "shard_of"]
