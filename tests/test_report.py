@@ -739,14 +739,16 @@ def test_readme_lists_only_formats_that_exist():
 
     from acurank_cli.report.render import Format
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    from conftest import documentation
+
+    readme = documentation()
     named = set(re.findall(r"(?:-f|--format) (\w+)", readme))
     listed = set(re.findall(r"# also: ([\w ,()]+)", readme)[0].replace("(default)", "").replace(",", " ").split())
     assert named and (named | listed) <= {f.value for f in Format}
 
 
 def test_report_takes_run_files_as_eval_does(sample, tmp_path):
-    """Issue 35: `acurank report table a.run b.run --qrels q.txt` (what an eval user types first) was an error;
+    """`acurank report table a.run b.run --qrels q.txt` (what an eval user types first) was an error;
     now the runs of one dataset are named by their files (METHOD = the name without .run)."""
     from conftest import acurank
 
@@ -764,7 +766,7 @@ def test_report_takes_run_files_as_eval_does(sample, tmp_path):
 
 
 def test_marks_carry_direction_and_the_holm_family_is_named(sample, tmp_path):
-    """Issue 36 item 7: a row significantly worse than the baseline got the same mark as one significantly better,
+    """A row significantly worse than the baseline got the same mark as one significantly better,
     and the footnote did not say that Holm's family is the rows shown."""
     import json as _json
 
@@ -785,7 +787,7 @@ def test_marks_carry_direction_and_the_holm_family_is_named(sample, tmp_path):
 
 
 def test_terminal_tables_never_cut_a_method_name_or_a_figure():
-    """Issue 36 item 10: the terminal table truncated method names (and, narrower, figures)."""
+    """The terminal table truncated method names (and, narrower, figures)."""
     import io as _io
 
     from acurank_cli.report.render import Table, to_terminal

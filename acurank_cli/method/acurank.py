@@ -1,6 +1,6 @@
 """AcuRank: uncertainty-aware adaptive reranking with TrueSkill ratings (NeurIPS 2025), Algorithm 1.
 
-Follows ../shared/spec/acurank-semantics.md: an initial pass in disjoint windows of m, then adaptive
+Follows docs/methods.md ("AcuRank"): an initial pass in disjoint windows of m, then adaptive
 groups over the uncertain set C = {i : eps < s_i < 1 - eps}, s_i = P(x_i > t), sum_i s_i = k, until
 |C| < tau (then one final pass over {s_i > eps}), a stable top-k, or a budget; final order by mu.
 (The other uncertainty rules, --uncertainty exact | entropy, are in acurank_cli/method/uncertainty.py.)

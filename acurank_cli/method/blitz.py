@@ -1,8 +1,8 @@
 """BlitzRank (Agrawal, Nguyen, Kiela; ICML 2026): tournament-graph reranking that certifies the top k.
 
-Semantics: ``shared/spec/blitzrank-semantics.md`` (the published code at 076018c, where it differs from the
-paper). Names here follow acurank's: ``m`` is the window (the paper's and the spec's w; "Blitz-k20" has
-m = 20) and ``k`` the number of documents to certify (the spec's m).
+Semantics: docs/methods.md, "Baselines" (the published code at 076018c, where it differs from the paper).
+Names here follow acurank's: ``m`` is the window (the paper's w; "Blitz-k20" has m = 20) and ``k`` the number
+of documents to certify (the paper's m).
 
 Each answer adds the edges pi[0] -> pi[1] -> ... of its order to a directed graph G over the n candidates.
 After every call, over all candidates: D(u) and A(u) (reachable from u, reaching u; u itself never

@@ -1,6 +1,6 @@
 """The tournament graph of a query's answers: an edge u -> v for "u was ranked directly above v", kept as
 its transitive closure, and what follows from it for every candidate (BlitzRank's in/out-reach; acurank-auto's
-transitive evidence). Semantics: ``shared/spec/blitzrank-semantics.md``.
+transitive evidence). Semantics: docs/methods.md ("Baselines", BlitzRank).
 
 For a candidate u (paths of length >= 1; u itself never counted): D(u) reachable from u, A(u) reaching u,
 s(u) = |A(u) & D(u)| (the rest of u's strongly connected component: the answers contradicted each other

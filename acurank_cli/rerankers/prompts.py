@@ -1,7 +1,7 @@
 """The listwise prompt of the published AcuRank implementation, reproduced byte for byte.
 
 Source: the AcuRank code (``listwise_reranking_modules.py``), itself RankLLM's listwise prompt;
-``shared/spec/llm-prompts.md`` describes it and ``prompt-vectors.json`` holds worked cases that
+docs/methods.md ("The listwise LLM prompt") describes it and ``prompt-vectors.json`` holds worked cases that
 ``tests/test_prompt_vectors.py`` checks. One window of ``num`` passages becomes:
 
 * system: :data:`SYSTEM_MESSAGE`;

@@ -120,7 +120,7 @@ def load_inputs(
     shard: "Shard | None" = None,
     keep_tail: bool = True,
 ) -> Inputs:
-    """Read the run/candidate file and complete it with topics, texts and qrels (see README).
+    """Read the run/candidate file and complete it with topics, texts and qrels (docs/rerank.md).
 
     A TREC run is read once, query by query (:func:`~acurank_cli.io.readers.candidate_blocks`), and the queries
     to rerank (after ``--qids`` and ``--shard``: the others are checked and dropped as they are read) go to a
@@ -180,7 +180,7 @@ def load_inputs(
         return (docids[:cut], scores[:cut]), (docids[cut:], scores[cut:])
 
     order = spool.keys()
-    if need_texts and (corpus or doc_fetcher is not None):  # the texts of every head: see the README on memory
+    if need_texts and (corpus or doc_fetcher is not None):  # the texts of every head: docs/scale.md, on memory
         docids = {d for qid in order for d in split(qid)[0][0]}
         if corpus:
             bundle.docs.update(read_corpus(corpus, docids))
