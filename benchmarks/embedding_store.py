@@ -1,4 +1,4 @@
-"""The persistent embedding store (issue 23): a minilm table of several methods over the same passages,
+"""The persistent embedding store: a minilm table of several methods over the same passages,
 with and without it.
 
     python benchmarks/embedding_store.py [--dataset dl19] [--methods sw-1 acurank-9 acurank]

@@ -1,4 +1,4 @@
-"""Why no default of acurank-auto can tell a persistently wrong reranker from a right one (issue 32's limit)
+"""Why no default of acurank-auto can tell a persistently wrong reranker from a right one (the limit)
 
     python benchmarks/identifiability.py [--queries 2000] [--n 100] [--seed 0]
 

@@ -1,5 +1,5 @@
-"""Every method behind one reranker and one accounting, over rerankers from consistent to noisy and biased
-(issues 22 and 32): which method to use for which reranker.
+"""Every method behind one reranker and one accounting, over rerankers from consistent to noisy and biased:
+which method to use for which reranker.
 
     python benchmarks/method_comparison.py OUT [--settings NAME ...] [--seeds 0 1 2] [--no-minilm] [--jobs 2]
                                                [--rows LABEL ...]

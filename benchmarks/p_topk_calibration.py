@@ -1,4 +1,4 @@
-"""How calibrated is p_topk = P(rank <= k) under AcuRank's final ratings? (issue 23)
+"""How calibrated is p_topk = P(rank <= k) under AcuRank's final ratings?
 
     python benchmarks/p_topk_calibration.py [--dataset dl19] [--method acurank] [--noise 1.0] [--seed 0]
 

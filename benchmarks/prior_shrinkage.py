@@ -1,4 +1,4 @@
-"""Can acurank-auto tell a persistently wrong reranker from a right one? (issue 32's resisting settings)
+"""Can acurank-auto tell a persistently wrong reranker from a right one? (the resisting settings)
 
     python benchmarks/prior_shrinkage.py OUT [--settings "noise 0" persistent] [--seeds 0 1 2]
                                              [--datasets dl19 dl20 dl23 scifact]

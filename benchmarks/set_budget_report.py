@@ -1,4 +1,4 @@
-"""The query-set budget against acurank-9 at equal mean calls (issue 22, item 3), from the comparison's runs.
+"""The query-set budget against acurank-9 at equal mean calls, from the comparison's runs.
 
     python benchmarks/set_budget_report.py OUT      # OUT: what benchmarks/method_comparison.py wrote
 

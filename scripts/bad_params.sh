@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Each bad parameter of issue 21 through the CLI: the one line it prints and the exit code.
+# Each bad parameter through the CLI: the one line it prints and the exit code.
 # Usage: scripts/bad_params.sh [ACURANK]   (default .venv/bin/acurank)
 ACURANK=${1:-.venv/bin/acurank}
 RUN=sample_runs/dl19/bm25.run

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The paper's efficiency table (issue 24): sw-1, tourrank-1, acurank-9, acurank on DL19 and DL20, with
+# The paper's efficiency table: sw-1, tourrank-1, acurank-9, acurank on DL19 and DL20, with
 #  - the simulated reranker (noise 1, seed 0), each call's tokens counted as the published prompt would cost
 #    (--sim-tokens gpt-4o) and FLOPs estimated for a RankZephyr-sized model (--model-params 7.24e9);
 #  - minilm (FLOPs from its own 22.7M parameters; --no-cache, so latency is the model's).

@@ -281,7 +281,7 @@ def test_api_errors_name_keywords_and_docs_must_be_a_sequence():
 
 
 def test_api_errors_never_name_a_cli_flag(tmp_path, monkeypatch):
-    """Issue 36 item 11: an API error named a CLI flag (``--budget-wave needs --budget-total``, ``--base-url``,
+    """An API error named a CLI flag (``--budget-wave needs --budget-total``, ``--base-url``,
     ``--tokenizer``, ``--prompt``, ``--updater``, ``--cache``). The API names its keywords; the CLI, given the
     same fault, names the flag (``InputError.cli``, what the command line prints)."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
@@ -328,7 +328,7 @@ TWELVE = [
 
 
 def test_adapters_score_the_probability_of_being_kept():
-    """Issue 35: with top_n = 3 over 12 documents the adapters' scores were P(top 10) (0.9998-0.99999 for every
+    """With top_n = 3 over 12 documents the adapters' scores were P(top 10) (0.9998-0.99999 for every
     kept document). Now a call keeping top_k runs the method with k = top_k (unless k was given): LangChain's and
     LlamaIndex's scores equal the API's p_topk at k = 3, and tell the kept documents apart; the same with fewer
     documents than the method's default k."""
@@ -361,7 +361,7 @@ def test_adapters_score_the_probability_of_being_kept():
 
 
 def test_api_errors_for_bad_scores_and_a_closed_reranker():
-    """Issue 36 item 11: a non-numeric score was a raw ValueError; reranking after close() a raw sqlite error."""
+    """A non-numeric score was a raw ValueError; reranking after close() a raw sqlite error."""
     rr = Reranker("simulated", method="sw-1", qrels={"q": {"0": 1}}, cache=None)
     docs = [{"text": "a", "score": 2.0}, {"text": "b", "score": "high"}]
     with pytest.raises(InputError, match="document 1: 'score' must be a number, got 'high'"):

@@ -50,7 +50,7 @@ def test_stdin_and_baseline(sample, tmp_path):
 
 
 def test_quiet_prints_only_errors_and_warnings_and_the_summary_has_one_prefix(sample, tmp_path):
-    """Issue 35: --quiet said "using topics from", "per-query stats go to" and the summary; the summary read
+    """--quiet said "using topics from", "per-query stats go to" and the summary; the summary read
     "acurank: acurank: N queries". Now: nothing on a clean --quiet run, its warnings still, one prefix."""
     run, _ = small_run(sample, tmp_path, queries=2)
     qrels = sample / "dl19" / "qrels.txt"
@@ -360,7 +360,7 @@ def test_uncertainty_rule_is_part_of_the_run_settings(sample, tmp_path):
 
 
 def test_depth_keeps_the_tail_below_the_reranked_head(sample, tmp_path):
-    """Issue 36 item 5: --depth 20 wrote only the 20 reranked documents (R@100 0.4531 -> 0.2012 on DL19). Now the
+    """--depth 20 wrote only the 20 reranked documents (R@100 0.4531 -> 0.2012 on DL19). Now the
     candidates below follow the head in first-stage order, scores below the head's; --drop-tail drops them."""
     run, qrels = sample / "dl19" / "bm25.run", sample / "dl19" / "qrels.txt"
     common = ["--method", "acurank-9", "--reranker", "simulated", "--qrels", qrels, "--depth", "20", "--quiet", "--no-cache"]
@@ -398,7 +398,7 @@ def test_depth_keeps_the_tail_below_the_reranked_head(sample, tmp_path):
 
 
 def test_every_backend_is_in_the_reranker_help_and_the_readme_table():
-    """Issue 36 item 10: ce: was missing from --reranker's help and the README's backend table, and one help
+    """Ce: was missing from --reranker's help and the README's backend table, and one help
     line read "--max-length ce: ce:". Every registered backend is now named in both, and no option's help
     repeats its backend's prefix."""
     import re

@@ -69,7 +69,7 @@ def test_trec_eval_layout_and_unknown_measure(sample):
 
 
 def test_measures_beyond_pytrec_eval_are_computed_or_refused(sample, tmp_path):
-    """Issue 36 item 2: Judged@10, ERR@10, alpha_nDCG@10 (valid ir_measures names that pytrec_eval does not
+    """Judged@10, ERR@10, alpha_nDCG@10 (valid ir_measures names that pytrec_eval does not
     compute) ended in a ValueError traceback in eval and report."""
     from conftest import acurank
 
@@ -87,7 +87,7 @@ def test_measures_beyond_pytrec_eval_are_computed_or_refused(sample, tmp_path):
 
 
 def test_coverage_is_reported_when_a_run_holds_part_of_the_qrels(sample, tmp_path):
-    """Issue 36 item 6: a run over a subset of the qrels' queries was averaged over all of them (the others as 0)
+    """A run over a subset of the qrels' queries was averaged over all of them (the others as 0)
     with no word, in eval and report."""
     from conftest import acurank
 
@@ -105,7 +105,7 @@ def test_coverage_is_reported_when_a_run_holds_part_of_the_qrels(sample, tmp_pat
 
 
 def test_measures_are_named_one_way_in_tables(sample):
-    """Issue 36 item 10: names switched between trec_eval's and ir_measures' styles within one table. Tables
+    """Names switched between trec_eval's and ir_measures' styles within one table. Tables
     for people name every measure by ir_measures' canonical name (ndcg_cut_10 -> nDCG@10, map -> AP,
     recall.100 -> R@100, P.10 at -l 2 -> P(rel=2)@10); the machine formats keep the names asked."""
     args = ("eval", sample / "dl19" / "bm25.run", "--qrels", sample / "dl19" / "qrels.txt", "-m", "ndcg_cut_10",
@@ -136,7 +136,7 @@ def test_measure_parameters_are_checked_in_one_line(sample, tmp_path):
 
 
 def test_a_providers_warning_is_said_once(tmp_path):
-    """Issue 36 item 10: ir_measures' providers log a warning per evaluation (cwl_eval: "max_rel=2 but ... 3
+    """Ir_measures' providers log a warning per evaluation (cwl_eval: "max_rel=2 but ... 3
     was observed"), so three runs said it three times. Once a process now, still through ir_measures' handler.
     A fresh process: ir_measures' handler writes to the stderr it found at import."""
     import subprocess

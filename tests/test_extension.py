@@ -43,7 +43,7 @@ TOY_BACKEND = textwrap.dedent('''
 
 
     @register("reverse", takes_arg=False, help="answers every window in reverse presented order", needs_texts=False)
-    class Reverse(RerankerBase):  # needs_texts: the registration says it (issue 35: once is enough)
+    class Reverse(RerankerBase):  # needs_texts: the registration says it (once is enough)
         name = "reverse"
 
         def rerank_batch(self, requests):
@@ -123,7 +123,7 @@ def test_import_failures_name_their_cause(sample, tmp_path):
 
 
 def test_a_backend_spec_argument_is_used_or_refused():
-    """Issue 36 item 4: minilm:BAAI/bge-small-en-v1.5 and simulated:X ran the default model and said nothing."""
+    """Minilm:BAAI/bge-small-en-v1.5 and simulated:X ran the default model and said nothing."""
     import pytest
 
     from acurank_cli.errors import InputError
@@ -138,7 +138,7 @@ def test_a_backend_spec_argument_is_used_or_refused():
 
 
 def test_readme_custom_method_runs_as_written_and_as_a_plug_in(sample, tmp_path):
-    """Issue 33 item 1: the README's custom method (its own option included), extracted and run in a fresh
+    """The README's custom method (its own option included), extracted and run in a fresh
     interpreter; then as a plug-in module through ACURANK_METHODS: its option is a baseline flag, checked."""
     import subprocess
     import sys

@@ -202,7 +202,7 @@ def test_run_record_is_the_one_view_of_a_run(tmp_path):
 
 
 def test_qids_take_long_lists_and_at_files(sample, tmp_path):
-    """Issue 36 item 1: a few hundred ids in a comma list ended in OSError (File name too long)."""
+    """A few hundred ids in a comma list ended in OSError (File name too long)."""
     from acurank_cli.errors import InputError
     from acurank_cli.io.readers import read_qids
     from conftest import acurank
@@ -223,7 +223,7 @@ def test_qids_take_long_lists_and_at_files(sample, tmp_path):
 
 
 def test_a_docid_twice_in_a_corpus_is_an_error_naming_both_lines(tmp_path):
-    """Issue 36 item 8: a duplicate _id was accepted silently (the last one won)."""
+    """A duplicate _id was accepted silently (the last one won)."""
     from acurank_cli.errors import InputError
     from acurank_cli.io.readers import read_corpus
 
@@ -238,7 +238,7 @@ def test_a_docid_twice_in_a_corpus_is_an_error_naming_both_lines(tmp_path):
 
 
 def test_a_gzip_run_on_stdin_is_read(sample, tmp_path):
-    """Issue 36 item 10: a gzip file on stdin said "found 9 columns"; stdin is gunzipped as files are."""
+    """A gzip file on stdin said "found 9 columns"; stdin is gunzipped as files are."""
     import gzip as _gzip
     import subprocess
     import sys

@@ -140,7 +140,7 @@ def test_approx_counter_is_a_rough_guard():
 
 
 def test_option_faults_name_keywords_for_the_api_and_flags_for_the_cli():
-    """Issue 36 item 11, the raise sites a plain construction reaches: each message names the keyword in
+    """The raise sites a plain construction reaches: each message names the keyword in
     ``str()`` and the flag in ``cli()``, and none fails to render (a template's placeholder without its option
     would be a KeyError in place of the message)."""
     from types import SimpleNamespace

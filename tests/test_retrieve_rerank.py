@@ -57,7 +57,7 @@ def test_scifact_slice_end_to_end(sample, tmp_path):
 
 
 def test_a_signal_ends_a_run_that_loaded_lucene_cleanly(sample, tmp_path):
-    """Issue 36 item 3: SIGTERM or Ctrl-C during a rerank that loaded a Lucene index (--index) crashed the JVM
+    """SIGTERM or Ctrl-C during a rerank that loaded a Lucene index (--index) crashed the JVM
     (SIGSEGV in libtorch, exit 134, an hs_err_pid log in the working directory). With -Xrs the JVM leaves the
     signals to Python: exit 143 / 130, the one line, no crash log, and the run resumes to the uninterrupted one."""
     import signal

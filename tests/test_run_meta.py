@@ -34,7 +34,7 @@ def test_report_refuses_an_unfinished_run_and_eval_warns(sample, tmp_path):
     (folder / "acurank.run").unlink()
     assert acurank("report", "table", "--runs", folder.parent).returncode == 0
     proc = acurank("eval", folder / "sw-1.run", "--qrels", qrels)
-    assert "unfinished" not in proc.stderr  # finished; its coverage of the qrels is said (issue 36 item 6)
+    assert "unfinished" not in proc.stderr  # finished; its coverage of the qrels is said
     assert "3 of the 43 qrels queries are in the run" in proc.stderr
 
 
