@@ -35,7 +35,6 @@ from .errors import InputError
 from .io.readers import check_id
 from .params import ParameterError, at_least, between
 from .method.base import Strategy
-from .method.registry import option_names
 from .records import CallTally, Candidate, Doc, Phase, QueryOutcome, RankingTask, Step, StopReason
 from .rerankers.base import RerankerBase
 from .run import pipeline
@@ -170,9 +169,7 @@ class Reranker:
                  **options: Any):
         self.method = method
         pipeline.check_batch_queries(batch_queries)
-        method_keys = option_names()  # every registered method's options; the rest go to the backend
-        method_options = {k: v for k, v in options.items() if k in method_keys}
-        backend_options = {k: v for k, v in options.items() if k not in method_keys}
+        method_options, backend_options = pipeline.split_options(options)
         self.strategy = pipeline.method(method, method_options, pipeline.ScoreSource.documents)
         self._method_options = method_options
         #: top_k -> the method with k = top_k (when the method has a cutoff k and the caller did not set it)

@@ -16,7 +16,7 @@ import typer
 from ..errors import InputError
 from ..io.plan import FilePlan
 from ..evaluation import DEFAULT_MEASURE
-from ..report.render import REPORT_FORMATS, check_format, emit
+from ..report.render import REPORT_FORMATS, check_format
 from .options import MEASURE_HELP, Overwrite, declared, resolved_parameters, say
 
 RUNS_HELP = """Naming runs (the same options for table, pareto and allocation):
@@ -166,7 +166,7 @@ def table_cmd(
     _writes(colls[0], overwrite, ("--output", output))
     rep = build_table(colls, parse_baselines(baseline or [], list(colls[0].datasets)), test, resamples, seed, percent,
                       correction, ci)
-    emit(fmt, rep.tables, rep.records, rep.data, output)
+    rep.emit(fmt, output)
 
 
 # --------------------------------------------------------------------------------- efficiency
@@ -194,7 +194,7 @@ def efficiency_cmd(
     if baseline is not None and not any(coll.has(ds, baseline) for ds in coll.datasets):
         raise InputError(f"--baseline {baseline!r} has no run (methods: {', '.join(coll.methods())})")
     rep = build_efficiency(coll, baseline)
-    emit(fmt, rep.tables, rep.records, rep.data, output)
+    rep.emit(fmt, output)
 
 
 # ------------------------------------------------------------------------------------- pareto
@@ -232,7 +232,7 @@ def pareto_cmd(
     outs = out or [Path("pareto.png"), Path("pareto.svg")]
     _writes(coll, overwrite, ("--output", output), *(("--out", p) for p in outs))
     written = plot_pareto(computed, outs, x, measure_label(coll.measure, coll.rel_level), log_x)
-    emit(fmt, rep.tables, rep.records, rep.data, output)
+    rep.emit(fmt, output)
     say("wrote " + ", ".join(str(p) for p in written))
 
 
@@ -289,7 +289,7 @@ def allocation_cmd(
             raise InputError(f"--plot {p}: plot files must end in .png, .svg or .pdf")
     if plot:
         plot_allocation(rep, [str(p) for p in plot], measure_label(coll.measure, coll.rel_level))
-    emit(fmt, rep.tables, rep.records, rep.data, output)
+    rep.emit(fmt, output)
     if plot:
         say("wrote " + ", ".join(str(p) for p in plot))
 
@@ -333,7 +333,7 @@ def trace_cmd(
     written = []
     if outs:
         written = plot_trace(steps, qid, name, outs, top, docid or ())
-    emit(fmt, rep.tables, rep.records, rep.data, output)
+    rep.emit(fmt, output)
     if written:
         say("wrote " + ", ".join(str(p) for p in written))
 

@@ -49,16 +49,13 @@ def rerank(
 ) -> None:
     """Rerank a first-stage run with AcuRank (or a baseline) and write a TREC run."""
     from ..io.readers import check_tag
-    from ..method.registry import option_names
     from ..run import pipeline
     from ..run.inputs import InputSpec
     from ..run.job import OutputSpec, RerankJob, run_job
     from ..run.shard import Shard
 
     baseline_only = ctx.info_name == "baseline"
-    method_keys = option_names()
-    options = {key: v for key, v in generated.items() if key in method_keys}
-    backend_options = {key: v for key, v in generated.items() if key not in method_keys}
+    options, backend_options = pipeline.split_options(generated)
     strategy = pipeline.method(method, options, pipeline.ScoreSource.run_file, baseline_only)
     job = RerankJob(
         inputs=InputSpec(run, depth, topics, corpus, index, dataset, qrels, qids, skip_missing,

@@ -38,6 +38,13 @@ class Report:
     records: list[dict]
     data: dict
 
+    def emit(self, fmt, output=None) -> None:
+        """Render itself in ``fmt`` (terminal, markdown, latex: the tables; csv: the records; json: the data) to
+        ``output`` or stdout."""
+        from .render import emit
+
+        emit(fmt, self.tables, self.records, self.data, output)
+
 
 def parse_baselines(specs: Sequence[str], datasets: Sequence[str]) -> dict[str, str]:
     """``--baseline METHOD`` (every dataset) and/or ``--baseline DATASET=METHOD`` -> {dataset: method}.

@@ -80,6 +80,17 @@ def method(name: str | None, options: Mapping[str, Any] | None = None, source: S
     return build_strategy(name, options, baseline_only=baseline_only)
 
 
+def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Keywords (the API's) or flags (the CLI's) split into (method options, backend options): a name any registered
+    method takes is the method's, every other the backend's (whose options check their own names). The one place
+    the split is made."""
+    from ..method.registry import option_names
+
+    method_keys = option_names()
+    return ({k: v for k, v in options.items() if k in method_keys},
+            {k: v for k, v in options.items() if k not in method_keys})
+
+
 def check_batch_queries(batch_queries: int | None) -> int | None:
     if batch_queries is not None and not BATCH_QUERIES.contains(batch_queries):
         raise ParameterError("batch_queries", batch_queries, BATCH_QUERIES.describe(), "--batch-queries")
