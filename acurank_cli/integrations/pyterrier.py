@@ -1,0 +1,132 @@
+"""A PyTerrier transformer that reranks with any acurank method and backend (``pip install 'acurank[pyterrier]'``,
+plain ``pyterrier``: no Java is started, acurank needs none).
+
+    import pyterrier as pt
+    from acurank_cli.integrations.pyterrier import AcuRankReranker
+    acurank = AcuRankReranker("minilm", method="acurank-9")            # the API's backend, method and keywords
+    pt.Experiment([bm25, bm25 >> acurank], topics, qrels, ["nDCG@10", "AP(rel=2)"], baseline=0, correction="holm")
+
+Input: a result frame with ``qid``, ``query``, ``docno`` and the passage text in ``text_field`` (default
+``text``); without that column the texts come from ``corpus`` (a JSONL corpus file, as ``--corpus``) or
+``dataset`` (``irds:<id>``, a local ir_datasets dataset). A ``score`` column is the first-stage score: each
+query's candidates are taken in trec_eval's order (score descending, ties by docno descending) and their
+ratings start from it, exactly as ``acurank rerank`` does with a run file; without it, the frame's order is the
+first-stage order. The queries of a frame advance together through one run session (their windows share
+batches, as ``--batch-queries`` does; ``batch_queries=None``: every query of the frame in one batch).
+
+Output: one row per input row, sorted by query (first-appearance order) and the method's final order, with
+``score`` (the run file's score: strictly decreasing within a query) and ``rank`` (0-based, PyTerrier's), plus
+``p_topk``, ``mu`` and ``sigma`` for methods with ratings (NaN otherwise); the input's other columns are kept.
+After a transform, :attr:`AcuRankReranker.accounting` holds each query's calls, cached calls, documents sent
+and tokens (the honest accounting of every call).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+import pyterrier as pt
+
+from ..api import Reranker
+from ..errors import InputError
+from ..method.registry import method_options
+
+#: columns the transformer adds (and returns, empty, for an empty frame)
+OUTPUT_COLUMNS = ("score", "rank", "p_topk", "mu", "sigma")
+
+
+class AcuRankReranker(pt.Transformer):
+    """Reranks a PyTerrier result frame with an acurank method (``method``, the ``--method`` names) and backend
+    (``reranker``, the ``--reranker`` names, or a built :class:`~acurank_cli.api.Reranker`)."""
+
+    def __init__(self, reranker: Any = "minilm", method: str = "acurank", *, text_field: str = "text",
+                 corpus: str | None = None, dataset: str | None = None, batch_queries: int | None = None,
+                 verbose: bool = False, **options: Any):
+        if isinstance(reranker, Reranker):
+            self.reranker = reranker
+        else:
+            if "init" not in options and "init" in method_options(method):
+                options["init"] = "score"  # a result frame's scores are a run's: the CLI's default init
+            self.reranker = Reranker(reranker, method, batch_queries=batch_queries, **options)
+        self.text_field, self.corpus, self.dataset, self.verbose = text_field, corpus, dataset, verbose
+        self.batch_queries = batch_queries
+        #: qid -> {"calls", "cached_calls", "docs_sent", "input_tokens", "output_tokens", "seconds"} of the last run
+        self.accounting: dict[str, dict[str, float]] = {}
+
+    def __repr__(self) -> str:
+        return f"AcuRankReranker({self.reranker.backend!r}, method={self.reranker.method!r})"
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        need = ["qid", "query", "docno"]
+        missing = [c for c in need if c not in inp.columns]
+        if missing:
+            raise InputError(f"the result frame lacks column {missing[0]!r} (AcuRankReranker needs qid, query, docno "
+                             f"and the passage text in {self.text_field!r}; it has {', '.join(map(str, inp.columns))})")
+        out_columns = [*inp.columns, *(c for c in OUTPUT_COLUMNS if c not in inp.columns)]
+        if len(inp) == 0:
+            return pd.DataFrame({c: pd.Series(dtype=inp[c].dtype if c in inp.columns else float) for c in out_columns})
+        texts = self._texts(inp)
+        frame = inp.reset_index(drop=True)
+        order = list(dict.fromkeys(frame["qid"].astype(str)))
+        rows_of = {q: rows for q, rows in frame.groupby(frame["qid"].astype(str), sort=False).groups.items()}
+        queries, qids = [], []
+        for qid in order:
+            rows = frame.loc[rows_of[qid]]
+            if rows["query"].nunique() != 1:
+                raise InputError(f"query {qid} has {rows['query'].nunique()} different query texts in the frame")
+            if "score" in rows.columns:  # trec_eval's order: score descending, ties by docno descending
+                rows = rows.assign(_docno=rows["docno"].astype(str)).sort_values(
+                    ["score", "_docno"], ascending=False, kind="stable")
+            docs = [{"id": str(r.docno), **texts(r), **({"score": float(r.score)} if "score" in rows.columns else {})}
+                    for r in rows.itertuples(index=False)]
+            queries.append((str(rows["query"].iloc[0]), docs))
+            qids.append(qid)
+        if self.verbose:
+            print(f"acurank: {self.reranker.method} over {len(qids)} queries", flush=True)
+        outputs = self.reranker.rerank_batch(queries, qids=qids)
+        self.accounting = {o.qid: {"calls": o.tally.calls, "cached_calls": o.tally.cached_calls,
+                                   "docs_sent": o.tally.docs_sent, "input_tokens": o.tally.input_tokens,
+                                   "output_tokens": o.tally.output_tokens, "seconds": o.seconds} for o in outputs}
+        result = []
+        for out in outputs:
+            rows = frame.loc[rows_of[out.qid]].assign(_docno=lambda f: f["docno"].astype(str)).set_index("_docno")
+            for rank, d in enumerate(out.docs):
+                row = rows.loc[d.id].to_dict()
+                row.update(score=d.score, rank=rank, p_topk=_num(d.p_topk), mu=_num(d.mu), sigma=_num(d.sigma))
+                result.append(row)
+        return pd.DataFrame(result, columns=out_columns)
+
+    def _texts(self, inp: pd.DataFrame):
+        """A row -> its passage ({"text", "title"}): the frame's ``text_field``, else the corpus or dataset's."""
+        if self.text_field in inp.columns:
+            field = self.text_field
+            return lambda r: {"text": str(getattr(r, field))}
+        if not self.reranker.reranker.needs_texts:
+            return lambda r: {"text": ""}
+        wanted = set(inp["docno"].astype(str))
+        if self.corpus is not None:
+            from ..io.readers import read_corpus
+
+            docs = read_corpus(self.corpus, wanted)
+        elif self.dataset is not None:
+            from ..retrieval.datasets import load_irds
+
+            fetch = load_irds(self.dataset).get_docs
+            docs = fetch(wanted) if fetch is not None else {}
+        else:
+            raise InputError(f"the result frame has no {self.text_field!r} column: pass text_field=, or corpus= "
+                             "(a JSONL corpus file) or dataset= (irds:<id>) to look the texts up")
+        lacking = sorted(wanted - set(docs))
+        if lacking:
+            raise InputError(f"no text for docno {lacking[0]} ({len(lacking)} missing) in "
+                             f"{self.corpus or self.dataset}")
+        return lambda r: {"text": docs[str(r.docno)].text, "title": docs[str(r.docno)].title}
+
+
+def _num(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
+__all__ = ["AcuRankReranker", "OUTPUT_COLUMNS"]

@@ -1,0 +1,127 @@
+"""The PyTerrier transformer: inside pt.Experiment (Holm correction, baseline 0) its figures equal `acurank rerank`
++ `acurank eval` on the same run, and its ranking equals the CLI's run, query by query; with every query in one
+batch and with batches of one; an empty frame in, an empty frame out; a missing column named."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+pt = pytest.importorskip("pyterrier", reason="the pyterrier extra is not installed")
+pd = pytest.importorskip("pandas")
+
+from conftest import SAMPLE, acurank  # noqa: E402
+
+from acurank_cli.errors import InputError  # noqa: E402
+from acurank_cli.integrations.pyterrier import OUTPUT_COLUMNS, AcuRankReranker  # noqa: E402
+
+DL19 = SAMPLE / "dl19"
+QRELS = DL19 / "qrels.txt"
+SIM = {"qrels": str(QRELS), "sim_noise": 1.0, "sim_seed": 0, "cache": None}
+
+
+def _frames():
+    run = pd.read_csv(DL19 / "bm25.run", sep=r"\s+", header=None, dtype={0: str, 2: str},
+                      names=["qid", "Q0", "docno", "rank", "score", "tag"])
+    topics = pd.read_csv(DL19 / "topics.tsv", sep="\t", header=None, names=["qid", "query"], dtype=str,
+                         quoting=3)
+    run = run.merge(topics, on="qid")[["qid", "query", "docno", "score", "rank"]]
+    qrels = pd.read_csv(QRELS, sep=r"\s+", header=None, names=["qid", "iter", "docno", "label"],
+                        dtype={"qid": str, "docno": str})[["qid", "docno", "label"]]
+    return run, topics, qrels
+
+
+def _cli(method: str, tmp_path: Path, *extra) -> tuple[Path, dict[str, float]]:
+    command = "baseline" if method.startswith("sw-") else "rerank"
+    out = tmp_path / f"{method}.run"
+    acurank(command, DL19 / "bm25.run", "--method", method, "--reranker", "simulated", "--qrels", QRELS,
+            "--sim-noise", "1", "--sim-seed", "0", "--no-cache", "-o", out, *extra)
+    figures = {}
+    for measure, level in (("nDCG@10", "1"), ("AP", "2")):
+        record = json.loads(acurank("eval", out, "--qrels", QRELS, "-m", measure, "-l", level, "-f", "json").stdout)
+        (figures[measure],) = [v for k, v in record.items() if k not in ("run", "queries", "fill", "mean_calls")]
+    return out, figures
+
+
+def _by_query(frame) -> dict[str, list[str]]:
+    return {q: list(g.sort_values("rank")["docno"]) for q, g in frame.groupby("qid", sort=False)}
+
+
+def _run_file(path: Path) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for line in path.read_text().splitlines():
+        q, _, d, *_ = line.split()
+        out.setdefault(q, []).append(d)
+    return out
+
+
+@pytest.mark.parametrize("method", ["acurank-9", "acurank-auto-9", "sw-1"])
+def test_experiment_figures_and_ranking_equal_the_cli(method, tmp_path):
+    run, topics, qrels = _frames()
+    cli_run, cli = _cli(method, tmp_path)
+    bm25 = pt.Transformer.from_df(run)
+    for batch in (None, 1):
+        reranker = AcuRankReranker("simulated", method=method, batch_queries=batch, **SIM)
+        result = pt.Experiment([bm25, bm25 >> reranker], topics, qrels,
+                               [pt.measures.nDCG @ 10, pt.measures.AP(rel=2)], names=["bm25", method],
+                               baseline=0, correction="holm")
+        row = result.set_index("name").loc[method]
+        assert math.isclose(row["nDCG@10"], cli["nDCG@10"], abs_tol=1e-9), (batch, row["nDCG@10"], cli)
+        assert math.isclose(row["AP(rel=2)"], cli["AP"], abs_tol=1e-9), (batch, row["AP(rel=2)"], cli)
+        assert "nDCG@10 p-value" in result.columns and "nDCG@10 reject" in result.columns  # Holm, against bm25
+        frame = reranker.transform(run)
+        assert _by_query(frame) == _run_file(cli_run)
+        assert list(frame.columns[-len(OUTPUT_COLUMNS):]) == list(OUTPUT_COLUMNS) or set(OUTPUT_COLUMNS) <= set(frame.columns)
+        assert sum(a["calls"] for a in reranker.accounting.values()) > 0
+        for _, g in frame.groupby("qid"):
+            assert list(g["rank"]) == list(range(len(g))) and g["score"].is_monotonic_decreasing
+        if method == "sw-1":
+            assert frame["p_topk"].isna().all()
+        else:
+            assert frame["p_topk"].between(0, 1).all() and (frame["sigma"] > 0).all()
+
+
+def test_an_empty_frame_gives_an_empty_frame_with_the_output_columns():
+    reranker = AcuRankReranker("simulated", method="acurank", **SIM)
+    empty = pd.DataFrame(columns=["qid", "query", "docno", "score"])
+    out = reranker.transform(empty)
+    assert len(out) == 0 and list(out.columns) == ["qid", "query", "docno", "score", "rank", "p_topk", "mu", "sigma"]
+
+
+def test_a_missing_column_is_named():
+    reranker = AcuRankReranker("simulated", method="acurank", **SIM)
+    with pytest.raises(InputError, match="lacks column 'query'"):
+        reranker.transform(pd.DataFrame({"qid": ["1"], "docno": ["d"]}))
+    text_needing = AcuRankReranker("minilm", method="sw-1", cache=None)
+    with pytest.raises(InputError, match="no 'text' column"):
+        text_needing.transform(pd.DataFrame({"qid": ["1"], "query": ["q"], "docno": ["d"]}))
+
+
+def test_minilm_on_five_queries_equals_the_cli(tmp_path):
+    run, topics, _ = _frames()
+    five = list(dict.fromkeys(run["qid"]))[:5]
+    cli_run = tmp_path / "minilm.run"
+    acurank("rerank", DL19 / "bm25.run", "--method", "acurank-9", "--reranker", "minilm", "--no-cache", "--qids",
+            ",".join(five), "-o", cli_run)
+    reranker = AcuRankReranker("minilm", method="acurank-9", corpus=str(DL19 / "passages.jsonl.gz"), cache=None)
+    frame = reranker.transform(run[run["qid"].isin(five)])
+    assert _by_query(frame) == _run_file(cli_run)
+
+
+def test_the_docs_example_runs_as_written(tmp_path):
+    """docs/pyterrier.md's example, in a fresh interpreter from the repository's root: the figures it states."""
+    import subprocess
+    import sys
+
+    from conftest import ENV, ROOT, documentation
+    import re
+
+    script = tmp_path / "pt_example.py"
+    script.write_text(re.search(r"<!-- pyterrier -->\n```python\n(.*?)```", documentation(), re.S).group(1))
+    proc = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, env=ENV, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "0.5058" in proc.stdout and "0.7894" in proc.stdout and "0.8139" in proc.stdout, proc.stdout
+    assert "8.93 calls a query" in proc.stdout or "8.930232558139535 calls a query" in proc.stdout, proc.stdout
