@@ -149,6 +149,7 @@ COMMANDS: dict[str, Run | Skip] = {
     "scripts/simulate_all.sh out/sim && acurank report table --runs out/sim --baseline sw-1 --format markdown": Run(),
     "acurank report table --runs out/sim --baseline sw-1 -f latex": Run(expect=("\\begin{tabular}",)),
     "acurank report efficiency --runs out/sim --baseline sw-1 -f markdown": Run(),
+    "acurank report provenance out/sim/dl19/acurank-9.run out/sim/dl19/sw-1.run": Run(expect=("simulated",)),
     "acurank report pareto --runs out/sim --view all --out pareto-all.png --out pareto-all.svg": Run(),
     "acurank report allocation --runs out/sim --method acurank --baseline sw-1 --plot allocation.png": Run(),
     "acurank rerank sample_runs/dl23/bm25.run --reranker simulated --qrels sample_runs/dl23/qrels.txt --qids 2025253 "

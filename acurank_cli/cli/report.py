@@ -338,5 +338,26 @@ def trace_cmd(
         say("wrote " + ", ".join(str(p) for p in written))
 
 
+@report_app.command("provenance", help="""Where runs came from, as their meta files record it: acurank, Python,
+the engines' versions (torch, transformers, vLLM, ...), the model, its revision or weights digest, device, dtype
+and prompt format. Beside a table, it says which software and model made each row.
+
+Example: acurank report provenance out/sim/dl19/acurank-9.run out/sim/dl19/sw-1.run""")
+def provenance_cmd(
+    runs: Annotated[list[str], typer.Argument(metavar="RUN...", help="Run files (their X.run.meta.json is read).")],
+    fmt: FormatOpt = "terminal",
+    output: OutputOpt = None,
+    overwrite: Overwrite = False,
+) -> None:
+    from ..report.provenance import provenance_report
+
+    _check_format(fmt)
+    plan = FilePlan()
+    for run in runs:
+        plan.read("RUN", run)
+    plan.write("--output", output).check(overwrite)
+    provenance_report(runs).emit(fmt, output)
+
+
 def mount(app: typer.Typer) -> None:
     app.add_typer(report_app, name="report")

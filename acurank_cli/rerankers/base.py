@@ -68,6 +68,21 @@ class RerankerBase:
         """Lines worth telling the user once at start (how prompts are made, fallbacks taken)."""
         return []
 
+    def provenance(self) -> dict[str, Any]:
+        """What a run records of the model that answered (see :mod:`acurank_cli.run.provenance`): from the
+        cache identity, the backend, model, revision, weights digest, dtype and prompt format; the device it ran
+        on; a backend with local weights adds their sha256 (``weights_sha256``)."""
+        identity = self.cache_identity() or {"backend": self.name}
+        keep = ("backend", "model", "revision", "gguf_sha256", "package", "files", "dtype", "prompt_format", "answer")
+        out = {k: identity[k] for k in keep if k in identity}
+        source = getattr(self, "source", None)
+        if source is not None and hasattr(source, "weights_sha256"):
+            out["weights_sha256"] = source.weights_sha256()
+        device = getattr(self, "device", None)
+        if device is not None:
+            out["device"] = str(device)
+        return out
+
     def parameters(self) -> int | None:
         """The model's parameter count, for the FLOPs estimate (None: unknown, e.g. a remote model)."""
         return None

@@ -94,6 +94,9 @@ class CachedReranker(RerankerBase):
     def fingerprint(self):
         return self.inner.fingerprint()
 
+    def provenance(self):
+        return self.inner.provenance()
+
     def prompt_key(self, request: RerankRequest) -> str:
         return self.inner.prompt_key(request)
 

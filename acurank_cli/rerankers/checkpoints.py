@@ -135,6 +135,22 @@ class ModelSource:
             return {"model": str(self.gguf_path), "gguf_sha256": file_sha256(self.gguf_path)}
         return {"model": self.location}
 
+    def weights_sha256(self) -> str | None:
+        """The local weights' sha256 (a GGUF file's, or over a folder's weight files in name order, each memoised
+        per size and mtime); None for a hub id, whose revision names its weights."""
+        if self.gguf_file:
+            return file_sha256(self.gguf_path)
+        folder = Path(self.location)
+        if not folder.is_dir():
+            return None
+        files = sorted(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin", ".gguf", ".pt"))
+        if not files:
+            return None
+        h = hashlib.sha256()
+        for f in files:
+            h.update(f"{f.name}:{file_sha256(f)}\n".encode())
+        return h.hexdigest()
+
     def counter_name(self, tokenizer: Any) -> str:
         """The token counter's name: the tokenizer's folder, or the GGUF file's name (either engine)."""
         if self.gguf_file:

@@ -26,6 +26,7 @@ from ..records import (CallTally, ParseStatus, QueryOutcome, Ranked, RankingTask
                        TraceRecord)
 from . import pipeline
 from .. import signals
+from . import provenance
 from .fingerprint import RunFingerprint, input_digest, strategy_params
 from .inputs import InputSpec
 from .progress import ProgressView
@@ -121,7 +122,8 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     expected = inputs.expected  # the lines a finished query writes
     try:
         session.start(job.cache, job.batch_queries)  # before the outputs: a cache refused leaves no run file behind
-        done = outputs.open(expected, out.tag, out.overwrite, fingerprint, _described(job, inputs))
+        done = outputs.open(expected, out.tag, out.overwrite, fingerprint,
+                            {**(_described(job, inputs) or {}), "provenance": provenance.collect(backend)})
     except BaseException:
         session.close()
         raise
