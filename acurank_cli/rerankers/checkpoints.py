@@ -9,8 +9,10 @@ same window gives the same text and the same token ids in either engine.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
+import json
 import os
 import shutil
 import socket
@@ -173,19 +175,33 @@ def resolve_model(spec: str, backend: str) -> ModelSource:
     return ModelSource(spec, spec)
 
 
-_DIGESTS: dict[tuple[str, int, int], str] = {}
+_DIGESTS: dict[str, str] = {}
+
+
+def _digests_file() -> Path:
+    """Where file digests are remembered between runs (beside the GGUF conversions): a model's weights are read
+    once per version of the file, not at every run's start."""
+    return gguf_cache_root().parent / "sha256.json"
 
 
 def file_sha256(path: Path) -> str:
-    """A file's sha256 (memoised per path, size and mtime)."""
+    """A file's sha256, memoised per path, size and mtime (in this process and in :func:`_digests_file`)."""
     st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
+    key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+    if not _DIGESTS:
+        with contextlib.suppress(OSError, ValueError):
+            _DIGESTS.update(json.loads(_digests_file().read_text(encoding="utf-8")))
     if key not in _DIGESTS:
         h = hashlib.sha256()
         with path.open("rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 h.update(block)
         _DIGESTS[key] = h.hexdigest()
+        with contextlib.suppress(OSError):  # a cache: a read-only home only means hashing again next time
+            from ..io.plan import write_whole
+
+            _digests_file().parent.mkdir(parents=True, exist_ok=True)
+            write_whole(_digests_file(), json.dumps(_DIGESTS, indent=0, sort_keys=True))
     return _DIGESTS[key]
 
 
