@@ -24,7 +24,7 @@ def rerank(
     ctx: typer.Context,
     run: Annotated[str, typer.Argument(help="TREC run, or a candidate file (RankGPT JSON, AcuRank/RankLLM JSONL); '-' = stdin.")],
     method: Annotated[Optional[str], typer.Option("--method", help=f"Method (default {DEFAULTS.method}): {known_methods()}.")] = None,
-    reranker: Annotated[str, typer.Option("--reranker", help="Backend: minilm (the embedded offline model) | ce:MODEL (a cross-encoder) | hf:MODEL | vllm:MODEL | openai:MODEL | simulated (a qrels oracle, for research) | a plug-in.")] = DEFAULTS.backend,
+    reranker: Annotated[str, typer.Option("--reranker", help="Backend: minilm (the embedded offline model) | ce:MODEL (a cross-encoder) | hf:MODEL | vllm:MODEL | openai:MODEL | simulated (a qrels oracle, for research) | a plug-in. Which methods, prompt formats and answer modes combine with each: docs/support-matrix.md.")] = DEFAULTS.backend,
     output: Annotated[Optional[str], typer.Option("--output", "-o", help="Output run (default stdout). An existing file is resumed.")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", metavar="", help="Start afresh instead of resuming an existing --output.")] = False,
     tag: Annotated[Optional[str], typer.Option("--tag", help="Run tag (default: the method; METHOD.simulated with the simulated reranker).")] = None,
