@@ -1,5 +1,6 @@
 """Parameter domains: every numeric parameter of a method or backend is declared with the values it may
-take, in its typed record (``param(default, domain)``), and checked there before any model call.
+take, in its typed record (``Option(domain=...)(default)``, the one declaration of methods' and backends'
+options), and checked there before any model call.
 
 A value outside its domain raises :class:`ParameterError` (an :class:`~.errors.InputError`, hence a
 ``ValueError``): the API shows the keyword (``k=0: must be an integer >= 1``), the CLI the flag
@@ -85,12 +86,31 @@ class ParameterError(InputError):
         return f"{flag} {self.value}: must be {name_options(self.domain, self.options, False)}{self.owner}"
 
 
-def param(default: Any, domain: Domain | None = None, flag: str | None = None, **metadata: Any) -> Any:
-    """A record field with its domain (and the CLI flag that sets it, when not ``--name``)."""
-    meta = {"domain": domain, "flag": flag, **metadata}
-    if isinstance(default, (list, dict, set)):
-        return field(default_factory=lambda: type(default)(default), metadata=meta)
-    return field(default=default, metadata=meta)
+@dataclass(frozen=True)
+class Option:
+    """The one declaration of an option, for a method's parameters record and a backend's options record alike:
+    ``name`` (the keyword; empty: the record field's own name), ``kind`` (what the flag parses: int, float, str or
+    an enum; None: the field's annotation), ``help``, ``domain`` (checked when the record is made, before any
+    model call), ``flag`` (when not ``--name``) and ``cli`` (False: a checked field that is no option, such as
+    the N a method's name carries). ``Option(...)(default)`` is the record's field."""
+
+    name: str = ""
+    kind: type | None = None
+    help: str = ""
+    domain: Domain | None = None
+    flag: str | None = None
+    cli: bool = True
+
+    @property
+    def cli_flag(self) -> str:
+        return self.flag or "--" + self.name.replace("_", "-")
+
+    def __call__(self, default: Any) -> Any:
+        """A dataclass field for this option with a record's ``default``."""
+        meta = {"option": self, "domain": self.domain, "flag": self.flag, "help": self.help, "cli": self.cli}
+        if isinstance(default, (list, dict, set)):
+            return field(default_factory=lambda: type(default)(default), metadata=meta)
+        return field(default=default, metadata=meta)
 
 
 def check_domains(record: Any, owner: str = "") -> None:
@@ -107,4 +127,4 @@ def check_domains(record: Any, owner: str = "") -> None:
             raise ParameterError(f.name, value, domain.describe(), f.metadata.get("flag"), owner)
 
 
-__all__ = ["ANY_INT", "Domain", "ParameterError", "at_least", "between", "check_domains", "param", "positive"]
+__all__ = ["ANY_INT", "Domain", "ParameterError", "at_least", "between", "check_domains", "Option", "positive"]

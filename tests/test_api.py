@@ -112,11 +112,11 @@ def test_api_equals_cli_on_dl19_queries(sample, tmp_path):
 PLUGIN = textwrap.dedent('''
     from dataclasses import dataclass
     from acurank_cli import RerankerBase, RerankResult, register
-    from acurank_cli.rerankers.base import option
+    from acurank_cli import Option
 
     @dataclass(frozen=True)
     class ShortestOptions:
-        longest_first: bool = option(False, "prefer long passages instead")
+        longest_first: bool = Option(help="prefer long passages instead")(False)
 
     class Shortest(RerankerBase):
         """Ranks a window by passage length (a toy backend)."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..errors import InputError
-from ..params import at_least, check_domains, param
+from ..params import Option, at_least, check_domains
 from ..records import Phase, Ranked, RankingTask, Step
 from .base import Plan, Strategy, apply, chunks, query_rng, sort_by
 from .choices import Init, Updater
@@ -23,10 +23,10 @@ class SlidingWindows(Strategy):
     init: ClassVar[None] = None  # first-stage scores only order the input
 
     name: str
-    passes: int = param(1, at_least(1))
+    passes: int = Option(domain=at_least(1), cli=False)(1)
     m: int = WINDOW(20)
     #: m / 2 (from m, not an option)
-    stride: int = param(10, at_least(1))
+    stride: int = Option(domain=at_least(1), cli=False)(10)
 
     def __post_init__(self) -> None:
         check_domains(self)
@@ -59,7 +59,7 @@ class TourRank(Strategy):
     init: ClassVar[None] = None  # first-stage scores only order the input
 
     name: str
-    tournaments: int = param(1, at_least(1))
+    tournaments: int = Option(domain=at_least(1), cli=False)(1)
     seed: int = SEED(0)
 
     def __post_init__(self) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..params import at_least, check_domains, param
+from ..params import Option, at_least, check_domains
 from .options import K, MAX_ROUNDS
 from ..records import Phase, Ranked, RankingTask, Step, StopReason
 from .base import Plan, Strategy
@@ -38,7 +38,7 @@ class BlitzRank(Strategy):
 
     name: str
     #: the window (from the name: blitz-k20 has m = 20; not an option)
-    m: int = param(20, at_least(2), flag="--window")
+    m: int = Option(domain=at_least(2), flag="--window", cli=False)(20)
     k: int = K(10)
     max_rounds: int = MAX_ROUNDS(50)
 

@@ -11,37 +11,14 @@ own options here the same way (:class:`Option`). No numpy: the CLI reads these t
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
-from typing import Any
 
-from ..params import ANY_INT, Domain, at_least, between
+from ..params import ANY_INT, Option, at_least, between
 from .choices import Init, Outcome, Partition, StopRule, Uncertainty, Updater
 
 
-@dataclass(frozen=True)
-class Option:
-    """One method option: ``name`` (the keyword and the record's field), ``kind`` (int, float, str or an
-    enum: what the flag parses), ``help`` (without the default: help adds each family's), ``domain``
-    (checked when the record is made), ``flag`` (when not ``--name``)."""
-
-    name: str
-    kind: type
-    help: str
-    domain: Domain | None = None
-    flag: str | None = None
-
-    @property
-    def cli_flag(self) -> str:
-        return self.flag or "--" + self.name.replace("_", "-")
-
-    def __call__(self, default: Any) -> Any:
-        """A dataclass field for this option with a family's ``default``."""
-        return field(default=default, metadata={"option": self, "domain": self.domain, "flag": self.flag})
-
-
 def option_fields(record: type) -> list[dataclasses.Field]:
-    """The fields of a parameters record that are options (made with an :class:`Option`)."""
-    return [f for f in dataclasses.fields(record) if "option" in f.metadata]
+    """The fields of a parameters record that are options (made with an :class:`Option` that is one)."""
+    return [f for f in dataclasses.fields(record) if "option" in f.metadata and f.metadata["option"].cli]
 
 
 def declaration(f: dataclasses.Field) -> Option:

@@ -15,7 +15,7 @@ from .choices import Init, Outcome, Partition, Pool, StopRule, Uncertainty, Upda
 from .options import (BUDGET, BUDGET_TOTAL, BUDGET_WAVE, EPS, INIT, K, MAX_ROUNDS, OUTCOME,
                       PARTITION, SEED, SIGMA, STOP, TAU, UNCERTAINTY, UPDATER, WINDOW, Option, declaration,
                       option_fields)
-from ..params import at_least, param
+from ..params import at_least
 
 __all__ = ["AcuRankParams", "AutoParams", "Init", "Outcome", "Partition", "Pool", "SetBudget", "StopRule", "Uncertainty", "Updater",
            "beta_grid", "coerce_choices", "set_budget", "sigma_rule"]
@@ -131,7 +131,7 @@ class AcuRankParams(_CallCap):
     m: int = WINDOW(20)
     budget: int = BUDGET(100)
     #: the total call cap N of acurank-N (from the method's name, not an option)
-    cap: int | None = param(None, at_least(1), flag="acurank-N")
+    cap: int | None = Option(domain=at_least(1), flag="acurank-N", cli=False)(None)
     init: Init = INIT(Init.score)
     partition: Partition = PARTITION(Partition.sequential)
     stop: StopRule = STOP(StopRule.uncertain)
@@ -204,7 +204,7 @@ class AutoParams(_CallCap):
     m: int = WINDOW(20)
     budget: int = BUDGET(50)
     #: the total call cap N of acurank-auto-N (from the method's name, not an option)
-    cap: int | None = param(None, at_least(1), flag="acurank-auto-N")
+    cap: int | None = Option(domain=at_least(1), flag="acurank-auto-N", cli=False)(None)
     init: Init = INIT(Init.score)
     sigma: str = SIGMA("mu/3")
     updater: Updater = UPDATER(Updater.fast)

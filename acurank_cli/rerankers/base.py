@@ -15,11 +15,11 @@ from __future__ import annotations
 import functools
 import json
 from collections import OrderedDict
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import InputError
-from ..params import Domain, check_domains
+from ..params import check_domains
 from ..records import RerankRequest, RerankResult
 
 #: Called with (index in the batch, result) as each result is ready.
@@ -122,12 +122,6 @@ class LRU(OrderedDict):
             found = make()
             self.put(key, found)
         return found
-
-
-def option(default: Any, help: str, flag: str | None = None, cli: bool = True, domain: Domain | None = None) -> Any:
-    """A backend option: a field of its options record, and (``cli``) a ``rerank`` flag with ``help``;
-    ``domain``: the values it may take (checked when the record is made, before any model call)."""
-    return field(default=default, metadata={"help": help, "flag": flag, "cli": cli, "domain": domain})
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import InputError, OptionError
-from ..params import at_least
+from ..params import Option, at_least
 from ..records import ParseStatus, RerankRequest, RerankResult
-from .base import LRU, RerankerBase, option, register
+from .base import LRU, RerankerBase, register
 from .embeddings import StoreUser
 from .minilm import passage_text
 from .options import TorchOptions
@@ -147,9 +147,9 @@ class CrossEncoderReranker(StoreUser, RerankerBase):
 
 @dataclass(frozen=True)
 class CrossEncoderOptions(TorchOptions):
-    max_length: Optional[int] = option(None, "tokens per (query, passage) pair (default: the model's positions, "
-                                       "at most 512)", domain=at_least(8))
-    score_cache_size: int = option(500_000, "pair scores kept in memory", cli=False, domain=at_least(1))
+    max_length: Optional[int] = Option(help="tokens per (query, passage) pair (default: the model's positions, "
+                                       "at most 512)", domain=at_least(8))(None)
+    score_cache_size: int = Option(help="pair scores kept in memory", domain=at_least(1), cli=False)(500_000)
 
 
 @register("ce", takes_arg=True, help="a sentence-transformers CrossEncoder (local folder or hub id), pointwise",

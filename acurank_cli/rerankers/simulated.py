@@ -30,8 +30,8 @@ from typing import Any, Optional, Sequence
 
 from ..errors import InputError
 from ..records import RerankRequest, RerankResult
-from ..params import ANY_INT, at_least
-from .base import RerankerBase, option, register
+from ..params import Option, ANY_INT, at_least
+from .base import RerankerBase, register
 
 _NORMAL = statistics.NormalDist()
 
@@ -117,16 +117,15 @@ class SimulatedReranker(RerankerBase):
 
 @dataclass(frozen=True)
 class SimulatedOptions:
-    qrels: Optional[Any] = option(None, "the grades (from --qrels; API: {qid: {docid: grade}} or a qrels file's path)",
-                                  cli=False)
-    sim_noise: float = option(1.0, "noise of the grades (Gaussian sd)", domain=at_least(0.0, integer=False))
-    sim_seed: int = option(0, "seed of the noise", domain=ANY_INT)
-    sim_persistent: float = option(0.0, "sd of an error per (query, document) that is the same in every window: "
-                                   "consistent but persistently wrong, as real LLMs are", domain=at_least(0.0, integer=False))
-    sim_position: float = option(0.0, "primacy bias: the first document of a window gains this much (in grades), "
-                                 "the last nothing, linearly between", domain=at_least(0.0, integer=False))
-    sim_tokens: Optional[str] = option(None, "count the tokens each call would cost: the published prompt and "
-                                       "its answer, counted for MODEL (gpt-4o, or tiktoken:ENCODING)")
+    qrels: Optional[Any] = Option(help="the grades (from --qrels; API: {qid: {docid: grade}} or a qrels file's path)", cli=False)(None)
+    sim_noise: float = Option(help="noise of the grades (Gaussian sd)", domain=at_least(0.0, integer=False))(1.0)
+    sim_seed: int = Option(help="seed of the noise", domain=ANY_INT)(0)
+    sim_persistent: float = Option(help="sd of an error per (query, document) that is the same in every window: "
+                                   "consistent but persistently wrong, as real LLMs are", domain=at_least(0.0, integer=False))(0.0)
+    sim_position: float = Option(help="primacy bias: the first document of a window gains this much (in grades), "
+                                 "the last nothing, linearly between", domain=at_least(0.0, integer=False))(0.0)
+    sim_tokens: Optional[str] = Option(help="count the tokens each call would cost: the published prompt and "
+                                       "its answer, counted for MODEL (gpt-4o, or tiktoken:ENCODING)")(None)
 
     @property
     def needs_texts(self) -> bool:

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..errors import InputError
-from ..params import ANY_INT, at_least, between, positive
-from .base import option, register
+from ..params import Option, ANY_INT, at_least, between, positive
+from .base import register
 from .options import PromptOptions, WeightsOptions
 from .checkpoints import config_parameters, converted_folder, dtype_name, hub_kwargs, one_line, prompt_builder, resolve_model
 from .answers import LETTERS, AnswerDecoding, AnswerMode, logsumexp
@@ -240,13 +240,13 @@ class VLLMReranker(ListwiseLLM):
 
 @dataclass(frozen=True)
 class VLLMOptions(PromptOptions, WeightsOptions):
-    tensor_parallel_size: int = option(1, "GPUs one model is split over (tensor parallelism)", domain=at_least(1))
-    gpu_memory_utilization: Optional[float] = option(None, "fraction of GPU memory for weights + KV cache "
-                                                     "(vLLM's default 0.9)", domain=between(0.0, 1.0, lo_open=True))
-    kv_cache_gib: Optional[float] = option(None, "KV cache size in GiB (CPU machines; vLLM's default otherwise)", domain=positive())
-    max_num_seqs: Optional[int] = option(None, "most sequences the engine batches at once (vLLM's default)", domain=at_least(1))
-    engine_seed: int = option(0, "the engine's sampling seed (used when --temperature > 0)", flag="--vllm-seed", domain=ANY_INT)
-    enforce_eager: bool = option(False, "no CUDA graphs (less memory, slower decoding)")
+    tensor_parallel_size: int = Option(help="GPUs one model is split over (tensor parallelism)", domain=at_least(1))(1)
+    gpu_memory_utilization: Optional[float] = Option(help="fraction of GPU memory for weights + KV cache "
+                                                     "(vLLM's default 0.9)", domain=between(0.0, 1.0, lo_open=True))(None)
+    kv_cache_gib: Optional[float] = Option(help="KV cache size in GiB (CPU machines; vLLM's default otherwise)", domain=positive())(None)
+    max_num_seqs: Optional[int] = Option(help="most sequences the engine batches at once (vLLM's default)", domain=at_least(1))(None)
+    engine_seed: int = Option(help="the engine's sampling seed (used when --temperature > 0)", domain=ANY_INT, flag="--vllm-seed")(0)
+    enforce_eager: bool = Option(help="no CUDA graphs (less memory, slower decoding)")(False)
 
 
 @register("vllm", takes_arg=True, help="vLLM's in-process engine: vllm:MODEL_DIR, vllm:HUB_ID or vllm:FILE.gguf "
