@@ -3,7 +3,7 @@ modes and prompt formats each LLM backend takes, and the options of each. Never 
 tests/test_support_matrix.py fails when the committed page differs from a fresh generation, and runs every cell
 marked "works" (then run this script).
 
-    python scripts/support_matrix.py
+    python scripts/support_matrix.py [--check]
 """
 
 from __future__ import annotations
@@ -113,5 +113,8 @@ def generate() -> str:
 
 
 if __name__ == "__main__":
-    PAGE.write_text(generate(), encoding="utf-8")
+    text = generate()
+    if "--check" in sys.argv[1:]:
+        sys.exit(0 if PAGE.read_text(encoding="utf-8") == text else 1)
+    PAGE.write_text(text, encoding="utf-8")
     print(f"wrote {PAGE.relative_to(ROOT)}")

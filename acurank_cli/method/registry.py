@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping
 
 from ..errors import InputError, OptionError
 from ..params import check_domains
+from ..plugins import PluginModules
 from .baselines import SlidingWindows, TourRank, TrueSkillStatic
 from .blitz import BlitzRank
 from .options import Option, declaration, option_fields
@@ -181,32 +182,13 @@ def methods() -> list[MethodSpec]:
     return [*_builtin(), *EXTRA]
 
 
-_LOADED: set[str] = set()
+#: Where plug-in methods come from (see :mod:`acurank_cli.plugins`); the built-ins are :func:`_builtin`'s.
+PLUGINS = PluginModules("method", "acurank.methods", "ACURANK_METHODS")
 
 
 def load_plugins() -> None:
     """Import the plug-in method modules (each registers its families once, at import)."""
-    import importlib
-    import os
-
-    modules = list(_entry_point_modules())
-    modules += [m.strip() for m in os.environ.get("ACURANK_METHODS", "").split(",") if m.strip()]
-    for module in modules:
-        if module in _LOADED:
-            continue
-        _LOADED.add(module)
-        try:
-            importlib.import_module(module)
-        except ImportError as exc:
-            _LOADED.discard(module)
-            raise InputError(f"cannot import method module {module!r} ({type(exc).__name__}: {exc})") from None
-
-
-@functools.lru_cache(maxsize=1)
-def _entry_point_modules() -> tuple[str, ...]:
-    from importlib.metadata import entry_points
-
-    return tuple(ep.value for ep in entry_points(group="acurank.methods"))
+    PLUGINS.load()
 
 
 def known_methods(baseline_only: bool = False) -> str:

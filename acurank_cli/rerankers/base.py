@@ -12,13 +12,13 @@ Every backend derives from :class:`RerankerBase`, whose hooks have one default e
 
 from __future__ import annotations
 
-import functools
 import json
 from collections import OrderedDict
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import InputError
+from ..plugins import PluginModules
 from ..params import check_domains
 from ..records import RerankRequest, RerankResult
 
@@ -222,47 +222,18 @@ def _as_factory(made: Any, takes_arg: bool) -> Callable[[str, Any], RerankerBase
 BACKEND_MODULES = ("simulated", "minilm", "cross_encoder", "llm", "vllm_backend", "openai_backend")
 
 
+#: Where backends come from (see :mod:`acurank_cli.plugins`).
+PLUGINS = PluginModules("reranker", "acurank.rerankers", "ACURANK_BACKENDS",
+                        tuple(f"{__package__}.{m}" for m in BACKEND_MODULES))
+
+
 def load_backends(strict: bool = True) -> dict[str, BackendSpec]:
     """Import every backend module (built-ins, entry points, ``ACURANK_BACKENDS``) and return the registry.
 
     ``strict=False`` skips a plug-in that fails to import (building the CLI's flags); ``lookup`` reports it.
     """
-    import importlib
-    import os
-
-    modules = [f"{__package__}.{m}" for m in BACKEND_MODULES]
-    modules += _entry_point_modules()
-    modules += [m.strip() for m in os.environ.get("ACURANK_BACKENDS", "").split(",") if m.strip()]
-    for module in modules:
-        if module in _LOADED:
-            continue
-        try:
-            importlib.import_module(module)
-        except Exception as exc:  # noqa: BLE001 - a plug-in that fails to import is reported, never a traceback
-            builtin = module.startswith(f"{__package__}.")
-            if builtin and isinstance(exc, ModuleNotFoundError) and exc.name == module:
-                continue  # a built-in backend module not installed in this build
-            if builtin and not isinstance(exc, ImportError):
-                raise
-            if strict:
-                what = str(exc) if isinstance(exc, ModuleNotFoundError) else f"{type(exc).__name__}: {exc}"
-                raise InputError(f"cannot import reranker module {module!r} ({what})") from None
-        else:
-            _LOADED.add(module)
+    PLUGINS.load(strict)
     return REGISTRY
-
-
-#: Backend modules imported so far (each registers its backends once, at import).
-_LOADED: set[str] = set()
-
-
-@functools.lru_cache(maxsize=1)
-def _entry_point_modules() -> tuple[str, ...]:
-    """The ``acurank.rerankers`` entry points of the installed distributions (scanned once per process:
-    the scan reads every distribution's metadata)."""
-    from importlib.metadata import entry_points
-
-    return tuple(ep.value for ep in entry_points(group="acurank.rerankers"))
 
 
 def lookup(spec: str) -> tuple[BackendSpec, str]:
