@@ -142,17 +142,12 @@ def _check_fingerprint(path: Path, meta: Path, fingerprint) -> None:
         raise InputError(f"was made with other settings ({shown}); {advice}", str(path))
 
 
-def _check_provenance(path: Path, meta: Path, now: dict | None) -> None:
-    """A resume refused when the model's revision or an engine's version changed (see run/provenance.py)."""
-    from ..run.provenance import changes
-
-    if now is None:
-        return
-    recorded = json.loads(meta.read_text(encoding="utf-8")).get("provenance")
-    diffs = changes(recorded, now)
-    if diffs:
-        raise InputError(f"was made with another engine or model ({'; '.join(diffs)}): its answers may differ; use "
-                         "--overwrite to start afresh, or another --output", str(path))
+def recorded_provenance(run_path: str | Path) -> dict | None:
+    """The provenance the meta file beside a run records (None: no meta file, or made before it was recorded)."""
+    try:
+        return json.loads(meta_path_for(run_path).read_text(encoding="utf-8")).get("provenance")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 @dataclass
@@ -184,7 +179,6 @@ class RunOutputs:
             if path.exists() and path.stat().st_size > 0 and not overwrite:
                 if fingerprint is not None:
                     _check_fingerprint(path, meta, fingerprint)
-                    _check_provenance(path, meta, (described or {}).get("provenance"))
                 kept = complete_run_blocks(path, expected, tag)
                 self.done = set(kept)
                 self.resumed = True

@@ -120,10 +120,13 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     fingerprint = _fingerprint(job, backend, inputs, needs_texts)
     outputs = RunOutputs(out.output, stats, out.trace)
     expected = inputs.expected  # the lines a finished query writes
+    made = provenance.collect(backend)
+    if out.resumable():
+        provenance.check_resume(out.output, made)
     try:
         session.start(job.cache, job.batch_queries)  # before the outputs: a cache refused leaves no run file behind
         done = outputs.open(expected, out.tag, out.overwrite, fingerprint,
-                            {**(_described(job, inputs) or {}), "provenance": provenance.collect(backend)})
+                            {**(_described(job, inputs) or {}), "provenance": made})
     except BaseException:
         session.close()
         raise

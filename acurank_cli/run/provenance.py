@@ -65,3 +65,14 @@ def changes(recorded: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:
         if old.get(key) != new.get(key) and (key in old or key in new):
             out.append(f"model {key}: {old.get(key)!r} -> {new.get(key)!r}")
     return out
+
+
+def check_resume(run_path: str, now: dict[str, Any]) -> None:
+    """Refuse to continue ``run_path`` when its model revision or an engine version changed (one line naming it)."""
+    from ..errors import InputError
+    from ..io.outputs import recorded_provenance
+
+    diffs = changes(recorded_provenance(run_path), now)
+    if diffs:
+        raise InputError(f"was made with another engine or model ({'; '.join(diffs)}): its answers may differ; use "
+                         "--overwrite to start afresh, or another --output", run_path)
