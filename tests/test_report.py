@@ -56,7 +56,7 @@ from acurank_cli.report.significance import (
     permutation_test,
     spearman,
 )
-from acurank_cli.report.tables import build_main_table, measure_label, parse_baselines
+from acurank_cli.report.tables import build_table, measure_label, parse_baselines
 from acurank_cli.report.trace_plot import (
     build_trace_report,
     plot_trace,
@@ -241,7 +241,7 @@ def test_wig_hand_computed():
 def test_macro_average_and_calls(runs_dir):
     coll = build_collection(dirs=[runs_dir])
     assert list(coll.datasets) == ["alpha", "beta"]
-    rep = build_main_table(coll, {"alpha": "base", "beta": "base"})
+    rep = build_table([coll], {"alpha": "base", "beta": "base"})
     rows = {r["method"]: r for r in rep.data["methods"]}
     per_ds = {}
     for ds in ("alpha", "beta"):
@@ -265,7 +265,7 @@ def test_macro_average_and_calls(runs_dir):
 
 def test_significance_in_json_matches_direct_tests(runs_dir):
     coll = build_collection(dirs=[runs_dir])
-    rep = build_main_table(coll, {"alpha": "base", "beta": "base"}, test="permutation", resamples=2000, seed=5)
+    rep = build_table([coll], {"alpha": "base", "beta": "base"}, test="permutation", resamples=2000, seed=5)
     v = next(r for r in rep.data["methods"] if r["method"] == "fancy")["datasets"]["alpha"]["vs_baseline"]
     a, b = _ndcg(runs_dir / "alpha", "fancy"), _ndcg(runs_dir / "alpha", "base")
     qids = sorted(a)
@@ -331,7 +331,7 @@ def test_resumed_stats_last_record_wins(tmp_path):
 
 def _report(runs_dir, **kw):
     coll = build_collection(dirs=[runs_dir])
-    return build_main_table(coll, {"alpha": "bm25", "beta": "bm25"}, **kw)
+    return build_table([coll], {"alpha": "bm25", "beta": "bm25"}, **kw)
 
 
 def _md_rows(text: str) -> list[list[str]]:

@@ -72,10 +72,6 @@ class TournamentGraph:
         #: iteration did)
         self.tally = np.zeros((4, n), dtype=np.int64)
 
-    def add_edge(self, u: int, v: int) -> None:
-        """Add u -> v: everything reaching u (and u) now reaches v and everything v reaches."""
-        _add_chain(self.reach, self.tally, np.array([u, v], dtype=np.intp))
-
     def add_order(self, order: Sequence[int]) -> None:
         """An answer, best first: its adjacent pairs as edges (the closure implies every other pair)."""
         _add_chain(self.reach, self.tally, np.asarray(order, dtype=np.intp))

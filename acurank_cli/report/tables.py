@@ -236,13 +236,6 @@ def _baselines(coll: Collection, baselines: dict[str, str] | None) -> dict[str, 
     return {ds: b for ds, b in baselines.items() if coll.has(ds, b)}
 
 
-def build_main_table(coll: Collection, baselines: dict[str, str] | None = None, test: str = "ttest",
-                     resamples: int = 10_000, seed: int = 0, percent: bool = False, correction: str = "none",
-                     ci: str = "none") -> Report:
-    """The method x dataset table for one measure (see the module docstring)."""
-    return build_table([coll], baselines, test, resamples, seed, percent, correction, ci)
-
-
 @dataclass(frozen=True)
 class _Layout:
     """What every part of a table shares: datasets, measures with their labels, the figures' scale."""
