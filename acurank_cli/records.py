@@ -379,10 +379,12 @@ class StatsRecord:
         t = outcome.tally
         size = about.parameters
         flops = None if size is None else 2.0 * float(size) * (t.input_tokens + t.output_tokens)
-        return cls(outcome.qid, outcome.method, t.calls, t.docs_sent, t.cached_calls, t.input_tokens,
-                   t.output_tokens, t.rerank_seconds, dict(t.parse_counts), t.rounds, dict(t.endpoints),
-                   tuple(outcome.iterations), outcome.stop, round(outcome.seconds, 4), about.fingerprint,
-                   about.reranker, about.params, flops, outcome.beta)
+        return cls(qid=outcome.qid, method=outcome.method, calls=t.calls, docs_sent=t.docs_sent,
+                   cached_calls=t.cached_calls, input_tokens=t.input_tokens, output_tokens=t.output_tokens,
+                   rerank_seconds=t.rerank_seconds, parse_counts=dict(t.parse_counts), rounds=t.rounds,
+                   endpoints=dict(t.endpoints), iterations=tuple(outcome.iterations), stop=outcome.stop,
+                   seconds=round(outcome.seconds, 4), fingerprint=about.fingerprint, reranker=about.reranker,
+                   params=about.params, flops=flops, beta=outcome.beta)
 
     @property
     def window_sizes(self) -> tuple[int, ...]:
@@ -428,12 +430,15 @@ class StatsRecord:
 
         stop = rec.get("stop")
         return cls(
-            str(rec["qid"]), str(rec.get("method", "")), int(float(rec["calls"])), num("docs_sent"), num("cached_calls"),
-            num("input_tokens", int, None), num("output_tokens", int, None), num("rerank_seconds", float),
-            dict(rec.get("parse_counts") or {}), num("rounds", int, None), dict(rec.get("endpoints") or {}),
-            tuple(IterationRecord.from_json(it) for it in rec.get("iterations") or ()),
-            None if stop is None else StopReason(stop), num("seconds", float, None), rec.get("fingerprint"),
-            rec.get("reranker"), rec.get("params"), num("flops", float, None), num("beta", float, None),
+            qid=str(rec["qid"]), method=str(rec.get("method", "")), calls=int(float(rec["calls"])),
+            docs_sent=num("docs_sent"), cached_calls=num("cached_calls"), input_tokens=num("input_tokens", int, None),
+            output_tokens=num("output_tokens", int, None), rerank_seconds=num("rerank_seconds", float),
+            parse_counts=dict(rec.get("parse_counts") or {}), rounds=num("rounds", int, None),
+            endpoints=dict(rec.get("endpoints") or {}),
+            iterations=tuple(IterationRecord.from_json(it) for it in rec.get("iterations") or ()),
+            stop=None if stop is None else StopReason(stop), seconds=num("seconds", float, None),
+            fingerprint=rec.get("fingerprint"), reranker=rec.get("reranker"), params=rec.get("params"),
+            flops=num("flops", float, None), beta=num("beta", float, None),
         )
 
 

@@ -58,8 +58,9 @@ def rerank(
     options, backend_options = pipeline.split_options(generated)
     strategy = pipeline.method(method, options, pipeline.ScoreSource.run_file, baseline_only)
     job = RerankJob(
-        inputs=InputSpec(run, depth, topics, corpus, index, dataset, qrels, qids, skip_missing,
-                         None if shard is None else Shard.parse(shard), not drop_tail),
+        inputs=InputSpec(run=run, depth=depth, topics=topics, corpus=corpus, index=index, dataset=dataset,
+                         qrels=qrels, qids=qids, skip_missing=skip_missing,
+                         shard=None if shard is None else Shard.parse(shard), keep_tail=not drop_tail),
         strategy=strategy,
         backend=reranker,
         outputs=OutputSpec(output, overwrite, check_tag(tag) if tag is not None else _default_tag(strategy.name, reranker),
