@@ -117,6 +117,14 @@ def torn_copy(full: Path, qids: list[str], keep: int) -> tuple[Path, Path]:
     return part, stats
 
 
+@pytest.fixture()
+def runs_dir(tmp_path: Path) -> Path:
+    """Two synthetic datasets of runs, qrels and stats for the report tests (tests/report_helpers.py)."""
+    from report_helpers import make_runs_dir
+
+    return make_runs_dir(tmp_path)
+
+
 @pytest.fixture(scope="session")
 def jvm():
     """The JVM for Lucene (started once per process); tests that need it are skipped without Java 21."""

@@ -1,44 +1,24 @@
-"""acurank report: statistics against scipy, WIG by hand, macro averaging, every renderer, plots, CLI."""
+"""acurank report: collections and tables (macro averaging, significance in the records), every renderer, the CLI, the bundled samples."""
 
 from __future__ import annotations
 
 import csv
 import io
-import itertools
 import json
-import math
-import random
 import statistics
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from scipy import stats as sst
 
 from acurank_cli.errors import InputError
 from conftest import acurank
 
-
-def cli(*args):
-    """``acurank ARGS`` in-process, its exit code kept (no raise)."""
-    return acurank(*args, check=False)
-from acurank_cli.evaluation import evaluate
-from acurank_cli.io.readers import read_qrels, read_run
-from acurank_cli.report.allocation import analyse, build_allocation, query_length, wig
 from acurank_cli.report.collection import (
     build_collection,
     macro,
     read_stats,
     stats_path_for,
-)
-from acurank_cli.report.pareto import (
-    build_pareto,
-    pareto_frontier,
-    plot_pareto,
-    view_points,
 )
 from acurank_cli.report.render import (
     Cell,
@@ -52,187 +32,15 @@ from acurank_cli.report.render import (
 )
 from acurank_cli.report.significance import (
     mark,
-    paired_ttest,
     permutation_test,
-    spearman,
 )
 from acurank_cli.report.tables import build_table, measure_label, parse_baselines
 from acurank_cli.report.trace_plot import (
     build_trace_report,
-    plot_trace,
     read_trace,
-    x_values,
 )
 
-SAMPLE = Path(__file__).resolve().parents[1] / "sample_runs"
-
-# ------------------------------------------------------------------------------------- fixtures
-
-N_DOCS = 20
-
-
-def _write_run(path: Path, ranking: dict[str, list[str]], tag: str, base: float = 10.0) -> None:
-    with path.open("w") as fh:
-        for qid, docs in ranking.items():
-            for i, d in enumerate(docs):
-                fh.write(f"{qid} Q0 {d} {i + 1} {base + N_DOCS - i:.4f} {tag}\n")
-
-
-def _noisy_order(rng: random.Random, grades: dict[str, int], noise: float) -> list[str]:
-    docs = [f"d{i}" for i in range(N_DOCS)]
-    return sorted(docs, key=lambda d: -(grades.get(d, 0) + rng.gauss(0, noise)))
-
-
-def make_dataset(root: Path, name: str, seed: int, n_queries: int = 14, methods=("bm25", "base", "fancy"),
-                 tokens: bool = True, extra_unjudged: bool = True) -> Path:
-    """A dataset folder: qrels.txt, topics.tsv, <method>.run and <method>.stats.jsonl (not for bm25)."""
-    rng = random.Random(seed)
-    folder = root / name
-    folder.mkdir(parents=True)
-    qids = [f"{name}q{i}" for i in range(n_queries)]
-    qrels = {q: {f"d{i}": rng.choice([0, 0, 1, 2, 3]) for i in range(N_DOCS)} for q in qids}
-    with (folder / "qrels.txt").open("w") as fh:
-        for q, docs in qrels.items():
-            for d, g in docs.items():
-                fh.write(f"{q} 0 {d} {g}\n")
-    with (folder / "topics.tsv").open("w") as fh:
-        for i, q in enumerate(qids):
-            fh.write(f"{q}\t" + " ".join(["word"] * (1 + i % 4)) + "\n")
-    noise = {"bm25": 3.0, "base": 1.5, "fancy": 0.6, "solo": 1.0}
-    for m in methods:
-        ranking = {q: _noisy_order(rng, qrels[q], noise.get(m, 1.0)) for q in qids}
-        if m == "bm25":
-            # first-stage scores vary per query (for WIG)
-            with (folder / "bm25.run").open("w") as fh:
-                for q, docs in ranking.items():
-                    top = rng.uniform(5, 30)
-                    for i, d in enumerate(docs):
-                        fh.write(f"{q} Q0 {d} {i + 1} {top * (1 - i / (N_DOCS + 5)):.6f} bm25\n")
-            continue
-        _write_run(folder / f"{m}.run", ranking, m)
-        with (folder / f"{m}.stats.jsonl").open("w") as fh:
-            for q in qids + ([f"{name}unjudged"] if extra_unjudged else []):
-                calls = {"base": 9, "fancy": rng.randint(10, 60), "solo": 5}.get(m, 3)
-                if q.endswith("unjudged"):
-                    calls = 10_000  # must not count: no qrels for this query
-                rec = {"qid": q, "method": m, "calls": calls, "docs_sent": calls * 20, "iterations": [],
-                       "seconds": 0.01 * calls, "parse_counts": {"ok": calls}, "cached_calls": 0, "rerank_seconds": 0.0}
-                if tokens:
-                    rec.update({"input_tokens": 1000 * calls, "output_tokens": 50 * calls})
-                fh.write(json.dumps(rec) + "\n")
-    return folder
-
-
-@pytest.fixture()
-def runs_dir(tmp_path: Path) -> Path:
-    root = tmp_path / "runs"
-    make_dataset(root, "alpha", 1, methods=("bm25", "base", "fancy", "solo"))
-    make_dataset(root, "beta", 2, n_queries=11)
-    return root
-
-
-def _ndcg(folder: Path, method: str) -> dict[str, float]:
-    run = read_run(folder / f"{method}.run").scores()
-    return {q: v["ndcg_cut_10"] for q, v in evaluate(run, read_qrels(folder / "qrels.txt")).per_query.items()}
-
-
-# ---------------------------------------------------------------------------------- significance
-
-
-@settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=3, max_size=40))
-def test_paired_ttest_matches_scipy(pairs):
-    a = [p[0] for p in pairs]
-    b = [p[1] for p in pairs]
-    ours = paired_ttest(a, b)
-    ref = sst.ttest_rel(a, b)
-    d = np.subtract(a, b)
-    if np.all(d == d[0]):  # zero variance: scipy gives nan; we define p = 1 (no difference) or 0
-        assert ours.pvalue == (1.0 if d[0] == 0 else 0.0)
-        return
-    if not np.isfinite(ref.pvalue) or d.std(ddof=1) < 1e-9:
-        return  # variance lost to rounding in scipy's formula; nothing to compare
-    assert ours.pvalue == pytest.approx(float(ref.pvalue), rel=1e-6, abs=1e-12)
-    assert ours.statistic == pytest.approx(float(ref.statistic), rel=1e-6)
-
-
-def test_ttest_edge_cases():
-    assert paired_ttest([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]).pvalue == 1.0
-    assert math.isnan(paired_ttest([1.0], [0.0]).pvalue)
-
-
-def _scipy_exact(a, b):
-    res = sst.permutation_test(
-        (np.asarray(a), np.asarray(b)), lambda x, y, axis: np.mean(x - y, axis=axis),
-        permutation_type="samples", n_resamples=np.inf, alternative="two-sided", vectorized=True,
-    )
-    return float(res.pvalue)
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_exact_permutation_matches_scipy_and_brute_force(seed):
-    rng = np.random.default_rng(seed)
-    n = 9
-    a = rng.integers(0, 5, n) / 4.0  # coarse values: ties and zero differences happen
-    b = rng.integers(0, 5, n) / 4.0
-    ours = permutation_test(a, b, resamples=10_000).pvalue
-    d = a - b
-    brute = np.mean([abs(np.mean(np.array(s) * d)) >= abs(d.mean()) - 1e-12
-                     for s in itertools.product((1, -1), repeat=n)])
-    assert ours == pytest.approx(brute, abs=1e-12)
-    assert ours == pytest.approx(_scipy_exact(a, b), abs=1e-9)
-
-
-def test_randomised_permutation_close_to_scipy_and_seeded():
-    rng = np.random.default_rng(7)
-    a = rng.uniform(0, 1, 40)
-    b = np.clip(a - 0.04 + rng.normal(0, 0.15, 40), 0, 1)
-    p1 = permutation_test(a, b, resamples=10_000, seed=3).pvalue
-    assert p1 == permutation_test(a, b, resamples=10_000, seed=3).pvalue  # reproducible
-    ref = sst.permutation_test((a, b), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples",
-                               n_resamples=20_000, alternative="two-sided", vectorized=True, random_state=1).pvalue
-    assert abs(p1 - ref) < 0.02
-    assert abs(p1 - paired_ttest(a, b).pvalue) < 0.05  # large-sample agreement with the t-test
-    # never zero: (hits + 1) / (resamples + 1)
-    assert permutation_test(np.ones(40), np.zeros(40), resamples=999).pvalue == pytest.approx(1 / 1000)
-
-
-def test_permutation_identical_inputs():
-    assert permutation_test([0.3, 0.4, 0.5], [0.3, 0.4, 0.5]).pvalue == 1.0
-
-
-@settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 6), st.floats(-5, 5, allow_nan=False)), min_size=3, max_size=30))
-def test_spearman_matches_scipy(pairs):
-    x = [float(p[0]) for p in pairs]
-    y = [p[1] for p in pairs]
-    rho, p = spearman(x, y)
-    ref = sst.spearmanr(x, y)
-    if not np.isfinite(ref.statistic):
-        assert math.isnan(rho)
-        return
-    assert rho == pytest.approx(float(ref.statistic), abs=1e-9)
-    assert p == pytest.approx(float(ref.pvalue), rel=1e-6, abs=1e-9)
-
-
-def test_marks():
-    assert mark(0.009) == "‡" and mark(0.01) == "†" and mark(0.049) == "†"
-    assert mark(0.05) == "" and mark(None) == "" and mark(float("nan")) == ""
-
-
-# ------------------------------------------------------------------------------------------- WIG
-
-
-def test_wig_hand_computed():
-    e = math.e
-    scores = [e**3 - 1, e**2 - 1, e - 1, 0.0]  # log(1+s) = 3, 2, 1, 0; reference (mean) = 1.5
-    assert wig(scores, k=2) == pytest.approx(((3 - 1.5) + (2 - 1.5)) / 2)  # 1.0
-    assert wig(scores, k=2, qlen=4) == pytest.approx(0.5)  # / sqrt(4)
-    assert wig(list(reversed(scores)), k=1) == pytest.approx(1.5)  # order does not matter
-    assert wig(scores, k=50) == pytest.approx(0.0)  # k >= n: deviations from the mean sum to 0
-    with pytest.raises(InputError):
-        wig([1.0, -1.0])
-    assert query_length("What is the WIG, anyway?") == 5
+from report_helpers import (cli, SAMPLE, N_DOCS, _write_run, _noisy_order, make_dataset, _ndcg, _report, _md_rows, _check_png, _check_svg, make_trace)  # noqa: F401
 
 
 # ----------------------------------------------------------------------------- collection & table
@@ -329,15 +137,6 @@ def test_resumed_stats_last_record_wins(tmp_path):
 # ------------------------------------------------------------------------------------- renderers
 
 
-def _report(runs_dir, **kw):
-    coll = build_collection(dirs=[runs_dir])
-    return build_table([coll], {"alpha": "bm25", "beta": "bm25"}, **kw)
-
-
-def _md_rows(text: str) -> list[list[str]]:
-    return [[c.strip() for c in line.strip().strip("|").split("|")] for line in text.splitlines() if line.startswith("|")]
-
-
 def test_markdown_cells(runs_dir):
     rep = _report(runs_dir)
     rows = _md_rows(to_markdown(rep.tables))
@@ -398,162 +197,6 @@ def test_terminal(runs_dir):
     out = buf.getvalue()
     assert "fancy" in out and "Avg nDCG@10" in out and "bm25" in out and "paired t-test" in out
 
-
-# ------------------------------------------------------------------------------------------ plots
-
-
-def _check_png(path: Path) -> None:
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
-
-
-def _check_svg(path: Path) -> None:
-    root = ET.parse(path).getroot()
-    assert root.tag.endswith("svg") and path.stat().st_size > 10_000
-
-
-def test_pareto_frontier_logic():
-    pts = [(0, 0.5), (9, 0.78), (13, 0.77), (10, 0.84), (50, 0.88), (50, 0.86), (90, 0.88)]
-    assert pareto_frontier(pts) == [True, True, False, True, True, False, False]
-    assert pareto_frontier([(1, 1), (1, 1)]) == [True, True]  # equal points do not dominate each other
-
-
-def test_pareto_points_and_plot(runs_dir, tmp_path):
-    coll = build_collection(dirs=[runs_dir])
-    pts, skipped = view_points(coll, "macro", "calls")
-    assert {p.method for p in pts} == {"bm25", "base", "fancy"} and any("solo" in s for s in skipped)
-    by = {p.method: p for p in pts}
-    assert by["bm25"].x == 0 and by["bm25"].frontier
-    assert by["fancy"].y == pytest.approx(statistics.fmean([coll.mean("alpha", "fancy"), coll.mean("beta", "fancy")]))
-    tok, _ = view_points(coll, "alpha", "tokens")
-    assert {p.method: p.x for p in tok}["base"] == pytest.approx(9 * 1050)
-    computed, rep = build_pareto(coll, ["alpha", "beta", "macro"], "seconds")
-    outs = plot_pareto(computed, [tmp_path / "p.png", tmp_path / "p.svg"], "seconds")
-    _check_png(outs[0])
-    _check_svg(outs[1])
-    assert {r["view"] for r in rep.records} == {"alpha", "beta", "macro"}
-    with pytest.raises(InputError):
-        plot_pareto(computed, [tmp_path / "p.gif"])
-
-
-def test_pareto_tokens_missing(tmp_path):
-    make_dataset(tmp_path / "r", "alpha", 3, tokens=False)
-    coll = build_collection(dirs=[tmp_path / "r"])
-    with pytest.raises(InputError, match="tokens"):  # only the first stage (0 tokens) would be left
-        view_points(coll, "alpha", "tokens")
-    pts, skipped = view_points(coll, "alpha", "seconds")
-    assert [p.method for p in pts] == ["bm25", "base", "fancy"] and not skipped
-    with pytest.raises(InputError):
-        view_points(coll, "alpha", "bogus")
-
-
-# ------------------------------------------------------------------------------------- allocation
-
-
-def test_allocation_analysis(runs_dir):
-    coll = build_collection(dirs=[runs_dir])
-    res = analyse(coll, "alpha", "fancy", "base", k=5)
-    pq = res["per_query"]
-    assert res["queries"] == 14 and len(pq) == 14  # the unjudged query is not analysed
-    first = read_run(runs_dir / "alpha" / "bm25.run")
-    topics = dict(line.split("\t") for line in (runs_dir / "alpha" / "topics.tsv").read_text().splitlines())
-    q0 = pq[0]
-    assert q0["wig"] == pytest.approx(wig([c.score for c in first[q0["qid"]]], 5, query_length(topics[q0["qid"]])))
-    rho, p = sst.spearmanr([r["calls"] for r in pq], [r["wig"] for r in pq])
-    assert res["correlations"]["calls vs WIG"]["rho"] == pytest.approx(rho)
-    assert res["correlations"]["calls vs WIG"]["p"] == pytest.approx(p)
-    rho2, _ = sst.spearmanr([r["calls"] for r in pq], [r["ndcg_cut_10"] for r in pq])
-    assert res["correlations"]["calls vs nDCG@10 (fancy)"]["rho"] == pytest.approx(rho2)
-    split = res["split"]
-    base = [r["baseline_ndcg_cut_10"] for r in pq]
-    assert split["threshold"] == pytest.approx(statistics.fmean(base))
-    easy, hard, every = (split["buckets"][k] for k in ("easy", "hard", "all"))
-    assert easy["queries"] + hard["queries"] == every["queries"] == 14
-    assert easy["queries"] == sum(b >= split["threshold"] for b in base)
-    easy_rows = [r for r in pq if r["baseline_ndcg_cut_10"] >= split["threshold"]]
-    assert easy["calls"] == pytest.approx(statistics.fmean(r["calls"] for r in easy_rows))
-    assert easy["baseline_calls"] == 9.0 and easy["delta_calls"] == pytest.approx(easy["calls"] - 9.0)
-    assert hard["delta_ndcg_cut_10"] == pytest.approx(hard["ndcg_cut_10"] - hard["baseline_ndcg_cut_10"])
-    assert easy["baseline_ndcg_cut_10"] >= split["threshold"] > hard["baseline_ndcg_cut_10"]
-
-
-def test_allocation_report_renders(runs_dir):
-    coll = build_collection(dirs=[runs_dir])
-    rep = build_allocation(coll, ["fancy"], {"alpha": "base", "beta": "base"})
-    md = to_markdown(rep.tables)
-    assert "calls vs WIG" in md and "| alpha | fancy | easy |" in md
-    rows = list(csv.DictReader(io.StringIO(to_csv(rep.records))))
-    assert {r["table"] for r in rows} == {"correlation", "split"}
-    assert json.loads(to_json(rep.data))["analyses"][0]["wig_k"] == 50
-
-
-def test_allocation_without_topics_is_unnormalised(tmp_path):
-    make_dataset(tmp_path / "r", "alpha", 4)
-    (tmp_path / "r" / "alpha" / "topics.tsv").unlink()
-    coll = build_collection(dirs=[tmp_path / "r"])
-    res = analyse(coll, "alpha", "fancy")
-    assert res["wig_normalised"] is False and "split" not in res
-    coll.first_stage = "nope"
-    with pytest.raises(InputError, match="first-stage"):
-        analyse(coll, "alpha", "fancy")
-
-
-# ------------------------------------------------------------------------------------------ traces
-
-
-def make_trace(path: Path, resumed: bool = False) -> None:
-    rng = random.Random(0)
-    recs = []
-    for qid in ("q1", "q2"):
-        mu = {f"d{i}": 25 - i + rng.uniform(-1, 1) for i in range(15)}
-        sigma = {d: 8.0 for d in mu}
-        for it, phase in [(0, "initial"), (2, "adaptive"), (3, "adaptive"), (4, "final"), (5, "done")]:
-            for d in mu:
-                mu[d] += rng.uniform(-1.5, 1.5)
-                sigma[d] *= 0.8
-            order = sorted(mu, key=lambda d: -mu[d])
-            t = mu[order[9]] - 0.5
-            recs.append({"qid": qid, "method": "acurank", "iteration": it, "phase": phase, "t": t,
-                         "docs": [{"docid": d, "mu": mu[d], "sigma": sigma[d],
-                                   "s": 1 - sst.norm.cdf((t - mu[d]) / sigma[d]), "rank": order.index(d) + 1}
-                                  for d in mu]})
-    lines = [json.dumps(r) for r in recs]
-    if resumed:  # a crashed first attempt of q1 recorded two steps with different values
-        stale = [dict(recs[0], t=-99.0), dict(recs[1], t=-99.0)]
-        lines = [json.dumps(r) for r in stale] + lines
-    path.write_text("\n".join(lines) + "\n")
-
-
-def test_trace_read_table_plot(tmp_path):
-    tr = tmp_path / "t.jsonl"
-    make_trace(tr, resumed=True)
-    method, steps = read_trace(tr, "q1")
-    assert method == "acurank" and [s.iteration for s in steps] == [0, 2, 3, 4, 5]
-    assert all(s.t != -99.0 for s in steps)  # the stale attempt was replaced
-    xs, label = x_values(steps)
-    assert xs == [0, 2, 3, 4, 5] and "iteration" in label
-    rep = build_trace_report(steps, "q1", method, ["d3"])
-    rows = _md_rows(to_markdown(rep.tables))
-    assert rows[0] == ["Docid", "Iteration", "Phase", "t", "μ", "σ", "s = P(x>t)", "Rank"]
-    assert len(rows) == 2 + 5
-    assert rows[3][1] == "2" and float(rows[3][4]) == pytest.approx(steps[1].by_docid["d3"].mu, abs=1e-3)
-    assert json.loads(to_json(rep.data))["docs"]["d3"][4]["rank"] == steps[4].by_docid["d3"].rank
-    top = build_trace_report(steps, "q1", method, top=5)
-    assert len(top.tables[0].rows) == 5 and top.data["top"][0]["rank"] == 1
-    out = plot_trace(steps, "q1", method, [tmp_path / "t.png", tmp_path / "t.svg"], top=10, docids=["d14"])
-    _check_png(out[0])
-    _check_svg(out[1])
-    with pytest.raises(InputError, match="not in the trace"):
-        read_trace(tr, "zzz")
-    with pytest.raises(InputError, match="--docid"):
-        build_trace_report(steps, "q1", method, ["nope"])
-
-
-def test_trace_bad_record(tmp_path):
-    tr = tmp_path / "t.jsonl"
-    tr.write_text(json.dumps({"qid": "q1", "iteration": 0}) + "\n")
-    with pytest.raises(InputError, match="bad trace record"):
-        read_trace(tr, "q1")
 
 
 # --------------------------------------------------------------------------------------------- CLI
