@@ -142,7 +142,6 @@ COMMANDS: dict[str, Run | Skip] = {
     # README: commands in the prose
     "acurank --version": Run(expect=("acurank ",)),
     "acurank rerank --help": Run(expect=("--method",)),
-    "acurank rerank ../shared/data/dl23/bm25-top100.acurank.jsonl": Skip(SHARED),
     "acurank retrieve --hits 100": Skip("a flag in its sentence (retrieve's whole command is in the code block)"),
     "acurank report table --runs out/uncertainty/seed0": Skip(HOUR + " (tabulates the uncertainty study's runs)"),
     # help examples
