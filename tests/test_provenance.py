@@ -66,3 +66,33 @@ def test_changes_name_engines_and_model_only():
                    now) == []  # numpy does not decide a model's answers
     assert changes({"packages": {"torch": "2.12.0"}, "reranker": {"model": "m", "revision": "r0"}}, now) == [
         "torch: '2.12.0' -> '2.13.0'", "model revision: 'r0' -> 'r1'"]
+
+
+def test_an_openai_compatible_server_s_version_is_recorded_where_it_reports_one():
+    """vLLM's and SGLang's servers answer GET /version; the record names it (and a server that does not, nothing)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from acurank_cli.rerankers.base import build_reranker
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            body = b'{"version": "0.32.0"}' if self.path == "/version" else b"{}"
+            self.send_response(200 if self.path == "/version" else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        record = build_reranker("openai:served", base_url=url, tokenizer=None).provenance()
+        assert record["server_version"] == "0.32.0" and record["model"] == "served"
+    finally:
+        server.shutdown()
+    silent = build_reranker("openai:served", base_url="http://127.0.0.1:9/v1").provenance()
+    assert "server_version" not in silent

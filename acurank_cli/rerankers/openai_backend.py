@@ -164,6 +164,24 @@ class OpenAIReranker(ListwiseLLM):
 
     # -- the call cache's hooks ---------------------------------------------------------------
 
+    def provenance(self) -> dict[str, Any]:
+        """The base record, plus the server's software where it says (vLLM's and SGLang's ``/version``, read from
+        the first endpoint, 2 s at most; an OpenAI-compatible server need not say: then not recorded)."""
+        out = super().provenance()
+        if self.is_openai:
+            return out
+        import httpx
+
+        root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
+        try:
+            reply = httpx.get(f"{root}/version", timeout=2.0)
+            version = reply.json().get("version") if reply.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, AttributeError):
+            version = None
+        if isinstance(version, str):
+            out["server_version"] = version
+        return out
+
     def cache_identity(self) -> dict[str, Any]:
         """Model, endpoint and generation settings (never the API key).
 

