@@ -113,8 +113,6 @@ def generate() -> str:
 
 
 if __name__ == "__main__":
-    text = generate()
-    if "--check" in sys.argv[1:]:
-        sys.exit(0 if PAGE.read_text(encoding="utf-8") == text else 1)
-    PAGE.write_text(text, encoding="utf-8")
-    print(f"wrote {PAGE.relative_to(ROOT)}")
+    from generated_page import write_or_check
+
+    write_or_check(PAGE, generate, ROOT)

@@ -39,6 +39,9 @@ def test_the_meta_file_records_software_and_model(minilm_run):
     assert prov["reranker"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
     shown = acurank("report", "provenance", minilm_run, "-f", "csv").stdout
     assert "minilm" in shown and f"torch {torch.__version__}" in shown and "all-MiniLM-L6-v2" in shown
+    before = _meta(minilm_run).read_bytes()  # the meta file it reads is an input: not an output
+    ran = acurank("report", "provenance", minilm_run, "-o", _meta(minilm_run), "--overwrite", check=False)
+    assert ran.returncode == 2 and "which the command reads" in ran.stderr and _meta(minilm_run).read_bytes() == before
 
 
 @pytest.mark.parametrize("edit, said", [

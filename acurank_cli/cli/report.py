@@ -349,12 +349,13 @@ def provenance_cmd(
     output: OutputOpt = None,
     overwrite: Overwrite = False,
 ) -> None:
+    from ..io.outputs import meta_path_for
     from ..report.provenance import provenance_report
 
     _check_format(fmt)
     plan = FilePlan()
     for run in runs:
-        plan.read("RUN", run)
+        plan.read("RUN", run).read("(the meta file beside RUN)", meta_path_for(run))
     plan.write("--output", output).check(overwrite)
     provenance_report(runs).emit(fmt, output)
 

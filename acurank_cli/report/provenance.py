@@ -3,10 +3,8 @@ row per run, so that a table's figures can be told apart by what made them."""
 
 from __future__ import annotations
 
-import json
-
 from ..errors import InputError
-from ..io.outputs import meta_path_for
+from ..io.outputs import meta_path_for, recorded_provenance
 from .render import Table
 from .tables import Report
 
@@ -16,15 +14,11 @@ COLUMNS = ["run", "acurank", "python", "engines", "backend", "model", "revision 
 
 def _row(run: str) -> tuple[list[str], dict]:
     meta = meta_path_for(run)
-    try:
-        recorded = json.loads(meta.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"has no {meta.name} (provenance is recorded by rerank and baseline)", run) from None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{meta.name} is unreadable ({exc})", run) from None
-    prov = recorded.get("provenance")
+    if not meta.is_file():
+        raise InputError(f"has no {meta.name} (provenance is recorded by rerank and baseline)", run)
+    prov = recorded_provenance(run)
     if not prov:
-        return [run, "not recorded (made before provenance was)", "", "", "", "", "", "", "", ""], {"run": run}
+        return [run, "not recorded (made before provenance was, or an unreadable meta file)", "", "", "", "", "", "", "", ""], {"run": run}
     rr = prov.get("reranker", {})
     engines = ", ".join(f"{k} {v}" for k, v in prov.get("packages", {}).items() if k not in ("numpy", "trueskill",
                                                                                                "httpx"))
