@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Union
 
 from .errors import InputError
-from .io.readers import check_id
+from .io.readers import check_id, passage_title
 from .params import ParameterError, at_least, between
 from .method.base import Strategy
 from .records import CallTally, Candidate, Doc, Phase, QueryOutcome, RankingTask, Step, StopReason
@@ -117,6 +117,10 @@ def _doc(item: DocLike, i: int) -> tuple[Doc, float | None, dict]:
         text = item.get("text", item.get("content", item.get("page_content")))
         if not isinstance(text, str):
             raise InputError(f"document {i}: needs a 'text' string")
+        try:
+            title = passage_title(item.get("title"))
+        except TypeError as exc:
+            raise InputError(f"document {i}: {exc}") from None
         docid = check_id(str(item.get("id", i)), f"document {i}: id", "")
         score = item.get("score")
         meta = {k: v for k, v in item.items() if k not in ("text", "title", "id", "score")}
@@ -125,7 +129,7 @@ def _doc(item: DocLike, i: int) -> tuple[Doc, float | None, dict]:
                 score = float(score)
             except (TypeError, ValueError):
                 raise InputError(f"document {i}: 'score' must be a number, got {score!r}") from None
-        return Doc(docid, text, str(item.get("title") or "")), score, meta
+        return Doc(docid, text, title), score, meta
     raise InputError(f"document {i}: expected a string, a dict or a Doc, got {type(item).__name__}")
 
 
@@ -147,9 +151,11 @@ def prepare(query: str, items: Sequence[DocLike], qid: str = "q") -> _Prepared:
         raise TypeError(f"docs must be a sequence of strings, dicts or Docs, got {type(items).__name__} "
                         "(wrap a single document in a list)")
     parsed = [_doc(item, i) for i, item in enumerate(items)]
-    ids = [d.docid for d, _, _ in parsed]
-    if len(set(ids)) != len(ids):
-        raise InputError("document ids must be unique within a query")
+    first: dict[str, int] = {}
+    for i, (d, _, _) in enumerate(parsed):
+        if first.setdefault(d.docid, i) != i:
+            raise InputError(f"query {qid}: document id {d.docid!r} is given twice (documents {first[d.docid]} and {i}): "
+                             "ids must be unique within a query")
     scores = [s for _, s, _ in parsed]
     if all(s is None for s in scores):
         scores = [float(len(parsed) - i) for i in range(len(parsed))]  # the input order

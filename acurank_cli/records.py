@@ -54,6 +54,11 @@ class Doc:
     text: str
     title: str = ""
 
+    def __post_init__(self) -> None:  # the backstop: every reader checks its fields first (io.readers.passage_text)
+        if not (isinstance(self.text, str) and isinstance(self.title, str)):
+            bad = "text" if not isinstance(self.text, str) else "title"
+            raise TypeError(f"{bad} of document {self.docid!r} is {type(getattr(self, bad)).__name__}, expected a string")
+
 
 @dataclass(frozen=True)
 class RankingTask:

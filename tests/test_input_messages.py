@@ -28,8 +28,8 @@ CASES = [
     (read_qrels, "q.txt", "1 0 a 1\n1 0 a 1\n1 0 a 2\n", ":3: query 1 doc a judged twice with different grades"),
     (read_qrels, "q.txt", "\n", ": qrels file is empty"),
     (read_corpus, "c.jsonl", '{"x": 1}\n', ":1: bad corpus record (expected {_id,title,text} or {id,contents})"),
-    (read_corpus, "c.jsonl", '{"_id": "a"}\nnot json\n', ":2: bad corpus record (Expecting value)"),
-    (read_corpus, "c.jsonl", '{"_id": "a b"}\n', ":1: docid 'a b' is empty or holds whitespace or control characters"),
+    (read_corpus, "c.jsonl", '{"_id": "a", "text": "x"}\nnot json\n', ":2: bad corpus record (Expecting value)"),
+    (read_corpus, "c.jsonl", '{"_id": "a b", "text": "x"}\n', ":1: docid 'a b' is empty or holds whitespace or control characters"),
     (read_corpus, "c.jsonl", "[" * 100_000 + "\n", ":1: bad corpus record (JSON nested too deeply)"),
     (read_candidates, "c.json", "[1,2", ":1: bad JSON (Expecting ',' delimiter)"),
     (read_candidates, "c.json", "[]", ": candidate file holds no queries"),
@@ -190,14 +190,14 @@ def test_corpus_record_shapes(tmp_path):
 
     path = tmp_path / "c.jsonl"
     records = [
-        {"_id": "b1"},
+        {"_id": "b1", "text": ""},
         {"_id": "b2", "title": None, "text": "t"},
         {"_id": 3, "title": "T", "text": "t"},
         {"id": "p1", "contents": "c"},
         {"docid": "r1", "segment": "s", "title": "T"},
         {"docid": "r2", "contents": "c"},
         {"docid": 5, "text": "t", "contents": "c", "segment": "s", "title": None},
-        {"docid": "r3"},
+        {"docid": "r3", "text": ""},
     ]
     path.write_text(jl(*records))
     assert read_corpus(path) == {
@@ -205,6 +205,12 @@ def test_corpus_record_shapes(tmp_path):
         "r1": Doc("r1", "s", "T"), "r2": Doc("r2", "c", ""), "5": Doc("5", "t", ""), "r3": Doc("r3", "", ""),
     }
     assert read_corpus(path, wanted={"b1", "zz"}) == {"b1": Doc("b1", "", "")}
+    for record, why in (({"_id": "b1"}, "missing field 'text'"), ({"docid": "r3"}, "missing field 'text'"),
+                        ({"_id": "b", "text": None}, "text None is not a string")):
+        path.write_text(jl(record))  # a record without its text, or with a text that is not one: never ""
+        with pytest.raises(InputError) as exc:
+            read_corpus(path)
+        assert str(exc.value) == f"{path}:1: bad corpus record ({why})"
     path.write_text(jl({"id": "p1"}))  # an id without contents is neither shape
     with pytest.raises(InputError) as exc:
         read_corpus(path)
@@ -229,15 +235,16 @@ def test_candidate_shapes_and_depth(tmp_path):
                        acu(qid="2", q_text="q2", qrels={"a": "1", "b": 0})))
     bundle, fmt = read_candidates(path, depth=1)
     assert fmt == "acurank-jsonl" and bundle.runs == {"1": (Candidate("a", 2.0),), "2": (Candidate("a", 1.5),)}
-    # a passage seen twice keeps its last text ("t" in the second record); no text or title -> ""
-    assert bundle.docs == {"a": Doc("a", "t", ""), "b": Doc("b", "", "")} and bundle.topics == {"1": "q", "2": "q2"}
+    # a passage seen twice keeps its last text ("t" in the second record); a candidate without a text has no
+    # passage here (it is looked up as a run's candidates are: --corpus, the passages beside RUN), never ""
+    assert bundle.docs == {"a": Doc("a", "t", "")} and bundle.topics == {"1": "q", "2": "q2"}
     assert bundle.qrels == {"2": {"a": 1, "b": 0}}
     path.write_text(jl(llm(candidates=[{"docid": "a", "score": 2, "doc": {"text": "t", "contents": "c"}},
                                        {"docid": "b", "score": 1, "doc": {"contents": "c", "title": None}},
                                        {"docid": "c", "score": 0}])))
     bundle, fmt = read_candidates(path)
     assert fmt == "rankllm-jsonl" and [c.docid for c in bundle.runs["1"]] == ["a", "b", "c"]
-    assert bundle.docs == {"a": Doc("a", "t", ""), "b": Doc("b", "c", ""), "c": Doc("c", "", "")}
+    assert bundle.docs == {"a": Doc("a", "t", ""), "b": Doc("b", "c", "")}
     path.write_text('\n [{"query": "q", "qid": 7, "hits": []},\n {"query": "r", "hits": [{"qid": 8, "docid": "d", '
                     '"score": 1, "content": "x"}, {"qid": 8, "docid": "e", "score": 0, "content": "y"}]}]')
     bundle, fmt = read_candidates(path, depth=1)
@@ -260,7 +267,7 @@ LABEL_CASES = [
      ": query record 2: bad rankgpt-json record (the record is a JSON int, expected an object)"),
     (jl(llm(candidates=[{"docid": [1], "score": 1}])), ":1: bad rankllm-jsonl record (docid [1] is not a string)"),
     (jl(llm(candidates=[{"docid": "a", "score": 1, "doc": {"segment": [1]}}])),
-     ":1: bad rankllm-jsonl record (text [1] is not a string)"),
+     ":1: bad rankllm-jsonl record (segment [1] is not a string)"),
     (jl(llm(candidates=[{"docid": "a", "score": 1, "doc": {"title": [1]}}])),
      ":1: bad rankllm-jsonl record (title [1] is not a string)"),
     (jl(acu(qrels={"a": "x" * 300})), f":1: {BAD} (" + ("invalid literal for int() with base 10: '" + "x" * 300)[:160] + ")"),

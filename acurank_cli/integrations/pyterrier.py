@@ -31,6 +31,7 @@ import pyterrier as pt
 
 from ..api import Reranker
 from ..errors import InputError
+from ..io.readers import passage_text
 from ..method.registry import method_options
 
 #: columns the transformer adds (and returns, empty, for an empty frame)
@@ -79,8 +80,9 @@ class AcuRankReranker(pt.Transformer):
             if "score" in rows.columns:  # trec_eval's order: score descending, ties by docno descending
                 rows = rows.assign(_docno=rows["docno"].astype(str)).sort_values(
                     ["score", "_docno"], ascending=False, kind="stable")
-            docs = [{"id": str(r.docno), **texts(r), **({"score": float(r.score)} if "score" in rows.columns else {})}
-                    for r in rows.itertuples(index=False)]
+            scores = rows["score"].map(float) if "score" in rows.columns else None
+            docs = [{"id": docno, **texts(qid, docno, value), **({} if scores is None else {"score": scores[i]})}
+                    for i, docno, value in zip(rows.index, rows["docno"].astype(str), texts.column(rows))]
             queries.append((str(rows["query"].iloc[0]), docs))
             qids.append(qid)
         if self.verbose:
@@ -98,13 +100,12 @@ class AcuRankReranker(pt.Transformer):
                 result.append(row)
         return pd.DataFrame(result, columns=out_columns)
 
-    def _texts(self, inp: pd.DataFrame):
-        """A row -> its passage ({"text", "title"}): the frame's ``text_field``, else the corpus or dataset's."""
+    def _texts(self, inp: pd.DataFrame) -> "_Texts":
+        """Where each row's passage comes from: the frame's ``text_field``, else the corpus or dataset's."""
         if self.text_field in inp.columns:
-            field = self.text_field
-            return lambda r: {"text": str(getattr(r, field))}
+            return _Texts(self.text_field)
         if not self.reranker.reranker.needs_texts:
-            return lambda r: {"text": ""}
+            return _Texts(None, {})
         wanted = set(inp["docno"].astype(str))
         if self.corpus is not None:
             from ..io.readers import read_corpus
@@ -122,7 +123,28 @@ class AcuRankReranker(pt.Transformer):
         if lacking:
             raise InputError(f"no text for docno {lacking[0]} ({len(lacking)} missing) in "
                              f"{self.corpus or self.dataset}")
-        return lambda r: {"text": docs[str(r.docno)].text, "title": docs[str(r.docno)].title}
+        return _Texts(None, docs)
+
+
+class _Texts:
+    """A query's passages: the frame's text column (any column name: read by name, not as an attribute), checked
+    as every reader checks a text (a NaN or None cell is one error naming the query, docno and column), or the
+    docs looked up in a corpus or dataset (``docs``; empty: a backend that reads no text)."""
+
+    def __init__(self, field: str | None, docs: dict | None = None):
+        self.field, self.docs = field, docs
+
+    def column(self, rows: pd.DataFrame):
+        return rows[self.field] if self.field is not None else [None] * len(rows)
+
+    def __call__(self, qid: str, docno: str, value: Any) -> dict[str, str]:
+        if self.field is None:
+            doc = self.docs.get(docno)
+            return {"text": ""} if doc is None else {"text": doc.text, "title": doc.title}
+        try:
+            return {"text": passage_text(value, f"column {self.field!r}")}
+        except TypeError as exc:
+            raise InputError(f"query {qid}, docno {docno}: {exc}") from None
 
 
 def _num(value: float | None) -> float:

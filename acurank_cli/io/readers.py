@@ -359,16 +359,44 @@ def _reason(exc: BaseException) -> str:
     return text[:160]
 
 
+def passage_text(value: object, what: str = "text") -> str:
+    """A passage's text as a record gives it: a string (empty is a passage with no words). Anything else (null,
+    a number, an object, a list, a float NaN from a data frame) is a TypeError naming the field and what it is,
+    never read as ``"None"`` or an object's repr. Every reader and integration takes its texts through this."""
+    if not isinstance(value, str):
+        shown = repr(value)
+        raise TypeError(f"{what} {shown if len(shown) <= 40 else shown[:37] + '...'} is not a string")
+    return value
+
+
+def passage_title(value: object, what: str = "title") -> str:
+    """A passage's optional title: a string, or absent / null (no title)."""
+    return "" if value is None else passage_text(value, what)
+
+
+def _first_field(obj: dict, names: tuple[str, ...]) -> str:
+    """The first of ``names`` the record has (a KeyError naming the first when it has none)."""
+    for name in names:
+        if name in obj:
+            return name
+    raise KeyError(names[0])
+
+
 def doc_from_json(obj: dict) -> Doc:
-    """A Doc from a BEIR-style ``{_id,title,text}`` or Pyserini-style ``{id,contents}`` record."""
+    """A Doc from a BEIR-style ``{_id,title,text}``, Pyserini-style ``{id,contents}`` or ``{docid,text|contents|
+    segment}`` record; the text must be there and be a string, the title a string or absent / null."""
+    if not isinstance(obj, dict):
+        raise TypeError(f"a JSON {type(obj).__name__}, expected an object")
     if "_id" in obj:
-        return Doc(str(obj["_id"]), str(obj.get("text", "")), str(obj.get("title") or ""))
-    if "id" in obj and "contents" in obj:
-        return Doc(str(obj["id"]), str(obj["contents"]))
-    if "docid" in obj:
-        text = obj.get("text", obj.get("contents", obj.get("segment", "")))
-        return Doc(str(obj["docid"]), str(text), str(obj.get("title") or ""))
-    raise ValueError("expected {_id,title,text} or {id,contents}")
+        key, names = "_id", ("text",)
+    elif "id" in obj and "contents" in obj:
+        key, names = "id", ("contents",)
+    elif "docid" in obj:
+        key, names = "docid", ("text", "contents", "segment")
+    else:
+        raise ValueError("expected {_id,title,text} or {id,contents}")
+    field_name = _first_field(obj, names)
+    return Doc(_str(obj[key], key), passage_text(obj[field_name], field_name), passage_title(obj.get("title")))
 
 
 def iter_corpus(src: Source) -> Iterator[Doc]:
@@ -419,7 +447,7 @@ class Bundle:
     docs: dict[str, Doc] = field(default_factory=dict)
     qrels: dict[str, dict[str, int]] = field(default_factory=dict)
 
-    def add(self, qid: str, query: str, items: list[tuple[Candidate, Doc]]) -> None:
+    def add(self, qid: str, query: str, items: list[tuple[Candidate, Doc | None]]) -> None:
         """Add one query's ranked list (file order is kept as first-stage order), checking ids and scores."""
         check_id(qid, "qid", "")
         if qid in self.runs:
@@ -434,7 +462,8 @@ class Bundle:
         self.topics[qid] = query
         self.runs[qid] = tuple(c for c, _ in items)
         for _, d in items:
-            self.docs[d.docid] = d
+            if d is not None:  # a candidate given without its text: looked up like a run's (--corpus, beside RUN)
+                self.docs[d.docid] = d
 
 
 def _qid(value) -> str:
@@ -474,13 +503,21 @@ def _list(value, what: str) -> list:
     return value
 
 
+def _optional_doc(docid: str, record: dict, names: tuple[str, ...]) -> Doc | None:
+    """A candidate's passage when its record has a text field (which must then be a string), else None: a
+    candidate file of ids and scores only, whose texts come from --corpus or the passages beside it."""
+    title = passage_title(record.get("title"))
+    found = next((name for name in names if name in record), None)
+    return None if found is None else Doc(docid, passage_text(record[found], found), title)
+
+
 def _rankgpt(rec: dict, bundle: Bundle) -> None:
     hits = [_obj(h, "a hit") for h in _list(rec["hits"], "'hits'")]
     qid = _qid(hits[0]["qid"]) if hits else _qid(rec.get("qid", ""))
     items = []
     for h in hits:
         docid = _str(h["docid"], "docid")
-        items.append((Candidate(docid, _score(h["score"], docid)), Doc(docid, _str(h["content"], "content"))))
+        items.append((Candidate(docid, _score(h["score"], docid)), Doc(docid, passage_text(h["content"], "content"))))
     bundle.add(qid, _str(rec["query"], "query"), items)
 
 
@@ -490,8 +527,7 @@ def _acurank(rec: dict, bundle: Bundle) -> None:
     for h in _list(rec["bm25_results"], "'bm25_results'"):
         h = _obj(h, "a bm25_results entry")
         docid = _str(h["pid"], "pid")
-        items.append((Candidate(docid, _score(h["bm25_score"], docid)),
-                      Doc(docid, _str(h.get("text", ""), "text"), _str(h.get("title") or "", "title"))))
+        items.append((Candidate(docid, _score(h["bm25_score"], docid)), _optional_doc(docid, h, ("text",))))
     bundle.add(qid, _str(rec["q_text"], "q_text"), items)
     if rec.get("qrels"):
         qrels = _obj(rec["qrels"], "'qrels'")
@@ -504,10 +540,8 @@ def _rankllm(rec: dict, bundle: Bundle) -> None:
     for c in _list(rec["candidates"], "'candidates'"):
         c = _obj(c, "a candidate")
         doc = _obj(c.get("doc") or {}, "a candidate's 'doc'")
-        text = doc.get("segment", doc.get("text", doc.get("contents", "")))
         docid = _str(c["docid"], "docid")
-        items.append((Candidate(docid, _score(c["score"], docid)),
-                      Doc(docid, _str(text, "text"), _str(doc.get("title") or "", "title"))))
+        items.append((Candidate(docid, _score(c["score"], docid)), _optional_doc(docid, doc, ("segment", "text", "contents"))))
     bundle.add(_qid(q["qid"]), _str(q["text"], "query text"), items)
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
-from ..io.readers import doc_from_json, iter_corpus, looks_like_path, read_qrels
+from ..io.readers import doc_from_json, iter_corpus, looks_like_path, passage_text, passage_title, read_qrels
 from ..records import Candidate, Doc
 from .jvm import autoclass, java_error, start_jvm
 
@@ -342,10 +342,10 @@ def doc_from_raw(docid: str, raw: str) -> Doc:
     if "_id" in obj or "docid" in obj:
         d = doc_from_json(obj)
         return Doc(docid, d.text, d.title)
-    title = str(obj.get("title") or "")
+    title = passage_title(obj.get("title"))
     if "text" in obj:
-        return Doc(docid, str(obj["text"]), title)
-    contents = str(obj.get("contents", ""))
+        return Doc(docid, passage_text(obj["text"]), title)
+    contents = passage_text(obj.get("contents", ""), "contents")
     if title and contents.startswith(title):
         return Doc(docid, contents[len(title):].lstrip(), title)
     return Doc(docid, contents, title if title and not contents else "")
@@ -358,7 +358,10 @@ def fetch_docs(index: PathLike, docids: Iterable[str]) -> dict[str, Doc]:
     for docid in dict.fromkeys(str(d) for d in docids):
         raw = search.doc_raw(docid)
         if raw is not None:
-            docs[docid] = doc_from_raw(docid, raw)
+            try:
+                docs[docid] = doc_from_raw(docid, raw)
+            except (TypeError, KeyError, ValueError) as exc:
+                raise InputError(f"stored document {docid}: {exc}", str(index)) from None
             continue
         lucene_doc = search.doc(docid)
         if lucene_doc is None:
