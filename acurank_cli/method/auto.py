@@ -50,7 +50,7 @@ import functools
 from typing import Sequence
 
 import numpy as np
-from numba import njit
+from .compiled import jit
 
 from ..records import Phase, Ranked, RankingTask, Step, StopReason
 from .acurank import Ratings
@@ -75,7 +75,7 @@ def agreements(mu: np.ndarray, window: Sequence[int], perm: Sequence[int]) -> np
     return _agreements(mu, window, np.asarray(perm, dtype=np.intp), _discounts(len(window)))
 
 
-@njit(cache=True)
+@jit()
 def _agreements(mu, window, perm, disc):  # pragma: no cover - compiled
     """Per row g: the nDCG of the order by row g's mu (descending, ties in presented order: a stable sort of -mu)
     with the answer as the ideal: sum_r disc[pos(pi_g(r))] disc[r] / sum_r disc[r]^2, summed in rank order."""
@@ -162,7 +162,7 @@ def present(window: Sequence[int], reach: np.ndarray, mu: np.ndarray) -> list[in
     return _present(np.asarray(window, dtype=np.intp), reach, mu).tolist()
 
 
-@njit(cache=True)
+@jit()
 def _present(window, reach, mu):  # pragma: no cover - compiled (exact: counts and comparisons)
     n = window.size
     ancestors = np.zeros(n, dtype=np.int64)
@@ -188,7 +188,7 @@ def certified_top(graph: TournamentGraph, mu: np.ndarray, k: int) -> list[int] |
     return [int(i) for i in top] if len(top) else None
 
 
-@njit(cache=True)
+@jit()
 def _certified_top(tally, mu, k):  # pragma: no cover - compiled (exact: counts and comparisons)
     """:func:`certified_top`'s candidates, or an empty array: the first min(k, n) by (in, out, -mu, index), picked
     one at a time, stopping at the first that is unresolved or on a cycle (``tally``: the graph's counts)."""

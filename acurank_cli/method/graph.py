@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from numba import njit
+from .compiled import jit
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class TournamentGraph:
 # The closure's operations, compiled (booleans and counts: exact, whatever the compiler does). One answer adds
 # n - 1 edges to an n x n closure; in Python each edge was a numpy call or more, the largest cost of
 # acurank-auto's engine after its rating updates.
-@njit(cache=True)
+@jit()
 def _add_chain(reach, tally, order):  # pragma: no cover - compiled (tested through TournamentGraph)
     """For each adjacent pair u, v of ``order`` in turn, the edge u -> v: every s reaching u (and u) now reaches v
     and everything v reaches (nothing to do when u already reaches v). Each entry reach[s, c] that turns true
@@ -124,7 +124,7 @@ def _add_chain(reach, tally, order):  # pragma: no cover - compiled (tested thro
                             tally[row, c] += 1
 
 
-@njit(cache=True)
+@jit()
 def _components(reach):  # pragma: no cover - compiled
     """The earliest member of every candidate's component: itself, or the first w on a cycle with it."""
     n = reach.shape[0]

@@ -34,14 +34,11 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 from collections.abc import Sequence
 
 import numpy as np
 
-# numba may vectorise elementwise pow/exp loops through Intel's SVML, whose results are not libm's
-os.environ.setdefault("NUMBA_DISABLE_INTEL_SVML", "1")
-from numba import njit  # noqa: E402
+from .compiled import jit  # numba, with Intel's SVML off (its pow/exp are not libm's)
 
 __all__ = ["BETA", "DRAW_MARGIN", "DRAW_PROBABILITY", "MIN_DELTA", "MU", "SIGMA", "TAU", "fast_update"]
 
@@ -152,7 +149,7 @@ W_MIN = 1e-6
 W_MAX = 1.0 - 1e-9
 
 
-@njit(cache=True, error_model="numpy")
+@jit(error_model="numpy")
 def _sum2(p1, t1, c1, p2, t2, c2):  # pragma: no cover - compiled (its lines run as machine code)
     """Generic ``SumFactor.update`` for two (cavity) terms ``(p, t)`` with coefficients ``c``: the library's
     handling of a zero-precision term (its mean counts as 0, its variance as infinite, so the outgoing message
@@ -168,7 +165,7 @@ def _sum2(p1, t1, c1, p2, t2, c2):  # pragma: no cover - compiled (its lines run
     return pi, pi * mu, OK
 
 
-@njit(cache=True, error_model="numpy")
+@jit(error_model="numpy")
 def _truncate(x, Dp, Dt, Up, Ut, dm, soft, graded, powers):  # pragma: no cover - compiled
     """TruncateFactor(x).up(): moment-match D_x (v_win / w_win, or with ``graded`` the soft factor's v and w:
     for Z = (1 - q) + (2q - 1) Phi(xx), v = (2q - 1) phi(xx) / Z = d ln Z / d xx and w = v (v + xx), kept in
@@ -224,7 +221,7 @@ def _truncate(x, Dp, Dt, Up, Ut, dm, soft, graded, powers):  # pragma: no cover 
     return (b if b > a else a), OK  # Python's max(a, b), NaN included
 
 
-@njit(cache=True, error_model="numpy")
+@jit(error_model="numpy")
 def _down(x, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et):  # pragma: no cover - compiled
     """SumFactor(x).down(): the message to D_x = T_x - T_{x+1} from the cavities of T_x and T_{x+1}. Returns
     the cavities, their (1/pi, tau/pi), whether no division failed (the library's fast path: the up message
@@ -244,7 +241,7 @@ def _down(x, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et):  # pragma: no cover - comp
     return ap, at, bp, bt, ia, qa, ib, qb, ok, status
 
 
-@njit(cache=True, error_model="numpy")
+@jit(error_model="numpy")
 def _up_left(x, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, ap, at, bp, bt, ib, qb, ok):  # pragma: no cover
     """SumFactor(x).up(0): message to T_x = D_x + T_{x+1} (``ib``, ``qb``: T_{x+1}'s cavity as 1/pi and tau/pi,
     usable when ``ok``). The mirror of :func:`_up_right`; one function for both directions measured 60% slower
@@ -264,7 +261,7 @@ def _up_left(x, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, ap, at, bp, bt, ib, qb, 
     return status
 
 
-@njit(cache=True, error_model="numpy")
+@jit(error_model="numpy")
 def _up_right(x, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, ap, at, bp, bt, ia, qa, ok):  # pragma: no cover
     """SumFactor(x).up(1): message to T_{x+1} = T_x - D_x (``ia``, ``qa``: T_x's cavity, usable when ``ok``)."""
     cp = Dp[x] - Ep[x]
@@ -282,7 +279,7 @@ def _up_right(x, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, ap, at, bp, bt, ia, qa,
     return status
 
 
-@njit(cache=True, error_model="numpy")
+@jit(error_model="numpy")
 def _pow(x, e):  # pragma: no cover - compiled
     """``x ** e`` as Python computes it (libm pow), with its errors as statuses."""
     if x == 0 and e < 0:
@@ -298,14 +295,14 @@ def _pow(x, e):  # pragma: no cover - compiled
 _WORK_ROWS = 20
 
 
-@njit(cache=True, error_model="numpy")
+@jit(error_model="numpy")
 def _rate(mu, sigma, idx, beta2, dm, soft, graded, powers):  # pragma: no cover - compiled
     """The factor graph of one window (see the module's docstring), in place; a status other than OK leaves
     ``mu`` and ``sigma`` untouched."""
     return _rate_in(np.empty((_WORK_ROWS, idx.size)), mu, sigma, idx, beta2, dm, soft, graded, powers)
 
 
-@njit(cache=True, error_model="numpy")
+@jit(error_model="numpy")
 def _rate_in(work, mu, sigma, idx, beta2, dm, soft, graded, powers):  # pragma: no cover - compiled
     """:func:`_rate` with its messages in the rows of ``work`` (at least ``_WORK_ROWS`` x n)."""
     n = idx.size
@@ -413,7 +410,7 @@ def _rate_in(work, mu, sigma, idx, beta2, dm, soft, graded, powers):  # pragma: 
     return OK
 
 
-@njit(cache=True, error_model="numpy")
+@jit(error_model="numpy")
 def _cavities(x, Tp, Tt, Lp, Lt, Rp, Rt):  # pragma: no cover - compiled
     """The cavities of T_x and T_{x+1} at factor x, their (1/pi, tau/pi), and whether each division could
     be made (Python raises ZeroDivisionError where it cannot)."""
@@ -430,7 +427,7 @@ def _cavities(x, Tp, Tt, Lp, Lt, Rp, Rt):  # pragma: no cover - compiled
     return ap, at, bp, bt, ia, qa, ib, qb, ok_a, ok_b
 
 
-@njit(cache=True, error_model="numpy")
+@jit(error_model="numpy")
 def _rate_rows(mu, sigma, idx, beta2, dm, soft, graded, powers):  # pragma: no cover - compiled
     """:func:`_rate` on every row g of ``mu`` and ``sigma`` with its own beta^2 and draw margin, in row order
     (a row that fails stops there: the rows before it are updated, as a loop of updates would leave them)."""
