@@ -55,6 +55,8 @@ def rerank(
     from ..run.shard import Shard
 
     baseline_only = ctx.info_name == "baseline"
+    if no_cache and cache is not None:
+        raise InputError(f"--no-cache and --cache {cache} contradict each other: give one of them")
     options, backend_options = pipeline.split_options(generated)
     strategy = pipeline.method(method, options, pipeline.ScoreSource.run_file, baseline_only)
     job = RerankJob(

@@ -44,6 +44,9 @@ class MethodSpec:
     #: the family's name in help (``sw-x``); default: the first example
     name: str | None = None
     variant_defaults: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: the name as the family spells it, from a match of any case (one rule for case: names match whatever their
+    #: case, and the run, its tag and its stats carry this spelling); default: lower case
+    spelling: Callable[[re.Match], str] = lambda match: match.group(0).lower()
 
     @property
     def options(self) -> dict[str, dataclasses.Field]:
@@ -87,6 +90,13 @@ ACURANK_VARIANTS: dict[str, dict[str, Any]] = {
     "h": {"eps": 1e-4, "tau": 10},
     "hh": {"eps": 1e-4, "tau": 5},
 }
+
+
+def _acurank_spelling(match: re.Match) -> str:
+    """acurank-H, acurank-HH as the paper writes them; the rest lower case (ACURANK-h-9 -> acurank-H-9)."""
+    name = match.group(0).lower()
+    variant = match.group("variant")
+    return name.replace(f"-{variant.lower()}", f"-{variant.upper()}", 1) if variant else name
 
 
 def _acurank(match: re.Match, opts: dict[str, Any]):
@@ -151,9 +161,10 @@ def _blitz(match: re.Match, opts: dict[str, Any]):
 @functools.lru_cache(maxsize=1)
 def _builtin() -> tuple[MethodSpec, ...]:
     return (
-        MethodSpec(r"acurank(?:-(?P<variant>H|HH|h|hh))?(?:-(?P<cap>\d+)|-r(?P<rounds>\d+))?", _acurank, False,
+        MethodSpec(r"acurank(?:-(?P<variant>HH|H))?(?:-(?P<cap>\d+)|-r(?P<rounds>\d+))?", _acurank, False,
                    "acurank, acurank-H, acurank-HH, acurank-9 (at most 9 calls), acurank-r3 (at most 3 rounds)",
-                   AcuRankParams, "acurank", {"eps": "acurank-H, -HH: 0.0001", "tau": "acurank-HH: 5"}),
+                   AcuRankParams, "acurank", {"eps": "acurank-H, -HH: 0.0001", "tau": "acurank-HH: 5"},
+                   _acurank_spelling),
         MethodSpec(r"acurank-auto(?:-(?P<cap>\d+))?", _auto, False,
                    "acurank-auto (learns the reranker's noise), acurank-auto-9 (at most 9 calls)", AutoParams,
                    "acurank-auto", {"eps": "acurank-auto-N: 0.01"}),
@@ -197,10 +208,11 @@ def known_methods(baseline_only: bool = False) -> str:
 
 
 def _spec(name: str) -> tuple[MethodSpec, re.Match] | None:
+    """The family of a method name, whatever its case, and the match of its spelling (``match.group(0)``)."""
     for spec in methods():
-        match = re.fullmatch(spec.pattern, name)
+        match = re.fullmatch(spec.pattern, name, re.IGNORECASE)
         if match:
-            return spec, match
+            return spec, re.fullmatch(spec.pattern, spec.spelling(match), re.IGNORECASE) or match
     return None
 
 
