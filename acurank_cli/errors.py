@@ -25,6 +25,20 @@ class InputError(ValueError):
         return str(self)
 
 
+class WriteFailed(InputError):
+    """An output that could not be written (a full disk, a quota, a read-only file system, an I/O error): one line
+    naming the file and the system's reason, exit 74 (``EX_IOERR``); what was finished before stays written."""
+
+    exit_code = 74
+
+    def __init__(self, name: str, exc: OSError):
+        import errno
+
+        code = errno.errorcode.get(exc.errno or 0)
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        super().__init__(f"cannot write: {reason}{f' ({code})' if code else ''}", name)
+
+
 class Stopped(Exception):
     """A CLI job stopped and has printed its one line (why, and where its finished work is): the command exits
     with ``exit_code`` (2: bad input; 128 + N: signal N) and prints nothing more."""

@@ -71,6 +71,8 @@ def make_dataset(root: Path, name: str, seed: int, n_queries: int = 14, methods=
                     for i, d in enumerate(docs):
                         fh.write(f"{q} Q0 {d} {i + 1} {top * (1 - i / (N_DOCS + 5)):.6f} bm25\n")
             continue
+        if extra_unjudged:  # a query the run has and the qrels do not judge: its stats must not count
+            ranking[f"{name}unjudged"] = [f"d{i}" for i in range(N_DOCS)]
         _write_run(folder / f"{m}.run", ranking, m)
         with (folder / f"{m}.stats.jsonl").open("w") as fh:
             for q in qids + ([f"{name}unjudged"] if extra_unjudged else []):

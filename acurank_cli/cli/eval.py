@@ -89,15 +89,17 @@ def render(fmt: Format, rows: list[EvalRow], measures: list[str], per_query: boo
          lines, EVAL_FORMATS)
 
 
-def _mean_calls(path: Path, wanted: set[str] | None = None) -> float | None:
-    """Mean calls per query from a stats file, over the ``wanted`` queries when --qids names them (None when there
-    is no stats file, or it has none of them)."""
-    from ..io.outputs import read_stats
+def _mean_calls(path: Path, run: str, queries: set[str], wanted: set[str] | None = None) -> float | None:
+    """Mean calls per query from the run's stats file (checked to be the run's: ``queries`` are its qids), over the
+    ``wanted`` queries when --qids names them (None when there is no stats file, or it has none of them)."""
+    from ..io.outputs import stats_of_run
 
     if not path.exists():
         return None
-    records = [r for q, r in read_stats(path).items() if wanted is None or q in wanted]
-    return statistics.fmean(r.calls for r in records) if records else None
+    records, gap = stats_of_run(path, run, queries, wanted)
+    if gap:
+        say(gap)
+    return statistics.fmean(r.calls for r in records.values()) if records else None
 
 
 def _check_against_qrels(path: str, run: dict, judged: dict, qrels: str, fill: bool = True,
@@ -158,20 +160,21 @@ def eval_cmd(
     judged = load_qrels(qrels)
     wanted = read_qids(qids) if qids is not None else None
     if wanted is not None:
+        _check_wanted(wanted, judged, qrels)
         judged = {q: v for q, v in judged.items() if q in wanted}
     def scores(path: str) -> tuple[dict, int]:
         """The run's scores (of the --qids queries) and how many queries the file holds: one run in memory at a
         time, as one qid -> docid -> score mapping (what ir_measures takes)."""
         parsed = read_scores(path)
-        return ({q: d for q, d in parsed.items() if q in wanted} if wanted is not None else parsed), len(parsed)
+        return ({q: d for q, d in parsed.items() if q in wanted} if wanted is not None else parsed), set(parsed)
 
     rows, gated = [], {}
     for path in runs:
         run, held = scores(path)
         gated[path] = set(run)  # its queries (what --against must cover)
-        _check_against_qrels(path, run, judged, qrels, not no_fill, held)
+        _check_against_qrels(path, run, judged, qrels, not no_fill, len(held))
         beside = stats_path_for(path) if path != "-" else None
-        calls = _mean_calls(Path(stats) if stats else beside, wanted) if stats or beside else None
+        calls = _mean_calls(Path(stats) if stats else beside, path, held, wanted) if stats or beside else None
         rows.append(EvalRow(path, evaluate(run, judged, measure, rel_level, fill=not no_fill), calls))
     base = None if base_run is None else evaluate(_covering(base_run, scores(base_run)[0], gated), judged, measure,
                                                    rel_level, fill=not no_fill)
@@ -182,6 +185,17 @@ def eval_cmd(
            {m.label: m.name for m in parsed})
     if floor_gates or base is not None:
         _gate(rows, floor_gates, base_run, base, [(m.name, m.label) for m in parsed], max_drop, alpha)
+
+
+def _check_wanted(wanted: set[str], judged: dict, qrels: str) -> None:
+    """--qids must name a query the qrels judge: with none, the mean would be over 0 queries (refused, as rerank
+    refuses a --qids query its run lacks); the unjudged ones of a longer list (a topics file) are said in a line."""
+    unjudged = sorted(q for q in wanted if q not in judged)
+    if len(unjudged) == len(wanted):
+        raise InputError(f"--qids names no query that the qrels {qrels} judge (e.g. {unjudged[0]}): nothing to average")
+    if unjudged:
+        say(f"warning: --qids: {len(unjudged)} of its {len(wanted)} queries are not judged in {qrels} (e.g. "
+            f"{unjudged[0]}): left out")
 
 
 def _plan(runs: list[str], qrels: str, qids: str | None, stats: str | None, base_run: str | None):

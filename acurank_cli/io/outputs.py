@@ -9,15 +9,19 @@ temporary file). Which files may be written at all is decided before, by :class:
 
 from __future__ import annotations
 
+import contextlib
+import gzip
+import io
 import json
 import sys
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import IO
 
 from ..errors import InputError
 from ..records import StatsRecord
-from .plan import is_regular_or_absent, write_whole
+from .plan import compressed, is_regular_or_absent, write_whole, writing
 
 
 #: Run file endings; ``X.run`` and ``X.run.gz`` are method ``X``.
@@ -55,6 +59,57 @@ def read_stats(path: str | Path) -> dict[str, StatsRecord]:
                 raise InputError("bad stats record (expected JSON with 'qid' and 'calls')", str(path), lineno) from None
             out[rec.qid] = rec
     return out
+
+
+def _recorded_qids(path: Path) -> set[str]:
+    """The queries a stats file holds a complete record of (none when it is gone)."""
+    if not path.is_file():
+        return set()
+    found = set()
+    for line in io.StringIO(written_text(path)):
+        try:
+            found.add(str(json.loads(line)["qid"]))
+        except (ValueError, KeyError, TypeError):
+            break  # a torn last record
+    return found
+
+
+def stats_of_run(stats: str | Path, run: str | Path, queries: set[str], over: set[str] | None = None
+                 ) -> tuple[dict[str, StatsRecord], str | None]:
+    """The stats of a run (``queries``: its qids), checked to belong to it, and the records of the queries ``over``
+    (default: all). A record of a query the run does not have, or one made by another command than the one the
+    run's meta file records, is refused in one line; a query of ``over`` without a record is said in the returned
+    warning (what a mean over the records covers)."""
+    records = read_stats(stats)
+    foreign = [q for q in records if q not in queries]
+    if foreign and unfinished(run, len(queries)):  # a run cut short (a kill writes the stats before the run block)
+        foreign = []
+    if foreign:
+        raise InputError(f"holds stats of {len(foreign)} queries that the run {run} does not have (e.g. {foreign[0]}): "
+                         "the stats of another run? give its own (--stats)", str(stats))
+    made_by = _meta_field(run, "command_digest")
+    if made_by is not None:
+        other = sorted({r.fingerprint for r in records.values() if r.fingerprint not in (None, made_by)})
+        if other:
+            raise InputError(f"was written by another command than the run {run} (stats fingerprint {other[0]}, the "
+                             f"run's {made_by}): give the run's own stats (--stats)", str(stats))
+    over = queries if over is None else queries & over
+    records = {q: r for q, r in records.items() if q in over}
+    missing = sorted(q for q in over if q not in records)
+    if not missing:
+        return records, None
+    return records, (f"warning: {stats} holds the stats of {len(records)} of the {len(over)} queries of {run} "
+                     f"(none for e.g. {missing[0]}): its figures are over those {len(records)}")
+
+
+def _meta_field(run_path: str | Path, key: str):
+    """One field of the meta file beside a run (None: no meta file, unreadable, or made before the field was)."""
+    if str(run_path) == "-":
+        return None
+    try:
+        return json.loads(meta_path_for(run_path).read_text(encoding="utf-8")).get(key)
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def meta_path_for(run_path: str | Path) -> Path:
@@ -106,48 +161,119 @@ def unfinished(run_path: str | Path, queries: int) -> str | None:
     return f"{queries} of {meta.expected_queries} queries"
 
 
+def written_text(path: Path) -> str:
+    """What an appended output holds, read back for a resume: its text, or (a ``.gz`` output, one gzip member per
+    block) the text of its complete members, a torn last member (a crash mid-write) left out."""
+    data = path.read_bytes()
+    if not compressed(path):
+        return data.decode("utf-8", errors="replace")
+    parts = []
+    while data:
+        member = zlib.decompressobj(wbits=31)
+        try:
+            text = member.decompress(data)
+        except zlib.error:
+            break
+        if not member.eof:
+            break
+        parts.append(text)
+        data = member.unused_data
+    return b"".join(parts).decode("utf-8", errors="replace")
+
+
+class _Appender:
+    """An output appended one block at a time, each block one ``write`` and flushed: plain text, or for a ``.gz``
+    name one complete gzip member per block (concatenated members are one gzip file to ``zcat`` and to every
+    reader here), so a crash tears at most the last block either way."""
+
+    def __init__(self, fh: IO, name: str, gz: bool = False, owned: bool = True):
+        self.fh, self.name, self.gz, self.owned = fh, name, gz, owned
+
+    failed = False
+
+    def write(self, text: str) -> None:
+        self.failed = True  # until the block is written whole
+        with writing(self.name):
+            if isinstance(self.fh, io.TextIOBase):  # standard output, as the caller's stream is
+                self.fh.write(text)
+            else:
+                data = text.encode("utf-8")
+                self.fh.write(gzip.compress(data, mtime=0) if self.gz else data)
+            self.fh.flush()
+        self.failed = False
+
+    def close(self) -> None:
+        """Close; after a failed write, quietly (its error was the one said, and what is left in the buffer is a
+        torn block that a resume drops anyway)."""
+        if not self.owned:
+            return
+        if self.failed:
+            with contextlib.suppress(OSError):
+                self.fh.close()
+            return
+        with writing(self.name):
+            self.fh.close()
+
+
+def _appender(path: str | Path, mode: str) -> _Appender:
+    with writing(path):
+        return _Appender(open(path, mode + "b"), str(path), compressed(path))
+
+
 def complete_run_blocks(path: Path, expected: dict[str, int], tag: str) -> dict[str, str]:
     """Complete query blocks already in a run file (qid -> text), checking the tag matches."""
     blocks: dict[str, list[str]] = {}
-    with path.open("r", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.endswith("\n"):
-                break  # torn last line
-            parts = line.split()
-            if len(parts) != 6:
-                break
-            if parts[5] != tag:
-                raise InputError(
-                    f"existing output has run tag {parts[5]!r}, this command writes {tag!r}; "
-                    "use --overwrite to start afresh (or another --output)",
-                    str(path),
-                    lineno,
-                )
-            blocks.setdefault(parts[0], []).append(line)
+    for lineno, line in enumerate(io.StringIO(written_text(path)), 1):
+        if not line.endswith("\n"):
+            break  # torn last line
+        parts = line.split()
+        if len(parts) != 6:
+            break
+        if parts[5] != tag:
+            raise InputError(
+                f"existing output has run tag {parts[5]!r}, this command writes {tag!r}; "
+                "use --overwrite to start afresh (or another --output)",
+                str(path),
+                lineno,
+            )
+        blocks.setdefault(parts[0], []).append(line)
     return {q: "".join(v) for q, v in blocks.items() if q in expected and len(v) == expected[q]}
 
 
-def _check_fingerprint(path: Path, meta: Path, fingerprint) -> None:
-    advice = "use --overwrite to start afresh, or another --output"
+RESUME_ADVICE = "use --overwrite to start afresh, or another --output"
+
+
+def recorded_differences(path: Path, fingerprint) -> list[str]:
+    """``key: recorded -> now`` for every setting of ``fingerprint`` that differs from the one the meta file beside
+    an existing run records (an InputError when there is no readable meta file: it cannot be resumed safely)."""
+    meta = meta_path_for(path)
     try:
         recorded = _recorded_fingerprint(meta)
     except FileNotFoundError:
-        raise InputError(f"exists, but {meta.name} (what made it) does not, so it cannot be resumed safely; {advice}",
-                         str(path)) from None
+        raise InputError(f"exists, but {meta.name} (what made it) does not, so it cannot be resumed safely; "
+                         f"{RESUME_ADVICE}", str(path)) from None
     except (OSError, ValueError, KeyError, TypeError):
-        raise InputError(f"{meta.name} is unreadable, so the run cannot be resumed safely; {advice}", str(path)) from None
-    diffs = fingerprint.differences(recorded)
+        raise InputError(f"{meta.name} is unreadable, so the run cannot be resumed safely; {RESUME_ADVICE}",
+                         str(path)) from None
+    return fingerprint.differences(recorded)
+
+
+def refuse_resume(path: str | Path, diffs: list[str]) -> None:
+    """The one refusal of a resume: every difference named (the first eight), settings before engines."""
     if diffs:
-        shown = "; ".join(diffs[:4]) + (f"; and {len(diffs) - 4} more" if len(diffs) > 4 else "")
-        raise InputError(f"was made with other settings ({shown}); {advice}", str(path))
+        shown = "; ".join(diffs[:8]) + (f"; and {len(diffs) - 8} more" if len(diffs) > 8 else "")
+        raise InputError(f"was made with other settings ({shown}); {RESUME_ADVICE}", str(path))
+
+
+def recorded_fingerprint(run_path: str | Path) -> dict | None:
+    """The fingerprint (method, parameters, reranker, inputs) the meta file beside a run records, or None."""
+    found = _meta_field(run_path, "fingerprint")
+    return found if isinstance(found, dict) else None
 
 
 def recorded_provenance(run_path: str | Path) -> dict | None:
     """The provenance the meta file beside a run records (None: no meta file, or made before it was recorded)."""
-    try:
-        return json.loads(meta_path_for(run_path).read_text(encoding="utf-8")).get("provenance")
-    except (OSError, ValueError, AttributeError):
-        return None
+    return _meta_field(run_path, "provenance")
 
 
 @dataclass
@@ -158,9 +284,11 @@ class RunOutputs:
     stats: str | None = None
     trace: str | None = None
     order: list[str] = field(default_factory=list)
-    _fh: dict[str, TextIO] = field(default_factory=dict)
+    _fh: dict[str, _Appender] = field(default_factory=dict)
     done: set[str] = field(default_factory=set)
     resumed: bool = False
+    #: on resume, the finished queries whose stats record was missing (reranked again: calls from the call cache)
+    without_stats: list[str] = field(default_factory=list)
 
     def open(self, expected: dict[str, int], tag: str, overwrite: bool, fingerprint=None,
              described: dict | None = None) -> set[str]:
@@ -172,69 +300,68 @@ class RunOutputs:
         """
         self.order = list(expected)
         if self.output and self.output != "-" and not is_regular_or_absent(self.output):
-            self._fh["run"] = open(self.output, "w", encoding="utf-8")  # a device or FIFO: no resume, no meta
+            self._fh["run"] = _appender(self.output, "w")  # a device or FIFO: no resume, no meta
         elif self.output and self.output != "-":
             path = Path(self.output)
             meta = meta_path_for(path)
             if path.exists() and path.stat().st_size > 0 and not overwrite:
                 if fingerprint is not None:
-                    _check_fingerprint(path, meta, fingerprint)
+                    refuse_resume(path, recorded_differences(path, fingerprint))
                 kept = complete_run_blocks(path, expected, tag)
+                if self.stats:  # finished means its stats record is there too (a deleted or cut stats file)
+                    recorded = _recorded_qids(Path(self.stats))
+                    self.without_stats = sorted(q for q in kept if q not in recorded)
+                    kept = {q: block for q, block in kept.items() if q in recorded}
                 self.done = set(kept)
                 self.resumed = True
                 write_whole(path, "".join(kept[q] for q in self.order if q in kept))
             if fingerprint is not None:
                 write_whole(meta, json.dumps({"fingerprint": fingerprint.as_dict(), "digest": fingerprint.digest,
-                                               **(described or {})}, indent=1, sort_keys=True) + "\n")
-            self._fh["run"] = path.open("w" if overwrite or not self.resumed else "a", encoding="utf-8")
+                                               "command_digest": fingerprint.command_digest, **(described or {})},
+                                              indent=1, sort_keys=True) + "\n")
+            self._fh["run"] = _appender(path, "w" if overwrite or not self.resumed else "a")
         else:
-            self._fh["run"] = sys.stdout
+            self._fh["run"] = _Appender(sys.stdout, "(standard output)", owned=False)
         for key, name in (("stats", self.stats), ("trace", self.trace)):
             if not name:
                 continue
             path = Path(name)
             if self.resumed and path.exists():
                 self._keep_done_records(path)
-                self._fh[key] = path.open("a", encoding="utf-8")
+                self._fh[key] = _appender(path, "a")
             else:
-                self._fh[key] = path.open("w", encoding="utf-8")
+                self._fh[key] = _appender(path, "w")
         return set(self.done)
 
     def _keep_done_records(self, path: Path) -> None:
         lines = []
-        with path.open("r", encoding="utf-8") as fh:
-            for line in fh:
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    break
-                if rec.get("qid") in self.done:
-                    lines.append(line if line.endswith("\n") else line + "\n")
+        for line in io.StringIO(written_text(path)):
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                break
+            if rec.get("qid") in self.done:
+                lines.append(line if line.endswith("\n") else line + "\n")
         write_whole(path, "".join(lines))
 
     def write_query(self, qid: str, run_text: str, stats: dict | None, traces: list[dict]) -> None:
         """Append one finished query: trace and stats first, the run block last (it marks done)."""
         if "trace" in self._fh and traces:
             self._fh["trace"].write("".join(json.dumps(t) + "\n" for t in traces))
-            self._fh["trace"].flush()
         if "stats" in self._fh and stats is not None:
             self._fh["stats"].write(json.dumps(stats) + "\n")
-            self._fh["stats"].flush()
         self._fh["run"].write(run_text)
-        self._fh["run"].flush()
         self.done.add(qid)
 
     def close(self) -> None:
         """Close files; after a resumed run, rewrite the run in input query order."""
         for key, fh in self._fh.items():
-            if fh is not sys.stdout:
-                fh.close()
+            fh.close()
         self._fh.clear()
         if self.resumed and self.done >= set(self.order):
             path = Path(self.output)
             groups: dict[str, list[str]] = {}
-            with path.open("r", encoding="utf-8") as fh:
-                for line in fh:
-                    groups.setdefault(line.split(maxsplit=1)[0], []).append(line)
+            for line in io.StringIO(written_text(path)):
+                groups.setdefault(line.split(maxsplit=1)[0], []).append(line)
             write_whole(path, "".join("".join(groups.get(q, [])) for q in self.order))
 

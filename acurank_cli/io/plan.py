@@ -15,6 +15,8 @@ target when complete, so a crash leaves the old file or the new one, never half 
 from __future__ import annotations
 
 import contextlib
+import gzip
+import io
 import os
 import stat
 import tempfile
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterator
 
-from ..errors import InputError
+from ..errors import InputError, WriteFailed
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,11 @@ class FilePlan:
         return self
 
     def check(self, overwrite: bool = False) -> None:
-        """One line (an InputError) for the first write that would clobber what the command reads or writes."""
+        """One line (an InputError) for the first write that would clobber what the command reads or writes, or for
+        ``--overwrite`` when the command writes no file here (stdout only: nothing it could replace)."""
+        if overwrite and not any(not out.store for out in self.writes):
+            raise InputError("--overwrite replaces output files, and this command writes none here (its output goes to "
+                             "stdout): drop it, or give --output FILE")
         seen: dict[tuple, Output] = {}
         for out in self.writes:
             if _special(out.path):
@@ -168,23 +174,62 @@ def _mode() -> int:
 
 
 @contextlib.contextmanager
+def writing(name: str | Path) -> Iterator[None]:
+    """Writes to ``name`` whose system errors (ENOSPC, EDQUOT, EROFS, EIO, ...) become one line naming it
+    (:class:`~acurank_cli.errors.WriteFailed`); a closed pipe stays a BrokenPipeError (a reader that stopped)."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise WriteFailed(str(name), exc) from None
+
+
+def compressed(path: str | Path) -> bool:
+    """An output written gzip-compressed: its name ends in ``.gz``, as an input's does (inputs are recognised by
+    their first bytes, so a ``.gz`` output reads back either way)."""
+    return str(path).endswith(".gz")
+
+
+@contextlib.contextmanager
+def _encoded(raw: IO[bytes], name: str, binary: bool, gz: bool) -> Iterator[IO]:
+    """``raw`` as the caller writes it: bytes or UTF-8 text, through gzip (reproducible: no time stamp) when ``gz``."""
+    inner = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename=name) if gz else raw
+    fh = inner if binary else io.TextIOWrapper(inner, encoding="utf-8", newline="")
+    try:
+        yield fh
+    finally:
+        fh.flush()
+        if fh is not raw:
+            if not binary:
+                fh.detach()
+            if inner is not raw:
+                inner.close()
+
+
+@contextlib.contextmanager
 def replacing(path: str | Path, binary: bool = False) -> Iterator[IO]:
     """Write a whole file: into a temporary file beside it, renamed over ``path`` once complete (links are
-    followed: the file a link names is replaced, not the link). A device or FIFO is written directly."""
+    followed: the file a link names is replaced, not the link); gzip-compressed when the name ends in ``.gz``. A
+    device or FIFO is written directly."""
     target = os.path.realpath(os.path.expanduser(str(path)))
+    gz = compressed(path) or compressed(target)
     if not is_regular_or_absent(target):
-        with open(target, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
+        with writing(path), open(target, "wb") as raw, _encoded(raw, os.path.basename(target), binary, gz) as fh:
             yield fh
         return
     folder, name = os.path.split(target)
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder or ".")
+    with writing(path):
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder or ".")
     try:
-        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, _mode())
-        os.replace(tmp, target)
+        with writing(path):
+            with os.fdopen(fd, "wb") as raw:
+                with _encoded(raw, name, binary, gz) as fh:
+                    yield fh
+                raw.flush()
+                os.fsync(raw.fileno())
+            os.chmod(tmp, _mode())
+            os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

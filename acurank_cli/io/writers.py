@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 from typing import Iterable, Mapping, TextIO
@@ -37,10 +36,6 @@ def write_topics(path: Path, topics: dict[str, str]) -> None:
 
 def write_corpus(path: Path, docs: Iterable[Doc]) -> None:
     """Write a BEIR-style JSONL corpus (gzip when the name ends in .gz), reproducibly (the whole file)."""
-    with replacing(path, binary=True) as raw:
-        fh = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename=str(path)) if path.suffix == ".gz" else raw
+    with replacing(path) as fh:
         for d in docs:
-            rec = {"_id": d.docid, "title": d.title, "text": d.text}
-            fh.write((json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8"))
-        if fh is not raw:
-            fh.close()
+            fh.write(json.dumps({"_id": d.docid, "title": d.title, "text": d.text}, ensure_ascii=False) + "\n")

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..evaluation import DEFAULT_MEASURE, evaluate, measure_name
-from ..io.outputs import method_name_of, read_run_meta, read_stats, stats_path_for, unfinished
+from ..io.outputs import method_name_of, read_run_meta, stats_of_run, stats_path_for, unfinished
 from ..io.readers import read_qrels, read_run, read_scores, read_topics
 from ..io.plan import FilePlan
 from ..records import Run, StatsRecord
@@ -74,9 +74,12 @@ class MethodRun:
         return self._scores
 
     def stats(self) -> dict[str, StatsRecord] | None:
-        """Per-query stats records, or None when the run has no stats file."""
+        """Per-query stats records, or None when the run has no stats file; checked to be the run's own
+        (:func:`~acurank_cli.io.outputs.stats_of_run`: another run's refused, a gap said on stderr)."""
         if self._stats is None and self.stats_path is not None:
-            self._stats = read_stats(self.stats_path)
+            self._stats, gap = stats_of_run(self.stats_path, self.run_path, set(self.run_dict()))
+            if gap:
+                print(f"acurank: {gap}", file=sys.stderr)
         return self._stats
 
     def cost(self, kind: str) -> dict[str, float] | None:

@@ -4,12 +4,12 @@ row per run, so that a table's figures can be told apart by what made them."""
 from __future__ import annotations
 
 from ..errors import InputError
-from ..io.outputs import meta_path_for, recorded_provenance
+from ..io.outputs import meta_path_for, recorded_fingerprint, recorded_provenance
 from .render import Table
 from .tables import Report
 
-COLUMNS = ["run", "acurank", "python", "engines", "backend", "model", "revision / weights", "device", "dtype",
-           "prompt"]
+COLUMNS = ["run", "method", "parameters", "acurank", "source", "python", "engines", "backend", "model",
+           "revision / weights", "device", "dtype", "prompt", "started", "command"]
 
 
 def _row(run: str) -> tuple[list[str], dict]:
@@ -17,16 +17,22 @@ def _row(run: str) -> tuple[list[str], dict]:
     if not meta.is_file():
         raise InputError(f"has no {meta.name} (provenance is recorded by rerank and baseline)", run)
     prov = recorded_provenance(run)
+    fingerprint = recorded_fingerprint(run) or {}
+    method, params = fingerprint.get("method", ""), fingerprint.get("params") or {}
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(params.items()) if v is not None)
     if not prov:
-        return [run, "not recorded (made before provenance was, or an unreadable meta file)", "", "", "", "", "", "", "", ""], {"run": run}
+        return [run, method, shown, "not recorded (made before provenance was, or an unreadable meta file)",
+                *[""] * (len(COLUMNS) - 4)], {"run": run, "method": method, "params": params}
     rr = prov.get("reranker", {})
-    engines = ", ".join(f"{k} {v}" for k, v in prov.get("packages", {}).items() if k not in ("numpy", "trueskill",
+    engines = ", ".join(f"{k} {v}" for k, v in prov.get("packages", {}).items() if k not in ("numpy", "numba", "trueskill",
                                                                                                "httpx"))
     revision = rr.get("revision") or rr.get("weights_sha256") or rr.get("gguf_sha256") or rr.get("package") or ""
-    row = [run, prov.get("acurank", ""), prov.get("python", ""), engines or "-", rr.get("backend", ""),
-           str(rr.get("model", "")), _short(str(revision)), rr.get("device", ""), rr.get("dtype", ""),
-           rr.get("prompt_format", "")]
-    return row, {"run": run, **prov}
+    source = prov.get("source") or {}
+    row = [run, method, shown, prov.get("acurank", ""), source.get("git") or source.get("build") or "",
+           prov.get("python", ""), engines or "-", rr.get("backend", ""), str(rr.get("model", "")),
+           _short(str(revision)), rr.get("device", ""), rr.get("dtype", ""), rr.get("prompt_format", ""),
+           prov.get("started") or "", prov.get("command") or ""]
+    return row, {"run": run, "method": method, "params": params, **prov}
 
 
 def _short(value: str) -> str:

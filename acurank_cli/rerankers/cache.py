@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import OptionError
+from ..errors import OptionError, WriteFailed
 from ..records import ParseStatus, RerankRequest, RerankResult
 from .base import RerankerBase, ResultSink
 
@@ -140,6 +140,12 @@ class CachedReranker(RerankerBase):
         return results  # type: ignore[return-value]
 
     def _store(self, key: str, res: RerankResult) -> None:
+        try:
+            self._insert(key, res)
+        except sqlite3.OperationalError as exc:  # "database or disk is full", "disk I/O error", read-only: one line
+            raise WriteFailed(str(self.path), OSError(0, str(exc))) from None
+
+    def _insert(self, key: str, res: RerankResult) -> None:
         with self._lock, self.db:
             self.db.execute(
                 "INSERT OR REPLACE INTO calls (key, backend, identity, perm, raw, parse, input_tokens, output_tokens, "

