@@ -96,8 +96,45 @@ def library_update(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int], beta
 
 Update = Callable[..., None]
 
-#: Registry: updater -> update(mu, sigma, order, beta=25/6) (``fast`` is the compiled factor graph).
-UPDATERS: dict[Updater, Update] = {Updater.library: library_update, Updater.fast: fast_update}
+#: What the double-precision update raises on a window whose factor graph leaves float64's range (the library's
+#: "Cannot calculate correctly, set backend to 'mpmath'", and the compiled port's same exceptions), having
+#: changed no rating: large windows (--window 95 on DL19's scores) put a truncation factor's argument many
+#: standard deviations out, where the library's cdf underflows and w leaves (0, 1).
+BEYOND_DOUBLE = (FloatingPointError, ZeroDivisionError, OverflowError, ValueError)
+
+
+@functools.lru_cache(maxsize=64)
+def precise_environment(beta: float) -> trueskill.TrueSkill:
+    """The same environment as :func:`environment`, computed with mpmath (the library's own high-precision backend,
+    whose numbers have no exponent range to leave)."""
+    return trueskill.TrueSkill(beta=beta, backend="mpmath")
+
+
+def precise_update(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int], beta: float = ENV.beta) -> None:
+    """:func:`library_update` through the mpmath backend, the ratings written back as floats."""
+    env = precise_environment(beta)
+    new = env.rate([(env.create_rating(float(mu[i]), float(sigma[i])),) for i in order])
+    rated = [(float(r.mu), float(r.sigma)) for (r,) in new]
+    for i, (m, s) in zip(order, rated):
+        mu[i], sigma[i] = m, s
+
+
+def _precise_when_needed(update: Update) -> Update:
+    """``update``, and where it raises :data:`BEYOND_DOUBLE` (nothing changed), the same window rated by
+    :func:`precise_update`: every window size the flags accept is rated, and every window that double precision
+    rates keeps today's numbers bit for bit (the fallback runs only where the update used to stop the run)."""
+
+    @functools.wraps(update)
+    def rate(mu, sigma, order, beta: float = ENV.beta, **kw) -> None:
+        try:
+            update(mu, sigma, order, beta=beta, **kw)
+        except BEYOND_DOUBLE as exc:
+            if kw.get("confidence") is not None:  # graded outcomes' soft factors: the library has none to redo with
+                raise InputError(f"a window of {len(order)} documents is beyond the graded TrueSkill update's "
+                                 f"precision ({exc}); use a smaller --window, or --outcome order") from None
+            precise_update(mu, sigma, order, beta=beta)
+
+    return rate
 
 
 def _rows_by_loop(update: Update) -> Update:
@@ -107,10 +144,32 @@ def _rows_by_loop(update: Update) -> Update:
     return update_rows
 
 
+def _rows_precise_when_needed(update_rows: Update, single: Update) -> Update:
+    """A rows update (acurank-auto's noise models) whose failure (rows before the failing one may be updated)
+    restores every row and rates them one by one with ``single`` (the same numbers as the rows kernel wherever it
+    does not raise, :func:`_precise_when_needed` where it does)."""
+
+    def rate_rows(mu, sigma, order, betas, **kw) -> None:
+        saved = mu.copy(), sigma.copy()
+        try:
+            update_rows(mu, sigma, order, betas, **kw)
+        except BEYOND_DOUBLE:
+            mu[...], sigma[...] = saved
+            _rows_by_loop(single)(mu, sigma, order, betas, **kw)
+
+    return rate_rows
+
+
+#: Registry: updater -> update(mu, sigma, order, beta=25/6) (``fast`` is the compiled factor graph); each falls back
+#: to the mpmath update for a window double precision cannot rate.
+UPDATERS: dict[Updater, Update] = {Updater.library: _precise_when_needed(library_update),
+                                   Updater.fast: _precise_when_needed(fast_update)}
+
 #: Registry: updater -> update_rows(mu, sigma, order, betas): one answer rates every row g (a noise model of
 #: acurank-auto) with its own beta; the same numbers as the loop of single updates.
-ROW_UPDATERS: dict[Updater, Update] = {Updater.library: _rows_by_loop(library_update),
-                                       Updater.fast: fast_update_rows}
+ROW_UPDATERS: dict[Updater, Update] = {
+    Updater.library: _rows_precise_when_needed(_rows_by_loop(library_update), UPDATERS[Updater.library]),
+    Updater.fast: _rows_precise_when_needed(fast_update_rows, UPDATERS[Updater.fast])}
 
 
 def get_updater(kind: Updater) -> Update:
