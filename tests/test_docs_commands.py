@@ -73,13 +73,13 @@ COMMANDS: dict[str, Run | Skip] = {
     "make test": Skip("CI runs it (.ci/run); this test is part of it"),
     # README: rerank
     "acurank rerank sample_runs/dl19/bm25.run --method acurank --reranker simulated --qrels sample_runs/dl19/qrels.txt "
-    "--topics sample_runs/dl19/topics.tsv --corpus sample_runs/dl19/passages.jsonl.gz --stats dl19.acurank.stats.jsonl "
-    "> dl19.acurank.run": Run(),
+    "--topics sample_runs/dl19/topics.tsv --corpus sample_runs/dl19/passages.jsonl.gz --stats out/tour/dl19.acurank.stats.jsonl "
+    "> out/tour/dl19.acurank.run": Run(setup="mkdir -p out/tour"),
     # README and docs/getting-started.md: the tour
-    "acurank eval sample_runs/dl19/bm25.run dl19.acurank.run --qrels sample_runs/dl19/qrels.txt": Run(
+    "acurank eval sample_runs/dl19/bm25.run out/tour/dl19.acurank.run --qrels sample_runs/dl19/qrels.txt": Run(
         expect=("0.5058", "0.8800")),
-    "acurank eval dl19.acurank.run --qrels sample_runs/dl19/qrels.txt --min nDCG@10=0.85 --against "
-    "sample_runs/dl19/bm25.run": Run(expect=("gates held on dl19.acurank.run",)),
+    "acurank eval out/tour/dl19.acurank.run --qrels sample_runs/dl19/qrels.txt --min nDCG@10=0.85 --against "
+    "sample_runs/dl19/bm25.run": Run(expect=("gates held on out/tour/dl19.acurank.run",)),
     "acurank rerank bm25.run --method acurank-H --reranker hf:castorini/rank_zephyr_7b_v1_full --prompt rankzephyr "
     "--dtype bf16": Skip(GPU),
     "acurank rerank bm25.run --method acurank --reranker openai:Qwen/Qwen2.5-7B-Instruct --base-url "
