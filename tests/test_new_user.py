@@ -396,3 +396,8 @@ def test_the_precise_update_is_the_same_rating_where_double_precision_rates():
     # the sweeps stop at a message change of 1e-4: the two agree to about 1e-6 of a rating
     assert np.allclose(a[0], b[0], rtol=1e-5) and np.allclose(a[1], b[1], rtol=1e-5)
     assert not np.array_equal(a[0], mu)  # it rated
+
+
+def test_a_whole_file_output_to_dev_stdout_on_a_pipe_is_written():
+    ran = _cli("eval", DL19 / "bm25.run", "--qrels", DL19 / "qrels.txt", "-o", "/dev/stdout")  # stdout is a pipe here
+    assert ran.returncode == 0 and ran.stdout.startswith("ndcg_cut_10\tall\t0.5058"), ran.stderr

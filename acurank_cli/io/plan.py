@@ -212,12 +212,14 @@ def replacing(path: str | Path, binary: bool = False) -> Iterator[IO]:
     """Write a whole file: into a temporary file beside it, renamed over ``path`` once complete (links are
     followed: the file a link names is replaced, not the link); gzip-compressed when the name ends in ``.gz``. A
     device or FIFO is written directly."""
-    target = os.path.realpath(os.path.expanduser(str(path)))
-    gz = compressed(path) or compressed(target)
-    if not is_regular_or_absent(target):
-        with writing(path), open(target, "wb") as raw, _encoded(raw, os.path.basename(target), binary, gz) as fh:
+    given = os.path.expanduser(str(path))
+    if not is_regular_or_absent(given):  # by the name given: /dev/stdout on a pipe resolves to no path at all
+        with writing(path), open(given, "wb") as raw, _encoded(raw, os.path.basename(given), binary,
+                                                                compressed(given)) as fh:
             yield fh
         return
+    target = os.path.realpath(given)
+    gz = compressed(path) or compressed(target)
     folder, name = os.path.split(target)
     with writing(path):
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder or ".")
