@@ -121,16 +121,16 @@ def table(rows: list[dict], columns: list[str]) -> str:
     return "\n".join(lines)
 
 
-def start_chat_server(delay: float, answer):
-    """A loopback OpenAI-compatible chat server: each POST waits ``delay`` s, then answers
-    ``answer(user_message) -> (content, window_size)``. Returns (server, state, lock); ``state`` counts
-    requests and the most in flight."""
+def start_chat_server(delay, answer):
+    """A loopback OpenAI-compatible chat server: each POST waits ``delay`` s (a number, or a function of the user
+    message: a per-prompt latency), then answers ``answer(user_message) -> (content, window_size)``. Returns
+    (server, state, lock); ``state`` counts requests, the most in flight and the seconds slept."""
     import json
     import threading
     import time
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    state = {"in_flight": 0, "max_in_flight": 0, "requests": 0}
+    state = {"in_flight": 0, "max_in_flight": 0, "requests": 0, "slept": 0.0}
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -146,8 +146,12 @@ def start_chat_server(delay: float, answer):
                 state["in_flight"] += 1
                 state["requests"] += 1
                 state["max_in_flight"] = max(state["max_in_flight"], state["in_flight"])
-            content, n = answer(body["messages"][-1]["content"])
-            time.sleep(delay)
+            user = body["messages"][-1]["content"]
+            content, n = answer(user)
+            wait = delay(user) if callable(delay) else delay
+            time.sleep(wait)
+            with lock:
+                state["slept"] += wait
             data = json.dumps({
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
                 "usage": {"prompt_tokens": 1000, "completion_tokens": 5 * n},

@@ -164,7 +164,8 @@ def test_cli_with_no_server_listening_says_it_once_and_fast(sample, tmp_path, en
     assert proc.returncode == 2 and time.monotonic() - t0 < 20
     errors = [l for l in proc.stderr.splitlines() if "error" in l]
     assert errors == [f"acurank: error: openai: cannot connect to {dead.url} (connection refused): is the server "
-                      f"running? (0 of 2 windows of this batch finished); 0 finished queries are in {tmp_path / 'o.run'}; "
+                      # each request in flight is its own call of the backend (the scheduler's lanes): a batch of 1
+                      f"running? (0 of 1 windows of this batch finished); 0 finished queries are in {tmp_path / 'o.run'}; "
                       "rerun the same command to resume (finished model calls are in the call cache)"], proc.stderr
 
 

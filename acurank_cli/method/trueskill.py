@@ -100,7 +100,7 @@ Update = Callable[..., None]
 #: "Cannot calculate correctly, set backend to 'mpmath'", and the compiled port's same exceptions), having
 #: changed no rating: large windows (--window 95 on DL19's scores) put a truncation factor's argument many
 #: standard deviations out, where the library's cdf underflows and w leaves (0, 1).
-BEYOND_DOUBLE = (FloatingPointError, ZeroDivisionError, OverflowError, ValueError)
+BEYOND_DOUBLE = (FloatingPointError, ZeroDivisionError, OverflowError)
 
 
 @functools.lru_cache(maxsize=64)
@@ -112,8 +112,11 @@ def precise_environment(beta: float) -> trueskill.TrueSkill:
 
 def precise_update(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int], beta: float = ENV.beta) -> None:
     """:func:`library_update` through the mpmath backend, the ratings written back as floats."""
+    import mpmath
+
     env = precise_environment(beta)
-    new = env.rate([(env.create_rating(float(mu[i]), float(sigma[i])),) for i in order])
+    with mpmath.workdps(15):  # the precision pinned: mp.dps is the process's, and would change the answers
+        new = env.rate([(env.create_rating(float(mu[i]), float(sigma[i])),) for i in order])
     rated = [(float(r.mu), float(r.sigma)) for (r,) in new]
     for i, (m, s) in zip(order, rated):
         mu[i], sigma[i] = m, s

@@ -57,6 +57,7 @@ class CachedReranker(RerankerBase):
         self.name = inner.name
         self.needs_texts = inner.needs_texts
         self.batch_queries = inner.batch_queries
+        self.lanes, self.lane_batch = inner.lanes, inner.lane_batch
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

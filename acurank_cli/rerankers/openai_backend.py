@@ -107,6 +107,7 @@ class OpenAIReranker(ListwiseLLM):
     """Listwise reranking through an OpenAI-compatible chat completions endpoint."""
 
     batch_queries = 8  # requests in flight together: queries advance together by default
+    lane_batch = 1  # one window a call: every request in flight is a lane, fed again the moment it answers
 
     sends_text = False
 
@@ -149,6 +150,7 @@ class OpenAIReranker(ListwiseLLM):
                                     answer=answer)
         super().__init__(f"openai:{model}", builder, options.log_prompts)
         self.stats = self.transport.stats  # requests, attempts, retries, failures
+        self.lanes = self.concurrency * len(self.base_urls)  # the requests the endpoints take in flight
 
     def __repr__(self) -> str:
         shown = [without_userinfo(u) for u in self.base_urls]
@@ -219,6 +221,10 @@ class OpenAIReranker(ListwiseLLM):
         return body
 
     # -- execution ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self.transport.close()
+        super().close()
 
     def generate(self, prompts: Sequence[Prompt], deliver: Deliver) -> None:
         """Send every prompt (``concurrency`` in flight per endpoint, :class:`~.transport.Transport`); each answer is

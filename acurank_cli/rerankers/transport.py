@@ -17,16 +17,15 @@ import asyncio
 import email.utils
 import logging
 import random
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import InputError, OptionError
-from .. import signals
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +133,10 @@ class Transport:
         self.retry_base, self.retry_cap, self.set_aside = retry_base, retry_cap, set_aside
         self.stats: Counter = Counter()  # requests, attempts, retries, failures
         self._pool: EndpointPool | None = None
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._event_loop: asyncio.AbstractEventLoop | None = None
+        self._client: Any = None
 
     def send(self, bodies: Sequence[dict], parse: ParseReply, deliver: Callable[[int, Any], None]) -> None:
         """POST every body (``concurrency`` in flight per endpoint); each parsed reply is delivered as it arrives."""
@@ -142,42 +145,84 @@ class Transport:
             raise BackendError(error)
 
     def _run(self, bodies: list[dict], parse: ParseReply, deliver) -> str | None:
+        """The batch on this transport's own event loop (one thread, one HTTP client and one endpoint pool for
+        every caller: the scheduler's lanes send windows from several threads at once, each waiting for its own).
+        An interruption of the waiting caller (SIGINT, SIGTERM) cancels its batch there; the loop lives on."""
+        future = asyncio.run_coroutine_threadsafe(self._gather(bodies, parse, deliver), self._loop())
         try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return signals.run_async(self._gather(bodies, parse, deliver))
-        with ThreadPoolExecutor(1) as pool:  # called from inside an event loop: run on a thread
-            return pool.submit(asyncio.run, self._gather(bodies, parse, deliver)).result()
+            return future.result()
+        except BaseException:
+            future.cancel()
+            raise
 
-    async def _gather(self, bodies: list[dict], parse: ParseReply, deliver) -> str | None:
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._event_loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(target=self._event_loop.run_forever, daemon=True,
+                                                name="acurank-http")
+                self._thread.start()
+            return self._event_loop
+
+    def close(self) -> None:
+        """Stop the event loop (its client closed, unfinished batches cancelled); sending again starts a new one."""
+        with self._lock:
+            thread, loop, self._thread = self._thread, self._event_loop, None
+        if thread is None:
+            return
+
+        async def shut() -> None:
+            for task in asyncio.all_tasks():
+                if task is not asyncio.current_task():
+                    task.cancel()
+            if self._client is not None:
+                client, self._client = self._client, None
+                await client.aclose()
+
+        try:
+            asyncio.run_coroutine_threadsafe(shut(), loop).result(timeout=10)
+        except BaseException:  # noqa: BLE001 - closing: nothing left to save
+            pass
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        if not thread.is_alive():
+            loop.close()
+
+    def _http(self) -> Any:
+        """The one HTTP client (created on the loop, kept across batches: connections are reused)."""
         import httpx
 
+        if self._client is None:
+            headers = {"Content-Type": "application/json", "Accept": "application/json"}
+            if self.__key:
+                headers["Authorization"] = f"Bearer {self.__key}"
+            total = self.concurrency * len(self.base_urls)
+            limits = httpx.Limits(max_connections=total, max_keepalive_connections=total)
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout), limits=limits, headers=headers)
+        return self._client
+
+    async def _gather(self, bodies: list[dict], parse: ParseReply, deliver) -> str | None:
         failures: list[str] = []
         finished = 0
         stop = asyncio.Event()
         pool = self.pool()
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self.__key:
-            headers["Authorization"] = f"Bearer {self.__key}"
-        total = self.concurrency * len(self.base_urls)
-        limits = httpx.Limits(max_connections=total, max_keepalive_connections=total)
-        async with httpx.AsyncClient(timeout=httpx.Timeout(self.timeout), limits=limits, headers=headers) as client:
+        client = self._http()
 
-            async def one(i: int) -> None:
-                if stop.is_set():
-                    return
-                try:
-                    reply = await self._call(client, pool, bodies[i], lambda resp, started, shown: parse(resp, i, started, shown), stop)
-                except BackendError as exc:
-                    failures.append(exc.message)
-                    stop.set()
-                    pool.wake()
-                    return
-                nonlocal finished
-                finished += 1
-                deliver(i, reply)
+        async def one(i: int) -> None:
+            if stop.is_set():
+                return
+            try:
+                reply = await self._call(client, pool, bodies[i], lambda resp, started, shown: parse(resp, i, started, shown), stop)
+            except BackendError as exc:
+                failures.append(exc.message)
+                stop.set()
+                pool.wake()
+                return
+            nonlocal finished
+            finished += 1
+            deliver(i, reply)
 
-            await asyncio.gather(*(one(i) for i in range(len(bodies))))
+        await asyncio.gather(*(one(i) for i in range(len(bodies))))
         if failures:
             return f"{failures[0]} ({finished} of {len(bodies)} windows of this batch finished)"
         return None

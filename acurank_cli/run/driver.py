@@ -1,11 +1,20 @@
 """The one driver connecting strategies (decide windows) and rerankers (execute windows).
 
-Up to ``batch_queries`` queries advance together; every window of their current steps goes to the
-reranker as one batch. Windows of 0 or 1 documents are never sent and never counted as calls.
+Up to ``batch_queries`` queries are in flight, and each advances the moment its own windows are answered: its
+next step's windows join the queue at once, and :class:`Lanes` feeds the queue to the backend continuously
+(``lanes`` calls at once, each of up to ``lane_batch`` windows: a server's requests in flight, or one batch of
+every waiting window for an engine), so no query waits for another's slowest window. What a query is sent and
+answered does not depend on timing (its plan sees only its own answers; outcomes come out in input order), so
+the run's bytes are those of the step-by-step order. A strategy in ``lockstep`` (a query-set budget, or what
+queries learn from each other) advances every query together, a step at a time. Windows of 0 or 1 documents are
+never sent and never counted as calls.
 """
 
 from __future__ import annotations
 
+import collections
+import queue
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
@@ -89,8 +98,12 @@ class Driver:
 
         A strategy in ``lockstep`` has every query advance together (one batch, whatever ``batch_queries``);
         under a query-set budget (its ``set_budget``) an :class:`~.allocation.Allocation` decides which steps
-        are sent, refused or wait."""
+        are sent, refused or wait. Any other strategy flows: each query advances as soon as its windows are
+        answered (:meth:`_flow`)."""
         strategy = self.strategy.for_run()
+        if not strategy.lockstep:
+            yield from self._flow(tasks, strategy)
+            return
         budget = strategy.set_budget
         allocation = None
         batch = self.batch_queries
@@ -162,3 +175,150 @@ class Driver:
             act.tally.record(len(req.docids), res, share)
         for act in {id(a): a for a, _ in owners}.values():
             act.tally.rounds += 1  # this query waited for this batch
+
+    def _flow(self, tasks: Iterable[RankingTask], strategy: Strategy) -> Iterator[QueryOutcome]:
+        """Up to ``batch_queries`` queries in flight, each advanced as soon as its step is answered (its next
+        windows queued at once), the backend fed by :class:`Lanes`; outcomes in input order (a finished query
+        waits for the ones before it, at most ``4 x batch_queries`` of them held)."""
+        pending = iter(tasks)
+        waiting: dict[int, int] = {}  # id(_Active) -> windows of its step not yet answered
+        order: dict[int, int] = {}
+        finished: dict[int, QueryOutcome] = {}
+        next_in = next_out = 0
+        exhausted = False
+        lanes = Lanes(self.reranker)
+
+        def send(act: _Active) -> QueryOutcome | None:
+            """Queue the current step's windows; a step with none to send is answered at once (its plan goes on)."""
+            while True:
+                act.results = [tuple(range(len(w))) for w in act.step.windows]
+                jobs = [_Job(act, j, self._request(act.task, w)) for j, w in enumerate(act.step.windows) if len(w) >= 2]
+                if jobs:
+                    waiting[id(act)] = len(jobs)
+                    lanes.put(jobs)
+                    return None
+                done = self._advance(act, act.results, strategy)
+                if done is not None:
+                    return done
+
+        try:
+            while True:
+                while not exhausted and len(waiting) < self.batch_queries and len(finished) < 4 * self.batch_queries:
+                    task = next(pending, None)
+                    if task is None:
+                        exhausted = True
+                        break
+                    act = _Active(task, iter(strategy.plan(task)))
+                    order[id(act)] = next_in
+                    next_in += 1
+                    done = self._advance(act, None, strategy)
+                    if done is None:
+                        done = send(act)
+                    if done is not None:
+                        finished[order.pop(id(act))] = done
+                while next_out in finished:
+                    yield finished.pop(next_out)
+                    next_out += 1
+                if not waiting:
+                    if exhausted:
+                        return
+                    continue
+                job, result, seconds = lanes.next()
+                act = job.owner
+                act.results[job.j] = Answer(result.order, result.scores)
+                act.tally.record(len(job.request.docids), result, seconds)
+                waiting[id(act)] -= 1
+                if waiting[id(act)]:
+                    continue
+                del waiting[id(act)]
+                act.tally.rounds += 1  # this query waited for this step
+                done = self._advance(act, act.results, strategy)
+                if done is None:
+                    done = send(act)
+                if done is not None:
+                    finished[order.pop(id(act))] = done
+        finally:
+            lanes.close()
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One window to execute: its query in flight, its place in the step, the request."""
+
+    owner: _Active
+    j: int
+    request: RerankRequest
+
+
+class Lanes:
+    """Worker threads that execute queued windows the moment a lane is free: ``reranker.lanes`` calls of
+    :meth:`~acurank_cli.rerankers.base.RerankerBase.rerank` at once, each of up to ``reranker.lane_batch``
+    windows (None: every window waiting). Answers come back through :meth:`next` as each arrives; a backend's
+    error is raised there, in the driver's thread (a lane never prints). The backend's own thread-safety is the
+    backend's: a server's transport is shared by its lanes, an engine has one lane."""
+
+    def __init__(self, reranker: RerankerBase):
+        self.reranker = reranker
+        self.batch = getattr(reranker, "lane_batch", None)  # a wrapper that is no RerankerBase: one batch, one lane
+        self.todo: collections.deque[_Job] = collections.deque()
+        self.ready = threading.Condition()
+        self.done: queue.SimpleQueue = queue.SimpleQueue()
+        self.closed = False
+        lanes = max(1, int(getattr(reranker, "lanes", 1)))
+        #: one lane runs in the driver's own thread (an engine's batch: a signal stops it there, as it always has;
+        #: a native library must not be left running in a thread at exit), several in worker threads
+        self.threads = [threading.Thread(target=self._work, daemon=True, name=f"acurank-lane-{i}")
+                        for i in range(lanes)] if lanes > 1 else []
+        for thread in self.threads:
+            thread.start()
+
+    def put(self, jobs: list[_Job]) -> None:
+        with self.ready:
+            self.todo.extend(jobs)
+            self.ready.notify(len(jobs))
+
+    def next(self) -> tuple[_Job, RerankResult, float]:
+        """The next answer to arrive (job, result, its share of the call's seconds); a backend's error raised."""
+        if not self.threads and self.done.empty():  # the one lane, inline: every waiting window (or a batch)
+            n = len(self.todo) if self.batch is None else min(self.batch, len(self.todo))
+            self._call([self.todo.popleft() for _ in range(n)])
+        while True:
+            try:
+                job, result, seconds = self.done.get(timeout=0.2)  # short waits: a signal is handled at once
+            except queue.Empty:
+                continue
+            if job is None:
+                raise result
+            return job, result, seconds
+
+    def _work(self) -> None:
+        while True:
+            with self.ready:
+                while not self.todo and not self.closed:
+                    self.ready.wait()
+                if self.closed:
+                    return
+                n = len(self.todo) if self.batch is None else min(self.batch, len(self.todo))
+                chunk = [self.todo.popleft() for _ in range(n)]
+            try:
+                self._call(chunk)
+            except BaseException as exc:  # noqa: BLE001 - handed to the driver's thread, which raises it
+                if not self.closed:
+                    self.done.put((None, exc, 0.0))
+                return
+
+    def _call(self, chunk: list[_Job]) -> None:
+        """One call of the backend (the call cache commits each answer inside it as it arrives); the answers handed
+        over when it returns, with the call's seconds shared among its windows."""
+        started = time.perf_counter()
+        results = self.reranker.rerank([job.request for job in chunk])
+        share = (time.perf_counter() - started) / len(chunk)
+        for job, result in zip(chunk, results):
+            self.done.put((job, result, share))
+
+    def close(self) -> None:
+        """No more work is taken; a call in progress finishes in its (daemon) thread, its answers unread."""
+        with self.ready:
+            self.closed = True
+            self.todo.clear()
+            self.ready.notify_all()

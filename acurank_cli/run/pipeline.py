@@ -34,7 +34,8 @@ class Defaults:
     #: the call cache: "default" is $ACURANK_CACHE or ~/.cache/acurank/calls.sqlite; None: no cache
     cache: str | None = "default"
     #: queries advanced together (their windows share reranker batches; results do not depend on it);
-    #: None: the backend's own default (``RerankerBase.batch_queries``: 8 for vllm: and openai:, else 1)
+    #: None: the backend's own default (``RerankerBase.batch_queries``: 8 for vllm:, else 1; a backend with several
+    #: lanes, openai:, at least twice its lanes)
     batch_queries: int | None = None
 
 
@@ -102,8 +103,8 @@ def _build(built: RerankerBase, cache: str | None = DEFAULTS.cache,
     """Put the backend behind the call cache (when it can be cached and one is wanted); ``batch_queries``
     None: the backend's own default."""
     check_batch_queries(batch_queries)
-    if batch_queries is None:
-        batch_queries = max(1, int(built.batch_queries))
+    if batch_queries is None:  # the backend's own, and enough queries in flight to keep twice its lanes fed
+        batch_queries = max(1, int(built.batch_queries), 2 * int(getattr(built, "lanes", 1)) if built.lanes > 1 else 1)
     path = str(default_cache_path()) if cache == "default" else cache
     reranker = built
     try:
