@@ -172,7 +172,10 @@ class Reranker:
 
     def __init__(self, backend: str | RerankerBase = pipeline.DEFAULTS.backend, method: str = pipeline.DEFAULTS.method,
                  *, cache: str | None = pipeline.DEFAULTS.cache, batch_queries: int | None = pipeline.DEFAULTS.batch_queries,
+                 ray: str | None = None, actors: int | None = None, gpus_per_actor: float | None = None,
                  **options: Any):
+        from .run.ray_executor import ray_options
+
         self.method = method
         pipeline.check_batch_queries(batch_queries)
         method_options, backend_options = pipeline.split_options(options)
@@ -180,7 +183,7 @@ class Reranker:
         self._method_options = method_options
         #: top_k -> the method with k = top_k (when the method has a cutoff k and the caller did not set it)
         self._at_k: dict[int, Strategy] = {}
-        self._session = pipeline.Session(self.strategy, backend, backend_options)
+        self._session = pipeline.Session(self.strategy, backend, backend_options, ray_options(ray, actors, gpus_per_actor))
         built = self._session.start(cache, batch_queries)
         self.backend, self.reranker, self.cache_path = built.backend, built.reranker, built.cache_path
         self.batch_queries = built.batch_queries

@@ -65,6 +65,9 @@ COMMANDS: dict[str, Run | Skip] = {
     "acurank retrieve --index IDX --topics topics.tsv > bm25.run": Run(
         setup=f"ln -sfn indexes/scifact IDX && zcat {SCIFACT_TOPICS} > topics.tsv"),
     "acurank rerank bm25.run --method acurank-H --reranker hf:castorini/rank_zephyr_7b_v1_full > acurank.run": Skip(GPU),
+    # docs/scale.md: a Ray cluster with one GPU per actor (tests/test_ray.py runs --ray on a loopback cluster)
+    "acurank rerank bm25.run --method acurank-H --reranker hf:castorini/rank_zephyr_7b_v1_full --ray auto -o acurank.run":
+        Skip(GPU),
     "acurank eval acurank.run --qrels qrels.txt": Run(
         setup="cp sample_runs/dl19/bm25.run acurank.run && cp sample_runs/dl19/qrels.txt qrels.txt",
         expect=("0.5058",)),

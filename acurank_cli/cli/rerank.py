@@ -44,6 +44,9 @@ def rerank(
     cache: Annotated[Optional[str], typer.Option("--cache", help="SQLite call cache (default: $ACURANK_CACHE or ~/.cache/acurank/calls.sqlite).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", metavar="", help="Do not read or write the call cache.")] = False,
     model_params: Annotated[Optional[float], typer.Option("--model-params", help="Model parameters for the stats' FLOPs estimate, 2 x parameters x (input + output tokens), e.g. 7.24e9 for a remote RankZephyr (default: counted from the model for hf:, vllm: and minilm; none otherwise).")] = None,
+    ray: Annotated[Optional[str], typer.Option("--ray", metavar="ADDRESS", help="Run the windows in Ray actors: local (a cluster for this run), auto (the running cluster) or an address; the driver keeps the cache, outputs and resume. See docs/scale.md.")] = None,
+    actors: Annotated[Optional[int], typer.Option("--actors", min=1, help="--ray: actors, each building the backend once (default: one per GPU of the cluster, else one per CPU).")] = None,
+    gpus_per_actor: Annotated[Optional[float], typer.Option("--gpus-per-actor", min=0.0, help="--ray: GPUs per actor (default 1 on a cluster with GPUs, else 0).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", metavar="", help="Errors and warnings only: no status lines, progress display or summary (progress is off anyway when stderr is not a terminal).")] = False,
     **generated,
 ) -> None:
@@ -52,6 +55,7 @@ def rerank(
     from ..run import pipeline
     from ..run.inputs import InputSpec
     from ..run.job import OutputSpec, RerankJob, run_job
+    from ..run.ray_executor import ray_options
     from ..run.shard import Shard
 
     baseline_only = ctx.info_name == "baseline"
@@ -72,6 +76,7 @@ def rerank(
         batch_queries=batch_queries,
         quiet=quiet,
         model_params=model_params,
+        ray=ray_options(ray, actors, gpus_per_actor, flags=True),
     )
     run_job(job, err())
 

@@ -78,6 +78,8 @@ class RerankJob:
     quiet: bool = False
     #: the model's parameter count for the FLOPs estimate (--model-params); None: the backend's own count
     model_params: float | None = None
+    #: where windows run (--ray, --actors, --gpus-per-actor), or None: in this process
+    ray: Any = None
 
 
 @dataclass
@@ -106,7 +108,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     log = job.backend_options.get("log_prompts")
     if out.overwrite and log and Path(log).is_file():  # afresh: the log restarts with the run (else it is continued)
         Path(log).write_bytes(b"")
-    session = pipeline.Session(job.strategy, job.backend, job.backend_options)  # the backend's options checked here
+    session = pipeline.Session(job.strategy, job.backend, job.backend_options, job.ray)  # options checked here
     needs_texts = session.needs_texts
     inputs = job.inputs.load(needs_texts)
     if not inputs.tasks and inputs.skipped_queries:

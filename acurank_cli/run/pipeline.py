@@ -125,8 +125,13 @@ class Session:
     ``backend``: a ``--reranker`` spec (default minilm) with its ``options``, or a built backend (the API)."""
 
     def __init__(self, strategy: Strategy, backend: str | RerankerBase | None = None,
-                 options: Mapping[str, Any] | None = None):
+                 options: Mapping[str, Any] | None = None, ray: Any = None):
         self.strategy = strategy
+        #: where windows run (:class:`~acurank_cli.run.ray_executor.RayOptions`), or None: in this process
+        self.ray = ray
+        self.spec = backend if isinstance(backend, str) or backend is None else None
+        if ray is not None and self.spec is None:
+            raise InputError("ray: give the backend by its --reranker name (each actor builds it), not a built one")
         self.backend: RerankerBase | None = backend if isinstance(backend, RerankerBase) else None
         given = sorted(k for k, v in (options or {}).items() if v is not None)
         if self.backend is not None and given:  # they would be silently ignored: the backend is built already
@@ -153,7 +158,13 @@ class Session:
         """Build the backend (once). ``context``: what the run knows that the backend may take as an option (the
         qrels), given only where it declares that option and the caller did not set it."""
         if self.backend is None:
-            self.backend = self.choice.with_context(context).build()
+            choice = self.choice.with_context(context)
+            if self.ray is not None:
+                from .ray_executor import RayPool
+
+                self.backend = RayPool(choice, self.spec or DEFAULTS.backend, self.ray)
+            else:
+                self.backend = choice.build()
         return self.backend
 
     def start(self, cache: str | None = DEFAULTS.cache, batch_queries: int | None = DEFAULTS.batch_queries) -> Pipeline:

@@ -1,0 +1,259 @@
+"""Windows executed by Ray actors: one backend built once in each actor, anywhere on a Ray cluster.
+
+``--ray ADDRESS`` (``local``: a cluster started for this run; ``auto``: the running one, as
+``ray.init(address="auto")`` finds it; or an address), ``--actors N``, ``--gpus-per-actor G``; defaults: one actor
+per GPU of the cluster with G = 1, else one per CPU with G = 0. The driver keeps everything that is the run's:
+reading, the call cache (its only writer: the pool sits behind it), outputs, stats, resume and provenance; an
+actor only executes windows. :class:`RayPool` is a backend to the scheduler (:mod:`acurank_cli.run.driver`):
+its lanes are the actors, each executing one call at a time. An actor that dies (its process killed, its node
+gone) has the call it held sent again to another actor, so nothing answered is paid twice beyond the windows that
+actor held; Ray restarts it where it can. The run's bytes do not depend on which actor answered: every actor
+runs the same backend on the same windows.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ..errors import InputError
+from ..records import RerankRequest, RerankResult
+from ..rerankers.base import BackendChoice, RerankerBase
+
+#: how often a call is sent again after the actor holding it died, before the run stops with one line
+ATTEMPTS = 8
+
+
+@dataclass(frozen=True)
+class RayOptions:
+    """Where windows run: the cluster's ``address`` (local, auto, or an address), the actors and their GPUs (None:
+    the defaults above)."""
+
+    address: str
+    actors: int | None = None
+    gpus_per_actor: float | None = None
+
+    def __post_init__(self) -> None:
+        if not self.address:
+            raise InputError("--ray: give local, auto or a cluster's address")
+        if self.actors is not None and self.actors < 1:
+            raise InputError(f"--actors {self.actors}: must be an integer >= 1")
+        if self.gpus_per_actor is not None and self.gpus_per_actor < 0:
+            raise InputError(f"--gpus-per-actor {self.gpus_per_actor}: must be a number >= 0")
+
+
+def ray_options(address: str | None, actors: int | None, gpus_per_actor: float | None,
+                flags: bool = False) -> RayOptions | None:
+    """``--ray`` (``ray=``) and its companions, which mean nothing without it and are refused alone."""
+    if address is None:
+        if actors is not None or gpus_per_actor is not None:
+            raise InputError("--actors and --gpus-per-actor go with --ray ADDRESS" if flags else
+                             "actors= and gpus_per_actor= go with ray=")
+        return None
+    return RayOptions(address, actors, gpus_per_actor)
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        raise InputError("--ray needs the Python package 'ray': pip install 'acurank[ray]'") from None
+    return ray
+
+
+def connect(options: RayOptions) -> bool:
+    """Join (or start, for ``local``) the cluster; True when this call started Ray (the run shuts it down)."""
+    ray = _ray()
+    if ray.is_initialized():
+        return False
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # a local cluster on 127.0.0.1, not the interface
+    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
+    _messages_to_stderr()
+    _reachable(options.address)
+    try:
+        if options.address == "local":
+            ray.init(**kwargs)
+        else:
+            ray.init(address=options.address, **kwargs)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise InputError(f"--ray {options.address}: cannot reach a Ray cluster ({first[:200]})") from None
+    return True
+
+
+def _reachable(address: str) -> None:
+    """A ``host:port`` (or ``ray://host:port``) that nothing answers on is one line at once (Ray itself retries for
+    minutes); ``local`` and ``auto`` are Ray's to find."""
+    import socket
+
+    if address in ("local", "auto"):
+        return
+    host, _, port = address.rpartition("://")[2].rpartition(":")
+    if not port.isdigit():
+        raise InputError(f"--ray {address}: expected local, auto or HOST:PORT")
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=5).close()
+    except OSError as exc:
+        raise InputError(f"--ray {address}: cannot reach a Ray cluster ({exc.strerror or exc})") from None
+
+
+def _messages_to_stderr() -> None:
+    """Ray's driver prints the cluster's error messages ("A worker died ...") on stdout, which carries the run when
+    no --output is given: they go to stderr instead (its one printing function, wrapped; a Ray without it is left
+    alone)."""
+    try:
+        from ray._private import worker
+    except ImportError:
+        return
+    shown = getattr(worker, "print_to_stdstream", None)
+    if shown is None or getattr(shown, "acurank", False):
+        return
+
+    def to_stderr(data, ignore_prefix):
+        return shown({**data, "is_err": True}, ignore_prefix)
+
+    to_stderr.acurank = True
+    worker.print_to_stdstream = to_stderr
+
+
+def _actor_class(ray):
+    @ray.remote(max_restarts=-1, max_task_retries=0, max_concurrency=64)
+    class BackendActor:
+        """One backend, built once in this actor's process from its ``--reranker`` spec and options."""
+
+        def __init__(self, spec: str, given: Mapping[str, Any]):
+            self.error = None
+            try:
+                self.backend = BackendChoice.of(spec, given).build()
+            except InputError as exc:
+                self.backend, self.error = None, exc.cli()
+            except ImportError as exc:
+                self.backend, self.error = None, f"importing failed in the actor: {exc}"
+
+        def describe(self) -> dict[str, Any]:
+            if self.backend is None:
+                return {"error": self.error}
+            b = self.backend
+            return {"error": None, "name": b.name, "cache_identity": b.cache_identity(), "fingerprint": b.fingerprint(),
+                    "provenance": b.provenance(), "pid": os.getpid(), "parameters": b.parameters(),
+                    "lanes": int(getattr(b, "lanes", 1)), "lane_batch": getattr(b, "lane_batch", None)}
+
+        def prompt_key(self, request: RerankRequest) -> str:
+            return self.backend.prompt_key(request)
+
+        def rerank(self, requests: Sequence[RerankRequest]) -> list[RerankResult]:
+            return self.backend.rerank(list(requests))
+
+        def pid(self) -> int:
+            return os.getpid()
+
+    return BackendActor
+
+
+class RayPool(RerankerBase):
+    """A backend whose windows run in Ray actors (see the module). Built by the driver's process; its identity,
+    fingerprint and provenance are the actors' backend's, reported back once."""
+
+
+    def __init__(self, choice: BackendChoice, spec: str, options: RayOptions):
+        ray = _ray()
+        self.started = connect(options)
+        resources = ray.cluster_resources()
+        gpus = float(resources.get("GPU", 0))
+        per = options.gpus_per_actor if options.gpus_per_actor is not None else (1.0 if gpus >= 1 else 0.0)
+        count = options.actors if options.actors is not None else max(1, int(gpus // per) if per else
+                                                                         int(resources.get("CPU", 1)))
+        self.needs_texts = choice.needs_texts
+        self.choice_note = (f"ray: {count} actors x {per:g} GPU on {options.address} (cluster: "
+                            f"{resources.get('CPU', 0):g} CPUs, {gpus:g} GPUs)")
+        actor = _actor_class(ray)
+        self.actors = [actor.options(num_gpus=per, num_cpus=0 if per else 1).remote(spec, dict(choice.given))
+                       for _ in range(count)]
+        try:
+            described = ray.get([a.describe.remote() for a in self.actors])
+        except Exception as exc:  # noqa: BLE001 - a worker that could not start: one line
+            self.close()
+            raise InputError(f"--ray: an actor could not start the backend ({str(exc).splitlines()[0][:200]})") from None
+        failed = next((d["error"] for d in described if d["error"]), None)
+        if failed:
+            self.close()
+            raise InputError(f"--ray: the backend failed to load in an actor: {failed}")
+        first = described[0]
+        self.name, self._identity, self._fingerprint = first["name"], first["cache_identity"], first["fingerprint"]
+        self._provenance, self._parameters = first["provenance"], first["parameters"]
+        # each actor takes as many calls at once as its backend has lanes (a server's requests in flight), each of
+        # the backend's own size (an engine: every window the lane holds, as one batch)
+        inner = int(first["lanes"])
+        self.lanes, self.lane_batch = count * inner, first["lane_batch"]
+        self.batch_queries = max(1, 2 * self.lanes)
+        self.free: queue.Queue = queue.Queue()
+        for a in self.actors:
+            for _ in range(inner):
+                self.free.put(a)
+        self.resent = 0
+        self._lock = threading.Lock()
+
+    def notes(self) -> list[str]:
+        return [self.choice_note]
+
+    def cache_identity(self):
+        return self._identity
+
+    def fingerprint(self):
+        return self._fingerprint
+
+    def provenance(self):
+        return {**self._provenance, "executor": f"ray ({len(self.actors)} actors)"}
+
+    def parameters(self):
+        return self._parameters
+
+    def prompt_key(self, request: RerankRequest) -> str:
+        ray = _ray()
+        actor = self.free.get()
+        try:
+            return ray.get(actor.prompt_key.remote(request))
+        finally:
+            self.free.put(actor)
+
+    def rerank(self, requests: Sequence[RerankRequest], on_result=None) -> list[RerankResult]:
+        """The windows on a free actor; where it dies, the same windows on another (Ray restarts the dead one)."""
+        ray = _ray()
+        from ray import exceptions as ray_errors
+
+        for _ in range(ATTEMPTS):
+            actor = self.free.get()
+            try:
+                results = ray.get(actor.rerank.remote(list(requests)))
+            except (ray_errors.RayActorError, ray_errors.ActorUnavailableError):
+                with self._lock:
+                    self.resent += len(requests)
+                self.free.put(actor)  # restarted by Ray (max_restarts=-1): it takes work again when it is back
+                continue
+            except ray_errors.RayTaskError as exc:
+                self.free.put(actor)
+                cause = exc.cause if getattr(exc, "cause", None) is not None else exc
+                if isinstance(cause, InputError):
+                    raise cause from None
+                raise InputError(f"ray: the backend failed on a window ({str(cause).splitlines()[0][:200]})") from None
+            self.free.put(actor)
+            if on_result is not None:
+                for i, result in enumerate(results):
+                    on_result(i, result)
+            return results
+        raise InputError(f"ray: {ATTEMPTS} actors died holding the same windows; the cluster is failing")
+
+    def close(self) -> None:
+        ray = _ray()
+        for a in getattr(self, "actors", []):
+            try:
+                ray.kill(a)
+            except Exception:  # noqa: BLE001 - closing
+                pass
+        self.actors = []
+        if getattr(self, "started", False):
+            ray.shutdown()
+            self.started = False

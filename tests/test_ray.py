@@ -1,0 +1,143 @@
+"""--ray: windows executed by Ray actors on a real cluster (`ray start --head`, every node on 127.0.0.1), the
+driver keeping cache, outputs and resume: the local run's bytes for every method family, an actor killed with
+SIGKILL mid-run (the run completes with the same bytes), and one line for what cannot work."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ENV, SAMPLE, acurank
+
+#: every node on 127.0.0.1 (Ray otherwise puts them on the interface address); token authentication off on this
+#: loopback-only cluster (its token file in ~/.ray is shared by every cluster a machine starts). Set before Ray is
+#: imported in this process (it reads them then): the Python API's test joins the cluster from here.
+RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled"}
+os.environ.update(RAY_ENV)
+pytest.importorskip("ray", reason="the ray extra is not installed")
+
+DL19 = SAMPLE / "dl19"
+LOOPBACK = {**ENV, **RAY_ENV}
+RAY = str(Path(sys.executable).with_name("ray"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A head node started as a user starts one (`ray start --head`), on 127.0.0.1; its address."""
+    port = _free_port()
+    started = subprocess.run([RAY, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
+                              "--disable-usage-stats"], capture_output=True, text=True, env=LOOPBACK, timeout=180)
+    if started.returncode != 0:
+        pytest.skip(f"ray start failed here: {started.stderr[-300:]}")
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([RAY, "stop", "--force"], capture_output=True, env=LOOPBACK, timeout=120)
+
+
+def _cli(*args, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "acurank_cli", *map(str, args)], capture_output=True, text=True,
+                          env=LOOPBACK, timeout=timeout)
+
+
+SIM = ("--reranker", "simulated", "--qrels", DL19 / "qrels.txt", "--no-cache", "--quiet")
+FAMILIES = [("rerank", "acurank"), ("rerank", "acurank-auto-9"), ("baseline", "sw-1"), ("baseline", "tourrank-1"),
+            ("baseline", "ts-5-2-2-1"), ("baseline", "blitz-k20")]
+
+
+def test_every_method_family_gives_the_local_runs_bytes(cluster):
+    qids = "19335,47923,87181,104861,130510,131843"
+    for command, method in FAMILIES:
+        local = acurank(command, DL19 / "bm25.run", "--method", method, *SIM, "--qids", qids).stdout
+        ran = _cli(command, DL19 / "bm25.run", "--method", method, *SIM, "--qids", qids, "--ray", cluster,
+                   "--actors", "2")
+        assert ran.returncode == 0, ran.stderr[-2000:]
+        assert ran.stdout == local, method
+
+
+def _server(delay: float):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from common import start_chat_server  # the benchmarks' loopback chat server
+
+    def reverse(user: str):
+        import re
+
+        n = len(re.findall(r"^\[\d+\] ", user, flags=re.MULTILINE))
+        return " > ".join(f"[{i}]" for i in range(n, 0, -1)), n
+
+    return start_chat_server(delay, reverse)
+
+
+def test_an_actor_killed_mid_run_costs_only_its_windows_and_the_bytes_are_the_same(cluster, tmp_path):
+    httpd, state, lock = _server(0.05)
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    common = ["--method", "sw-1", "--reranker", "openai:fake", "--base-url", url, "--concurrency", "2", "--quiet",
+              "--qids", "19335,47923,87181,104861,130510,131843,146187,148538"]
+    try:
+        local = _cli("baseline", DL19 / "bm25.run", *common, "--no-cache")
+        assert local.returncode == 0, local.stderr
+        before = state["requests"]
+        proc = subprocess.Popen([sys.executable, "-m", "acurank_cli", "baseline", str(DL19 / "bm25.run"), *common,
+                                 "--cache", str(tmp_path / "c.sqlite"), "--ray", cluster, "--actors", "2"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=LOOPBACK)
+        killed = threading.Event()
+
+        def kill_one_actor() -> None:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and state["requests"] - before < 12:
+                time.sleep(0.05)
+            found = subprocess.run(["pgrep", "-f", "ray::BackendActor"], capture_output=True, text=True).stdout.split()
+            if found:
+                os.kill(int(found[0]), signal.SIGKILL)
+                killed.set()
+
+        killer = threading.Thread(target=kill_one_actor)
+        killer.start()
+        out, err = proc.communicate(timeout=600)
+        killer.join()
+        assert proc.returncode == 0, err[-2000:]
+        assert killed.is_set(), "no actor process was found to kill"
+        assert out == local.stdout
+        paid = state["requests"] - before
+        assert 72 <= paid <= 72 + 2, paid  # 8 queries x 9 windows, plus at most what the dead actor held (2 lanes)
+    finally:
+        httpd.shutdown()
+
+
+def test_the_python_api_runs_on_the_cluster_too(cluster):
+    from acurank_cli.api import Reranker
+
+    docs = [{"id": f"d{i}", "text": f"passage {i}", "score": 30.0 - i} for i in range(30)]
+    qrels = {"q": {"d7": 3, "d21": 2, "d3": 1}}
+    local = Reranker("simulated", "acurank", cache=None, qrels=qrels).rerank("a query", docs, qid="q")
+    remote = Reranker("simulated", "acurank", cache=None, qrels=qrels, ray=cluster, actors=2)
+    try:
+        out = remote.rerank("a query", docs, qid="q")
+    finally:
+        remote.close()
+    assert [d.id for d in out.docs] == [d.id for d in local.docs] and out.calls == local.calls
+
+
+def test_what_cannot_work_is_one_line(cluster):
+    ran = _cli("rerank", DL19 / "bm25.run", *SIM, "--ray", "127.0.0.1:1", "--qids", "19335", timeout=180)
+    assert ran.returncode == 2 and "cannot reach a Ray cluster" in ran.stderr and "Traceback" not in ran.stderr, ran.stderr
+    ran = _cli("rerank", DL19 / "bm25.run", "--reranker", "hf:/nonexistent/model", "--no-cache", "--ray", cluster,
+               "--actors", "1", "--qids", "19335")
+    assert ran.returncode == 2 and "--ray: the backend failed to load in an actor" in ran.stderr, ran.stderr
+    assert "Traceback" not in ran.stderr
+    ran = acurank("rerank", DL19 / "bm25.run", *SIM, "--actors", "2", check=False)
+    assert ran.returncode == 2 and "--actors and --gpus-per-actor go with --ray" in ran.stderr
