@@ -9,22 +9,16 @@ later signals are ignored so that clean-up (closing outputs, the call cache) can
 queries are on disk and every finished model call is in the call cache, so a rerun of the same
 command resumes without paying twice.
 
-Inside an event loop (:func:`run_async`: a batch of HTTP requests) the signal is not raised where the loop
-happens to be, which could be half-way through an asyncio primitive (a condition re-acquiring its lock once
-left a task failing with "Lock is not acquired." and asyncio printing its traceback at shutdown); the loop
-cancels the batch instead, every task unwinds through its ``finally`` blocks, and :class:`Interrupted` is
-raised once the loop has closed.
+An HTTP backend's event loop runs in a thread of its own (:mod:`acurank_cli.rerankers.transport`), so a signal
+never lands inside the loop: the waiting caller is interrupted, its batch cancelled on the loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import signal
-import threading
-from typing import Any, Coroutine, Iterator, TypeVar
+from typing import Iterator
 
-T = TypeVar("T")
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -77,37 +71,3 @@ def handled() -> Iterator[None]:
             signal.signal(sig, old)
         _state.signum = None
         _state.active = False
-
-
-def run_async(coro: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(coro)``; while :func:`handled` is active (main thread), the first SIGINT or SIGTERM cancels
-    ``coro`` through the loop, and :class:`Interrupted` is raised after every task has unwound and the loop has
-    closed. Later signals are ignored, as under :func:`handled`."""
-    if not _state.active or threading.current_thread() is not threading.main_thread():
-        return asyncio.run(coro)
-
-    async def main() -> T:
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        saved = {sig: signal.getsignal(sig) for sig in SIGNALS}
-
-        def on_signal(signum: int) -> None:
-            if _state.signum is None:
-                _state.signum = signum
-                task.cancel()
-
-        try:
-            for sig in SIGNALS:
-                loop.add_signal_handler(sig, on_signal, sig)
-            return await coro
-        finally:
-            for sig in SIGNALS:  # remove_signal_handler leaves the default handler: put handled()'s back
-                loop.remove_signal_handler(sig)
-                signal.signal(sig, saved[sig])
-
-    try:
-        return asyncio.run(main())
-    except asyncio.CancelledError:
-        if _state.signum is not None:
-            raise Interrupted(_state.signum) from None
-        raise

@@ -158,6 +158,8 @@ def start_chat_server(delay, answer):
             }).encode()
             with lock:
                 state["in_flight"] -= 1
+                state["first"] = min(state.get("first", float("inf")), time.perf_counter() - wait)
+                state["last"] = time.perf_counter()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
