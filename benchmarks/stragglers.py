@@ -42,14 +42,15 @@ def reverse(user: str):
     return " > ".join(f"[{i}]" for i in range(n, 0, -1)), n
 
 
-def measure(command: list[str], run: Path, method: str, base: float, sd: float, concurrency: int, folder: Path) -> dict:
+def measure(command: list[str], run: Path, method: str, base: float, sd: float, concurrency: int, folder: Path,
+            flags: list[str]) -> dict:
     httpd, state, lock = start_chat_server(latency(base, sd), reverse)
     url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
     out = folder / f"{method}.{sd}.run"
     started = time.perf_counter()
     done = subprocess.run([*command, "rerank", str(run), "--method", method, "--reranker", "openai:bench",
                            "--base-url", url, "--concurrency", str(concurrency), "--no-cache", "--quiet",
-                           "-o", str(out), "--overwrite"],
+                           "-o", str(out), "--overwrite", *flags],
                           capture_output=True, text=True, timeout=900)
     wall = time.perf_counter() - started
     httpd.shutdown()
@@ -70,11 +71,13 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--acurank", default=f"{sys.executable} -m acurank_cli")
     ap.add_argument("--name", default="stragglers")
+    ap.add_argument("--flags", default="", help="more rerank flags, e.g. '--batch-queries 24'")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         run, _ = subset_run("dl19", args.queries, folder / "in")
-        rows = [measure(shlex.split(args.acurank), run, m, args.latency, sd, args.concurrency, folder)
+        rows = [measure(shlex.split(args.acurank), run, m, args.latency, sd, args.concurrency, folder,
+                        shlex.split(args.flags))
                 for sd in args.sd for m in args.methods]
     print(table(rows, ["method", "sd", "wall_s", "ideal_s", "ratio", "requests", "max_in_flight", "run_sha256"]))
     print(f"median ratio {statistics.median(r['ratio'] for r in rows):.2f}")
