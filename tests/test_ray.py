@@ -141,3 +141,33 @@ def test_what_cannot_work_is_one_line(cluster):
     assert "Traceback" not in ran.stderr
     ran = acurank("rerank", DL19 / "bm25.run", *SIM, "--actors", "2", check=False)
     assert ran.returncode == 2 and "--actors and --gpus-per-actor go with --ray" in ran.stderr
+
+
+def test_a_two_node_cluster_uses_both_nodes():
+    """ray.cluster_utils.Cluster: two nodes of one CPU each on 127.0.0.1; two one-CPU actors land one on each, and
+    the run is the local run."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from acurank_cli.api import Reranker
+    from acurank_cli.rerankers.base import BackendChoice
+    from acurank_cli.run.ray_executor import RayOptions, RayPool
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    try:
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+        qrels = {"q": {"d7": 3, "d21": 2, "d3": 1}}
+        pool = RayPool(BackendChoice.of("simulated", {"qrels": qrels}), "simulated", RayOptions(cluster.address, 2))
+        try:
+            assert len(pool.nodes) == 2 and len(ray.nodes()) == 2
+            docs = [{"id": f"d{i}", "text": "t", "score": 30.0 - i} for i in range(30)]
+            remote = Reranker(pool, "acurank", cache=None).rerank("a query", docs, qid="q")
+            local = Reranker("simulated", "acurank", cache=None, qrels=qrels).rerank("a query", docs, qid="q")
+            assert [d.id for d in remote.docs] == [d.id for d in local.docs]
+        finally:
+            pool.close()
+    finally:
+        ray.shutdown()
+        cluster.shutdown()

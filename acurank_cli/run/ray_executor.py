@@ -139,6 +139,7 @@ def _actor_class(ray):
             b = self.backend
             return {"error": None, "name": b.name, "cache_identity": b.cache_identity(), "fingerprint": b.fingerprint(),
                     "provenance": b.provenance(), "pid": os.getpid(), "parameters": b.parameters(),
+                    "node": ray.get_runtime_context().get_node_id(),
                     "lanes": int(getattr(b, "lanes", 1)), "lane_batch": getattr(b, "lane_batch", None)}
 
         def prompt_key(self, request: RerankRequest) -> str:
@@ -147,8 +148,6 @@ def _actor_class(ray):
         def rerank(self, requests: Sequence[RerankRequest]) -> list[RerankResult]:
             return self.backend.rerank(list(requests))
 
-        def pid(self) -> int:
-            return os.getpid()
 
     return BackendActor
 
@@ -182,6 +181,9 @@ class RayPool(RerankerBase):
             self.close()
             raise InputError(f"--ray: the backend failed to load in an actor: {failed}")
         first = described[0]
+        #: the cluster nodes the actors run on
+        self.nodes = sorted({d["node"] for d in described})
+        self.choice_note += f"; actors on {len(self.nodes)} node{'s' if len(self.nodes) != 1 else ''}"
         self.name, self._identity, self._fingerprint = first["name"], first["cache_identity"], first["fingerprint"]
         self._provenance, self._parameters = first["provenance"], first["parameters"]
         # each actor takes as many calls at once as its backend has lanes (a server's requests in flight), each of
