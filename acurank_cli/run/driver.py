@@ -112,21 +112,16 @@ class Driver:
             batch = max(1, len(tasks))
         if budget is not None:
             allocation = Allocation(budget.calls(len(tasks)), budget.wave)
-        pending = iter(tasks)
+        intake = _Intake(tasks, strategy)
         active: list[_Active] = []
         finished: dict[int, QueryOutcome] = {}
         seq: dict[int, int] = {}
-        next_in, next_out = 0, 0
-        exhausted = False
+        next_out = 0
         while True:
-            while not exhausted and len(active) < batch:
-                task = next(pending, None)
-                if task is None:
-                    exhausted = True
+            while not intake.exhausted and len(active) < batch:
+                act = intake.take(seq)
+                if act is None:
                     break
-                act = _Active(task, iter(strategy.plan(task)))
-                seq[id(act)] = next_in
-                next_in += 1
                 done = self._advance(act, None, strategy)
                 if done is not None:
                     finished[seq.pop(id(act))] = done
@@ -136,7 +131,7 @@ class Driver:
                 yield finished.pop(next_out)
                 next_out += 1
             if not active:
-                if exhausted:
+                if intake.exhausted:
                     return
                 continue
             granted, refused = set(range(len(active))), set()
@@ -180,12 +175,11 @@ class Driver:
         """Up to ``batch_queries`` queries in flight, each advanced as soon as its step is answered (its next
         windows queued at once), the backend fed by :class:`Lanes`; outcomes in input order (a finished query
         waits for the ones before it, at most ``4 x batch_queries`` of them held)."""
-        pending = iter(tasks)
+        intake = _Intake(tasks, strategy)
         waiting: dict[int, int] = {}  # id(_Active) -> windows of its step not yet answered
         order: dict[int, int] = {}
         finished: dict[int, QueryOutcome] = {}
-        next_in = next_out = 0
-        exhausted = False
+        next_out = 0
         lanes = Lanes(self.reranker)
 
         def send(act: _Active) -> QueryOutcome | None:
@@ -203,14 +197,11 @@ class Driver:
 
         try:
             while True:
-                while not exhausted and len(waiting) < self.batch_queries and len(finished) < 4 * self.batch_queries:
-                    task = next(pending, None)
-                    if task is None:
-                        exhausted = True
+                while (not intake.exhausted and len(waiting) < self.batch_queries
+                       and len(finished) < 4 * self.batch_queries):
+                    act = intake.take(order)
+                    if act is None:
                         break
-                    act = _Active(task, iter(strategy.plan(task)))
-                    order[id(act)] = next_in
-                    next_in += 1
                     done = self._advance(act, None, strategy)
                     if done is None:
                         done = send(act)
@@ -220,7 +211,7 @@ class Driver:
                     yield finished.pop(next_out)
                     next_out += 1
                 if not waiting:
-                    if exhausted:
+                    if intake.exhausted:
                         return
                     continue
                 job, result, seconds = lanes.next()
@@ -239,6 +230,26 @@ class Driver:
                     finished[order.pop(id(act))] = done
         finally:
             lanes.close()
+
+
+class _Intake:
+    """The tasks taken in input order, each as a query in flight whose place in the output is recorded."""
+
+    def __init__(self, tasks: Iterable[RankingTask], strategy: Strategy):
+        self.pending, self.strategy = iter(tasks), strategy
+        self.taken = 0
+        self.exhausted = False
+
+    def take(self, places: dict[int, int]) -> _Active | None:
+        """The next task as a query in flight (its place in ``places``), or None when there is none left."""
+        task = next(self.pending, None)
+        if task is None:
+            self.exhausted = True
+            return None
+        act = _Active(task, iter(self.strategy.plan(task)))
+        places[id(act)] = self.taken
+        self.taken += 1
+        return act
 
 
 @dataclass(frozen=True)
