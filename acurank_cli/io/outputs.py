@@ -17,7 +17,7 @@ import sys
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Iterator
 
 from ..errors import InputError
 from ..records import StatsRecord
@@ -66,7 +66,7 @@ def _recorded_qids(path: Path) -> set[str]:
     if not path.is_file():
         return set()
     found = set()
-    for line in io.StringIO(written_text(path)):
+    for line in written_lines(path):
         try:
             found.add(str(json.loads(line)["qid"]))
         except (ValueError, KeyError, TypeError):
@@ -161,24 +161,25 @@ def unfinished(run_path: str | Path, queries: int) -> str | None:
     return f"{queries} of {meta.expected_queries} queries"
 
 
-def written_text(path: Path) -> str:
-    """What an appended output holds, read back for a resume: its text, or (a ``.gz`` output, one gzip member per
-    block) the text of its complete members, a torn last member (a crash mid-write) left out."""
-    data = path.read_bytes()
+def written_lines(path: Path) -> Iterator[str]:
+    """What an appended output holds, read back line by line for a resume: a plain file streamed (memory flat in
+    the run's size), or (a ``.gz`` output, one gzip member per block) the lines of its complete members, a torn
+    last member (a crash mid-write) left out."""
     if not compressed(path):
-        return data.decode("utf-8", errors="replace")
-    parts = []
+        with path.open("r", encoding="utf-8", errors="replace") as fh:
+            yield from fh
+        return
+    data = path.read_bytes()
     while data:
         member = zlib.decompressobj(wbits=31)
         try:
             text = member.decompress(data)
         except zlib.error:
-            break
+            return
         if not member.eof:
-            break
-        parts.append(text)
+            return
+        yield from io.StringIO(text.decode("utf-8", errors="replace"))
         data = member.unused_data
-    return b"".join(parts).decode("utf-8", errors="replace")
 
 
 class _Appender:
@@ -223,7 +224,7 @@ def _appender(path: str | Path, mode: str) -> _Appender:
 def complete_run_blocks(path: Path, expected: dict[str, int], tag: str) -> dict[str, str]:
     """Complete query blocks already in a run file (qid -> text), checking the tag matches."""
     blocks: dict[str, list[str]] = {}
-    for lineno, line in enumerate(io.StringIO(written_text(path)), 1):
+    for lineno, line in enumerate(written_lines(path), 1):
         if not line.endswith("\n"):
             break  # torn last line
         parts = line.split()
@@ -335,7 +336,7 @@ class RunOutputs:
 
     def _keep_done_records(self, path: Path) -> None:
         lines = []
-        for line in io.StringIO(written_text(path)):
+        for line in written_lines(path):
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError:
@@ -361,7 +362,7 @@ class RunOutputs:
         if self.resumed and self.done >= set(self.order):
             path = Path(self.output)
             groups: dict[str, list[str]] = {}
-            for line in io.StringIO(written_text(path)):
+            for line in written_lines(path):
                 groups.setdefault(line.split(maxsplit=1)[0], []).append(line)
             write_whole(path, "".join("".join(groups.get(q, [])) for q in self.order))
 
