@@ -232,3 +232,30 @@ def test_bos_once_by_default_twice_with_double_bos(model_dir):
     assert double.prompt(req).tokens == single.prompt(req).tokens + 1
     assert single.rerank([req])[0].input_tokens + 1 == double.rerank([req])[0].input_tokens
     assert single.cache_identity()["bos"] == "single" and double.cache_identity()["bos"] == "double"
+
+
+def test_logits_answers_are_the_full_rows_letter_scores(model_dir):
+    """--answer logits: the backend cuts the last position's logits to the letters' columns on the device; each
+    letter's score must still be the log-sum-exp over its token variants of the full row that one unbatched forward
+    pass of the prompt gives (checked here with the model called directly), in batches of 1 and 4 alike."""
+    import math
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    vocab = tok.get_vocab()
+    reqs = _requests()
+    for batch_size in (1, 4):
+        rr = build_reranker(f"hf:{model_dir}", **_opts(batch_size=batch_size, answer="logits"))
+        for req, res in zip(reqs, rr.rerank(reqs)):
+            ids = tok(rr.prompt(req).text, add_special_tokens=False)["input_ids"]
+            with torch.inference_mode():
+                row = model(input_ids=torch.tensor([ids])).logits[0, -1].tolist()
+            expected = []
+            for letter in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[:len(req.docids)]:
+                variants = [row[vocab[t]] for t in (letter, "Ġ" + letter, "▁" + letter) if t in vocab]
+                top = max(variants)
+                expected.append(top + math.log(sum(math.exp(v - top) for v in variants)))
+            assert res.scores == pytest.approx(expected, abs=1e-4)
+            assert list(res.order) == sorted(range(len(expected)), key=lambda i: (-expected[i], i))

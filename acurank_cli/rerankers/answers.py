@@ -220,6 +220,15 @@ class AnswerDecoding:
         """The window's letters scored from the first position's logits."""
         return letter_scores(logits, self.variants(n))
 
+    def columns(self) -> list[int]:
+        """The vocabulary ids any letter's score reads: a model's logits can be cut to these on its device, so a
+        batch's answer crosses to the host as a few dozen numbers a row, not the whole vocabulary."""
+        return sorted({t for ids in self.variants(len(LETTERS)) for t in ids})
+
+    def scores_of_columns(self, values: Sequence[float], n: int) -> tuple[float, ...]:
+        """:meth:`scores` from one row of logits cut to :meth:`columns` (the same numbers, so the same scores)."""
+        return letter_scores(dict(zip(self.columns(), values)), self.variants(n))  # type: ignore[arg-type]
+
     @staticmethod
     def shown(scores: Sequence[float | None]) -> str:
         """The answer the scores stand for, as letters (for the prompt log and the cache's raw answer)."""

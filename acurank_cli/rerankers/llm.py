@@ -119,20 +119,19 @@ class HFReranker(ListwiseLLM):
             else:
                 batches.append([i])
         sampling = self.temperature > 0
-        for chunk in batches:
+
+        def tensors(chunk: list[int]):
             width = max(len(ids[i]) for i in chunk)
             input_ids = torch.tensor([[self.pad_id] * (width - len(ids[i])) + ids[i] for i in chunk], device=self.device)
             mask = torch.tensor([[0] * (width - len(ids[i])) + [1] * len(ids[i]) for i in chunk], device=self.device)
+            return width, input_ids, mask
+
+        if self.answer is AnswerMode.logits:
+            self._logits(prompts, ids, batches, tensors, deliver)
+            return
+        for chunk in batches:
+            width, input_ids, mask = tensors(chunk)
             t0 = time.perf_counter()
-            if self.answer is AnswerMode.logits:
-                with torch.inference_mode():  # the LM head on the last position only (as generate's prefill)
-                    last = self.model(input_ids=input_ids, attention_mask=mask, **self._last_only).logits[:, -1, :]
-                    last = last.float().tolist()
-                latency = time.perf_counter() - t0
-                for row, i in enumerate(chunk):
-                    scores = self.decoding.scores(last[row], prompts[i].num)
-                    deliver(i, Reply(self.decoding.shown(scores), len(ids[i]), 1, latency, scores=scores))
-                continue
             out_tokens = prompts[chunk[0]].answer_tokens
             gen_kwargs: dict[str, Any] = {"max_new_tokens": out_tokens, "do_sample": sampling, "pad_token_id": self.pad_id}
             if self.answer is AnswerMode.constrained:  # until the permutation is complete (then its end token)
@@ -153,6 +152,27 @@ class HFReranker(ListwiseLLM):
                     generated = self.decoding.until_end(generated)
                 answer = self.tokenizer.decode(generated, skip_special_tokens=True)
                 deliver(i, Reply(answer, len(ids[i]), len(generated), latency))
+
+    def _logits(self, prompts: Sequence[Prompt], ids: list[list[int]], batches: list[list[int]], tensors,
+                deliver: Deliver) -> None:
+        """One forward pass a batch, the LM head on the last position only, its logits cut to the letters' columns
+        on the device. The next batch's tensors are built while the current one runs (a GPU's forward is queued
+        asynchronously: the host waits only when it reads the answer back), the answer read back after."""
+        torch = self._torch
+        columns = torch.tensor(self.decoding.columns(), device=self.device)
+        upcoming = tensors(batches[0]) if batches else None
+        for b, chunk in enumerate(batches):
+            _, input_ids, mask = upcoming
+            t0 = time.perf_counter()
+            with torch.inference_mode():
+                last = self.model(input_ids=input_ids, attention_mask=mask, **self._last_only).logits[:, -1, :]
+                cut = last.index_select(1, columns).float()
+            upcoming = tensors(batches[b + 1]) if b + 1 < len(batches) else None
+            rows = cut.tolist()  # the host waits for this batch here
+            latency = time.perf_counter() - t0
+            for row, i in enumerate(chunk):
+                scores = self.decoding.scores_of_columns(rows[row], prompts[i].num)
+                deliver(i, Reply(self.decoding.shown(scores), len(ids[i]), 1, latency, scores=scores))
 
 
 @dataclass(frozen=True)
