@@ -183,6 +183,7 @@ class Reranker:
         self._method_options = method_options
         #: top_k -> the method with k = top_k (when the method has a cutoff k and the caller did not set it)
         self._at_k: dict[int, Strategy] = {}
+        self._chosen: dict[tuple, Strategy] = {}  # method_for's
         self._session = pipeline.Session(self.strategy, backend, backend_options, ray_options(ray, actors, gpus_per_actor))
         built = self._session.start(cache, batch_queries)
         self.backend, self.reranker, self.cache_path = built.backend, built.reranker, built.cache_path
@@ -219,7 +220,6 @@ class Reranker:
         group = [p for p in prepared if p.task.n > 0]
         self._session.check([p.task for p in group], "the documents' scores", strategy)
         outputs: dict[str, RerankOutput] = {}
-        docs = {d: doc for p in group for d, doc in p.docs.items()}
         ratings: dict[str, dict] = {}
 
         def on_step(task: RankingTask, step: Step) -> None:
@@ -227,8 +227,10 @@ class Reranker:
                 ratings[task.qid] = {d.docid: d for d in step.snapshot().docs}
 
         by_qid = {p.task.qid: p for p in group}
-        for outcome in self._session.run([p.task for p in group], docs, on_step, strategy):
-            outputs[outcome.qid] = _output(by_qid[outcome.qid], outcome, ratings.pop(outcome.qid, {}), strategy.cutoff,
+        # each query's own passages: documents without ids are numbered 0, 1, ... in every query
+        texts_of = lambda task: by_qid[task.qid].docs  # noqa: E731
+        for outcome in self._session.run([p.task for p in group], None, on_step, strategy, texts_of):
+            outputs[outcome.qid] = output_of(by_qid[outcome.qid], outcome, ratings.pop(outcome.qid, {}), strategy.cutoff,
                                            top_k, min_p_topk)
         for p in prepared:
             if p.task.n == 0:
@@ -245,6 +247,32 @@ class Reranker:
             self._at_k[top_k] = pipeline.method(self.method, {**self._method_options, "k": top_k},
                                                 pipeline.ScoreSource.documents)
         return self._at_k[top_k]
+
+    def method_for(self, method: str | None = None, top_k: int | None = None, budget: int | None = None) -> Strategy:
+        """The method serving one call: :meth:`strategy_for` for the Reranker's own method; another method by its
+        ``--method`` name (with ``k = top_k`` where it has a cutoff), and ``budget`` calls a query where given.
+        A server's per-request choice; each is built once."""
+        if method is None and budget is None:
+            return self.strategy_for(top_k)
+        name = self.method if method is None else method
+        options = dict(self._method_options) if method is None or method == self.method else {}
+        if budget is not None:
+            options["budget"] = budget
+        key = (name, top_k, budget)
+        if key not in self._chosen:
+            strategy = pipeline.method(name, options, pipeline.ScoreSource.documents)
+            if top_k is not None and strategy.cutoff is not None and "k" not in options:
+                strategy = pipeline.method(name, {**options, "k": top_k}, pipeline.ScoreSource.documents)
+            self._chosen[key] = strategy
+        return self._chosen[key]
+
+    def prepared(self, query: str, docs: Sequence[DocLike], strategy: Strategy, *, qid: str = "q") -> "_Prepared":
+        """One query's documents as a task, checked under ``strategy`` before any call (what :meth:`rerank_batch`
+        does first; a server's admission)."""
+        p = prepare(query, docs, qid)
+        if p.task.n > 0:
+            self._session.check([p.task], "the documents' scores", strategy)
+        return p
 
     @property
     def cutoff(self) -> int | None:
@@ -291,7 +319,7 @@ def relevance_scores(out: RerankOutput, n: int) -> list[float]:
     return [d.p_topk if d.p_topk is not None else 1.0 - (d.rank - 1) / max(1, n) for d in out.docs]
 
 
-def _output(p: _Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: int | None = None,
+def output_of(p: _Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: int | None = None,
             top_k: int | None = None, min_p_topk: float | None = None) -> RerankOutput:
     first = {c.docid: (r, c.score) for r, c in enumerate(p.task.candidates, start=1)}
     probs = {d: r.p_topk for d, r in ratings.items() if r.p_topk is not None} if k is not None else {}

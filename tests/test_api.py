@@ -68,6 +68,20 @@ def test_batch_and_async_forms_equal_single_queries(minilm):
     assert [d.id for d in got] == [d.id for d in single[1]] and got.docs[0].text == "Paris is the capital of France."
 
 
+def test_a_batch_reads_each_querys_own_documents(minilm):
+    """Documents without ids are numbered 0, 1, ... in every query: a batch must rank each query's own passages
+    (it once ranked every query with the last query's texts under the same numbers)."""
+    fleas = ["Cats sleep most of the day.", "The flea life cycle lasts two weeks to eight months.",
+             "Paris is the capital of France.", "Fleas lay eggs on their host.", "Bread needs yeast."]
+    france = ["Fleas lay eggs on their host.", "Bread needs yeast.", "Lyon is a city in France.",
+              "Paris is the capital of France.", "Cats sleep most of the day."]
+    single = [minilm.rerank(QUERY, fleas, qid="a"), minilm.rerank("capital of France", france, qid="b")]
+    batch = minilm.rerank_batch([(QUERY, fleas), ("capital of France", france)], qids=["a", "b"])
+    assert [[d.id for d in o] for o in batch] == [[d.id for d in o] for o in single]
+    assert batch[1].docs[0].text == "Paris is the capital of France." and batch[1].docs[0].id == "3"
+    assert batch[0].docs[0].text.startswith("The flea life cycle")
+
+
 def test_scores_and_errors():
     with Reranker("minilm", method="sw-1") as rr:
         out = rr.rerank(QUERY, [{"text": t, "score": s} for t, s in (("a flea", 2.0), ("a cat", -1.0))])

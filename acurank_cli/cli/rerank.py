@@ -40,7 +40,7 @@ def rerank(
     qids: Qids = None,
     shard: Annotated[Optional[str], typer.Option("--shard", metavar="I/N", help="Rerank only shard I of N (1 <= I <= N; a split by a hash of the query id, the same on every machine); join the parts with 'acurank merge'.")] = None,
     skip_missing: Annotated[bool, typer.Option("--skip-missing", metavar="", help="Skip candidates without text / queries without topic.")] = False,
-    batch_queries: Annotated[Optional[int], typer.Option("--batch-queries", min=1, help="Queries in flight: each advances as soon as its own windows are answered, and their windows keep the backend fed (default: the backend's: 8 for vllm:, twice the requests in flight for openai:, else 1; results do not depend on it).")] = DEFAULTS.batch_queries,
+    batch_queries: Annotated[Optional[int], typer.Option("--batch-queries", min=1, help="Queries in flight: each advances as soon as its own windows are answered, and their windows keep the backend fed (default: the backend's: 8 for vllm:, four times the requests in flight for openai: and Ray, else 1; results do not depend on it).")] = DEFAULTS.batch_queries,
     cache: Annotated[Optional[str], typer.Option("--cache", help="SQLite call cache (default: $ACURANK_CACHE or ~/.cache/acurank/calls.sqlite).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", metavar="", help="Do not read or write the call cache.")] = False,
     model_params: Annotated[Optional[float], typer.Option("--model-params", help="Model parameters for the stats' FLOPs estimate, 2 x parameters x (input + output tokens), e.g. 7.24e9 for a remote RankZephyr (default: counted from the model for hf:, vllm: and minilm; none otherwise).")] = None,

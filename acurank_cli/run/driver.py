@@ -13,11 +13,13 @@ never sent and never counted as calls.
 from __future__ import annotations
 
 import collections
+import heapq
+import itertools
 import queue
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 
 from ..method.base import Strategy
 from ..records import (Answer, CallTally, Doc, IterationRecord, QueryOutcome, RankingTask, RerankRequest, RerankResult,
@@ -32,6 +34,11 @@ class _Active:
 
     task: RankingTask
     plan: Iterator
+    strategy: Strategy
+    #: the passages of this query's documents (a served request's own); None: the driver's
+    docs: Mapping[str, Doc] | None = None
+    #: who asked for it (a served request), so that it can be withdrawn
+    key: Hashable = None
     step: Step | None = None
     started: float = field(default_factory=time.perf_counter)
     tally: CallTally = field(default_factory=CallTally)
@@ -39,7 +46,14 @@ class _Active:
     results: list = field(default_factory=list)
     stop: StopReason | None = None
     beta: float | None = None
+    pending: int = 0  # windows of its step not yet answered
+    withdrawn: bool = False  # its windows not yet sent are dropped, its answers in flight ignored
 
+
+#: Queries in flight per lane of a backend with several (a server's requests in flight): with 2, the last queries
+#: to start were left with their chains of steps while slots sat idle (sw-1, lognormal sd 0.8: 1.24x the ideal
+#: wall time); with 4, 1.10x (BENCHMARKS.md 15)
+QUERIES_PER_LANE = 4
 
 StepHook = Callable[[RankingTask, Step], None]
 
@@ -54,25 +68,30 @@ class Driver:
         docs: dict[str, Doc] | None = None,
         batch_queries: int = 1,
         on_step: StepHook | None = None,
+        texts_of: Callable[[RankingTask], Mapping[str, Doc]] | None = None,
     ):
         self.strategy = strategy
         self.reranker = reranker
         self.docs = docs or {}
         self.batch_queries = max(1, batch_queries)
         self.on_step = on_step
+        #: each query's own passages where its document ids are its own (the API's documents are numbered 0, 1, ...
+        #: in every query); None: ``docs``, one mapping for every query (a run's document ids are the corpus's)
+        self.texts_of = texts_of
 
-    def _request(self, task: RankingTask, window: Sequence[str]) -> RerankRequest:
-        docs = tuple(self.docs[d] for d in window) if self.reranker.needs_texts else ()
-        return RerankRequest(task.qid, task.query, tuple(window), docs)
+    def _request(self, act: _Active, window: Sequence[str]) -> RerankRequest:
+        texts = self.docs if act.docs is None else act.docs
+        docs = tuple(texts[d] for d in window) if self.reranker.needs_texts else ()
+        return RerankRequest(act.task.qid, act.task.query, tuple(window), docs)
 
-    def _advance(self, act: _Active, perms, strategy: Strategy) -> QueryOutcome | None:
+    def _advance(self, act: _Active, perms) -> QueryOutcome | None:
         """Send permutations into the plan; return the outcome when the plan has finished."""
         try:
             act.step = act.plan.send(perms) if perms is not None else next(act.plan)
         except StopIteration as stop:
             return QueryOutcome(
                 qid=act.task.qid,
-                method=strategy.name,
+                method=act.strategy.name,
                 ranking=final_ranking(stop.value),
                 tally=act.tally,
                 iterations=tuple(act.iterations),
@@ -102,7 +121,7 @@ class Driver:
         answered (:meth:`_flow`)."""
         strategy = self.strategy.for_run()
         if not strategy.lockstep:
-            yield from self._flow(tasks, strategy)
+            yield from self._flow(_Intake(tasks, strategy, self.texts_of))
             return
         budget = strategy.set_budget
         allocation = None
@@ -112,7 +131,7 @@ class Driver:
             batch = max(1, len(tasks))
         if budget is not None:
             allocation = Allocation(budget.calls(len(tasks)), budget.wave)
-        intake = _Intake(tasks, strategy)
+        intake = _Intake(tasks, strategy, self.texts_of)
         active: list[_Active] = []
         finished: dict[int, QueryOutcome] = {}
         seq: dict[int, int] = {}
@@ -122,7 +141,7 @@ class Driver:
                 act = intake.take(seq)
                 if act is None:
                     break
-                done = self._advance(act, None, strategy)
+                done = self._advance(act, None)
                 if done is not None:
                     finished[seq.pop(id(act))] = done
                 else:
@@ -143,7 +162,7 @@ class Driver:
                 if i not in granted and i not in refused:
                     still.append(act)  # waits for a later wave
                     continue
-                outcome = self._advance(act, act.results if i in granted else None, strategy)
+                outcome = self._advance(act, act.results if i in granted else None)
                 if outcome is not None:
                     finished[seq.pop(id(act))] = outcome
                 else:
@@ -158,7 +177,7 @@ class Driver:
             act.results = [tuple(range(len(w))) for w in act.step.windows]
             for j, window in enumerate(act.step.windows):
                 if len(window) >= 2:
-                    requests.append(self._request(act.task, window))
+                    requests.append(self._request(act, window))
                     owners.append((act, j))
         if not requests:
             return
@@ -171,63 +190,93 @@ class Driver:
         for act in {id(a): a for a, _ in owners}.values():
             act.tally.rounds += 1  # this query waited for this batch
 
-    def _flow(self, tasks: Iterable[RankingTask], strategy: Strategy) -> Iterator[QueryOutcome]:
+    def serve(self, feed: "Feed") -> Iterator[QueryOutcome]:
+        """Rerank what ``feed`` admits, for as long as it is open: each request's outcome yielded the moment it is
+        complete (in no set order; its ``key`` says whose), every request's windows through the one queue."""
+        yield from self._flow(feed, ordered=False)
+
+    def _flow(self, intake: "_Intake | Feed", ordered: bool = True) -> Iterator[QueryOutcome]:
         """Up to ``batch_queries`` queries in flight, each advanced as soon as its step is answered (its next
-        windows queued at once), the backend fed by :class:`Lanes`; outcomes in input order (a finished query
-        waits for the ones before it, at most ``4 x batch_queries`` of them held)."""
-        intake = _Intake(tasks, strategy)
-        waiting: dict[int, int] = {}  # id(_Active) -> windows of its step not yet answered
+        windows queued at once), the backend fed by :class:`Lanes`; outcomes in input order (``ordered``: a
+        finished query waits for the ones before it, at most ``4 x batch_queries`` of them held) or as each is
+        complete."""
+        flying: dict[int, _Active] = {}  # id(_Active) -> the query in flight with windows out
         order: dict[int, int] = {}
         finished: dict[int, QueryOutcome] = {}
         next_out = 0
         lanes = Lanes(self.reranker)
+        intake.wake = lanes.wake
 
         def send(act: _Active) -> QueryOutcome | None:
             """Queue the current step's windows; a step with none to send is answered at once (its plan goes on)."""
             while True:
                 act.results = [tuple(range(len(w))) for w in act.step.windows]
-                jobs = [_Job(act, j, self._request(act.task, w)) for j, w in enumerate(act.step.windows) if len(w) >= 2]
+                # a run: the query that has waited least goes first (then input order), so every query's chain of
+                # steps advances evenly and no late starter is left alone at the end with its slots idle; a server:
+                # the request that came first goes first, so each is answered as soon as it can be (the same work,
+                # a lower median latency)
+                rank = (act.tally.rounds, order[id(act)]) if ordered else (order[id(act)],)
+                jobs = [_Job(act, j, self._request(act, w), rank)
+                        for j, w in enumerate(act.step.windows) if len(w) >= 2]
                 if jobs:
-                    waiting[id(act)] = len(jobs)
+                    act.pending = len(jobs)
+                    flying[id(act)] = act
                     lanes.put(jobs)
                     return None
-                done = self._advance(act, act.results, strategy)
+                done = self._advance(act, act.results)
                 if done is not None:
                     return done
 
+        def finish(act: _Active, done: QueryOutcome) -> Iterator[QueryOutcome]:
+            place = order.pop(id(act))
+            if not ordered:
+                yield done
+            else:
+                finished[place] = done
+
         try:
             while True:
-                while (not intake.exhausted and len(waiting) < self.batch_queries
-                       and len(finished) < 4 * self.batch_queries):
+                while len(flying) < self.batch_queries and len(finished) < 4 * self.batch_queries:
                     act = intake.take(order)
                     if act is None:
                         break
-                    done = self._advance(act, None, strategy)
+                    done = self._advance(act, None)
                     if done is None:
                         done = send(act)
                     if done is not None:
-                        finished[order.pop(id(act))] = done
+                        yield from finish(act, done)
                 while next_out in finished:
                     yield finished.pop(next_out)
                     next_out += 1
-                if not waiting:
+                for key in intake.withdrawn():
+                    for act in [a for a in flying.values() if a.key == key]:
+                        act.withdrawn = True  # its queued windows are dropped, its answers in flight ignored
+                        del flying[id(act)]
+                        order.pop(id(act))
+                if not flying:
                     if intake.exhausted:
                         return
+                    intake.wait()  # nothing in flight: until a request comes (or the feed closes)
                     continue
-                job, result, seconds = lanes.next()
+                arrived = lanes.next()
+                if arrived is None:  # woken: a request came or was withdrawn
+                    continue
+                job, result, seconds = arrived
                 act = job.owner
+                if act.withdrawn:
+                    continue
                 act.results[job.j] = Answer(result.order, result.scores)
                 act.tally.record(len(job.request.docids), result, seconds)
-                waiting[id(act)] -= 1
-                if waiting[id(act)]:
+                act.pending -= 1
+                if act.pending:
                     continue
-                del waiting[id(act)]
+                del flying[id(act)]
                 act.tally.rounds += 1  # this query waited for this step
-                done = self._advance(act, act.results, strategy)
+                done = self._advance(act, act.results)
                 if done is None:
                     done = send(act)
                 if done is not None:
-                    finished[order.pop(id(act))] = done
+                    yield from finish(act, done)
         finally:
             lanes.close()
 
@@ -235,43 +284,135 @@ class Driver:
 class _Intake:
     """The tasks taken in input order, each as a query in flight whose place in the output is recorded."""
 
-    def __init__(self, tasks: Iterable[RankingTask], strategy: Strategy):
-        self.pending, self.strategy = iter(tasks), strategy
+    def __init__(self, tasks: Iterable[RankingTask], strategy: Strategy,
+                 texts_of: Callable[[RankingTask], Mapping[str, Doc]] | None = None):
+        self.pending, self.strategy, self.texts_of = iter(tasks), strategy, texts_of
         self.taken = 0
         self.exhausted = False
+        self.wake: Callable[[], None] | None = None
 
     def take(self, places: dict[int, int]) -> _Active | None:
         """The next task as a query in flight (its place in ``places``), or None when there is none left."""
+        if self.exhausted:
+            return None
         task = next(self.pending, None)
         if task is None:
             self.exhausted = True
             return None
-        act = _Active(task, iter(self.strategy.plan(task)))
+        act = _Active(task, iter(self.strategy.plan(task)), self.strategy,
+                      None if self.texts_of is None else self.texts_of(task))
         places[id(act)] = self.taken
         self.taken += 1
         return act
 
+    def withdrawn(self) -> tuple:
+        return ()
+
+    def wait(self) -> None:  # pragma: no cover - a task list is never waited for: take() is None only at its end
+        pass
+
+
+@dataclass(frozen=True)
+class Admission:
+    """One request admitted to a served driver: its task, the method that plans it (a run of its own:
+    ``Strategy.for_run``), its documents' passages, and who asked (``key``, unique while it is in flight)."""
+
+    task: RankingTask
+    strategy: Strategy
+    docs: Mapping[str, Doc]
+    key: Hashable
+
+
+class Feed:
+    """The requests of a server, for :meth:`Driver.serve`: admitted from any thread (:meth:`admit`), withdrawn
+    when their caller is gone (:meth:`withdraw`); :meth:`close` lets the driver finish what it holds and end."""
+
+    def __init__(self):
+        self.lock = threading.Condition()
+        self.waiting: collections.deque[Admission] = collections.deque()
+        self.gone: list[Hashable] = []
+        self.closed = False
+        self.taken = 0
+        self.wake: Callable[[], None] | None = None
+
+    @property
+    def exhausted(self) -> bool:
+        with self.lock:
+            return self.closed and not self.waiting
+
+    def admit(self, admission: Admission) -> None:
+        with self.lock:
+            if self.closed:
+                raise RuntimeError("the feed is closed")
+            self.waiting.append(admission)
+            self.lock.notify_all()
+        if self.wake is not None:
+            self.wake()
+
+    def withdraw(self, key: Hashable) -> None:
+        with self.lock:
+            kept = [a for a in self.waiting if a.key != key]
+            if len(kept) == len(self.waiting):  # not waiting here: in flight, or finished already
+                self.gone.append(key)
+            self.waiting = collections.deque(kept)
+            self.lock.notify_all()
+        if self.wake is not None:
+            self.wake()
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+            self.lock.notify_all()
+        if self.wake is not None:
+            self.wake()
+
+    def take(self, places: dict[int, int]) -> _Active | None:
+        with self.lock:
+            if not self.waiting:
+                return None
+            a = self.waiting.popleft()
+        act = _Active(a.task, iter(a.strategy.plan(a.task)), a.strategy, a.docs, a.key)
+        places[id(act)] = self.taken
+        self.taken += 1
+        return act
+
+    def withdrawn(self) -> list[Hashable]:
+        with self.lock:
+            gone, self.gone = self.gone, []
+        return gone
+
+    def wait(self) -> None:
+        with self.lock:
+            while not self.waiting and not self.closed and not self.gone:
+                self.lock.wait(0.5)
+
+
+_WAKE = object()  # on Lanes.done: the driver is woken, no answer
+
 
 @dataclass(frozen=True)
 class _Job:
-    """One window to execute: its query in flight, its place in the step, the request."""
+    """One window to execute: its query in flight, its place in the step, the request, its place in the queue
+    (lowest first)."""
 
     owner: _Active
     j: int
     request: RerankRequest
+    rank: tuple = ()
 
 
 class Lanes:
     """Worker threads that execute queued windows the moment a lane is free: ``reranker.lanes`` calls of
     :meth:`~acurank_cli.rerankers.base.RerankerBase.rerank` at once, each of up to ``reranker.lane_batch``
-    windows (None: every window waiting). Answers come back through :meth:`next` as each arrives; a backend's
+    windows (None: every window waiting), the lowest ``rank`` first (then first queued). Answers come back through :meth:`next` as each arrives; a backend's
     error is raised there, in the driver's thread (a lane never prints). The backend's own thread-safety is the
     backend's: a server's transport is shared by its lanes, an engine has one lane."""
 
     def __init__(self, reranker: RerankerBase):
         self.reranker = reranker
         self.batch = getattr(reranker, "lane_batch", None)  # a wrapper that is no RerankerBase: one batch, one lane
-        self.todo: collections.deque[_Job] = collections.deque()
+        self.todo: list[tuple[tuple, int, _Job]] = []  # a heap: (rank, arrival, job)
+        self.arrivals = itertools.count()
         self.ready = threading.Condition()
         self.done: queue.SimpleQueue = queue.SimpleQueue()
         self.closed = False
@@ -285,19 +426,40 @@ class Lanes:
 
     def put(self, jobs: list[_Job]) -> None:
         with self.ready:
-            self.todo.extend(jobs)
+            for job in jobs:
+                heapq.heappush(self.todo, (job.rank, next(self.arrivals), job))
             self.ready.notify(len(jobs))
 
-    def next(self) -> tuple[_Job, RerankResult, float]:
-        """The next answer to arrive (job, result, its share of the call's seconds); a backend's error raised."""
+    def wake(self) -> None:
+        """Have :meth:`next` return None at once (the driver has something else to look at)."""
+        self.done.put(_WAKE)
+
+    def _take(self) -> list[_Job]:
+        """The next call's windows: up to ``lane_batch`` of the waiting ones, lowest rank first; or every one waiting,
+        in the order they were queued (an engine's batch is the same whatever the ranks)."""
+        if self.batch is None:
+            everything, self.todo = self.todo, []
+            return [job for _, _, job in sorted(everything, key=lambda entry: entry[1]) if not job.owner.withdrawn]
+        chunk: list[_Job] = []
+        while self.todo and len(chunk) < self.batch:
+            job = heapq.heappop(self.todo)[2]
+            if not job.owner.withdrawn:
+                chunk.append(job)
+        return chunk
+
+    def next(self) -> tuple[_Job, RerankResult, float] | None:
+        """The next answer to arrive (job, result, its share of the call's seconds), or None when woken
+        (:meth:`wake`); a backend's error raised."""
         if not self.threads and self.done.empty():  # the one lane, inline: every waiting window (or a batch)
-            n = len(self.todo) if self.batch is None else min(self.batch, len(self.todo))
-            self._call([self.todo.popleft() for _ in range(n)])
+            self._call(self._take())
         while True:
             try:
-                job, result, seconds = self.done.get(timeout=0.2)  # short waits: a signal is handled at once
+                arrived = self.done.get(timeout=0.2)  # short waits: a signal is handled at once
             except queue.Empty:
                 continue
+            if arrived is _WAKE:
+                return None
+            job, result, seconds = arrived
             if job is None:
                 raise result
             return job, result, seconds
@@ -309,8 +471,7 @@ class Lanes:
                     self.ready.wait()
                 if self.closed:
                     return
-                n = len(self.todo) if self.batch is None else min(self.batch, len(self.todo))
-                chunk = [self.todo.popleft() for _ in range(n)]
+                chunk = self._take()
             try:
                 self._call(chunk)
             except BaseException as exc:  # noqa: BLE001 - handed to the driver's thread, which raises it
@@ -321,6 +482,8 @@ class Lanes:
     def _call(self, chunk: list[_Job]) -> None:
         """One call of the backend (the call cache commits each answer inside it as it arrives); the answers handed
         over when it returns, with the call's seconds shared among its windows."""
+        if not chunk:  # every window taken was withdrawn
+            return
         started = time.perf_counter()
         results = self.reranker.rerank([job.request for job in chunk])
         share = (time.perf_counter() - started) / len(chunk)

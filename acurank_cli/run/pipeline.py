@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..errors import InputError
 from ..method.base import Strategy, check_tasks
@@ -21,7 +21,7 @@ from ..params import Domain, ParameterError, at_least
 from ..records import Doc, QueryOutcome, RankingTask
 from ..rerankers.base import BackendChoice, RerankerBase
 from ..rerankers.cache import default_cache_path, with_cache
-from .driver import Driver, StepHook
+from .driver import QUERIES_PER_LANE, Driver, StepHook
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Defaults:
     cache: str | None = "default"
     #: queries advanced together (their windows share reranker batches; results do not depend on it);
     #: None: the backend's own default (``RerankerBase.batch_queries``: 8 for vllm:, else 1; a backend with several
-    #: lanes, openai:, at least twice its lanes)
+    #: lanes, openai:, ``QUERIES_PER_LANE`` times its lanes)
     batch_queries: int | None = None
 
 
@@ -103,8 +103,8 @@ def _build(built: RerankerBase, cache: str | None = DEFAULTS.cache,
     """Put the backend behind the call cache (when it can be cached and one is wanted); ``batch_queries``
     None: the backend's own default."""
     check_batch_queries(batch_queries)
-    if batch_queries is None:  # the backend's own, and enough queries in flight to keep twice its lanes fed
-        batch_queries = max(1, int(built.batch_queries), 2 * int(getattr(built, "lanes", 1)) if built.lanes > 1 else 1)
+    if batch_queries is None:  # the backend's own, and enough queries in flight to keep its lanes fed to the end
+        batch_queries = max(1, int(built.batch_queries), QUERIES_PER_LANE * int(built.lanes) if built.lanes > 1 else 1)
     path = str(default_cache_path()) if cache == "default" else cache
     reranker = built
     try:
@@ -173,11 +173,13 @@ class Session:
         self.pipeline = _build(self.load(), cache, batch_queries)
         return self.pipeline
 
-    def run(self, tasks: Sequence[RankingTask], docs: dict[str, Doc], on_step: StepHook | None = None,
-            strategy: Strategy | None = None) -> Iterator[QueryOutcome]:
-        """Drive the tasks (``strategy``: another k of the same method, as the API's ``top_k`` asks)."""
+    def run(self, tasks: Sequence[RankingTask], docs: Mapping[str, Doc] | None, on_step: StepHook | None = None,
+            strategy: Strategy | None = None,
+            texts_of: Callable[[RankingTask], Mapping[str, Doc]] | None = None) -> Iterator[QueryOutcome]:
+        """Drive the tasks (``strategy``: another k of the same method, as the API's ``top_k`` asks); their passages
+        from ``docs`` (one mapping for all) or ``texts_of`` (each query's own)."""
         return Driver(strategy or self.strategy, self.pipeline.reranker, docs, self.pipeline.batch_queries,
-                      on_step).run(tasks)
+                      on_step, texts_of).run(tasks)
 
     def close(self) -> None:
         """Release the backend, the call cache and any prompt log (closing twice is harmless)."""

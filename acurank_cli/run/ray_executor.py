@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 from ..errors import InputError
 from ..records import RerankRequest, RerankResult
 from ..rerankers.base import BackendChoice, RerankerBase
+from .driver import QUERIES_PER_LANE
 
 #: how often a call is sent again after the actor holding it died, before the run stops with one line
 ATTEMPTS = 8
@@ -190,7 +191,7 @@ class RayPool(RerankerBase):
         # the backend's own size (an engine: every window the lane holds, as one batch)
         inner = int(first["lanes"])
         self.lanes, self.lane_batch = count * inner, first["lane_batch"]
-        self.batch_queries = max(1, 2 * self.lanes)
+        self.batch_queries = max(1, QUERIES_PER_LANE * self.lanes)
         self.free: queue.Queue = queue.Queue()
         for a in self.actors:
             for _ in range(inner):
