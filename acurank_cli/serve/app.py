@@ -1,0 +1,165 @@
+"""The HTTP face of :class:`~.service.RerankService` (FastAPI, served by uvicorn).
+
+``POST /v1/rerank`` (Cohere v1 and Jina), ``POST /v2/rerank`` (Cohere v2); ``GET /health``, ``GET /v1/models``,
+``GET /metrics``. Every refusal is a JSON ``{"message", "field"}`` with a 4xx status; a backend that fails is a
+502, a request past its time a 504; nothing is ever answered with a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import time
+from contextlib import asynccontextmanager
+from typing import Sequence
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from . import protocol
+from .metrics import CONTENT_TYPE
+from .protocol import BadRequest
+from .service import BackendFailed, RerankService, Ticket
+
+#: how often a waiting request looks whether its caller is still there
+POLL_SECONDS = 0.1
+
+
+def create_app(service: RerankService, model: str, keys: Sequence[str] = (), on_shutdown=None) -> FastAPI:
+    """The app over ``service``; ``keys``: bearer keys (none: no authentication); ``model``: the name answered in
+    ``/v1/models`` and Jina's ``model``; ``on_shutdown``: called when the server stops (after it has drained)."""
+    limits = service.limits
+
+    @asynccontextmanager
+    async def lifespan(_app):
+        yield
+        service.draining = True
+        if on_shutdown is not None:
+            await asyncio.to_thread(on_shutdown)
+
+    app = FastAPI(title="acurank", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    wanted = [k.encode() for k in keys]
+
+    def authorised(request: Request) -> None:
+        if not wanted:
+            return
+        given = request.headers.get("authorization", "")
+        scheme, _, token = given.partition(" ")
+        token_bytes = token.strip().encode()
+        ok = False
+        for key in wanted:  # every key compared, in constant time each: the time says nothing of which matched
+            ok |= hmac.compare_digest(token_bytes, key)
+        if scheme.lower() != "bearer" or not ok:
+            raise BadRequest("a bearer key is required (Authorization: Bearer KEY)" if not given else
+                             "the bearer key is not one this server takes", "Authorization", 401,
+                             {"WWW-Authenticate": "Bearer"})
+
+    async def body_of(request: Request) -> bytes:
+        """The body, read no further than the limit (413 past it)."""
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limits.max_request_bytes:
+            raise BadRequest(f"the body has {declared} bytes, more than this server's limit of "
+                             f"{limits.max_request_bytes}", "body", 413)
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limits.max_request_bytes:
+                raise BadRequest(f"the body has more than this server's limit of {limits.max_request_bytes} bytes",
+                                 "body", 413)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def wait(ticket: Ticket, request: Request):
+        """The request's outcome; its caller gone or its time up: withdrawn."""
+        pending = asyncio.wrap_future(ticket.future)
+        deadline = time.monotonic() + limits.timeout
+        try:
+            while True:
+                done, _ = await asyncio.wait({pending}, timeout=POLL_SECONDS)
+                if done:
+                    return pending.result()
+                if await request.is_disconnected():
+                    service.withdraw(ticket)
+                    raise BadRequest("the client disconnected", None, 499)
+                if time.monotonic() > deadline:
+                    service.withdraw(ticket)
+                    raise BadRequest(f"the request took more than this server's limit of {limits.timeout:g} s",
+                                     None, 504)
+        except asyncio.CancelledError:
+            service.withdraw(ticket)
+            raise
+
+    async def rerank(request: Request, api: str) -> Response:
+        started = time.perf_counter()
+        endpoint = f"/{api}/rerank"
+        status = 200
+        try:
+            authorised(request)
+            call = protocol.parse(await body_of(request), api, limits)
+            ticket = await asyncio.to_thread(service.submit, call)
+            try:
+                outcome, ratings = await wait(ticket, request)
+            except BackendFailed as exc:
+                raise BadRequest(f"the reranker failed: {exc}", None, 502) from None
+            order, scores, usage = service.answer(ticket, outcome, ratings)
+            body = protocol.response(call, order, scores, usage, model)
+            return JSONResponse(body)
+        except BadRequest as exc:
+            status = exc.status
+            return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+        except asyncio.CancelledError:
+            status = 499
+            raise
+        except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+            status = 500
+            return JSONResponse({"message": f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())}"},
+                                status_code=500)
+        finally:
+            service.metrics.requests.labels(endpoint, str(status)).inc()
+            if status == 200:
+                service.metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
+
+    @app.post("/v1/rerank")
+    async def rerank_v1(request: Request) -> Response:
+        return await rerank(request, "v1")
+
+    @app.post("/v2/rerank")
+    async def rerank_v2(request: Request) -> Response:
+        return await rerank(request, "v2")
+
+    def guarded(endpoint: str, request: Request, answer) -> Response:
+        try:
+            authorised(request)
+        except BadRequest as exc:
+            service.metrics.requests.labels(endpoint, str(exc.status)).inc()
+            return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+        service.metrics.requests.labels(endpoint, "200").inc()
+        return answer()
+
+    @app.get("/health")
+    async def health() -> Response:  # open: a load balancer's probe carries no key
+        body = {"status": "draining" if service.draining else "ok", "model": model,
+                "method": service.api.method, "in_flight": service.open - service.queued, "queued": service.queued}
+        return JSONResponse(body, status_code=503 if service.draining else 200)
+
+    @app.get("/v1/models")
+    async def models(request: Request) -> Response:
+        entry = {"id": model, "object": "model", "owned_by": "acurank", "method": service.api.method,
+                 "endpoints": ["rerank"]}
+        return guarded("/v1/models", request, lambda: JSONResponse(
+            {"object": "list", "data": [entry], "models": [{"name": model, "endpoints": ["rerank"]}]}))
+
+    @app.get("/metrics")
+    async def metrics(request: Request) -> Response:
+        return guarded("/metrics", request, lambda: Response(service.metrics.text(), media_type=CONTENT_TYPE))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, exc: StarletteHTTPException) -> Response:
+        field = "path" if exc.status_code == 404 else ("method" if exc.status_code == 405 else None)
+        body = {"message": str(exc.detail)}
+        if field:
+            body["field"] = field
+        return JSONResponse(body, status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
+    return app

@@ -1,0 +1,42 @@
+"""``GET /metrics``: the server's counters in Prometheus' text format (prometheus-client, a registry of the
+server's own so that two servers in one process do not share counts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE  # noqa: F401 - the /metrics response's type
+
+
+class Metrics:
+    def __init__(self):
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter("acurank_requests", "HTTP requests by endpoint and status", ["endpoint", "status"],
+                                registry=r)
+        self.latency = Histogram("acurank_request_seconds", "Rerank requests' wall time", ["endpoint"], registry=r,
+                                 buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300))
+        self.calls = Counter("acurank_reranker_calls", "Reranker calls (windows) the answered requests made, cached "
+                             "ones included", registry=r)
+        self.cached_calls = Counter("acurank_reranker_cached_calls", "Of those, answered from the call cache",
+                                    registry=r)
+        self.tokens = Counter("acurank_tokens", "Tokens of the answered requests' calls", ["kind"], registry=r)
+        self.batches = Counter("acurank_backend_batches", "Calls of the backend: each a batch of windows (one window "
+                               "a request for openai:)", registry=r)
+        self.windows = Counter("acurank_backend_windows", "Windows sent to the backend", registry=r)
+        self.withdrawn = Counter("acurank_requests_withdrawn", "Requests whose caller left (disconnect, timeout)",
+                                 registry=r)
+        self.backend_failures = Counter("acurank_backend_failures", "Backend failures (the requests in flight "
+                                        "failed with 502)", registry=r)
+        self.queued = Gauge("acurank_queue_depth", "Requests admitted and waiting for a place in flight", registry=r)
+        self.in_flight = Gauge("acurank_in_flight", "Requests admitted and not yet answered, queued ones included",
+                               registry=r)
+
+    def watch(self, service: Any) -> None:
+        """The gauges read the service when scraped."""
+        self.queued.set_function(lambda: service.queued)
+        self.in_flight.set_function(lambda: service.open)
+
+    def text(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,216 @@
+"""The rerank endpoints' shapes: Cohere's ``/v1/rerank`` and ``/v2/rerank`` (Jina's ``/v1/rerank`` is a superset
+of Cohere v1), parsed into :class:`RerankCall` records and answered in the shape each client reads.
+
+Requests are validated by pydantic in strict mode (a number is not a string, ``true`` is not 1); every problem is
+a :class:`BadRequest` naming the field (``documents[3].text``), never a 500. Unknown fields are refused by name:
+a misspelt ``top_n`` would otherwise be ignored silently. Fields Cohere's clients send that do not apply here are
+accepted and said in ``meta.warnings`` (``priority``, ``max_chunks_per_doc``).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class BadRequest(Exception):
+    """A request the server refuses: its HTTP status, the field it is about, and a one-line message."""
+
+    def __init__(self, message: str, field: str | None = None, status: int = 400, headers: dict | None = None):
+        super().__init__(message)
+        self.message, self.field, self.status, self.headers = message, field, status, headers or {}
+
+    def body(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"message": self.message}
+        if self.field is not None:
+            out["field"] = self.field
+        return out
+
+
+class _Document(BaseModel):
+    """A document given as an object: ``text`` (unless ``rank_fields`` names the fields to read), an optional
+    ``title``; any other field is kept and returned with the document."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    text: str | None = None
+    title: str | None = None
+
+
+class _Body(BaseModel):
+    """Cohere's rerank request (v1 and v2), Jina's, and acurank's own optional fields (``method``, ``budget``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    query: str
+    documents: list[Union[str, _Document]]
+    model: str | None = None
+    top_n: int | None = Field(default=None, ge=1)
+    return_documents: bool | None = None
+    max_tokens_per_doc: int | None = Field(default=None, ge=1)
+    rank_fields: list[str] | None = None
+    max_chunks_per_doc: int | None = None
+    priority: int | None = None
+    #: acurank's extensions: the method for this request (a --method name) and its call budget per query
+    method: str | None = None
+    budget: int | None = Field(default=None, ge=0)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may ask for, and how many the server holds."""
+
+    max_documents: int = 1000
+    max_request_bytes: int = 8 * 1024 * 1024
+    #: documents are cut to this many whitespace-separated tokens (as Cohere cuts to max_tokens_per_doc)
+    max_tokens_per_doc: int = 4096
+    max_in_flight: int = 32
+    max_queued: int = 64
+    timeout: float = 300.0
+
+
+@dataclass(frozen=True)
+class RerankCall:
+    """One parsed rerank request."""
+
+    id: str
+    api: str  # "v1" or "v2"
+    query: str
+    texts: tuple[str, ...]
+    titles: tuple[str, ...]
+    originals: tuple[Any, ...]  # each document as given (returned with return_documents)
+    top_n: int | None
+    return_documents: bool
+    method: str | None
+    budget: int | None
+    model: str | None
+    warnings: tuple[str, ...]
+    truncated: int  # documents cut to the token limit
+
+
+def _field(loc: Sequence[Any]) -> str:
+    """pydantic's error location as the request's field path: ``documents[3].text``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("str", "_Document") or str(part).startswith("function-"):
+            continue  # which member of a union was tried: not a field of the request
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "body"
+
+
+def _explain(error: Mapping[str, Any]) -> BadRequest:
+    kind, field = error.get("type", ""), _field(error.get("loc", ()))
+    if kind == "json_invalid":
+        return BadRequest(f"the body is not valid JSON ({error.get('ctx', {}).get('error', 'malformed')})", "body")
+    if kind == "model_type" or (kind == "model_attributes_type" and field == "body"):
+        return BadRequest("the body must be a JSON object", "body")
+    if kind == "missing":
+        return BadRequest(f"{field} is required", field)
+    if kind == "extra_forbidden":
+        return BadRequest(f"{field} is not a field of this endpoint", field)
+    return BadRequest(f"{field}: {error.get('msg', 'invalid')}", field)
+
+
+def _union_error(errors: list[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """Of pydantic's errors for one document (one per member of string | object), the one that says most."""
+    for error in errors:
+        loc = error.get("loc", ())
+        if "_Document" in loc and error.get("type") != "model_type":
+            return error  # an object with a wrong field: about that field
+    for error in errors:
+        if len(error.get("loc", ())) >= 2 and error["loc"][0] == "documents" and error["loc"][-1] == "str":
+            return {**error, "msg": "must be a string or an object with a 'text' string"}
+    return errors[0]
+
+
+def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
+    """A request body as a :class:`RerankCall`, or :class:`BadRequest` naming the field."""
+    if len(raw) > limits.max_request_bytes:
+        raise BadRequest(f"the body has {len(raw)} bytes, more than this server's limit of {limits.max_request_bytes}",
+                         "body", 413)
+    if not raw.strip():
+        raise BadRequest("the body is empty: send a JSON object with query and documents", "body")
+    try:
+        body = _Body.model_validate_json(raw)
+    except ValidationError as exc:
+        raise _explain(_union_error(exc.errors(include_url=False))) from None
+    if not body.query.strip():
+        raise BadRequest("query must not be empty", "query")
+    if not body.documents:
+        raise BadRequest("documents must hold at least one document", "documents")
+    if len(body.documents) > limits.max_documents:
+        raise BadRequest(f"documents holds {len(body.documents)}, more than this server's limit of "
+                         f"{limits.max_documents}", "documents", 413)
+    warnings = []
+    if body.max_chunks_per_doc is not None:
+        warnings.append("max_chunks_per_doc is not used: documents are not chunked, they are cut to max_tokens_per_doc")
+    if body.priority is not None:
+        warnings.append("priority is not used: requests are served in arrival order")
+    cap = min(body.max_tokens_per_doc or limits.max_tokens_per_doc, limits.max_tokens_per_doc)
+    texts, titles, truncated = [], [], 0
+    for i, doc in enumerate(body.documents):
+        text, title = _text_of(doc, i, body.rank_fields)
+        if not text.strip():
+            raise BadRequest(f"documents[{i}] has no text", f"documents[{i}]")
+        words = text.split()
+        if len(words) > cap:
+            text, truncated = " ".join(words[:cap]), truncated + 1
+        texts.append(text)
+        titles.append(title)
+    if truncated:
+        warnings.append(f"{truncated} documents cut to {cap} tokens (max_tokens_per_doc)")
+    originals = tuple(d if isinstance(d, str) else d.model_dump(exclude_none=True) for d in body.documents)
+    return RerankCall(id=str(uuid.uuid4()), api=api, query=body.query, texts=tuple(texts), titles=tuple(titles),
+                      originals=originals, top_n=body.top_n, return_documents=bool(body.return_documents),
+                      method=body.method, budget=body.budget, model=body.model, warnings=tuple(warnings),
+                      truncated=truncated)
+
+
+def _text_of(doc: Union[str, _Document], i: int, rank_fields: list[str] | None) -> tuple[str, str]:
+    """A document's passage text and title: a string as it is; an object's ``text`` and ``title``, or with
+    ``rank_fields`` its named fields as ``name: value`` lines (Cohere's reading of structured documents)."""
+    if isinstance(doc, str):
+        return doc, ""
+    fields = doc.model_dump(exclude_none=True)
+    if rank_fields:
+        lines = []
+        for name in rank_fields:
+            if name not in fields:
+                raise BadRequest(f"documents[{i}] has no field {name!r} (named in rank_fields)", f"documents[{i}].{name}")
+            value = fields[name]
+            lines.append(f"{name}: {value if isinstance(value, str) else json.dumps(value)}")
+        return "\n".join(lines), ""
+    if doc.text is None:
+        raise BadRequest(f"documents[{i}] needs a 'text' string (or name its fields in rank_fields)",
+                         f"documents[{i}].text")
+    return doc.text, doc.title or ""
+
+
+def response(call: RerankCall, order: Sequence[int], scores: Sequence[float], usage: Mapping[str, Any],
+             model: str) -> dict[str, Any]:
+    """The answer in the endpoint's shape: ``results`` (index into the request's documents, relevance_score,
+    the document itself when asked for), ``id``, ``meta`` (billed units, tokens, acurank's accounting); on v1
+    also Jina's ``model`` and ``usage``."""
+    results = []
+    for index, score in zip(order, scores):
+        item: dict[str, Any] = {"index": index, "relevance_score": score}
+        if call.return_documents:
+            original = call.originals[index]
+            item["document"] = {"text": original} if isinstance(original, str) else original
+        results.append(item)
+    tokens = {"input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"]}
+    meta: dict[str, Any] = {"api_version": {"version": call.api[1:]},
+                            "billed_units": {"search_units": 1, **tokens}, "tokens": tokens,
+                            "acurank": dict(usage)}
+    if call.warnings:
+        meta["warnings"] = list(call.warnings)
+    out: dict[str, Any] = {"id": call.id, "results": results, "meta": meta}
+    if call.api == "v1":  # Jina's fields beside Cohere's
+        out["model"] = model
+        out["usage"] = {"total_tokens": usage["input_tokens"] + usage["output_tokens"]}
+    return out

@@ -1,0 +1,194 @@
+"""The reranking service behind ``acurank serve``: one backend built once (the Python API's
+:class:`~acurank_cli.api.Reranker`, behind the call cache as in the CLI), and one driver thread that serves every
+request's windows through the one scheduler (:meth:`~acurank_cli.run.driver.Driver.serve`): requests that arrive
+together share the backend's batches and slots, each answered the moment its own query is complete.
+
+A request is admitted (checked, its method chosen) in the caller's thread, before any call; it waits in the
+:class:`~acurank_cli.run.driver.Feed` while ``max_in_flight`` queries are in flight, and is refused (429) when
+``max_queued`` more already wait. A caller that leaves (disconnects, times out) withdraws its request: its windows
+not yet sent are dropped. A backend that fails fails the requests in flight (502) and serving goes on.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ..api import Reranker, _Prepared, output_of, relevance_scores
+from ..errors import InputError
+from ..method.base import Strategy
+from ..params import ParameterError
+from ..records import Phase, QueryOutcome, RankingTask, RerankRequest, RerankResult, Step
+from ..run.driver import Admission, Driver, Feed
+from .metrics import Metrics
+from .protocol import BadRequest, Limits, RerankCall
+
+
+class BackendFailed(Exception):
+    """The backend failed while this request's windows were out (the message is the backend's, one line)."""
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """An admitted request: what it asked, its task, the method planning it, and its answer to come."""
+
+    call: RerankCall
+    prepared: _Prepared
+    strategy: Strategy
+    future: Future
+    admitted: float
+
+
+class _Counted:
+    """The backend as the driver sees it, each of its calls (a batch of windows) counted for /metrics."""
+
+    def __init__(self, inner: Any, metrics: Metrics):
+        self.inner, self.metrics = inner, metrics
+        self.needs_texts = inner.needs_texts
+        self.lanes = getattr(inner, "lanes", 1)
+        self.lane_batch = getattr(inner, "lane_batch", None)
+
+    def rerank(self, requests: Sequence[RerankRequest]) -> list[RerankResult]:
+        self.metrics.batches.inc()
+        self.metrics.windows.inc(len(requests))
+        return self.inner.rerank(requests)
+
+
+class RerankService:
+    """One backend and method, serving rerank requests from any number of threads."""
+
+    def __init__(self, reranker: Reranker, limits: Limits, metrics: Metrics | None = None):
+        self.api, self.limits = reranker, limits
+        self.metrics = metrics or Metrics()
+        self.feed = Feed()
+        self.lock = threading.Lock()
+        self.tickets: dict[str, Ticket] = {}
+        self.ratings: dict[str, dict] = {}
+        self.draining = False
+        self.backend = _Counted(reranker.reranker, self.metrics)
+        self.driver = Driver(reranker.strategy, self.backend, None, limits.max_in_flight, self._on_step)
+        self.metrics.watch(self)
+        self.thread = threading.Thread(target=self._serve, daemon=True, name="acurank-serve-driver")
+        self.thread.start()
+
+    # -- admission (the callers' threads) ---------------------------------------------------------
+
+    @property
+    def queued(self) -> int:
+        return len(self.feed.waiting)
+
+    @property
+    def open(self) -> int:
+        return len(self.tickets)
+
+    def submit(self, call: RerankCall) -> Ticket:
+        """Admit a request: its method and documents checked before any call (BadRequest naming the field), or
+        429 when the server holds as many as it may."""
+        if self.draining:
+            raise BadRequest("the server is shutting down", None, 503, {"Retry-After": "5"})
+        strategy = self._method(call)
+        run = strategy.for_run()
+        if run.lockstep:
+            raise BadRequest(f"method {strategy.name!r} advances every query of a run together (a query-set budget "
+                             "or a shared pool) and cannot be served a request at a time", "method")
+        docs = [{"text": t, "title": title} if title else {"text": t} for t, title in zip(call.texts, call.titles)]
+        try:
+            prepared = self.api.prepared(call.query, docs, run, qid=call.id)
+        except (InputError, ParameterError) as exc:
+            raise BadRequest(f"documents: {exc}", "documents") from None
+        ticket = Ticket(call, prepared, run, Future(), time.perf_counter())
+        with self.lock:
+            if len(self.tickets) >= self.limits.max_in_flight + self.limits.max_queued:
+                raise BadRequest(f"the server holds {len(self.tickets)} requests, as many as it takes "
+                                 f"({self.limits.max_in_flight} in flight, {self.limits.max_queued} queued): "
+                                 "try again shortly", None, 429, {"Retry-After": "1"})
+            self.tickets[call.id] = ticket
+        if prepared.task.n == 0:  # pragma: no cover - protocol.parse refuses an empty list
+            raise BadRequest("documents must hold at least one document", "documents")
+        self.feed.admit(Admission(prepared.task, run, prepared.docs, call.id))
+        return ticket
+
+    def _method(self, call: RerankCall) -> Strategy:
+        """The request's method: its name alone, then with its budget, then with k = top_n, each refusal naming
+        the field that caused it (each choice is built once)."""
+        steps = (("method", (call.method, None, None)), ("budget", (call.method, None, call.budget)),
+                 ("top_n", (call.method, call.top_n, call.budget)))
+        for field, (method, top_n, budget) in steps:
+            try:
+                strategy = self.api.method_for(method, top_n, budget)
+            except (InputError, ParameterError) as exc:
+                raise BadRequest(" ".join(str(exc).split()), field) from None
+        return strategy
+
+    def withdraw(self, ticket: Ticket) -> None:
+        """The caller is gone: its windows not yet sent are dropped, its answer will not be waited for."""
+        with self.lock:
+            self.tickets.pop(ticket.call.id, None)
+            self.ratings.pop(ticket.call.id, None)
+        self.feed.withdraw(ticket.call.id)
+        self.metrics.withdrawn.inc()
+
+    def answer(self, ticket: Ticket, outcome: QueryOutcome, ratings: Mapping[str, Any]) -> tuple[list[int], list[float], dict]:
+        """(document indices best first, their 0-1 relevance scores, the request's accounting)."""
+        out = output_of(ticket.prepared, outcome, dict(ratings), ticket.strategy.cutoff, ticket.call.top_n)
+        order = [int(d.id) for d in out.docs]
+        scores = relevance_scores(out, len(ticket.call.texts))
+        tally = outcome.tally
+        usage = {"method": ticket.strategy.name, "calls": tally.calls, "cached_calls": tally.cached_calls,
+                 "input_tokens": tally.input_tokens, "output_tokens": tally.output_tokens,
+                 "rounds": tally.rounds, "seconds": round(outcome.seconds, 4),
+                 "stop": outcome.stop.value if outcome.stop is not None else None,
+                 "k": out.k, "relevance_score": "p_topk" if out.k is not None else "position"}
+        if out.note is not None:
+            usage["note"] = out.note
+        if ticket.call.truncated:
+            usage["truncated_documents"] = ticket.call.truncated
+        self.metrics.calls.inc(tally.calls)
+        self.metrics.cached_calls.inc(tally.cached_calls)
+        self.metrics.tokens.labels("input").inc(tally.input_tokens)
+        self.metrics.tokens.labels("output").inc(tally.output_tokens)
+        return order, scores, usage
+
+    # -- the driver thread ------------------------------------------------------------------------
+
+    def _on_step(self, task: RankingTask, step: Step) -> None:
+        if step.phase is Phase.done and step.snapshot is not None:
+            with self.lock:
+                if task.qid in self.tickets:
+                    self.ratings[task.qid] = {d.docid: d for d in step.snapshot().docs}
+
+    def _serve(self) -> None:
+        """Serve the feed until it is closed and empty; a backend's failure fails the requests in flight and
+        serving starts again for the ones still waiting."""
+        while True:
+            try:
+                for outcome in self.driver.serve(self.feed):
+                    with self.lock:
+                        ticket = self.tickets.pop(outcome.qid, None)
+                        ratings = self.ratings.pop(outcome.qid, {})
+                    if ticket is not None and not ticket.future.done():
+                        ticket.future.set_result((outcome, ratings))
+                return
+            except BaseException as exc:  # noqa: BLE001 - a backend's failure belongs to the requests it held
+                message = " ".join(str(exc).split()) or type(exc).__name__
+                waiting = {a.key for a in list(self.feed.waiting)}
+                with self.lock:
+                    failed = [t for key, t in self.tickets.items() if key not in waiting]
+                    for t in failed:
+                        self.tickets.pop(t.call.id, None)
+                self.metrics.backend_failures.inc()
+                for t in failed:
+                    if not t.future.done():
+                        t.future.set_exception(BackendFailed(message))
+                if self.feed.exhausted:
+                    return
+
+    def close(self, timeout: float | None = None) -> None:
+        """Take no more requests, let the driver finish what it holds, release the backend and the cache."""
+        self.draining = True
+        self.feed.close()
+        self.thread.join(timeout)
+        self.api.close()

@@ -1,0 +1,376 @@
+"""acurank serve: real servers on 127.0.0.1 (the CLI in a subprocess), real clients (the cohere SDK, LangChain's
+and LlamaIndex's CohereRerank), real backends (minilm; openai: against a loopback chat server with latency).
+
+The clients' order must equal the Python API's on the same documents; every bad request is a 4xx JSON error
+naming its field; a full server answers 429 with Retry-After; a client that leaves frees its windows; SIGTERM
+drains the requests in flight and exits 0; no traceback is ever printed."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import ENV, SAMPLE, chat_server
+
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+pytest.importorskip("prometheus_client")
+
+DL19 = SAMPLE / "dl19"
+KEY = "test-key-0123456789"
+
+
+def dl19_queries(count: int, depth: int = 30) -> list[tuple[str, list[str]]]:
+    """The first ``count`` DL19 queries with their BM25 top ``depth`` passages' texts, in BM25 order."""
+    topics = dict(line.rstrip("\n").split("\t", 1) for line in (DL19 / "topics.tsv").read_text().splitlines() if line)
+    run: dict[str, list[str]] = {}
+    for line in (DL19 / "bm25.run").read_text().splitlines():
+        qid, _, docid, rank, _score, _tag = line.split()
+        run.setdefault(qid, []).append(docid)
+    passages = {}
+    with gzip.open(DL19 / "passages.jsonl.gz", "rt") as fh:
+        for line in fh:
+            record = json.loads(line)
+            passages[str(record.get("_id", record.get("id")))] = record.get("text", record.get("contents"))
+    out = []
+    for qid in list(run)[:count]:
+        out.append((topics[qid], [passages[d] for d in run[qid][:depth]]))
+    return out
+
+
+class Server:
+    """``acurank serve`` in a subprocess on 127.0.0.1 and a free port; its stderr kept."""
+
+    def __init__(self, *flags: str):
+        self.proc = subprocess.Popen([sys.executable, "-m", "acurank_cli", "serve", "--port", "0", *flags],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        deadline = time.monotonic() + 180
+        self.url = None
+        while time.monotonic() < deadline and self.url is None:
+            for line in list(self.lines):
+                found = re.search(r"on (http://127\.0\.0\.1:\d+)", line)
+                if found:
+                    self.url = found.group(1)
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        if self.url is None:
+            self.stop()
+            raise AssertionError(f"the server did not start: {''.join(self.lines)[-2000:]}")
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            self.lines.append(line)
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self.lines)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        code = self.proc.wait(timeout)
+        self.reader.join(10)
+        return code
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    server = Server("--reranker", "minilm", "--no-cache", "--api-key", KEY)
+    try:
+        yield server
+    finally:
+        code = server.stop()
+        assert code == 0, server.stderr
+        assert "Traceback" not in server.stderr, server.stderr
+
+
+@pytest.fixture(scope="module")
+def local():
+    from acurank_cli.api import Reranker
+
+    with Reranker("minilm", method="acurank", cache=None) as rr:
+        yield rr
+
+
+def test_the_cohere_sdk_v2_and_v1_get_the_python_apis_order(minilm, local):
+    import cohere
+
+    v2 = cohere.ClientV2(api_key=KEY, base_url=minilm.url)
+    v1 = cohere.Client(api_key=KEY, base_url=minilm.url)
+    for query, texts in dl19_queries(3):
+        expected = local.rerank(query, texts, top_k=5)
+        got = v2.rerank(model="acurank", query=query, documents=texts, top_n=5)
+        assert [r.index for r in got.results] == [int(d.id) for d in expected.docs]
+        assert [r.relevance_score for r in got.results] == pytest.approx([d.p_topk for d in expected.docs])
+        assert got.meta.billed_units.search_units == 1
+        extra = got.meta.model_extra or {}
+        assert extra["acurank"]["calls"] == expected.calls and extra["acurank"]["method"] == "acurank"
+        old = v1.rerank(model="acurank", query=query, documents=texts, top_n=5, return_documents=True)
+        assert [r.index for r in old.results] == [int(d.id) for d in expected.docs]
+        assert [r.document.text for r in old.results] == [texts[int(d.id)] for d in expected.docs]
+
+
+def test_langchain_and_llamaindex_cohere_rerankers_get_the_python_apis_order(minilm, local):
+    pytest.importorskip("langchain_cohere")
+    pytest.importorskip("llama_index.postprocessor.cohere_rerank")
+    from langchain_cohere import CohereRerank as LangChainRerank
+    from langchain_core.documents import Document
+    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+    from llama_index.postprocessor.cohere_rerank import CohereRerank as LlamaRerank
+
+    chain = LangChainRerank(cohere_api_key=KEY, base_url=minilm.url, model="acurank", top_n=3)
+    llama = LlamaRerank(api_key=KEY, base_url=minilm.url, model="acurank", top_n=4)
+    for query, texts in dl19_queries(2, depth=25):
+        kept = chain.compress_documents([Document(page_content=t) for t in texts], query)
+        expected = local.rerank(query, texts, top_k=3)
+        assert [d.page_content for d in kept] == [d.text for d in expected.docs]
+        assert [d.metadata["relevance_score"] for d in kept] == pytest.approx([d.p_topk for d in expected.docs])
+        nodes = [NodeWithScore(node=TextNode(text=t, id_=f"n{i}")) for i, t in enumerate(texts)]
+        out = llama.postprocess_nodes(nodes, QueryBundle(query))
+        expected = local.rerank(query, texts, top_k=4)
+        assert [n.node.id_ for n in out] == [f"n{d.id}" for d in expected.docs]
+
+
+def test_a_request_can_name_another_method_and_its_budget(minilm, local):
+    from acurank_cli.api import Reranker
+
+    query, texts = dl19_queries(1)[0]
+    reply = httpx.post(f"{minilm.url}/v2/rerank", headers={"Authorization": f"Bearer {KEY}"}, timeout=120,
+                       json={"query": query, "documents": texts, "method": "sw-1"}).json()
+    with Reranker("minilm", method="sw-1", cache=None) as rr:
+        expected = rr.rerank(query, texts)
+    assert [r["index"] for r in reply["results"]] == [int(d.id) for d in expected.docs]
+    assert reply["meta"]["acurank"]["method"] == "sw-1" and reply["meta"]["acurank"]["relevance_score"] == "position"
+    reply = httpx.post(f"{minilm.url}/v1/rerank", headers={"Authorization": f"Bearer {KEY}"}, timeout=120,
+                       json={"query": query, "documents": texts, "budget": 2}).json()
+    # the budget caps AcuRank's adaptive groups: the first pass over 30 documents (2 windows of 20) plus 2
+    assert reply["meta"]["acurank"]["calls"] == 2 + 2 and reply["meta"]["acurank"]["stop"] == "budget"
+    assert reply["usage"]["total_tokens"] == reply["meta"]["tokens"]["input_tokens"]  # Jina's field, on v1
+
+
+BAD = [  # (body, the field the error must name)
+    (b"", "body"),
+    (b"{not json", "body"),
+    (b"[1, 2]", "body"),
+    (b'"a string"', "body"),
+    (b"null", "body"),
+    (b'{"documents": ["a"]}', "query"),
+    (b'{"query": "q"}', "documents"),
+    (b'{"query": 3, "documents": ["a"]}', "query"),
+    (b'{"query": "   ", "documents": ["a"]}', "query"),
+    (b'{"query": "q", "documents": []}', "documents"),
+    (b'{"query": "q", "documents": "a"}', "documents"),
+    (b'{"query": "q", "documents": [1]}', "documents[0]"),
+    (b'{"query": "q", "documents": ["a", null]}', "documents[1]"),
+    (b'{"query": "q", "documents": ["a", {"title": "t"}]}', "documents[1].text"),
+    (b'{"query": "q", "documents": [{"text": 5}]}', "documents[0].text"),
+    (b'{"query": "q", "documents": ["a", "  "]}', "documents[1]"),
+    (b'{"query": "q", "documents": ["a"], "top_n": 0}', "top_n"),
+    (b'{"query": "q", "documents": ["a"], "top_n": "3"}', "top_n"),
+    (b'{"query": "q", "documents": ["a"], "top_n": 2.5}', "top_n"),
+    (b'{"query": "q", "documents": ["a"], "top_n": true}', "top_n"),
+    (b'{"query": "q", "documents": ["a"], "return_documents": "yes"}', "return_documents"),
+    (b'{"query": "q", "documents": ["a"], "max_tokens_per_doc": -1}', "max_tokens_per_doc"),
+    (b'{"query": "q", "documents": ["a"], "topn": 3}', "topn"),
+    (b'{"query": "q", "documents": ["a", "b"], "method": "acurank-x"}', "method"),
+    (b'{"query": "q", "documents": ["a", "b"], "method": 7}', "method"),
+    (b'{"query": "q", "documents": ["a", "b"], "budget": -1}', "budget"),
+    (b'{"query": "q", "documents": ["a", "b"], "method": "sw-1", "budget": 3}', "budget"),
+    (b'{"query": "q", "documents": [{"a": 1}], "rank_fields": ["b"]}', "documents[0].b"),
+    (b'{"query": "q", "documents": ["a"], "rank_fields": "a"}', "rank_fields"),
+    (b'{"query": "q", "documents": ["' + b"w " * 10 + b'"], "extra": {"x": 1}}', "extra"),
+]
+
+
+def test_every_bad_request_is_a_4xx_naming_its_field(minilm):
+    assert len(BAD) >= 25
+    headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
+    with httpx.Client(timeout=60) as client:
+        for endpoint in ("/v1/rerank", "/v2/rerank"):
+            for body, field in BAD:
+                reply = client.post(minilm.url + endpoint, content=body, headers=headers)
+                assert 400 <= reply.status_code < 500, (body, reply.status_code, reply.text)
+                error = reply.json()
+                assert error["field"] == field, (body, error)
+                assert error["message"] and "\n" not in error["message"], (body, error)
+        # too many documents and too many bytes: 413, named
+        reply = client.post(minilm.url + "/v2/rerank", headers=headers,
+                            json={"query": "q", "documents": ["a"] * 1001})
+        assert reply.status_code == 413 and reply.json()["field"] == "documents"
+        reply = client.post(minilm.url + "/v2/rerank", headers=headers,
+                            json={"query": "q", "documents": ["a" * (9 * 1024 * 1024)]})
+        assert reply.status_code == 413 and reply.json()["field"] == "body"
+        # no key, a wrong key: 401 naming the header; /health needs none
+        assert client.post(minilm.url + "/v2/rerank", json={"query": "q", "documents": ["a"]}).status_code == 401
+        reply = client.post(minilm.url + "/v2/rerank", headers={"Authorization": "Bearer wrong-key-xyz"},
+                            json={"query": "q", "documents": ["a"]})
+        assert reply.status_code == 401 and reply.json()["field"] == "Authorization"
+        assert client.get(minilm.url + "/metrics").status_code == 401
+        assert client.get(minilm.url + "/health").json()["status"] == "ok"
+        # an unknown path and a wrong verb: JSON too
+        assert client.get(minilm.url + "/v3/rerank").json()["field"] == "path"
+        assert client.get(minilm.url + "/v2/rerank", headers=headers).status_code == 405
+        models = client.get(minilm.url + "/v1/models", headers=headers).json()
+        assert models["data"][0]["id"] == "minilm"
+        metrics = client.get(minilm.url + "/metrics", headers=headers).text
+        assert 'acurank_requests_total{endpoint="/v2/rerank",status="400"}' in metrics
+    assert "Traceback" not in minilm.stderr
+
+
+def _metric(text: str, name: str) -> float:
+    found = re.search(rf"^{name} ([0-9.e+]+)$", text, flags=re.MULTILINE)
+    return float(found.group(1)) if found else 0.0
+
+
+def test_a_full_server_says_429_and_a_client_that_leaves_frees_its_windows():
+    httpd, state, lock = chat_server(0.4)
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    server = Server("--reranker", "openai:fake", "--base-url", url, "--concurrency", "2", "--no-cache",
+                    "--method", "sw-1", "--max-in-flight", "1", "--max-queued", "1")
+    query, texts = dl19_queries(1, depth=100)[0]  # sw-1 on 100 documents: 9 windows, one after another (~3.6 s)
+    body = {"query": query, "documents": texts}
+    try:
+        replies: list = []
+
+        def ask():
+            replies.append(httpx.post(server.url + "/v2/rerank", json=body, timeout=120))
+
+        first = threading.Thread(target=ask)
+        first.start()
+        deadline = time.monotonic() + 30
+        while state["requests"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        second = threading.Thread(target=ask)
+        second.start()
+        time.sleep(0.5)
+        full = httpx.post(server.url + "/v2/rerank", json=body, timeout=30)
+        assert full.status_code == 429 and full.headers["retry-after"] == "1", full.text
+        assert "in flight" in full.json()["message"]
+        first.join(60)
+        second.join(60)
+        assert [r.status_code for r in replies] == [200, 200]
+        assert replies[0].json()["results"] == replies[1].json()["results"]
+        # a client that gives up after its first window: the rest of its windows are never sent
+        before = state["requests"]
+        with pytest.raises(httpx.TimeoutException):
+            httpx.post(server.url + "/v2/rerank", json=body, timeout=0.6)
+        time.sleep(2.5)
+        metrics = httpx.get(server.url + "/metrics", timeout=10).text
+        assert _metric(metrics, "acurank_requests_withdrawn_total") == 1
+        assert state["requests"] - before <= 3, state["requests"] - before  # of its 9 windows
+        assert httpx.get(server.url + "/health", timeout=10).json()["in_flight"] == 0
+    finally:
+        code = server.stop()
+        httpd.shutdown()
+    assert code == 0 and "Traceback" not in server.stderr, server.stderr
+
+
+def test_sigterm_drains_the_requests_in_flight_then_exits_0():
+    httpd, state, lock = chat_server(0.3)
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    server = Server("--reranker", "openai:fake", "--base-url", url, "--concurrency", "4", "--no-cache",
+                    "--method", "sw-1")
+    replies: list = []
+    try:
+        threads = [threading.Thread(target=lambda q=q, t=t: replies.append(
+            httpx.post(server.url + "/v1/rerank", json={"query": q, "documents": t}, timeout=120)))
+            for q, t in dl19_queries(3, depth=60)]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 30
+        while state["requests"] < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        server.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        with pytest.raises(httpx.TransportError):  # no new request is taken
+            httpx.post(server.url + "/v1/rerank", json={"query": "q", "documents": ["a", "b"]}, timeout=5)
+        for thread in threads:
+            thread.join(120)
+        code = server.proc.wait(60)
+    finally:
+        server.stop()
+        httpd.shutdown()
+    assert [r.status_code for r in replies] == [200, 200, 200]
+    assert all(len(r.json()["results"]) == 60 for r in replies)
+    assert state["requests"] == 3 * 5  # sw-1 on 60 documents: 5 windows each, every one answered once
+    assert code == 0, server.stderr
+    assert "stopped on SIGTERM" in server.stderr and "Traceback" not in server.stderr
+
+
+def test_what_cannot_start_is_one_line(minilm):
+    port = minilm.url.rsplit(":", 1)[1]
+    ran = subprocess.run([sys.executable, "-m", "acurank_cli", "serve", "--port", port, "--reranker", "minilm"],
+                         capture_output=True, text=True, env=ENV, timeout=120)
+    assert ran.returncode == 2 and f"--port {port}: cannot listen" in ran.stderr and "Traceback" not in ran.stderr
+    for flags, said in ((["--method", "nope"], "unknown method 'nope'"),
+                        (["--api-key", "short"], "at least 8 characters"),
+                        (["--method", "acurank", "--budget-total", "5"], "cannot be served"),
+                        (["--max-in-flight", "0"], "--max-in-flight")):
+        ran = subprocess.run([sys.executable, "-m", "acurank_cli", "serve", "--port", "0", *flags],
+                             capture_output=True, text=True, env=ENV, timeout=120)
+        assert ran.returncode == 2 and said in ran.stderr and "Traceback" not in ran.stderr, (flags, ran.stderr)
+
+
+def test_the_serving_pages_client_blocks_run_as_written(minilm, local, tmp_path):
+    """docs/serve.md's cohere, LangChain and LlamaIndex blocks, run against the server: what each prints is the
+    Python API's order of the same documents."""
+    from conftest import run_readme_block
+
+    env = {"ACURANK_URL": minilm.url, "ACURANK_API_KEY": KEY}
+    flea = "how long is the life cycle of a flea"
+    cases = {
+        "serve-cohere": ["Fleas live two to three months; the cycle from egg to adult takes 12 days to a year.",
+                         "The cat sat on the mat.", "A flea's life cycle has four stages: egg, larva, pupa and adult.",
+                         "Dogs need regular flea treatment in summer."],
+        "serve-langchain": ["The cat sat on the mat.", "A flea's life cycle has four stages: egg, larva, pupa and adult.",
+                            "Fleas live two to three months."],
+        "serve-llamaindex": ["The cat sat on the mat.", "A flea's life cycle has four stages.",
+                             "Fleas live two to three months."],
+    }
+    for marker, docs in cases.items():
+        ran = run_readme_block(marker, tmp_path / f"{marker}.py", env)
+        assert ran.returncode == 0, ran.stderr[-2000:]
+        expected = local.rerank(flea, docs, top_k=2).docs
+        lines = ran.stdout.strip().splitlines()
+        assert len(lines) == 2, ran.stdout
+        if marker == "serve-cohere":
+            assert [int(line.split()[0]) for line in lines] == [int(d.id) for d in expected]
+        else:
+            assert [line.split(" ", 1)[1] for line in lines] == [d.text for d in expected]
+        assert [float(line.split()[0 if marker != "serve-cohere" else 1]) for line in lines] == pytest.approx(
+            [round(d.p_topk, 3) for d in expected], abs=1e-3)
+
+
+def test_a_failing_backend_is_a_502_and_serving_goes_on():
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on: the LLM server is down
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    server = Server("--reranker", "openai:fake", "--base-url", f"http://127.0.0.1:{dead}/v1", "--retries", "0",
+                    "--no-cache", "--method", "sw-1")
+    try:
+        for _ in range(2):
+            reply = httpx.post(server.url + "/v2/rerank", json={"query": "q", "documents": ["a", "b", "c"]}, timeout=60)
+            assert reply.status_code == 502, reply.text
+            assert reply.json()["message"].startswith("the reranker failed: ") and "\n" not in reply.json()["message"]
+        assert httpx.get(server.url + "/health", timeout=10).json() == {
+            "status": "ok", "model": "openai:fake", "method": "sw-1", "in_flight": 0, "queued": 0}
+        metrics = httpx.get(server.url + "/metrics", timeout=10).text
+        assert _metric(metrics, "acurank_backend_failures_total") == 2
+    finally:
+        code = server.stop()
+    assert code == 0 and "Traceback" not in server.stderr, server.stderr
