@@ -56,6 +56,11 @@ class Domain:
         return what
 
 
+def flag_of(name: str) -> str:
+    """The one spelling of a keyword as a flag: ``budget_wave`` -> ``--budget-wave``."""
+    return "--" + name.replace("_", "-")
+
+
 def at_least(lo: float, integer: bool = True) -> Domain:
     return Domain(integer, lo)
 
@@ -82,7 +87,7 @@ class ParameterError(InputError):
 
     def cli(self) -> str:
         """The message with the flag (``--k 0: must be an integer >= 1``)."""
-        flag = self.flag or "--" + self.name.replace("_", "-")
+        flag = self.flag or flag_of(self.name)
         return f"{flag} {self.value}: must be {name_options(self.domain, self.options, False)}{self.owner}"
 
 
@@ -103,7 +108,7 @@ class Option:
 
     @property
     def cli_flag(self) -> str:
-        return self.flag or "--" + self.name.replace("_", "-")
+        return self.flag or flag_of(self.name)
 
     def __call__(self, default: Any) -> Any:
         """A dataclass field for this option with a record's ``default``."""

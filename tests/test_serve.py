@@ -374,3 +374,35 @@ def test_a_failing_backend_is_a_502_and_serving_goes_on():
     finally:
         code = server.stop()
     assert code == 0 and "Traceback" not in server.stderr, server.stderr
+
+
+def test_the_call_cache_answers_a_repeated_request_and_a_slow_one_is_504(tmp_path):
+    httpd, state, lock = chat_server(0.0)
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    server = Server("--reranker", "openai:fake", "--base-url", url, "--cache", str(tmp_path / "calls.sqlite"),
+                    "--method", "sw-1")
+    query, texts = dl19_queries(1, depth=40)[0]  # sw-1 on 40 documents: windows 21-40, 11-30, 1-20
+    try:
+        first = httpx.post(server.url + "/v2/rerank", json={"query": query, "documents": texts}, timeout=60).json()
+        paid = state["requests"]
+        again = httpx.post(server.url + "/v2/rerank", json={"query": query, "documents": texts}, timeout=60).json()
+        assert first["meta"]["acurank"]["calls"] == 3 and first["meta"]["acurank"]["cached_calls"] == 0
+        assert again["meta"]["acurank"]["cached_calls"] == 3 and state["requests"] == paid == 3
+        assert again["results"] == first["results"]
+    finally:
+        assert server.stop() == 0, server.stderr
+        httpd.shutdown()
+    httpd, state, lock = chat_server(1.0)
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    server = Server("--reranker", "openai:fake", "--base-url", url, "--no-cache", "--method", "sw-1",
+                    "--request-timeout", "1.5")
+    try:
+        reply = httpx.post(server.url + "/v2/rerank", json={"query": query, "documents": texts}, timeout=60)
+        assert reply.status_code == 504 and "1.5 s" in reply.json()["message"]
+        time.sleep(1.5)
+        assert state["requests"] <= 2  # the third window was never sent
+        assert _metric(httpx.get(server.url + "/metrics", timeout=10).text, "acurank_requests_withdrawn_total") == 1
+    finally:
+        assert server.stop() == 0, server.stderr
+        httpd.shutdown()
+    assert "Traceback" not in server.stderr

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from ..errors import InputError, OptionError
-from ..params import check_domains
+from ..params import check_domains, flag_of
 from ..plugins import PluginModules
 from .baselines import SlidingWindows, TourRank, TrueSkillStatic
 from .blitz import BlitzRank
@@ -72,7 +72,7 @@ class UnusedOption(InputError):
 
     def cli(self) -> str:
         flags = {name: o.decl.cli_flag for name, o in cli_options().items()}
-        return self._text(lambda k: flags.get(k, "--" + k.replace("_", "-")))
+        return self._text(lambda k: flags.get(k, flag_of(k)))
 
 
 def count(name: str, value: str, what: str) -> int:

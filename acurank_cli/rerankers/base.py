@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import InputError
 from ..plugins import PluginModules
-from ..params import check_domains
+from ..params import check_domains, flag_of
 from ..records import RerankRequest, RerankResult
 
 #: Called with (index in the batch, result) as each result is ready.
@@ -176,15 +176,11 @@ class UnknownOption(InputError):
                 f"(its options: {', '.join(shown(f) for f in self.known) or 'none'})")
 
     def cli(self) -> str:
-        return self._text(_flag_name, _flag)
-
-
-def _flag_name(name: str) -> str:
-    return "--" + name.replace("_", "-")
+        return self._text(flag_of, _flag)
 
 
 def _flag(f: Any) -> str:
-    return f.metadata.get("flag") or _flag_name(f.name)
+    return f.metadata.get("flag") or flag_of(f.name)
 
 
 REGISTRY: dict[str, BackendSpec] = {}
@@ -342,6 +338,6 @@ def cli_options() -> dict[str, CliOption]:
             elif seen.field.metadata is f.metadata or seen.field.metadata == f.metadata:
                 out[f.name] = CliOption(seen.field, seen.kind, (*seen.backends, spec.prefix))
             else:
-                raise InputError(f"reranker {spec.prefix!r} declares --{f.name.replace('_', '-')} differently from "
+                raise InputError(f"reranker {spec.prefix!r} declares {flag_of(f.name)} differently from "
                                  f"{', '.join(seen.backends)}: share one declaration (acurank_cli/rerankers/options.py)")
     return out
