@@ -158,3 +158,25 @@ def test_a_two_node_cluster_uses_both_nodes():
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+def test_the_pyterrier_transformer_runs_on_the_cluster_too(cluster):
+    pt = pytest.importorskip("pyterrier")
+    pd = pytest.importorskip("pandas")
+    from acurank_cli.integrations.pyterrier import AcuRankReranker
+
+    run = pd.read_csv(DL19 / "bm25.run", sep=r"\s+", header=None, dtype={0: str, 2: str},
+                      names=["qid", "Q0", "docno", "rank", "score", "tag"])
+    topics = pd.read_csv(DL19 / "topics.tsv", sep="\t", header=None, names=["qid", "query"], dtype=str, quoting=3)
+    frame = run[run["qid"].isin(["19335", "47923", "87181"])].merge(topics, on="qid")[["qid", "query", "docno", "score"]]
+    sim = {"qrels": str(DL19 / "qrels.txt"), "cache": None}
+    local = AcuRankReranker("simulated", "acurank", **sim).transform(frame)
+    remote = AcuRankReranker("simulated", "acurank", ray=cluster, actors=2, **sim)
+    try:
+        assert type(remote.reranker.backend).__name__ == "RayPool"  # the windows go to the actors
+        got = remote.transform(frame)
+    finally:
+        remote.reranker.close()
+    assert isinstance(remote, pt.Transformer)
+    columns = ["qid", "docno", "rank", "score"]
+    assert got[columns].reset_index(drop=True).equals(local[columns].reset_index(drop=True))
