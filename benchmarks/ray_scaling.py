@@ -8,13 +8,15 @@ DL19 queries (9 windows each) with ``--ray ADDRESS --actors N``; throughput is w
 window sent to the last answered (the actors' start-up left out; the whole wall time is shown too). Prints a table and writes
 benchmarks/results/ray_scaling.json.
 
-    PYTHONPATH=. python benchmarks/ray_scaling.py [--queries 16] [--delay 0.2] [--actors 1 2 4]
+    PYTHONPATH=. python benchmarks/ray_scaling.py [--queries 16] [--delay 0.2] [--actors 1 2 4] [--cache]
+        [--acurank "python -m acurank_cli"] [--name ray_scaling]
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import shlex
 import os
 import re
 import socket
@@ -40,6 +42,9 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=16)
     ap.add_argument("--delay", type=float, default=0.2)
     ap.add_argument("--actors", type=int, nargs="+", default=[1, 2, 4])
+    ap.add_argument("--cache", action="store_true", help="each run with a call cache of its own (else --no-cache)")
+    ap.add_argument("--acurank", default=f"{sys.executable} -m acurank_cli", help="the command to time")
+    ap.add_argument("--name", default="ray_scaling")
     args = ap.parse_args()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -57,9 +62,10 @@ def main() -> None:
                 state.pop("first", None)
                 out = Path(tmp) / f"{n}.run"
                 started = time.perf_counter()
-                done = subprocess.run([sys.executable, "-m", "acurank_cli", "baseline", str(run), "--method", "sw-1",
+                cache = ["--cache", str(Path(tmp) / f"{n}.sqlite")] if args.cache else ["--no-cache"]
+                done = subprocess.run([*shlex.split(args.acurank), "baseline", str(run), "--method", "sw-1",
                                        "--reranker", "openai:bench", "--base-url", url, "--concurrency", "1",
-                                       "--no-cache", "--quiet", "--ray", f"127.0.0.1:{port}", "--actors", str(n),
+                                       *cache, "--quiet", "--ray", f"127.0.0.1:{port}", "--actors", str(n),
                                        "-o", str(out)], capture_output=True, text=True, env=ENV, timeout=1800)
                 wall = time.perf_counter() - started
                 if done.returncode != 0:
@@ -76,7 +82,8 @@ def main() -> None:
     for r in rows:
         r["speedup"] = round(r["windows_per_s"] / base, 2)
     print(table(rows, ["actors", "windows", "wall_s", "serving_s", "windows_per_s", "speedup", "run_sha256"]))
-    save("ray_scaling", {"queries": args.queries, "delay": args.delay, "rows": rows})
+    save(args.name, {"queries": args.queries, "delay": args.delay, "cache": args.cache, "command": args.acurank,
+                     "rows": rows})
 
 
 if __name__ == "__main__":

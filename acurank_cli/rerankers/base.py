@@ -65,6 +65,10 @@ class RerankerBase:
         return json.dumps([request.query, [[d.title, d.text] for d in request.docs]], ensure_ascii=False,
                           separators=(",", ":"))
 
+    def prompt_keys(self, requests: Sequence[RerankRequest]) -> list[str]:
+        """:meth:`prompt_key` of every request (a backend elsewhere answers them in one round trip)."""
+        return [self.prompt_key(r) for r in requests]
+
     def fingerprint(self) -> dict[str, Any]:
         """What a run records about the reranker (resume continues only when it matches)."""
         return self.cache_identity() or {"backend": self.name}

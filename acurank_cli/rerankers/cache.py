@@ -103,14 +103,17 @@ class CachedReranker(RerankerBase):
 
     def key(self, request: RerankRequest) -> str:
         """sha256 over the backend identity and the exact prompt."""
+        return self._digest(self.inner.prompt_key(request))
+
+    def _digest(self, prompt: str) -> str:
         h = hashlib.sha256(self.identity.encode("utf-8"))
         h.update(b"\x00")
-        h.update(self.inner.prompt_key(request).encode("utf-8"))
+        h.update(prompt.encode("utf-8"))
         return h.hexdigest()
 
     def rerank(self, requests: Sequence[RerankRequest], on_result: ResultSink | None = None) -> list[RerankResult]:
         """Serve hits from the cache, send the misses to the backend in one batch, commit each answer."""
-        keys = [self.key(r) for r in requests]
+        keys = [self._digest(prompt) for prompt in self.inner.prompt_keys(requests)]
         results: list[RerankResult | None] = [None] * len(requests)
         missing: list[int] = []
         with self._lock:

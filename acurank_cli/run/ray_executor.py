@@ -143,8 +143,8 @@ def _actor_class(ray):
                     "node": ray.get_runtime_context().get_node_id(),
                     "lanes": int(getattr(b, "lanes", 1)), "lane_batch": getattr(b, "lane_batch", None)}
 
-        def prompt_key(self, request: RerankRequest) -> str:
-            return self.backend.prompt_key(request)
+        def prompt_keys(self, requests: Sequence[RerankRequest]) -> list[str]:
+            return self.backend.prompt_keys(requests)
 
         def rerank(self, requests: Sequence[RerankRequest]) -> list[RerankResult]:
             return self.backend.rerank(list(requests))
@@ -215,12 +215,23 @@ class RayPool(RerankerBase):
         return self._parameters
 
     def prompt_key(self, request: RerankRequest) -> str:
+        return self.prompt_keys([request])[0]
+
+    def prompt_keys(self, requests: Sequence[RerankRequest]) -> list[str]:
+        """Every request's prompt key (the call cache's) in one round trip to a free lane of an actor (an engine's
+        tokenizer is never used beside its call), not one round trip a window."""
         ray = _ray()
-        actor = self.free.get()
-        try:
-            return ray.get(actor.prompt_key.remote(request))
-        finally:
-            self.free.put(actor)
+        from ray import exceptions as ray_errors
+
+        for _ in range(ATTEMPTS):
+            actor = self.free.get()
+            try:
+                return ray.get(actor.prompt_keys.remote(list(requests)))
+            except (ray_errors.RayActorError, ray_errors.ActorUnavailableError):
+                continue  # dead or restarting (it takes work again when Ray has it back): ask another
+            finally:
+                self.free.put(actor)
+        raise InputError(f"ray: {ATTEMPTS} actors died while building prompts; the cluster is failing")
 
     def rerank(self, requests: Sequence[RerankRequest], on_result=None) -> list[RerankResult]:
         """The windows on a free actor; where it dies, the same windows on another (Ray restarts the dead one)."""
