@@ -259,3 +259,45 @@ def test_logits_answers_are_the_full_rows_letter_scores(model_dir):
                 expected.append(top + math.log(sum(math.exp(v - top) for v in variants)))
             assert res.scores == pytest.approx(expected, abs=1e-4)
             assert list(res.order) == sorted(range(len(expected)), key=lambda i: (-expected[i], i))
+
+
+def _three_passage_requests():
+    """Six windows of three passages each (one answer length, so one group), of six prompt lengths."""
+    words = "Paris is the capital and most populous city of France the quick brown fox".split()
+    reqs = []
+    for q in range(6):
+        texts = [" ".join(words[: 3 + (q * 5 + j) % len(words)]) * (1 + q) for j in range(3)]
+        ids = tuple(f"d{j}" for j in range(3))
+        reqs.append(RerankRequest(f"q{q}", "what is the capital of France", ids,
+                                  tuple(Doc(d, t) for d, t in zip(ids, texts))))
+    return reqs
+
+
+def test_batches_by_tokens_hold_at_most_the_budget_and_answer_as_one_by_one(model_dir):
+    """--batch-tokens: a batch is cut where its padded size (rows x its longest prompt, the prompts sorted by
+    length) would pass the budget; the answers are those of one window at a time."""
+    reqs = _three_passage_requests()
+    one = build_reranker(f"hf:{model_dir}", **_opts(batch_size=1)).rerank(reqs)
+    probe = build_reranker(f"hf:{model_dir}", **_opts())
+    lengths = sorted(len(probe.builder.counter.ids(probe.prompt(r).text)) for r in reqs)
+    assert len(set(lengths)) == 6
+    budget = 3 * lengths[2]  # the three shortest fit, exactly; a fourth never does
+    rr = build_reranker(f"hf:{model_dir}", **_opts(batch_size=1, batch_tokens=budget))
+    prompts = [rr.prompt(r) for r in reqs]
+    ids = [rr.builder.counter.ids(p.text) for p in prompts]
+    batches = rr._batches(prompts, ids)
+    by_length = sorted(range(6), key=lambda i: len(ids[i]))
+    # by hand: rows x the longest so far <= budget; 3 x lengths[2] == budget: the first three together; then
+    # lengths[3] alone or with lengths[4] (2 x lengths[4] <= budget?), and so on
+    expected, current = [], []
+    for i in by_length:
+        if current and (len(current) + 1) * len(ids[i]) <= budget:
+            current.append(i)
+        else:
+            if current:
+                expected.append(current)
+            current = [i]
+    expected.append(current)
+    assert batches == expected and batches[0] == by_length[:3]
+    many = rr.rerank(reqs)
+    assert [r.raw for r in many] == [r.raw for r in one] and [r.order for r in many] == [r.order for r in one]

@@ -12,9 +12,10 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 from ..errors import InputError
+from ..params import Option, at_least
 from .base import register
 from .options import PromptOptions, TorchOptions, WeightsOptions
 from .checkpoints import dtype_kwarg, dtype_name, one_line, prompt_builder, quiet_loading, resolve_model
@@ -43,6 +44,13 @@ class HFReranker(ListwiseLLM):
             get_format(options.prompt_format)  # fail before loading weights
         self.temperature = float(options.temperature)
         self.batch_size = max(1, int(options.batch_size))
+        #: padded tokens a batch may hold (rows x its longest prompt): on a GPU by default, so a batch is as many
+        #: windows as fill the chip (BENCHMARKS.md 17), and --batch-size applies only with --batch-tokens 0; on a CPU
+        #: none by default (--batch-size windows, as always)
+        chosen = options.batch_tokens if options.batch_tokens is not None else (CUDA_BATCH_TOKENS if on_gpu else 0)
+        self.batch_tokens = int(chosen)
+        if on_gpu:
+            self.batch_queries = CUDA_QUERIES_IN_FLIGHT  # enough windows waiting to make such batches
         self.double_bos = bool(options.double_bos)
 
         try:
@@ -111,13 +119,7 @@ class HFReranker(ListwiseLLM):
         torch = self._torch
         counter: HFTokenCounter = self.builder.counter  # type: ignore[assignment]
         ids = [counter.ids(p.text) for p in prompts]
-        order = sorted(range(len(prompts)), key=lambda i: (prompts[i].answer_tokens, len(ids[i]), i))
-        batches: list[list[int]] = []
-        for i in order:
-            if batches and len(batches[-1]) < self.batch_size and prompts[batches[-1][0]].answer_tokens == prompts[i].answer_tokens:
-                batches[-1].append(i)
-            else:
-                batches.append([i])
+        batches = self._batches(prompts, ids)
         sampling = self.temperature > 0
 
         def tensors(chunk: list[int]):
@@ -153,6 +155,21 @@ class HFReranker(ListwiseLLM):
                 answer = self.tokenizer.decode(generated, skip_special_tokens=True)
                 deliver(i, Reply(answer, len(ids[i]), len(generated), latency))
 
+    def _batches(self, prompts: Sequence[Prompt], ids: list[list[int]]) -> list[list[int]]:
+        """Prompts grouped by answer length, sorted by length (each batch padded to its longest, shortest first),
+        cut at ``batch_size`` windows, or with ``batch_tokens`` where the padded batch would exceed it."""
+        order = sorted(range(len(prompts)), key=lambda i: (prompts[i].answer_tokens, len(ids[i]), i))
+        batches: list[list[int]] = []
+        for i in order:
+            last = batches[-1] if batches else None
+            fits = last is not None and prompts[last[0]].answer_tokens == prompts[i].answer_tokens and (
+                (len(last) + 1) * len(ids[i]) <= self.batch_tokens if self.batch_tokens else len(last) < self.batch_size)
+            if fits:
+                last.append(i)
+            else:
+                batches.append([i])
+        return batches
+
     def _logits(self, prompts: Sequence[Prompt], ids: list[list[int]], batches: list[list[int]], tensors,
                 deliver: Deliver) -> None:
         """One forward pass a batch, the LM head on the last position only, its logits cut to the letters' columns
@@ -175,9 +192,18 @@ class HFReranker(ListwiseLLM):
                 deliver(i, Reply(self.decoding.shown(scores), len(ids[i]), 1, latency, scores=scores))
 
 
+#: on a GPU, by default: padded tokens a batch may hold, and queries in flight (whose windows make the batches)
+CUDA_BATCH_TOKENS = 32768
+CUDA_QUERIES_IN_FLIGHT = 16
+
+
 @dataclass(frozen=True)
 class HFOptions(TorchOptions, PromptOptions, WeightsOptions):
-    """hf:MODEL (every option comes from the shared groups)."""
+    """hf:MODEL (the shared groups, and the batch's size in tokens)."""
+
+    batch_tokens: Optional[int] = Option(help="padded tokens per batch (rows x the longest prompt), instead of "
+                                         "--batch-size windows; 0: --batch-size (default: 32768 on a GPU, 0 on a CPU)",
+                                         domain=at_least(0))(None)
 
 
 @register("hf", takes_arg=True, help="causal LM through transformers: hf:MODEL_DIR or hf:HUB_ID (greedy, batched)",
