@@ -253,22 +253,34 @@ class AnswerDecoding:
         tokens = self.grammar
         grammars = [PermutationGrammar(n) for n in nums]
         states: list[GrammarState | None] = [g.start() for g in grammars]
-        seen = [0] * len(nums)
+        seen = [0]  # tokens generated so far (every row of a batch gets one a step)
 
         class Permutations(LogitsProcessor):
+            """Per step: the batch's new tokens read back in one transfer, each row's grammar advanced on the host,
+            and the allowed tokens of every row unmasked in one indexed write (not a transfer and a write a row)."""
+
             def __call__(self, input_ids, scores):
-                mask = torch.full_like(scores, -math.inf)
-                for row in range(scores.shape[0]):
-                    generated = input_ids[row, prompt_width:].tolist()
-                    for tid in generated[seen[row]:]:  # the tokens chosen since the last step
-                        state = states[row]
-                        states[row] = None if state is None or state.complete else tokens.advance(grammars[row], state, tid)
-                    seen[row] = len(generated)
+                fresh = input_ids[:, prompt_width + seen[0]:].tolist()  # every row's tokens since the last step
+                seen[0] = input_ids.shape[1] - prompt_width
+                rows: list[int] = []
+                cols: list[int] = []
+                free: list[int] = []
+                for row, new in enumerate(fresh):
                     state = states[row]
+                    for tid in new:
+                        state = None if state is None or state.complete else tokens.advance(grammars[row], state, tid)
+                    states[row] = state
                     if state is None:  # finished (its end token written) or padding: leave the row alone
-                        mask[row] = 0.0
+                        free.append(row)
                     else:
-                        mask[row, tokens.allowed(grammars[row], state)] = 0.0
+                        allowed = tokens.allowed(grammars[row], state)
+                        rows.extend([row] * len(allowed))
+                        cols.extend(allowed)
+                mask = torch.full_like(scores, -math.inf)
+                if rows:
+                    mask[torch.tensor(rows, device=scores.device), torch.tensor(cols, device=scores.device)] = 0.0
+                if free:
+                    mask[torch.tensor(free, device=scores.device)] = 0.0
                 return scores + mask
 
         return LogitsProcessorList([Permutations()])
