@@ -42,7 +42,7 @@ from .run import pipeline
 DocLike = Union[str, Mapping[str, Any], Doc]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RankedDoc:
     """One reranked document: its id, text, final rating and where it started."""
 
@@ -69,7 +69,7 @@ class Tokens(NamedTuple):
     output: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RerankOutput:
     """The ranked documents of one query and the honest accounting of what it cost."""
 
@@ -234,7 +234,7 @@ class Reranker:
                                            top_k, min_p_topk)
         for p in prepared:
             if p.task.n == 0:
-                outputs[p.task.qid] = RerankOutput(p.task.qid, p.task.query, (), CallTally(), 0.0, None, strategy.cutoff)
+                outputs[p.task.qid] = RerankOutput(qid=p.task.qid, query=p.task.query, docs=(), tally=CallTally(), seconds=0.0, stop=None, k=strategy.cutoff)
         return [outputs[qid] for qid in qids]
 
     def strategy_for(self, top_k: int | None) -> Strategy:
@@ -327,8 +327,8 @@ def output_of(p: _Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: i
     for rank, r in enumerate(outcome.ranking, start=1):
         doc = p.docs[r.docid]
         rating = ratings.get(r.docid)
-        ranked.append(RankedDoc(r.docid, doc.text, doc.title, rank, r.score, rating and rating.mu, rating and rating.sigma,
-                                first[r.docid][0], first[r.docid][1], p.meta.get(r.docid, {}), probs.get(r.docid)))
+        ranked.append(RankedDoc(id=r.docid, text=doc.text, title=doc.title, rank=rank, score=r.score, mu=rating and rating.mu, sigma=rating and rating.sigma,
+                                first_stage_rank=first[r.docid][0], first_stage_score=first[r.docid][1], metadata=p.meta.get(r.docid, {}), p_topk=probs.get(r.docid)))
     if top_k is not None:
         ranked = ranked[:top_k]
     if min_p_topk is not None:
@@ -337,8 +337,8 @@ def output_of(p: _Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: i
     if probs and k is not None and p.task.n <= k:
         note = (f"{p.task.n} documents for k = {k}: every document is in the top {k} for certain, so every p_topk "
                 "is 1.0 (p_topk separates documents only when there are more than k)")
-    return RerankOutput(outcome.qid, p.task.query, tuple(ranked), outcome.tally, outcome.seconds, outcome.stop,
-                        k if probs else None, note)
+    return RerankOutput(qid=outcome.qid, query=p.task.query, docs=tuple(ranked), tally=outcome.tally, seconds=outcome.seconds, stop=outcome.stop,
+                        k=k if probs else None, note=note)
 
 
 __all__ = ["RankedDoc", "RerankOutput", "Reranker", "Tokens", "as_reranker", "prepare", "relevance_scores"]

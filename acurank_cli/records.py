@@ -148,7 +148,7 @@ class ParseStatus(Label):
     incomplete = "incomplete"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Step:
     """What a strategy asks for next: independent windows plus bookkeeping for stats/progress.
 
@@ -175,7 +175,7 @@ class Step:
     beta: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DocRating:
     """One document's rating at a step: mu, sigma, s_i = P(x_i > t) (None before the first t), rank by mu,
     and on the final ratings p_topk = P(rank <= k) (exact; None at the other steps)."""
@@ -220,7 +220,7 @@ class RerankRequest:
             raise ValueError(f"request for query {self.qid!r}: {len(self.docs)} docs for {len(self.docids)} docids")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RerankResult:
     """A reranker's answer: ``order`` is a permutation of window positions, best first."""
 
@@ -261,7 +261,7 @@ class Ranked:
     score: float | None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class CallTally:
     """Honest accounting of reranker calls: calls, docs sent, cached calls, tokens, parse outcomes."""
 
@@ -280,8 +280,8 @@ class CallTally:
     def record(self, docs: int, result: "RerankResult", seconds: float) -> None:
         """Count one call of ``docs`` documents."""
         served = {result.endpoint: 1} if result.endpoint and not result.cached else {}
-        self.merge(CallTally(1, docs, int(result.cached), result.input_tokens, result.output_tokens,
-                             seconds, {str(result.parse): 1}, 0, served))
+        self.merge(CallTally(calls=1, docs_sent=docs, cached_calls=int(result.cached), input_tokens=result.input_tokens, output_tokens=result.output_tokens,
+                             rerank_seconds=seconds, parse_counts={str(result.parse): 1}, rounds=0, endpoints=served))
 
     def merge(self, other: "CallTally") -> None:
         """Add another tally (a call, or a whole query)."""
@@ -298,7 +298,7 @@ class CallTally:
             self.endpoints[key] = self.endpoints.get(key, 0) + value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class IterationRecord:
     """One step a query's strategy sent (in stats): the driver's step number, the method's own iteration
     counter, the phase, |C| (AcuRank's adaptive steps), the number of windows and their sizes."""
@@ -316,11 +316,12 @@ class IterationRecord:
 
     @classmethod
     def from_json(cls, rec: Mapping[str, Any]) -> "IterationRecord":
-        return cls(int(rec["step"]), int(rec["iteration"]), Phase(rec["phase"]), rec.get("uncertain"),
-                   int(rec["groups"]), tuple(int(x) for x in rec["window_sizes"]))
+        return cls(step=int(rec["step"]), iteration=int(rec["iteration"]), phase=Phase(rec["phase"]),
+                   uncertain=rec.get("uncertain"), groups=int(rec["groups"]),
+                   window_sizes=tuple(int(x) for x in rec["window_sizes"]))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class QueryOutcome:
     """The result of reranking one query: final ranking plus the honest accounting."""
 
@@ -346,7 +347,7 @@ class RunAbout:
     parameters: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StatsRecord:
     """One line of a run's per-query stats JSONL (the ``rerank`` -> ``eval``/``report`` contract): the
     call accounting of one query, its steps, why it stopped, its wall time, and what made the run (the
@@ -447,7 +448,7 @@ class StatsRecord:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TraceRecord:
     """One line of a ``--trace`` JSONL: a query's ratings at one step (every document's mu, sigma, s_i and
     rank by mu, and the threshold t)."""
@@ -467,7 +468,7 @@ class TraceRecord:
     @classmethod
     def of(cls, qid: str, method: str, step: Step) -> "TraceRecord":
         snap = step.snapshot()
-        return cls(qid, method, step.iteration, step.phase, snap.t, snap.docs)
+        return cls(qid=qid, method=method, iteration=step.iteration, phase=step.phase, t=snap.t, docs=snap.docs)
 
     def to_json(self) -> dict[str, Any]:
         return {"qid": self.qid, "method": self.method, "iteration": self.iteration, "phase": self.phase.value,
@@ -475,12 +476,12 @@ class TraceRecord:
 
     @classmethod
     def from_json(cls, rec: Mapping[str, Any]) -> "TraceRecord":
-        docs = tuple(DocRating(str(d["docid"]), float(d["mu"]), float(d["sigma"]),
-                               None if d.get("s") is None else float(d["s"]), int(d["rank"]),
-                               None if d.get("p_topk") is None else float(d["p_topk"])) for d in rec["docs"])
+        docs = tuple(DocRating(docid=str(d["docid"]), mu=float(d["mu"]), sigma=float(d["sigma"]),
+                               s=None if d.get("s") is None else float(d["s"]), rank=int(d["rank"]),
+                               p_topk=None if d.get("p_topk") is None else float(d["p_topk"])) for d in rec["docs"])
         t = rec.get("t")
-        return cls(str(rec["qid"]), str(rec.get("method", "")), int(rec["iteration"]), Phase(rec["phase"]),
-                   None if t is None else float(t), docs)
+        return cls(qid=str(rec["qid"]), method=str(rec.get("method", "")), iteration=int(rec["iteration"]),
+                   phase=Phase(rec["phase"]), t=None if t is None else float(t), docs=docs)
 
 
 # -- run-file scores ---------------------------------------------------------------------------------

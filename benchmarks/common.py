@@ -56,7 +56,7 @@ class InstantReranker(RerankerBase):
     needs_texts = False
 
     def rerank_batch(self, requests):
-        return [RerankResult(tuple(range(len(r.docids)))) for r in requests]
+        return [RerankResult(order=tuple(range(len(r.docids)))) for r in requests]
 
 
 class Timers:

@@ -137,7 +137,7 @@ PLUGIN = textwrap.dedent('''
         def __init__(self, options):
             self.name, self.reverse = "shortest", options.longest_first
         def rerank_batch(self, requests):
-            return [RerankResult(tuple(sorted(range(len(r.docs)), key=lambda i: len(r.docs[i].text),
+            return [RerankResult(order=tuple(sorted(range(len(r.docs)), key=lambda i: len(r.docs[i].text),
                                               reverse=self.reverse))) for r in requests]
 
     @register("shortest", takes_arg=False, help="rank by length", options=ShortestOptions)

@@ -15,7 +15,7 @@ from conftest import acurank, small_run
 def outcome(qid: str, tokens_in: int, tokens_out: int, sizes: tuple[int, ...]) -> QueryOutcome:
     tally = CallTally(calls=sum(1 for n in sizes if n >= 2), docs_sent=sum(n for n in sizes if n >= 2),
                       input_tokens=tokens_in, output_tokens=tokens_out)
-    return QueryOutcome(qid, "m", (), tally, (IterationRecord(1, 0, Phase.initial, None, len(sizes), sizes),))
+    return QueryOutcome(qid=qid, method="m", ranking=(), tally=tally, iterations=(IterationRecord(step=1, iteration=0, phase=Phase.initial, uncertain=None, groups=len(sizes), window_sizes=sizes),))
 
 
 def test_flops_are_two_times_parameters_times_tokens_and_absent_without_a_count():

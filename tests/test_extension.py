@@ -31,7 +31,7 @@ TOY_METHOD = textwrap.dedent('''
 
         def plan(self, task):
             windows = tuple(tuple(w) for w in chunks([c.docid for c in task.candidates], self.m))
-            perms = yield Step(windows, Phase.pass_, 1)
+            perms = yield Step(windows=windows, phase=Phase.pass_, iteration=1)
             return tuple(Ranked(d, None) for w, p in zip(windows, perms) for d in apply(w, p))
 
 
@@ -47,7 +47,7 @@ TOY_BACKEND = textwrap.dedent('''
         name = "reverse"
 
         def rerank_batch(self, requests):
-            return [RerankResult(tuple(reversed(range(len(r.docids))))) for r in requests]
+            return [RerankResult(order=tuple(reversed(range(len(r.docids))))) for r in requests]
 ''')
 
 

@@ -23,7 +23,7 @@ class BatchRecorder(RerankerBase):
 
     def rerank_batch(self, requests):
         self.batches.append({r.qid for r in requests})
-        return [RerankResult(tuple(reversed(range(len(r.docids))))) for r in requests]
+        return [RerankResult(order=tuple(reversed(range(len(r.docids))))) for r in requests]
 
 
 def _tasks(sizes):

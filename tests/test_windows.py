@@ -34,7 +34,7 @@ class Scripted(RerankerBase):
 
     def rerank_batch(self, requests):
         self.windows += [r.docids for r in requests]
-        return [RerankResult(tuple(reversed(range(len(r.docids)))) if self.reverse else tuple(range(len(r.docids))))
+        return [RerankResult(order=tuple(reversed(range(len(r.docids)))) if self.reverse else tuple(range(len(r.docids))))
                 for r in requests]
 
 

@@ -59,8 +59,8 @@ class Ratings:
             top = top_k_probabilities(mu, sigma, k) if final else None
             ranked = sort_by(list(range(len(docids))), mu)
             return RatingsSnapshot(seen.t, tuple(
-                DocRating(docids[i], float(mu[i]), float(sigma[i]), float(seen.prob[i]), r,
-                          None if top is None else float(top[i]))
+                DocRating(docid=docids[i], mu=float(mu[i]), sigma=float(sigma[i]), s=float(seen.prob[i]), rank=r,
+                          p_topk=None if top is None else float(top[i]))
                 for r, i in enumerate(ranked, 1)))
 
         return build
@@ -158,7 +158,7 @@ class AcuRank(Strategy):
                     break
                 topk = new_topk
         ranked = sort_by(order, r.mu)
-        yield Step((), Phase.done, iteration, None, stop, snapshot=r.snapshot(p.k, p.eps, p.uncertainty, final=True))
+        yield Step(windows=(), phase=Phase.done, iteration=iteration, uncertain=None, stop=stop, snapshot=r.snapshot(p.k, p.eps, p.uncertainty, final=True))
         return tuple(Ranked(r.docids[i], float(r.mu[i])) for i in ranked)
 
     def _initial_pass(self, r: Ratings) -> Generator[Step, object, list[int]]:
@@ -206,7 +206,7 @@ class AcuRank(Strategy):
     def _rerank(self, r: Ratings, groups, phase: Phase, iteration: int, uncertain: int | None, snap=None,
                 value: float | None = None):
         """Send the groups as one step; update the ratings from the returned orders (None: not granted)."""
-        perms = yield Step(tuple(tuple(r.docids[i] for i in g) for g in groups), phase, iteration, uncertain,
+        perms = yield Step(windows=tuple(tuple(r.docids[i] for i in g) for g in groups), phase=phase, iteration=iteration, uncertain=uncertain,
                            value=value, snapshot=snap)
         if perms is not None:
             update_groups(self._update, r.mu, r.sigma, groups, perms, self.params.outcome)

@@ -47,7 +47,7 @@ class SlidingWindows(Strategy):
         for p in range(self.passes):
             for j, start in enumerate(self.starts(len(ranking))):
                 window = tuple(ranking[start : start + self.m])
-                (perm,) = yield Step((window,), Phase.pass_, p + 1)
+                (perm,) = yield Step(windows=(window,), phase=Phase.pass_, iteration=p + 1)
                 ranking[start : start + len(window)] = apply(window, perm)
         return tuple(Ranked(d, None) for d in ranking)
 
@@ -95,7 +95,7 @@ class TourRank(Strategy):
                 for g in groups:
                     rng.shuffle(g)
                 perms = yield Step(
-                    tuple(tuple(docids[i] for i in g) for g in groups), Phase(f"stage{stage}"), tour + 1
+                    windows=tuple(tuple(docids[i] for i in g) for g in groups), phase=Phase(f"stage{stage}"), iteration=tour + 1
                 )
                 for g, perm in zip(groups, perms):
                     for i in apply(g, perm)[:promote]:
@@ -134,7 +134,7 @@ class TrueSkillStatic(Strategy):
         for j, c in enumerate(self.stages, 1):
             top = order[: self.m * c]
             groups = chunks(top, self.m)
-            perms = yield Step(tuple(tuple(docids[i] for i in g) for g in groups), Phase.stage, j)
+            perms = yield Step(windows=tuple(tuple(docids[i] for i in g) for g in groups), phase=Phase.stage, iteration=j)
             update_groups(update, mu, sigma, groups, perms)
             order = sort_by(order, mu)
         return tuple(Ranked(docids[i], float(mu[i])) for i in order)

@@ -61,7 +61,7 @@ class BlitzRank(Strategy):
         rounds = 0
         while True:
             rounds += 1
-            (perm,) = yield Step((tuple(docids[i] for i in window),), Phase.round, rounds)
+            (perm,) = yield Step(windows=(tuple(docids[i] for i in window),), phase=Phase.round, iteration=rounds)
             graph.add_order([window[j] for j in perm])
             view = graph.view()
             if view.certified(k):
@@ -75,5 +75,5 @@ class BlitzRank(Strategy):
                 stop = StopReason.round_cap
                 break
             window = following
-        yield Step((), Phase.done, rounds, None, stop)
+        yield Step(windows=(), phase=Phase.done, iteration=rounds, uncertain=None, stop=stop)
         return tuple(Ranked(docids[i], None) for i in view.order)

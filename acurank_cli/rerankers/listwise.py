@@ -22,7 +22,7 @@ from .parsing import parse_ranking
 from .prompts import Prompt, PromptBuilder
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Reply:
     """One generated answer with its accounting."""
 
@@ -101,8 +101,8 @@ class ListwiseLLM(RerankerBase):
             else:
                 parsed = parse_ranking(reply.answer, len(req.docids))
                 order, status = parsed.order, parsed.status
-            result = RerankResult(order, reply.input_tokens, reply.output_tokens, reply.latency, status, False,
-                                  reply.answer, self.name, reply.served_by, reply.scores)
+            result = RerankResult(order=order, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens, latency=reply.latency, parse=status, cached=False,
+                                  raw=reply.answer, backend=self.name, endpoint=reply.served_by, scores=reply.scores)
             results[i] = result
             if self.prompt_log is not None:
                 self._log(req, prompts[i], result)

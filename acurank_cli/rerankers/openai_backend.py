@@ -250,12 +250,12 @@ class OpenAIReranker(ListwiseLLM):
             scores = scores_from_top_logprobs(first_token_alternatives(data), prompt.num)
             content = AnswerDecoding.shown(scores)
         return Reply(
-            content,
-            int(n_in) if isinstance(n_in, int) else prompt.tokens,
-            int(n_out) if isinstance(n_out, int) else self.counter.count(content),
-            time.perf_counter() - started,
-            served_by,
-            scores,
+            answer=content,
+            input_tokens=int(n_in) if isinstance(n_in, int) else prompt.tokens,
+            output_tokens=int(n_out) if isinstance(n_out, int) else self.counter.count(content),
+            latency=time.perf_counter() - started,
+            served_by=served_by,
+            scores=scores,
         )
 
 

@@ -315,7 +315,7 @@ def default_format(tokenizer: Any) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Prompt:
     """One window's prompt: messages, the model text (counted; sent by local models), sizing."""
 
@@ -390,7 +390,7 @@ class PromptBuilder:
             if tokens <= budget:
                 cap = int(max_length)
                 clipped = any(passage_words(d) > cap for d in docs)
-                return Prompt(messages, text, tokens, cap, out, clipped, num)
+                return Prompt(messages=messages, text=text, tokens=tokens, max_length=cap, answer_tokens=out, clipped=clipped, num=num)
             if int(max_length) <= 0:
                 raise OptionError(
                     f"query {OptionError.literal(repr(query[:60]))}: a window of {num} passages does not fit {{context_size}} "

@@ -107,11 +107,11 @@ class SimulatedReranker(RerankerBase):
                                       self.persistent, self.position)
             order = tuple(sorted(range(len(scores)), key=lambda i: (-scores[i], i)))
             if self.builder is None:
-                results.append(RerankResult(order, scores=tuple(scores)))
+                results.append(RerankResult(order=order, scores=tuple(scores)))
                 continue
             answer = " > ".join(f"[{i + 1}]" for i in order)
-            results.append(RerankResult(order, self.builder.build(r.query, r.docs).tokens,
-                                        self.builder.counter.count(answer), scores=tuple(scores)))
+            results.append(RerankResult(order=order, input_tokens=self.builder.build(r.query, r.docs).tokens,
+                                        output_tokens=self.builder.counter.count(answer), scores=tuple(scores)))
         return results
 
 

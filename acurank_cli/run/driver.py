@@ -106,8 +106,8 @@ class Driver:
             act.beta = step.beta
         sent = tuple(len(w) for w in step.windows if len(w) >= 2)  # a window of one is never sent: no group, no call
         if sent:
-            act.iterations.append(IterationRecord(len(act.iterations) + 1, step.iteration, step.phase, step.uncertain,
-                                                  len(sent), sent))
+            act.iterations.append(IterationRecord(step=len(act.iterations) + 1, iteration=step.iteration, phase=step.phase, uncertain=step.uncertain,
+                                                  groups=len(sent), window_sizes=sent))
         if self.on_step is not None:
             self.on_step(act.task, step)
         return None
