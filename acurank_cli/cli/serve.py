@@ -7,18 +7,21 @@ answers until SIGINT or SIGTERM, when it takes no new request, answers the ones 
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import ipaddress
+import logging
 import os
+import signal
 import socket
 from typing import Annotated, Optional
 
 import typer
 
-from ..errors import InputError
+from ..errors import InputError, Stopped
 from ..method.registry import known_methods
 from ..run.pipeline import DEFAULTS
-from .options import err, say
+from .options import say
 from .rerank import with_generated_flags
 
 #: where bearer keys come from when no --api-key is given (comma-separated)
@@ -40,6 +43,7 @@ def serve(
     max_in_flight: Annotated[int, typer.Option("--max-in-flight", min=1, help="Requests reranked at once (their windows share the backend's batches and slots).")] = 32,
     max_queued: Annotated[int, typer.Option("--max-queued", min=0, help="Requests that may wait beyond those in flight; more are answered 429 with Retry-After.")] = 64,
     request_timeout: Annotated[float, typer.Option("--request-timeout", min=0.001, help="Seconds a request may take (then 504, its windows withdrawn).")] = 300.0,
+    max_calls: Annotated[int, typer.Option("--max-calls", min=1, help="Reranker calls one request may make (then 422, its windows withdrawn): a method such as sw-99999 would otherwise ask for any number.")] = 1000,
     ray: Annotated[Optional[str], typer.Option("--ray", metavar="ADDRESS", help="Run the windows in Ray actors: local, auto or an address (docs/scale.md).")] = None,
     actors: Annotated[Optional[int], typer.Option("--actors", min=1, help="--ray: actors, each building the backend once.")] = None,
     gpus_per_actor: Annotated[Optional[float], typer.Option("--gpus-per-actor", min=0.0, help="--ray: GPUs per actor.")] = None,
@@ -57,19 +61,22 @@ def serve(
     from ..serve.protocol import Limits
     from ..serve.service import RerankService
 
-    keys = [k for k in (api_key or os.environ.get(KEYS_ENV, "").split(",")) if k.strip()]
+    source = "--api-key" if api_key else f"${KEYS_ENV}"
+    keys = [k.strip() for k in (api_key or os.environ.get(KEYS_ENV, "").split(",")) if k.strip()]
     if any(len(k) < 8 for k in keys):
-        raise InputError("--api-key: a key must have at least 8 characters")
-    limits = Limits(max_documents, max_request_bytes, max_tokens_per_doc, max_in_flight, max_queued, request_timeout)
+        raise InputError(f"{source}: a key must have at least 8 characters")
+    limits = Limits(max_documents=max_documents, max_request_bytes=max_request_bytes,
+                    max_tokens_per_doc=max_tokens_per_doc, max_in_flight=max_in_flight, max_queued=max_queued,
+                    timeout=request_timeout, max_calls=max_calls)
     options, backend_options = pipeline.split_options(generated)
     strategy = pipeline.method(method, options, pipeline.ScoreSource.documents)  # an unknown method: before any load
     if strategy.for_run().lockstep:
-        raise InputError(f"--method {strategy.name}: its queries advance together (a query-set budget or a shared "
-                         "pool), so it cannot be served a request at a time")
+        raise InputError(f"--method {strategy.name}: its queries advance together (a query-set budget or a pool shared "
+                         "by the run's queries), so it cannot be served a request at a time"
+                         + (" (give --beta-pool query)" if strategy.name.startswith("acurank-auto") else ""))
     sock = _bind(host, port)
     if not keys and not _loopback(host):
-        err().print(f"warning: serving on {host} without --api-key: anyone who reaches it can spend your calls",
-                    markup=False, highlight=False)
+        say(f"warning: serving on {host} without --api-key: anyone who reaches it can spend your calls")
     try:
         api = Reranker(reranker, method=strategy.name, cache=None if no_cache else (cache or DEFAULTS.cache),
                        batch_queries=None, ray=None if ray is None else ray, actors=actors,
@@ -79,7 +86,7 @@ def serve(
         sock.close()
         raise
     service = RerankService(api, limits)
-    app = create_app(service, reranker, keys, on_shutdown=lambda: service.close(limits.timeout))
+    app = create_app(service, reranker, keys, on_shutdown=lambda: service.close(limits.timeout), log=say)
     bound = sock.getsockname()[1]
     say(f"serving {strategy.name} with {reranker} on http://{_shown(host)}:{bound} "
         f"(POST /v1/rerank, /v2/rerank; GET /health, /v1/models, /metrics; "
@@ -88,18 +95,37 @@ def serve(
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
                             timeout_graceful_shutdown=int(limits.timeout) + 5)
     server = uvicorn.Server(config)
-    from .. import signals
-
+    logging.getLogger("uvicorn.error").addFilter(_NotCancelled())  # after the config set uvicorn's logging up
+    received: list[int] = []
+    # uvicorn takes SIGINT/SIGTERM while it serves (the first drains, a second forces) and hands each back to the
+    # handler it found when it stops: recorded here, not raised into the requests still being cut off
+    previous = {sig: signal.signal(sig, lambda signum, _frame: received.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         server.run(sockets=[sock])
-    except signals.Interrupted as exc:  # uvicorn drained, then handed the signal back: a clean stop
-        say(f"serve: stopped on {exc}; every request it held was answered")
-        return
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         sock.close()
         if not service.draining:  # the server did not reach its shutdown (it failed to start)
             service.close(limits.timeout)
-    say("serve: stopped")
+    name = signal.Signals(received[0]).name if received else None
+    if server.force_exit:
+        say(f"serve: stopped at once on a second {name or 'signal'}: {int(service.metrics.cut_off._value.get())} "
+            "requests in flight were cut off (answered 503)")
+        raise Stopped(128 + (received[-1] if received else signal.SIGINT))
+    say(f"serve: stopped on {name}; every request it held was answered" if name else "serve: stopped")
+
+
+class _NotCancelled(logging.Filter):
+    """A forced stop cancels what is still running (the app's lifespan, requests): that is the stop, said in one line
+    by the command, not a traceback of each cancelled task."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError):
+            return False
+        text = record.getMessage().rstrip()  # the lifespan's failure arrives as a formatted traceback
+        return not (text.startswith("Traceback") and text.endswith("CancelledError"))
 
 
 def _loopback(host: str) -> bool:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import sys
 import time
 from contextlib import asynccontextmanager
-from typing import Sequence
+from typing import Callable, Sequence
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
@@ -24,11 +25,16 @@ from .service import BackendFailed, RerankService, Ticket
 
 #: how often a waiting request looks whether its caller is still there
 POLL_SECONDS = 0.1
+#: how long a request's body may take to arrive (then 408): a client that sends half a body and waits holds a
+#: connection, and a stop, no longer than this
+BODY_SECONDS = 30.0
 
 
-def create_app(service: RerankService, model: str, keys: Sequence[str] = (), on_shutdown=None) -> FastAPI:
+def create_app(service: RerankService, model: str, keys: Sequence[str] = (), on_shutdown=None,
+               log: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> FastAPI:
     """The app over ``service``; ``keys``: bearer keys (none: no authentication); ``model``: the name answered in
-    ``/v1/models`` and Jina's ``model``; ``on_shutdown``: called when the server stops (after it has drained)."""
+    ``/v1/models`` and Jina's ``model``; ``on_shutdown``: called when the server stops (after it has drained);
+    ``log``: where the server's own lines go (one line each)."""
     limits = service.limits
 
     @asynccontextmanager
@@ -62,12 +68,20 @@ def create_app(service: RerankService, model: str, keys: Sequence[str] = (), on_
             raise BadRequest(f"the body has {declared} bytes, more than this server's limit of "
                              f"{limits.max_request_bytes}", "body", 413)
         chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limits.max_request_bytes:
-                raise BadRequest(f"the body has more than this server's limit of {limits.max_request_bytes} bytes",
-                                 "body", 413)
-            chunks.append(chunk)
+
+        async def read() -> None:
+            nonlocal size
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limits.max_request_bytes:
+                    raise BadRequest(f"the body has more than this server's limit of {limits.max_request_bytes} "
+                                     "bytes", "body", 413)
+                chunks.append(chunk)
+
+        try:
+            await asyncio.wait_for(read(), BODY_SECONDS)
+        except asyncio.TimeoutError:
+            raise BadRequest(f"the body did not arrive within {BODY_SECONDS:g} s", "body", 408) from None
         return b"".join(chunks)
 
     async def wait(ticket: Ticket, request: Request):
@@ -100,17 +114,20 @@ def create_app(service: RerankService, model: str, keys: Sequence[str] = (), on_
             ticket = await asyncio.to_thread(service.submit, call)
             try:
                 outcome, ratings = await wait(ticket, request)
-            except BackendFailed as exc:
-                raise BadRequest(f"the reranker failed: {exc}", None, 502) from None
+            except BackendFailed as exc:  # the details (a backend's address) in the server's log, not the answer
+                log(f"serve: request {call.id}: the reranker failed: {exc}")
+                raise BadRequest(f"the reranker failed (request {call.id}; the server's log says why)", None,
+                                 502) from None
             order, scores, usage = service.answer(ticket, outcome, ratings)
             body = protocol.response(call, order, scores, usage, model)
             return JSONResponse(body)
         except BadRequest as exc:
             status = exc.status
             return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
-        except asyncio.CancelledError:
-            status = 499
-            raise
+        except asyncio.CancelledError:  # a forced stop cuts the request off: said, not a traceback
+            status = 503
+            service.metrics.cut_off.inc()
+            return JSONResponse({"message": "the server stopped before answering"}, status_code=503)
         except Exception as exc:  # noqa: BLE001 - one line, never a traceback
             status = 500
             return JSONResponse({"message": f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())}"},
@@ -137,7 +154,7 @@ def create_app(service: RerankService, model: str, keys: Sequence[str] = (), on_
         service.metrics.requests.labels(endpoint, "200").inc()
         return answer()
 
-    @app.get("/health")
+    @app.api_route("/health", methods=["GET", "HEAD"])
     async def health() -> Response:  # open: a load balancer's probe carries no key
         body = {"status": "draining" if service.draining else "ok", "model": model,
                 "method": service.api.method, "in_flight": service.open - service.queued, "queued": service.queued}

@@ -29,6 +29,8 @@ class Metrics:
                                  registry=r)
         self.backend_failures = Counter("acurank_backend_failures", "Backend failures (the requests in flight "
                                         "failed with 502)", registry=r)
+        self.cut_off = Counter("acurank_requests_cut_off", "Requests in flight when a forced stop cut them off "
+                               "(answered 503)", registry=r)
         self.queued = Gauge("acurank_queue_depth", "Requests admitted and waiting for a place in flight", registry=r)
         self.in_flight = Gauge("acurank_in_flight", "Requests admitted and not yet answered, queued ones included",
                                registry=r)

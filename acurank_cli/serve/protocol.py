@@ -10,6 +10,7 @@ accepted and said in ``meta.warnings`` (``priority``, ``max_chunks_per_doc``).
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence, Union
@@ -58,7 +59,7 @@ class _Body(BaseModel):
     budget: int | None = Field(default=None, ge=0)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Limits:
     """What one request may ask for, and how many the server holds."""
 
@@ -69,9 +70,12 @@ class Limits:
     max_in_flight: int = 32
     max_queued: int = 64
     timeout: float = 300.0
+    #: reranker calls one request may make (a method such as sw-99999 or tourrank-1000 would otherwise ask for
+    #: any number); past it the request is stopped (at most one step beyond) and answered 422
+    max_calls: int = 1000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RerankCall:
     """One parsed rerank request."""
 
@@ -141,6 +145,8 @@ def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
         raise _explain(_union_error(exc.errors(include_url=False))) from None
     if not body.query.strip():
         raise BadRequest("query must not be empty", "query")
+    if body.method is not None and not body.method.strip():
+        raise BadRequest("method must not be empty (leave it out for the server's method)", "method")
     if not body.documents:
         raise BadRequest("documents must hold at least one document", "documents")
     if len(body.documents) > limits.max_documents:
@@ -163,12 +169,27 @@ def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
         texts.append(text)
         titles.append(title)
     if truncated:
-        warnings.append(f"{truncated} documents cut to {cap} tokens (max_tokens_per_doc)")
+        warnings.append(f"{truncated} document{'s' if truncated != 1 else ''} cut to {cap} tokens (max_tokens_per_doc)")
     originals = tuple(d if isinstance(d, str) else d.model_dump(exclude_none=True) for d in body.documents)
+    for i, original in enumerate(originals):
+        _finite(original, f"documents[{i}]")
     return RerankCall(id=str(uuid.uuid4()), api=api, query=body.query, texts=tuple(texts), titles=tuple(titles),
                       originals=originals, top_n=body.top_n, return_documents=bool(body.return_documents),
                       method=body.method, budget=body.budget, model=body.model, warnings=tuple(warnings),
                       truncated=truncated)
+
+
+def _finite(value: Any, field: str) -> None:
+    """JSON has no NaN or infinity (which Python's parser reads from ``NaN``, ``Infinity``, ``1e999``): a document's
+    field holding one could not be returned, so it is refused where it is."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise BadRequest(f"{field} is {value!r}, which JSON cannot carry", field)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _finite(item, f"{field}.{key}")
+    elif isinstance(value, list):
+        for j, item in enumerate(value):
+            _finite(item, f"{field}[{j}]")
 
 
 def _text_of(doc: Union[str, _Document], i: int, rank_fields: list[str] | None) -> tuple[str, str]:

@@ -67,6 +67,7 @@ class RerankService:
         self.lock = threading.Lock()
         self.tickets: dict[str, Ticket] = {}
         self.ratings: dict[str, dict] = {}
+        self.calls: dict[str, int] = {}  # the driver thread's count of each request's calls so far
         self.draining = False
         self.backend = _Counted(reranker.reranker, self.metrics)
         self.driver = Driver(reranker.strategy, self.backend, None, limits.max_in_flight, self._on_step)
@@ -93,12 +94,15 @@ class RerankService:
         run = strategy.for_run()
         if run.lockstep:
             raise BadRequest(f"method {strategy.name!r} advances every query of a run together (a query-set budget "
-                             "or a shared pool) and cannot be served a request at a time", "method")
+                             "or a pool shared by the run's queries) and cannot be served a request at a time"
+                             + (" (acurank-auto: start the server with --beta-pool query)"
+                                if strategy.name.startswith("acurank-auto") else ""), "method")
         docs = [{"text": t, "title": title} if title else {"text": t} for t, title in zip(call.texts, call.titles)]
         try:
             prepared = self.api.prepared(call.query, docs, run, qid=call.id)
-        except (InputError, ParameterError) as exc:
-            raise BadRequest(f"documents: {exc}", "documents") from None
+        except (InputError, ParameterError) as exc:  # said of the request, not of its internal query id
+            said = " ".join(str(exc).split()).replace(f"query {call.id} ", "the request ").replace(call.id, "the request")
+            raise BadRequest(f"documents: {said}", "documents") from None
         ticket = Ticket(call, prepared, run, Future(), time.perf_counter())
         with self.lock:
             if len(self.tickets) >= self.limits.max_in_flight + self.limits.max_queued:
@@ -128,6 +132,7 @@ class RerankService:
         with self.lock:
             self.tickets.pop(ticket.call.id, None)
             self.ratings.pop(ticket.call.id, None)
+        self.calls.pop(ticket.call.id, None)
         self.feed.withdraw(ticket.call.id)
         self.metrics.withdrawn.inc()
 
@@ -159,6 +164,19 @@ class RerankService:
             with self.lock:
                 if task.qid in self.tickets:
                     self.ratings[task.qid] = {d.docid: d for d in step.snapshot().docs}
+        calls = self.calls.get(task.qid, 0) + sum(1 for w in step.windows if len(w) >= 2)
+        self.calls[task.qid] = calls
+        if calls > self.limits.max_calls:  # stopped here: this step's windows are withdrawn with it
+            with self.lock:
+                ticket = self.tickets.pop(task.qid, None)
+                self.ratings.pop(task.qid, None)
+            self.calls.pop(task.qid, None)
+            self.feed.withdraw(task.qid)
+            if ticket is not None and not ticket.future.done():
+                ticket.future.set_exception(BadRequest(
+                    f"method {ticket.strategy.name!r} asked for more than this server's limit of "
+                    f"{self.limits.max_calls} calls for this request; give a budget, or a method that makes fewer",
+                    "method", 422))
 
     def _serve(self) -> None:
         """Serve the feed until it is closed and empty; a backend's failure fails the requests in flight and
@@ -166,6 +184,7 @@ class RerankService:
         while True:
             try:
                 for outcome in self.driver.serve(self.feed):
+                    self.calls.pop(outcome.qid, None)
                     with self.lock:
                         ticket = self.tickets.pop(outcome.qid, None)
                         ratings = self.ratings.pop(outcome.qid, {})
