@@ -234,7 +234,8 @@ class Reranker:
                                            top_k, min_p_topk)
         for p in prepared:
             if p.task.n == 0:
-                outputs[p.task.qid] = RerankOutput(qid=p.task.qid, query=p.task.query, docs=(), tally=CallTally(), seconds=0.0, stop=None, k=strategy.cutoff)
+                outputs[p.task.qid] = RerankOutput(qid=p.task.qid, query=p.task.query, docs=(), tally=CallTally(),
+                                                   seconds=0.0, stop=None, k=strategy.cutoff)
         return [outputs[qid] for qid in qids]
 
     def strategy_for(self, top_k: int | None) -> Strategy:
@@ -327,8 +328,10 @@ def output_of(p: _Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: i
     for rank, r in enumerate(outcome.ranking, start=1):
         doc = p.docs[r.docid]
         rating = ratings.get(r.docid)
-        ranked.append(RankedDoc(id=r.docid, text=doc.text, title=doc.title, rank=rank, score=r.score, mu=rating and rating.mu, sigma=rating and rating.sigma,
-                                first_stage_rank=first[r.docid][0], first_stage_score=first[r.docid][1], metadata=p.meta.get(r.docid, {}), p_topk=probs.get(r.docid)))
+        ranked.append(RankedDoc(id=r.docid, text=doc.text, title=doc.title, rank=rank, score=r.score,
+                                mu=rating and rating.mu, sigma=rating and rating.sigma,
+                                first_stage_rank=first[r.docid][0], first_stage_score=first[r.docid][1],
+                                metadata=p.meta.get(r.docid, {}), p_topk=probs.get(r.docid)))
     if top_k is not None:
         ranked = ranked[:top_k]
     if min_p_topk is not None:
@@ -337,7 +340,8 @@ def output_of(p: _Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: i
     if probs and k is not None and p.task.n <= k:
         note = (f"{p.task.n} documents for k = {k}: every document is in the top {k} for certain, so every p_topk "
                 "is 1.0 (p_topk separates documents only when there are more than k)")
-    return RerankOutput(qid=outcome.qid, query=p.task.query, docs=tuple(ranked), tally=outcome.tally, seconds=outcome.seconds, stop=outcome.stop,
+    return RerankOutput(qid=outcome.qid, query=p.task.query, docs=tuple(ranked), tally=outcome.tally,
+                        seconds=outcome.seconds, stop=outcome.stop,
                         k=k if probs else None, note=note)
 
 

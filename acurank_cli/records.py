@@ -280,7 +280,8 @@ class CallTally:
     def record(self, docs: int, result: "RerankResult", seconds: float) -> None:
         """Count one call of ``docs`` documents."""
         served = {result.endpoint: 1} if result.endpoint and not result.cached else {}
-        self.merge(CallTally(calls=1, docs_sent=docs, cached_calls=int(result.cached), input_tokens=result.input_tokens, output_tokens=result.output_tokens,
+        self.merge(CallTally(calls=1, docs_sent=docs, cached_calls=int(result.cached),
+                             input_tokens=result.input_tokens, output_tokens=result.output_tokens,
                              rerank_seconds=seconds, parse_counts={str(result.parse): 1}, rounds=0, endpoints=served))
 
     def merge(self, other: "CallTally") -> None:

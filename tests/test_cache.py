@@ -33,7 +33,8 @@ class CountingBackend(RerankerBase):
 
     def rerank_batch(self, requests):
         self.batches.append(len(requests))
-        return [RerankResult(order=tuple(reversed(range(len(r.docids)))), input_tokens=10, output_tokens=3, latency=0.5, parse="ok", cached=False, raw="[2] > [1]", backend="counting")
+        return [RerankResult(order=tuple(reversed(range(len(r.docids)))), input_tokens=10, output_tokens=3,
+                             latency=0.5, parse="ok", cached=False, raw="[2] > [1]", backend="counting")
                 for r in requests]
 
 
@@ -108,7 +109,8 @@ class Echo(RerankerBase):
     def cache_identity(self):
         return {"backend": "echo"}
     def rerank_batch(self, requests):
-        return [RerankResult(order=(1, 0), input_tokens=1, output_tokens=1, latency=0.0, parse="ok", cached=False, raw="[2] > [1]", backend="echo") for _ in requests]
+        return [RerankResult(order=(1, 0), input_tokens=1, output_tokens=1, latency=0.0, parse="ok", cached=False,
+                             raw="[2] > [1]", backend="echo") for _ in requests]
 
 cache = CachedReranker(Echo(), sys.argv[1])
 who = sys.argv[2]

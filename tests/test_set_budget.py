@@ -21,7 +21,8 @@ from conftest import acurank, small_run, torn_copy
 
 
 def step(calls: int, value: float | None, size: int = 3) -> Step:
-    return Step(windows=tuple(tuple(f"d{j}" for j in range(size)) for _ in range(calls)), phase=Phase.adaptive, iteration=0, value=value)
+    return Step(windows=tuple(tuple(f"d{j}" for j in range(size)) for _ in range(calls)), phase=Phase.adaptive,
+                iteration=0, value=value)
 
 
 def test_allocation_by_hand():

@@ -158,7 +158,8 @@ class AcuRank(Strategy):
                     break
                 topk = new_topk
         ranked = sort_by(order, r.mu)
-        yield Step(windows=(), phase=Phase.done, iteration=iteration, uncertain=None, stop=stop, snapshot=r.snapshot(p.k, p.eps, p.uncertainty, final=True))
+        yield Step(windows=(), phase=Phase.done, iteration=iteration, uncertain=None, stop=stop,
+                   snapshot=r.snapshot(p.k, p.eps, p.uncertainty, final=True))
         return tuple(Ranked(r.docids[i], float(r.mu[i])) for i in ranked)
 
     def _initial_pass(self, r: Ratings) -> Generator[Step, object, list[int]]:
@@ -206,7 +207,8 @@ class AcuRank(Strategy):
     def _rerank(self, r: Ratings, groups, phase: Phase, iteration: int, uncertain: int | None, snap=None,
                 value: float | None = None):
         """Send the groups as one step; update the ratings from the returned orders (None: not granted)."""
-        perms = yield Step(windows=tuple(tuple(r.docids[i] for i in g) for g in groups), phase=phase, iteration=iteration, uncertain=uncertain,
+        perms = yield Step(windows=tuple(tuple(r.docids[i] for i in g) for g in groups), phase=phase,
+                           iteration=iteration, uncertain=uncertain,
                            value=value, snapshot=snap)
         if perms is not None:
             update_groups(self._update, r.mu, r.sigma, groups, perms, self.params.outcome)

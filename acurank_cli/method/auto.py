@@ -261,7 +261,8 @@ class AcuRankAuto(Strategy):
 
         def step(groups, phase: Phase, iteration: int, uncertain: int | None, snapshot=None):
             """Send the groups; score and update every model, grow the graph; then (pooled) wait for the run."""
-            perms = yield Step(windows=tuple(tuple(docids[i] for i in g) for g in groups), phase=phase, iteration=iteration, uncertain=uncertain,
+            perms = yield Step(windows=tuple(tuple(docids[i] for i in g) for g in groups), phase=phase,
+                               iteration=iteration, uncertain=uncertain,
                                snapshot=snapshot)
             scores = np.zeros(len(p.factors))
             for group, perm in zip(groups, perms):
@@ -311,6 +312,7 @@ class AcuRankAuto(Strategy):
         if proven is not None:
             first = set(proven)
             ranked = proven + [i for i in ranked if i not in first]
-        yield Step(windows=(), phase=Phase.done, iteration=iteration, uncertain=None, stop=stop, snapshot=ratings.snapshot(p.k, p.eps, final=True),
+        yield Step(windows=(), phase=Phase.done, iteration=iteration, uncertain=None, stop=stop,
+                   snapshot=ratings.snapshot(p.k, p.eps, final=True),
                    beta=models.betas[g])
         return tuple(Ranked(docids[i], float(ratings.mu[i])) for i in ranked)

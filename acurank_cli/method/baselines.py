@@ -94,9 +94,8 @@ class TourRank(Strategy):
                 groups = [g for g in groups if g]
                 for g in groups:
                     rng.shuffle(g)
-                perms = yield Step(
-                    windows=tuple(tuple(docids[i] for i in g) for g in groups), phase=Phase(f"stage{stage}"), iteration=tour + 1
-                )
+                perms = yield Step(windows=tuple(tuple(docids[i] for i in g) for g in groups),
+                                   phase=Phase(f"stage{stage}"), iteration=tour + 1)
                 for g, perm in zip(groups, perms):
                     for i in apply(g, perm)[:promote]:
                         points[i] += 1
@@ -134,7 +133,8 @@ class TrueSkillStatic(Strategy):
         for j, c in enumerate(self.stages, 1):
             top = order[: self.m * c]
             groups = chunks(top, self.m)
-            perms = yield Step(windows=tuple(tuple(docids[i] for i in g) for g in groups), phase=Phase.stage, iteration=j)
+            perms = yield Step(windows=tuple(tuple(docids[i] for i in g) for g in groups), phase=Phase.stage,
+                               iteration=j)
             update_groups(update, mu, sigma, groups, perms)
             order = sort_by(order, mu)
         return tuple(Ranked(docids[i], float(mu[i])) for i in order)

@@ -125,7 +125,9 @@ class CachedReranker(RerankerBase):
                 missing.append(i)
                 continue
             perm, raw, parse, tin, tout, latency, backend, scores = row
-            results[i] = RerankResult(order=tuple(json.loads(perm)), input_tokens=tin, output_tokens=tout, latency=latency, parse=ParseStatus(parse), cached=True, raw=raw, backend=backend,
+            results[i] = RerankResult(order=tuple(json.loads(perm)), input_tokens=tin, output_tokens=tout,
+                                      latency=latency, parse=ParseStatus(parse), cached=True, raw=raw,
+                                      backend=backend,
                                       scores=None if scores is None else tuple(json.loads(scores)))
             if on_result is not None:
                 on_result(i, results[i])

@@ -101,7 +101,8 @@ class ListwiseLLM(RerankerBase):
             else:
                 parsed = parse_ranking(reply.answer, len(req.docids))
                 order, status = parsed.order, parsed.status
-            result = RerankResult(order=order, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens, latency=reply.latency, parse=status, cached=False,
+            result = RerankResult(order=order, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
+                                  latency=reply.latency, parse=status, cached=False,
                                   raw=reply.answer, backend=self.name, endpoint=reply.served_by, scores=reply.scores)
             results[i] = result
             if self.prompt_log is not None:

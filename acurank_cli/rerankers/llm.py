@@ -153,7 +153,8 @@ class HFReranker(ListwiseLLM):
                 if self.answer is AnswerMode.constrained:  # up to its end token (a shorter row is padded after it)
                     generated = self.decoding.until_end(generated)
                 answer = self.tokenizer.decode(generated, skip_special_tokens=True)
-                deliver(i, Reply(answer=answer, input_tokens=len(ids[i]), output_tokens=len(generated), latency=latency))
+                deliver(i, Reply(answer=answer, input_tokens=len(ids[i]), output_tokens=len(generated),
+                                 latency=latency))
 
     def _batches(self, prompts: Sequence[Prompt], ids: list[list[int]]) -> list[list[int]]:
         """Prompts grouped by answer length, sorted by length (each batch padded to its longest, shortest first),
@@ -189,7 +190,8 @@ class HFReranker(ListwiseLLM):
             latency = time.perf_counter() - t0
             for row, i in enumerate(chunk):
                 scores = self.decoding.scores_of_columns(rows[row], prompts[i].num)
-                deliver(i, Reply(answer=self.decoding.shown(scores), input_tokens=len(ids[i]), output_tokens=1, latency=latency, scores=scores))
+                deliver(i, Reply(answer=self.decoding.shown(scores), input_tokens=len(ids[i]), output_tokens=1,
+                                 latency=latency, scores=scores))
 
 
 #: on a GPU, by default: padded tokens a batch may hold, and queries in flight (whose windows make the batches)

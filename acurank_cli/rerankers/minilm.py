@@ -185,7 +185,8 @@ class MiniLMReranker(StoreUser, RerankerBase):
             tokens = qtok + sum(n for _, n in docs)
             scored.append((order, tokens, " ".join(f"{s:.4f}" for s in scores)))
         share = (time.perf_counter() - t0) / max(1, len(requests))
-        return [RerankResult(order=order, input_tokens=tokens, output_tokens=0, latency=share, parse=ParseStatus.ok, cached=False, raw=raw, backend=self.name) for order, tokens, raw in scored]
+        return [RerankResult(order=order, input_tokens=tokens, output_tokens=0, latency=share, parse=ParseStatus.ok,
+                             cached=False, raw=raw, backend=self.name) for order, tokens, raw in scored]
 
 
 @dataclass(frozen=True)

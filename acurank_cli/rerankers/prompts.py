@@ -390,7 +390,8 @@ class PromptBuilder:
             if tokens <= budget:
                 cap = int(max_length)
                 clipped = any(passage_words(d) > cap for d in docs)
-                return Prompt(messages=messages, text=text, tokens=tokens, max_length=cap, answer_tokens=out, clipped=clipped, num=num)
+                return Prompt(messages=messages, text=text, tokens=tokens, max_length=cap, answer_tokens=out,
+                              clipped=clipped, num=num)
             if int(max_length) <= 0:
                 raise OptionError(
                     f"query {OptionError.literal(repr(query[:60]))}: a window of {num} passages does not fit {{context_size}} "

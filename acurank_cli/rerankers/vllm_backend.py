@@ -222,7 +222,8 @@ class VLLMReranker(ListwiseLLM):
                         first = out.outputs[0].logprobs[0]  # token id -> Logprob, at the first position
                         scores = tuple(logsumexp([first[t].logprob for t in ids])
                                        for ids in self.decoding.variants(prompts[i].num))
-                        deliver(i, Reply(answer=self.decoding.shown(scores), input_tokens=n_in, output_tokens=len(generated), latency=latency, scores=scores))
+                        deliver(i, Reply(answer=self.decoding.shown(scores), input_tokens=n_in,
+                                         output_tokens=len(generated), latency=latency, scores=scores))
                         continue
                     answer = self.tokenizer.decode(generated, skip_special_tokens=True)
                     deliver(i, Reply(answer=answer, input_tokens=n_in, output_tokens=len(generated), latency=latency))

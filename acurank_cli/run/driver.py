@@ -106,7 +106,8 @@ class Driver:
             act.beta = step.beta
         sent = tuple(len(w) for w in step.windows if len(w) >= 2)  # a window of one is never sent: no group, no call
         if sent:
-            act.iterations.append(IterationRecord(step=len(act.iterations) + 1, iteration=step.iteration, phase=step.phase, uncertain=step.uncertain,
+            act.iterations.append(IterationRecord(step=len(act.iterations) + 1, iteration=step.iteration,
+                                                  phase=step.phase, uncertain=step.uncertain,
                                                   groups=len(sent), window_sizes=sent))
         if self.on_step is not None:
             self.on_step(act.task, step)
@@ -404,9 +405,10 @@ class _Job:
 class Lanes:
     """Worker threads that execute queued windows the moment a lane is free: ``reranker.lanes`` calls of
     :meth:`~acurank_cli.rerankers.base.RerankerBase.rerank` at once, each of up to ``reranker.lane_batch``
-    windows (None: every window waiting), the lowest ``rank`` first (then first queued). Answers come back through :meth:`next` as each arrives; a backend's
-    error is raised there, in the driver's thread (a lane never prints). The backend's own thread-safety is the
-    backend's: a server's transport is shared by its lanes, an engine has one lane."""
+    windows (None: every window waiting), the lowest ``rank`` first (then first queued). Answers come back through
+    :meth:`next` as each arrives; a backend's error is raised there, in the driver's thread (a lane never prints).
+    The backend's own thread-safety is the backend's: a server's transport is shared by its lanes, an engine has
+    one lane."""
 
     def __init__(self, reranker: RerankerBase):
         self.reranker = reranker

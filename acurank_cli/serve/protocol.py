@@ -202,7 +202,8 @@ def _text_of(doc: Union[str, _Document], i: int, rank_fields: list[str] | None) 
         lines = []
         for name in rank_fields:
             if name not in fields:
-                raise BadRequest(f"documents[{i}] has no field {name!r} (named in rank_fields)", f"documents[{i}].{name}")
+                raise BadRequest(f"documents[{i}] has no field {name!r} (named in rank_fields)",
+                                 f"documents[{i}].{name}")
             value = fields[name]
             lines.append(f"{name}: {value if isinstance(value, str) else json.dumps(value)}")
         return "\n".join(lines), ""

@@ -101,7 +101,8 @@ class RerankService:
         try:
             prepared = self.api.prepared(call.query, docs, run, qid=call.id)
         except (InputError, ParameterError) as exc:  # said of the request, not of its internal query id
-            said = " ".join(str(exc).split()).replace(f"query {call.id} ", "the request ").replace(call.id, "the request")
+            said = " ".join(str(exc).split()).replace(f"query {call.id} ", "the request ")
+            said = said.replace(call.id, "the request")
             raise BadRequest(f"documents: {said}", "documents") from None
         ticket = Ticket(call, prepared, run, Future(), time.perf_counter())
         with self.lock:
@@ -136,7 +137,8 @@ class RerankService:
         self.feed.withdraw(ticket.call.id)
         self.metrics.withdrawn.inc()
 
-    def answer(self, ticket: Ticket, outcome: QueryOutcome, ratings: Mapping[str, Any]) -> tuple[list[int], list[float], dict]:
+    def answer(self, ticket: Ticket, outcome: QueryOutcome,
+               ratings: Mapping[str, Any]) -> tuple[list[int], list[float], dict]:
         """(document indices best first, their 0-1 relevance scores, the request's accounting)."""
         out = output_of(ticket.prepared, outcome, dict(ratings), ticket.strategy.cutoff, ticket.call.top_n)
         order = [int(d.id) for d in out.docs]
