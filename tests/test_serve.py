@@ -7,8 +7,6 @@ drains the requests in flight and exits 0; no traceback is ever printed."""
 
 from __future__ import annotations
 
-import gzip
-import json
 import re
 import signal
 import subprocess
@@ -18,33 +16,22 @@ import time
 
 import pytest
 
-from conftest import ENV, SAMPLE, chat_server
+from conftest import ENV, ROOT, chat_server
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 pytest.importorskip("prometheus_client")
 
-DL19 = SAMPLE / "dl19"
 KEY = "test-key-0123456789"
 
 
 def dl19_queries(count: int, depth: int = 30) -> list[tuple[str, list[str]]]:
     """The first ``count`` DL19 queries with their BM25 top ``depth`` passages' texts, in BM25 order."""
-    topics = dict(line.rstrip("\n").split("\t", 1) for line in (DL19 / "topics.tsv").read_text().splitlines() if line)
-    run: dict[str, list[str]] = {}
-    for line in (DL19 / "bm25.run").read_text().splitlines():
-        qid, _, docid, rank, _score, _tag = line.split()
-        run.setdefault(qid, []).append(docid)
-    passages = {}
-    with gzip.open(DL19 / "passages.jsonl.gz", "rt") as fh:
-        for line in fh:
-            record = json.loads(line)
-            passages[str(record.get("_id", record.get("id")))] = record.get("text", record.get("contents"))
-    out = []
-    for qid in list(run)[:count]:
-        out.append((topics[qid], [passages[d] for d in run[qid][:depth]]))
-    return out
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from common import dl19_texts  # the benchmarks' reader of the sample
+
+    return [(query, texts) for _, query, _, texts in dl19_texts(count, depth)]
 
 
 class Server:
