@@ -37,9 +37,9 @@ def dl19_queries(count: int, depth: int = 30) -> list[tuple[str, list[str]]]:
 class Server:
     """``acurank serve`` in a subprocess on 127.0.0.1 and a free port; its stderr kept."""
 
-    def __init__(self, *flags: str):
+    def __init__(self, *flags: str, env: dict | None = None):
         self.proc = subprocess.Popen([sys.executable, "-m", "acurank_cli", "serve", "--port", "0", *flags],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env or ENV)
         self.lines: list[str] = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -217,6 +217,15 @@ def test_every_bad_request_is_a_4xx_naming_its_field(minilm):
     assert "Traceback" not in minilm.stderr
 
 
+def _start_when_busy(threads: list[threading.Thread], state: dict, requests: int) -> None:
+    """Start the client threads and wait (30 s at most) until the LLM server has taken ``requests`` requests."""
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 30
+    while state["requests"] < requests and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def _metric(text: str, name: str) -> float:
     found = re.search(rf"^{name} ([0-9.e+]+)$", text, flags=re.MULTILINE)
     return float(found.group(1)) if found else 0.0
@@ -275,11 +284,7 @@ def test_sigterm_drains_the_requests_in_flight_then_exits_0():
         threads = [threading.Thread(target=lambda q=q, t=t: replies.append(
             httpx.post(server.url + "/v1/rerank", json={"query": q, "documents": t}, timeout=120)))
             for q, t in dl19_queries(3, depth=60)]
-        for thread in threads:
-            thread.start()
-        deadline = time.monotonic() + 30
-        while state["requests"] < 3 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _start_when_busy(threads, state, 3)
         server.proc.send_signal(signal.SIGTERM)
         time.sleep(0.3)
         with pytest.raises(httpx.TransportError):  # no new request is taken
@@ -406,19 +411,8 @@ def test_keys_from_the_environment_calls_capped_and_fields_json_cannot_carry(tmp
     import os
 
     env = {**ENV, "ACURANK_API_KEYS": "key-one-12345, key-two-67890"}
-    proc = subprocess.Popen([sys.executable, "-m", "acurank_cli", "serve", "--port", "0", "--reranker", "minilm",
-                             "--no-cache", "--max-calls", "5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
-    server = Server.__new__(Server)  # the same reader and stop, around a process started with this environment
-    server.proc, server.lines, server.url = proc, [], None
-    server.reader = threading.Thread(target=server._read, daemon=True)
-    server.reader.start()
-    deadline = time.monotonic() + 180
-    while server.url is None and time.monotonic() < deadline and proc.poll() is None:
-        found = [re.search(r"on (http://127\.0\.0\.1:\d+)", line) for line in list(server.lines)]
-        server.url = next((f.group(1) for f in found if f), None)
-        time.sleep(0.1)
-    assert server.url, server.stderr
+    server = Server("--reranker", "minilm", "--no-cache", "--max-calls", "5", env=env)
+    proc = server.proc
     try:
         with httpx.Client(timeout=60) as client:
             for key in ("key-one-12345", "key-two-67890"):
@@ -470,11 +464,7 @@ def test_a_second_signal_stops_at_once_cuts_off_the_requests_in_flight_and_says_
 
     try:
         threads = [threading.Thread(target=ask, args=(i,)) for i in range(3)]
-        for t in threads:
-            t.start()
-        deadline = time.monotonic() + 30
-        while state["requests"] < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _start_when_busy(threads, state, 2)
         server.proc.send_signal(signal.SIGINT)
         time.sleep(0.5)
         server.proc.send_signal(signal.SIGINT)
