@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Union
 
 from .errors import InputError
-from .io.readers import check_id, passage_title
+from .io.collection_files import passage_title
+from .io.sources import check_id
 from .params import ParameterError, at_least, between
 from .method.base import Strategy
 from .records import CallTally, Candidate, Doc, Phase, QueryOutcome, RankingTask, Step, StopReason

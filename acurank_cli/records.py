@@ -22,7 +22,7 @@ class Candidate:
 @dataclass(frozen=True, eq=False)
 class Run(Mapping):
     """A TREC run: per query id (in file order), its candidates in trec_eval order (score descending,
-    ties by docid descending). Read by ``io.readers.read_run``, written by ``io.writers.write_run``; a
+    ties by docid descending). Read by ``io.runs.read_run``, written by ``io.writers.write_run``; a
     read-only mapping qid -> candidates."""
 
     queries: Mapping[str, tuple[Candidate, ...]]
@@ -54,7 +54,7 @@ class Doc:
     text: str
     title: str = ""
 
-    def __post_init__(self) -> None:  # the backstop: every reader checks its fields first (io.readers.passage_text)
+    def __post_init__(self) -> None:  # the backstop: every reader checks its fields first (io.collection_files.passage_text)
         if not (isinstance(self.text, str) and isinstance(self.title, str)):
             bad = "text" if not isinstance(self.text, str) else "title"
             raise TypeError(f"{bad} of document {self.docid!r} is {type(getattr(self, bad)).__name__}, expected a string")

@@ -8,7 +8,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from acurank_cli.io.readers import read_candidates, read_qrels
+from acurank_cli.io.candidates import read_candidates
+from acurank_cli.io.collection_files import read_qrels
 from acurank_cli.records import Candidate, RankingTask, RerankResult
 from acurank_cli.rerankers.base import RerankerBase
 

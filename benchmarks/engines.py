@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import save, subset_run, table  # noqa: E402
 
 from acurank_cli.evaluation import evaluate  # noqa: E402
-from acurank_cli.io.readers import read_qrels, read_run  # noqa: E402
+from acurank_cli.io.collection_files import read_qrels  # noqa: E402
+from acurank_cli.io.runs import read_run  # noqa: E402
 
 METHODS = ("sw-1", "acurank-9", "acurank")
 

@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from acurank_cli import Reranker  # noqa: E402
-from acurank_cli.io.readers import read_qrels, read_run  # noqa: E402
+from acurank_cli.io.collection_files import read_qrels  # noqa: E402
+from acurank_cli.io.runs import read_run  # noqa: E402
 
 
 def true_top_k(grades: dict[str, int], docids: list[str], k: int) -> dict[str, float]:

@@ -35,7 +35,8 @@ from method_comparison import DATASETS, METHODS, SETTINGS, dataset_files, folder
 
 from acurank_cli.evaluation import evaluate  # noqa: E402
 from acurank_cli.io.outputs import read_stats  # noqa: E402
-from acurank_cli.io.readers import read_qrels, read_run  # noqa: E402
+from acurank_cli.io.collection_files import read_qrels  # noqa: E402
+from acurank_cli.io.runs import read_run  # noqa: E402
 from acurank_cli.method.choices import Init  # noqa: E402
 from acurank_cli.method.trueskill import initial_ratings  # noqa: E402
 

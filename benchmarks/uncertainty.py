@@ -126,7 +126,7 @@ def _timings_ms(fn, sets, repeat: int) -> dict:
 
 
 def cmd_speed(args) -> dict:
-    from acurank_cli.io.readers import read_run
+    from acurank_cli.io.runs import read_run
     from acurank_cli.method.trueskill import initial_ratings
     from acurank_cli.method.params import Uncertainty
     from acurank_cli.method.uncertainty import assess
@@ -168,7 +168,8 @@ def _rerank(job: tuple[str, str, str, int, Path, Path]) -> tuple[str, float]:
 def cmd_study(args) -> dict:
     from acurank_cli.evaluation import evaluate
     from acurank_cli.io.outputs import read_stats, stats_path_for
-    from acurank_cli.io.readers import read_qrels, read_run
+    from acurank_cli.io.collection_files import read_qrels
+    from acurank_cli.io.runs import read_run
     from acurank_cli.report.pareto import Point, pareto_frontier, plot_pareto
     from acurank_cli.report.significance import paired_ttest, permutation_test
 

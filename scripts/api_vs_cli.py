@@ -17,7 +17,8 @@ from pathlib import Path
 
 from acurank_cli import Reranker
 from acurank_cli.evaluation import evaluate
-from acurank_cli.io.readers import read_qrels, read_run
+from acurank_cli.io.collection_files import read_qrels
+from acurank_cli.io.runs import read_run
 
 ROOT = Path(__file__).resolve().parents[1]
 

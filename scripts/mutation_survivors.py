@@ -74,10 +74,10 @@ RULES: list[tuple[str, str, str | None, str]] = [
     ("trueskill.py", "initial_ratings", r"if scale > 0:",
      "equivalent: the scale matters only for scores that are not all zero; all-zero scores have sd 0 (or "
      "NaN after 0/0), where the z-scores are zeros whatever s holds"),
-    # io/readers.py
-    ("readers.py", "acurank", r'_str\(d, ',
-     "unreachable: JSON object keys are always strings, so _str never rejects a qrels docid"),
-    ("readers.py", "acurank|Bundleǁadd", r'check_id\(.*, "(docid|qid)", ""\)|check_id\(c\.docid, f"query \{qid\}: docid", ""\)|check_score\(c\.score, ""',
+    # io/candidates.py
+    ("candidates.py", "acurank", r'json_str\(d, ',
+     "unreachable: JSON object keys are always strings, so json_str never rejects a qrels docid"),
+    ("candidates.py", "acurank|Bundleǁadd", r'check_id\(.*, "(docid|qid)", ""\)|check_id\(c\.docid, f"query \{qid\}: docid", ""\)|check_score\(c\.score, ""',
      "equivalent: the source argument of these checks is never shown; read_candidates re-raises with the "
      "file's name and the check's message"),
     # method/acurank.py, method/baselines.py

@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from acurank_cli.evaluation import evaluate
-from acurank_cli.io.readers import read_qrels, read_run
+from acurank_cli.io.collection_files import read_qrels
+from acurank_cli.io.runs import read_run
 
 REFERENCE_NDCG10 = 0.6789  # Pyserini BEIR (v1.0.0) SciFact, flat index, BM25 k1=0.9 b=0.4
 

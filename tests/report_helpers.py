@@ -13,7 +13,8 @@ from scipy import stats as sst
 from conftest import acurank
 
 from acurank_cli.evaluation import evaluate
-from acurank_cli.io.readers import read_qrels, read_run
+from acurank_cli.io.collection_files import read_qrels
+from acurank_cli.io.runs import read_run
 from acurank_cli.report.collection import (
     build_collection,
 )

@@ -13,7 +13,7 @@ from scipy import stats as sst
 
 from acurank_cli.errors import InputError
 
-from acurank_cli.io.readers import read_run
+from acurank_cli.io.runs import read_run
 from acurank_cli.report.allocation import analyse, build_allocation, query_length, wig
 from acurank_cli.report.collection import (
     build_collection,

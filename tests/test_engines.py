@@ -152,7 +152,7 @@ def smollm2():
 def test_smollm2_gguf_through_hf_and_vllm_identical(sample, tmp_path, smollm2, gguf_cache, capfd):
     """Real weights: SmolLM2-135M-Instruct (GGUF) read by transformers directly and by vLLM from the
     folder converted once; on real DL19 windows both give the same answers (fp32, greedy)."""
-    from acurank_cli.io.readers import read_corpus
+    from acurank_cli.io.collection_files import read_corpus
 
     docs = read_corpus(sample / "dl19" / "passages.jsonl.gz")
     lines = (sample / "dl19" / "bm25.run").read_text().splitlines()[:10]
@@ -183,7 +183,7 @@ def test_smollm2_gguf_through_hf_and_vllm_identical(sample, tmp_path, smollm2, g
 
 def _dl19_windows(sample, sizes):
     """Consecutive windows of the first DL19 query's BM25 list (as requests)."""
-    from acurank_cli.io.readers import read_corpus
+    from acurank_cli.io.collection_files import read_corpus
 
     docs = read_corpus(sample / "dl19" / "passages.jsonl.gz")
     lines = (sample / "dl19" / "bm25.run").read_text().splitlines()

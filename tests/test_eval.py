@@ -9,7 +9,8 @@ import statistics
 import pytest
 import pytrec_eval
 
-from acurank_cli.io.readers import read_qrels, read_run
+from acurank_cli.io.collection_files import read_qrels
+from acurank_cli.io.runs import read_run
 
 from conftest import DATA
 from conftest import acurank

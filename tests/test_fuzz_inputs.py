@@ -21,7 +21,7 @@ from pathlib import Path
 
 
 from acurank_cli.cli import run as cli_run
-from acurank_cli.io.readers import read_run
+from acurank_cli.io.runs import read_run
 
 SEED = 20261122
 CASES = int(os.environ.get("ACURANK_FUZZ_CASES", "320"))

@@ -38,7 +38,7 @@ def test_rerank_with_a_local_causal_lm(sample, tmp_path):
 
 def test_log_prompts_records_exactly_what_the_builder_renders(sample, tmp_path):
     """Every model call is logged; each logged prompt equals the prompt builder's for that window."""
-    from acurank_cli.io.readers import read_corpus, read_topics
+    from acurank_cli.io.collection_files import read_corpus, read_topics
     from acurank_cli.records import RerankRequest
     from acurank_cli.rerankers.base import build_reranker
 

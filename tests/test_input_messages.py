@@ -8,7 +8,9 @@ import gzip
 import pytest
 
 from acurank_cli.errors import InputError
-from acurank_cli.io.readers import read_candidates, read_corpus, read_qids, read_qrels, read_run, read_topics
+from acurank_cli.io.candidates import read_candidates
+from acurank_cli.io.collection_files import read_corpus, read_qids, read_qrels, read_topics
+from acurank_cli.io.runs import read_run, read_scores
 
 CASES = [
     # reader, file name, content, expected message after "FILE"
@@ -17,6 +19,10 @@ CASES = [
     (read_run, "a.run", "1 Q0 a 1 nan t\n", ":1: score nan is not a finite number"),
     (read_run, "a.run", "1 Q0 a 1 -inf t\n", ":1: score -inf is not a finite number"),
     (read_run, "a.run", "1 Q0 a 1 1 t\n\n1 Q0 a 2 1 t\n", ":3: docid a repeated in query 1"),
+    # a query in two blocks (the file not grouped by query): the repeat is refused at its own line, by every reader
+    (read_run, "a.run", "1 Q0 a 1 1 t\n2 Q0 a 1 1 t\n1 Q0 b 2 1 t\n1 Q0 a 3 1 t\n", ":4: docid a repeated in query 1"),
+    (read_scores, "a.run", "1 Q0 a 1 1 t\n2 Q0 a 1 1 t\n\n1 Q0 a 3 1 t\n", ":4: docid a repeated in query 1"),
+    (read_candidates, "a.run", "1 Q0 a 1 1 t\n2 Q0 a 1 1 t\n1 Q0 a 3 1 t\n", ":3: docid a repeated in query 1"),
     (read_run, "a.run", "1\x01 Q0 a 1 1 t\n", ":1: qid '1\\x01' is empty or holds whitespace or control characters"),
     (read_run, "a.run", "1 Q0 a\x7f 1 1 t\n", ":1: docid 'a\\x7f' is empty or holds whitespace or control characters"),
     (read_run, "a.run", "\n \n", ": run file is empty"),
@@ -218,13 +224,13 @@ def test_corpus_record_shapes(tmp_path):
 
 
 def test_reason_fallbacks():
-    from acurank_cli.io.readers import _reason
+    from acurank_cli.io.sources import json_reason
 
-    assert _reason(ValueError()) == "ValueError"
-    assert _reason(KeyError()) == "missing field"
-    assert _reason(KeyError("k")) == "missing field 'k'"
-    assert _reason(ValueError("first\nsecond")) == "first"
-    assert _reason(ValueError("x" * 200)) == "x" * 160
+    assert json_reason(ValueError()) == "ValueError"
+    assert json_reason(KeyError()) == "missing field"
+    assert json_reason(KeyError("k")) == "missing field 'k'"
+    assert json_reason(ValueError("first\nsecond")) == "first"
+    assert json_reason(ValueError("x" * 200)) == "x" * 160
 
 
 def test_candidate_shapes_and_depth(tmp_path):

@@ -11,7 +11,9 @@ import json
 import pytest
 
 from acurank_cli.errors import InputError
-from acurank_cli.io.readers import read_candidates, read_corpus, read_qrels, read_run, read_topics
+from acurank_cli.io.candidates import read_candidates
+from acurank_cli.io.collection_files import read_corpus, read_qrels, read_topics
+from acurank_cli.io.runs import read_run
 from acurank_cli.io.writers import run_lines
 from acurank_cli.records import strictly_decreasing
 from acurank_cli.records import Ranked
@@ -129,7 +131,8 @@ def test_unreadable_inputs_are_one_line_errors(tmp_path):
     """A file that exists but cannot be read (root ignores chmod 000, so use /proc/self/mem, which
     refuses reads at offset 0) and a directory: InputError naming it, never an OSError."""
     from acurank_cli.errors import InputError
-    from acurank_cli.io.readers import read_qrels, read_run, read_topics
+    from acurank_cli.io.collection_files import read_qrels, read_topics
+    from acurank_cli.io.runs import read_run
 
     for reader in (read_run, read_topics, read_qrels):
         with pytest.raises(InputError, match="cannot read"):
@@ -139,7 +142,8 @@ def test_unreadable_inputs_are_one_line_errors(tmp_path):
 
 
 def test_bom_is_not_part_of_the_first_id(tmp_path):
-    from acurank_cli.io.readers import read_candidates, read_qrels
+    from acurank_cli.io.candidates import read_candidates
+    from acurank_cli.io.collection_files import read_qrels
 
     (tmp_path / "q.txt").write_text("\ufeff1 0 d1 2\n1 0 d2 0\n", encoding="utf-8")
     assert read_qrels(tmp_path / "q.txt") == {"1": {"d1": 2, "d2": 0}}
@@ -160,7 +164,7 @@ def test_bom_is_not_part_of_the_first_id(tmp_path):
 ])
 def test_candidate_file_errors_name_file_line_query_and_doc(tmp_path, content, fragment):
     from acurank_cli.errors import InputError
-    from acurank_cli.io.readers import read_candidates
+    from acurank_cli.io.candidates import read_candidates
 
     (tmp_path / "c.jsonl").write_text(content + "\n", encoding="utf-8")
     with pytest.raises(InputError) as info:
@@ -171,7 +175,7 @@ def test_candidate_file_errors_name_file_line_query_and_doc(tmp_path, content, f
 
 def test_conflicting_duplicates_are_errors(tmp_path):
     from acurank_cli.errors import InputError
-    from acurank_cli.io.readers import read_qrels, read_topics
+    from acurank_cli.io.collection_files import read_qrels, read_topics
 
     (tmp_path / "q.txt").write_text("1 0 d1 2\n1 0 d1 2\n1 0 d1 0\n")
     with pytest.raises(InputError, match=r"q.txt:3: query 1 doc d1 judged twice"):
@@ -204,7 +208,7 @@ def test_run_record_is_the_one_view_of_a_run(tmp_path):
 def test_qids_take_long_lists_and_at_files(sample, tmp_path):
     """A few hundred ids in a comma list ended in OSError (File name too long)."""
     from acurank_cli.errors import InputError
-    from acurank_cli.io.readers import read_qids
+    from acurank_cli.io.collection_files import read_qids
     from conftest import acurank
 
     many = ",".join(str(1000000 + i) for i in range(400))
@@ -225,7 +229,7 @@ def test_qids_take_long_lists_and_at_files(sample, tmp_path):
 def test_a_docid_twice_in_a_corpus_is_an_error_naming_both_lines(tmp_path):
     """A duplicate _id was accepted silently (the last one won)."""
     from acurank_cli.errors import InputError
-    from acurank_cli.io.readers import read_corpus
+    from acurank_cli.io.collection_files import read_corpus
 
     corpus = tmp_path / "c.jsonl"
     corpus.write_text('{"_id": "a", "text": "one"}\n{"_id": "b", "text": "two"}\n{"_id": "a", "text": "three"}\n')

@@ -30,7 +30,8 @@ def test_trace_carries_p_topk_on_the_final_ratings_only(sample, tmp_path):
 
 def test_api_p_topk_is_the_final_ratings(sample):
     from acurank_cli import Reranker
-    from acurank_cli.io.readers import read_qrels, read_run
+    from acurank_cli.io.collection_files import read_qrels
+    from acurank_cli.io.runs import read_run
 
     run = read_run(sample / "dl19" / "bm25.run")
     qrels = read_qrels(sample / "dl19" / "qrels.txt")

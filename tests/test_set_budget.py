@@ -9,7 +9,8 @@ import random
 import pytest
 
 from acurank_cli.errors import InputError
-from acurank_cli.io.readers import read_candidates, read_qrels
+from acurank_cli.io.candidates import read_candidates
+from acurank_cli.io.collection_files import read_qrels
 from acurank_cli.method.registry import build_strategy
 from acurank_cli.params import ParameterError
 from acurank_cli.records import Phase, RankingTask, Step, StopReason

@@ -10,7 +10,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import SAMPLE, acurank, small_run  # noqa: E402
 
-from acurank_cli.io.readers import run_blocks  # noqa: E402
+from acurank_cli.io.runs import run_blocks  # noqa: E402
 from acurank_cli.method.registry import build_strategy  # noqa: E402
 from acurank_cli.rerankers.simulated import SimulatedReranker  # noqa: E402
 from acurank_cli.run.driver import Driver  # noqa: E402
@@ -30,7 +30,7 @@ def test_the_driver_pulls_a_query_only_when_the_batch_has_room():
             pulled.append(task.qid)
             yield task
 
-    from acurank_cli.io.readers import read_qrels
+    from acurank_cli.io.collection_files import read_qrels
 
     reranker = SimulatedReranker(read_qrels(QRELS), noise=1.0)
     held = {}

@@ -149,7 +149,8 @@ def test_adaptive_and_final_groups_follow_s(n):
 
 def test_uncertain_set_of_exactly_tau_is_not_final(sample):
     """|C| = tau continues adaptively; only |C| < tau triggers the final pass (DL19, simulated reranker)."""
-    from acurank_cli.io.readers import read_candidates, read_qrels
+    from acurank_cli.io.candidates import read_candidates
+    from acurank_cli.io.collection_files import read_qrels
 
     bundle, _ = read_candidates(sample / "dl19" / "bm25.run")
     qrels = read_qrels(sample / "dl19" / "qrels.txt")

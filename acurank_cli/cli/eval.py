@@ -144,7 +144,9 @@ def eval_cmd(
     (exit 1 and one line per failed gate; exit 0 and a "gates held" line per run, naming each gate)."""
     from ..evaluation import evaluate, parse_measures
     from ..io.outputs import stats_path_for
-    from ..io.readers import one_stdin, read_qids, read_scores
+    from ..io.collection_files import read_qids
+    from ..io.runs import read_scores
+    from ..io.sources import one_stdin
     from ..retrieval.resolve import load_qrels
 
     chosen = check_format(fmt, EVAL_FORMATS) if fmt else (Format.terminal if sys.stdout.isatty() else Format.tsv)
@@ -202,7 +204,7 @@ def _plan(runs: list[str], qrels: str, qids: str | None, stats: str | None, base
     """The files eval reads (runs, qrels, a --qids file, stats given or beside each run, the base run)."""
     from ..io.outputs import stats_path_for
     from ..io.plan import FilePlan
-    from ..io.readers import qids_file
+    from ..io.collection_files import qids_file
     from ..retrieval.resolve import as_file
 
     plan = FilePlan().read("--qrels", as_file(qrels)).read("--qids", qids_file(qids)).read("--stats", stats)

@@ -51,7 +51,7 @@ def rerank(
     **generated,
 ) -> None:
     """Rerank a first-stage run with AcuRank (or a baseline) and write a TREC run."""
-    from ..io.readers import check_tag
+    from ..io.sources import check_tag
     from ..run import pipeline
     from ..run.inputs import InputSpec
     from ..run.job import OutputSpec, RerankJob, run_job

@@ -18,7 +18,7 @@ import typer
 
 from ..errors import InputError
 from ..io.plan import FilePlan, replacing
-from ..io.readers import check_tag
+from ..io.sources import check_tag
 from ..retrieval.resolve import as_file, load_qrels
 from .options import Overwrite, err, say
 

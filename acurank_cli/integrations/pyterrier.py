@@ -31,7 +31,7 @@ import pyterrier as pt
 
 from ..api import Reranker
 from ..errors import InputError
-from ..io.readers import passage_text
+from ..io.collection_files import passage_text
 from ..method.registry import method_options
 
 #: columns the transformer adds (and returns, empty, for an empty frame)
@@ -108,7 +108,7 @@ class AcuRankReranker(pt.Transformer):
             return _Texts(None, {})
         wanted = set(inp["docno"].astype(str))
         if self.corpus is not None:
-            from ..io.readers import read_corpus
+            from ..io.collection_files import read_corpus
 
             docs = read_corpus(self.corpus, wanted)
         elif self.dataset is not None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
-from .readers import read_candidates
+from .candidates import read_candidates
 from .plan import replacing
 from .writers import write_corpus, write_run, write_topics
 

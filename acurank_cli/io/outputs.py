@@ -46,7 +46,7 @@ def stats_path_for(run_path: str | Path) -> Path:
 def read_stats(path: str | Path) -> dict[str, StatsRecord]:
     """The one stats reader: a per-query stats JSONL file -> {qid: StatsRecord}; a later record for a qid
     wins (a resumed run appends)."""
-    from .readers import open_text
+    from .sources import open_text
 
     out: dict[str, StatsRecord] = {}
     with open_text(path) as fh:

@@ -29,7 +29,8 @@ from pathlib import Path
 from ..errors import InputError
 from ..evaluation import DEFAULT_MEASURE, evaluate, measure_name
 from ..io.outputs import method_name_of, read_run_meta, stats_of_run, stats_path_for, unfinished
-from ..io.readers import read_qrels, read_run, read_scores, read_topics
+from ..io.collection_files import read_qrels, read_topics
+from ..io.runs import read_run, read_scores
 from ..io.plan import FilePlan
 from ..records import Run, StatsRecord
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import InputError
-from ..io.readers import open_text, source_name
+from ..io.sources import open_text, source_name
 from ..records import DocRating, TraceRecord
 from .render import MISSING, Table, num, save_figure
 from .tables import Report

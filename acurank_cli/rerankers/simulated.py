@@ -137,7 +137,7 @@ def grades_of(qrels: Any) -> dict[str, dict[str, int]]:
     """The API's ``qrels=``: a TREC qrels file's path (read as ``--qrels`` reads it) or {qid: {docid: grade}} with
     integer grades; anything else is an InputError here, before any call."""
     if isinstance(qrels, (str, os.PathLike)):
-        from ..io.readers import read_qrels
+        from ..io.collection_files import read_qrels
 
         return read_qrels(qrels)
     if not isinstance(qrels, Mapping):

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import InputError
-from ..io.readers import iter_corpus, open_text, read_qrels, read_topics, source_name
+from ..io.collection_files import iter_corpus, read_qrels, read_topics
+from ..io.sources import open_text, source_name
 from ..records import Doc
 
 PathLike = str | Path

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
-from ..io.readers import open_text
+from ..io.sources import open_text
 from ..records import Candidate
 from .jvm import autoclass, java_error
 from .lucene import IndexStats, PathLike, _corpus_files, _float32, cached_searcher, index_records

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
-from ..io.readers import doc_from_json, iter_corpus, looks_like_path, passage_text, passage_title, read_qrels
+from ..io.collection_files import doc_from_json, iter_corpus, passage_text, passage_title, read_qrels
+from ..io.sources import looks_like_path
 from ..records import Candidate, Doc
 from .jvm import autoclass, java_error, start_jvm
 

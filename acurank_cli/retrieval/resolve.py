@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Union
 
 from ..errors import InputError
-from ..io.readers import looks_like_path, read_qrels, read_topics
+from ..io.collection_files import read_qrels, read_topics
+from ..io.sources import looks_like_path
 
 PathLike = Union[str, Path]
 FILE_SUFFIXES = (".tsv", ".txt", ".gz", ".jsonl", ".json", ".trec")

@@ -8,8 +8,10 @@ from typing import Callable
 
 from ..errors import InputError
 from ..io.plan import FilePlan
-from ..io.readers import (RunBlock, candidate_blocks, in_trec_order, one_stdin, qids_file, read_corpus, read_qids,
-                          source_name)
+from ..io.candidates import candidate_blocks
+from ..io.collection_files import qids_file, read_corpus, read_qids
+from ..io.runs import RunBlock, in_trec_order
+from ..io.sources import one_stdin, source_name
 from ..retrieval.resolve import as_file, load_qrels, load_topics
 from ..records import Candidate, Doc
 from .shard import Shard
@@ -122,7 +124,7 @@ def load_inputs(
 ) -> Inputs:
     """Read the run/candidate file and complete it with topics, texts and qrels (docs/rerank.md).
 
-    A TREC run is read once, query by query (:func:`~acurank_cli.io.readers.candidate_blocks`), and the queries
+    A TREC run is read once, query by query (:func:`~acurank_cli.io.candidates.candidate_blocks`), and the queries
     to rerank (after ``--qids`` and ``--shard``: the others are checked and dropped as they are read) go to a
     :class:`~.spool.Spool` on disk, so memory does not grow with the run. ``dataset`` (``irds:<id>``) supplies
     topics, qrels and doc texts through ir_datasets; explicit ``topics``/``corpus``/``qrels`` files still take

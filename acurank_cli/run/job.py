@@ -19,7 +19,7 @@ from ..io.outputs import RunOutputs, meta_path_for, recorded_provenance, stats_p
 from ..io.plan import FilePlan, is_regular_or_absent
 from ..rerankers.cache import default_cache_path
 from ..rerankers.embeddings import store_path
-from ..io.readers import source_name
+from ..io.sources import source_name
 from ..io.writers import run_lines
 from ..method.base import Strategy
 from ..records import (CallTally, ParseStatus, QueryOutcome, Ranked, RankingTask, RunAbout, StatsRecord, Step, StopReason,
