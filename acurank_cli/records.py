@@ -353,7 +353,7 @@ class StatsRecord:
     """One line of a run's per-query stats JSONL (the ``rerank`` -> ``eval``/``report`` contract): the
     call accounting of one query, its steps, why it stopped, its wall time, and what made the run (the
     fingerprint digest, reranker identity and parameters). Written by ``to_json`` and read back by
-    ``from_json`` (:func:`acurank_cli.io.outputs.read_stats` is the one reader)."""
+    ``from_json`` (:func:`acurank_cli.io.run_files.read_stats` is the one reader)."""
 
     qid: str
     method: str

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import save, table  # noqa: E402
 
 from acurank_cli.run.driver import Driver  # noqa: E402
-from acurank_cli.run.inputs import load_inputs  # noqa: E402
+from acurank_cli.run.inputs import InputSpec  # noqa: E402
 from acurank_cli.rerankers.base import RerankerBase, build_reranker  # noqa: E402
 from acurank_cli.method.registry import build_strategy  # noqa: E402
 
@@ -84,7 +84,8 @@ def main() -> None:
     ap.add_argument("--throughput", action="store_true", help="also MiniLM passages/s by forward batch size")
     args = ap.parse_args()
     root = Path(__file__).resolve().parents[1] / "sample_runs" / args.dataset
-    inputs = load_inputs(str(root / "bm25.run"), 100, str(root / "topics.tsv"), str(root / "passages.jsonl.gz"))
+    inputs = InputSpec(run=str(root / "bm25.run"), depth=100, topics=str(root / "topics.tsv"),
+                       corpus=str(root / "passages.jsonl.gz")).load(True)
     inputs.tasks = inputs.tasks[: args.queries]
     rows = []
 

@@ -69,7 +69,7 @@ def first_pass_tau(out: Path, m: int = 20, seed: int = 0) -> dict[str, dict[str,
     from acurank_cli.records import RerankRequest
     from acurank_cli.rerankers.minilm import MiniLMReranker
     from acurank_cli.rerankers.simulated import simulated_order
-    from acurank_cli.run.inputs import load_inputs
+    from acurank_cli.run.inputs import InputSpec
 
     def tau(order) -> float:
         return stats.kendalltau(range(len(order)), order).statistic
@@ -79,7 +79,8 @@ def first_pass_tau(out: Path, m: int = 20, seed: int = 0) -> dict[str, dict[str,
     minilm = MiniLMReranker()
     for ds in DATASETS:
         files = dataset_files(out, ds)
-        inputs = load_inputs(str(files["run"]), 100, str(files["topics"]), str(files["corpus"]), str(files["qrels"]))
+        inputs = InputSpec(run=str(files["run"]), depth=100, topics=str(files["topics"]), corpus=str(files["corpus"]),
+                           qrels=str(files["qrels"])).load(True)
         windows = []  # (task, docids as presented: disjoint windows of m down the BM25 order)
         for task in inputs.tasks:
             ranked = [c.docid for c in sorted(task.candidates, key=lambda c: -c.score)]

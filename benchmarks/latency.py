@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from acurank_cli.run.driver import Driver
-from acurank_cli.run.inputs import load_inputs
+from acurank_cli.run.inputs import InputSpec
 from acurank_cli.rerankers.base import build_reranker
 from acurank_cli.rerankers.prompts import passage_content
 from acurank_cli.rerankers.simulated import simulated_order
@@ -62,8 +62,8 @@ def start_server(delay: float, inputs):
 
 def wait(args) -> None:
     data = ROOT / "sample_runs" / args.dataset
-    inputs = load_inputs(str(data / "bm25.run"), 100, str(data / "topics.tsv"), str(data / "passages.jsonl.gz"),
-                         str(data / "qrels.txt"))
+    inputs = InputSpec(run=str(data / "bm25.run"), depth=100, topics=str(data / "topics.tsv"),
+                       corpus=str(data / "passages.jsonl.gz"), qrels=str(data / "qrels.txt")).load(True)
     tasks = inputs.tasks[: args.queries]
     rows = []
     for delay in args.latencies:
@@ -102,8 +102,8 @@ def quality(args) -> None:
     for reranker in args.rerankers:
         for dataset in args.datasets:
             data = ROOT / "sample_runs" / dataset
-            inputs = load_inputs(str(data / "bm25.run"), 100, str(data / "topics.tsv"), str(data / "passages.jsonl.gz"),
-                                 str(data / "qrels.txt"))
+            inputs = InputSpec(run=str(data / "bm25.run"), depth=100, topics=str(data / "topics.tsv"),
+                               corpus=str(data / "passages.jsonl.gz"), qrels=str(data / "qrels.txt")).load(True)
             backend = build_reranker(reranker, **({"qrels": inputs.qrels} if reranker == "simulated" else {}))
             folder = ROOT / "out" / "latency" / reranker / dataset
             folder.mkdir(parents=True, exist_ok=True)

@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from acurank_cli.evaluation import evaluate  # noqa: E402
-from acurank_cli.io.outputs import read_stats  # noqa: E402
+from acurank_cli.io.run_files import read_stats  # noqa: E402
 from acurank_cli.io.collection_files import read_qrels  # noqa: E402
 from acurank_cli.io.runs import read_run  # noqa: E402
 from acurank_cli.report.pareto import pareto_frontier  # noqa: E402

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from method_comparison import DATASETS, METHODS, SETTINGS, dataset_files, folder, label_file, run_one  # noqa: E402
 
 from acurank_cli.evaluation import evaluate  # noqa: E402
-from acurank_cli.io.outputs import read_stats  # noqa: E402
+from acurank_cli.io.run_files import read_stats  # noqa: E402
 from acurank_cli.io.collection_files import read_qrels  # noqa: E402
 from acurank_cli.io.runs import read_run  # noqa: E402
 from acurank_cli.method.choices import Init  # noqa: E402

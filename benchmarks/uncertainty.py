@@ -91,13 +91,13 @@ def cmd_accuracy(args) -> dict:
 def dl19_iteration_ratings(limit: int = 400) -> list[tuple[np.ndarray, np.ndarray]]:
     """The (mu, sigma) every adaptive AcuRank iteration saw on DL19 (simulated reranker, noise 1, seed 0)."""
     from acurank_cli.run.driver import Driver
-    from acurank_cli.run.inputs import load_inputs
+    from acurank_cli.run.inputs import InputSpec
     from acurank_cli.records import Phase
     from acurank_cli.rerankers.base import build_reranker
     from acurank_cli.method.registry import build_strategy
 
-    inputs = load_inputs(str(ROOT / "sample_runs/dl19/bm25.run"), 100, qrels=str(ROOT / "sample_runs/dl19/qrels.txt"),
-                         need_texts=False)
+    inputs = InputSpec(run=str(ROOT / "sample_runs/dl19/bm25.run"), depth=100,
+                       qrels=str(ROOT / "sample_runs/dl19/qrels.txt")).load(False)
     seen: list[tuple[np.ndarray, np.ndarray]] = []
 
     def on_step(task, step):
@@ -167,7 +167,7 @@ def _rerank(job: tuple[str, str, str, int, Path, Path]) -> tuple[str, float]:
 
 def cmd_study(args) -> dict:
     from acurank_cli.evaluation import evaluate
-    from acurank_cli.io.outputs import read_stats, stats_path_for
+    from acurank_cli.io.run_files import read_stats, stats_path_for
     from acurank_cli.io.collection_files import read_qrels
     from acurank_cli.io.runs import read_run
     from acurank_cli.report.pareto import Point, pareto_frontier, plot_pareto

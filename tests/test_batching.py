@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from acurank_cli.run.driver import Driver
-from acurank_cli.run.inputs import load_inputs
+from acurank_cli.run.inputs import InputSpec
 from acurank_cli.rerankers.base import build_reranker
 from acurank_cli.method.registry import build_strategy
 
@@ -34,7 +34,8 @@ class Recording(OneAtATime):
 
 def test_batched_equals_one_at_a_time(sample):
     root = sample / "dl19"
-    inputs = load_inputs(str(root / "bm25.run"), 30, str(root / "topics.tsv"), str(root / "passages.jsonl.gz"))
+    inputs = InputSpec(run=str(root / "bm25.run"), depth=30, topics=str(root / "topics.tsv"),
+                       corpus=str(root / "passages.jsonl.gz")).load(True)
     tasks = inputs.tasks[:3]
     single = OneAtATime(build_reranker("minilm"))
     batched = Recording(build_reranker("minilm"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from acurank_cli.run.driver import Driver
-from acurank_cli.run.inputs import load_inputs
+from acurank_cli.run.inputs import InputSpec
 from acurank_cli.rerankers.simulated import SimulatedReranker
 from acurank_cli.method.registry import build_strategy
 
@@ -26,7 +26,7 @@ def test_rerank_inputs_from_irds(tmp_path, monkeypatch, sample):
     (tmp_path / "qrels.txt").write_text("\n".join(qrels) + "\n")
     name = register_local("acurank-test-dl19-one", sample / "dl19" / "passages.jsonl.gz", tmp_path / "q.tsv",
                           tmp_path / "qrels.txt")
-    inputs = load_inputs(str(run), 100, dataset=name)
+    inputs = InputSpec(run=str(run), depth=100, dataset=name).load(True)
     (task,) = inputs.tasks
     assert task.qid == qid and task.query == topics[qid].split("\t")[1] and task.n == 30
     assert all(c.docid in inputs.docs and inputs.docs[c.docid].text for c in task.candidates)

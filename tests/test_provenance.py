@@ -10,7 +10,7 @@ import pytest
 
 from conftest import SAMPLE, acurank
 
-from acurank_cli.run.provenance import changes
+from acurank_cli.io.run_files import changes
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from scipy import stats as sst
 from acurank_cli.errors import InputError
 from conftest import acurank
 
-from acurank_cli.io.outputs import read_stats, stats_path_for
+from acurank_cli.io.run_files import read_stats, stats_path_for
 from acurank_cli.report.collection import build_collection, macro
 from acurank_cli.report.render import (
     Cell,

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from acurank_cli.run.shard import Shard, shard_of
+from acurank_cli.io.shards import Shard, shard_of
 from conftest import acurank
 
 RUN_SPECIFIC = ("rerank_seconds", "seconds")  # the clock: different in any two runs of one command

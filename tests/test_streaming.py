@@ -14,15 +14,15 @@ from acurank_cli.io.runs import run_blocks  # noqa: E402
 from acurank_cli.method.registry import build_strategy  # noqa: E402
 from acurank_cli.rerankers.simulated import SimulatedReranker  # noqa: E402
 from acurank_cli.run.driver import Driver  # noqa: E402
-from acurank_cli.run.inputs import load_inputs  # noqa: E402
-from acurank_cli.run.shard import Shard  # noqa: E402
+from acurank_cli.run.inputs import InputSpec  # noqa: E402
+from acurank_cli.io.shards import Shard  # noqa: E402
 
 QRELS = SAMPLE / "dl19" / "qrels.txt"
 SIM = ("--reranker", "simulated", "--qrels", QRELS, "--no-cache", "--quiet")
 
 
 def test_the_driver_pulls_a_query_only_when_the_batch_has_room():
-    inputs = load_inputs(str(SAMPLE / "dl19" / "bm25.run"), 100, need_texts=False)
+    inputs = InputSpec(run=str(SAMPLE / "dl19" / "bm25.run"), depth=100).load(False)
     pulled = []
 
     def tasks():
@@ -54,8 +54,8 @@ def test_run_blocks_keep_only_the_wanted_queries_and_flag_a_query_seen_again():
 
 def test_a_shard_holds_only_its_queries(tmp_path):
     run = SAMPLE / "dl19" / "bm25.run"
-    whole = load_inputs(str(run), 100, need_texts=False)
-    part = load_inputs(str(run), 100, need_texts=False, shard=Shard(1, 3))
+    whole = InputSpec(run=str(run), depth=100).load(False)
+    part = InputSpec(run=str(run), depth=100, shard=Shard(1, 3)).load(False)
     assert part.every_query == whole.every_query and len(whole.every_query) == 43
     assert [t.qid for t in part.tasks] == [q for q in whole.every_query if Shard(1, 3).holds(q)]
     assert 0 < len(part.tasks) < 43

@@ -92,7 +92,7 @@ def render(fmt: Format, rows: list[EvalRow], measures: list[str], per_query: boo
 def _mean_calls(path: Path, run: str, queries: set[str], wanted: set[str] | None = None) -> float | None:
     """Mean calls per query from the run's stats file (checked to be the run's: ``queries`` are its qids), over the
     ``wanted`` queries when --qids names them (None when there is no stats file, or it has none of them)."""
-    from ..io.outputs import stats_of_run
+    from ..io.run_files import stats_of_run
 
     if not path.exists():
         return None
@@ -106,7 +106,7 @@ def _check_against_qrels(path: str, run: dict, judged: dict, qrels: str, fill: b
                          held: int | None = None) -> None:
     """Foreign qrels (no query in common) are an error; few shared queries, a run that covers only part of the
     qrels' queries, and an unfinished run (its meta file says it was made for more queries) are warnings."""
-    from ..io.outputs import unfinished
+    from ..io.run_files import unfinished
 
     shared = len(set(run) & set(judged))
     if run and judged and shared == 0:
@@ -143,7 +143,7 @@ def eval_cmd(
     """Evaluate runs through ir_measures/pytrec_eval (trec_eval semantics); with --min or --against, gate them
     (exit 1 and one line per failed gate; exit 0 and a "gates held" line per run, naming each gate)."""
     from ..evaluation import evaluate, parse_measures
-    from ..io.outputs import stats_path_for
+    from ..io.run_files import stats_path_for
     from ..io.collection_files import read_qids
     from ..io.runs import read_scores
     from ..io.sources import one_stdin
@@ -202,7 +202,7 @@ def _check_wanted(wanted: set[str], judged: dict, qrels: str) -> None:
 
 def _plan(runs: list[str], qrels: str, qids: str | None, stats: str | None, base_run: str | None):
     """The files eval reads (runs, qrels, a --qids file, stats given or beside each run, the base run)."""
-    from ..io.outputs import stats_path_for
+    from ..io.run_files import stats_path_for
     from ..io.plan import FilePlan
     from ..io.collection_files import qids_file
     from ..retrieval.resolve import as_file

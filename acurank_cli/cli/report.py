@@ -349,7 +349,7 @@ def provenance_cmd(
     output: OutputOpt = None,
     overwrite: Overwrite = False,
 ) -> None:
-    from ..io.outputs import meta_path_for
+    from ..io.run_files import meta_path_for
     from ..report.provenance import provenance_report
 
     _check_format(fmt)

@@ -54,9 +54,10 @@ def rerank(
     from ..io.sources import check_tag
     from ..run import pipeline
     from ..run.inputs import InputSpec
-    from ..run.job import OutputSpec, RerankJob, run_job
+    from ..io.run_files import RunFiles
+    from ..run.job import RerankJob, run_job
     from ..run.ray_executor import ray_options
-    from ..run.shard import Shard
+    from ..io.shards import Shard
 
     baseline_only = ctx.info_name == "baseline"
     if no_cache and cache is not None:
@@ -69,8 +70,8 @@ def rerank(
                          shard=None if shard is None else Shard.parse(shard), keep_tail=not drop_tail),
         strategy=strategy,
         backend=reranker,
-        outputs=OutputSpec(output, overwrite, check_tag(tag) if tag is not None else _default_tag(strategy.name, reranker),
-                           stats, trace),
+        outputs=RunFiles(output=output, overwrite=overwrite, stats=stats, trace=trace,
+                         tag=check_tag(tag) if tag is not None else _default_tag(strategy.name, reranker)),
         backend_options={key: v for key, v in backend_options.items() if v is not None},
         cache=None if no_cache else (cache or DEFAULTS.cache),
         batch_queries=batch_queries,
@@ -143,7 +144,7 @@ def merge(
     overwrite: Overwrite = False,
 ) -> None:
     """Join the parts of a sharded rerank/baseline into the run (and stats) the unsharded command writes."""
-    from ..run.shard import merge as join
+    from ..io.shards import merge as join
 
     queries, count = join(parts, output, overwrite)
     say(f"merged {count} shards: {queries} queries -> {output}")

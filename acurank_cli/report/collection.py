@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..evaluation import DEFAULT_MEASURE, evaluate, measure_name
-from ..io.outputs import method_name_of, read_run_meta, stats_of_run, stats_path_for, unfinished
+from ..io.run_files import method_name_of, read_run_meta, stats_of_run, stats_path_for, unfinished
 from ..io.collection_files import read_qrels, read_topics
 from ..io.runs import read_run, read_scores
 from ..io.plan import FilePlan
@@ -76,7 +76,7 @@ class MethodRun:
 
     def stats(self) -> dict[str, StatsRecord] | None:
         """Per-query stats records, or None when the run has no stats file; checked to be the run's own
-        (:func:`~acurank_cli.io.outputs.stats_of_run`: another run's refused, a gap said on stderr)."""
+        (:func:`~acurank_cli.io.run_files.stats_of_run`: another run's refused, a gap said on stderr)."""
         if self._stats is None and self.stats_path is not None:
             self._stats, gap = stats_of_run(self.stats_path, self.run_path, set(self.run_dict()))
             if gap:

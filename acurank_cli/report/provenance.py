@@ -4,7 +4,7 @@ row per run, so that a table's figures can be told apart by what made them."""
 from __future__ import annotations
 
 from ..errors import InputError
-from ..io.outputs import meta_path_for, recorded_fingerprint, recorded_provenance
+from ..io.run_files import meta_path_for, recorded_fingerprint, recorded_provenance
 from .render import Table
 from .tables import Report
 

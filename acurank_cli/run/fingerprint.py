@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from ..io.run_files import command_part
 from ..method.base import Strategy
 from ..records import Doc, RankingTask
 
@@ -53,17 +54,6 @@ def input_digest(tasks: Iterable[RankingTask], docs: dict[str, Doc], with_texts:
                 d = docs[c.docid]
                 h.update(json.dumps([d.title, d.text], ensure_ascii=False).encode("utf-8"))
     return h.hexdigest()
-
-
-#: The inputs' keys that depend on which queries a run covers (a shard of the input has its own).
-PER_QUERY_SET = ("digest", "queries", "shard", "tail")
-
-
-def command_part(fingerprint: dict[str, Any]) -> dict[str, Any]:
-    """A recorded fingerprint without :data:`PER_QUERY_SET`: what every part of one sharded command shares."""
-    out = dict(fingerprint)
-    out["inputs"] = {k: v for k, v in (fingerprint.get("inputs") or {}).items() if k not in PER_QUERY_SET}
-    return out
 
 
 def _digest(value: dict[str, Any]) -> str:

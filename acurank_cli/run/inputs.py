@@ -8,13 +8,13 @@ from typing import Callable
 
 from ..errors import InputError
 from ..io.plan import FilePlan
-from ..io.candidates import candidate_blocks
+from ..io.candidates import Bundle, candidate_blocks
 from ..io.collection_files import qids_file, read_corpus, read_qids
 from ..io.runs import RunBlock, in_trec_order
 from ..io.sources import one_stdin, source_name
 from ..retrieval.resolve import as_file, load_qrels, load_topics
 from ..records import Candidate, Doc
-from .shard import Shard
+from ..io.shards import Shard
 from .spool import Spool, Tasks
 
 #: candidates as two columns, (docids, scores)
@@ -44,6 +44,8 @@ class Inputs:
     expected: dict[str, int] = field(default_factory=dict)
     #: whether any query keeps candidates it does not rerank
     any_tail: bool = False
+    #: the run's name in messages: its path, or ``<stdin>``
+    source: str = ""
 
     def tail(self, qid: str) -> tuple[Candidate, ...]:
         """The candidates of ``qid`` not reranked, written under its reranked head in first-stage order: those
@@ -80,12 +82,125 @@ class InputSpec:
         return plan
 
     def load(self, need_texts: bool) -> "Inputs":
-        """Read and complete everything (see :func:`load_inputs`)."""
+        """Read the run/candidate file and complete it with topics, texts and qrels (docs/rerank.md).
+
+        A TREC run is read once, query by query (:func:`~acurank_cli.io.candidates.candidate_blocks`), and the
+        queries to rerank (after ``--qids`` and ``--shard``: the others are checked and dropped as they are read) go
+        to a :class:`~.spool.Spool` on disk, so memory does not grow with the run. ``dataset`` (``irds:<id>``)
+        supplies topics, qrels and doc texts through ir_datasets; explicit ``topics``/``corpus``/``qrels`` files
+        still take precedence. ``need_texts``: the reranker reads the texts (else topics and passages are not
+        looked for).
+        """
         one_stdin([("RUN", self.run), ("--topics", self.topics), ("--corpus", self.corpus), ("--qrels", self.qrels),
                    ("--qids", self.qids)])
-        return load_inputs(self.run, self.depth, self.topics, self.corpus, self.qrels, need_texts=need_texts,
-                           skip_missing=self.skip_missing, doc_fetcher=_index_fetcher(self.index),
-                           dataset=self.dataset, qids=self.qids, shard=self.shard, keep_tail=self.keep_tail)
+        read = self._read()
+        sources = self._sources(read, need_texts)
+        if sources.topics:
+            read.bundle.topics.update(load_topics(sources.topics))
+        split = read.split(self.depth)
+        order = read.spool.keys()
+        if need_texts and (sources.corpus or sources.fetch is not None):  # every head's texts: docs/scale.md
+            docids = {d for qid in order for d in split(qid)[0][0]}
+            if sources.corpus:
+                read.bundle.docs.update(read_corpus(sources.corpus, docids))
+            else:
+                read.bundle.docs.update(sources.fetch(docids - set(read.bundle.docs)))
+        if self.qrels:
+            read.bundle.qrels = load_qrels(self.qrels)
+        heads, tails = Spool(), Spool()
+        inputs = Inputs(Tasks(heads, tails, []), read.bundle.docs, read.bundle.qrels, read.fmt, read.notes,
+                        every_query=tuple(read.every), source=read.name)
+        complete = _Completion(inputs, read.bundle.topics, read.name, need_texts, self.skip_missing, sources.topics,
+                               self.keep_tail)
+        kept = [qid for qid in order if complete.put(heads, tails, qid, *split(qid))]
+        read.spool.close()  # the queries as read: each is now a task (heads, tails) or was skipped
+        inputs.tasks = Tasks(heads, tails, kept)
+        if not kept and inputs.skipped_queries:
+            raise InputError(f"no query left to rerank: --skip-missing skipped all {inputs.skipped_queries} "
+                             f"({inputs.skipped_docs} docs without text)", read.name)
+        return inputs
+
+    def _read(self) -> "_Read":
+        """The run or candidate file read once, the queries kept (--qids, --shard) spooled to disk."""
+        read = _Read(source_name(self.run))
+        wanted = read_qids(self.qids) if self.qids is not None else None
+        seen: set[str] = set()
+        later: dict[str, list[RunBlock]] = {}  # the blocks of a query after its first (a run not grouped by query)
+
+        def keep(qid: str) -> bool:
+            return (wanted is None or qid in wanted) and (self.shard is None or self.shard.holds(qid))
+
+        with candidate_blocks(self.run, keep) as (read.fmt, read.bundle, blocks):
+            for block in blocks:
+                if block.again:
+                    later.setdefault(block.qid, []).append(block)
+                    continue
+                seen.add(block.qid)
+                if wanted is None or block.qid in wanted:
+                    read.every.append(block.qid)
+                if keep(block.qid):
+                    read.spool.put(block.qid, (block.docids, block.scores))
+        if not seen:
+            raise InputError("run file is empty", read.name)
+        if later:
+            _join(read.spool, later, read.name, read.notes)
+        missing = sorted(wanted - seen) if wanted is not None else []
+        if missing:
+            raise InputError(f"--qids names {len(missing)} queries the run does not have (e.g. {missing[0]})",
+                             read.name)
+        return read
+
+    def _sources(self, read: "_Read", need_texts: bool) -> "_Sources":
+        """Where topics and texts come from: the flags, then ir_datasets (--dataset), then the sample_runs files
+        beside a TREC run; the dataset's topics and qrels go into the bundle."""
+        sources = _Sources(self.topics, self.corpus, _index_fetcher(self.index))
+        if self.dataset:
+            from ..retrieval.datasets import load_irds
+
+            irds = load_irds(self.dataset)
+            bundle = read.bundle
+            bundle.topics.update({q: t for q, t in irds.topics.items() if q not in bundle.topics})
+            bundle.qrels = bundle.qrels or irds.qrels
+            if sources.fetch is None and sources.corpus is None and irds.get_docs is not None:
+                sources.fetch = irds.get_docs
+            read.notes.append(f"using topics, qrels and texts of {self.dataset}")
+        elif read.fmt == "trec":
+            sources.topics = sources.topics or _note(_beside(self.run, BESIDE_TOPICS), "topics", read.notes)
+            if sources.corpus is None and sources.fetch is None and need_texts:
+                sources.corpus = _note(_beside(self.run, BESIDE_CORPUS), "passages", read.notes)
+        return sources
+
+
+@dataclass
+class _Read:
+    """A run or candidate file as read: its format and bundle (a candidate file's topics, texts, qrels), the
+    queries kept, spooled, and every query before --shard (after --qids) in its order (what a merge restores)."""
+
+    name: str
+    fmt: str = "trec"
+    bundle: Bundle = field(default_factory=Bundle)
+    spool: Spool = field(default_factory=Spool)
+    every: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def split(self, depth: int | None) -> Callable[[str], tuple[Columns, Columns]]:
+        """qid -> its reranked head (--depth) and what lies below it, in first-stage order (a run's: by score)."""
+
+        def split(qid: str) -> tuple[Columns, Columns]:
+            docids, scores = in_trec_order(*self.spool.get(qid)) if self.fmt == "trec" else self.spool.get(qid)
+            cut = len(docids) if depth is None else depth
+            return (docids[:cut], scores[:cut]), (docids[cut:], scores[cut:])
+
+        return split
+
+
+@dataclass
+class _Sources:
+    """Where the topics and the texts come from: a topics file, a corpus file, or a fetcher (an index, a dataset)."""
+
+    topics: str | None
+    corpus: str | None
+    fetch: Callable[[set[str]], dict[str, Doc]] | None
 
 
 def _index_fetcher(index: str | None) -> Callable[[set[str]], dict[str, Doc]] | None:
@@ -106,97 +221,6 @@ def _beside(run: str, name: str) -> Path | None:
         return None
     candidate = Path(run).parent / name
     return candidate if candidate.exists() else None
-
-
-def load_inputs(
-    run: str,
-    depth: int | None,
-    topics: str | None = None,
-    corpus: str | None = None,
-    qrels: str | None = None,
-    need_texts: bool = True,
-    skip_missing: bool = False,
-    doc_fetcher: Callable[[set[str]], dict[str, Doc]] | None = None,
-    dataset: str | None = None,
-    qids: str | None = None,
-    shard: "Shard | None" = None,
-    keep_tail: bool = True,
-) -> Inputs:
-    """Read the run/candidate file and complete it with topics, texts and qrels (docs/rerank.md).
-
-    A TREC run is read once, query by query (:func:`~acurank_cli.io.candidates.candidate_blocks`), and the queries
-    to rerank (after ``--qids`` and ``--shard``: the others are checked and dropped as they are read) go to a
-    :class:`~.spool.Spool` on disk, so memory does not grow with the run. ``dataset`` (``irds:<id>``) supplies
-    topics, qrels and doc texts through ir_datasets; explicit ``topics``/``corpus``/``qrels`` files still take
-    precedence.
-    """
-    name = source_name(run)
-    wanted = read_qids(qids) if qids is not None else None
-    spool = Spool()
-    every: list[str] = []  # the queries before --shard (after --qids), in the input's order (a merge restores it)
-    seen: set[str] = set()
-    later: dict[str, list[RunBlock]] = {}  # the blocks of a query after its first (a run not grouped by query)
-
-    def keep(qid: str) -> bool:
-        return (wanted is None or qid in wanted) and (shard is None or shard.holds(qid))
-
-    with candidate_blocks(run, keep) as (fmt, bundle, blocks):
-        for block in blocks:
-            if block.again:
-                later.setdefault(block.qid, []).append(block)
-                continue
-            seen.add(block.qid)
-            if wanted is None or block.qid in wanted:
-                every.append(block.qid)
-            if keep(block.qid):
-                spool.put(block.qid, (block.docids, block.scores))
-    if not seen:
-        raise InputError("run file is empty", name)
-    notes: list[str] = []
-    if later:
-        _join(spool, later, name, notes)
-    if wanted is not None:
-        missing = sorted(wanted - seen)
-        if missing:
-            raise InputError(f"--qids names {len(missing)} queries the run does not have (e.g. {missing[0]})", name)
-    if dataset:
-        from ..retrieval.datasets import load_irds
-
-        irds = load_irds(dataset)
-        bundle.topics.update({q: t for q, t in irds.topics.items() if q not in bundle.topics})
-        bundle.qrels = bundle.qrels or irds.qrels
-        if doc_fetcher is None and corpus is None and irds.get_docs is not None:
-            doc_fetcher = lambda wanted: irds.get_docs(wanted)  # noqa: E731
-        notes.append(f"using topics, qrels and texts of {dataset}")
-    if fmt == "trec" and not dataset:
-        topics = topics or _note(_beside(run, BESIDE_TOPICS), "topics", notes)
-        if corpus is None and doc_fetcher is None and need_texts:
-            corpus = _note(_beside(run, BESIDE_CORPUS), "passages", notes)
-    if topics:
-        bundle.topics.update(load_topics(topics))
-
-    def split(qid: str) -> tuple[Columns, Columns]:
-        """A query's reranked head (--depth) and what lies below it, in first-stage order (a run's: by score)."""
-        docids, scores = in_trec_order(*spool.get(qid)) if fmt == "trec" else spool.get(qid)
-        cut = len(docids) if depth is None else depth
-        return (docids[:cut], scores[:cut]), (docids[cut:], scores[cut:])
-
-    order = spool.keys()
-    if need_texts and (corpus or doc_fetcher is not None):  # the texts of every head: docs/scale.md, on memory
-        docids = {d for qid in order for d in split(qid)[0][0]}
-        if corpus:
-            bundle.docs.update(read_corpus(corpus, docids))
-        else:
-            bundle.docs.update(doc_fetcher(docids - set(bundle.docs)))
-    if qrels:
-        bundle.qrels = load_qrels(qrels)
-    heads, tails = Spool(), Spool()
-    inputs = Inputs(Tasks(heads, tails, []), bundle.docs, bundle.qrels, fmt, notes, every_query=tuple(every))
-    complete = _Completion(inputs, bundle.topics, name, need_texts, skip_missing, topics, keep_tail)
-    kept = [qid for qid in order if complete.put(heads, tails, qid, *split(qid))]
-    spool.close()  # the queries as read: each is now a task (heads, tails) or was skipped
-    inputs.tasks = Tasks(heads, tails, kept)
-    return inputs
 
 
 def _join(spool: Spool, later: dict[str, list[RunBlock]], name: str, notes: list[str]) -> None:

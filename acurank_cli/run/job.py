@@ -15,11 +15,10 @@ from ..console import text_console
 
 from ..errors import InputError, Stopped
 from ..params import ParameterError, positive
-from ..io.outputs import RunOutputs, meta_path_for, recorded_provenance, stats_path_for
-from ..io.plan import FilePlan, is_regular_or_absent
+from ..io.run_files import RunFiles, RunWriter
+from ..io.plan import FilePlan
 from ..rerankers.cache import default_cache_path
 from ..rerankers.embeddings import store_path
-from ..io.sources import source_name
 from ..io.writers import run_lines
 from ..method.base import Strategy
 from ..records import (CallTally, ParseStatus, QueryOutcome, Ranked, RankingTask, RunAbout, StatsRecord, Step, StopReason,
@@ -34,44 +33,13 @@ from ..signals import Interrupted
 
 
 @dataclass(frozen=True)
-class OutputSpec:
-    """Where a job writes: the run (None or '-': stdout), its tag, stats and trace JSONL."""
-
-    output: str | None = None
-    overwrite: bool = False
-    tag: str = "acurank"
-    stats: str | None = None
-    trace: str | None = None
-
-    @property
-    def to_file(self) -> bool:
-        """--output names a file: not stdout, and not a device or FIFO (``/dev/null``, ``/dev/stdout``), which is
-        written as ``-`` is, with nothing beside it (no stats, no meta file) and nothing to resume."""
-        return bool(self.output) and self.output != "-" and is_regular_or_absent(self.output)
-
-    def resumable(self) -> bool:
-        """The run exists and would be continued (its stats and trace with it): whether it may be, the meta file
-        beside it decides (:class:`~acurank_cli.io.outputs.RunOutputs`), before any of them is written."""
-        if not self.to_file or self.overwrite:
-            return False
-        path = Path(self.output)
-        return path.is_file() and path.stat().st_size > 0
-
-    def stats_path(self) -> str | None:
-        """--stats, or X.stats.jsonl beside --output X.run."""
-        if self.stats is None and self.to_file:
-            return str(stats_path_for(self.output))
-        return self.stats
-
-
-@dataclass(frozen=True)
 class RerankJob:
     """Everything one ``acurank rerank`` invocation needs: what to read, what to run, where to write."""
 
     inputs: InputSpec
     strategy: Strategy
     backend: str
-    outputs: OutputSpec = OutputSpec()
+    outputs: RunFiles = RunFiles()
     backend_options: dict[str, Any] = field(default_factory=dict)
     cache: str | None = pipeline.DEFAULTS.cache
     batch_queries: int | None = pipeline.DEFAULTS.batch_queries
@@ -103,94 +71,83 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     under the method's rating init, and (on resume) that the run was made with the same settings.
     """
     started = time.perf_counter()
-    out = job.outputs
-    stats = _checked_outputs(job)
-    log = job.backend_options.get("log_prompts")
-    if out.overwrite and log and Path(log).is_file():  # afresh: the log restarts with the run (else it is continued)
-        Path(log).write_bytes(b"")
+    files = job.outputs
+    plan = _checked_outputs(job)
     session = pipeline.Session(job.strategy, job.backend, job.backend_options, job.ray)  # options checked here
-    needs_texts = session.needs_texts
-    inputs = job.inputs.load(needs_texts)
-    if not inputs.tasks and inputs.skipped_queries:
-        raise InputError(f"no query left to rerank: --skip-missing skipped all {inputs.skipped_queries} "
-                         f"({inputs.skipped_docs} docs without text)", source_name(job.inputs.run))
-    session.check(inputs.tasks, source_name(job.inputs.run))
+    inputs = job.inputs.load(session.needs_texts)
+    session.check(inputs.tasks, inputs.source)
     status = text_console(stderr=True, quiet=True) if job.quiet else err  # --quiet: errors and warnings only
     for note in inputs.notes:
         (err if note.startswith("warning:") else status).print(f"acurank: {note}", markup=False)
     backend = session.load(context={"qrels": inputs.qrels})
     for note in backend.notes():
         status.print(f"acurank: {note}", markup=False, soft_wrap=True)
-    fingerprint = _fingerprint(job, backend, inputs, needs_texts)
-    outputs = RunOutputs(out.output, stats, out.trace)
-    expected = inputs.expected  # the lines a finished query writes
-    read = [(n.flag, n.path) for n in job.inputs.read_by(FilePlan()).reads]
-    made = provenance.collect(backend, read if source_name(job.inputs.run) != "<stdin>" else [("RUN", "-"), *read],
-                              recorded_provenance(out.output) if out.resumable() else None)
-    if out.resumable():
-        provenance.check_resume(out.output, made, fingerprint)
+    fingerprint = _fingerprint(job, backend, inputs, session.needs_texts)
+    read = [(n.flag, n.path) for n in plan.reads]
+    made = provenance.collect(backend, read if inputs.source != "<stdin>" else [("RUN", "-"), *read])
+    described = _described(job, inputs)
     try:
         session.start(job.cache, job.batch_queries)  # before the outputs: a cache refused leaves no run file behind
-        done = outputs.open(expected, out.tag, out.overwrite, fingerprint,
-                            {**(_described(job, inputs) or {}), "provenance": made})
+        outputs = files.open(inputs.expected, fingerprint, described, made)
     except BaseException:
         session.close()
         raise
     status.print(f"acurank: {job.strategy.name} with reranker {backend.name} on {len(inputs.tasks)} queries", markup=False)
-    if stats and out.stats is None:
-        status.print(f"acurank: per-query stats go to {stats}", markup=False)
-    replay = job.strategy.lockstep and bool(done)
-    tasks = inputs.tasks if replay else (t for t in inputs.tasks if t.qid not in done)  # read as the driver asks
-    count = len(inputs.tasks) if replay else len(inputs.tasks) - len(done)
-    if outputs.without_stats:
-        err.print(f"acurank: warning: {len(outputs.without_stats)} finished queries of {out.output} have no record in "
-                  f"{stats} (e.g. {outputs.without_stats[0]}: the stats file was cut or deleted): they are reranked "
-                  "again" + (", their calls from the call cache" if job.cache else ""), markup=False, soft_wrap=True)
-    if done:
-        status.print(f"acurank: resuming {out.output}: {len(done)} of {len(expected)} queries already done", markup=False)
-    if replay:  # the queries advance together: the finished ones are replayed, not rewritten
-        if job.cache is None and backend.cache_identity() is not None:
-            outputs.close()
-            session.close()
-            raise InputError(f"resuming a {job.strategy.name} run replays its finished calls from the call cache "
-                             "(its queries advance together); drop --no-cache (or start afresh with --overwrite)")
-        status.print(f"acurank: {job.strategy.name}: the finished queries are replayed (their calls from the call cache) "
-                  "so that every query sees the same run as before", markup=False)
-    about = _about(job, backend, fingerprint, status)
-
-    totals = _drive(job, session, outputs, inputs, tasks, count, done, about, err)
-    wall = time.perf_counter() - started
-    _summary(status, job, totals, wall, inputs)
+    totals = _drive(job, session, outputs, inputs, backend, fingerprint, status, err)
+    _summary(status, job, totals, time.perf_counter() - started, inputs)
     if job.quiet and (inputs.skipped_docs or inputs.skipped_queries):  # the summary says it otherwise
         err.print(f"acurank: warning: {_skipped(inputs)}", markup=False)
     return totals
 
 
-def _checked_outputs(job: RerankJob) -> str | None:
+def _resuming(job: RerankJob, backend_cached: bool, outputs: RunWriter, inputs, status: Console, err: Console
+              ) -> bool:
+    """Say where the outputs stand (the stats file, a resume, finished queries without stats) and whether the
+    finished queries are replayed: a method whose queries advance together (lockstep) runs them again, their calls
+    from the call cache, and writes only the others."""
+    files, done = job.outputs, outputs.done
+    if files.stats_path() and files.stats is None:
+        status.print(f"acurank: per-query stats go to {files.stats_path()}", markup=False)
+    if outputs.without_stats:
+        err.print(f"acurank: warning: {len(outputs.without_stats)} finished queries of {files.output} have no record "
+                  f"in {files.stats_path()} (e.g. {outputs.without_stats[0]}: the stats file was cut or deleted): they "
+                  "are reranked again" + (", their calls from the call cache" if job.cache else ""), markup=False,
+                  soft_wrap=True)
+    if done:
+        status.print(f"acurank: resuming {files.output}: {len(done)} of {len(inputs.expected)} queries already done",
+                     markup=False)
+    replay = job.strategy.lockstep and bool(done)
+    if replay:  # the queries advance together: the finished ones are replayed, not rewritten
+        if job.cache is None and backend_cached:
+            raise InputError(f"resuming a {job.strategy.name} run replays its finished calls from the call cache "
+                             "(its queries advance together); drop --no-cache (or start afresh with --overwrite)")
+        status.print(f"acurank: {job.strategy.name}: the finished queries are replayed (their calls from the call "
+                     "cache) so that every query sees the same run as before", markup=False)
+    return replay
+
+
+def _checked_outputs(job: RerankJob) -> FilePlan:
     """--model-params, and every output against every input and every other output (see :class:`FilePlan`):
-    nothing is opened for writing before this holds. Returns the stats path."""
-    out = job.outputs
+    nothing is opened for writing before this holds. Returns the plan (what the job reads). With --overwrite, a
+    --log-prompts log restarts with the run (else it is continued)."""
+    files = job.outputs
     if job.model_params is not None and not positive().contains(job.model_params):
         raise ParameterError("model_params", job.model_params, positive().describe(), flag="--model-params")
-    if out.trace and job.strategy.cutoff is None:  # its file would stay empty
+    if files.trace and job.strategy.cutoff is None:  # its file would stay empty
         raise InputError(f"method {job.strategy.name!r} does not use --trace: it keeps no ratings to trace (the "
                          "acurank and acurank-auto families do)")
     if job.inputs.shard is not None and job.strategy.lockstep:
         raise InputError(_pooled_shard(job.strategy))
-    stats = out.stats_path()
-    resumable = out.resumable()
-    plan = job.inputs.read_by(FilePlan())
-    plan.write("--output", out.output, may_exist=True)  # continued when its meta file records this command
-    if out.to_file:
-        plan.write("(the meta file of --output)", meta_path_for(out.output), may_exist=True)
-    plan.write("--stats" if out.stats else "(the stats beside --output)", stats, may_exist=resumable)
-    plan.write("--trace", out.trace, may_exist=resumable)
-    plan.write("--log-prompts", job.backend_options.get("log_prompts"), may_exist=resumable)
+    plan = files.declare(job.inputs.read_by(FilePlan()))
+    log = job.backend_options.get("log_prompts")
+    plan.write("--log-prompts", log, may_exist=files.resumable())
     if job.cache is not None:
         cache = default_cache_path() if job.cache == pipeline.DEFAULTS.cache else Path(job.cache)
         plan.write("--cache", cache, store=True).write("(the embedding store beside --cache)", store_path(cache), store=True)
-    plan.check(out.overwrite)
-    return stats
+    plan.check(files.overwrite)
+    if files.overwrite and log and Path(log).is_file():
+        Path(log).write_bytes(b"")
+    return plan
 
 
 def _pooled_shard(strategy: Strategy) -> str:
@@ -205,26 +162,43 @@ def _pooled_shard(strategy: Strategy) -> str:
             f"would differ from the unsharded one; {way}, or rerank without --shard")
 
 
-def _drive(job: RerankJob, session: pipeline.Session, outputs: RunOutputs, inputs, tasks: Iterable[RankingTask],
-           count: int, done, about: RunAbout, err: Console) -> _Totals:
+def _drive(job: RerankJob, session: pipeline.Session, outputs: RunWriter, inputs, backend, fingerprint: RunFingerprint,
+           status: Console, err: Console) -> _Totals:
+    """Rerank the queries not finished yet (a lockstep method's finished ones replayed), then close the outputs,
+    the session and the spooled tasks, whatever happened."""
+    try:
+        replay = _resuming(job, backend.cache_identity() is not None, outputs, inputs, status, err)
+        about = _about(job, backend, fingerprint, status)
+        done = set(outputs.done)
+        tasks = inputs.tasks if replay else (t for t in inputs.tasks if t.qid not in done)  # read as the driver asks
+        count = len(inputs.tasks) if replay else len(inputs.tasks) - len(done)
+        return _rerank(job, session, outputs, inputs, tasks, count, done, about, err)
+    finally:
+        outputs.close()
+        session.close()
+        inputs.tasks.close()
+
+
+def _rerank(job: RerankJob, session: pipeline.Session, outputs: RunWriter, inputs, tasks: Iterable[RankingTask],
+            count: int, done: set[str], about: RunAbout, err: Console) -> _Totals:
     """Rerank the tasks, writing each finished query (run block, stats, trace) as it ends; a stop (an input
     error, an interruption) says its one line and raises :class:`Stopped`, the finished work kept."""
-    out = job.outputs
+    files = job.outputs
     traces: dict[str, list[dict]] = {}
     totals = _Totals()
     with ProgressView(count, job.strategy.name, quiet=job.quiet) as view:
 
         def on_step(task: RankingTask, step: Step) -> None:
             view.on_step(task, step)
-            if out.trace and step.snapshot is not None:
+            if files.trace and step.snapshot is not None:
                 traces.setdefault(task.qid, []).append(TraceRecord.of(task.qid, job.strategy.name, step).to_json())
 
         try:
             for outcome in session.run(tasks, inputs.docs, on_step):
                 if outcome.qid in done:
                     continue  # replayed (set budget): already written
-                outputs.write_query(outcome.qid, *_written(outcome, inputs.tail(outcome.qid), about, out.tag),
-                                    traces.pop(outcome.qid, []))
+                block, stats = _written(outcome, inputs.tail(outcome.qid), about, files.tag)
+                outputs.write_query(outcome.qid, block, stats, traces.pop(outcome.qid, []))
                 totals.add(outcome)
                 view.query_done(outcome.qid, totals)
         except BaseException as exc:
@@ -235,10 +209,6 @@ def _drive(job: RerankJob, session: pipeline.Session, outputs: RunOutputs, input
                     raise Stopped(128 + signum) from None
                 raise Stopped(130 if isinstance(exc, KeyboardInterrupt) else getattr(exc, "exit_code", 2)) from None
             raise
-        finally:
-            outputs.close()
-            session.close()
-            inputs.tasks.close()
     return totals
 
 
@@ -288,7 +258,7 @@ def _written(outcome: QueryOutcome, tail: tuple, about: RunAbout, tag: str) -> t
     return run_lines(outcome.qid, ranking, tag), stats
 
 
-def _stopped(err: Console, job: RerankJob, outputs: RunOutputs, exc: BaseException, signum: int | None) -> None:
+def _stopped(err: Console, job: RerankJob, outputs: RunWriter, exc: BaseException, signum: int | None) -> None:
     """One line: why the job stopped, how many queries are finished and where they are."""
     done = len(outputs.done)
     if signum is not None or isinstance(exc, KeyboardInterrupt):

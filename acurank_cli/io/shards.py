@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import InputError
-from .fingerprint import command_part
+from .plan import FilePlan, replacing
+from .run_files import command_part, meta_path_for, stats_path_for
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,6 @@ class Part:
 
 
 def read_part(path: str) -> Part:
-    from ..io.outputs import meta_path_for, stats_path_for
 
     run = Path(path)
     meta = meta_path_for(run)
@@ -129,8 +129,6 @@ def _joined(parts: list[Part], order: list[str], key, path_of) -> Iterator[str]:
 def merge(paths: list[str], output: str, overwrite: bool = False) -> tuple[int, int]:
     """Join the parts into ``output`` (and its stats beside it when every part has stats), the queries in the
     unsharded input's order; an existing output is replaced only with ``overwrite``. Returns (queries, parts)."""
-    from ..io.outputs import meta_path_for, stats_path_for
-    from ..io.plan import FilePlan, replacing
 
     parts = [read_part(p) for p in paths]
     plan = FilePlan()
