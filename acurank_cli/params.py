@@ -118,6 +118,24 @@ class Option:
         return field(default=default, metadata=meta)
 
 
+class NotAnOption(InputError):
+    """The one refusal of an option the chosen plug-in (a method, a backend) does not take: ``str()`` names the
+    keywords (the API), :meth:`cli` the flags. ``owner`` says whose (``method 'sw-1' does not use``, ``reranker
+    'hf' has no option``), ``takes`` what it takes, in the order shown, and ``flags`` the flag of a name whose flag
+    is not its spelling by :func:`flag_of` (``m`` -> ``--window``)."""
+
+    def __init__(self, owner: str, given: list[str], takes: list[str], flags: dict[str, str] | None = None):
+        self.owner, self.given, self.takes, self.flags = owner, list(given), list(takes), dict(flags or {})
+        super().__init__(self._text(lambda k: k))
+
+    def _text(self, name) -> str:
+        return (f"{self.owner} {', '.join(name(k) for k in self.given)} "
+                f"(its options: {', '.join(name(k) for k in self.takes) or 'none'})")
+
+    def cli(self) -> str:
+        return self._text(lambda k: self.flags.get(k) or flag_of(k))
+
+
 def check_domains(record: Any, owner: str = "") -> None:
     """Raise :class:`ParameterError` for the first field of ``record`` outside its declared domain
     (None passes where the default is None: "not set")."""
@@ -132,4 +150,4 @@ def check_domains(record: Any, owner: str = "") -> None:
             raise ParameterError(f.name, value, domain.describe(), f.metadata.get("flag"), owner)
 
 
-__all__ = ["ANY_INT", "Domain", "ParameterError", "at_least", "between", "check_domains", "Option", "positive"]
+__all__ = ["ANY_INT", "Domain", "NotAnOption", "ParameterError", "at_least", "between", "check_domains", "Option", "positive"]

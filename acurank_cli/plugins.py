@@ -1,4 +1,9 @@
-"""The one loader of plug-ins, for methods and backends alike: a kind of plug-in is found in the modules of the
+"""The one registry type and the one loader of plug-ins, for methods and backends alike.
+
+A :class:`Registry` holds one kind of plug-in (methods, backends): its entries in registration order, built-ins
+registered exactly as plug-ins are (a module's one registration call, found by :class:`PluginModules`), and the
+one options table of their records (:meth:`Registry.table`), which makes the flags, the API keywords, the help
+and the support matrix. The loader: a kind of plug-in is found in the modules of the
 package that register the built-ins, the installed distributions' entry points of its group
 (``acurank.methods``, ``acurank.rerankers``) and the modules its environment variable names
 (``ACURANK_METHODS``, ``ACURANK_BACKENDS``: comma-separated). Each module registers its plug-ins once, when it is
@@ -8,12 +13,16 @@ optional dependency is not installed is skipped.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import os
+import typing
 from dataclasses import dataclass, field
+from typing import Any, Callable, Generic, TypeVar
 
 from .errors import InputError
+from .params import Option
 
 
 @functools.lru_cache(maxsize=None)
@@ -58,3 +67,82 @@ class PluginModules:
                     raise InputError(f"cannot import {self.what} module {module!r} ({reason})") from None
             else:
                 self.loaded.add(module)
+
+
+def declared_options(record: type) -> list[tuple[dataclasses.Field, Option]]:
+    """The options of a method's parameters record or a backend's options record: each field made with
+    ``Option(...)(default)`` that is a flag (``cli``), with its declaration resolved (the field's name and
+    annotation where the declaration gives none)."""
+    found = [(f, f.metadata["option"]) for f in dataclasses.fields(record)
+             if "option" in f.metadata and f.metadata["option"].cli]
+    hints = typing.get_type_hints(record) if any(o.kind is None for _, o in found) else {}
+    return [(f, dataclasses.replace(o, name=o.name or f.name, kind=o.kind or hints[f.name])) for f, o in found]
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One option of a registry's table: its declaration and, per entry that takes it, that entry and its
+    default."""
+
+    decl: Option
+    owners: tuple[tuple[Any, Any], ...]
+
+    @property
+    def flag(self) -> str:
+        return self.decl.cli_flag
+
+
+E = TypeVar("E")
+
+
+@dataclass
+class Registry(Generic[E]):
+    """One kind of plug-in: ``what`` ("method", "reranker"), its entries by name in registration order, the modules
+    that register them (``modules``; the built-ins' first), where its shared declarations live (``home``, said when
+    two entries declare one option differently) and how its table shows an option in help (``describe``:
+    (option, baseline only) -> text; ``shown``: whether the option is shown there). An entry has a ``record``:
+    the type whose option fields are its options."""
+
+    what: str
+    modules: PluginModules
+    home: str
+    describe: Callable[[Declared, bool], str]
+    shown: Callable[[Declared, bool], bool] = lambda option, baseline_only: True
+    entries: dict[str, E] = field(default_factory=dict)
+    _table: dict[str, Declared] | None = field(default=None, repr=False)
+
+    def register(self, name: str, entry: E) -> E:
+        """Add (or replace) the entry ``name``: the one registration call of a built-in and a plug-in alike."""
+        self.entries[name] = entry
+        self._table = None
+        return entry
+
+    def load(self, strict: bool = True) -> dict[str, E]:
+        """Every entry, after importing the modules that register them (``strict=False``: a plug-in that fails
+        to import is skipped; the command that uses it reports it)."""
+        self.modules.load(strict)
+        return self.entries
+
+    def table(self, strict: bool = True) -> dict[str, Declared]:
+        """Every entry's options, name -> :class:`Declared`. Two entries that take an option of one name must
+        share its declaration, or one flag would mean two things."""
+        entries = self.load(strict)
+        if self._table is None:
+            out: dict[str, Declared] = {}
+            for name, entry in entries.items():
+                for f, decl in declared_options(entry.record):
+                    seen = out.get(decl.name)
+                    if seen is not None and seen.decl != decl:
+                        owners = ", ".join(self.name_of(e) for e, _ in seen.owners)
+                        raise InputError(f"{self.what} {name!r} declares {decl.cli_flag} differently from {owners}: "
+                                         f"share one declaration ({self.home})")
+                    out[decl.name] = Declared(decl, (*(seen.owners if seen else ()), (entry, f.default)))
+            self._table = out
+        return self._table
+
+    def name_of(self, entry: E) -> str:
+        return next(name for name, e in self.entries.items() if e is entry)
+
+    def flags(self) -> dict[str, str]:
+        """Option name -> its flag, for a message naming flags."""
+        return {name: o.flag for name, o in self.table(strict=False).items()}

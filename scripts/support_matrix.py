@@ -26,9 +26,8 @@ LLM_BACKENDS = ("hf", "vllm", "openai")
 
 def families() -> list[tuple[str, str]]:
     """(family, the method name a test runs) of every registered method family, in the registry's order."""
-    from acurank_cli.method.registry import load_plugins, methods
+    from acurank_cli.method.registry import methods
 
-    load_plugins()
     return [(spec.family, spec.example.split(",")[0].split(" ")[0]) for spec in methods()]
 
 
@@ -66,15 +65,13 @@ def llm_cells() -> list[tuple[str, str, str, str]]:
 
 
 def _flags(spec) -> str:
-    from dataclasses import fields
+    from acurank_cli.plugins import declared_options
 
-    from acurank_cli.rerankers.base import _flag
-
-    return ", ".join(f"`{_flag(f)}`" for f in fields(spec.options) if f.metadata.get("cli", True)) or "-"
+    return ", ".join(f"`{decl.cli_flag}`" for _, decl in declared_options(spec.record)) or "-"
 
 
 def generate() -> str:
-    from acurank_cli.method.registry import cli_options
+    from acurank_cli.method.registry import METHODS
 
     fams = families()
     regs = backends()
@@ -104,8 +101,8 @@ def generate() -> str:
               "vLLM or SGLang server (guided decoding), and `--answer logits` a server that returns `top_logprobs`.",
               "", "## Options", "", "Method options (each family takes those its record declares; `--help` shows the "
               "defaults):", "", "| option | families |", "|---|---|"]
-    for name, opt in cli_options().items():
-        lines.append(f"| `{opt.decl.cli_flag}` | " + ", ".join(sorted({s.family for s, _ in opt.defaults})) + " |")
+    for name, opt in METHODS.table(strict=False).items():
+        lines.append(f"| `{opt.flag}` | " + ", ".join(sorted({s.family for s, _ in opt.owners})) + " |")
     lines += ["", "Backend options:", "", "| backend | what | options |", "|---|---|---|"]
     for prefix, spec in regs.items():
         lines.append(f"| `{prefix}` | {spec.help} | {_flags(spec)} |")

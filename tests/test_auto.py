@@ -21,7 +21,8 @@ from acurank_cli.io.collection_files import read_qrels
 from acurank_cli.method.auto import Evidence, agreement, agreements, certified_top, present
 from acurank_cli.method.graph import TournamentGraph
 from acurank_cli.method.params import beta_grid
-from acurank_cli.method.registry import UnusedOption, build_strategy
+from acurank_cli.method.registry import build_strategy
+from acurank_cli.params import NotAnOption
 from acurank_cli.params import ParameterError
 from acurank_cli.records import Phase, RankingTask, StopReason
 from acurank_cli.rerankers.simulated import SimulatedReranker
@@ -303,7 +304,7 @@ def test_options_and_errors():
     s = build_strategy("acurank-auto-9", k=5, eps=0.001, tau=4, m=10, init="zscore", sigma="mu/2", beta_pool="query")
     assert (s.params.cap, s.params.k, s.params.m, s.params.beta_pool.value, s.lockstep) == (9, 5, 10, "query", False)
     assert build_strategy("acurank-auto").lockstep and build_strategy("acurank-auto").cutoff == 10
-    with pytest.raises(UnusedOption, match=r"does not use partition"):
+    with pytest.raises(NotAnOption, match=r"does not use partition"):
         build_strategy("acurank-auto", partition="random")
     with pytest.raises(ParameterError, match="beta_pool"):
         build_strategy("acurank-auto", beta_pool="everything")

@@ -53,19 +53,19 @@ def test_trueskill_static_stages_options_and_scores():
 
 
 def test_options_a_method_does_not_use_are_refused_and_none_means_not_given():
-    from acurank_cli.method.registry import UnusedOption
+    from acurank_cli.params import NotAnOption
 
     strategy = build_strategy("acurank-H", m=None, eps=None, tau=7)
     assert (strategy.params.eps, strategy.params.tau, strategy.params.m) == (1e-4, 7, 20)
-    with pytest.raises(UnusedOption) as exc:
+    with pytest.raises(NotAnOption) as exc:
         build_strategy("sw-1", eps=0.5, tau=99, m=None)
     assert str(exc.value) == "method 'sw-1' does not use eps, tau (its options: m)"
     assert exc.value.cli() == "method 'sw-1' does not use --eps, --tau (its options: --window)"
-    with pytest.raises(UnusedOption, match=r"^method 'tourrank-1' does not use m \(its options: seed\)$"):
+    with pytest.raises(NotAnOption, match=r"^method 'tourrank-1' does not use m \(its options: seed\)$"):
         build_strategy("tourrank-1", m=10)
-    with pytest.raises(UnusedOption, match=r"^method 'ts-5-2' does not use seed \(its options: init, m, updater\)$"):
+    with pytest.raises(NotAnOption, match=r"^method 'ts-5-2' does not use seed \(its options: init, m, updater\)$"):
         build_strategy("ts-5-2", seed=3)
-    with pytest.raises(UnusedOption, match=r"^method 'acurank' does not use stride "):
+    with pytest.raises(NotAnOption, match=r"^method 'acurank' does not use stride "):
         build_strategy("acurank", stride=3)
 
 

@@ -12,7 +12,8 @@ import pytest
 from acurank_cli.errors import InputError
 from acurank_cli.evaluation import evaluate
 from acurank_cli.io.candidates import read_candidates
-from acurank_cli.method.registry import UnusedOption, build_strategy
+from acurank_cli.method.registry import build_strategy
+from acurank_cli.params import NotAnOption
 from acurank_cli.records import Phase, RankingTask, StopReason
 from acurank_cli.rerankers.simulated import SimulatedReranker
 from acurank_cli.run.driver import Driver
@@ -80,7 +81,7 @@ def test_parameters_and_errors():
         build_strategy("blitz-k1")
     with pytest.raises(InputError, match="k=0"):
         build_strategy("blitz-k20", k=0)
-    with pytest.raises(UnusedOption):
+    with pytest.raises(NotAnOption):
         build_strategy("blitz-k20", eps=0.1)
     with pytest.raises(InputError, match="unknown method"):
         build_strategy("blitz")

@@ -60,8 +60,8 @@ def test_one_module_and_one_registry_line_each(sample, tmp_path, monkeypatch, re
     (tmp_path / "toy_method.py").write_text(TOY_METHOD)
     (tmp_path / "toy_backend.py").write_text(TOY_BACKEND)
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(registry, "EXTRA", list(registry.EXTRA))  # the toy leaves no trace in other tests
-    request.addfinalizer(registry.cli_options.cache_clear)
+    monkeypatch.setattr(registry.METHODS, "entries", dict(registry.METHODS.load()))  # the toy leaves no trace
+    request.addfinalizer(lambda: setattr(registry.METHODS, "_table", None))  # in other tests
     import toy_method  # noqa: F401 - registers "blocks"
 
     assert "blocks" in registry.known_methods(baseline_only=True)
@@ -164,3 +164,52 @@ def test_readme_custom_method_runs_as_written_and_as_a_plug_in(sample, tmp_path)
     bad = cli("baseline", run, "--method", "blocks", "--passes", "0", "--reranker", "simulated", "--qrels",
               sample / "dl19" / "qrels.txt", "-o", tmp_path / "c.run")
     assert bad.returncode == 2 and "--passes" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_methods_and_backends_are_one_registry_type(monkeypatch):
+    """Built-ins register as plug-ins do (one call each), both kinds fill one options table the same way, and an
+    option declared twice differently is refused in the same words for a method and for a backend."""
+    from dataclasses import dataclass
+
+    from acurank_cli.errors import InputError
+    from acurank_cli.params import Option, at_least
+    from acurank_cli.plugins import Registry
+    from acurank_cli.rerankers import base
+
+    import pytest
+
+    assert type(registry.METHODS) is type(base.BACKENDS) is Registry
+    assert base.REGISTRY is base.BACKENDS.entries  # the name the package exports is the registry's own entries
+    families = [s.family for s in registry.methods()]
+    assert families[:6] == ["acurank", "acurank-auto", "sw-x", "tourrank-x", "ts-c1-...", "blitz-kW"]
+    k = registry.METHODS.table()["k"]  # AcuRank's, acurank-auto's and BlitzRank's cutoff: one declaration
+    assert [s.family for s, _ in k.owners] == ["acurank", "acurank-auto", "blitz-kW"] and k.flag == "--k"
+    assert registry.METHODS.table()["m"].flag == "--window"  # a flag that is not the keyword's spelling
+    batch = base.BACKENDS.table()["batch_size"]
+    assert [b.prefix for b, _ in batch.owners] == ["minilm", "ce", "hf"] and batch.decl.kind is int
+
+    @dataclass(frozen=True)
+    class OtherK:
+        k: int = Option("k", int, "another k", at_least(1))(5)
+
+    monkeypatch.setattr(registry.METHODS, "entries", dict(registry.METHODS.load()))
+    monkeypatch.setattr(registry.METHODS, "_table", None)
+    registry.register_method(registry.MethodSpec(r"otherk", lambda match, opts: None, True, "otherk", OtherK))
+    with pytest.raises(InputError) as exc:
+        registry.METHODS.table()
+    assert str(exc.value) == ("method 'otherk' declares --k differently from acurank, acurank-auto, blitz-kW: "
+                              "share one declaration (acurank_cli/method/options.py)")
+
+    @dataclass(frozen=True)
+    class OtherBatch:
+        batch_size: int = Option(help="another batch size", domain=at_least(1))(2)
+
+    monkeypatch.setattr(base.BACKENDS, "entries", dict(base.BACKENDS.load()))
+    monkeypatch.setattr(base.BACKENDS, "_table", None)
+    base.register("otherbatch", takes_arg=False, help="a clash", options=OtherBatch)(lambda arg, options: None)
+    with pytest.raises(InputError) as exc:
+        base.BACKENDS.table()
+    assert str(exc.value) == ("reranker 'otherbatch' declares --batch-size differently from minilm, ce, hf: "
+                              "share one declaration (acurank_cli/rerankers/options.py)")
+    monkeypatch.setattr(registry.METHODS, "_table", None)  # undone with the entries: rebuilt without the clash
+    monkeypatch.setattr(base.BACKENDS, "_table", None)

@@ -9,7 +9,8 @@ import pytest
 
 from acurank_cli import ParameterError
 from acurank_cli.method.params import AcuRankParams, Init, sigma_rule
-from acurank_cli.method.registry import UnusedOption, build_strategy
+from acurank_cli.method.registry import build_strategy
+from acurank_cli.params import NotAnOption
 from acurank_cli.method.trueskill import ENV, initial_ratings
 from acurank_cli.run.fingerprint import strategy_params
 from conftest import acurank, small_run
@@ -40,7 +41,7 @@ def test_sigma_rule_refuses(bad):
 def test_only_acurank_takes_sigma_and_the_default_leaves_the_fingerprint_alone():
     assert "sigma" not in strategy_params(build_strategy("acurank"))  # runs recorded before --sigma resume
     assert strategy_params(build_strategy("acurank", sigma="mu/2"))["sigma"] == "mu/2"
-    with pytest.raises(UnusedOption, match="sigma"):
+    with pytest.raises(NotAnOption, match="sigma"):
         build_strategy("ts-5-2-2-1", sigma="mu/2")
 
 

@@ -104,23 +104,19 @@ def with_generated_flags(command, baseline_only: bool = False):
     None, so each method and backend gets only what was given and its own defaults otherwise; a flag the
     chosen method or backend does not take is an error naming the options it does take.
     """
-    from ..method.registry import cli_options as method_cli_options
-    from ..rerankers.base import cli_options
+    from ..method.registry import METHODS
+    from ..rerankers.base import BACKENDS
 
     params = [p for p in resolved_parameters(command) if p.kind is not p.VAR_KEYWORD]
     taken = {p.name for p in params}
-    for name, opt in method_cli_options().items():
-        # baseline reads AcuRank's options too, unshown, so that one is refused as rerank refuses it ("method
-        # 'sw-1' does not use --eps"), not as a flag that does not exist
-        params.append(_flag_param(name, opt.decl.kind, opt.decl.cli_flag, opt.help(baseline_only),
-                                  hidden=not opt.applies(baseline_only)))
-        taken.add(name)
-    for name, opt in cli_options().items():
-        if name in taken:
-            raise InputError(f"reranker option {name!r} has the name of a method option or a job flag: rename it")
-        default = opt.field.default
-        shown = f" (default {default})" if default not in (None, False) else ""
-        params.append(_flag_param(name, opt.kind, opt.flag, opt.help + shown))
+    for registry in (METHODS, BACKENDS):  # one options table each, made into flags the same way
+        for name, opt in registry.table(strict=False).items():
+            if name in taken:
+                raise InputError(f"{registry.what} option {name!r} has the name of a method option or a job flag: "
+                                 "rename it")
+            params.append(_flag_param(name, opt.decl.kind, opt.flag, registry.describe(opt, baseline_only),
+                                      hidden=not registry.shown(opt, baseline_only)))
+            taken.add(name)
 
     def generated(ctx: typer.Context, **kwargs) -> None:
         command(ctx, **kwargs)

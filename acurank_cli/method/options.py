@@ -3,26 +3,16 @@
 A method family's parameters record (``AcuRankParams``, ``SlidingWindows``, ...) makes each option field
 with the declaration (``K(10)``: the option ``k`` with this family's default 10). From those records alone
 come the ``rerank``/``baseline`` flags, the API's keywords, the defaults shown in help, and the check that
-refuses an option a method does not use (:mod:`acurank_cli.method.registry`). Two families that take the
+refuses an option a method does not use (:mod:`acurank_cli.method.registry`, through the one options table of
+:class:`~acurank_cli.plugins.Registry`). Two families that take the
 same option share its one declaration, so a flag never means two things; a plug-in method declares its
 own options here the same way (:class:`Option`). No numpy: the CLI reads these to build its flags.
 """
 
 from __future__ import annotations
 
-import dataclasses
-
 from ..params import ANY_INT, Option, at_least, between
 from .choices import Init, Outcome, Partition, StopRule, Uncertainty, Updater
-
-
-def option_fields(record: type) -> list[dataclasses.Field]:
-    """The fields of a parameters record that are options (made with an :class:`Option` that is one)."""
-    return [f for f in dataclasses.fields(record) if "option" in f.metadata and f.metadata["option"].cli]
-
-
-def declaration(f: dataclasses.Field) -> Option:
-    return f.metadata["option"]
 
 
 # -- the options several built-in families share (an option of one family alone is declared in its record,

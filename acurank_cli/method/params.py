@@ -13,8 +13,8 @@ from ..errors import InputError
 from ..params import ParameterError, check_domains
 from .choices import Init, Outcome, Partition, Pool, StopRule, Uncertainty, Updater
 from .options import (BUDGET, BUDGET_TOTAL, BUDGET_WAVE, EPS, INIT, K, MAX_ROUNDS, OUTCOME,
-                      PARTITION, SEED, SIGMA, STOP, TAU, UNCERTAINTY, UPDATER, WINDOW, Option, declaration,
-                      option_fields)
+                      PARTITION, SEED, SIGMA, STOP, TAU, UNCERTAINTY, UPDATER, WINDOW, Option)
+from ..plugins import declared_options
 from ..params import at_least
 
 __all__ = ["AcuRankParams", "AutoParams", "Init", "Outcome", "Partition", "Pool", "SetBudget", "StopRule", "Uncertainty", "Updater",
@@ -69,8 +69,8 @@ def set_budget(value: object, wave: int = 8) -> SetBudget:
 
 def coerce_choices(record: object) -> None:
     """Turn the plain strings of a frozen record's enum-valued options into their enums (or a ParameterError)."""
-    for f in option_fields(type(record)):
-        kind = declaration(f).kind
+    for f, decl in declared_options(type(record)):
+        kind = decl.kind
         if not isinstance(kind, type) or not issubclass(kind, enum.Enum):
             continue
         value = getattr(record, f.name)
@@ -78,7 +78,7 @@ def coerce_choices(record: object) -> None:
             object.__setattr__(record, f.name, kind(value))
         except ValueError:
             raise ParameterError(f.name, value, "one of " + ", ".join(v.value for v in kind),
-                                 declaration(f).cli_flag) from None
+                                 decl.cli_flag) from None
 
 
 def check_outcome(record: object) -> None:

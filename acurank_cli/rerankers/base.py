@@ -18,8 +18,8 @@ from dataclasses import dataclass, fields
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import InputError
-from ..plugins import PluginModules
-from ..params import check_domains, flag_of
+from ..plugins import Declared, PluginModules, Registry, declared_options
+from ..params import NotAnOption, check_domains
 from ..records import RerankRequest, RerankResult
 
 #: Called with (index in the batch, result) as each result is ready.
@@ -149,7 +149,13 @@ class BackendSpec:
     needs_texts: bool = True
     options: type = NoOptions
 
+    @property
+    def record(self) -> type:
+        """The record whose option fields are this backend's options (its registry entry's record)."""
+        return self.options
+
     def option_names(self) -> set[str]:
+        """Every field of its options record: the flags and the keywords only the API gives (``qrels``)."""
         return {f.name for f in fields(self.options)}
 
     def texts_needed(self, options: Any) -> bool:
@@ -162,45 +168,47 @@ class BackendSpec:
         known = self.option_names()
         unknown = sorted(k for k, v in given.items() if v is not None and k not in known)
         if unknown:
-            raise UnknownOption(self.prefix, unknown, [f for f in fields(self.options) if f.metadata.get("cli", True)])
+            raise NotAnOption(f"reranker {self.prefix!r} has no option", unknown,
+                              [decl.name for _, decl in declared_options(self.options)], BACKENDS.flags())
         record = self.options(**{k: v for k, v in given.items() if v is not None})
         check_domains(record, f" (reranker {self.prefix})")
         return record
 
 
-class UnknownOption(InputError):
-    """An option the backend does not have: the API names keywords, the CLI flags."""
-
-    def __init__(self, prefix: str, unknown: list[str], known: list[Any]):
-        self.prefix, self.unknown, self.known = prefix, unknown, known
-        super().__init__(self._text(lambda k: k, lambda f: f.name))
-
-    def _text(self, name, shown) -> str:
-        return (f"reranker {self.prefix!r} has no option {', '.join(name(k) for k in self.unknown)} "
-                f"(its options: {', '.join(shown(f) for f in self.known) or 'none'})")
-
-    def cli(self) -> str:
-        return self._text(flag_of, _flag)
+def option_help(option: Declared, baseline_only: bool = False) -> str:
+    """A backend option's help: the backends that take it, its declaration's help and its default."""
+    default = option.owners[0][1]
+    shown = f" (default {default})" if default not in (None, False) else ""
+    return f"{', '.join(b.prefix for b, _ in option.owners)}: {option.decl.help}{shown}"
 
 
-def _flag(f: Any) -> str:
-    return f.metadata.get("flag") or flag_of(f.name)
+#: Modules that register the built-in backends; each keeps its heavy imports inside the factory.
+BACKEND_MODULES = ("simulated", "minilm", "cross_encoder", "llm", "vllm_backend", "openai_backend")
 
 
-REGISTRY: dict[str, BackendSpec] = {}
+#: The backends: the built-ins (:data:`BACKEND_MODULES`), then plug-ins (the ``acurank.rerankers`` entry points and
+#: ``ACURANK_BACKENDS``), each module's backends registered at its import (:func:`register`).
+BACKENDS: Registry[BackendSpec] = Registry(
+    "reranker", PluginModules("reranker", "acurank.rerankers", "ACURANK_BACKENDS",
+                              tuple(f"{__package__}.{m}" for m in BACKEND_MODULES)),
+    "acurank_cli/rerankers/options.py", option_help)
+
+#: prefix -> backend: the registry's entries (the name the package has always exported)
+REGISTRY: dict[str, BackendSpec] = BACKENDS.entries
 
 
 def register(prefix: str, takes_arg: bool, help: str, needs_texts: bool = True, options: type = NoOptions):
     """Decorator registering a backend: a factory ``factory(arg, options_record) -> RerankerBase``, or a
     :class:`RerankerBase` subclass (built with the options record, see :func:`_as_factory`).
 
-    This is the one line a new backend needs; its module is found through :data:`BACKEND_MODULES`
-    (built-ins), the ``acurank.rerankers`` entry-point group (installed plug-ins) or the
+    This is the one line a new backend needs, a built-in's as a plug-in's; its module is found through
+    :data:`BACKEND_MODULES` (built-ins), the ``acurank.rerankers`` entry-point group (installed plug-ins) or the
     ``ACURANK_BACKENDS`` environment variable (comma-separated module names).
     """
 
     def deco(factory):
-        REGISTRY[prefix] = BackendSpec(prefix, _as_factory(factory, takes_arg), takes_arg, help, needs_texts, options)
+        BACKENDS.register(prefix, BackendSpec(prefix, _as_factory(factory, takes_arg), takes_arg, help, needs_texts,
+                                              options))
         return factory
 
     return deco
@@ -223,22 +231,12 @@ def _as_factory(made: Any, takes_arg: bool) -> Callable[[str, Any], RerankerBase
     return lambda arg, options: made()
 
 
-#: Modules that register the built-in backends; each keeps its heavy imports inside the factory.
-BACKEND_MODULES = ("simulated", "minilm", "cross_encoder", "llm", "vllm_backend", "openai_backend")
-
-
-#: Where backends come from (see :mod:`acurank_cli.plugins`).
-PLUGINS = PluginModules("reranker", "acurank.rerankers", "ACURANK_BACKENDS",
-                        tuple(f"{__package__}.{m}" for m in BACKEND_MODULES))
-
-
 def load_backends(strict: bool = True) -> dict[str, BackendSpec]:
     """Import every backend module (built-ins, entry points, ``ACURANK_BACKENDS``) and return the registry.
 
     ``strict=False`` skips a plug-in that fails to import (building the CLI's flags); ``lookup`` reports it.
     """
-    PLUGINS.load(strict)
-    return REGISTRY
+    return BACKENDS.load(strict)
 
 
 def lookup(spec: str) -> tuple[BackendSpec, str]:
@@ -305,43 +303,3 @@ def build_reranker(spec: str, **options: Any) -> RerankerBase:
     ``options`` are the backend's own (its options record's fields); None means its default.
     """
     return BackendChoice.of(spec, options).build()
-
-
-@dataclass(frozen=True)
-class CliOption:
-    """One ``rerank`` flag for a backend option: its field (declared once, maybe shared by several backends
-    through :mod:`acurank_cli.rerankers.options`), its type and the backends that take it."""
-
-    field: Any
-    kind: Any
-    backends: tuple[str, ...]
-
-    @property
-    def flag(self) -> str:
-        return _flag(self.field)
-
-    @property
-    def help(self) -> str:
-        return f"{', '.join(self.backends)}: {self.field.metadata['help']}"
-
-
-def cli_options() -> dict[str, CliOption]:
-    """Every registered backend's CLI options, name -> :class:`CliOption`. Two backends that declare an
-    option of the same name must share its declaration (an options group), or the flag would mean two things."""
-    import typing
-
-    out: dict[str, CliOption] = {}
-    for spec in load_backends(strict=False).values():
-        hints = typing.get_type_hints(spec.options)
-        for f in fields(spec.options):
-            if not f.metadata.get("cli", True):
-                continue
-            seen = out.get(f.name)
-            if seen is None:
-                out[f.name] = CliOption(f, hints[f.name], (spec.prefix,))
-            elif seen.field.metadata is f.metadata or seen.field.metadata == f.metadata:
-                out[f.name] = CliOption(seen.field, seen.kind, (*seen.backends, spec.prefix))
-            else:
-                raise InputError(f"reranker {spec.prefix!r} declares {flag_of(f.name)} differently from "
-                                 f"{', '.join(seen.backends)}: share one declaration (acurank_cli/rerankers/options.py)")
-    return out
