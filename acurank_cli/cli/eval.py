@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import statistics
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, List, Optional
@@ -12,8 +11,8 @@ import typer
 
 from ..errors import InputError
 from ..evaluation import DEFAULT_MEASURE
-from ..report.render import Format, Table, check_format, emit, num
-from .options import Measures, Overwrite, Qids, RelLevel, format_option, say
+from ..report.render import Format, Report, Table, num
+from .options import Measures, Qids, RelLevel, Rendering, renders, say
 
 if TYPE_CHECKING:
     from ..evaluation import Evaluation
@@ -75,18 +74,18 @@ def _lines(rows: list[EvalRow], measures: list[str], per_query: bool, width: int
     return "".join(line + "\n" for line in out)
 
 
-def render(fmt: Format, rows: list[EvalRow], measures: list[str], per_query: bool, title: str,
-           output: Path | None = None, names: dict[str, str] | None = None) -> None:
-    """Print the evaluation of ``rows`` in ``fmt`` (through the one renderer of eval and report): the tables
-    (terminal, markdown, LaTeX) name measures by ``names`` (label -> display name; default the label), the
-    machine formats (tsv, trec_eval, json, csv) by the label asked."""
+def eval_report(rows: list[EvalRow], measures: list[str], per_query: bool, title: str,
+                names: dict[str, str] | None = None) -> Report:
+    """The evaluation of ``rows`` as a :class:`~acurank_cli.report.render.Report` (the one renderer of eval and
+    report): the tables (terminal, markdown, LaTeX) name measures by ``names`` (label -> display name; default the
+    label), the machine formats (tsv, trec_eval, json, csv) by the label asked."""
     names = names or {m: m for m in measures}
     records = _records(rows, measures, per_query)
     flat = [{k: v for k, v in r.items() if k != "per_query"} for r in records]
     lines = {Format.tsv: _lines(rows, measures, per_query, 0, True),
              Format.trec_eval: _lines(rows, measures, per_query, 22, False)}
-    emit(fmt, _tables(rows, measures, per_query, title, names), flat, records if len(records) != 1 else records[0], output,
-         lines, EVAL_FORMATS)
+    return Report(_tables(rows, measures, per_query, title, names), flat,
+                  records if len(records) != 1 else records[0], lines, EVAL_FORMATS)
 
 
 def _mean_calls(path: Path, run: str, queries: set[str], wanted: set[str] | None = None) -> float | None:
@@ -123,6 +122,7 @@ def _check_against_qrels(path: str, run: dict, judged: dict, qrels: str, fill: b
         say(f"warning: {path} is unfinished ({left}); rerun its rerank command to finish it")
 
 
+@renders(EVAL_FORMATS, None, " (default: terminal on a terminal, tsv otherwise)", "Write here instead of stdout.")
 def eval_cmd(
     runs: Annotated[List[str], typer.Argument(help="One or more TREC runs ('-' = stdin).")],
     qrels: Annotated[str, typer.Option("--qrels", help="TREC qrels file, a Pyserini qrels name, or irds:<id> (ir_datasets).")],
@@ -132,9 +132,7 @@ def eval_cmd(
     no_fill: Annotated[bool, typer.Option("--no-fill", metavar="", help="Average over the run's judged queries (trec_eval's default) instead of all the qrels' queries, missing ones scoring 0 (trec_eval -c, the default here).")] = False,
     qids: Qids = None,
     stats: Annotated[Optional[str], typer.Option("--stats", help="Stats JSONL of the (single) run: adds mean calls. Default: X.stats.jsonl beside X.run.")] = None,
-    fmt: Annotated[Optional[str], format_option(EVAL_FORMATS, " (default: terminal on a terminal, tsv otherwise)")] = None,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
-    overwrite: Overwrite = False,
+    out: Rendering = None,
     floor: Annotated[Optional[List[str]], typer.Option("--min", metavar="MEASURE=VALUE", help="CI gate, repeatable: fail (exit 1) when a run's mean of MEASURE is below VALUE.")] = None,
     base_run: Annotated[Optional[str], typer.Option("--against", metavar="BASE.run", help="CI gate: fail (exit 1) when a run is worse than BASE.run on a measure by more than --max-drop, or significantly (paired t at --alpha).")] = None,
     max_drop: Annotated[float, typer.Option("--max-drop", min=0.0, help="--against: the largest drop of a mean allowed.")] = 0.0,
@@ -143,50 +141,61 @@ def eval_cmd(
     """Evaluate runs through ir_measures/pytrec_eval (trec_eval semantics); with --min or --against, gate them
     (exit 1 and one line per failed gate; exit 0 and a "gates held" line per run, naming each gate)."""
     from ..evaluation import evaluate, parse_measures
-    from ..io.run_files import stats_path_for
     from ..io.collection_files import read_qids
-    from ..io.runs import read_scores
     from ..io.sources import one_stdin
     from ..retrieval.resolve import load_qrels
 
-    chosen = check_format(fmt, EVAL_FORMATS) if fmt else (Format.terminal if sys.stdout.isatty() else Format.tsv)
     if stats and len(runs) != 1:
         raise InputError("--stats goes with a single run")
     shown = {str(m.measure): m.label for m in parse_measures(measure, rel_level)}
     floor_gates = [_floor(text, rel_level, shown) for text in floor or []]
     measure = list(measure) + [g.name for g in floor_gates if g.label not in shown.values()]
     parsed = parse_measures(measure, rel_level)
-    labels = [m.label for m in parsed]
     one_stdin([*(("RUN", r) for r in runs), ("--qrels", qrels), ("--qids", qids)])
-    _plan(runs, qrels, qids, stats, base_run).write("--output", output).check(overwrite)
+    _plan(runs, qrels, qids, stats, base_run).write("--output", out.output).check(out.overwrite)
     judged = load_qrels(qrels)
     wanted = read_qids(qids) if qids is not None else None
     if wanted is not None:
         _check_wanted(wanted, judged, qrels)
         judged = {q: v for q, v in judged.items() if q in wanted}
-    def scores(path: str) -> tuple[dict, int]:
-        """The run's scores (of the --qids queries) and how many queries the file holds: one run in memory at a
-        time, as one qid -> docid -> score mapping (what ir_measures takes)."""
-        parsed = read_scores(path)
-        return ({q: d for q, d in parsed.items() if q in wanted} if wanted is not None else parsed), set(parsed)
+    fill = not no_fill
+    rows, gated = _evaluated(runs, judged, qrels, wanted, stats, measure, rel_level, fill)
+    base = None if base_run is None else evaluate(_covering(base_run, _scores(base_run, wanted)[0], gated), judged,
+                                                   measure, rel_level, fill=fill)
+    averaging = rows[0].evaluation.averaging if rows else ""
+    if out.fmt in (Format.tsv, Format.trec_eval):
+        say(f"{qrels}: averaged over {averaging}")
+    out.emit(eval_report(rows, [m.label for m in parsed], per_query, f"{qrels}: averaged over {averaging}",
+                         {m.label: m.name for m in parsed}))
+    if floor_gates or base is not None:
+        _gate(rows, floor_gates, base_run, base, [(m.name, m.label) for m in parsed], max_drop, alpha)
+
+
+def _scores(path: str, wanted: set[str] | None) -> tuple[dict, set[str]]:
+    """The run's scores (of the --qids queries) and the queries the file holds: one run in memory at a time, as
+    one qid -> docid -> score mapping (what ir_measures takes)."""
+    from ..io.runs import read_scores
+
+    parsed = read_scores(path)
+    return ({q: d for q, d in parsed.items() if q in wanted} if wanted is not None else parsed), set(parsed)
+
+
+def _evaluated(runs: list[str], judged: dict, qrels: str, wanted: set[str] | None, stats: str | None,
+               measure: list[str], rel_level: int, fill: bool) -> tuple[list[EvalRow], dict[str, set]]:
+    """Each run evaluated (checked against the qrels, its mean calls from its stats), and the queries of each
+    (what --against must cover)."""
+    from ..evaluation import evaluate
+    from ..io.run_files import stats_path_for
 
     rows, gated = [], {}
     for path in runs:
-        run, held = scores(path)
-        gated[path] = set(run)  # its queries (what --against must cover)
-        _check_against_qrels(path, run, judged, qrels, not no_fill, len(held))
+        run, held = _scores(path, wanted)
+        gated[path] = set(run)
+        _check_against_qrels(path, run, judged, qrels, fill, len(held))
         beside = stats_path_for(path) if path != "-" else None
         calls = _mean_calls(Path(stats) if stats else beside, path, held, wanted) if stats or beside else None
-        rows.append(EvalRow(path, evaluate(run, judged, measure, rel_level, fill=not no_fill), calls))
-    base = None if base_run is None else evaluate(_covering(base_run, scores(base_run)[0], gated), judged, measure,
-                                                   rel_level, fill=not no_fill)
-    averaging = rows[0].evaluation.averaging if rows else ""
-    if chosen in (Format.tsv, Format.trec_eval):
-        say(f"{qrels}: averaged over {averaging}")
-    render(chosen, rows, labels, per_query, f"{qrels}: averaged over {averaging}", output,
-           {m.label: m.name for m in parsed})
-    if floor_gates or base is not None:
-        _gate(rows, floor_gates, base_run, base, [(m.name, m.label) for m in parsed], max_drop, alpha)
+        rows.append(EvalRow(path, evaluate(run, judged, measure, rel_level, fill=fill), calls))
+    return rows, gated
 
 
 def _check_wanted(wanted: set[str], judged: dict, qrels: str) -> None:

@@ -6,14 +6,18 @@ Nothing here imports numpy: the CLI parses its flags and prints its help before 
 
 from __future__ import annotations
 
+import functools
 import inspect
+import sys
 import typing
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Annotated, Callable, List, Optional
+from pathlib import Path
+from typing import Annotated, Any, Callable, List, Optional, Sequence
 
 import typer
 
-from ..report.render import Format
+from ..report.render import Format, check_format
 
 
 @lru_cache(maxsize=1)
@@ -33,8 +37,21 @@ def say(message: str) -> None:
 MEASURE_HELP = ("a trec_eval name (ndcg_cut.10, map, recall.100, P.10, recip_rank, ndcg) or an ir_measures name "
                 "(nDCG@10, AP, RR, R@100, P@10)")
 
-Measures = Annotated[List[str], typer.Option("--measure", "-m", help=f"Measure, repeatable: {MEASURE_HELP}.")]
-RelLevel = Annotated[int, typer.Option("--rel-level", "-l", help="Relevance level for binary measures (TREC DL uses 2), as trec_eval -l.")]
+
+
+def measure_option(kind: Any, help: str) -> Any:
+    """``--measure/-m`` (``kind``: one name, or a list for a repeatable flag); ``help`` says what it does here,
+    ``{names}`` standing for the names it takes."""
+    return Annotated[kind, typer.Option("--measure", "-m", help=help.format(names=MEASURE_HELP))]
+
+
+def rel_level_option(note: str = "") -> Any:
+    """``--rel-level/-l``, the relevance level of binary measures."""
+    return Annotated[int, typer.Option("--rel-level", "-l", help=f"Relevance level for binary measures (TREC DL uses 2){note}.")]
+
+
+Measures = measure_option(List[str], "Measure, repeatable: {names}.")
+RelLevel = rel_level_option(", as trec_eval -l")
 Overwrite = Annotated[bool, typer.Option("--overwrite", metavar="", help="Replace output files that exist (without it, an existing output is refused).")]
 Qids = Annotated[Optional[str], typer.Option("--qids", help="Only these queries: ids 1,2,3 (any number), or @FILE (first column: a qid list or topics; a plain FILE that exists works too).")]
 
@@ -43,6 +60,51 @@ def format_option(allowed: tuple[Format, ...], note: str = "") -> object:
     """``--format/-f`` for ``Annotated``, naming the formats a command renders (one Format enum for every command)."""
     shown = " | ".join(f.value for f in allowed)
     return typer.Option("--format", "-f", help=f"Output format: {shown}{note}.")
+
+
+@dataclass(frozen=True)
+class Rendering:
+    """Where and how a command shows its :class:`~acurank_cli.report.render.Report`: the format chosen (checked
+    before any work), ``--output`` (None: stdout) and ``--overwrite``."""
+
+    fmt: Format
+    output: Path | None
+    overwrite: bool
+
+    def emit(self, report) -> None:
+        """Render the report, then say which other files the command wrote (its plots)."""
+        report.emit(self.fmt, self.output)
+        if report.written:
+            say("wrote " + ", ".join(str(p) for p in report.written))
+
+
+def renders(formats: Sequence[Format], default: str | None = "terminal", note: str = "",
+            output_help: str = "Write the table/JSON here instead of stdout."):
+    """Give ``command(..., out: Rendering, ...)`` the flags ``--format/-f``, ``--output/-o`` and ``--overwrite``,
+    declared here once for every command that renders, in the place of its ``out`` parameter; the format is
+    checked before the command runs (``default`` None: terminal on a terminal, tsv otherwise)."""
+
+    def wrap(command: Callable) -> Callable:
+        fmt_kind = Optional[str] if default is None else str
+        flags = [("fmt", Annotated[fmt_kind, format_option(formats, note)], default),
+                 ("output", Annotated[Optional[Path], typer.Option("--output", "-o", help=output_help)], None),
+                 ("overwrite", Overwrite, False)]
+        params = []
+        for p in resolved_parameters(command):
+            if p.name != "out":
+                params.append(p)
+                continue
+            params += [inspect.Parameter(name, p.kind, annotation=kind, default=value) for name, kind, value in flags]
+
+        @functools.wraps(command)
+        def wrapper(*args, **kwargs):
+            fmt, output, overwrite = (kwargs.pop(name) for name, _, _ in flags)
+            chosen = check_format(fmt, formats) if fmt else (Format.terminal if sys.stdout.isatty() else Format.tsv)
+            return command(*args, out=Rendering(chosen, output, overwrite), **kwargs)
+
+        return declared(wrapper, params)
+
+    return wrap
 
 
 def resolved_parameters(command: Callable) -> list[inspect.Parameter]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -16,8 +16,8 @@ import typer
 from ..errors import InputError
 from ..io.plan import FilePlan
 from ..evaluation import DEFAULT_MEASURE
-from ..report.render import REPORT_FORMATS, check_format
-from .options import MEASURE_HELP, Overwrite, declared, resolved_parameters, say
+from ..report.render import REPORT_FORMATS
+from .options import Rendering, declared, measure_option, rel_level_option, renders, resolved_parameters
 
 RUNS_HELP = """Naming runs (the same options for table, pareto and allocation):
 
@@ -56,10 +56,8 @@ StatsOpt = Annotated[Optional[list[str]], typer.Option("--stats", help="DATASET:
 TopicsOpt = Annotated[Optional[list[str]], typer.Option("--topics", help="DATASET=PATH topics qid<TAB>text (for WIG's |q|; default DIR/<dataset>/topics.tsv).")]
 DatasetOpt = Annotated[Optional[list[str]], typer.Option("--dataset", "-d", help="Datasets to show, in this order (repeatable; default all).")]
 FirstOpt = Annotated[str, typer.Option("--first-stage", help="Method name of the first-stage run (0 calls; WIG scores).")]
-MeasureOpt = Annotated[str, typer.Option("--measure", "-m", help=f"Measure: {MEASURE_HELP}.")]
-RelOpt = Annotated[int, typer.Option("--rel-level", "-l", help="Relevance level for binary measures (TREC DL uses 2).")]
-FormatOpt = Annotated[str, typer.Option("--format", "-f", help=f"Output format: {' | '.join(f.value for f in REPORT_FORMATS)}.")]
-OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the table/JSON here instead of stdout.")]
+MeasureOpt = measure_option(str, "Measure: {names}.")
+RelOpt = rel_level_option()
 BaselineOpt = Annotated[Optional[list[str]], typer.Option("--baseline", "-b", help="Baseline METHOD for every dataset, or DATASET=METHOD (repeatable).")]
 
 
@@ -116,16 +114,13 @@ def naming_runs(command):
     return declared(wrapper, shared + own)
 
 
-def _writes(coll, overwrite: bool, *outputs: tuple[str, Path | None]) -> None:
-    """Every output checked against the files the report reads and against each other (see FilePlan)."""
-    plan = coll.read_by(FilePlan())
+def _writes(coll, out: Rendering, *outputs: tuple[str, Path | None]) -> None:
+    """Every output (``--output`` and ``outputs``) checked against the files the report reads and against each
+    other (see FilePlan)."""
+    plan = coll.read_by(FilePlan()).write("--output", out.output)
     for flag, path in outputs:
         plan.write(flag, path)
-    plan.check(overwrite)
-
-
-def _check_format(fmt: str) -> str:
-    return check_format(fmt).value
+    plan.check(out.overwrite)
 
 
 # -------------------------------------------------------------------------------------- table
@@ -140,10 +135,11 @@ both p-values (paired t-test and sign-flip randomisation test).
 Example: acurank report table --runs out/sim --baseline sw-1 -f latex   (out/sim: scripts/simulate_all.sh out/sim)
 """)
 @naming_runs
+@renders(REPORT_FORMATS)
 def table_cmd(
     sources: RunSources,
     method: Annotated[list[str] | None, typer.Option("--method", help="Methods (rows) to show, in this order (repeatable; default: first stage, then by calls).")] = None,
-    measure: Annotated[list[str] | None, typer.Option("--measure", "-m", help=f"Measure (repeatable: one column per measure): {MEASURE_HELP}; default nDCG@10.")] = None,
+    measure: measure_option(list[str] | None, "Measure (repeatable: one column per measure): {names}; default nDCG@10.") = None,
     rel_level: RelOpt = 1,
     baseline: BaselineOpt = None,
     test: Annotated[str, typer.Option("--test", help="Test behind the marks: ttest (paired t-test) | permutation (sign flips).")] = "ttest",
@@ -152,21 +148,17 @@ def table_cmd(
     resamples: Annotated[int, typer.Option("--resamples", min=1, help="Sign flips of the randomisation test (exact below 2^n), bootstrap resamples of --ci bootstrap.")] = 10_000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the randomisation test and the bootstrap.")] = 0,
     percent: Annotated[bool, typer.Option("--percent", metavar="", help="Show the measure x 100 with 2 decimals (as the paper).")] = False,
-    fmt: FormatOpt = "terminal",
-    output: OutputOpt = None,
-    overwrite: Overwrite = False,
+    out: Rendering = None,
 ) -> None:
     from ..report.tables import build_table, check_options, parse_baselines
 
-    _check_format(fmt)
     check_options(test, correction, ci)
     measures = list(dict.fromkeys(measure or [DEFAULT_MEASURE]))
     first = sources.collection(method, measures[0], rel_level)
     colls = [first, *(first.measured_by(m) for m in measures[1:])]
-    _writes(colls[0], overwrite, ("--output", output))
-    rep = build_table(colls, parse_baselines(baseline or [], list(colls[0].datasets)), test, resamples, seed, percent,
-                      correction, ci)
-    rep.emit(fmt, output)
+    _writes(colls[0], out)
+    out.emit(build_table(colls, parse_baselines(baseline or [], list(colls[0].datasets)), test, resamples, seed,
+                         percent, correction, ci))
 
 
 # --------------------------------------------------------------------------------- efficiency
@@ -178,23 +170,20 @@ def table_cmd(
 Example: acurank report efficiency --runs out/sim --baseline sw-1 -f markdown
 """)
 @naming_runs
+@renders(REPORT_FORMATS)
 def efficiency_cmd(
     sources: RunSources,
     method: Annotated[list[str] | None, typer.Option("--method", help="Methods (rows) to show, in this order (repeatable).")] = None,
     baseline: Annotated[str | None, typer.Option("--baseline", "-b", help="Method the changes are measured against (e.g. sw-1).")] = None,
-    fmt: FormatOpt = "terminal",
-    output: OutputOpt = None,
-    overwrite: Overwrite = False,
+    out: Rendering = None,
 ) -> None:
     from ..report.efficiency import build_efficiency
 
-    _check_format(fmt)
     coll = sources.collection(method)
-    _writes(coll, overwrite, ("--output", output))
+    _writes(coll, out)
     if baseline is not None and not any(coll.has(ds, baseline) for ds in coll.datasets):
         raise InputError(f"--baseline {baseline!r} has no run (methods: {', '.join(coll.methods())})")
-    rep = build_efficiency(coll, baseline)
-    rep.emit(fmt, output)
+    out.emit(build_efficiency(coll, baseline))
 
 
 # ------------------------------------------------------------------------------------- pareto
@@ -206,6 +195,7 @@ Example: acurank report pareto --runs out/sim --view all --out pareto-all.png
 --out pareto-all.svg
 """)
 @naming_runs
+@renders(REPORT_FORMATS)
 def pareto_cmd(
     sources: RunSources,
     method: Annotated[list[str] | None, typer.Option("--method", help="Methods to plot (repeatable; default all).")] = None,
@@ -213,27 +203,23 @@ def pareto_cmd(
     rel_level: RelOpt = 1,
     x: Annotated[str, typer.Option("--x", help="x axis: calls | tokens (input + output) | seconds (wall, per query) | rounds (sequential reranker batches: latency) | flops (estimated, where the stats have it).")] = "calls",
     view: Annotated[list[str] | None, typer.Option("--view", help="Panel: a dataset name, 'macro', or 'all' (each dataset + macro); repeatable. Default: macro (or the only dataset).")] = None,
-    out: Annotated[list[Path] | None, typer.Option("--out", help="Plot file(s): .png, .svg or .pdf (repeatable; default pareto.png and pareto.svg).")] = None,
+    plots: Annotated[list[Path] | None, typer.Option("--out", help="Plot file(s): .png, .svg or .pdf (repeatable; default pareto.png and pareto.svg).")] = None,
     log_x: Annotated[bool, typer.Option("--log-x", metavar="", help="Symmetric-log x axis (linear below 1).")] = False,
-    fmt: FormatOpt = "terminal",
-    output: OutputOpt = None,
-    overwrite: Overwrite = False,
+    out: Rendering = None,
 ) -> None:
     from ..report.pareto import build_pareto, plot_pareto
     from ..report.tables import measure_label
 
-    _check_format(fmt)
     coll = sources.collection(method, measure, rel_level)
     views: list[str] = []
     for v in view or (["macro"] if len(coll.datasets) > 1 else list(coll.datasets)):
         views.extend(list(coll.datasets) + ["macro"] if v == "all" else [v])
     views = list(dict.fromkeys(views))
     computed, rep = build_pareto(coll, views, x)
-    outs = out or [Path("pareto.png"), Path("pareto.svg")]
-    _writes(coll, overwrite, ("--output", output), *(("--out", p) for p in outs))
+    outs = plots or [Path("pareto.png"), Path("pareto.svg")]
+    _writes(coll, out, *(("--out", p) for p in outs))
     written = plot_pareto(computed, outs, x, measure_label(coll.measure, coll.rel_level), log_x)
-    rep.emit(fmt, output)
-    say("wrote " + ", ".join(str(p) for p in written))
+    out.emit(replace(rep, written=written))
 
 
 # --------------------------------------------------------------------------------- allocation
@@ -252,6 +238,7 @@ Example: acurank report allocation --runs out/sim --method acurank
 --baseline sw-1 --plot allocation.png
 """)
 @naming_runs
+@renders(REPORT_FORMATS)
 def allocation_cmd(
     sources: RunSources,
     method: Annotated[list[str] | None, typer.Option("--method", help="Methods to analyse (repeatable; default: every method with stats but the first stage and the baseline).")] = None,
@@ -260,16 +247,13 @@ def allocation_cmd(
     baseline: BaselineOpt = None,
     wig_k: Annotated[int, typer.Option("--wig-k", min=1, help="k of WIG (top documents averaged).")] = 50,
     plot: Annotated[list[Path] | None, typer.Option("--plot", help="Also draw calls against WIG to this file (.png/.svg; repeatable).")] = None,
-    fmt: FormatOpt = "terminal",
-    output: OutputOpt = None,
-    overwrite: Overwrite = False,
+    out: Rendering = None,
 ) -> None:
     from ..report.allocation import build_allocation, plot_allocation
     from ..report.tables import measure_label, parse_baselines
 
-    _check_format(fmt)
     coll = sources.collection(None, measure, rel_level)
-    _writes(coll, overwrite, ("--output", output), *(("--plot", p) for p in plot or ()))
+    _writes(coll, out, *(("--plot", p) for p in plot or ()))
     known = {m for d in coll.datasets.values() for m in d.runs}
     for m in method or ():
         if m not in known:
@@ -289,9 +273,7 @@ def allocation_cmd(
             raise InputError(f"--plot {p}: plot files must end in .png, .svg or .pdf")
     if plot:
         plot_allocation(rep, [str(p) for p in plot], measure_label(coll.measure, coll.rel_level))
-    rep.emit(fmt, output)
-    if plot:
-        say("wrote " + ", ".join(str(p) for p in plot))
+    out.emit(replace(rep, written=plot or ()))
 
 
 # -------------------------------------------------------------------------------------- trace
@@ -306,36 +288,30 @@ the paper-style per-iteration table (mu, sigma, s = P(x > t), rank).
 Example: acurank report trace dl23.trace.jsonl --qid 2025253 --docid msmarco_passage_08_375172142
 (dl23.trace.jsonl: acurank rerank sample_runs/dl23/bm25.run --reranker simulated --qrels sample_runs/dl23/qrels.txt --qids 2025253 --trace dl23.trace.jsonl -o dl23.run)
 """)
+@renders(REPORT_FORMATS)
 def trace_cmd(
     file: Annotated[Path, typer.Argument(help="Trace JSONL written by rerank --trace ('-' = stdin, .gz ok).")],
     qid: Annotated[str, typer.Option("--qid", "-q", help="Query to show.")],
     method: Annotated[str | None, typer.Option("--method", help="Method, when the trace holds several for the query.")] = None,
     docid: Annotated[list[str] | None, typer.Option("--docid", help="Documents for the per-iteration table (repeatable; also plotted).")] = None,
     top: Annotated[int, typer.Option("--top", min=1, help="How many top documents (by final mu) to plot and list (4 keeps the bands readable).")] = 4,
-    out: Annotated[list[Path] | None, typer.Option("--out", help="Plot file(s) .png/.svg/.pdf (repeatable; default trace-<qid>.png).")] = None,
+    plots: Annotated[list[Path] | None, typer.Option("--out", help="Plot file(s) .png/.svg/.pdf (repeatable; default trace-<qid>.png).")] = None,
     no_plot: Annotated[bool, typer.Option("--no-plot", metavar="", help="Only print the table.")] = False,
-    fmt: FormatOpt = "terminal",
-    output: OutputOpt = None,
-    overwrite: Overwrite = False,
+    out: Rendering = None,
 ) -> None:
     from ..report.trace_plot import build_trace_report, plot_trace, read_trace
 
-    _check_format(fmt)
     src = "-" if str(file) == "-" else file
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in qid)
-    outs = [] if no_plot else out or [Path(f"trace-{safe}.png")]
-    plan = FilePlan().read("FILE", src).write("--output", output)
+    outs = [] if no_plot else plots or [Path(f"trace-{safe}.png")]
+    plan = FilePlan().read("FILE", src).write("--output", out.output)
     for p in outs:
         plan.write("--out", p)
-    plan.check(overwrite)
+    plan.check(out.overwrite)
     name, steps = read_trace(src, qid, method)
     rep = build_trace_report(steps, qid, name, docid or (), top)
-    written = []
-    if outs:
-        written = plot_trace(steps, qid, name, outs, top, docid or ())
-    rep.emit(fmt, output)
-    if written:
-        say("wrote " + ", ".join(str(p) for p in written))
+    written = plot_trace(steps, qid, name, outs, top, docid or ()) if outs else []
+    out.emit(replace(rep, written=written))
 
 
 @report_app.command("provenance", help="""Where runs came from, as their meta files record it: acurank, Python,
@@ -343,21 +319,19 @@ the engines' versions (torch, transformers, vLLM, ...), the model, its revision 
 and prompt format. Beside a table, it says which software and model made each row.
 
 Example: acurank report provenance out/sim/dl19/acurank-9.run out/sim/dl19/sw-1.run""")
+@renders(REPORT_FORMATS)
 def provenance_cmd(
     runs: Annotated[list[str], typer.Argument(metavar="RUN...", help="Run files (their X.run.meta.json is read).")],
-    fmt: FormatOpt = "terminal",
-    output: OutputOpt = None,
-    overwrite: Overwrite = False,
+    out: Rendering = None,
 ) -> None:
     from ..io.run_files import meta_path_for
     from ..report.provenance import provenance_report
 
-    _check_format(fmt)
     plan = FilePlan()
     for run in runs:
         plan.read("RUN", run).read("(the meta file beside RUN)", meta_path_for(run))
-    plan.write("--output", output).check(overwrite)
-    provenance_report(runs).emit(fmt, output)
+    plan.write("--output", out.output).check(out.overwrite)
+    out.emit(provenance_report(runs))
 
 
 def mount(app: typer.Typer) -> None:

@@ -37,7 +37,8 @@ from .collection import Collection
 from .panels import grid_shape, panel_axes
 from .render import Table, num, pval, save_figure
 from .significance import spearman
-from .tables import Report, measure_label
+from .render import Report
+from .tables import measure_label
 
 
 def query_length(text: str) -> int:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from .collection import Collection
 from .render import MISSING, Table, num
-from .tables import Report, ordered_methods
+from .render import Report
+from .tables import ordered_methods
 
 #: (stats kind, column title, digits)
 COLUMNS = (("calls", "Calls/q", 2), ("cached", "Cached/q", 2), ("window", "Window", 2), ("input_tokens", "Input tokens/q", 0),

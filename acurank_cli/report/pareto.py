@@ -17,7 +17,8 @@ from ..errors import InputError
 from .collection import COST_KINDS, Collection, macro
 from .render import Table, num, save_figure
 from .panels import grid_shape, panel_axes
-from .tables import Report, measure_label, ordered_methods
+from .render import Report
+from .tables import measure_label, ordered_methods
 
 X_LABELS = {"calls": "mean reranker calls per query", "tokens": "mean tokens per query (input + output)",
             "seconds": "mean wall seconds per query",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..errors import InputError
 from ..io.run_files import meta_path_for, recorded_fingerprint, recorded_provenance
 from .render import Table
-from .tables import Report
+from .render import Report
 
 COLUMNS = ["run", "method", "parameters", "acurank", "source", "python", "engines", "backend", "model",
            "revision / weights", "device", "dtype", "prompt", "started", "command"]

@@ -246,20 +246,40 @@ def check_format(fmt: str | Format, allowed: Sequence[Format] = REPORT_FORMATS) 
     return Format(value)
 
 
-def emit(fmt: str | Format, tables: Sequence[Table], records: list[dict], obj: Any, output: str | Path | None = None,
-         lines: Mapping[Format, str] | None = None, allowed: Sequence[Format] = REPORT_FORMATS) -> None:
-    """Render in ``fmt`` to ``output`` (a path) or stdout; ``lines``: the text of the line formats."""
-    fmt = check_format(fmt, allowed)
-    if fmt is Format.terminal and output is None:
-        to_terminal(tables)
-        return
-    text = (lines or {})[fmt] if fmt in (Format.tsv, Format.trec_eval) else TEXT_RENDERERS[fmt](tables, records, obj)
-    if output is None or str(output) == "-":
-        sys.stdout.write(text)
-    else:
-        from ..io.plan import write_whole
+@dataclass
+class Report:
+    """What a command shows, ready to render itself in every format it takes (``formats``): display tables
+    (terminal, markdown, LaTeX), flat records (CSV), a JSON-able object (JSON) and, for the line formats of eval
+    (tsv, trec_eval), their text (``lines``). ``written``: the other files the command wrote (plots), said after
+    the report."""
 
-        write_whole(output, text)
+    tables: list[Table]
+    records: list[dict]
+    data: Any
+    lines: Mapping[Format, str] = field(default_factory=dict)
+    formats: Sequence[Format] = REPORT_FORMATS
+    written: Sequence[str] = ()
+
+    def text(self, fmt: str | Format) -> str:
+        """The report in ``fmt`` as text (terminal: the tables as the terminal shows them, without colour)."""
+        fmt = check_format(fmt, self.formats)
+        if fmt in (Format.tsv, Format.trec_eval):
+            return self.lines[fmt]
+        return TEXT_RENDERERS[fmt](self.tables, self.records, self.data)
+
+    def emit(self, fmt: str | Format, output: str | Path | None = None) -> None:
+        """Render in ``fmt`` to ``output`` (a path, written whole) or stdout."""
+        fmt = check_format(fmt, self.formats)
+        if fmt is Format.terminal and output is None:
+            to_terminal(self.tables)
+            return
+        text = self.text(fmt)
+        if output is None or str(output) == "-":
+            sys.stdout.write(text)
+        else:
+            from ..io.plan import write_whole
+
+            write_whole(output, text)
 
 
 def save_figure(fig, path: str | Path, **options) -> None:

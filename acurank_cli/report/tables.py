@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import InputError
 from .collection import Collection, macro, natural_key
-from .render import MISSING, Cell, Table, num
+from .render import MISSING, Cell, Report, Table, num
 from .significance import (CI_KINDS, CORRECTIONS, MARKS, adjust, mark, paired_ci, paired_ttest, paired_values,
                            permutation_test)
 
@@ -28,22 +28,6 @@ def measure_label(measure: str, rel_level: int = 1) -> str:
     from ..evaluation import display_name
 
     return display_name(measure, rel_level)
-
-
-@dataclass
-class Report:
-    """A rendered-ready report: display tables, flat CSV records, a JSON-able dict."""
-
-    tables: list[Table]
-    records: list[dict]
-    data: dict
-
-    def emit(self, fmt, output=None) -> None:
-        """Render itself in ``fmt`` (terminal, markdown, latex: the tables; csv: the records; json: the data) to
-        ``output`` or stdout."""
-        from .render import emit
-
-        emit(fmt, self.tables, self.records, self.data, output)
 
 
 def parse_baselines(specs: Sequence[str], datasets: Sequence[str]) -> dict[str, str]:

@@ -19,7 +19,7 @@ from ..errors import InputError
 from ..io.sources import open_text, source_name
 from ..records import DocRating, TraceRecord
 from .render import MISSING, Table, num, save_figure
-from .tables import Report
+from .render import Report
 
 
 def read_trace(src: str | Path, qid: str, method: str | None = None) -> tuple[str, list[TraceRecord]]:
