@@ -53,7 +53,21 @@ def rel_level_option(note: str = "") -> Any:
 Measures = measure_option(List[str], "Measure, repeatable: {names}.")
 RelLevel = rel_level_option(", as trec_eval -l")
 Overwrite = Annotated[bool, typer.Option("--overwrite", metavar="", help="Replace output files that exist (without it, an existing output is refused).")]
+Cache = Annotated[Optional[str], typer.Option("--cache", help="SQLite call cache (default: $ACURANK_CACHE or ~/.cache/acurank/calls.sqlite).")]
+NoCache = Annotated[bool, typer.Option("--no-cache", metavar="", help="Do not read or write the call cache.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="No status lines.")]
 Qids = Annotated[Optional[str], typer.Option("--qids", help="Only these queries: ids 1,2,3 (any number), or @FILE (first column: a qid list or topics; a plain FILE that exists works too).")]
+
+
+def cache_choice(cache: str | None, no_cache: bool) -> str | None:
+    """The call cache --cache and --no-cache choose (None: no cache; the default cache when neither is given);
+    both at once is refused."""
+    from ..errors import InputError
+    from ..run.pipeline import DEFAULTS
+
+    if no_cache and cache is not None:
+        raise InputError(f"--no-cache and --cache {cache} contradict each other: give one of them")
+    return None if no_cache else (cache or DEFAULTS.cache)
 
 
 def format_option(allowed: tuple[Format, ...], note: str = "") -> object:

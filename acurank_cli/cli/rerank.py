@@ -17,7 +17,7 @@ import typer
 from ..errors import InputError
 from ..method.registry import known_methods
 from ..run.pipeline import DEFAULTS
-from .options import Overwrite, Qids, declared, err, resolved_parameters, say
+from .options import Cache, NoCache, Overwrite, Qids, cache_choice, declared, err, resolved_parameters, say
 
 
 def rerank(
@@ -41,8 +41,8 @@ def rerank(
     shard: Annotated[Optional[str], typer.Option("--shard", metavar="I/N", help="Rerank only shard I of N (1 <= I <= N; a split by a hash of the query id, the same on every machine); join the parts with 'acurank merge'.")] = None,
     skip_missing: Annotated[bool, typer.Option("--skip-missing", metavar="", help="Skip candidates without text / queries without topic.")] = False,
     batch_queries: Annotated[Optional[int], typer.Option("--batch-queries", min=1, help="Queries in flight: each advances as soon as its own windows are answered, and their windows keep the backend fed (default: the backend's: 8 for vllm:, four times the requests in flight for openai: and Ray, else 1; results do not depend on it).")] = DEFAULTS.batch_queries,
-    cache: Annotated[Optional[str], typer.Option("--cache", help="SQLite call cache (default: $ACURANK_CACHE or ~/.cache/acurank/calls.sqlite).")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", metavar="", help="Do not read or write the call cache.")] = False,
+    cache: Cache = None,
+    no_cache: NoCache = False,
     model_params: Annotated[Optional[float], typer.Option("--model-params", help="Model parameters for the stats' FLOPs estimate, 2 x parameters x (input + output tokens), e.g. 7.24e9 for a remote RankZephyr (default: counted from the model for hf:, vllm: and minilm; none otherwise).")] = None,
     ray: Annotated[Optional[str], typer.Option("--ray", metavar="ADDRESS", help="Run the windows in Ray actors: local (a cluster for this run), auto (the running cluster) or an address; the driver keeps the cache, outputs and resume. See docs/scale.md.")] = None,
     actors: Annotated[Optional[int], typer.Option("--actors", min=1, help="--ray: actors, each building the backend once (default: one per GPU of the cluster, else one per CPU).")] = None,
@@ -60,8 +60,7 @@ def rerank(
     from ..io.shards import Shard
 
     baseline_only = ctx.info_name == "baseline"
-    if no_cache and cache is not None:
-        raise InputError(f"--no-cache and --cache {cache} contradict each other: give one of them")
+    cache = cache_choice(cache, no_cache)
     options, backend_options = pipeline.split_options(generated)
     strategy = pipeline.method(method, options, pipeline.ScoreSource.run_file, baseline_only)
     job = RerankJob(
@@ -73,7 +72,7 @@ def rerank(
         outputs=RunFiles(output=output, overwrite=overwrite, stats=stats, trace=trace,
                          tag=check_tag(tag) if tag is not None else _default_tag(strategy.name, reranker)),
         backend_options={key: v for key, v in backend_options.items() if v is not None},
-        cache=None if no_cache else (cache or DEFAULTS.cache),
+        cache=cache,
         batch_queries=batch_queries,
         quiet=quiet,
         model_params=model_params,

@@ -20,7 +20,7 @@ from ..errors import InputError
 from ..io.plan import FilePlan, replacing
 from ..io.sources import check_tag
 from ..retrieval.resolve import as_file, load_qrels
-from .options import Overwrite, err, say
+from .options import Overwrite, Quiet, err, say
 
 
 def _status(message: str, quiet: bool = False) -> None:
@@ -45,7 +45,7 @@ def index_cmd(
     threads: Annotated[int, typer.Option("--threads", help="Indexing threads.")] = 2,
     optimize: Annotated[bool, typer.Option("--optimize", metavar="", help="Merge the index into one segment.")] = False,
     impact: Annotated[bool, typer.Option("--impact", metavar="", help="The input is a JsonVectorCollection ({id, contents, vector: {term: integer weight}}, e.g. SPLADE++ or uniCOIL encoded): build an impact index.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="No status lines.")] = False,
+    quiet: Quiet = False,
     overwrite: Overwrite = False,
 ) -> None:
     """Build a BM25 Lucene index (positions, doc vectors, raw docs stored) with Anserini, or with --impact a
@@ -84,7 +84,7 @@ def retrieve_cmd(
     tag: Annotated[str | None, typer.Option("--tag", "--runtag", help="Run tag (last column; default bm25, or impact with --encoder/--encoded-queries).")] = None,
     encoder: Annotated[str | None, typer.Option("--encoder", help="Learned sparse search: a SPLADE or uniCOIL query encoder, hub id (e.g. naver/splade-cocondenser-ensembledistil, downloads once) or local folder; --index is then an impact index (e.g. msmarco-v1-passage.splade-pp-ed).")] = None,
     encoded_queries: Annotated[str | None, typer.Option("--encoded-queries", help="Learned sparse search with pre-encoded queries: JSONL {qid, vector: {term: integer weight}} (.gz ok); --topics optional (then it picks and orders the queries).")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="No status lines.")] = False,
+    quiet: Quiet = False,
     overwrite: Overwrite = False,
 ) -> None:
     """BM25 retrieval with Anserini (Lucene via pyjnius; no torch), or learned sparse (impact) retrieval with

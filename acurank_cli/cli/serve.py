@@ -21,7 +21,7 @@ import typer
 from ..errors import InputError, Stopped
 from ..method.registry import known_methods
 from ..run.pipeline import DEFAULTS
-from .options import say
+from .options import Cache, NoCache, cache_choice, say
 from .rerank import with_generated_flags
 
 #: where bearer keys come from when no --api-key is given (comma-separated)
@@ -35,8 +35,8 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on (default loopback only; another address should come with --api-key).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port (0: any free one, said on stderr).")] = 8000,
     api_key: Annotated[Optional[list[str]], typer.Option("--api-key", help=f"A bearer key the server takes (repeat for several; default ${KEYS_ENV}, comma-separated; none: no authentication).")] = None,
-    cache: Annotated[Optional[str], typer.Option("--cache", help="SQLite call cache (default: $ACURANK_CACHE or ~/.cache/acurank/calls.sqlite).")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", metavar="", help="Do not read or write the call cache.")] = False,
+    cache: Cache = None,
+    no_cache: NoCache = False,
     max_documents: Annotated[int, typer.Option("--max-documents", min=1, help="Documents a request may hold.")] = 1000,
     max_request_bytes: Annotated[int, typer.Option("--max-request-bytes", min=1, help="Bytes a request's body may hold.")] = 8 * 1024 * 1024,
     max_tokens_per_doc: Annotated[int, typer.Option("--max-tokens-per-doc", min=1, help="Documents are cut to this many whitespace-separated tokens (a request's max_tokens_per_doc may ask for fewer).")] = 4096,
@@ -53,18 +53,14 @@ def serve(
     from ..api import Reranker
     from ..run import pipeline
 
-    if no_cache and cache is not None:
-        raise InputError(f"--no-cache and --cache {cache} contradict each other: give one of them")
-    import uvicorn  # a missing one: app.main names the extra (serve)
+    cache = cache_choice(cache, no_cache)
+    import uvicorn  # noqa: F401 - a missing one: app.main names the extra (serve), before anything is built
 
     from ..serve.app import create_app
     from ..serve.protocol import Limits
     from ..serve.service import RerankService
 
-    source = "--api-key" if api_key else f"${KEYS_ENV}"
-    keys = [k.strip() for k in (api_key or os.environ.get(KEYS_ENV, "").split(",")) if k.strip()]
-    if any(len(k) < 8 for k in keys):
-        raise InputError(f"{source}: a key must have at least 8 characters")
+    keys = _keys(api_key)
     limits = Limits(max_documents=max_documents, max_request_bytes=max_request_bytes,
                     max_tokens_per_doc=max_tokens_per_doc, max_in_flight=max_in_flight, max_queued=max_queued,
                     timeout=request_timeout, max_calls=max_calls)
@@ -78,7 +74,7 @@ def serve(
     if not keys and not _loopback(host):
         say(f"warning: serving on {host} without --api-key: anyone who reaches it can spend your calls")
     try:
-        api = Reranker(reranker, method=strategy.name, cache=None if no_cache else (cache or DEFAULTS.cache),
+        api = Reranker(reranker, method=strategy.name, cache=cache,
                        batch_queries=None, ray=None if ray is None else ray, actors=actors,
                        gpus_per_actor=gpus_per_actor, **{k: v for k, v in {**options, **backend_options}.items()
                                                          if v is not None})
@@ -87,13 +83,29 @@ def serve(
         raise
     service = RerankService(api, limits)
     app = create_app(service, reranker, keys, on_shutdown=lambda: service.close(limits.timeout), log=say)
-    bound = sock.getsockname()[1]
-    say(f"serving {strategy.name} with {reranker} on http://{_shown(host)}:{bound} "
+    say(f"serving {strategy.name} with {reranker} on http://{_shown(host)}:{sock.getsockname()[1]} "
         f"(POST /v1/rerank, /v2/rerank; GET /health, /v1/models, /metrics; "
         f"{'bearer keys: ' + str(len(keys)) if keys else 'no authentication'}; "
         f"{limits.max_in_flight} in flight, {limits.max_queued} queued)")
+    _run(app, sock, service, limits.timeout)
+
+
+def _keys(api_key: list[str] | None) -> list[str]:
+    """The bearer keys: --api-key, else $ACURANK_API_KEYS (comma-separated, spaces around a key dropped)."""
+    source = "--api-key" if api_key else f"${KEYS_ENV}"
+    keys = [k.strip() for k in (api_key or os.environ.get(KEYS_ENV, "").split(",")) if k.strip()]
+    if any(len(k) < 8 for k in keys):
+        raise InputError(f"{source}: a key must have at least 8 characters")
+    return keys
+
+
+def _run(app, sock: socket.socket, service, timeout: float) -> None:
+    """Serve until a signal: the first drains (every request held is answered), a second stops at once (the
+    requests cut off answered 503, exit 128 + the signal)."""
+    import uvicorn
+
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                            timeout_graceful_shutdown=int(limits.timeout) + 5)
+                            timeout_graceful_shutdown=int(timeout) + 5)
     server = uvicorn.Server(config)
     logging.getLogger("uvicorn.error").addFilter(_NotCancelled())  # after the config set uvicorn's logging up
     received: list[int] = []
@@ -108,7 +120,7 @@ def serve(
             signal.signal(sig, handler)
         sock.close()
         if not service.draining:  # the server did not reach its shutdown (it failed to start)
-            service.close(limits.timeout)
+            service.close(timeout)
     name = signal.Signals(received[0]).name if received else None
     if server.force_exit:
         say(f"serve: stopped at once on a second {name or 'signal'}: {int(service.metrics.cut_off._value.get())} "

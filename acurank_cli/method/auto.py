@@ -249,6 +249,21 @@ class AcuRankAuto(Strategy):
         p = self.params
         return p.budget if p.cap is None else max(0, p.cap - p.initial_calls(n))
 
+    def _step(self, docids: list[str], models: "NoiseModels", graph: TournamentGraph, evidence: "Evidence", groups,
+              phase: Phase, iteration: int, uncertain: int | None, snapshot=None):
+        """Send the groups; score and update every model, grow the graph; then (pooled) wait for the run."""
+        perms = yield Step(windows=tuple(tuple(docids[i] for i in g) for g in groups), phase=phase,
+                           iteration=iteration, uncertain=uncertain, snapshot=snapshot)
+        scores = np.zeros(len(self.params.factors))
+        for group, perm in zip(groups, perms):
+            if len(group) >= 2:
+                agree, ranked = models.answer(group, perm)
+                scores += agree
+                graph.add_order(ranked)
+        evidence.add(scores)
+        if evidence is self._evidence:  # after a final pass too: the end's choice is read at the round's end
+            yield Step(windows=(), phase=Phase.wait, iteration=iteration)
+
     def plan(self, task: RankingTask) -> Plan:
         p = self.params
         mu0, sigma0 = initial_ratings([c.score for c in task.candidates], p.init, task.qid, p.sigma)
@@ -258,22 +273,7 @@ class AcuRankAuto(Strategy):
         evidence = self._evidence if self._evidence is not None else Evidence(len(p.factors), p.start)
         graph = TournamentGraph(n)
         docids = [c.docid for c in task.candidates]
-
-        def step(groups, phase: Phase, iteration: int, uncertain: int | None, snapshot=None):
-            """Send the groups; score and update every model, grow the graph; then (pooled) wait for the run."""
-            perms = yield Step(windows=tuple(tuple(docids[i] for i in g) for g in groups), phase=phase,
-                               iteration=iteration, uncertain=uncertain,
-                               snapshot=snapshot)
-            scores = np.zeros(len(p.factors))
-            for group, perm in zip(groups, perms):
-                if len(group) >= 2:
-                    agree, ranked = models.answer(group, perm)
-                    scores += agree
-                    graph.add_order(ranked)
-            evidence.add(scores)
-            if evidence is self._evidence:  # after a final pass too: the end's choice is read at the round's end
-                yield Step(windows=(), phase=Phase.wait, iteration=iteration)
-
+        step = functools.partial(self._step, docids, models, graph, evidence)
         windows = chunks(range(n), p.m)
         yield from step(windows, Phase.initial, 0, None)
         g = evidence.choice()

@@ -218,6 +218,42 @@ def _prepare_docs(src: Path, folder: Path):
     return TsvDocs(LocalDownload(target), doc_cls=GenericDoc)
 
 
+def _components(folder: Path, docs_path: Path | None, qrels_path: Path | None, fresh: bool) -> list:
+    """The ir_datasets components over ``folder``: the documents (converted when ``fresh``), queries and qrels."""
+    from ir_datasets.formats import GenericDoc, TrecQrels, TsvDocs, TsvQueries
+    from ir_datasets.util import LocalDownload
+
+    components = []
+    if docs_path is not None:
+        if fresh:
+            components.append(_prepare_docs(docs_path, folder))
+        else:
+            titled = len(_first_line(folder / "docs.tsv").split("\t")) == 3
+            components.append(TsvDocs(LocalDownload(folder / "docs.tsv"), doc_cls=TitledDoc if titled else GenericDoc))
+    components.append(TsvQueries(LocalDownload(folder / "queries.tsv")))
+    if qrels_path is not None:
+        components.append(TrecQrels(LocalDownload(folder / "qrels.txt"), {}))
+    return components
+
+
+def _copy_queries_and_qrels(folder: Path, queries_path: Path, qrels_path: Path | None) -> None:
+    """A fresh ``folder`` holding the queries (``queries.tsv``) and qrels (``qrels.txt``) as ir_datasets reads them,
+    each read (and checked) by acurank's own readers."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    topics = read_topics(queries_path)
+    with (folder / "queries.tsv").open("w", encoding="utf-8") as out:
+        for qid, text in topics.items():
+            out.write(f"{_clean(qid)}\t{_clean(text)}\n")
+    if qrels_path is not None:
+        judged = read_qrels(qrels_path)
+        with (folder / "qrels.txt").open("w", encoding="utf-8") as out:
+            for qid, grades in judged.items():
+                for docid, grade in grades.items():
+                    out.write(f"{qid} 0 {docid} {grade}\n")
+
+
 def register_local(
     name: str,
     docs: PathLike | None,
@@ -243,8 +279,7 @@ def register_local(
 
     import ir_datasets
     from ir_datasets.datasets.base import Dataset
-    from ir_datasets.formats import TrecQrels, TsvQueries
-    from ir_datasets.util import LocalDownload, home_path
+    from ir_datasets.util import home_path
 
     if name in _registered:
         raise InputError(f"dataset name {name!r} is already registered with other files; pick another name")
@@ -259,31 +294,8 @@ def register_local(
         fresh = True
     docs_path, queries_path, qrels_path = paths
     if fresh:
-        if folder.exists():
-            shutil.rmtree(folder)
-        folder.mkdir(parents=True)
-        topics = read_topics(queries_path)
-        with (folder / "queries.tsv").open("w", encoding="utf-8") as out:
-            for qid, text in topics.items():
-                out.write(f"{_clean(qid)}\t{_clean(text)}\n")
-        if qrels_path is not None:
-            judged = read_qrels(qrels_path)
-            with (folder / "qrels.txt").open("w", encoding="utf-8") as out:
-                for qid, grades in judged.items():
-                    for docid, grade in grades.items():
-                        out.write(f"{qid} 0 {docid} {grade}\n")
-    components = []
-    if docs_path is not None:
-        if fresh:
-            components.append(_prepare_docs(docs_path, folder))
-        else:
-            from ir_datasets.formats import GenericDoc, TsvDocs
-
-            titled = len(_first_line(folder / "docs.tsv").split("\t")) == 3
-            components.append(TsvDocs(LocalDownload(folder / "docs.tsv"), doc_cls=TitledDoc if titled else GenericDoc))
-    components.append(TsvQueries(LocalDownload(folder / "queries.tsv")))
-    if qrels_path is not None:
-        components.append(TrecQrels(LocalDownload(folder / "qrels.txt"), {}))
+        _copy_queries_and_qrels(folder, queries_path, qrels_path)
+    components = _components(folder, docs_path, qrels_path, fresh)
     if fresh:
         stamp.write_text(json.dumps({"name": name, "fingerprint": fingerprint}), encoding="utf-8")
     try:

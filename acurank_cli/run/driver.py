@@ -201,85 +201,102 @@ class Driver:
         windows queued at once), the backend fed by :class:`Lanes`; outcomes in input order (``ordered``: a
         finished query waits for the ones before it, at most ``4 x batch_queries`` of them held) or as each is
         complete."""
-        flying: dict[int, _Active] = {}  # id(_Active) -> the query in flight with windows out
-        order: dict[int, int] = {}
-        finished: dict[int, QueryOutcome] = {}
-        next_out = 0
-        lanes = Lanes(self.reranker)
-        intake.wake = lanes.wake
-
-        def send(act: _Active) -> QueryOutcome | None:
-            """Queue the current step's windows; a step with none to send is answered at once (its plan goes on)."""
-            while True:
-                act.results = [tuple(range(len(w))) for w in act.step.windows]
-                # a run: the query that has waited least goes first (then input order), so every query's chain of
-                # steps advances evenly and no late starter is left alone at the end with its slots idle; a server:
-                # the request that came first goes first, so each is answered as soon as it can be (the same work,
-                # a lower median latency)
-                rank = (act.tally.rounds, order[id(act)]) if ordered else (order[id(act)],)
-                jobs = [_Job(act, j, self._request(act, w), rank)
-                        for j, w in enumerate(act.step.windows) if len(w) >= 2]
-                if jobs:
-                    act.pending = len(jobs)
-                    flying[id(act)] = act
-                    lanes.put(jobs)
-                    return None
-                done = self._advance(act, act.results)
-                if done is not None:
-                    return done
-
-        def finish(act: _Active, done: QueryOutcome) -> Iterator[QueryOutcome]:
-            place = order.pop(id(act))
-            if not ordered:
-                yield done
-            else:
-                finished[place] = done
-
+        flight = _Flight(self, Lanes(self.reranker), ordered)
+        intake.wake = flight.lanes.wake
         try:
             while True:
-                while len(flying) < self.batch_queries and len(finished) < 4 * self.batch_queries:
-                    act = intake.take(order)
+                while len(flight.flying) < self.batch_queries and len(flight.finished) < 4 * self.batch_queries:
+                    act = intake.take(flight.order)
                     if act is None:
                         break
-                    done = self._advance(act, None)
-                    if done is None:
-                        done = send(act)
-                    if done is not None:
-                        yield from finish(act, done)
-                while next_out in finished:
-                    yield finished.pop(next_out)
-                    next_out += 1
-                for key in intake.withdrawn():
-                    for act in [a for a in flying.values() if a.key == key]:
-                        act.withdrawn = True  # its queued windows are dropped, its answers in flight ignored
-                        del flying[id(act)]
-                        order.pop(id(act))
-                if not flying:
+                    yield from flight.go(act, self._advance(act, None))
+                yield from flight.released()
+                flight.withdraw(intake.withdrawn())
+                if not flight.flying:
                     if intake.exhausted:
                         return
                     intake.wait()  # nothing in flight: until a request comes (or the feed closes)
                     continue
-                arrived = lanes.next()
+                arrived = flight.lanes.next()
                 if arrived is None:  # woken: a request came or was withdrawn
                     continue
-                job, result, seconds = arrived
-                act = job.owner
-                if act.withdrawn:
-                    continue
-                act.results[job.j] = Answer(result.order, result.scores)
-                act.tally.record(len(job.request.docids), result, seconds)
-                act.pending -= 1
-                if act.pending:
-                    continue
-                del flying[id(act)]
-                act.tally.rounds += 1  # this query waited for this step
-                done = self._advance(act, act.results)
-                if done is None:
-                    done = send(act)
-                if done is not None:
-                    yield from finish(act, done)
+                act = flight.answered(*arrived)
+                if act is not None:  # its whole step is answered
+                    yield from flight.go(act, self._advance(act, act.results))
         finally:
-            lanes.close()
+            flight.lanes.close()
+
+
+class _Flight:
+    """The queries in flight of one :meth:`Driver._flow`: those with windows out (``flying``), every query's place
+    in the input (``order``), the finished ones held until those before them are out (``finished``)."""
+
+    def __init__(self, driver: Driver, lanes: "Lanes", ordered: bool):
+        self.driver, self.lanes, self.ordered = driver, lanes, ordered
+        self.flying: dict[int, _Active] = {}  # id(_Active) -> the query in flight with windows out
+        self.order: dict[int, int] = {}
+        self.finished: dict[int, QueryOutcome] = {}
+        self.next_out = 0
+
+    def go(self, act: _Active, done: QueryOutcome | None) -> Iterator[QueryOutcome]:
+        """After a step of ``act``: its outcome when it is done, else its next windows queued."""
+        if done is None:
+            done = self._send(act)
+        if done is None:
+            return
+        place = self.order.pop(id(act))
+        if not self.ordered:
+            yield done
+        else:
+            self.finished[place] = done
+
+    def _send(self, act: _Active) -> QueryOutcome | None:
+        """Queue the current step's windows; a step with none to send is answered at once (its plan goes on)."""
+        while True:
+            act.results = [tuple(range(len(w))) for w in act.step.windows]
+            # a run: the query that has waited least goes first (then input order), so every query's chain of
+            # steps advances evenly and no late starter is left alone at the end with its slots idle; a server:
+            # the request that came first goes first, so each is answered as soon as it can be (the same work,
+            # a lower median latency)
+            rank = (act.tally.rounds, self.order[id(act)]) if self.ordered else (self.order[id(act)],)
+            jobs = [_Job(act, j, self.driver._request(act, w), rank)
+                    for j, w in enumerate(act.step.windows) if len(w) >= 2]
+            if jobs:
+                act.pending = len(jobs)
+                self.flying[id(act)] = act
+                self.lanes.put(jobs)
+                return None
+            done = self.driver._advance(act, act.results)
+            if done is not None:
+                return done
+
+    def released(self) -> Iterator[QueryOutcome]:
+        """The finished outcomes whose turn has come (input order)."""
+        while self.next_out in self.finished:
+            yield self.finished.pop(self.next_out)
+            self.next_out += 1
+
+    def withdraw(self, keys) -> None:
+        """Drop the queries of the withdrawn requests: their queued windows are dropped, answers in flight ignored."""
+        for key in keys:
+            for act in [a for a in self.flying.values() if a.key == key]:
+                act.withdrawn = True
+                del self.flying[id(act)]
+                self.order.pop(id(act))
+
+    def answered(self, job: "_Job", result: RerankResult, seconds: float) -> _Active | None:
+        """Record one window's answer; the query when its whole step is answered (it waited for this step)."""
+        act = job.owner
+        if act.withdrawn:
+            return None
+        act.results[job.j] = Answer(result.order, result.scores)
+        act.tally.record(len(job.request.docids), result, seconds)
+        act.pending -= 1
+        if act.pending:
+            return None
+        del self.flying[id(act)]
+        act.tally.rounds += 1
+        return act
 
 
 class _Intake:

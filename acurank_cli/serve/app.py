@@ -35,7 +35,6 @@ def create_app(service: RerankService, model: str, keys: Sequence[str] = (), on_
     """The app over ``service``; ``keys``: bearer keys (none: no authentication); ``model``: the name answered in
     ``/v1/models`` and Jina's ``model``; ``on_shutdown``: called when the server stops (after it has drained);
     ``log``: where the server's own lines go (one line each)."""
-    limits = service.limits
 
     @asynccontextmanager
     async def lifespan(_app):
@@ -45,131 +44,27 @@ def create_app(service: RerankService, model: str, keys: Sequence[str] = (), on_
             await asyncio.to_thread(on_shutdown)
 
     app = FastAPI(title="acurank", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
-    wanted = [k.encode() for k in keys]
-
-    def authorised(request: Request) -> None:
-        if not wanted:
-            return
-        given = request.headers.get("authorization", "")
-        scheme, _, token = given.partition(" ")
-        token_bytes = token.strip().encode()
-        ok = False
-        for key in wanted:  # every key compared, in constant time each: the time says nothing of which matched
-            ok |= hmac.compare_digest(token_bytes, key)
-        if scheme.lower() != "bearer" or not ok:
-            raise BadRequest("a bearer key is required (Authorization: Bearer KEY)" if not given else
-                             "the bearer key is not one this server takes", "Authorization", 401,
-                             {"WWW-Authenticate": "Bearer"})
-
-    async def body_of(request: Request) -> bytes:
-        """The body, read no further than the limit (413 past it)."""
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limits.max_request_bytes:
-            raise BadRequest(f"the body has {declared} bytes, more than this server's limit of "
-                             f"{limits.max_request_bytes}", "body", 413)
-        chunks, size = [], 0
-
-        async def read() -> None:
-            nonlocal size
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > limits.max_request_bytes:
-                    raise BadRequest(f"the body has more than this server's limit of {limits.max_request_bytes} "
-                                     "bytes", "body", 413)
-                chunks.append(chunk)
-
-        try:
-            await asyncio.wait_for(read(), BODY_SECONDS)
-        except asyncio.TimeoutError:
-            raise BadRequest(f"the body did not arrive within {BODY_SECONDS:g} s", "body", 408) from None
-        return b"".join(chunks)
-
-    async def wait(ticket: Ticket, request: Request):
-        """The request's outcome; its caller gone or its time up: withdrawn."""
-        pending = asyncio.wrap_future(ticket.future)
-        deadline = time.monotonic() + limits.timeout
-        try:
-            while True:
-                done, _ = await asyncio.wait({pending}, timeout=POLL_SECONDS)
-                if done:
-                    return pending.result()
-                if await request.is_disconnected():
-                    service.withdraw(ticket)
-                    raise BadRequest("the client disconnected", None, 499)
-                if time.monotonic() > deadline:
-                    service.withdraw(ticket)
-                    raise BadRequest(f"the request took more than this server's limit of {limits.timeout:g} s",
-                                     None, 504)
-        except asyncio.CancelledError:
-            service.withdraw(ticket)
-            raise
-
-    async def rerank(request: Request, api: str) -> Response:
-        started = time.perf_counter()
-        endpoint = f"/{api}/rerank"
-        status = 200
-        try:
-            authorised(request)
-            call = protocol.parse(await body_of(request), api, limits)
-            ticket = await asyncio.to_thread(service.submit, call)
-            try:
-                outcome, ratings = await wait(ticket, request)
-            except BackendFailed as exc:  # the details (a backend's address) in the server's log, not the answer
-                log(f"serve: request {call.id}: the reranker failed: {exc}")
-                raise BadRequest(f"the reranker failed (request {call.id}; the server's log says why)", None,
-                                 502) from None
-            order, scores, usage = service.answer(ticket, outcome, ratings)
-            body = protocol.response(call, order, scores, usage, model)
-            return JSONResponse(body)
-        except BadRequest as exc:
-            status = exc.status
-            return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
-        except asyncio.CancelledError:  # a forced stop cuts the request off: said, not a traceback
-            status = 503
-            service.metrics.cut_off.inc()
-            return JSONResponse({"message": "the server stopped before answering"}, status_code=503)
-        except Exception as exc:  # noqa: BLE001 - one line, never a traceback
-            status = 500
-            return JSONResponse({"message": f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())}"},
-                                status_code=500)
-        finally:
-            service.metrics.requests.labels(endpoint, str(status)).inc()
-            if status == 200:
-                service.metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
+    routes = _Routes(service, model, [k.encode() for k in keys], log)
 
     @app.post("/v1/rerank")
     async def rerank_v1(request: Request) -> Response:
-        return await rerank(request, "v1")
+        return await routes.rerank(request, "v1")
 
     @app.post("/v2/rerank")
     async def rerank_v2(request: Request) -> Response:
-        return await rerank(request, "v2")
-
-    def guarded(endpoint: str, request: Request, answer) -> Response:
-        try:
-            authorised(request)
-        except BadRequest as exc:
-            service.metrics.requests.labels(endpoint, str(exc.status)).inc()
-            return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
-        service.metrics.requests.labels(endpoint, "200").inc()
-        return answer()
+        return await routes.rerank(request, "v2")
 
     @app.api_route("/health", methods=["GET", "HEAD"])
     async def health() -> Response:  # open: a load balancer's probe carries no key
-        body = {"status": "draining" if service.draining else "ok", "model": model,
-                "method": service.api.method, "in_flight": service.open - service.queued, "queued": service.queued}
-        return JSONResponse(body, status_code=503 if service.draining else 200)
+        return routes.health()
 
     @app.get("/v1/models")
     async def models(request: Request) -> Response:
-        entry = {"id": model, "object": "model", "owned_by": "acurank", "method": service.api.method,
-                 "endpoints": ["rerank"]}
-        return guarded("/v1/models", request, lambda: JSONResponse(
-            {"object": "list", "data": [entry], "models": [{"name": model, "endpoints": ["rerank"]}]}))
+        return routes.guarded("/v1/models", request, routes.models)
 
     @app.get("/metrics")
     async def metrics(request: Request) -> Response:
-        return guarded("/metrics", request, lambda: Response(service.metrics.text(), media_type=CONTENT_TYPE))
+        return routes.guarded("/metrics", request, lambda: Response(service.metrics.text(), media_type=CONTENT_TYPE))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, exc: StarletteHTTPException) -> Response:
@@ -180,3 +75,126 @@ def create_app(service: RerankService, model: str, keys: Sequence[str] = (), on_
         return JSONResponse(body, status_code=exc.status_code, headers=getattr(exc, "headers", None))
 
     return app
+
+
+class _Routes:
+    """What the routes do: keys checked, bodies read within their limits, requests submitted to the service and
+    waited for (withdrawn when the caller leaves or the time is up), answers and refusals as JSON."""
+
+    def __init__(self, service: RerankService, model: str, wanted: list[bytes], log: Callable[[str], None]):
+        self.service, self.model, self.wanted, self.log = service, model, wanted, log
+        self.limits = service.limits
+
+    def authorised(self, request: Request) -> None:
+        if not self.wanted:
+            return
+        given = request.headers.get("authorization", "")
+        scheme, _, token = given.partition(" ")
+        token_bytes = token.strip().encode()
+        ok = False
+        for key in self.wanted:  # every key compared, in constant time each: the time says nothing of which matched
+            ok |= hmac.compare_digest(token_bytes, key)
+        if scheme.lower() != "bearer" or not ok:
+            raise BadRequest("a bearer key is required (Authorization: Bearer KEY)" if not given else
+                             "the bearer key is not one this server takes", "Authorization", 401,
+                             {"WWW-Authenticate": "Bearer"})
+
+    async def body_of(self, request: Request) -> bytes:
+        """The body, read no further than the limit (413 past it)."""
+        limit = self.limits.max_request_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise BadRequest(f"the body has {declared} bytes, more than this server's limit of {limit}", "body", 413)
+        chunks, size = [], 0
+
+        async def read() -> None:
+            nonlocal size
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise BadRequest(f"the body has more than this server's limit of {limit} bytes", "body", 413)
+                chunks.append(chunk)
+
+        try:
+            await asyncio.wait_for(read(), BODY_SECONDS)
+        except asyncio.TimeoutError:
+            raise BadRequest(f"the body did not arrive within {BODY_SECONDS:g} s", "body", 408) from None
+        return b"".join(chunks)
+
+    async def wait(self, ticket: Ticket, request: Request):
+        """The request's outcome; its caller gone or its time up: withdrawn."""
+        pending = asyncio.wrap_future(ticket.future)
+        deadline = time.monotonic() + self.limits.timeout
+        try:
+            while True:
+                done, _ = await asyncio.wait({pending}, timeout=POLL_SECONDS)
+                if done:
+                    return pending.result()
+                if await request.is_disconnected():
+                    self.service.withdraw(ticket)
+                    raise BadRequest("the client disconnected", None, 499)
+                if time.monotonic() > deadline:
+                    self.service.withdraw(ticket)
+                    raise BadRequest(f"the request took more than this server's limit of {self.limits.timeout:g} s",
+                                     None, 504)
+        except asyncio.CancelledError:
+            self.service.withdraw(ticket)
+            raise
+
+    async def answer(self, request: Request, api: str) -> Response:
+        """A rerank request answered: checked, submitted, waited for; a backend's failure is a 502 that keeps its
+        details (a backend's address) in the server's log."""
+        self.authorised(request)
+        call = protocol.parse(await self.body_of(request), api, self.limits)
+        ticket = await asyncio.to_thread(self.service.submit, call)
+        try:
+            outcome, ratings = await self.wait(ticket, request)
+        except BackendFailed as exc:
+            self.log(f"serve: request {call.id}: the reranker failed: {exc}")
+            raise BadRequest(f"the reranker failed (request {call.id}; the server's log says why)", None, 502) from None
+        order, scores, usage = self.service.answer(ticket, outcome, ratings)
+        return JSONResponse(protocol.response(call, order, scores, usage, self.model))
+
+    async def rerank(self, request: Request, api: str) -> Response:
+        """``/v1/rerank`` and ``/v2/rerank``: the answer, or a refusal as JSON (never a traceback), counted."""
+        started = time.perf_counter()
+        endpoint = f"/{api}/rerank"
+        status = 200
+        metrics = self.service.metrics
+        try:
+            return await self.answer(request, api)
+        except BadRequest as exc:
+            status = exc.status
+            return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+        except asyncio.CancelledError:  # a forced stop cuts the request off: said, not a traceback
+            status = 503
+            metrics.cut_off.inc()
+            return JSONResponse({"message": "the server stopped before answering"}, status_code=503)
+        except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+            status = 500
+            return JSONResponse({"message": f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())}"},
+                                status_code=500)
+        finally:
+            metrics.requests.labels(endpoint, str(status)).inc()
+            if status == 200:
+                metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
+
+    def guarded(self, endpoint: str, request: Request, answer) -> Response:
+        try:
+            self.authorised(request)
+        except BadRequest as exc:
+            self.service.metrics.requests.labels(endpoint, str(exc.status)).inc()
+            return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+        self.service.metrics.requests.labels(endpoint, "200").inc()
+        return answer()
+
+    def health(self) -> Response:
+        service = self.service
+        body = {"status": "draining" if service.draining else "ok", "model": self.model,
+                "method": service.api.method, "in_flight": service.open - service.queued, "queued": service.queued}
+        return JSONResponse(body, status_code=503 if service.draining else 200)
+
+    def models(self) -> Response:
+        entry = {"id": self.model, "object": "model", "owned_by": "acurank", "method": self.service.api.method,
+                 "endpoints": ["rerank"]}
+        return JSONResponse({"object": "list", "data": [entry], "models": [{"name": self.model, "endpoints": ["rerank"]}]})
