@@ -11,7 +11,7 @@ __version__ = "0.1.0"
 #: Public names and the modules that define them (loaded on first access).
 _EXPORTS = {
     "Reranker": "api", "RerankOutput": "api", "RankedDoc": "api",
-    "RerankerBase": "rerankers.base", "register": "rerankers.base", "Option": "params",
+    "RerankerBase": "rerankers.backend", "register": "rerankers.backend", "Option": "params",
     "Doc": "records", "RerankRequest": "records", "RerankResult": "records",
     "InputError": "errors", "ParameterError": "params",
 }

@@ -9,7 +9,7 @@
 ``openai:MODEL``, ``simulated``, or any registered backend) and the ``--method`` names
 (``acurank``, ``acurank-H``, ``acurank-9``, ``acurank-auto``, ``sw-1``, ...). Keyword options are the
 method's options (the flags' names: ``k``, ``eps``, ``tau``, ``m`` for ``--window``, ``budget``, ``init``, ...,
-declared once in :mod:`acurank_cli.method.options`) and the backend's options
+declared once in :mod:`acurank_cli.method.shared_options`) and the backend's options
 (``context_size``, ``base_url``, ``concurrency``, ...). ``cache=`` names the call cache (default: the
 CLI's, ``$ACURANK_CACHE`` or ``~/.cache/acurank/calls.sqlite``; ``None``: none), ``batch_queries=`` how
 many queries advance together (default: the backend's, 8 for ``vllm:`` and ``openai:``, else 1, as
@@ -35,9 +35,9 @@ from .errors import InputError
 from .io.collection_files import passage_title
 from .io.sources import check_id
 from .params import ParameterError, at_least, between
-from .method.base import Strategy
+from .method.strategy import Strategy
 from .records import CallTally, Candidate, Doc, Phase, QueryOutcome, RankingTask, Step, StopReason
-from .rerankers.base import RerankerBase
+from .rerankers.backend import RerankerBase
 from .run import pipeline
 
 DocLike = Union[str, Mapping[str, Any], Doc]

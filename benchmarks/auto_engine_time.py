@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from common import load, save, table  # noqa: E402
 
-from acurank_cli.method.params import AutoParams  # noqa: E402
+from acurank_cli.method.acurank_params import AutoParams  # noqa: E402
 from acurank_cli.method.registry import build_strategy  # noqa: E402
 from acurank_cli.rerankers.simulated import SimulatedReranker  # noqa: E402
 from acurank_cli.run.driver import Driver  # noqa: E402

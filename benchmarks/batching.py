@@ -22,7 +22,7 @@ from common import save, table  # noqa: E402
 
 from acurank_cli.run.driver import Driver  # noqa: E402
 from acurank_cli.run.inputs import InputSpec  # noqa: E402
-from acurank_cli.rerankers.base import RerankerBase, build_reranker  # noqa: E402
+from acurank_cli.rerankers.backend import RerankerBase, build_reranker  # noqa: E402
 from acurank_cli.method.registry import build_strategy  # noqa: E402
 
 

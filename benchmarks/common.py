@@ -11,7 +11,7 @@ from pathlib import Path
 from acurank_cli.io.candidates import read_candidates
 from acurank_cli.io.collection_files import read_qrels
 from acurank_cli.records import Candidate, RankingTask, RerankResult
-from acurank_cli.rerankers.base import RerankerBase
+from acurank_cli.rerankers.backend import RerankerBase
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"

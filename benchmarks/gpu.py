@@ -228,7 +228,7 @@ def main() -> None:
             model_dir = random_model(args.shape, tok, Path(tmp) / "model", device, dtype)
         report["chip"] = chip(device)
         print(f"chip: {report['chip']}", flush=True)
-        from acurank_cli.rerankers.base import build_reranker
+        from acurank_cli.rerankers.backend import build_reranker
 
         backend = build_reranker(f"hf:{model_dir}", device=device, answer="logits")
         report["parameters"] = backend.parameters()

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from acurank_cli.run.driver import Driver
 from acurank_cli.run.inputs import InputSpec
-from acurank_cli.rerankers.base import build_reranker
+from acurank_cli.rerankers.backend import build_reranker
 from acurank_cli.rerankers.prompts import passage_content
 from acurank_cli.rerankers.simulated import simulated_order
 from acurank_cli.method.registry import build_strategy

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from acurank_cli.records import Doc, RerankRequest
-from acurank_cli.rerankers.base import build_reranker
+from acurank_cli.rerankers.backend import build_reranker
 from common import start_chat_server
 
 RESULTS = Path(__file__).resolve().parent / "results" / "openai_concurrency.json"

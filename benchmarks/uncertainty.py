@@ -93,7 +93,7 @@ def dl19_iteration_ratings(limit: int = 400) -> list[tuple[np.ndarray, np.ndarra
     from acurank_cli.run.driver import Driver
     from acurank_cli.run.inputs import InputSpec
     from acurank_cli.records import Phase
-    from acurank_cli.rerankers.base import build_reranker
+    from acurank_cli.rerankers.backend import build_reranker
     from acurank_cli.method.registry import build_strategy
 
     inputs = InputSpec(run=str(ROOT / "sample_runs/dl19/bm25.run"), depth=100,
@@ -128,7 +128,7 @@ def _timings_ms(fn, sets, repeat: int) -> dict:
 def cmd_speed(args) -> dict:
     from acurank_cli.io.runs import read_run
     from acurank_cli.method.trueskill import initial_ratings
-    from acurank_cli.method.params import Uncertainty
+    from acurank_cli.method.acurank_params import Uncertainty
     from acurank_cli.method.uncertainty import assess
 
     sets100 = dl19_iteration_ratings()

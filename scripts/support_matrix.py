@@ -32,7 +32,7 @@ def families() -> list[tuple[str, str]]:
 
 
 def backends() -> dict:
-    from acurank_cli.rerankers.base import load_backends
+    from acurank_cli.rerankers.backend import load_backends
 
     return {prefix: spec for prefix, spec in sorted(load_backends(strict=False).items())}
 

@@ -254,7 +254,7 @@ def test_p_topk_by_hand_and_labelled_tokens(minilm):
 
 def test_uncertainty_option_reaches_the_strategy():
     from acurank_cli import Reranker
-    from acurank_cli.method.params import Uncertainty
+    from acurank_cli.method.acurank_params import Uncertainty
 
     rr = Reranker("minilm", method="acurank-H", uncertainty="exact")
     assert rr.strategy.params.uncertainty is Uncertainty.exact and rr.strategy.params.eps == 1e-4
@@ -390,7 +390,7 @@ def test_api_errors_for_bad_scores_and_a_closed_reranker():
 def test_a_built_backend_takes_no_backend_options_and_runs_as_built():
     """A backend built already (``build_reranker``) with backend options given to Reranker: they were silently
     ignored (the built one's own options ran); now refused in one line naming them. Method options still apply."""
-    from acurank_cli.rerankers.base import build_reranker
+    from acurank_cli.rerankers.backend import build_reranker
 
     built = build_reranker("simulated", qrels={"q": {"0": 1, "1": 0, "2": 2}}, sim_noise=0.0)
     with pytest.raises(InputError, match=r"backend options \(sim_noise\) with a backend already built"):

@@ -20,7 +20,7 @@ from acurank_cli.io.candidates import read_candidates
 from acurank_cli.io.collection_files import read_qrels
 from acurank_cli.method.auto import Evidence, agreement, agreements, certified_top, present
 from acurank_cli.method.graph import TournamentGraph
-from acurank_cli.method.params import beta_grid
+from acurank_cli.method.acurank_params import beta_grid
 from acurank_cli.method.registry import build_strategy
 from acurank_cli.params import NotAnOption
 from acurank_cli.params import ParameterError

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from acurank_cli.method.params import Init, Updater
+from acurank_cli.method.acurank_params import Init, Updater
 from acurank_cli.records import Phase
 from acurank_cli.method.registry import build_strategy, known_methods
 from scripted import drive, keep, task

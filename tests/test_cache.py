@@ -10,7 +10,7 @@ import pytest
 
 from acurank_cli.rerankers.cache import CachedReranker
 from acurank_cli.records import Doc, RerankRequest, RerankResult
-from acurank_cli.rerankers.base import RerankerBase
+from acurank_cli.rerankers.backend import RerankerBase
 
 from conftest import ENV, small_run
 
@@ -102,7 +102,7 @@ def test_two_processes_share_one_cache(tmp_path):
 import sys
 from acurank_cli.rerankers.cache import CachedReranker
 from acurank_cli.records import Doc, RerankRequest, RerankResult
-from acurank_cli.rerankers.base import RerankerBase
+from acurank_cli.rerankers.backend import RerankerBase
 
 class Echo(RerankerBase):
     name = "echo"

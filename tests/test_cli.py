@@ -403,7 +403,7 @@ def test_every_backend_is_in_the_reranker_help_and_the_readme_table():
     repeats its backend's prefix."""
     import re
 
-    from acurank_cli.rerankers.base import load_backends
+    from acurank_cli.rerankers.backend import load_backends
     from conftest import ROOT
 
     help_text = " ".join(acurank("rerank", "--help").stdout.split())

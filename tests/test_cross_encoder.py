@@ -11,7 +11,7 @@ pytest.importorskip("sentence_transformers")
 pytest.importorskip("torch")
 
 from acurank_cli.records import Doc, RerankRequest  # noqa: E402
-from acurank_cli.rerankers.base import build_reranker  # noqa: E402
+from acurank_cli.rerankers.backend import build_reranker  # noqa: E402
 
 from conftest import acurank, small_run  # noqa: E402
 from tiny_models import build_cross_encoder_dir  # noqa: E402

@@ -33,7 +33,7 @@ def test_hf_parameter_count_by_hand(tmp_path):
     pytest.importorskip("transformers")
     from transformers import AutoConfig
 
-    from acurank_cli.rerankers.base import build_reranker
+    from acurank_cli.rerankers.backend import build_reranker
     from acurank_cli.rerankers.checkpoints import config_parameters
     from tiny_models import build_model_dir
 

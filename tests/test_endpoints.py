@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from acurank_cli.records import Doc, RerankRequest
-from acurank_cli.rerankers.base import build_reranker
+from acurank_cli.rerankers.backend import build_reranker
 from acurank_cli.rerankers.transport import BackendError, base_urls
 from conftest import ENV, small_run
 

@@ -24,7 +24,7 @@ pytest.importorskip("vllm", reason="vLLM is not installed (make test-engines ins
 pytest.importorskip("transformers")
 
 from acurank_cli.records import Doc, RerankRequest  # noqa: E402
-from acurank_cli.rerankers.base import build_reranker  # noqa: E402
+from acurank_cli.rerankers.backend import build_reranker  # noqa: E402
 from conftest import ENV, small_run  # noqa: E402
 from tiny_models import CHAT_TEMPLATE, build_model_dir, smollm2_gguf  # noqa: E402
 

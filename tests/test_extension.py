@@ -16,8 +16,8 @@ from conftest import acurank, small_run
 TOY_METHOD = textwrap.dedent('''
     from dataclasses import dataclass
 
-    from acurank_cli.method.base import Strategy, apply, chunks
-    from acurank_cli.method.options import WINDOW
+    from acurank_cli.method.strategy import Strategy, apply, chunks
+    from acurank_cli.method.shared_options import WINDOW
     from acurank_cli.method.registry import MethodSpec, register_method
     from acurank_cli.records import Phase, Ranked, Step
 
@@ -127,7 +127,7 @@ def test_a_backend_spec_argument_is_used_or_refused():
     import pytest
 
     from acurank_cli.errors import InputError
-    from acurank_cli.rerankers.base import lookup
+    from acurank_cli.rerankers.backend import lookup
 
     for spec in ("minilm:BAAI/bge-small-en-v1.5", "simulated:X", "simulated:"):
         with pytest.raises(InputError, match="takes no argument"):
@@ -174,7 +174,7 @@ def test_methods_and_backends_are_one_registry_type(monkeypatch):
     from acurank_cli.errors import InputError
     from acurank_cli.params import Option, at_least
     from acurank_cli.plugins import Registry
-    from acurank_cli.rerankers import base
+    from acurank_cli.rerankers import backend as base
 
     import pytest
 
@@ -198,7 +198,7 @@ def test_methods_and_backends_are_one_registry_type(monkeypatch):
     with pytest.raises(InputError) as exc:
         registry.METHODS.table()
     assert str(exc.value) == ("method 'otherk' declares --k differently from acurank, acurank-auto, blitz-kW: "
-                              "share one declaration (acurank_cli/method/options.py)")
+                              "share one declaration (acurank_cli/method/shared_options.py)")
 
     @dataclass(frozen=True)
     class OtherBatch:
@@ -210,6 +210,6 @@ def test_methods_and_backends_are_one_registry_type(monkeypatch):
     with pytest.raises(InputError) as exc:
         base.BACKENDS.table()
     assert str(exc.value) == ("reranker 'otherbatch' declares --batch-size differently from minilm, ce, hf: "
-                              "share one declaration (acurank_cli/rerankers/options.py)")
+                              "share one declaration (acurank_cli/rerankers/option_groups.py)")
     monkeypatch.setattr(registry.METHODS, "_table", None)  # undone with the entries: rebuilt without the clash
     monkeypatch.setattr(base.BACKENDS, "_table", None)

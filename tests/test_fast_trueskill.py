@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from acurank_cli.method import trueskill_fast as ft
 from acurank_cli.method.trueskill_fast import fast_update
 from acurank_cli.method.trueskill import ENV, get_updater, library_update
-from acurank_cli.method.params import Updater
+from acurank_cli.method.acurank_params import Updater
 
 TOL = 0.0  # bit-identical to trueskill.rate: exact equality, as the README and --updater promise
 

@@ -40,7 +40,7 @@ def test_log_prompts_records_exactly_what_the_builder_renders(sample, tmp_path):
     """Every model call is logged; each logged prompt equals the prompt builder's for that window."""
     from acurank_cli.io.collection_files import read_corpus, read_topics
     from acurank_cli.records import RerankRequest
-    from acurank_cli.rerankers.base import build_reranker
+    from acurank_cli.rerankers.backend import build_reranker
 
     model = _build_model_dir(tmp_path / "tiny-llama", CHAT_TEMPLATE)
     run, qids = small_run(sample, tmp_path, queries=2, depth=20)

@@ -12,7 +12,7 @@ tokenizers = pytest.importorskip("tokenizers")
 
 from acurank_cli.errors import InputError
 from acurank_cli.records import Doc, RerankRequest
-from acurank_cli.rerankers.base import build_reranker
+from acurank_cli.rerankers.backend import build_reranker
 from acurank_cli.rerankers.prompts import SYSTEM_MESSAGE
 
 from tiny_models import CHAT_TEMPLATE, build_model_dir as _build_model_dir

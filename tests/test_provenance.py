@@ -76,7 +76,7 @@ def test_an_openai_compatible_server_s_version_is_recorded_where_it_reports_one(
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from acurank_cli.rerankers.base import build_reranker
+    from acurank_cli.rerankers.backend import build_reranker
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args):

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 from scipy import integrate, stats
 
 from acurank_cli.errors import InputError
-from acurank_cli.method.params import Init
+from acurank_cli.method.acurank_params import Init
 from acurank_cli.method.uncertainty import exceed_probability, threshold
 from acurank_cli.method.trueskill import initial_ratings, library_update
 

@@ -137,7 +137,7 @@ def test_a_two_node_cluster_uses_both_nodes():
     from ray.cluster_utils import Cluster
 
     from acurank_cli.api import Reranker
-    from acurank_cli.rerankers.base import BackendChoice
+    from acurank_cli.rerankers.backend import BackendChoice
     from acurank_cli.run.ray_executor import RayOptions, RayPool
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})

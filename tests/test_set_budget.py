@@ -15,7 +15,7 @@ from acurank_cli.method.registry import build_strategy
 from acurank_cli.params import ParameterError
 from acurank_cli.records import Phase, RankingTask, Step, StopReason
 from acurank_cli.rerankers.simulated import SimulatedReranker
-from acurank_cli.run.allocation import Allocation
+from acurank_cli.run.budget_grants import Allocation
 from acurank_cli.run.driver import Driver
 
 from conftest import acurank, small_run, torn_copy

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from acurank_cli.method.acurank import AcuRank, Choice
-from acurank_cli.method.params import AcuRankParams
+from acurank_cli.method.acurank_params import AcuRankParams
 from acurank_cli.method.uncertainty import Assessment, _undecided
 from acurank_cli.records import StopReason
 

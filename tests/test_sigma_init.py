@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from acurank_cli import ParameterError
-from acurank_cli.method.params import AcuRankParams, Init, sigma_rule
+from acurank_cli.method.acurank_params import AcuRankParams, Init, sigma_rule
 from acurank_cli.method.registry import build_strategy
 from acurank_cli.params import NotAnOption
 from acurank_cli.method.trueskill import ENV, initial_ratings

@@ -10,7 +10,7 @@ import pytest
 
 from acurank_cli.params import ParameterError
 from acurank_cli.records import RerankRequest
-from acurank_cli.rerankers.base import build_reranker
+from acurank_cli.rerankers.backend import build_reranker
 from acurank_cli.rerankers.simulated import SimulatedReranker, simulated_order, simulated_scores
 
 from conftest import acurank, small_run

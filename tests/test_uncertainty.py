@@ -11,7 +11,7 @@ from scipy.special import ndtr
 
 from acurank_cli.records import Phase
 from acurank_cli.method.registry import build_strategy
-from acurank_cli.method.params import Uncertainty
+from acurank_cli.method.acurank_params import Uncertainty
 from acurank_cli.method.uncertainty import assess, binary_entropy, rank_entropy, rank_probabilities
 from scripted import drive, task
 

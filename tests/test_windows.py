@@ -15,7 +15,7 @@ import pytest
 from acurank_cli.run.driver import Driver
 from acurank_cli.method.uncertainty import Z_999, threshold
 from acurank_cli.records import Candidate, RankingTask, RerankResult, Step
-from acurank_cli.rerankers.base import RerankerBase
+from acurank_cli.rerankers.backend import RerankerBase
 from acurank_cli.rerankers.simulated import SimulatedReranker
 from acurank_cli.method.registry import build_strategy
 

@@ -17,7 +17,7 @@ from ..io.plan import writing
 from .. import signals
 from . import eval as eval_commands
 from . import report, rerank, retrieve, serve
-from .options import say
+from .flags import say
 
 try:  # recent typer vendors click as typer._click; older ones use click itself
     from typer._click import exceptions as click_errors

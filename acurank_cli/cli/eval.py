@@ -12,7 +12,7 @@ import typer
 from ..errors import InputError
 from ..evaluation import DEFAULT_MEASURE
 from ..report.render import Format, Report, Table, num
-from .options import Measures, Qids, RelLevel, Rendering, renders, say
+from .flags import Measures, Qids, RelLevel, Rendering, renders, say
 
 if TYPE_CHECKING:
     from ..evaluation import Evaluation

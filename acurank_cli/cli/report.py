@@ -17,7 +17,7 @@ from ..errors import InputError
 from ..io.plan import FilePlan
 from ..evaluation import DEFAULT_MEASURE
 from ..report.render import REPORT_FORMATS
-from .options import Rendering, declared, measure_option, rel_level_option, renders, resolved_parameters
+from .flags import Rendering, declared, measure_option, rel_level_option, renders, resolved_parameters
 
 RUNS_HELP = """Naming runs (the same options for table, pareto and allocation):
 
@@ -325,7 +325,7 @@ def provenance_cmd(
     out: Rendering = None,
 ) -> None:
     from ..io.run_files import meta_path_for
-    from ..report.provenance import provenance_report
+    from ..report.provenance_table import provenance_report
 
     plan = FilePlan()
     for run in runs:

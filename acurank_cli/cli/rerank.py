@@ -17,7 +17,7 @@ import typer
 from ..errors import InputError
 from ..method.registry import known_methods
 from ..run.pipeline import DEFAULTS
-from .options import Cache, NoCache, Overwrite, Qids, cache_choice, declared, err, resolved_parameters, say
+from .flags import Cache, NoCache, Overwrite, Qids, cache_choice, declared, err, resolved_parameters, say
 
 
 def rerank(
@@ -104,7 +104,7 @@ def with_generated_flags(command, baseline_only: bool = False):
     chosen method or backend does not take is an error naming the options it does take.
     """
     from ..method.registry import METHODS
-    from ..rerankers.base import BACKENDS
+    from ..rerankers.backend import BACKENDS
 
     params = [p for p in resolved_parameters(command) if p.kind is not p.VAR_KEYWORD]
     taken = {p.name for p in params}

@@ -20,7 +20,7 @@ from ..errors import InputError
 from ..io.plan import FilePlan, replacing
 from ..io.sources import check_tag
 from ..retrieval.resolve import as_file, load_qrels
-from .options import Overwrite, Quiet, err, say
+from .flags import Overwrite, Quiet, err, say
 
 
 def _status(message: str, quiet: bool = False) -> None:

@@ -21,7 +21,7 @@ import typer
 from ..errors import InputError, Stopped
 from ..method.registry import known_methods
 from ..run.pipeline import DEFAULTS
-from .options import Cache, NoCache, cache_choice, say
+from .flags import Cache, NoCache, cache_choice, say
 from .rerank import with_generated_flags
 
 #: where bearer keys come from when no --api-key is given (comma-separated)
@@ -56,7 +56,7 @@ def serve(
     cache = cache_choice(cache, no_cache)
     import uvicorn  # noqa: F401 - a missing one: app.main names the extra (serve), before anything is built
 
-    from ..serve.app import create_app
+    from ..serve.routes import create_app
     from ..serve.protocol import Limits
     from ..serve.service import RerankService
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from ..params import ParameterError
 from ..records import DocRating, Phase, Ranked, RankingTask, RatingsSnapshot, Step, StopReason
-from .base import Plan, Strategy, chunks, query_rng, sort_by
-from .params import AcuRankParams, Partition, StopRule, Uncertainty
+from .strategy import Plan, Strategy, chunks, query_rng, sort_by
+from .acurank_params import AcuRankParams, Partition, StopRule, Uncertainty
 from .trueskill import get_updater, initial_ratings, update_groups
 from .uncertainty import Assessment, assess, top_k_probabilities
 

@@ -54,10 +54,10 @@ from .compiled import jit
 
 from ..records import Phase, Ranked, RankingTask, Step, StopReason
 from .acurank import Ratings
-from .base import Plan, Strategy, chunks, sort_by
+from .strategy import Plan, Strategy, chunks, sort_by
 from .choices import Outcome, Pool, Uncertainty
 from .graph import ABOVE, BELOW, KNOWN, SAME, TournamentGraph
-from .params import AutoParams
+from .acurank_params import AutoParams
 from .trueskill import confidence, get_row_updater, initial_ratings
 from .uncertainty import assess
 

@@ -10,10 +10,10 @@ from typing import ClassVar
 from ..errors import InputError
 from ..params import Option, at_least, check_domains
 from ..records import Phase, Ranked, RankingTask, Step
-from .base import Plan, Strategy, apply, chunks, query_rng, sort_by
+from .strategy import Plan, Strategy, apply, chunks, query_rng, sort_by
 from .choices import Init, Updater
-from .options import INIT, SEED, UPDATER, WINDOW
-from .params import coerce_choices
+from .shared_options import INIT, SEED, UPDATER, WINDOW
+from .acurank_params import coerce_choices
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..params import Option, at_least, check_domains
-from .options import K, MAX_ROUNDS
+from .shared_options import K, MAX_ROUNDS
 from ..records import Phase, Ranked, RankingTask, Step, StopReason
-from .base import Plan, Strategy
+from .strategy import Plan, Strategy
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import Any
 from ..errors import InputError, OptionError
 from .baselines import SlidingWindows, TourRank, TrueSkillStatic
 from .blitz import BlitzRank
-from .params import AcuRankParams, AutoParams
+from .acurank_params import AcuRankParams, AutoParams
 from .registry import MethodSpec, register_method
 
 

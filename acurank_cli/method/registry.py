@@ -3,7 +3,7 @@
 
 Each family registers once as a :class:`MethodSpec`: a name pattern (its named groups are the counts the
 name carries), a builder that takes the match and the options given, and its parameters record, whose
-option fields (:mod:`acurank_cli.method.options`) are the family's options. The families are entries of
+option fields (:mod:`acurank_cli.method.shared_options`) are the family's options. The families are entries of
 :data:`METHODS`, a :class:`~acurank_cli.plugins.Registry` as the backends' is: from its options table come the
 ``rerank``/``baseline`` flags, the API's keywords (:func:`option_names`), the defaults that help shows
 (:func:`option_help`), and the error for an option the method does not use
@@ -89,7 +89,7 @@ def applies(option: Declared, baseline_only: bool) -> bool:
 #: ``acurank.methods`` entry points and ``ACURANK_METHODS``), each module's families registered at its import.
 METHODS: Registry[MethodSpec] = Registry(
     "method", PluginModules("method", "acurank.methods", "ACURANK_METHODS", (f"{__package__}.families",)),
-    "acurank_cli/method/options.py", option_help, applies)
+    "acurank_cli/method/shared_options.py", option_help, applies)
 
 
 def register_method(spec: MethodSpec) -> MethodSpec:

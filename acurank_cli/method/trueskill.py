@@ -12,7 +12,7 @@ import trueskill
 
 from ..errors import InputError
 from ..records import RankingTask
-from .params import Init, Outcome, Updater, sigma_rule
+from .acurank_params import Init, Outcome, Updater, sigma_rule
 from .trueskill_fast import fast_update, fast_update_rows
 
 #: The trueskill package's default environment (mu0 25, sigma0 25/3, beta 25/6, tau 25/300, draw 0.10).
@@ -47,7 +47,7 @@ def check_scores(tasks: Sequence[RankingTask], init, source: str) -> None:
 
 def initial_ratings(scores: Sequence[float], init: Init, qid: str, sigma: str = "mu/3") -> tuple[np.ndarray, np.ndarray]:
     """Initial (mu, sigma) arrays from first-stage scores, per the chosen ``init``; sigma = mu / D or a
-    fixed V, per ``sigma`` (see :func:`~acurank_cli.method.params.sigma_rule`; default mu/3)."""
+    fixed V, per ``sigma`` (see :func:`~acurank_cli.method.acurank_params.sigma_rule`; default mu/3)."""
     s = np.asarray(scores, dtype=np.float64)
     init = Init(init)
     kind, x = sigma_rule(sigma)

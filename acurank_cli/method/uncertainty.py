@@ -45,7 +45,7 @@ from typing import Callable
 import numpy as np
 from scipy.special import ndtr
 
-from .params import Uncertainty
+from .acurank_params import Uncertainty
 from .trueskill_fast import INV_SQRT_2PI
 
 #: Phi(-8.5) is about 1e-17: beyond 8.5 sigma a document's mass is below float64 resolution.

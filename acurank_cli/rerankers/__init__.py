@@ -1,5 +1,5 @@
 """Rerankers: backends that execute windows (simulated, minilm, hf:, openai:, and plug-ins)."""
 
-from .base import REGISTRY, RerankerBase, build_reranker, register
+from .backend import REGISTRY, RerankerBase, build_reranker, register
 
 __all__ = ["REGISTRY", "RerankerBase", "build_reranker", "register"]

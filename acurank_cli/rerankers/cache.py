@@ -15,7 +15,7 @@ from typing import Sequence
 
 from ..errors import OptionError, WriteFailed
 from ..records import ParseStatus, RerankRequest, RerankResult
-from .base import RerankerBase, ResultSink
+from .backend import RerankerBase, ResultSink
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (

@@ -21,10 +21,10 @@ from typing import Any, Optional
 from ..errors import InputError, OptionError
 from ..params import Option, at_least
 from ..records import ParseStatus, RerankRequest, RerankResult
-from .base import LRU, RerankerBase, register
+from .backend import LRU, RerankerBase, register
 from .embeddings import StoreUser
 from .minilm import passage_text
-from .options import TorchOptions
+from .option_groups import TorchOptions
 
 
 def pair_key(query: str, passage: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 from ..io.prompt_log import PromptLog
 from ..records import RerankRequest, RerankResult
 from .answers import AnswerMode, rank_by_scores
-from .base import LRU, RerankerBase, ResultSink
+from .backend import LRU, RerankerBase, ResultSink
 from .parsing import parse_ranking
 from .prompts import Prompt, PromptBuilder
 

@@ -16,8 +16,8 @@ from typing import Any, Optional
 
 from ..errors import InputError
 from ..params import Option, at_least
-from .base import register
-from .options import PromptOptions, TorchOptions, WeightsOptions
+from .backend import register
+from .option_groups import PromptOptions, TorchOptions, WeightsOptions
 from .checkpoints import dtype_kwarg, dtype_name, one_line, prompt_builder, quiet_loading, resolve_model
 from .answers import AnswerDecoding, AnswerMode
 from .listwise import Deliver, ListwiseLLM, Reply

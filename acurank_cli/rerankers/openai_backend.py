@@ -24,10 +24,10 @@ from urllib.parse import urlsplit
 
 from ..errors import OptionError
 from ..params import Option, at_least, positive
-from .base import register
+from .backend import register
 from .checkpoints import hub_kwargs
 from .answers import AnswerDecoding, AnswerMode, permutation_regex, scores_from_top_logprobs
-from .options import PromptOptions
+from .option_groups import PromptOptions
 from .listwise import Deliver, ListwiseLLM, Reply
 from .prompts import (
     CHAT_MESSAGES,

@@ -31,7 +31,7 @@ from typing import Any, Optional, Sequence
 from ..errors import InputError
 from ..records import RerankRequest, RerankResult
 from ..params import Option, ANY_INT, at_least
-from .base import RerankerBase, register
+from .backend import RerankerBase, register
 
 _NORMAL = statistics.NormalDist()
 

@@ -30,8 +30,8 @@ from typing import Any, Optional
 
 from ..errors import InputError
 from ..params import Option, ANY_INT, at_least, between, positive
-from .base import register
-from .options import PromptOptions, WeightsOptions
+from .backend import register
+from .option_groups import PromptOptions, WeightsOptions
 from .checkpoints import config_parameters, converted_folder, dtype_name, hub_kwargs, one_line, prompt_builder, resolve_model
 from .answers import LETTERS, AnswerDecoding, AnswerMode, logsumexp
 from .listwise import Deliver, ListwiseLLM, Reply

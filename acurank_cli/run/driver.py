@@ -21,11 +21,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 
-from ..method.base import Strategy
+from ..method.strategy import Strategy
 from ..records import (Answer, CallTally, Doc, IterationRecord, QueryOutcome, RankingTask, RerankRequest, RerankResult,
                        Step, StopReason, final_ranking)
-from ..rerankers.base import RerankerBase
-from .allocation import Allocation
+from ..rerankers.backend import RerankerBase
+from .budget_grants import Allocation
 
 
 @dataclass
@@ -421,7 +421,7 @@ class _Job:
 
 class Lanes:
     """Worker threads that execute queued windows the moment a lane is free: ``reranker.lanes`` calls of
-    :meth:`~acurank_cli.rerankers.base.RerankerBase.rerank` at once, each of up to ``reranker.lane_batch``
+    :meth:`~acurank_cli.rerankers.backend.RerankerBase.rerank` at once, each of up to ``reranker.lane_batch``
     windows (None: every window waiting), the lowest ``rank`` first (then first queued). Answers come back through
     :meth:`next` as each arrives; a backend's error is raised there, in the driver's thread (a lane never prints).
     The backend's own thread-safety is the backend's: a server's transport is shared by its lanes, an engine has

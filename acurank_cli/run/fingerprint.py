@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ..io.run_files import command_part
-from ..method.base import Strategy
+from ..method.strategy import Strategy
 from ..records import Doc, RankingTask
 
 #: Parameters that cannot change a run's result.

@@ -20,7 +20,7 @@ from ..io.plan import FilePlan
 from ..rerankers.cache import default_cache_path
 from ..rerankers.embeddings import store_path
 from ..io.writers import run_lines
-from ..method.base import Strategy
+from ..method.strategy import Strategy
 from ..records import (CallTally, ParseStatus, QueryOutcome, Ranked, RankingTask, RunAbout, StatsRecord, Step, StopReason,
                        TraceRecord)
 from . import pipeline

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..errors import InputError
-from ..method.base import Strategy, check_tasks
+from ..method.strategy import Strategy, check_tasks
 from ..method.choices import Init
 from ..method.registry import build_strategy, method_options
 from ..params import Domain, ParameterError, at_least
 from ..records import Doc, QueryOutcome, RankingTask
-from ..rerankers.base import BackendChoice, RerankerBase
+from ..rerankers.backend import BackendChoice, RerankerBase
 from ..rerankers.cache import default_cache_path, with_cache
 from .driver import QUERIES_PER_LANE, Driver, StepHook
 

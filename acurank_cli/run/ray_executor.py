@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import InputError
 from ..records import RerankRequest, RerankResult
-from ..rerankers.base import BackendChoice, RerankerBase
+from ..rerankers.backend import BackendChoice, RerankerBase
 from .driver import QUERIES_PER_LANE
 
 #: how often a call is sent again after the actor holding it died, before the run stops with one line

@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 
 from ..api import Reranker, _Prepared, output_of, relevance_scores
 from ..errors import InputError
-from ..method.base import Strategy
+from ..method.strategy import Strategy
 from ..params import ParameterError
 from ..records import Phase, QueryOutcome, RankingTask, RerankRequest, RerankResult, Step
 from ..run.driver import Admission, Driver, Feed

@@ -1,5 +1,5 @@
 """AcuRank's parameters in the paper's names (each an option declared once in
-:mod:`acurank_cli.method.options`, with its domain), the initial-sigma rule and the query-set budget. The
+:mod:`acurank_cli.method.shared_options`, with its domain), the initial-sigma rule and the query-set budget. The
 closed sets of choices are in :mod:`acurank_cli.method.choices` (re-exported here). No numpy: the CLI reads
 these to build its flags before any work starts."""
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ..errors import InputError
 from ..params import ParameterError, check_domains
 from .choices import Init, Outcome, Partition, Pool, StopRule, Uncertainty, Updater
-from .options import (BUDGET, BUDGET_TOTAL, BUDGET_WAVE, EPS, INIT, K, MAX_ROUNDS, OUTCOME,
+from .shared_options import (BUDGET, BUDGET_TOTAL, BUDGET_WAVE, EPS, INIT, K, MAX_ROUNDS, OUTCOME,
                       PARTITION, SEED, SIGMA, STOP, TAU, UNCERTAINTY, UPDATER, WINDOW, Option)
 from ..plugins import declared_options
 from ..params import at_least
@@ -145,7 +145,7 @@ class AcuRankParams(_CallCap):
     uncertainty: Uncertainty = UNCERTAINTY(Uncertainty.threshold)
     #: Initial sigma (--sigma): mu/3 (the paper), mu/2, or fixed:V (the supplementary variance ablation)
     sigma: str = SIGMA("mu/3")
-    #: A query-set budget (--budget-total 9x | 900): None, every budget is per query; see run/allocation.py
+    #: A query-set budget (--budget-total 9x | 900): None, every budget is per query; see run/budget_grants.py
     budget_total: str | None = BUDGET_TOTAL(None)
     #: Optional iterations granted per allocation wave under a query-set budget (--budget-wave)
     budget_wave: int = BUDGET_WAVE(8)

@@ -191,7 +191,7 @@ BACKEND_MODULES = ("simulated", "minilm", "cross_encoder", "llm", "vllm_backend"
 BACKENDS: Registry[BackendSpec] = Registry(
     "reranker", PluginModules("reranker", "acurank.rerankers", "ACURANK_BACKENDS",
                               tuple(f"{__package__}.{m}" for m in BACKEND_MODULES)),
-    "acurank_cli/rerankers/options.py", option_help)
+    "acurank_cli/rerankers/option_groups.py", option_help)
 
 #: prefix -> backend: the registry's entries (the name the package has always exported)
 REGISTRY: dict[str, BackendSpec] = BACKENDS.entries
