@@ -51,7 +51,7 @@ $(ENGINES_VENV)/.installed: pyproject.toml
 	touch $@
 
 test-engines: setup-engines
-	VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=1 $(EPY) -m pytest -p no:xdist tests/test_engines.py
+	VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=1 $(EPY) -m pytest -p no:xdist tests/rerankers/test_engines.py
 
 bench-engines: setup-engines
 	VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=1 $(EPY) benchmarks/engines.py

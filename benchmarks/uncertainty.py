@@ -1,7 +1,7 @@
 """The uncertainty rules (--uncertainty threshold | exact | entropy): accuracy, speed and the study.
 
 ``accuracy``  the exact p_i and P(r_i = r) against Monte Carlo (10^6 seeded draws) on the rating sets of
-              tests/test_uncertainty.py, and |sum_i p_i - k|, |sum_i P(r_i = r) - 1|; also at n = 1,000.
+              tests/method/test_uncertainty.py, and |sum_i p_i - k|, |sum_i P(r_i = r) - 1|; also at n = 1,000.
 ``speed``     time per call of each rule (median of repeats, one process): n = 100 from DL19 (the
               ratings every AcuRank iteration of the simulated reranker saw, and the initial ratings
               mu = BM25 score, sigma = mu / 3, all wide and overlapping) and n = 1,000 from SciFact's

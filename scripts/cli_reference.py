@@ -1,5 +1,5 @@
 """Write docs/cli-reference.md from the Typer app itself: every command's and subcommand's ``--help``, as
-``acurank COMMAND --help`` prints it. Never edited by hand: tests/test_cli_reference.py fails when the committed page
+``acurank COMMAND --help`` prints it. Never edited by hand: tests/cli/test_cli_reference.py fails when the committed page
 differs from a fresh generation (then run this script).
 
     python scripts/cli_reference.py [--check]
@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "cli-reference.md"
 HEADER = """# CLI reference
 
-Generated from the command-line app by `scripts/cli_reference.py` (do not edit: `tests/test_cli_reference.py`
+Generated from the command-line app by `scripts/cli_reference.py` (do not edit: `tests/cli/test_cli_reference.py`
 fails when this page and the app differ). Each command's `--help`, as `acurank COMMAND --help` prints it.
 """
 

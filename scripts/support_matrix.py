@@ -1,6 +1,6 @@
 """Write docs/support-matrix.md from the registries: which method families run with which backends, which answer
 modes and prompt formats each LLM backend takes, and the options of each. Never edited by hand:
-tests/test_support_matrix.py fails when the committed page differs from a fresh generation, and runs every cell
+tests/cli/test_support_matrix.py fails when the committed page differs from a fresh generation, and runs every cell
 marked "works" (then run this script).
 
     python scripts/support_matrix.py [--check]
@@ -15,10 +15,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 PAGE = ROOT / "docs" / "support-matrix.md"
 
-#: backends tests/test_support_matrix.py runs with every method family here (hf: and ce: on tiny local models built
+#: backends tests/cli/test_support_matrix.py runs with every method family here (hf: and ce: on tiny local models built
 #: at test time, openai: against a loopback server); the others, and where they are tested instead
 TESTED_HERE = ("simulated", "minilm", "ce", "hf", "openai")
-ELSEWHERE = {"vllm": "the engines environment (make test-engines: tests/test_engines.py runs acurank-9, and hf: "
+ELSEWHERE = {"vllm": "the engines environment (make test-engines: tests/rerankers/test_engines.py runs acurank-9, and hf: "
                      "against vllm: on the same windows)"}
 #: answer modes each listwise LLM backend takes, and the prompt formats (the openai: backend sends chat messages)
 LLM_BACKENDS = ("hf", "vllm", "openai")
@@ -78,7 +78,7 @@ def generate() -> str:
     mark = {"works": "works", "engines": "engines env"}
     lines = ["# Support matrix", "",
              "Generated from the method and backend registries by `scripts/support_matrix.py` (do not edit: "
-             "`tests/test_support_matrix.py` fails when this page differs from a fresh generation, and runs every "
+             "`tests/cli/test_support_matrix.py` fails when this page differs from a fresh generation, and runs every "
              "cell marked *works*). A method decides windows and a backend executes them, so every pairing is meant "
              "to work; *works* says a test runs it here, *engines env* that "
              + "; ".join(f"`{k}:` is tested in {v}" for k, v in ELSEWHERE.items()) + ".", "",

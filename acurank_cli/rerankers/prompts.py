@@ -2,7 +2,7 @@
 
 Source: the AcuRank code (``listwise_reranking_modules.py``), itself RankLLM's listwise prompt;
 docs/methods.md ("The listwise LLM prompt") describes it and ``prompt-vectors.json`` holds worked cases that
-``tests/test_prompt_vectors.py`` checks. One window of ``num`` passages becomes:
+``tests/rerankers/test_prompt_vectors.py`` checks. One window of ``num`` passages becomes:
 
 * system: :data:`SYSTEM_MESSAGE`;
 * user: the query, the passages as ``[1] ...``, ``[2] ...`` and the query again (:func:`user_message`);

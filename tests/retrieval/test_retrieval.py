@@ -87,7 +87,7 @@ def test_retrieval_path_does_not_import_torch(index_dir):
         "bad = [m for m in ('torch', 'onnxruntime', 'pyserini.search.lucene') if m in sys.modules]\n"
         "assert not bad, bad\n"
     )
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     proc = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == ""  # Java's System.out goes to stderr: stdout is for runs only

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from conftest import ENV, small_run
-from test_openai_backend import FakeServer
+from fake_chat_server import FakeServer
 
 
 def test_rerank_through_openai_compatible_server(sample, tmp_path):

@@ -3,7 +3,7 @@ reads, through a plain path, a ``./`` path, a symbolic link and a hard link, is 
 and the input's bytes are unchanged; two outputs into one file are refused; an existing file is replaced only with
 ``--overwrite``. The cases run in this process (the CLI's own entry point).
 
-``python tests/test_clobber.py`` prints the table of every case (command, writer, input, path kind, exit, unchanged).
+``python tests/io/test_clobber.py`` prints the table of every case (command, writer, input, path kind, exit, unchanged).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the helpers in tests/
 from conftest import SAMPLE, acurank, small_run  # noqa: E402
 
 KINDS = ("plain", "./", "symlink", "hardlink")

@@ -20,7 +20,7 @@ from acurank_cli.rerankers.backend import build_reranker
 from acurank_cli.rerankers.transport import BackendError, base_urls
 from conftest import ENV, small_run
 
-SERVER = Path(__file__).resolve().parents[1] / "benchmarks" / "serial_server.py"
+SERVER = Path(__file__).resolve().parents[2] / "benchmarks" / "serial_server.py"
 
 
 class Endpoint:
@@ -172,7 +172,7 @@ def test_cli_with_no_server_listening_says_it_once_and_fast(sample, tmp_path, en
 def test_one_endpoint_backs_off_two_endpoints_fail_over_at_once(monkeypatch):
     """A 500 from the only endpoint waits the backoff (>= base/2) before the retry; with a second
     endpoint free, the retry goes there at once and the failing one is set aside."""
-    from test_openai_backend import FakeServer
+    from fake_chat_server import FakeServer
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     first_fails = lambda q, attempt: ("status", 500, {}, 0.0) if attempt == 0 else ("ok", 0.0)  # noqa: E731

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the helpers in tests/
 from conftest import SAMPLE, acurank, small_run  # noqa: E402
 
 from acurank_cli.io.runs import run_blocks  # noqa: E402

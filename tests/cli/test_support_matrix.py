@@ -16,7 +16,7 @@ import support_matrix  # noqa: E402
 
 pytest.importorskip("transformers", reason="the llm extra is not installed")
 
-from test_openai_backend import FakeServer  # noqa: E402
+from fake_chat_server import FakeServer  # noqa: E402
 from tiny_models import CHAT_TEMPLATE, build_cross_encoder_dir, build_model_dir  # noqa: E402
 
 from acurank_cli.api import Reranker  # noqa: E402

@@ -33,7 +33,7 @@ GPU = "needs a GPU and the model from the Hugging Face hub"
 NET = "needs a network"
 HOUR = "runs for 25 minutes to an hour on CPU"
 SHARED = "needs ../shared, the project's development data (not in a clone)"
-SERVER = "a server: it answers until stopped (tests/test_serve.py starts one on 127.0.0.1 and drives it with real clients)"
+SERVER = "a server: it answers until stopped (tests/serve/test_serve.py starts one on 127.0.0.1 and drives it with real clients)"
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ COMMANDS: dict[str, Run | Skip] = {
     "acurank retrieve --index IDX --topics topics.tsv > bm25.run": Run(
         setup=f"ln -sfn indexes/scifact IDX && zcat {SCIFACT_TOPICS} > topics.tsv"),
     "acurank rerank bm25.run --method acurank-H --reranker hf:castorini/rank_zephyr_7b_v1_full > acurank.run": Skip(GPU),
-    # docs/scale.md: a Ray cluster with one GPU per actor (tests/test_ray.py runs --ray on a loopback cluster)
+    # docs/scale.md: a Ray cluster with one GPU per actor (tests/run/test_ray.py runs --ray on a loopback cluster)
     "acurank rerank bm25.run --method acurank-H --reranker hf:castorini/rank_zephyr_7b_v1_full --ray auto -o acurank.run":
         Skip(GPU),
     "acurank serve --reranker openai:castorini/rank_zephyr_7b_v1_full --base-url http://127.0.0.1:8001/v1 --method acurank-9":
@@ -102,7 +102,7 @@ COMMANDS: dict[str, Run | Skip] = {
         setup="cp new.run main.run", expect=("gates held",)),
     # README: index and retrieve
     "acurank rerank scifact.bm25.run --index indexes/scifact --topics " + SCIFACT_TOPICS + " --reranker minilm "
-    "> scifact.acurank.run": Skip(HOUR + " (minilm over 300 SciFact queries; tests/test_retrieve_rerank.py runs "
+    "> scifact.acurank.run": Skip(HOUR + " (minilm over 300 SciFact queries; tests/retrieval/test_retrieve_rerank.py runs "
                                           "this pipeline on 30)"),
     "acurank eval scifact.acurank.run --qrels sample_runs/scifact/qrels.beir-v1.0.0-scifact.test.txt": Skip(
         "evaluates the run of the command above"),
@@ -118,7 +118,7 @@ COMMANDS: dict[str, Run | Skip] = {
     "python -m vllm.entrypoints.openai.api_server --model castorini/rank_zephyr_7b_v1_full --port 8000 &": Skip(GPU),
     "acurank rerank dev.run --method acurank-9 --reranker openai:castorini/rank_zephyr_7b_v1_full --base-url "
     "http://127.0.0.1:8000/v1 --tokenizer castorini/rank_zephyr_7b_v1_full --shard $I/$N -o parts/part$I.run": Skip(
-        GPU + " (the server above; tests/test_shard.py shards and merges simulated runs)"),
+        GPU + " (the server above; tests/io/test_shard.py shards and merges simulated runs)"),
     "acurank merge parts/part*.run -o acurank.run": Skip("merges the parts the GPU jobs above write"),
     # README: report (on the simulated runs above)
     "acurank report table --runs out/sim --baseline sw-1 -f markdown": Run(

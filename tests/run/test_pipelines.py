@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the helpers in tests/
 from conftest import ENV, ROOT, SAMPLE, documentation, small_run  # noqa: E402
 
 S = SAMPLE / "dl19"
