@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 
-import dataclasses
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -187,13 +186,6 @@ class DocRating:
     rank: int
     p_topk: float | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        """The trace's record of it (``p_topk`` only where it is known: the final ratings)."""
-        out = dataclasses.asdict(self)
-        if self.p_topk is None:
-            del out["p_topk"]
-        return out
-
 
 @dataclass(frozen=True)
 class RatingsSnapshot:
@@ -311,16 +303,6 @@ class IterationRecord:
     groups: int
     window_sizes: tuple[int, ...]
 
-    def to_json(self) -> dict[str, Any]:
-        return {"step": self.step, "iteration": self.iteration, "phase": self.phase.value, "uncertain": self.uncertain,
-                "groups": self.groups, "window_sizes": list(self.window_sizes)}
-
-    @classmethod
-    def from_json(cls, rec: Mapping[str, Any]) -> "IterationRecord":
-        return cls(step=int(rec["step"]), iteration=int(rec["iteration"]), phase=Phase(rec["phase"]),
-                   uncertain=rec.get("uncertain"), groups=int(rec["groups"]),
-                   window_sizes=tuple(int(x) for x in rec["window_sizes"]))
-
 
 @dataclass(frozen=True, kw_only=True)
 class QueryOutcome:
@@ -352,8 +334,8 @@ class RunAbout:
 class StatsRecord:
     """One line of a run's per-query stats JSONL (the ``rerank`` -> ``eval``/``report`` contract): the
     call accounting of one query, its steps, why it stopped, its wall time, and what made the run (the
-    fingerprint digest, reranker identity and parameters). Written by ``to_json`` and read back by
-    ``from_json`` (:func:`acurank_cli.io.run_files.read_stats` is the one reader)."""
+    fingerprint digest, reranker identity and parameters). Its JSON line is written and read back by
+    :mod:`acurank_cli.io.line_records` (:func:`acurank_cli.io.run_files.read_stats` is the one reader)."""
 
     qid: str
     method: str
@@ -405,49 +387,6 @@ class StatsRecord:
             return None
         return (self.input_tokens or 0) + (self.output_tokens or 0)
 
-    def to_json(self) -> dict[str, Any]:
-        """The JSONL record (key order fixed; ``endpoints`` only when a backend named one, the run's
-        identity only when known)."""
-        out: dict[str, Any] = {
-            "qid": self.qid, "method": self.method, "calls": self.calls, "docs_sent": self.docs_sent,
-            "cached_calls": self.cached_calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-            "rerank_seconds": self.rerank_seconds, "parse_counts": {str(k): v for k, v in self.parse_counts.items()},
-            "rounds": self.rounds,
-        }
-        if self.endpoints:
-            out["endpoints"] = dict(self.endpoints)
-        out.update({"iterations": [it.to_json() for it in self.iterations],
-                    "stop": None if self.stop is None else self.stop.value, "seconds": self.seconds})
-        if self.fingerprint is not None:
-            out.update({"fingerprint": self.fingerprint, "reranker": self.reranker, "params": self.params})
-        if self.flops is not None:
-            out["flops"] = self.flops
-        if self.beta is not None:
-            out["beta"] = self.beta
-        return out
-
-    @classmethod
-    def from_json(cls, rec: Mapping[str, Any]) -> "StatsRecord":
-        """A record as written (fields added later default; raises KeyError/TypeError/ValueError when the
-        ``qid`` or ``calls`` is missing or a field has the wrong type)."""
-
-        def num(key: str, kind: type = int, absent: Any = 0) -> Any:
-            value = rec.get(key)
-            return absent if value is None else kind(value)
-
-        stop = rec.get("stop")
-        return cls(
-            qid=str(rec["qid"]), method=str(rec.get("method", "")), calls=int(float(rec["calls"])),
-            docs_sent=num("docs_sent"), cached_calls=num("cached_calls"), input_tokens=num("input_tokens", int, None),
-            output_tokens=num("output_tokens", int, None), rerank_seconds=num("rerank_seconds", float),
-            parse_counts=dict(rec.get("parse_counts") or {}), rounds=num("rounds", int, None),
-            endpoints=dict(rec.get("endpoints") or {}),
-            iterations=tuple(IterationRecord.from_json(it) for it in rec.get("iterations") or ()),
-            stop=None if stop is None else StopReason(stop), seconds=num("seconds", float, None),
-            fingerprint=rec.get("fingerprint"), reranker=rec.get("reranker"), params=rec.get("params"),
-            flops=num("flops", float, None), beta=num("beta", float, None),
-        )
-
 
 @dataclass(frozen=True, kw_only=True)
 class TraceRecord:
@@ -470,19 +409,6 @@ class TraceRecord:
     def of(cls, qid: str, method: str, step: Step) -> "TraceRecord":
         snap = step.snapshot()
         return cls(qid=qid, method=method, iteration=step.iteration, phase=step.phase, t=snap.t, docs=snap.docs)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"qid": self.qid, "method": self.method, "iteration": self.iteration, "phase": self.phase.value,
-                "t": self.t, "docs": [d.to_json() for d in self.docs]}
-
-    @classmethod
-    def from_json(cls, rec: Mapping[str, Any]) -> "TraceRecord":
-        docs = tuple(DocRating(docid=str(d["docid"]), mu=float(d["mu"]), sigma=float(d["sigma"]),
-                               s=None if d.get("s") is None else float(d["s"]), rank=int(d["rank"]),
-                               p_topk=None if d.get("p_topk") is None else float(d["p_topk"])) for d in rec["docs"])
-        t = rec.get("t")
-        return cls(qid=str(rec["qid"]), method=str(rec.get("method", "")), iteration=int(rec["iteration"]),
-                   phase=Phase(rec["phase"]), t=None if t is None else float(t), docs=docs)
 
 
 # -- run-file scores ---------------------------------------------------------------------------------

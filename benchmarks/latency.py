@@ -22,6 +22,7 @@ import statistics
 import time
 from pathlib import Path
 
+from acurank_cli.io.line_records import stats_line
 from acurank_cli.run.driver import Driver
 from acurank_cli.run.inputs import InputSpec
 from acurank_cli.rerankers.backend import build_reranker
@@ -114,7 +115,7 @@ def quality(args) -> None:
                 outs = list(Driver(build_strategy(method, **extra), backend, inputs.docs, batch_queries=8).run(inputs.tasks))
                 seconds = time.perf_counter() - t0
                 (folder / f"{tag}.run").write_text("".join(run_lines(o.qid, o.ranking, tag) for o in outs))
-                (folder / f"{tag}.stats.jsonl").write_text("".join(json.dumps(StatsRecord.of(o).to_json()) + "\n" for o in outs))
+                (folder / f"{tag}.stats.jsonl").write_text("".join(json.dumps(stats_line(StatsRecord.of(o))) + "\n" for o in outs))
                 run = {o.qid: {r.docid: r.score for r in o.ranking} for o in outs}
                 row = {"reranker": reranker, "dataset": dataset, "method": label,
                        "ndcg_cut_10": evaluate(run, inputs.qrels).mean("ndcg_cut_10"),

@@ -25,6 +25,7 @@ from typing import IO, Any, Iterator
 
 from ..errors import InputError
 from ..records import StatsRecord
+from .line_records import stats_record
 from .runs import run_fields
 from .plan import FilePlan, compressed, is_regular_or_absent, write_whole, writing
 
@@ -59,7 +60,7 @@ def read_stats(path: str | Path) -> dict[str, StatsRecord]:
             if not line.strip():
                 continue
             try:
-                rec = StatsRecord.from_json(json.loads(line))
+                rec = stats_record(json.loads(line))
             except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
                 raise InputError("bad stats record (expected JSON with 'qid' and 'calls')", str(path), lineno) from None
             out[rec.qid] = rec

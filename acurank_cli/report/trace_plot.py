@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..io.sources import open_text, source_name
+from ..io.line_records import trace_record
 from ..records import DocRating, TraceRecord
 from .render import MISSING, Table, num, save_figure
 from .render import Report
@@ -41,7 +42,7 @@ def read_trace(src: str | Path, qid: str, method: str | None = None) -> tuple[st
                     qids_seen.append(q)
                 continue
             try:
-                step = TraceRecord.from_json(rec)
+                step = trace_record(rec)
             except (KeyError, TypeError, ValueError):
                 raise InputError(
                     "bad trace record (expected iteration, phase, t and docs [{docid, mu, sigma, s, rank}])", name, lineno

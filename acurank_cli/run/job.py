@@ -19,6 +19,7 @@ from ..io.run_files import RunFiles, RunWriter
 from ..io.plan import FilePlan
 from ..rerankers.cache import default_cache_path
 from ..rerankers.embeddings import store_path
+from ..io.line_records import stats_line, trace_line
 from ..io.writers import run_lines
 from ..method.strategy import Strategy
 from ..records import (CallTally, ParseStatus, QueryOutcome, Ranked, RankingTask, RunAbout, StatsRecord, Step, StopReason,
@@ -191,7 +192,7 @@ def _rerank(job: RerankJob, session: pipeline.Session, outputs: RunWriter, input
         def on_step(task: RankingTask, step: Step) -> None:
             view.on_step(task, step)
             if files.trace and step.snapshot is not None:
-                traces.setdefault(task.qid, []).append(TraceRecord.of(task.qid, job.strategy.name, step).to_json())
+                traces.setdefault(task.qid, []).append(trace_line(TraceRecord.of(task.qid, job.strategy.name, step)))
 
         try:
             for outcome in session.run(tasks, inputs.docs, on_step):
@@ -251,7 +252,7 @@ def _described(job: RerankJob, inputs) -> dict | None:
 def _written(outcome: QueryOutcome, tail: tuple, about: RunAbout, tag: str) -> tuple[str, dict]:
     """A finished query's run block and stats record; the candidates below --depth (``tail``) follow the reranked
     head in first-stage order, with scores below the head's last."""
-    stats = StatsRecord.of(outcome, about).to_json()
+    stats = stats_line(StatsRecord.of(outcome, about))
     if tail:
         stats["tail"] = len(tail)
     ranking = list(outcome.ranking) + [Ranked(c.docid, outcome.ranking[-1].score) for c in tail]
