@@ -207,6 +207,7 @@ class AnswerDecoding:
         self.eos = getattr(tokenizer, "eos_token_id", None)
         self._variants: list[list[int]] | None = None
         self._grammar: TokenGrammar | None = None
+        self._device_grammar: tuple | None = None
         if self.mode is AnswerMode.constrained and self.eos is None:
             raise OptionError(f"{backend}: {{answer}} needs a tokenizer with an end-of-sequence token",
                               answer=("--answer", "constrained"))
@@ -247,44 +248,171 @@ class AnswerDecoding:
 
     def processor(self, torch: Any, nums: Sequence[int], prompt_width: int) -> Any:
         """A transformers logits processor for a batch of windows of ``nums`` passages (prompts left-padded to
-        ``prompt_width``): each row may only continue its answer within the permutation grammar."""
+        ``prompt_width``): each row may only continue its answer within the permutation grammar, which runs on
+        the model's device (:class:`DeviceGrammar`: no step waits for the host)."""
         from transformers import LogitsProcessor, LogitsProcessorList
 
-        tokens = self.grammar
-        grammars = [PermutationGrammar(n) for n in nums]
-        states: list[GrammarState | None] = [g.start() for g in grammars]
-        seen = [0]  # tokens generated so far (every row of a batch gets one a step)
+        key = (str(getattr(torch, "__name__", "torch")),)
+        if self._device_grammar is None or self._device_grammar[0] != key:
+            self._device_grammar = (key, DeviceGrammar(torch, self.grammar))
+        run = self._device_grammar[1].start(nums, prompt_width)
 
         class Permutations(LogitsProcessor):
-            """Per step: the batch's new tokens read back in one transfer, each row's grammar advanced on the host,
-            and the allowed tokens of every row unmasked in one indexed write (not a transfer and a write a row)."""
-
             def __call__(self, input_ids, scores):
-                fresh = input_ids[:, prompt_width + seen[0]:].tolist()  # every row's tokens since the last step
-                seen[0] = input_ids.shape[1] - prompt_width
-                rows: list[int] = []
-                cols: list[int] = []
-                free: list[int] = []
-                for row, new in enumerate(fresh):
-                    state = states[row]
-                    for tid in new:
-                        state = None if state is None or state.complete else tokens.advance(grammars[row], state, tid)
-                    states[row] = state
-                    if state is None:  # finished (its end token written) or padding: leave the row alone
-                        free.append(row)
-                    else:
-                        allowed = tokens.allowed(grammars[row], state)
-                        rows.extend([row] * len(allowed))
-                        cols.extend(allowed)
-                mask = torch.full_like(scores, -math.inf)
-                if rows:
-                    mask[torch.tensor(rows, device=scores.device), torch.tensor(cols, device=scores.device)] = 0.0
-                if free:
-                    mask[torch.tensor(free, device=scores.device)] = 0.0
-                return scores + mask
+                return run.step(input_ids, scores)
 
         return LogitsProcessorList([Permutations()])
 
 
-__all__ = ["AnswerDecoding", "AnswerMode", "GrammarState", "LETTERS", "PermutationGrammar", "TokenGrammar", "letter_scores",
+#: the answer's characters as the device grammar numbers them (digits are 0..9, then these)
+_OPEN, _CLOSE, _GT, _SPACE = 10, 11, 12, 13
+_CODES = {**{str(d): d for d in range(10)}, "[": _OPEN, "]": _CLOSE, ">": _GT, " ": _SPACE}
+#: a row's mode: expecting "[" (or a separator character), inside brackets, complete, out (dead, or ended)
+_EXPECT, _DIGITS, _COMPLETE, _OUT = 0, 1, 2, 3
+
+
+#: the characters of an answer in the order they come round: "[", digits, "]", " ", ">", " ", and "[" again
+_CYCLE = ("[", "0123456789", "]", " ", ">", " ")
+
+
+def _could_be_in_an_answer(text: str) -> bool:
+    """Whether ``text`` can be a stretch of some answer ``[a] > [b] > ...`` (else no state takes it: a run of
+    spaces, ``>>``, ``[[``; such tokens stay masked without being stepped through on the device)."""
+    for start in range(len(_CYCLE)):
+        at, ok = start, True
+        for i, ch in enumerate(text):
+            if ch in _CYCLE[at]:
+                if at != 1 or i + 1 == len(text) or not text[i + 1].isdigit():  # digits stay while digits follow
+                    at = (at + 1) % len(_CYCLE)
+            else:
+                ok = False
+                break
+        if ok:
+            return True
+    return False
+
+
+class DeviceGrammar:
+    """:class:`TokenGrammar` as tensors on the model's device: at every step every row's state is advanced by every
+    answer token at once, character by character (a token is a few characters of ``[]0-9> ``), so the allowed
+    tokens of the batch are one mask computed where the logits are, and the token a row then writes selects its
+    next state from those already computed. The same answers as :meth:`TokenGrammar.allowed` (tests): a row's
+    state is its mode, the number written so far inside brackets (and its digit count), how much of " > " is
+    written, and which identifiers are used (those above the row's n count as used from the start)."""
+
+    def __init__(self, torch: Any, tokens: TokenGrammar):
+        self.torch = torch
+        pieces = sorted((tid, text) for tid, text in tokens.pieces.items() if _could_be_in_an_answer(text))
+        width = max((len(text) for _, text in pieces), default=1)
+        self.token_ids = [tid for tid, _ in pieces]
+        self.chars = [[_CODES[ch] for ch in text] + [-1] * (width - len(text)) for _, text in pieces]
+        self.eos = tokens.eos
+        self._on: dict = {}  # device -> its tensors
+
+    def tensors(self, device: Any) -> tuple:
+        found = self._on.get(str(device))
+        if found is None:
+            torch = self.torch
+            ids = torch.tensor(self.token_ids, dtype=torch.long, device=device)
+            found = (ids, torch.tensor(self.chars, dtype=torch.long, device=device).reshape(len(self.token_ids), -1))
+            self._on[str(device)] = found
+        return found
+
+    def start(self, nums: Sequence[int], prompt_width: int) -> "_GrammarRun":
+        return _GrammarRun(self, list(nums), prompt_width)
+
+
+class _GrammarRun:
+    """One batch's answers under a :class:`DeviceGrammar`: every row's state, and after each step every row's
+    state after each answer token (of which the token it writes is the next state)."""
+
+    def __init__(self, grammar: DeviceGrammar, nums: list[int], prompt_width: int):
+        self.grammar, self.nums, self.prompt_width = grammar, nums, prompt_width
+        self.state: tuple | None = None  # (mode, value, digits, separator, used) of every row
+        self.after: tuple | None = None  # the same after each answer token: (rows, tokens[, ids])
+
+    def _setup(self, device: Any, vocab: int) -> None:
+        torch = self.grammar.torch
+        top = max(self.nums)
+        ids = torch.arange(top + 1, device=device)
+        text = [str(i) for i in range(top + 1)]
+        #: starts[v, i]: identifier i begins with the digits of v (a prefix of i is at most i)
+        self.starts = torch.tensor([[i >= 1 and v >= 1 and text[i].startswith(text[v]) for i in range(top + 1)]
+                                    for v in range(top + 1)], device=device)
+        #: avail[row, i]: i is an identifier of the row's window (1..n)
+        self.avail = (ids[None, :] >= 1) & (ids[None, :] <= torch.tensor(self.nums, device=device)[:, None])
+        self.ids, self.top = ids, top
+        token_ids, _ = self.grammar.tensors(device)
+        self.lookup = torch.full((vocab,), -1, dtype=torch.long, device=device)
+        self.lookup[token_ids] = torch.arange(token_ids.shape[0], device=device)
+        zeros = torch.zeros(len(self.nums), dtype=torch.long, device=device)
+        self.state = (zeros.clone(), zeros.clone(), zeros.clone(), zeros.clone(),
+                      torch.zeros_like(self.avail))
+
+    def _advance_all(self) -> tuple:
+        """Every row's state after each answer token, character by character (the characters past a token's end
+        change nothing); the rules of :meth:`PermutationGrammar.advance`."""
+        torch = self.grammar.torch
+        _, chars = self.grammar.tensors(self.ids.device)
+        count = chars.shape[0]
+        mode, value, digits, sep = (t[:, None].expand(-1, count).clone() for t in self.state[:4])
+        used = self.state[4][:, None, :].expand(-1, count, -1).clone()
+        avail = self.avail[:, None, :]
+        top = self.top
+        for c in range(chars.shape[1]):
+            ch = chars[:, c][None, :].expand(mode.shape[0], -1)
+            present = ch >= 0
+            in_digits = present & (mode == _DIGITS)
+            expect = present & (mode == _EXPECT)
+            is_digit = (ch >= 0) & (ch <= 9)
+            grown = value * 10 + ch.clamp(min=0)
+            # a digit: while some unused identifier of the window starts with the number (no identifier starts
+            # with 0: starts[0] is empty)
+            extends = in_digits & is_digit & (grown <= top)
+            extends &= (self.starts[grown.clamp(max=top)] & ~used & avail).any(-1)
+            # "]": the number is an unused identifier of the window
+            at = value.clamp(max=top)[..., None]
+            closes = in_digits & (ch == _CLOSE) & (digits > 0) & avail.expand_as(used).gather(2, at).squeeze(-1)
+            closes &= ~used.gather(2, at).squeeze(-1)
+            # outside brackets: "[" first and after a whole " > ", else the separator's next character
+            wants_open = ~used.any(-1) | (sep == 3)
+            opens = expect & wants_open & (ch == _OPEN)
+            sep_char = torch.where(sep == 1, torch.full_like(sep, _GT), torch.full_like(sep, _SPACE))
+            seps = expect & ~wants_open & (ch == sep_char)
+            used = used | (closes[..., None] & (self.ids[None, None, :] == value[..., None]))
+            complete = (used | ~avail).all(-1)
+            new_mode = torch.full_like(mode, _OUT)
+            new_mode = torch.where(extends | opens, torch.full_like(mode, _DIGITS), new_mode)
+            new_mode = torch.where(closes & complete, torch.full_like(mode, _COMPLETE), new_mode)
+            new_mode = torch.where((closes & ~complete) | seps, torch.full_like(mode, _EXPECT), new_mode)
+            value = torch.where(extends, grown, torch.where(opens | closes, torch.zeros_like(value), value))
+            digits = torch.where(extends, digits + 1, torch.where(opens | closes, torch.zeros_like(digits), digits))
+            sep = torch.where(seps, sep + 1, torch.where(opens | closes, torch.zeros_like(sep), sep))
+            mode = torch.where(present, new_mode, mode)
+        return mode, value, digits, sep, used
+
+    def step(self, input_ids: Any, scores: Any) -> Any:
+        torch = self.grammar.torch
+        if self.state is None:
+            self._setup(scores.device, scores.shape[1])
+        elif input_ids.shape[1] > self.prompt_width:  # the token each row wrote selects its next state
+            index = self.lookup[input_ids[:, -1].clamp(min=0, max=self.lookup.shape[0] - 1)]
+            rows = torch.arange(index.shape[0], device=index.device)
+            pick = index.clamp(min=0)
+            mode, value, digits, sep, used = (t[rows, pick] for t in self.after)
+            was = self.state[0]
+            gone = (index < 0) | (was == _COMPLETE) | (was == _OUT)  # ended, or not an answer token: left alone
+            self.state = (torch.where(gone, torch.full_like(mode, _OUT), mode), value, digits, sep, used)
+        self.after = self._advance_all()
+        mode = self.state[0]
+        token_ids, _ = self.grammar.tensors(scores.device)
+        mask = torch.full_like(scores, -math.inf)
+        mask[:, token_ids] = torch.where(self.after[0] != _OUT, 0.0, -math.inf).to(scores.dtype)
+        if self.grammar.eos is not None:  # a complete answer: only its end
+            mask[:, self.grammar.eos] = torch.where(mode == _COMPLETE, 0.0, -math.inf).to(scores.dtype)
+        mask = torch.where((mode == _OUT)[:, None], torch.zeros_like(mask), mask)
+        return scores + mask
+
+
+__all__ = ["AnswerDecoding", "AnswerMode", "DeviceGrammar", "GrammarState", "LETTERS", "PermutationGrammar", "TokenGrammar", "letter_scores",
            "letter_variants", "logsumexp", "permutation_regex", "rank_by_scores", "scores_from_top_logprobs"]

@@ -301,3 +301,62 @@ def test_batches_by_tokens_hold_at_most_the_budget_and_answer_as_one_by_one(mode
     assert batches == expected and batches[0] == by_length[:3]
     many = rr.rerank(reqs)
     assert [r.raw for r in many] == [r.raw for r in one] and [r.order for r in many] == [r.order for r in one]
+
+
+def test_the_device_grammar_allows_what_the_token_grammar_allows(model_dir):
+    """Constrained decoding's grammar runs on the model's device: at every step of random answers (rows of 2, 3, 10,
+    12 and 20 passages, every token chosen among those the reference grammar allows), the tokens its mask leaves open
+    are exactly :meth:`TokenGrammar.allowed` (the end token alone once an answer is complete; every token for a
+    row that has ended), with no read-back to the host."""
+    import random
+
+    import torch
+    from transformers import AutoTokenizer
+
+    from acurank_cli.rerankers.answers import AnswerDecoding, AnswerMode, DeviceGrammar, PermutationGrammar
+
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    tokens = AnswerDecoding(tok, AnswerMode.constrained, "hf").grammar
+    vocab = len(tok)
+    nums, width = [2, 3, 10, 12, 12, 20], 5
+    for seed in range(12):
+        rng = random.Random(seed)
+        run = DeviceGrammar(torch, tokens).start(nums, width)
+        grammars = [PermutationGrammar(n) for n in nums]
+        states = [g.start() for g in grammars]
+        input_ids = torch.zeros((len(nums), width), dtype=torch.long)
+        completed = 0
+        for _ in range(200):
+            masked = run.step(input_ids, torch.zeros((len(nums), vocab)))
+            chosen = []
+            for row, state in enumerate(states):
+                open_ = set(torch.isfinite(masked[row]).nonzero().flatten().tolist())
+                expected = set(range(vocab)) if state is None else set(tokens.allowed(grammars[row], state))
+                assert open_ == expected, (seed, row, state)
+                chosen.append(rng.choice(sorted(expected)) if state is not None else tok.pad_token_id)
+            for row, tid in enumerate(chosen):
+                state = states[row]
+                if state is not None and state.complete:
+                    completed += 1
+                states[row] = None if state is None or state.complete else tokens.advance(grammars[row], state, tid)
+            input_ids = torch.cat([input_ids, torch.tensor(chosen)[:, None]], dim=1)
+            if all(s is None for s in states):
+                break
+        assert completed == len(nums)  # every row wrote a whole permutation and its end
+
+
+def test_constrained_answers_are_permutations_in_the_format(model_dir):
+    """hf: --answer constrained on the tiny model: every answer of a batch (windows of 3 and 12) is a permutation
+    written in the published format, ended by the end token."""
+    from acurank_cli.rerankers.backend import build_reranker
+
+    rr = build_reranker(f"hf:{model_dir}", answer="constrained", device="cpu", context_size=1024)
+    try:
+        reqs = [RerankRequest("q", "capital of France", tuple(f"d{i}" for i in range(n)),
+                              tuple(Doc(f"d{i}", f"Paris passage {i}") for i in range(n))) for n in (3, 12)]
+        for req, r in zip(reqs, rr.rerank(reqs)):
+            n = len(req.docids)
+            assert r.parse == "ok" and sorted(r.order) == list(range(n))
+            assert r.raw.strip() == " > ".join(f"[{i + 1}]" for i in r.order), r.raw
+    finally:
+        rr.close()
