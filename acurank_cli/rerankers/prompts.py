@@ -27,6 +27,8 @@ below 0), so every passage shares one cap that shrinks toward the largest cap th
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -162,10 +164,16 @@ class HFTokenCounter:
     it), do not add a second one. Off reproduces the published code, which feeds two.
     """
 
+    #: prompts whose ids are kept: a prompt is tokenised when it is built (its count) and read again by the
+    #: model that runs it, from here (more than the windows of one call)
+    KEPT = 512
+
     def __init__(self, tokenizer: Any, single_bos: bool = True, name: str | None = None):
         self.tokenizer = tokenizer
         self.single_bos = single_bos
         self.name = name or f"hf:{getattr(tokenizer, 'name_or_path', '') or type(tokenizer).__name__}"
+        self._kept: OrderedDict[str, list[int]] = OrderedDict()
+        self._lock = threading.Lock()  # a server's lanes count in several threads
 
     def add_special_tokens(self, text: str) -> bool:
         """Whether the tokenizer's own special tokens go around ``text``."""
@@ -173,7 +181,18 @@ class HFTokenCounter:
         return not (self.single_bos and isinstance(bos, str) and bos and text.startswith(bos))
 
     def ids(self, text: str) -> list[int]:
-        return self.tokenizer(text, add_special_tokens=self.add_special_tokens(text))["input_ids"]
+        """The text's token ids (the last :data:`KEPT` texts' kept: a prompt is tokenised once)."""
+        with self._lock:
+            found = self._kept.get(text)
+            if found is not None:
+                self._kept.move_to_end(text)
+                return found
+        found = self.tokenizer(text, add_special_tokens=self.add_special_tokens(text))["input_ids"]
+        with self._lock:
+            self._kept[text] = found
+            if len(self._kept) > self.KEPT:
+                self._kept.popitem(last=False)
+        return found
 
     def count(self, text: str) -> int:
         return len(self.ids(text))

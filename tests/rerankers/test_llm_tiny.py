@@ -360,3 +360,26 @@ def test_constrained_answers_are_permutations_in_the_format(model_dir):
             assert r.raw.strip() == " > ".join(f"[{i + 1}]" for i in r.order), r.raw
     finally:
         rr.close()
+
+
+def test_a_prompt_is_tokenised_once(model_dir):
+    """A prompt's ids are read when it is built (to fit the context) and kept for the forward pass: each window
+    of a call is tokenised once, and the answers are those of a reranker that tokenises everything afresh."""
+    reqs = _requests()
+    fresh = build_reranker(f"hf:{model_dir}", **_opts(answer="logits"))
+    fresh.builder.counter.KEPT = 0  # keeps nothing: tokenises at build and again to run
+    expected = [(r.order, r.scores) for r in fresh.rerank(reqs)]
+    rr = build_reranker(f"hf:{model_dir}", **_opts(answer="logits"))
+    tokenizer, calls = rr.builder.counter.tokenizer, []
+
+    class Counting:
+        def __getattr__(self, name):
+            return getattr(tokenizer, name)
+
+        def __call__(self, text, **kw):
+            calls.append(text)
+            return tokenizer(text, **kw)
+
+    rr.builder.counter.tokenizer = Counting()
+    assert [(r.order, r.scores) for r in rr.rerank(reqs)] == expected
+    assert sorted(calls) == sorted(rr.prompt(r).text for r in reqs)  # once each, the prompts themselves
