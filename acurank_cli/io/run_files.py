@@ -413,21 +413,17 @@ class RunWriter:
 
     def open(self, expected: dict[str, int], tag: str, overwrite: bool, fingerprint=None,
              described: dict | None = None) -> set[str]:
-        """Open outputs; returns the qids already complete (resume) unless ``overwrite``.
-
-        A resume continues only when ``fingerprint`` (a RunFingerprint) matches the one recorded
-        beside the run; the fingerprint is (re)written there either way, with ``described`` (more
-        about the run for other commands: a shard's place, see :mod:`acurank_cli.io.shards`).
-        """
+        """Open outputs; returns the qids already complete (resume) unless ``overwrite``. Whether the run may be
+        continued, :meth:`RunFiles.open` has checked before (:func:`check_resume`); ``fingerprint`` (a
+        RunFingerprint) is (re)written beside the run either way, with ``described`` (more about the run for other
+        commands: its provenance, a shard's place, see :mod:`acurank_cli.io.shards`)."""
         self.order = list(expected)
         if self.output and self.output != "-" and not is_regular_or_absent(self.output):
             self._fh["run"] = _appender(self.output, "w")  # a device or FIFO: no resume, no meta
         elif self.output and self.output != "-":
             path = Path(self.output)
             meta = meta_path_for(path)
-            if path.exists() and path.stat().st_size > 0 and not overwrite:
-                if fingerprint is not None:
-                    refuse_resume(path, recorded_differences(path, fingerprint))
+            if path.exists() and path.stat().st_size > 0 and not overwrite:  # checked by RunFiles.open first
                 kept = complete_run_blocks(path, expected, tag)
                 if self.stats:  # finished means its stats record is there too (a deleted or cut stats file)
                     recorded = _recorded_qids(Path(self.stats))
