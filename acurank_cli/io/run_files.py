@@ -263,19 +263,20 @@ def complete_run_blocks(path: Path, expected: dict[str, int], tag: str) -> dict[
 RESUME_ADVICE = "use --overwrite to start afresh, or another --output"
 
 
-def recorded_differences(path: Path, fingerprint) -> list[str]:
-    """``key: recorded -> now`` for every setting of ``fingerprint`` that differs from the one the meta file beside
-    an existing run records (an InputError when there is no readable meta file: it cannot be resumed safely)."""
+def _meta_to_resume(path: Path) -> dict:
+    """The meta file beside an existing run, read once for a resume (an InputError when there is none, or it is
+    unreadable or records no fingerprint: the run cannot be resumed safely)."""
     meta = meta_path_for(path)
     try:
-        recorded = _recorded_fingerprint(meta)
+        recorded = json.loads(meta.read_text(encoding="utf-8"))
+        recorded["fingerprint"]  # noqa: B018 - a meta file without one is unreadable here
     except FileNotFoundError:
         raise InputError(f"exists, but {meta.name} (what made it) does not, so it cannot be resumed safely; "
                          f"{RESUME_ADVICE}", str(path)) from None
     except (OSError, ValueError, KeyError, TypeError):
         raise InputError(f"{meta.name} is unreadable, so the run cannot be resumed safely; {RESUME_ADVICE}",
                          str(path)) from None
-    return fingerprint.differences(recorded)
+    return recorded
 
 
 def refuse_resume(path: str | Path, diffs: list[str]) -> None:
@@ -308,18 +309,22 @@ def changes(recorded: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:
     return out
 
 
-def check_resume(run_path: str | Path, now: dict[str, Any], fingerprint) -> None:
+def check_resume(run_path: str | Path, now: dict[str, Any], fingerprint) -> dict | None:
     """Refuse to continue ``run_path`` in one line naming every difference: the settings its meta file records
     (method, parameters, reranker, inputs) and then the engine versions and the model's identity (``now``: this
-    command's provenance; its answers may differ)."""
-    settings = recorded_differences(Path(run_path), fingerprint)
-    engine = [f for f in changes(recorded_provenance(run_path), now) if f.split(":")[0] not in
+    command's provenance; its answers may differ). Returns the provenance the run recorded (None: made before it
+    was recorded); the meta file is read once."""
+    meta = _meta_to_resume(Path(run_path))
+    settings = fingerprint.differences(meta["fingerprint"])
+    recorded = meta.get("provenance")
+    engine = [f for f in changes(recorded, now) if f.split(":")[0] not in
               {d.split(":")[0].rsplit(".", 1)[-1] for d in settings}]  # a model the settings name already: once
     if settings:
         refuse_resume(run_path, settings + engine)
     if engine:
         raise InputError(f"was made with another engine or model ({'; '.join(engine)}): its answers may differ; "
                          f"{RESUME_ADVICE}", str(run_path))
+    return recorded
 
 
 def recorded_fingerprint(run_path: str | Path) -> dict | None:
@@ -383,11 +388,8 @@ class RunFiles:
         (:attr:`RunWriter.done`); the meta file (re)written with ``fingerprint``, ``described`` and ``provenance``
         (a resumed run's keeps its first start and adds this one to its resumptions)."""
         described = dict(described or {})
-        resumed = self.resumable()
-        if resumed:
-            check_resume(self.output, provenance or {}, fingerprint)
+        recorded = check_resume(self.output, provenance or {}, fingerprint) if self.resumable() else None
         if provenance is not None:
-            recorded = recorded_provenance(self.output) if resumed else None
             if recorded and recorded.get("started"):
                 provenance = {**provenance, "started": recorded["started"],
                               "resumed": [*recorded.get("resumed", []), provenance["started"]]}

@@ -207,7 +207,7 @@ class AnswerDecoding:
         self.eos = getattr(tokenizer, "eos_token_id", None)
         self._variants: list[list[int]] | None = None
         self._grammar: TokenGrammar | None = None
-        self._device_grammar: tuple | None = None
+        self._device_grammar: "DeviceGrammar | None" = None
         if self.mode is AnswerMode.constrained and self.eos is None:
             raise OptionError(f"{backend}: {{answer}} needs a tokenizer with an end-of-sequence token",
                               answer=("--answer", "constrained"))
@@ -252,10 +252,9 @@ class AnswerDecoding:
         the model's device (:class:`DeviceGrammar`: no step waits for the host)."""
         from transformers import LogitsProcessor, LogitsProcessorList
 
-        key = (str(getattr(torch, "__name__", "torch")),)
-        if self._device_grammar is None or self._device_grammar[0] != key:
-            self._device_grammar = (key, DeviceGrammar(torch, self.grammar))
-        run = self._device_grammar[1].start(nums, prompt_width)
+        if self._device_grammar is None:
+            self._device_grammar = DeviceGrammar(torch, self.grammar)
+        run = self._device_grammar.start(nums, prompt_width)
 
         class Permutations(LogitsProcessor):
             def __call__(self, input_ids, scores):
