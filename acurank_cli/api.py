@@ -190,6 +190,11 @@ class Reranker:
         self.backend, self.reranker, self.cache_path = built.backend, built.reranker, built.cache_path
         self.batch_queries = built.batch_queries
 
+    @property
+    def gate(self):
+        """Gated thinking's gate (``thinking='gated'``), or None."""
+        return self._session.gate
+
     # -- reranking ----------------------------------------------------------------------------
 
     def rerank(self, query: str, docs: Sequence[DocLike], *, qid: str = "q", top_k: int | None = None,

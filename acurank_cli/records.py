@@ -145,6 +145,9 @@ class ParseStatus(Label):
     repaired = "repaired"
     unparseable = "unparseable"
     incomplete = "incomplete"
+    #: the answer never came: the model was still thinking when its token limit cut it off (its thought is never
+    #: searched for a ranking; the window keeps its presented order)
+    thought_cut = "thought-cut"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -172,6 +175,11 @@ class Step:
     snapshot: Callable[[], RatingsSnapshot] | None = field(default=None, compare=False, repr=False)
     #: On acurank-auto's last step: the performance noise beta its answers chose (its learned model).
     beta: float | None = None
+    #: Lazily, how much each window straddles the top-k cutoff (:func:`acurank_cli.method.uncertainty.straddle`):
+    #: what gated thinking (``--thinking gated``) reads; None for methods without an uncertainty.
+    straddle: Callable[[], tuple[float, ...]] | None = field(default=None, compare=False, repr=False)
+    #: Gated thinking's decision per window (True: sent thinking), set by the driver's gate; None: not gated.
+    think: tuple[bool, ...] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -206,6 +214,9 @@ class RerankRequest:
     query: str
     docids: tuple[str, ...]
     docs: tuple[Doc, ...] = ()
+    #: gated thinking's decision for this window: True think, False answer directly; None: the backend's own
+    #: setting (``--thinking``, or the model's default)
+    think: bool | None = None
 
     def __post_init__(self) -> None:
         if self.docs and len(self.docs) != len(self.docids):
@@ -229,6 +240,13 @@ class RerankResult:
     #: logit with --answer logits, the simulated reranker's noisy grade); None when the answer is an order only
     #: or a position had no score
     scores: tuple[float | None, ...] | None = None
+    #: tokens the model spent thinking before it answered (the usage's ``reasoning_tokens``, or counted from the
+    #: thought); ``output_tokens`` are the answer's alone
+    reasoning_tokens: int = 0
+    #: the call was made with thinking on
+    thinking: bool = False
+    #: the thought, kept apart from the answer (``raw``), never read for a ranking
+    thought: str = ""
 
 
 class Answer(tuple):
@@ -268,13 +286,17 @@ class CallTally:
     rounds: int = 0
     #: Model calls per serving endpoint (only backends that name one; cached calls are not served).
     endpoints: dict = field(default_factory=dict)
+    #: tokens spent thinking, and the calls made with thinking on
+    reasoning_tokens: int = 0
+    thinking_calls: int = 0
 
     def record(self, docs: int, result: "RerankResult", seconds: float) -> None:
         """Count one call of ``docs`` documents."""
         served = {result.endpoint: 1} if result.endpoint and not result.cached else {}
         self.merge(CallTally(calls=1, docs_sent=docs, cached_calls=int(result.cached),
                              input_tokens=result.input_tokens, output_tokens=result.output_tokens,
-                             rerank_seconds=seconds, parse_counts={str(result.parse): 1}, rounds=0, endpoints=served))
+                             rerank_seconds=seconds, parse_counts={str(result.parse): 1}, rounds=0, endpoints=served,
+                             reasoning_tokens=result.reasoning_tokens, thinking_calls=int(result.thinking)))
 
     def merge(self, other: "CallTally") -> None:
         """Add another tally (a call, or a whole query)."""
@@ -285,6 +307,8 @@ class CallTally:
         self.output_tokens += other.output_tokens
         self.rerank_seconds += other.rerank_seconds
         self.rounds += other.rounds
+        self.reasoning_tokens += other.reasoning_tokens
+        self.thinking_calls += other.thinking_calls
         for key, value in other.parse_counts.items():
             self.parse_counts[key] = self.parse_counts.get(key, 0) + value
         for key, value in other.endpoints.items():
@@ -302,6 +326,8 @@ class IterationRecord:
     uncertain: int | None
     groups: int
     window_sizes: tuple[int, ...]
+    #: gated thinking: the windows of this step sent thinking (None: not gated)
+    thinking: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -361,19 +387,25 @@ class StatsRecord:
     flops: float | None = None
     #: the performance noise beta acurank-auto learned (None for the other methods: not written)
     beta: float | None = None
+    #: tokens spent thinking and calls made with thinking on (None: the run did not think; not written)
+    reasoning_tokens: int | None = None
+    thinking_calls: int | None = None
 
     @classmethod
     def of(cls, outcome: QueryOutcome, about: RunAbout = RunAbout()) -> "StatsRecord":
         """The record of a finished query, with what ``about`` says of the run."""
         t = outcome.tally
         size = about.parameters
-        flops = None if size is None else 2.0 * float(size) * (t.input_tokens + t.output_tokens)
+        flops = None if size is None else 2.0 * float(size) * (t.input_tokens + t.output_tokens + t.reasoning_tokens)
+        thought = bool(t.thinking_calls or t.reasoning_tokens)
         return cls(qid=outcome.qid, method=outcome.method, calls=t.calls, docs_sent=t.docs_sent,
                    cached_calls=t.cached_calls, input_tokens=t.input_tokens, output_tokens=t.output_tokens,
                    rerank_seconds=t.rerank_seconds, parse_counts=dict(t.parse_counts), rounds=t.rounds,
                    endpoints=dict(t.endpoints), iterations=tuple(outcome.iterations), stop=outcome.stop,
                    seconds=round(outcome.seconds, 4), fingerprint=about.fingerprint, reranker=about.reranker,
-                   params=about.params, flops=flops, beta=outcome.beta)
+                   params=about.params, flops=flops, beta=outcome.beta,
+                   reasoning_tokens=t.reasoning_tokens if thought else None,
+                   thinking_calls=t.thinking_calls if thought else None)
 
     @property
     def window_sizes(self) -> tuple[int, ...]:
@@ -382,10 +414,10 @@ class StatsRecord:
 
     @property
     def tokens(self) -> int | None:
-        """Input plus output tokens (None when the record holds neither)."""
+        """Input, output and thinking tokens (None when the record holds none)."""
         if self.input_tokens is None and self.output_tokens is None:
             return None
-        return (self.input_tokens or 0) + (self.output_tokens or 0)
+        return (self.input_tokens or 0) + (self.output_tokens or 0) + (self.reasoning_tokens or 0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -399,6 +431,8 @@ class TraceRecord:
     phase: Phase
     t: float | None
     docs: tuple[DocRating, ...]
+    #: gated thinking: which of the step's windows were sent thinking (None: not gated)
+    think: tuple[bool, ...] | None = None
 
     @functools.cached_property
     def by_docid(self) -> dict[str, DocRating]:
@@ -408,7 +442,8 @@ class TraceRecord:
     @classmethod
     def of(cls, qid: str, method: str, step: Step) -> "TraceRecord":
         snap = step.snapshot()
-        return cls(qid=qid, method=method, iteration=step.iteration, phase=step.phase, t=snap.t, docs=snap.docs)
+        return cls(qid=qid, method=method, iteration=step.iteration, phase=step.phase, t=snap.t, docs=snap.docs,
+                   think=step.think)
 
 
 # -- run-file scores ---------------------------------------------------------------------------------

@@ -70,6 +70,30 @@ def _flags(spec) -> str:
     return ", ".join(f"`{decl.cli_flag}`" for _, decl in declared_options(spec.record)) or "-"
 
 
+def thinking_section(fams, regs) -> list[str]:
+    """What the thinking controls do per backend (``acurank_cli.rerankers.thinking.PER_BACKEND``), and which methods
+    take ``--thinking gated`` (those whose steps say how uncertain each window is)."""
+    from acurank_cli.rerankers.thinking import PER_BACKEND
+    from acurank_cli.run import pipeline
+
+    shown = [b for b in PER_BACKEND if b in regs]
+    controls = list(PER_BACKEND[shown[0]])
+    lines = ["", "## Thinking rerankers (`--thinking`, `--thinking-budget`, `--reasoning-effort`)", "",
+             "See docs/thinking.md. Every backend's answer is read by one reader: never the thought.", "",
+             "| control | " + " | ".join(f"`{b}`" for b in shown) + " |", "|---|" + "---|" * len(shown)]
+    for control in controls:
+        lines.append(f"| `{control}` | " + " | ".join(PER_BACKEND[b][control] for b in shown) + " |")
+    gated = []
+    for family, method in fams:
+        try:
+            takes = pipeline.method(method).knows_uncertainty
+        except Exception:  # noqa: BLE001 - a family whose example needs options: not listed
+            continue
+        gated.append(f"`{method}` ({'yes' if takes else 'refused'})")
+    lines += ["", "`--thinking gated` by method: " + ", ".join(gated) + "."]
+    return lines
+
+
 def generate() -> str:
     from acurank_cli.method.registry import METHODS
 
@@ -97,6 +121,7 @@ def generate() -> str:
             continue
         for f in prompt_formats(b):
             lines.append(f"| `{b}:` | `{f}` | " + " | ".join(mark[llm[b, f, a]] for a in answer_modes()) + " |")
+    lines += thinking_section(fams, regs)
     lines += ["", "`openai:` sends chat messages (the server applies its template); `--answer constrained` there needs a "
               "vLLM or SGLang server (guided decoding), and `--answer logits` a server that returns `top_logprobs`.",
               "", "## Options", "", "Method options (each family takes those its record declares; `--help` shows the "

@@ -13,14 +13,19 @@ from ..records import DocRating, IterationRecord, Phase, StatsRecord, StopReason
 
 
 def _iteration_line(it: IterationRecord) -> dict[str, Any]:
-    return {"step": it.step, "iteration": it.iteration, "phase": it.phase.value, "uncertain": it.uncertain,
-            "groups": it.groups, "window_sizes": list(it.window_sizes)}
+    out = {"step": it.step, "iteration": it.iteration, "phase": it.phase.value, "uncertain": it.uncertain,
+           "groups": it.groups, "window_sizes": list(it.window_sizes)}
+    if it.thinking is not None:
+        out["thinking"] = it.thinking
+    return out
 
 
 def _iteration(rec: Mapping[str, Any]) -> IterationRecord:
+    thinking = rec.get("thinking")
     return IterationRecord(step=int(rec["step"]), iteration=int(rec["iteration"]), phase=Phase(rec["phase"]),
                            uncertain=rec.get("uncertain"), groups=int(rec["groups"]),
-                           window_sizes=tuple(int(x) for x in rec["window_sizes"]))
+                           window_sizes=tuple(int(x) for x in rec["window_sizes"]),
+                           thinking=None if thinking is None else int(thinking))
 
 
 def stats_line(r: StatsRecord) -> dict[str, Any]:
@@ -42,6 +47,8 @@ def stats_line(r: StatsRecord) -> dict[str, Any]:
         out["flops"] = r.flops
     if r.beta is not None:
         out["beta"] = r.beta
+    if r.reasoning_tokens is not None:
+        out.update(reasoning_tokens=r.reasoning_tokens, thinking_calls=r.thinking_calls)
     return out
 
 
@@ -64,6 +71,7 @@ def stats_record(rec: Mapping[str, Any]) -> StatsRecord:
         stop=None if stop is None else StopReason(stop), seconds=num("seconds", float, None),
         fingerprint=rec.get("fingerprint"), reranker=rec.get("reranker"), params=rec.get("params"),
         flops=num("flops", float, None), beta=num("beta", float, None),
+        reasoning_tokens=num("reasoning_tokens", int, None), thinking_calls=num("thinking_calls", int, None),
     )
 
 
@@ -77,8 +85,11 @@ def _rating_line(d: DocRating) -> dict[str, Any]:
 
 def trace_line(r: TraceRecord) -> dict[str, Any]:
     """A step's trace line: every document's mu, sigma, s_i and rank, and the threshold t."""
-    return {"qid": r.qid, "method": r.method, "iteration": r.iteration, "phase": r.phase.value,
-            "t": r.t, "docs": [_rating_line(d) for d in r.docs]}
+    out = {"qid": r.qid, "method": r.method, "iteration": r.iteration, "phase": r.phase.value,
+           "t": r.t, "docs": [_rating_line(d) for d in r.docs]}
+    if r.think is not None:
+        out["think"] = list(r.think)
+    return out
 
 
 def trace_record(rec: Mapping[str, Any]) -> TraceRecord:
@@ -87,5 +98,7 @@ def trace_record(rec: Mapping[str, Any]) -> TraceRecord:
                            s=None if d.get("s") is None else float(d["s"]), rank=int(d["rank"]),
                            p_topk=None if d.get("p_topk") is None else float(d["p_topk"])) for d in rec["docs"])
     t = rec.get("t")
+    think = rec.get("think")
     return TraceRecord(qid=str(rec["qid"]), method=str(rec.get("method", "")), iteration=int(rec["iteration"]),
-                       phase=Phase(rec["phase"]), t=None if t is None else float(t), docs=docs)
+                       phase=Phase(rec["phase"]), t=None if t is None else float(t), docs=docs,
+                       think=None if think is None else tuple(bool(x) for x in think))

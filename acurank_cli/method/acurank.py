@@ -19,7 +19,7 @@ from ..records import DocRating, Phase, Ranked, RankingTask, RatingsSnapshot, St
 from .strategy import Plan, Strategy, chunks, query_rng, sort_by
 from .acurank_params import AcuRankParams, Partition, StopRule, Uncertainty
 from .trueskill import get_updater, initial_ratings, update_groups
-from .uncertainty import Assessment, assess, top_k_probabilities
+from .uncertainty import Assessment, assess, straddle, top_k_probabilities
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,8 @@ class Ratings:
     docids: list[str]
     mu: np.ndarray
     sigma: np.ndarray
+    #: the documents no answer has judged yet (gated thinking reads it); None: all of them
+    unjudged: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -65,9 +67,28 @@ class Ratings:
 
         return build
 
+    def straddle(self, groups, k: int, eps: float, rule: Uncertainty = Uncertainty.threshold,
+                 a: Assessment | None = None) -> Callable[[], tuple[float, ...]]:
+        """Lazily, how much each group straddles the top-k cutoff under the ratings now (assessed only if asked:
+        gated thinking asks, a plain run does not)."""
+        mu, sigma = self.mu.copy(), self.sigma.copy()
+        unjudged = np.ones(len(mu), dtype=bool) if self.unjudged is None else self.unjudged.copy()
+        groups = [list(g) for g in groups]
+        return lambda: straddle((a or assess(rule, mu, sigma, k, eps)).prob, groups, unjudged)
+
+    def judged(self, groups) -> None:
+        """The documents of the windows answered (of two or more) are judged from now on."""
+        if self.unjudged is None:
+            self.unjudged = np.ones(len(self.mu), dtype=bool)
+        for g in groups:
+            if len(g) >= 2:
+                self.unjudged[list(g)] = False
+
 
 class AcuRank(Strategy):
     """The AcuRank strategy (variants acurank, acurank-H, acurank-HH, acurank-N, acurank-rR)."""
+
+    knows_uncertainty = True
 
     def __init__(self, name: str, params: AcuRankParams):
         self.name = name
@@ -207,9 +228,11 @@ class AcuRank(Strategy):
     def _rerank(self, r: Ratings, groups, phase: Phase, iteration: int, uncertain: int | None, snap=None,
                 value: float | None = None):
         """Send the groups as one step; update the ratings from the returned orders (None: not granted)."""
+        p = self.params
         perms = yield Step(windows=tuple(tuple(r.docids[i] for i in g) for g in groups), phase=phase,
                            iteration=iteration, uncertain=uncertain,
-                           value=value, snapshot=snap)
+                           value=value, snapshot=snap, straddle=r.straddle(groups, p.k, p.eps, p.uncertainty))
         if perms is not None:
             update_groups(self._update, r.mu, r.sigma, groups, perms, self.params.outcome)
+            r.judged(groups)
         return perms

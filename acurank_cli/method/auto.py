@@ -215,6 +215,8 @@ def _certified_top(tally, mu, k):  # pragma: no cover - compiled (exact: counts 
 class AcuRankAuto(Strategy):
     """acurank-auto and acurank-auto-N (at most N calls a query)."""
 
+    knows_uncertainty = True
+
     def __init__(self, name: str, params: AutoParams, evidence: Evidence | None = None):
         self.name = name
         self.params = params
@@ -249,14 +251,18 @@ class AcuRankAuto(Strategy):
         p = self.params
         return p.budget if p.cap is None else max(0, p.cap - p.initial_calls(n))
 
-    def _step(self, docids: list[str], models: "NoiseModels", graph: TournamentGraph, evidence: "Evidence", groups,
-              phase: Phase, iteration: int, uncertain: int | None, snapshot=None):
+    def _step(self, docids: list[str], models: "NoiseModels", graph: TournamentGraph, evidence: "Evidence",
+              unjudged: np.ndarray, groups, phase: Phase, iteration: int, uncertain: int | None, snapshot=None):
         """Send the groups; score and update every model, grow the graph; then (pooled) wait for the run."""
+        chosen = evidence.choice()
+        gate = Ratings(docids, models.mu[chosen], models.sigma[chosen], unjudged).straddle(groups, self.params.k,
+                                                                                          self.params.eps)
         perms = yield Step(windows=tuple(tuple(docids[i] for i in g) for g in groups), phase=phase,
-                           iteration=iteration, uncertain=uncertain, snapshot=snapshot)
+                           iteration=iteration, uncertain=uncertain, snapshot=snapshot, straddle=gate)
         scores = np.zeros(len(self.params.factors))
         for group, perm in zip(groups, perms):
             if len(group) >= 2:
+                unjudged[list(group)] = False
                 agree, ranked = models.answer(group, perm)
                 scores += agree
                 graph.add_order(ranked)
@@ -273,7 +279,7 @@ class AcuRankAuto(Strategy):
         evidence = self._evidence if self._evidence is not None else Evidence(len(p.factors), p.start)
         graph = TournamentGraph(n)
         docids = [c.docid for c in task.candidates]
-        step = functools.partial(self._step, docids, models, graph, evidence)
+        step = functools.partial(self._step, docids, models, graph, evidence, np.ones(n, dtype=bool))
         windows = chunks(range(n), p.m)
         yield from step(windows, Phase.initial, 0, None)
         g = evidence.choice()

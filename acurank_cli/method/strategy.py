@@ -29,6 +29,9 @@ class Strategy:
     init: ClassVar[object] = None
     #: A query-set budget the driver allocates over the whole run (AcuRank's --budget-total), or None.
     set_budget: ClassVar[object] = None
+    #: Its steps say how much each window straddles the top-k cutoff (``Step.straddle``): what gated thinking
+    #: (``--thinking gated``) needs; a method without an uncertainty refuses it.
+    knows_uncertainty: ClassVar[bool] = False
 
     @property
     def lockstep(self) -> bool:

@@ -300,3 +300,24 @@ RULES: dict[Uncertainty, Callable[[np.ndarray, np.ndarray, int, float], Assessme
 def assess(rule: Uncertainty, mu: np.ndarray, sigma: np.ndarray, k: int, eps: float) -> Assessment:
     """Apply ``rule`` to the current ratings."""
     return RULES[Uncertainty(rule)](mu, sigma, k, eps)
+
+
+def straddle(prob: np.ndarray, groups, unjudged: np.ndarray | None = None) -> tuple[float, ...]:
+    """What gated thinking reads (``--thinking gated``, ``--think-above``; docs/thinking.md): per window, in [0, 1],
+    the larger of
+
+    * how much it straddles the top-k cutoff: with a = the sum of P(in the top k) over its documents (its expected
+      documents above the cutoff) and b = its size minus a, ``2 min(a, b) / size``: 1 when half its expected mass
+      lies on each side (its order decides who is in the top k), 0 when it lies wholly on one side;
+    * the share of its documents no answer has judged yet (``unjudged``): a first judgement moves a rating most, and
+      a relevant document missed then is rarely looked at again."""
+    out = []
+    for g in groups:
+        g = list(g)
+        if not g:
+            out.append(0.0)
+            continue
+        above = float(np.sum(prob[g]))
+        first = 0.0 if unjudged is None else float(np.mean(unjudged[g]))
+        out.append(max(2.0 * min(above, len(g) - above) / len(g), first))
+    return tuple(out)

@@ -250,7 +250,8 @@ def converted_folder(source: ModelSource) -> Path:
 
 
 def prompt_builder(source: ModelSource, tokenizer: Any, prompt_format: str | None, context_size: int,
-                   max_positions: Any, double_bos: bool, backend: str, answer: Any = "text") -> PromptBuilder:
+                   max_positions: Any, double_bos: bool, backend: str, answer: Any = "text",
+                   thinking: Any = None) -> PromptBuilder:
     """The one prompt builder of the local backends: format (given, else ``chat`` when the tokenizer
     has a template, else ``rankvicuna``), context clamped to the model's positions, the model's
     tokenizer as counter (one BOS unless ``double_bos``), the answer mode (``--answer``)."""
@@ -263,7 +264,16 @@ def prompt_builder(source: ModelSource, tokenizer: Any, prompt_format: str | Non
     if isinstance(max_positions, int) and max_positions > 0:
         context = min(context, max_positions)
     counter = HFTokenCounter(tokenizer, single_bos=not double_bos, name=source.counter_name(tokenizer))
-    return PromptBuilder(fmt, counter, context, tokenizer=tokenizer, answer=answer)
+    budget = 0
+    if thinking is not None:  # a window that thinks keeps room for its thought (forced to end at the budget)
+        from .thinking import ThinkingOptions
+
+        settings = ThinkingOptions.of(thinking)
+        budget = settings.local_budget() if settings.thinks else 0
+    builder = PromptBuilder(fmt, counter, context, tokenizer=tokenizer, answer=answer, thought_budget=budget)
+    if thinking is not None and settings.reasoning_effort is not None:  # a template variable (gpt-oss's reads it)
+        builder.template_switches["reasoning_effort"] = settings.reasoning_effort.value
+    return builder
 
 
 __all__ = ["DTYPES", "ModelSource", "converted_folder", "dtype_kwarg", "dtype_name", "file_sha256", "gguf_cache_root",

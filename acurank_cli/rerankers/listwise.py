@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..io.prompt_log import PromptLog
-from ..records import RerankRequest, RerankResult
+from ..records import ParseStatus, RerankRequest, RerankResult
 from .answers import AnswerMode, rank_by_scores
 from .backend import LRU, RerankerBase, ResultSink
 from .parsing import parse_ranking
 from .prompts import Prompt, PromptBuilder
+from .thinking import ThinkingOptions, opens_thought, read_thought
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,6 +35,14 @@ class Reply:
     #: --answer logits: each presented passage's score (its identifier's first-token logit or log-probability;
     #: None when the endpoint did not return it); the order then comes from these, not from ``answer``
     scores: tuple[float | None, ...] | None = None
+    #: a thought the server kept apart (``reasoning_content``/``reasoning``); ``answer`` may hold one inline too
+    reasoning: str | None = None
+    #: tokens spent thinking, when the server or the engine counted them (None: counted here from the thought)
+    reasoning_tokens: int | None = None
+    #: the call was made with thinking on
+    thinking: bool = False
+    #: the server says the answer never came: the thought was cut (finish_reason "length" with no content)
+    thought_cut: bool = False
 
 
 Deliver = Callable[[int, Reply], None]
@@ -50,30 +59,49 @@ class ListwiseLLM(RerankerBase):
     #: True: the model reads ``prompt.text`` (local models); False: ``prompt.messages`` (chat endpoints).
     sends_text = True
 
-    def __init__(self, name: str, builder: PromptBuilder, log_prompts: str | None = None):
+    #: the thinking settings (``--thinking``, ``--reasoning-effort``, ``--thinking-budget``); none given: the model's
+    #: own default, nothing sent
+    thinking: ThinkingOptions = ThinkingOptions()
+
+    def __init__(self, name: str, builder: PromptBuilder, log_prompts: str | None = None,
+                 thinking: ThinkingOptions | None = None):
         self.name = name
         self.builder = builder
         self._prompts = LRU(4096)
         self.prompt_log = PromptLog(log_prompts) if log_prompts else None
+        if thinking is not None:
+            self.thinking = thinking
 
     # -- prompting ------------------------------------------------------------------------------
 
+    def thinks(self, request: RerankRequest) -> bool | None:
+        """Whether the model thinks on this window (True, False), or None: the model's default (nothing sent)."""
+        return self.thinking.think_for(request.think)
+
     def prompt(self, request: RerankRequest) -> Prompt:
-        """The (memoised) prompt for a request, fitted to the context size."""
-        return self._prompts.get_or((request.query, request.docs), lambda: self.builder.build(request.query, request.docs))
+        """The (memoised) prompt for a request, fitted to the context size (and to its thought, when it thinks)."""
+        think = self.thinks(request)
+        return self._prompts.get_or((request.query, request.docs, think),
+                                    lambda: self.builder.build(request.query, request.docs, think))
 
     def prompt_key(self, request: RerankRequest) -> str:
-        """Exactly what the model reads: the text, or the messages as canonical JSON."""
+        """Exactly what the model reads: the text, or the messages as canonical JSON (and, where the thinking switch
+        travels beside the messages, whether this window thinks)."""
         p = self.prompt(request)
-        return p.text if self.sends_text else json.dumps(p.messages, ensure_ascii=False, separators=(",", ":"))
+        if self.sends_text:
+            return p.text
+        key = json.dumps(p.messages, ensure_ascii=False, separators=(",", ":"))
+        return key if p.think is None else f"{key}|think={int(p.think)}"
 
     def prompt_identity(self) -> dict[str, Any]:
         """How prompts are made and answered (part of the cache identity and the run fingerprint; the answer mode
-        only when it is not the published text, so that text runs keep their identity)."""
+        only when it is not the published text, and the thinking settings only when given, so that text runs keep
+        their identity)."""
         out = {"prompt_format": self.builder.format.name, "context_size": self.builder.context_size,
                "token_counter": self.builder.counter.name}
         if self.builder.answer is not AnswerMode.text:
             out["answer"] = self.builder.answer.value
+        out.update(self.thinking.identity())
         return out
 
     def notes(self) -> list[str]:
@@ -95,24 +123,43 @@ class ListwiseLLM(RerankerBase):
         results: list[RerankResult | None] = [None] * len(requests)
 
         def deliver(i: int, reply: Reply) -> None:
-            req = requests[i]
-            if reply.scores is not None:
-                order, status = rank_by_scores(reply.scores)
-            else:
-                parsed = parse_ranking(reply.answer, len(req.docids))
-                order, status = parsed.order, parsed.status
-            result = RerankResult(order=order, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
-                                  latency=reply.latency, parse=status, cached=False,
-                                  raw=reply.answer, backend=self.name, endpoint=reply.served_by, scores=reply.scores)
+            result = self.read(requests[i], prompts[i], reply)
             results[i] = result
             if self.prompt_log is not None:
-                self._log(req, prompts[i], result)
+                self._log(requests[i], prompts[i], result)
             if on_result is not None:
                 on_result(i, result)
 
         if requests:
             self.generate(prompts, deliver)
         return results  # type: ignore[return-value]
+
+    def read(self, request: RerankRequest, prompt: Prompt, reply: Reply) -> RerankResult:
+        """The one reading of an answer, for every listwise backend: the thought kept apart (:func:`read_thought`:
+        inline, a server's reasoning field, or opened by the prompt), the ranking read from the answer alone (the
+        published rule), a thought that never ended counted as ``thought-cut`` (the presented order kept), and the
+        thought's tokens counted apart from the answer's."""
+        n = len(request.docids)
+        thought = read_thought(reply.answer, reply.reasoning, opens_thought(prompt.text))
+        if reply.scores is not None:
+            order, status = rank_by_scores(reply.scores)
+        elif thought.cut or reply.thought_cut:
+            order, status = tuple(range(n)), ParseStatus.thought_cut
+        else:
+            parsed = parse_ranking(thought.answer, n)
+            order, status = parsed.order, parsed.status
+        reasoning = reply.reasoning_tokens
+        if reasoning is None:
+            reasoning = self.builder.counter.count(thought.thought) if thought.thought else 0
+        output = reply.output_tokens
+        if thought.thought and reply.reasoning is None and reply.reasoning_tokens is None:
+            output = max(0, output - reasoning)  # the thought was inline: the output's tokens are the answer's
+        answer = thought.answer if (thought.thought or thought.cut) else reply.answer
+        return RerankResult(order=order, input_tokens=reply.input_tokens, output_tokens=output,
+                            latency=reply.latency, parse=status, cached=False, raw=answer, backend=self.name,
+                            endpoint=reply.served_by, scores=reply.scores, reasoning_tokens=int(reasoning),
+                            thinking=reply.thinking or bool(thought.thought) or thought.cut,
+                            thought=thought.thought)
 
     def _log(self, request: RerankRequest, prompt: Prompt, result: RerankResult) -> None:
         sent = {"text": prompt.text} if self.sends_text else {"messages": [dict(m) for m in prompt.messages]}
@@ -122,6 +169,8 @@ class ListwiseLLM(RerankerBase):
             "prompt_tokens": prompt.tokens, "input_tokens": result.input_tokens,
             "output_tokens": result.output_tokens, "max_length": prompt.max_length,
             "answer_tokens": prompt.answer_tokens, "answer": result.raw, "parse": result.parse,
+            **({} if not (result.thought or result.thinking) else {
+                "thinking": result.thinking, "thought": result.thought, "reasoning_tokens": result.reasoning_tokens}),
             **({} if result.scores is None else {"scores": list(result.scores)}),
             "latency": round(result.latency, 6),
         })

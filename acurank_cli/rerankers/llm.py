@@ -22,6 +22,7 @@ from .checkpoints import dtype_kwarg, dtype_name, one_line, prompt_builder, quie
 from .answers import AnswerDecoding, AnswerMode
 from .listwise import Deliver, ListwiseLLM, Reply
 from .prompts import HFTokenCounter, Prompt, get_format
+from .thinking import CLOSE_TAG, FORCED_CLOSE, ThinkingOptions, check_local
 
 class HFReranker(ListwiseLLM):
     """A transformers causal LM that reads the published RankLLM prompt and writes ``[i] > [j] > ...``."""
@@ -42,6 +43,7 @@ class HFReranker(ListwiseLLM):
         self.dtype_name = dtype_name(options.dtype, on_gpu, on_gpu and torch.cuda.is_bf16_supported())
         if options.prompt_format:
             get_format(options.prompt_format)  # fail before loading weights
+        check_local(options, "hf")
         self.temperature = float(options.temperature)
         self.batch_size = max(1, int(options.batch_size))
         #: padded tokens a batch may hold (rows x its longest prompt): on a GPU by default, so a batch is as many
@@ -73,10 +75,10 @@ class HFReranker(ListwiseLLM):
             tok.eos_token_id if tok.eos_token_id is not None else 0)
         builder = prompt_builder(self.source, tok, options.prompt_format, options.context_size,
                                  getattr(self.model.config, "max_position_embeddings", None), self.double_bos, "hf",
-                                 options.answer)
+                                 options.answer, options)
         self.answer = builder.answer
         self.decoding = AnswerDecoding(tok, self.answer, "hf")
-        super().__init__(f"hf:{model}", builder, options.log_prompts)
+        super().__init__(f"hf:{model}", builder, options.log_prompts, ThinkingOptions.of(options))
 
     @property
     def format(self):
@@ -119,6 +121,10 @@ class HFReranker(ListwiseLLM):
         torch = self._torch
         counter: HFTokenCounter = self.builder.counter  # type: ignore[assignment]
         ids = [counter.ids(p.text) for p in prompts]
+        thoughts = self._think(prompts, ids) if any(p.think for p in prompts) else {}
+        prompt_tokens = [len(x) for x in ids]
+        for i, thought in thoughts.items():  # the answer follows the thought (ended by the model, or forced)
+            ids[i] = ids[i] + thought.ids
         batches = self._batches(prompts, ids)
         sampling = self.temperature > 0
 
@@ -153,8 +159,51 @@ class HFReranker(ListwiseLLM):
                 if self.answer is AnswerMode.constrained:  # up to its end token (a shorter row is padded after it)
                     generated = self.decoding.until_end(generated)
                 answer = self.tokenizer.decode(generated, skip_special_tokens=True)
-                deliver(i, Reply(answer=answer, input_tokens=len(ids[i]), output_tokens=len(generated),
-                                 latency=latency))
+                thought = thoughts.get(i)
+                if thought is None:
+                    deliver(i, Reply(answer=answer, input_tokens=len(ids[i]), output_tokens=len(generated),
+                                     latency=latency))
+                    continue
+                deliver(i, Reply(answer=thought.text + answer, input_tokens=prompt_tokens[i],
+                                 output_tokens=len(generated), latency=latency + thought.seconds,
+                                 reasoning_tokens=thought.tokens, thinking=True))
+
+    def _think(self, prompts: Sequence[Prompt], ids: list[list[int]]) -> dict[int, "LocalThought"]:
+        """The thought of every prompt that thinks (its prompt opens it): generated until the model writes
+        ``</think>`` or its end, or for ``thought_budget`` tokens; a thought that did not end is ended there
+        (``\n</think>\n\n`` written for it: budget forcing), so that an answer always follows."""
+        torch = self._torch
+        thinking = [i for i, p in enumerate(prompts) if p.think]
+        close = self.tokenizer.encode(FORCED_CLOSE, add_special_tokens=False)
+        ends = {t for t in (self.tokenizer.eos_token_id, self.pad_id) if t is not None}
+        out: dict[int, LocalThought] = {}
+        sampling = self.temperature > 0
+        for chunk in self._batches([prompts[i] for i in thinking], [ids[i] for i in thinking]):
+            rows = [thinking[j] for j in chunk]
+            width = max(len(ids[i]) for i in rows)
+            input_ids = torch.tensor([[self.pad_id] * (width - len(ids[i])) + ids[i] for i in rows], device=self.device)
+            mask = torch.tensor([[0] * (width - len(ids[i])) + [1] * len(ids[i]) for i in rows], device=self.device)
+            budget = prompts[rows[0]].thought_budget
+            kw: dict[str, Any] = {"max_new_tokens": budget, "do_sample": sampling, "pad_token_id": self.pad_id,
+                                  "stop_strings": [CLOSE_TAG], "tokenizer": self.tokenizer}
+            if sampling:
+                kw["temperature"] = self.temperature
+            else:
+                kw.update(temperature=None, top_p=None, top_k=None)
+            t0 = time.perf_counter()
+            with torch.inference_mode():
+                generated = self.model.generate(input_ids=input_ids, attention_mask=mask, **kw)
+            seconds = time.perf_counter() - t0
+            for row, i in enumerate(rows):
+                tokens = generated[row, width:].tolist()
+                cut = next((at for at, t in enumerate(tokens) if t in ends), len(tokens))
+                tokens = tokens[:cut]
+                text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+                if CLOSE_TAG in text:  # the model ended its thought: the answer follows its own tag
+                    out[i] = LocalThought(tokens, text, len(tokens), seconds)
+                else:  # budget forcing: the thought ends here
+                    out[i] = LocalThought(tokens + close, text + FORCED_CLOSE, len(tokens), seconds)
+        return out
 
     def _batches(self, prompts: Sequence[Prompt], ids: list[list[int]]) -> list[list[int]]:
         """Prompts grouped by answer length, sorted by length (each batch padded to its longest, shortest first),
@@ -194,13 +243,24 @@ class HFReranker(ListwiseLLM):
                                  latency=latency, scores=scores))
 
 
+@dataclass(frozen=True)
+class LocalThought:
+    """A local model's thought: the token ids the answer follows (the thought, and the forced end when it had to be
+    ended), its text as the reader sees it, the tokens the model spent thinking, and the seconds it took."""
+
+    ids: list
+    text: str
+    tokens: int
+    seconds: float
+
+
 #: on a GPU, by default: padded tokens a batch may hold, and queries in flight (whose windows make the batches)
 CUDA_BATCH_TOKENS = 32768
 CUDA_QUERIES_IN_FLIGHT = 16
 
 
 @dataclass(frozen=True)
-class HFOptions(TorchOptions, PromptOptions, WeightsOptions):
+class HFOptions(TorchOptions, PromptOptions, WeightsOptions, ThinkingOptions):
     """hf:MODEL (the shared groups, and the batch's size in tokens)."""
 
     batch_tokens: Optional[int] = Option(help="padded tokens per batch (rows x the longest prompt), instead of "

@@ -39,7 +39,8 @@ from .prompts import (
     TiktokenCounter,
     TokenCounter,
 )
-from .transport import DEFAULT_BASE_URL, Retryable, Transport, base_urls, without_userinfo
+from .thinking import CLOSE_TAG, GATED_OFF_EFFORT, Thinking, ThinkingOptions, read_thought
+from .transport import DEFAULT_BASE_URL, Retryable, Transport, base_urls, error_detail, without_userinfo
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +130,14 @@ class OpenAIReranker(ListwiseLLM):
             raise OptionError("openai: sends chat messages (the server applies its template); {prompt_format} is for hf: "
                               "models", prompt_format=("--prompt", fmt))
         self.temperature = float(options.temperature)
+        thinking = ThinkingOptions.of(options)
+        if thinking.thinking is Thinking.off and thinking.reasoning_effort is not None:
+            raise OptionError("{thinking} with {reasoning_effort}: an effort is for windows that think (give one of them)",
+                              thinking=("--thinking", "off"), reasoning_effort="--reasoning-effort")
+        #: parameters the model refused (HTTP 400, e.g. an OpenAI reasoning model's temperature): left out from then
+        #: on; max_tokens it refused: sent as max_completion_tokens. A reasoning effort implies both.
+        self.omitted: set[str] = {"temperature"} if thinking.reasoning_effort is not None else set()
+        self.renamed: set[str] = {"max_tokens"} if thinking.reasoning_effort is not None else set()
         self.concurrency = max(1, int(options.concurrency))
         self.transport = Transport(self.base_urls, key, self.concurrency, float(options.timeout),
                                    max(0, int(options.retries)), float(options.retry_base), float(options.retry_cap),
@@ -148,7 +157,8 @@ class OpenAIReranker(ListwiseLLM):
         else:
             builder = PromptBuilder(CHAT_MESSAGES, counter, int(options.context_size), fix_rendered=False,
                                     answer=answer)
-        super().__init__(f"openai:{model}", builder, options.log_prompts)
+        builder.thought_budget = int(thinking.thinking_budget or 0) if thinking.thinks else 0
+        super().__init__(f"openai:{model}", builder, options.log_prompts, thinking)
         self.stats = self.transport.stats  # requests, attempts, retries, failures
         self.lanes = self.concurrency * len(self.base_urls)  # the requests the endpoints take in flight
 
@@ -207,18 +217,73 @@ class OpenAIReranker(ListwiseLLM):
         """The JSON body of one chat completion: the messages and the temperature (no token limit, as published);
         with ``exact_answer_tokens``, ``max_tokens = min_tokens = out(num)`` as hf:/vllm: generate.
         ``--answer logits``: one token and its ``top_logprobs`` alternatives; ``constrained`` (a vLLM or SGLang
-        server): the answer format as ``structured_outputs``' regex (vLLM) and ``regex`` (SGLang)."""
+        server): the answer format as ``structured_outputs``' regex (vLLM) and ``regex`` (SGLang).
+
+        Thinking (:meth:`think_fields`): the template switch, the effort and the budget; a parameter the model refused
+        is left out (temperature) or renamed (``max_tokens`` -> ``max_completion_tokens``)."""
         body: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in prompt.messages],
                                 "temperature": self.temperature}
         answer = self.builder.answer
+        limit: int | None = None
         if answer is AnswerMode.logits:
             body.update(max_tokens=1, logprobs=True, top_logprobs=self.top_logprobs)
         elif answer is AnswerMode.constrained:
             pattern = permutation_regex(prompt.num)
-            body.update(max_tokens=prompt.answer_tokens, structured_outputs={"regex": pattern}, regex=pattern)
-        elif self.exact_answer_tokens:
+            body.update(structured_outputs={"regex": pattern}, regex=pattern)
+            limit = prompt.answer_tokens
+        elif self.exact_answer_tokens and not prompt.think:
             body["max_tokens"] = body["min_tokens"] = prompt.answer_tokens
+        if limit is not None and not prompt.think:
+            body["max_tokens"] = limit
+        body.update(self.think_fields(prompt))
+        for name in self.omitted:
+            body.pop(name, None)
+        if "max_tokens" in self.renamed and "max_tokens" in body:
+            body["max_completion_tokens"] = body.pop("max_tokens")
         return body
+
+    def think_fields(self, prompt: Prompt) -> dict[str, Any]:
+        """What a window's thinking adds to its body: ``chat_template_kwargs.enable_thinking`` whenever ``--thinking``
+        is given (vLLM and SGLang pass it to the template: Qwen3's switch); ``reasoning_effort`` (a window gated off
+        gets the lowest level every reasoning model takes, :data:`~.thinking.GATED_OFF_EFFORT`); with a budget, the
+        completion capped at the budget plus the answer's tokens."""
+        t = self.thinking
+        out: dict[str, Any] = {}
+        if t.thinking is not None:
+            out["chat_template_kwargs"] = {"enable_thinking": bool(prompt.think)}
+        if t.reasoning_effort is not None:
+            out["reasoning_effort"] = (t.reasoning_effort if prompt.think is not False else GATED_OFF_EFFORT).value
+        if prompt.think and t.thinking_budget is not None:
+            out["max_tokens"] = int(t.thinking_budget) + prompt.answer_tokens
+        return out
+
+    def revise(self, body: dict[str, Any], resp: Any) -> dict[str, Any] | None:
+        """A body the model refused (HTTP 400/422) without the parameter it names: ``temperature`` left out (OpenAI's
+        reasoning models take only their default), ``max_tokens`` sent as ``max_completion_tokens``; remembered for
+        every later request (said once). None: the refusal is about something else."""
+        detail = error_detail(resp).lower()
+        try:
+            param = str((resp.json().get("error") or {}).get("param") or "").lower()
+        except (ValueError, AttributeError):
+            param = ""
+        refused = any(w in detail for w in ("unsupported", "not support", "does not support", "only the default"))
+        revised = dict(body)
+        if "temperature" in body and (param == "temperature" or ("temperature" in detail and refused)):
+            self._adapt("omitted", "temperature", "its default sampling")
+            revised.pop("temperature")
+            return revised
+        if "max_tokens" in body and (param == "max_tokens" or ("max_tokens" in detail and (
+                refused or "max_completion_tokens" in detail))):
+            self._adapt("renamed", "max_tokens", "max_completion_tokens")
+            revised["max_completion_tokens"] = revised.pop("max_tokens")
+            return revised
+        return None
+
+    def _adapt(self, kind: str, name: str, instead: str) -> None:
+        held = getattr(self, kind)
+        if name not in held:
+            held.add(name)
+            log.warning("openai: %s refuses %s: sent with %s from now on", self.model, name, instead)
 
     # -- execution ----------------------------------------------------------------------------
 
@@ -231,12 +296,14 @@ class OpenAIReranker(ListwiseLLM):
         delivered as it arrives."""
         prompts = list(prompts)
         self.transport.send([self.payload(p) for p in prompts],
-                            lambda resp, i, started, shown: self._reply(resp, prompts[i], started, shown), deliver)
+                            lambda resp, i, started, shown: self._reply(resp, prompts[i], started, shown), deliver,
+                            self.revise)
 
     def _reply(self, resp: Any, prompt: Prompt, started: float, served_by: str) -> Reply:
         try:
             data = resp.json()
-            message = data["choices"][0]["message"]
+            choice = data["choices"][0]
+            message = choice["message"]
             content = message.get("content") or ""
             if not isinstance(content, str):  # content parts
                 content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
@@ -249,14 +316,48 @@ class OpenAIReranker(ListwiseLLM):
         if self.builder.answer is AnswerMode.logits:
             scores = scores_from_top_logprobs(first_token_alternatives(data), prompt.num)
             content = AnswerDecoding.shown(scores)
+        reasoning = kept_reasoning(message)
+        thought_tokens = reasoning_tokens(usage)
+        if thought_tokens is None and reasoning:
+            thought_tokens = self.counter.count(reasoning)
+        out = int(n_out) if isinstance(n_out, int) else self.counter.count(content)
+        if thought_tokens is not None and isinstance(n_out, int):
+            out = max(0, out - thought_tokens)  # completion tokens hold the thought's: the answer's alone
+        cut = choice.get("finish_reason") == "length" and not content.strip() and bool(reasoning or thought_tokens)
+        if (choice.get("finish_reason") == "length" and prompt.think and CLOSE_TAG not in content.lower()
+                and not reasoning and not thought_tokens and not read_thought(content).thought):
+            cut = True  # asked to think, cut before any sign of an answer: the text is the thought
         return Reply(
             answer=content,
             input_tokens=int(n_in) if isinstance(n_in, int) else prompt.tokens,
-            output_tokens=int(n_out) if isinstance(n_out, int) else self.counter.count(content),
+            output_tokens=out,
             latency=time.perf_counter() - started,
             served_by=served_by,
             scores=scores,
+            reasoning=reasoning,
+            reasoning_tokens=thought_tokens,
+            thinking=bool(prompt.think) or bool(reasoning) or bool(thought_tokens),
+            thought_cut=cut,
         )
+
+
+def kept_reasoning(message: dict[str, Any]) -> str | None:
+    """A thought the server kept apart from the content: ``reasoning_content`` (vLLM, SGLang, DeepSeek) or
+    ``reasoning`` (vLLM's newer name, OpenRouter); None when there is none."""
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            return value
+        if isinstance(value, dict) and isinstance(value.get("content"), str):
+            return value["content"]
+    return None
+
+
+def reasoning_tokens(usage: dict[str, Any]) -> int | None:
+    """The usage's ``completion_tokens_details.reasoning_tokens`` (OpenAI's hidden reasoning), or None."""
+    details = usage.get("completion_tokens_details") or usage.get("output_tokens_details") or {}
+    value = details.get("reasoning_tokens") if isinstance(details, dict) else None
+    return int(value) if isinstance(value, int) and value >= 0 else None
 
 
 def first_token_alternatives(data: dict[str, Any]) -> list[tuple[str, float]]:
@@ -277,7 +378,7 @@ def first_token_alternatives(data: dict[str, Any]) -> list[tuple[str, float]]:
 
 
 @dataclass(frozen=True)
-class OpenAIOptions(PromptOptions):
+class OpenAIOptions(PromptOptions, ThinkingOptions):
     base_url: Optional[list[str]] = Option(help="endpoint (vLLM/SGLang/llama.cpp server, or OpenAI by "
                                            "default); repeat it for replicas: each request goes to the least busy")(None)
     concurrency: int = Option(help="requests in flight per endpoint", domain=at_least(1))(8)

@@ -1,5 +1,9 @@
 """Turning a listwise model's answer (``[2] > [1] > [3]``) into a permutation, as the published code does.
 
+Identifiers written with other digits are read as the digits they are (:func:`ascii_digits`): full-width and
+other scripts' decimal digits (``［１］``), superscripts and subscripts (``[¹²]`` is 12), and numbers that are one
+character (circled ``⑫``, negative circled ``⓬``, parenthesised ``⑿``, ``⒓``), each a number of its own.
+
 The published rule: every non-digit character is a separator; the digit runs are identifiers
 (1-based); a repeated identifier keeps its first place; identifiers outside ``1..n`` are dropped;
 identifiers never mentioned are appended in presented order; an empty answer keeps the presented
@@ -13,6 +17,7 @@ order. Never fatal. Each answer is also counted as
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from ..records import ParseStatus
@@ -30,12 +35,35 @@ class ParsedRanking:
     dropped: int  # out-of-range or repeated mentions ignored
 
 
+def _as_digits(ch: str) -> str:
+    """One non-ASCII character as ASCII: a decimal digit of any script, a superscript or subscript digit (they run
+    together into a number), a one-character number (circled, parenthesised: a number of its own, so set apart),
+    or the character itself."""
+    if unicodedata.category(ch) == "Nd":
+        return str(unicodedata.digit(ch))
+    if unicodedata.category(ch) != "No":
+        return ch
+    value = unicodedata.numeric(ch, None)
+    if value is None or value != int(value) or value < 0:
+        return ch
+    if unicodedata.decomposition(ch).startswith(("<super>", "<sub>")):
+        return str(int(value))
+    return f" {int(value)} "
+
+
+def ascii_digits(text: str) -> str:
+    """``text`` with every digit-like character as ASCII digits (ASCII text is returned as it is)."""
+    if text.isascii():
+        return text
+    return "".join(ch if ch.isascii() else _as_digits(ch) for ch in text)
+
+
 def parse_ranking(text: str | None, n: int) -> ParsedRanking:
     """Parse ``text`` for a window of ``n`` passages (identifiers 1..n) into a full permutation."""
     seen: set[int] = set()
     order: list[int] = []
     dropped = 0
-    for digits in _DIGITS.findall(text or ""):
+    for digits in _DIGITS.findall(ascii_digits(text or "")):
         k = int(digits) - 1
         if 0 <= k < n and k not in seen:
             seen.add(k)
@@ -53,4 +81,4 @@ def parse_ranking(text: str | None, n: int) -> ParsedRanking:
     return ParsedRanking(tuple(order), status, mentioned, dropped)
 
 
-__all__ = ["ParsedRanking", "parse_ranking"]
+__all__ = ["ParsedRanking", "ascii_digits", "parse_ranking"]

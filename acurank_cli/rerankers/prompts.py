@@ -273,30 +273,32 @@ class PromptFormat:
 
     name: str
     source: str
-    render: Callable[[Sequence[Message], Any], str]
+    render: Callable[..., str]
     answer_tokens: Callable[[int, TokenCounter], int] = _counted_answer
     needs_chat_template: bool = False
 
 
-def _render_fixed(template: str, bos: str, eos: str) -> Callable[[Sequence[Message], Any], str]:
-    return lambda messages, tokenizer: render_template(template, messages, bos, eos)
+def _render_fixed(template: str, bos: str, eos: str) -> Callable[..., str]:
+    return lambda messages, tokenizer, **switches: render_template(template, messages, bos, eos)
 
 
-def _render_chat(messages: Sequence[Message], tokenizer: Any) -> str:
+def _render_chat(messages: Sequence[Message], tokenizer: Any, **switches: Any) -> str:
+    """The tokenizer's chat template; ``switches`` are its template variables (``enable_thinking``), given only
+    when set (a template that does not read one ignores it)."""
     if tokenizer is None or not getattr(tokenizer, "chat_template", None):
         raise OptionError("prompt format 'chat' needs a tokenizer with a chat template; use {prompt_format}",
                           prompt_format=("--prompt", "rankvicuna"))
     msgs = [dict(m) for m in messages]
     try:
-        return tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+        return tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True, **switches)
     except Exception:  # a template without a system role (Gemma, Mistral v0.1): system joins the user turn
         if msgs and msgs[0]["role"] == "system" and len(msgs) > 1:
             merged = [{"role": "user", "content": f"{msgs[0]['content']}\n\n{msgs[1]['content']}"}] + msgs[2:]
-            return tokenizer.apply_chat_template(merged, tokenize=False, add_generation_prompt=True)
+            return tokenizer.apply_chat_template(merged, tokenize=False, add_generation_prompt=True, **switches)
         raise
 
 
-def _render_messages(messages: Sequence[Message], tokenizer: Any) -> str:
+def _render_messages(messages: Sequence[Message], tokenizer: Any, **switches: Any) -> str:
     """What the published code counted for a chat endpoint: ``system + "\\n" + user``."""
     return "\n".join(m["content"] for m in messages)
 
@@ -345,6 +347,10 @@ class Prompt:
     answer_tokens: int  # the answer budget out(num)
     clipped: bool  # True when the cap cut some passage
     num: int = 0  # passages in the window
+    #: whether the model thinks on this window (None: its default, nothing sent) and the tokens its thought may
+    #: take (reserved in the context: a local model's thought is forced to end there)
+    think: bool | None = None
+    thought_budget: int = 0
 
 
 def start_max_length(num: int) -> float:
@@ -360,13 +366,18 @@ class PromptBuilder:
     """
 
     def __init__(self, fmt: PromptFormat, counter: TokenCounter, context_size: int = 4096,
-                 tokenizer: Any = None, fix_rendered: bool = True, answer: AnswerMode = AnswerMode.text):
+                 tokenizer: Any = None, fix_rendered: bool = True, answer: AnswerMode = AnswerMode.text,
+                 thought_budget: int = 0):
         self.format = fmt
         self.counter = counter
         self.context_size = int(context_size)
         self.tokenizer = tokenizer
         self.fix_rendered = fix_rendered
         self.answer = AnswerMode(answer)
+        #: tokens a thought may take, reserved in the context of a window that thinks (0: none reserved)
+        self.thought_budget = int(thought_budget)
+        #: the chat template's variables set for every window (``reasoning_effort``, which gpt-oss's template reads)
+        self.template_switches: dict[str, Any] = {}
 
     @property
     def letters(self) -> bool:
@@ -383,18 +394,39 @@ class PromptBuilder:
             return len(answer_text(num)) + 1
         return self.format.answer_tokens(num, self.counter)
 
-    def text(self, messages: Sequence[Message]) -> str:
-        rendered = self.format.render(messages, self.tokenizer)
-        return fix_text(rendered) if self.fix_rendered else rendered
+    def text(self, messages: Sequence[Message], think: bool | None = None) -> str:
+        """The model text. ``think`` (None: nothing said): the template's switch ``enable_thinking``; and the model
+        text of a local model (``fix_rendered``) opens the thought when it thinks and the template did not (as
+        budget forcing does), or closes one the template opened when it does not (R1's distills open ``<think>``
+        themselves)."""
+        switches = {} if think is None else {"enable_thinking": bool(think)}
+        if self.template_switches:
+            switches.update(self.template_switches)
+        rendered = self.format.render(messages, self.tokenizer, **switches)
+        if not self.fix_rendered:
+            return rendered
+        text = fix_text(rendered)
+        if think is None:
+            return text
+        from .thinking import FORCED_CLOSE, OPEN_TAG, opens_thought
 
-    def make(self, query: str, docs: Sequence[Doc], max_length: float) -> tuple[tuple[dict, ...], str, int]:
+        opened = opens_thought(text)
+        if think and not opened:
+            return text + OPEN_TAG + "\n"
+        if not think and opened:
+            return text + FORCED_CLOSE
+        return text
+
+    def make(self, query: str, docs: Sequence[Doc], max_length: float, think: bool | None = None
+             ) -> tuple[tuple[dict, ...], str, int]:
         """Messages, text and token count at one cap."""
         messages = messages_for(query, [passage_content(d, max_length) for d in docs], self.letters)
-        text = self.text(messages)
+        text = self.text(messages, think)
         return messages, text, self.counter.count(text)
 
-    def build(self, query: str, docs: Sequence[Doc]) -> Prompt:
-        """The prompt for a window; the shared cap shrinks until it fits (InputError if 0 words cannot)."""
+    def build(self, query: str, docs: Sequence[Doc], think: bool | None = None) -> Prompt:
+        """The prompt for a window; the shared cap shrinks until it fits (InputError if 0 words cannot). A window
+        that thinks fits with its thought's budget reserved."""
         num = len(docs)
         if num == 0:
             raise InputError("a prompt needs at least one passage")
@@ -402,19 +434,21 @@ class PromptBuilder:
             raise OptionError(f"{{answer}} names passages by letters: a window of {num} passages has more than "
                               f"{len(LETTERS)}; use {{m}}", answer=("--answer", "logits"), m={"api": f"m={len(LETTERS)} or less", "cli": f"--window {len(LETTERS)} or less"})
         out = self.answer_tokens(num)
-        budget = self.context_size - out
+        thought = self.thought_budget if think else 0
+        budget = self.context_size - out - thought
         max_length = start_max_length(num)
         while True:
-            messages, text, tokens = self.make(query, docs, max_length)
+            messages, text, tokens = self.make(query, docs, max_length, think)
             if tokens <= budget:
                 cap = int(max_length)
                 clipped = any(passage_words(d) > cap for d in docs)
                 return Prompt(messages=messages, text=text, tokens=tokens, max_length=cap, answer_tokens=out,
-                              clipped=clipped, num=num)
+                              clipped=clipped, num=num, think=think, thought_budget=thought)
             if int(max_length) <= 0:
                 raise OptionError(
                     f"query {OptionError.literal(repr(query[:60]))}: a window of {num} passages does not fit {{context_size}} "
-                    f"even with empty passages ({tokens} prompt + {out} answer tokens)",
+                    f"even with empty passages ({tokens} prompt + {out} answer"
+                    f"{f' + {thought} thought' if thought else ''} tokens)",
                     context_size=("--context-size", self.context_size)
                 )
             shrunk = max_length - max(1, (tokens - budget) // (num * 4))

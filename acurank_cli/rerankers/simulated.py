@@ -11,6 +11,11 @@ unchanged):
 score(d) = g(d) + noise * z_(window, d) + S * z_d + B * (L - 1 - p) / (L - 1); the order is by score
 descending, ties by smaller position.
 
+Thinking (``--thinking on|gated``, assumptions for offline study, docs/thinking.md): a window answered while
+thinking has its noise multiplied by ``--sim-think-noise`` (default 0.5: the same draw z, shrunk, so thinking
+corrects the model's error rather than drawing another) and costs ``--sim-think-tokens`` thought tokens (default
+1,000), counted apart from the answer's.
+
 With ``--sim-tokens MODEL`` it also counts what each call would cost an LLM: the published prompt
 (:mod:`.prompts`, fitted to 4,096 tokens as the ``openai:`` backend fits it) counted with MODEL's tiktoken
 encoding (``gpt-4o``: ``o200k_base``; offline, the bundled ``cl100k_base``; ``tiktoken:ENCODING`` names one),
@@ -32,6 +37,7 @@ from ..errors import InputError
 from ..records import RerankRequest, RerankResult
 from ..params import Option, ANY_INT, at_least
 from .backend import RerankerBase, register
+from .thinking import ThinkingOptions
 
 _NORMAL = statistics.NormalDist()
 
@@ -82,6 +88,10 @@ class SimulatedReranker(RerankerBase):
     #: builds and counts the prompt a call would send (None: no token accounting)
     builder: Any = field(default=None, repr=False)
     note: str | None = None
+    #: thinking (off by default): which windows think, the noise factor a thought brings and what it costs
+    thinking: ThinkingOptions = field(default_factory=ThinkingOptions)
+    think_noise: float = 0.5
+    think_tokens: int = 1000
 
     def fingerprint(self) -> dict[str, Any]:
         """The oracle's settings and its qrels (a run with other noise, seed or qrels is another run)."""
@@ -94,6 +104,8 @@ class SimulatedReranker(RerankerBase):
             out["position"] = self.position
         if self.builder is not None:  # only then: a plain run's fingerprint is unchanged
             out["tokens"] = self.builder.counter.name
+        if self.thinking.thinking is not None:
+            out.update(self.thinking.identity(), think_noise=self.think_noise, think_tokens=self.think_tokens)
         return out
 
     def notes(self) -> list[str]:
@@ -103,20 +115,24 @@ class SimulatedReranker(RerankerBase):
         """Order every window by its simulated scores (which the answer carries: the graded outcomes' scores)."""
         results = []
         for r in requests:
-            scores = simulated_scores(r.qid, r.docids, self.qrels.get(r.qid, {}), self.noise, self.seed,
+            think = bool(self.thinking.think_for(r.think))
+            noise = self.noise * self.think_noise if think else self.noise
+            scores = simulated_scores(r.qid, r.docids, self.qrels.get(r.qid, {}), noise, self.seed,
                                       self.persistent, self.position)
             order = tuple(sorted(range(len(scores)), key=lambda i: (-scores[i], i)))
+            thought = {"reasoning_tokens": self.think_tokens, "thinking": True} if think else {}
             if self.builder is None:
-                results.append(RerankResult(order=order, scores=tuple(scores)))
+                results.append(RerankResult(order=order, scores=tuple(scores), **thought))
                 continue
             answer = " > ".join(f"[{i + 1}]" for i in order)
             results.append(RerankResult(order=order, input_tokens=self.builder.build(r.query, r.docs).tokens,
-                                        output_tokens=self.builder.counter.count(answer), scores=tuple(scores)))
+                                        output_tokens=self.builder.counter.count(answer), scores=tuple(scores),
+                                        **thought))
         return results
 
 
 @dataclass(frozen=True)
-class SimulatedOptions:
+class SimulatedOptions(ThinkingOptions):
     qrels: Optional[Any] = Option(help="the grades (from --qrels; API: {qid: {docid: grade}} or a qrels file's path)", cli=False)(None)
     sim_noise: float = Option(help="noise of the grades (Gaussian sd)", domain=at_least(0.0, integer=False))(1.0)
     sim_seed: int = Option(help="seed of the noise", domain=ANY_INT)(0)
@@ -126,6 +142,10 @@ class SimulatedOptions:
                                  "the last nothing, linearly between", domain=at_least(0.0, integer=False))(0.0)
     sim_tokens: Optional[str] = Option(help="count the tokens each call would cost: the published prompt and "
                                        "its answer, counted for MODEL (gpt-4o, or tiktoken:ENCODING)")(None)
+    sim_think_noise: float = Option(help="--thinking: a window answered while thinking has its noise multiplied by "
+                                    "this (an assumption: docs/thinking.md)", domain=at_least(0.0, integer=False))(0.5)
+    sim_think_tokens: int = Option(help="--thinking: the thought tokens a thinking window costs (an assumption)",
+                                   domain=at_least(0))(1000)
 
     @property
     def needs_texts(self) -> bool:
@@ -177,4 +197,6 @@ def _factory(arg: str, options: SimulatedOptions) -> SimulatedReranker:
     return SimulatedReranker(qrels, noise=options.sim_noise, seed=options.sim_seed, name=name,
                              persistent=options.sim_persistent, position=options.sim_position,
                              builder=builder,
-                             note=None if builder is None else f"--sim-tokens: {note or 'counting with ' + counter.name}")
+                             note=None if builder is None else f"--sim-tokens: {note or 'counting with ' + counter.name}",
+                             thinking=ThinkingOptions.of(options), think_noise=options.sim_think_noise,
+                             think_tokens=options.sim_think_tokens)

@@ -121,6 +121,13 @@ def error_detail(resp: Any) -> str:
 #: what the backend delivers; raises :class:`Retryable` for a malformed reply.
 ParseReply = Callable[[Any, int, float, str], Any]
 
+#: Asked about a refused request (HTTP 400 or 422): (the body sent, the reply) -> the body to send instead (a
+#: parameter the model does not take left out or renamed), or None: the refusal stands.
+Revise = Callable[[dict, Any], "dict | None"]
+
+#: Revised bodies one request may send (each leaves out or renames one more parameter).
+MAX_REVISIONS = 4
+
 
 class Transport:
     """Sends a batch of request bodies asynchronously and delivers each parsed reply as it arrives."""
@@ -137,9 +144,14 @@ class Transport:
         self._thread: threading.Thread | None = None
         self._event_loop: asyncio.AbstractEventLoop | None = None
         self._client: Any = None
+        self._revise: Revise | None = None
 
-    def send(self, bodies: Sequence[dict], parse: ParseReply, deliver: Callable[[int, Any], None]) -> None:
-        """POST every body (``concurrency`` in flight per endpoint); each parsed reply is delivered as it arrives."""
+    def send(self, bodies: Sequence[dict], parse: ParseReply, deliver: Callable[[int, Any], None],
+             revise: Revise | None = None) -> None:
+        """POST every body (``concurrency`` in flight per endpoint); each parsed reply is delivered as it arrives.
+        ``revise``: asked about a 400/422 reply; a revised body is sent again at once (a parameter the model refuses,
+        :data:`Revise`)."""
+        self._revise = revise
         error = self._run(list(bodies), parse, deliver)
         if error is not None:
             raise BackendError(error)
@@ -227,6 +239,15 @@ class Transport:
             return f"{failures[0]} ({finished} of {len(bodies)} windows of this batch finished)"
         return None
 
+    def _revised(self, body: dict, resp: Any, code: int, revisions: int) -> dict | None:
+        if self._revise is None or code not in (400, 422) or revisions >= MAX_REVISIONS:
+            return None
+        revised = self._revise(body, resp)
+        if revised is None or revised == body:
+            return None
+        self.stats["revised"] += 1
+        return revised
+
     def pool(self) -> "EndpointPool":
         """The endpoints' shared state (in flight, set aside) for one batch; kept across batches."""
         if self._pool is None:
@@ -246,7 +267,10 @@ class Transport:
 
         started = time.perf_counter()
         self.stats["requests"] += 1
-        for attempt in range(self.retries + 1):
+        revisions = 0
+        attempt = -1
+        while attempt < self.retries:
+            attempt += 1
             ep = await pool.acquire(stop)
             if ep is None:
                 raise BackendError("openai: abandoned after another request failed") from None
@@ -268,6 +292,11 @@ class Transport:
                         return reply
                     if code in RETRY_STATUS or code >= 500:
                         raise Retryable(f"HTTP {code}", parse_retry_after(resp.headers))
+                    revised = self._revised(body, resp, code, revisions)
+                    if revised is not None:  # a parameter the model refuses: sent again without it, at once
+                        body, revisions = revised, revisions + 1
+                        attempt -= 1
+                        continue
                     self.stats["failures"] += 1
                     raise BackendError(f"openai: {ep.shown} answered HTTP {code}: {error_detail(resp)}")
                 finally:

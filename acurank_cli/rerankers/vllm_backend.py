@@ -36,6 +36,7 @@ from .checkpoints import config_parameters, converted_folder, dtype_name, hub_kw
 from .answers import LETTERS, AnswerDecoding, AnswerMode, logsumexp
 from .listwise import Deliver, ListwiseLLM, Reply
 from .prompts import HFTokenCounter, Prompt, get_format
+from .thinking import CLOSE_TAG, FORCED_CLOSE, ThinkingOptions, check_local
 
 
 def _import_vllm():
@@ -94,6 +95,7 @@ class VLLMReranker(ListwiseLLM):
         options = options or VLLMOptions()
         if options.prompt_format:
             get_format(options.prompt_format)  # fail before loading weights
+        check_local(options, "vllm")
         try:
             import torch
             from transformers import AutoConfig, AutoTokenizer
@@ -121,7 +123,7 @@ class VLLMReranker(ListwiseLLM):
         self._parameters = config_parameters(config)
         builder = prompt_builder(self.source, tok, options.prompt_format, options.context_size,
                                  getattr(config, "max_position_embeddings", None), self.double_bos, "vllm",
-                                 options.answer)
+                                 options.answer, options)
         self.answer = builder.answer
         self.decoding = AnswerDecoding(tok, self.answer, "vllm")
         engine_args: dict[str, Any] = {
@@ -149,7 +151,7 @@ class VLLMReranker(ListwiseLLM):
             raise InputError(f"vllm: cannot start the engine for {model!r}: {one_line(exc)}") from None
         self._vllm = vllm
         self._requests = 0
-        super().__init__(f"vllm:{model}", builder, options.log_prompts)
+        super().__init__(f"vllm:{model}", builder, options.log_prompts, ThinkingOptions.of(options))
 
     def parameters(self) -> int | None:
         """From the model's config (built on the meta device), for the FLOPs estimate."""
@@ -195,38 +197,74 @@ class VLLMReranker(ListwiseLLM):
         return self._vllm.SamplingParams(**kw)
 
     def generate(self, prompts: Sequence[Prompt], deliver: Deliver) -> None:
-        """Add every prompt to the engine, then step it; each finished request is delivered at once."""
+        """Add every prompt to the engine, then step it; each finished request is delivered at once. Prompts that
+        think have their thought generated first (:meth:`_think`), then answer after it."""
+        counter: HFTokenCounter = self.builder.counter  # type: ignore[assignment]
+        ids = [counter.ids(p.text) for p in prompts]
+        thoughts = self._think(prompts, ids) if any(p.think for p in prompts) else {}
+        sent = [ids[i] + thoughts[i][0] if i in thoughts else ids[i] for i in range(len(prompts))]
+        started = time.perf_counter()
+        for i, out in self._run([(s, self.sampling(p)) for s, p in zip(sent, prompts)]):
+            generated = list(out.outputs[0].token_ids)
+            latency = time.perf_counter() - started
+            if self.answer is AnswerMode.logits:
+                first = out.outputs[0].logprobs[0]  # token id -> Logprob, at the first position
+                scores = tuple(logsumexp([first[t].logprob for t in v]) for v in self.decoding.variants(prompts[i].num))
+                deliver(i, Reply(answer=self.decoding.shown(scores), input_tokens=len(ids[i]),
+                                 output_tokens=len(generated), latency=latency, scores=scores))
+                continue
+            answer = self.tokenizer.decode(generated, skip_special_tokens=True)
+            if i in thoughts:
+                _, text, spent, seconds = thoughts[i]
+                deliver(i, Reply(answer=text + answer, input_tokens=len(ids[i]), output_tokens=len(generated),
+                                 latency=latency + seconds, reasoning_tokens=spent, thinking=True))
+                continue
+            deliver(i, Reply(answer=answer, input_tokens=len(ids[i]), output_tokens=len(generated), latency=latency))
+
+    def _think(self, prompts: Sequence[Prompt], ids: list[list[int]]) -> dict[int, tuple[list[int], str, int, float]]:
+        """The thought of every prompt that thinks: generated until ``</think>`` or the end, at most
+        ``thought_budget`` tokens; a thought that did not end is ended there (budget forcing: ``\n</think>\n\n``
+        written for it). Per prompt: the ids the answer follows, the thought's text, its tokens, its seconds."""
+        close = self.tokenizer.encode(FORCED_CLOSE, add_special_tokens=False)
+        kw: dict[str, Any] = {"temperature": self.temperature, "stop": [CLOSE_TAG], "include_stop_str_in_output": True}
+        if self.temperature > 0:
+            kw["seed"] = self.engine_seed
+        thinking = [i for i, p in enumerate(prompts) if p.think]
+        started = time.perf_counter()
+        jobs = [(ids[i], self._vllm.SamplingParams(max_tokens=prompts[i].thought_budget, **kw)) for i in thinking]
+        out: dict[int, tuple[list[int], str, int, float]] = {}
+        for j, result in self._run(jobs):
+            i = thinking[j]
+            tokens = list(result.outputs[0].token_ids)
+            eos = self.tokenizer.eos_token_id
+            if eos in tokens:
+                tokens = tokens[: tokens.index(eos)]
+            text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+            seconds = time.perf_counter() - started
+            if CLOSE_TAG in text:  # the model ended its thought
+                out[i] = (tokens, text, len(tokens), seconds)
+            else:  # budget forcing
+                out[i] = (tokens + close, text + FORCED_CLOSE, len(tokens), seconds)
+        return out
+
+    def _run(self, jobs: list[tuple[list[int], Any]]) -> Iterator[tuple[int, Any]]:
+        """Add every (prompt ids, sampling) to the engine, step it, and yield (index, output) as each finishes."""
         from vllm.inputs import TokensPrompt
 
-        counter: HFTokenCounter = self.builder.counter  # type: ignore[assignment]
         engine = self.llm.llm_engine
-        owner: dict[str, tuple[int, int]] = {}
-        started = time.perf_counter()
+        owner: dict[str, int] = {}
         try:
-            for i, p in enumerate(prompts):
-                ids = counter.ids(p.text)
+            for i, (ids, params) in enumerate(jobs):
                 self._requests += 1
                 rid = f"acurank-{self._requests}"  # outputs carry this id (the engine may suffix its own copy)
-                engine.add_request(rid, TokensPrompt(prompt_token_ids=ids), self.sampling(p))
-                owner[rid] = (i, len(ids))
+                engine.add_request(rid, TokensPrompt(prompt_token_ids=ids), params)
+                owner[rid] = i
             while owner:
                 if not engine.has_unfinished_requests():
                     raise InputError(f"vllm: the engine dropped {len(owner)} requests without an answer")
                 for out in engine.step():
-                    if not out.finished or out.request_id not in owner:
-                        continue
-                    i, n_in = owner.pop(out.request_id)
-                    generated = list(out.outputs[0].token_ids)
-                    latency = time.perf_counter() - started
-                    if self.answer is AnswerMode.logits:
-                        first = out.outputs[0].logprobs[0]  # token id -> Logprob, at the first position
-                        scores = tuple(logsumexp([first[t].logprob for t in ids])
-                                       for ids in self.decoding.variants(prompts[i].num))
-                        deliver(i, Reply(answer=self.decoding.shown(scores), input_tokens=n_in,
-                                         output_tokens=len(generated), latency=latency, scores=scores))
-                        continue
-                    answer = self.tokenizer.decode(generated, skip_special_tokens=True)
-                    deliver(i, Reply(answer=answer, input_tokens=n_in, output_tokens=len(generated), latency=latency))
+                    if out.finished and out.request_id in owner:
+                        yield owner.pop(out.request_id), out
         finally:
             if owner:  # interrupted: leave the engine empty for the next batch
                 engine.abort_request(list(owner))
@@ -240,7 +278,7 @@ class VLLMReranker(ListwiseLLM):
 
 
 @dataclass(frozen=True)
-class VLLMOptions(PromptOptions, WeightsOptions):
+class VLLMOptions(PromptOptions, WeightsOptions, ThinkingOptions):
     tensor_parallel_size: int = Option(help="GPUs one model is split over (tensor parallelism)", domain=at_least(1))(1)
     gpu_memory_utilization: Optional[float] = Option(help="fraction of GPU memory for weights + KV cache "
                                                      "(vLLM's default 0.9)", domain=between(0.0, 1.0, lo_open=True))(None)

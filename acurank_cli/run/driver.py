@@ -13,18 +13,20 @@ never sent and never counted as calls.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import heapq
 import itertools
 import queue
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Hashable, Iterable, Iterator, Mapping
 
 from ..method.strategy import Strategy
 from ..records import (Answer, CallTally, Doc, IterationRecord, QueryOutcome, RankingTask, RerankRequest, RerankResult,
                        Step, StopReason, final_ranking)
 from ..rerankers.backend import RerankerBase
+from ..rerankers.thinking import ThinkingGate
 from .budget_grants import Allocation
 
 
@@ -69,8 +71,11 @@ class Driver:
         batch_queries: int = 1,
         on_step: StepHook | None = None,
         texts_of: Callable[[RankingTask], Mapping[str, Doc]] | None = None,
+        gate: ThinkingGate | None = None,
     ):
         self.strategy = strategy
+        #: gated thinking (``--thinking gated``): which windows of a step are sent thinking
+        self.gate = gate
         self.reranker = reranker
         self.docs = docs or {}
         self.batch_queries = max(1, batch_queries)
@@ -79,10 +84,13 @@ class Driver:
         #: in every query); None: ``docs``, one mapping for every query (a run's document ids are the corpus's)
         self.texts_of = texts_of
 
-    def _request(self, act: _Active, window: Sequence[str]) -> RerankRequest:
+    def _request(self, act: _Active, j: int) -> RerankRequest:
+        """The request for window ``j`` of the query's current step (with its gate decision, when gated)."""
+        window = act.step.windows[j]
         texts = self.docs if act.docs is None else act.docs
         docs = tuple(texts[d] for d in window) if self.reranker.needs_texts else ()
-        return RerankRequest(act.task.qid, act.task.query, tuple(window), docs)
+        think = None if act.step.think is None else act.step.think[j]
+        return RerankRequest(act.task.qid, act.task.query, tuple(window), docs, think)
 
     def _advance(self, act: _Active, perms) -> QueryOutcome | None:
         """Send permutations into the plan; return the outcome when the plan has finished."""
@@ -100,15 +108,19 @@ class Driver:
                 beta=act.beta,
             )
         step = act.step
+        if self.gate is not None and step.windows and step.straddle is not None:
+            act.step = step = dataclasses.replace(step, think=self.gate.decide(step.straddle()))
         if step.stop is not None:
             act.stop = step.stop
         if step.beta is not None:
             act.beta = step.beta
         sent = tuple(len(w) for w in step.windows if len(w) >= 2)  # a window of one is never sent: no group, no call
         if sent:
+            thinking = None if step.think is None else sum(
+                1 for w, t in zip(step.windows, step.think) if t and len(w) >= 2)
             act.iterations.append(IterationRecord(step=len(act.iterations) + 1, iteration=step.iteration,
                                                   phase=step.phase, uncertain=step.uncertain,
-                                                  groups=len(sent), window_sizes=sent))
+                                                  groups=len(sent), window_sizes=sent, thinking=thinking))
         if self.on_step is not None:
             self.on_step(act.task, step)
         return None
@@ -178,7 +190,7 @@ class Driver:
             act.results = [tuple(range(len(w))) for w in act.step.windows]
             for j, window in enumerate(act.step.windows):
                 if len(window) >= 2:
-                    requests.append(self._request(act, window))
+                    requests.append(self._request(act, j))
                     owners.append((act, j))
         if not requests:
             return
@@ -259,7 +271,7 @@ class _Flight:
             # the request that came first goes first, so each is answered as soon as it can be (the same work,
             # a lower median latency)
             rank = (act.tally.rounds, self.order[id(act)]) if self.ordered else (self.order[id(act)],)
-            jobs = [_Job(act, j, self.driver._request(act, w), rank)
+            jobs = [_Job(act, j, self.driver._request(act, j), rank)
                     for j, w in enumerate(act.step.windows) if len(w) >= 2]
             if jobs:
                 act.pending = len(jobs)

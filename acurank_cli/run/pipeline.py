@@ -13,7 +13,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from ..errors import InputError
+from ..errors import InputError, OptionError
 from ..method.strategy import Strategy, check_tasks
 from ..method.choices import Init
 from ..method.registry import build_strategy, method_options
@@ -21,6 +21,7 @@ from ..params import Domain, ParameterError, at_least
 from ..records import Doc, QueryOutcome, RankingTask
 from ..rerankers.backend import BackendChoice, RerankerBase
 from ..rerankers.cache import default_cache_path, with_cache
+from ..rerankers.thinking import gate_of
 from .driver import QUERIES_PER_LANE, Driver, StepHook
 
 
@@ -139,6 +140,16 @@ class Session:
                              f"building it")
         self.choice = None if self.backend is not None else BackendChoice.of(backend or DEFAULTS.backend, options)
         self.pipeline: Pipeline | None = None
+        #: gated thinking (``--thinking gated``): the gate the driver applies to every step's windows, or None
+        self.gate = gate_of(self.choice.options if self.choice is not None else getattr(self.backend, "thinking", None))
+        self.check_gate(strategy)
+
+    def check_gate(self, strategy: Strategy) -> None:
+        """Gated thinking needs a method that knows how uncertain each window is (refused before anything loads)."""
+        if self.gate is not None and not strategy.knows_uncertainty:
+            raise OptionError(f"{{thinking}} lets a method's uncertainty decide which windows think: method "
+                              f"{OptionError.literal(repr(strategy.name))} has none (use the acurank family or "
+                              "acurank-auto, or --thinking on|off)", thinking=("--thinking", "gated"))
 
     @property
     def needs_texts(self) -> bool:
@@ -151,6 +162,7 @@ class Session:
         from ..method.trueskill import check_scores  # numpy: not at the CLI's start
 
         strategy = strategy or self.strategy
+        self.check_gate(strategy)
         check_scores(tasks, strategy.init, source)
         check_tasks(strategy, tasks)
 
@@ -179,7 +191,7 @@ class Session:
         """Drive the tasks (``strategy``: another k of the same method, as the API's ``top_k`` asks); their passages
         from ``docs`` (one mapping for all) or ``texts_of`` (each query's own)."""
         return Driver(strategy or self.strategy, self.pipeline.reranker, docs, self.pipeline.batch_queries,
-                      on_step, texts_of).run(tasks)
+                      on_step, texts_of, self.gate).run(tasks)
 
     def close(self) -> None:
         """Release the backend, the call cache and any prompt log (closing twice is harmless)."""

@@ -70,7 +70,8 @@ class RerankService:
         self.calls: dict[str, int] = {}  # the driver thread's count of each request's calls so far
         self.draining = False
         self.backend = _Counted(reranker.reranker, self.metrics)
-        self.driver = Driver(reranker.strategy, self.backend, None, limits.max_in_flight, self._on_step)
+        self.driver = Driver(reranker.strategy, self.backend, None, limits.max_in_flight, self._on_step,
+                             gate=reranker.gate)
         self.metrics.watch(self)
         self.thread = threading.Thread(target=self._serve, daemon=True, name="acurank-serve-driver")
         self.thread.start()
