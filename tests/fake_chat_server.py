@@ -17,8 +17,10 @@ class FakeServer:
     Replies rank the passages in reverse (``[n] > ... > [1]``) with usage 100 / 7.
     """
 
-    def __init__(self, script):
+    def __init__(self, script, respond=None):
         self.script = script
+        #: respond(n, body) -> (status, payload): the reply to an "ok" action instead of the reversed ranking
+        self.respond = respond
         self.lock = threading.Lock()
         self.in_flight = 0
         self.max_in_flight = 0
@@ -51,7 +53,10 @@ class FakeServer:
                 try:
                     action = server.script(query, attempt)
                     time.sleep(action[-1])
-                    if action[0] == "ok" and body.get("logprobs"):
+                    if action[0] == "ok" and server.respond is not None:
+                        code, payload = server.respond(n, body)
+                        self._send(code, json.dumps(payload).encode(), {})
+                    elif action[0] == "ok" and body.get("logprobs"):
                         self._send(200, json.dumps(logits_reply(n, body["top_logprobs"])).encode(), {})
                     elif action[0] == "ok":
                         answer = " > ".join(f"[{i}]" for i in range(n, 0, -1))

@@ -29,9 +29,15 @@ CREATE TABLE IF NOT EXISTS calls (
     output_tokens INTEGER NOT NULL,
     latency REAL NOT NULL,
     created REAL NOT NULL,
-    scores TEXT
+    scores TEXT,
+    reasoning_tokens INTEGER,
+    thinking INTEGER,
+    thought TEXT
 )
 """
+
+#: columns added after the first schema: a cache file written before them gains them (NULL in older rows)
+ADDED_COLUMNS = {"scores": "TEXT", "reasoning_tokens": "INTEGER", "thinking": "INTEGER", "thought": "TEXT"}
 
 
 def default_cache_path() -> Path:
@@ -80,8 +86,10 @@ class CachedReranker(RerankerBase):
                 db.execute("PRAGMA synchronous=NORMAL")  # a commit survives a killed process (not a power cut)
                 with db:
                     db.execute(SCHEMA)
-                    if "scores" not in {row[1] for row in db.execute("PRAGMA table_info(calls)")}:
-                        db.execute("ALTER TABLE calls ADD COLUMN scores TEXT")
+                    present = {row[1] for row in db.execute("PRAGMA table_info(calls)")}
+                    for column, kind in ADDED_COLUMNS.items():
+                        if column not in present:
+                            db.execute(f"ALTER TABLE calls ADD COLUMN {column} {kind}")
                 return db
             except sqlite3.OperationalError as exc:
                 db.close()
@@ -118,17 +126,18 @@ class CachedReranker(RerankerBase):
         missing: list[int] = []
         with self._lock:
             rows = [self.db.execute(
-                "SELECT perm, raw, parse, input_tokens, output_tokens, latency, backend, scores FROM calls WHERE key = ?",
-                (key,)).fetchone() for key in keys]
+                "SELECT perm, raw, parse, input_tokens, output_tokens, latency, backend, scores, reasoning_tokens, "
+                "thinking, thought FROM calls WHERE key = ?", (key,)).fetchone() for key in keys]
         for i, row in enumerate(rows):
             if row is None:
                 missing.append(i)
                 continue
-            perm, raw, parse, tin, tout, latency, backend, scores = row
+            perm, raw, parse, tin, tout, latency, backend, scores, reasoning, thinking, thought = row
             results[i] = RerankResult(order=tuple(json.loads(perm)), input_tokens=tin, output_tokens=tout,
                                       latency=latency, parse=ParseStatus(parse), cached=True, raw=raw,
                                       backend=backend,
-                                      scores=None if scores is None else tuple(json.loads(scores)))
+                                      scores=None if scores is None else tuple(json.loads(scores)),
+                                      reasoning_tokens=reasoning or 0, thinking=bool(thinking), thought=thought or "")
             if on_result is not None:
                 on_result(i, results[i])
         self.hits += len(requests) - len(missing)
@@ -155,10 +164,11 @@ class CachedReranker(RerankerBase):
         with self._lock, self.db:
             self.db.execute(
                 "INSERT OR REPLACE INTO calls (key, backend, identity, perm, raw, parse, input_tokens, output_tokens, "
-                "latency, created, scores) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                "latency, created, scores, reasoning_tokens, thinking, thought) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (key, res.backend or self.name, self.identity, json.dumps(list(res.order)),
                  res.raw, str(res.parse), res.input_tokens, res.output_tokens, res.latency, time.time(),
-                 None if res.scores is None else json.dumps(list(res.scores))),
+                 None if res.scores is None else json.dumps(list(res.scores)),
+                 res.reasoning_tokens or None, int(res.thinking) if res.thinking else None, res.thought or None),
             )
 
     def close(self) -> None:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, fields
 from typing import Optional
 
 from ..errors import OptionError
-from ..params import Option, at_least, between
+from ..params import Option, at_least, between, flag_of
 from ..records import Label
 
 
@@ -92,6 +92,14 @@ class ThinkingOptions:
                                           domain=between(0.0, 1.0))(None)
 
     def __post_init__(self) -> None:
+        for name, kind in (("thinking", Thinking), ("reasoning_effort", ReasoningEffort)):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, kind):
+                try:
+                    object.__setattr__(self, name, kind(str(value).lower()))
+                except ValueError:
+                    raise OptionError(f"{{{name}}}: must be one of {', '.join(k.value for k in kind)}",
+                                      **{name: (flag_of(name), value)}) from None
         if self.think_above is not None and self.thinking is not Thinking.gated:
             raise OptionError("{think_above} goes with {thinking}", think_above="--think-above",
                               thinking=("--thinking", "gated"))

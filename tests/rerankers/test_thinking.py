@@ -1,0 +1,287 @@
+"""Rerankers that think: the answer is read, never the thought, from every form a server emits; thinking's
+controls reach the request; thoughts are counted apart; gated thinking thinks where the method is uncertain."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from acurank_cli.errors import InputError
+from acurank_cli.method.uncertainty import straddle
+from acurank_cli.records import Doc, ParseStatus, RerankRequest
+from acurank_cli.rerankers.backend import build_reranker
+from acurank_cli.rerankers.parsing import ascii_digits, parse_ranking
+from acurank_cli.rerankers.thinking import ThinkingGate, opens_thought, read_thought
+from fake_chat_server import FakeServer
+
+
+@pytest.fixture(autouse=True)
+def _no_key(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+# -- the one reader -----------------------------------------------------------------------------------------------
+
+REAL, DECOY = "[3] > [1] > [2]", "[2] > [3] > [1]"
+
+
+@pytest.mark.parametrize("text", [
+    f"<think>at first glance {DECOY}, but no</think>\n\n{REAL}",
+    f"at first glance {DECOY}</think>{REAL}",  # the opening tag was in the template (R1's distills)
+    f"<THINK>{DECOY}</THINK> {REAL}",
+    f"<thinking>{DECOY}</thinking>{REAL}",
+    f"<thought>{DECOY}</thought>{REAL}",
+    f"<reasoning>{DECOY}</reasoning>{REAL}",
+    f"<seed:think>{DECOY}</seed:think>{REAL}",
+    f"◁think▷{DECOY}◁/think▷{REAL}",
+    f"<|begin_of_thought|>{DECOY}<|end_of_thought|><|begin_of_solution|>{REAL}<|end_of_solution|>",
+    f"<|START_THINKING|>{DECOY}<|END_THINKING|>{REAL}",
+    f"[THINK]{DECOY}[/THINK]{REAL}",
+    f"<think>{DECOY}</think><answer>{REAL}</answer>",
+    f"<think>one {DECOY}</think><think>two {DECOY}</think>{REAL}",  # the answer follows the last thought
+    f"<|channel|>analysis<|message|>{DECOY}<|end|><|start|>assistant<|channel|>final<|message|>{REAL}<|return|>",
+])
+def test_the_ranking_is_read_from_the_answer_never_the_thought(text):
+    thought = read_thought(text)
+    assert not thought.cut and DECOY in thought.thought
+    assert parse_ranking(thought.answer, 3).order == (2, 0, 1)
+
+
+@pytest.mark.parametrize("text,opened", [
+    (f"<think>at first {DECOY} and then", False),  # cut inside the thought
+    (f"at first {DECOY}", True),  # the prompt opened the thought, which never closed
+    (f"<|channel|>analysis<|message|>{DECOY}", False),  # gpt-oss: no final message
+])
+def test_a_thought_that_never_ended_is_cut(text, opened):
+    thought = read_thought(text, opened=opened)
+    assert thought.cut and thought.answer == ""
+
+
+def test_the_answer_runs_to_a_new_thought_that_never_ended():
+    assert read_thought(f"<think>x</think>{REAL}<think>again {DECOY}").answer == REAL
+
+
+def test_a_servers_reasoning_field_is_kept_apart_and_a_plain_answer_is_untouched():
+    thought = read_thought(REAL, reasoning=f"first {DECOY}")
+    assert thought.answer == REAL and thought.thought == f"first {DECOY}"
+    assert read_thought("  [1] > [2]\n").answer == "  [1] > [2]\n"  # byte for byte, as the published parser reads it
+
+
+def test_a_prompt_that_opens_a_thought():
+    assert opens_thought("<|assistant|>\n<think>\n")
+    assert not opens_thought("<|assistant|>\n<think>\n\n</think>\n\n")
+    assert not opens_thought("<|assistant|>\n")
+
+
+def test_identifiers_in_other_digits_are_read_as_digits():
+    assert ascii_digits("[¹²] > [３] > ⑫ > ⓬") == "[12] > [3] >  12  >  12 "
+    assert parse_ranking("[²] > [¹] > [³]", 3).order == (1, 0, 2)
+    assert parse_ranking("② > ③ > ①", 3).order == (1, 2, 0)
+    assert parse_ranking("［３］ > ［１］ > ［２］", 3).order == (2, 0, 1)
+    assert parse_ranking("[1] > [2]", 2).status == ParseStatus.ok
+
+
+# -- openai: against loopback servers that answer as each family does ---------------------------------------------
+
+
+def _reqs(queries=("alpha", "beta", "gamma"), n=4):
+    return [RerankRequest(f"q{i}", q, tuple(f"d{j}" for j in range(n)),
+                          tuple(Doc(f"d{j}", f"passage {j} about {q}") for j in range(n))) for i, q in enumerate(queries)]
+
+
+def _answer(n):
+    return " > ".join(f"[{i}]" for i in (2, 1, *range(n, 2, -1)))  # a final answer no decoy equals
+
+
+def _message(n, style):
+    real, decoy = _answer(n), " > ".join(f"[{i}]" for i in range(n, 0, -1))
+    if style == "plain":
+        return {"content": real}, {}
+    if style == "inline":
+        return {"content": f"<think>\nAt first glance {decoy}. Let me check.\n</think>\n\n{real}"}, {}
+    if style == "close-only":
+        return {"content": f"At first glance {decoy}.\n</think>\n\n{real}"}, {}
+    if style == "field":
+        return {"content": real, "reasoning_content": f"At first glance {decoy}."}, {}
+    if style == "hidden":
+        return {"content": real}, {"completion_tokens_details": {"reasoning_tokens": 50}}
+    if style == "cut":
+        return {"content": f"<think>\nAt first glance {decoy}. Hmm"}, {}
+    raise AssertionError(style)
+
+
+def _server(style, refuse=False):
+    def respond(n, body):
+        if refuse and "temperature" in body:
+            return 400, {"error": {"message": "Unsupported value: 'temperature' does not support 0 with this model. "
+                                              "Only the default (1) value is supported.", "param": "temperature"}}
+        if refuse and "max_tokens" in body:
+            return 400, {"error": {"message": "Unsupported parameter: 'max_tokens' is not supported with this "
+                                              "model. Use 'max_completion_tokens' instead.", "param": "max_tokens"}}
+        message, details = _message(n, style)
+        usage = {"prompt_tokens": 100, "completion_tokens": 57 if style == "hidden" else 9, **details}
+        finish = "length" if style == "cut" else "stop"
+        return 200, {"choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}],
+                     "usage": usage}
+
+    return FakeServer(lambda q, a: ("ok", 0.0), respond)
+
+
+def _rerank(style, refuse=False, **kw):
+    with _server(style, refuse) as srv:
+        rr = build_reranker("openai:qwen3", base_url=srv.base_url, concurrency=2, timeout=5.0, retries=0, **kw)
+        results = rr.rerank(_reqs())
+        rr.close()
+    return results, srv
+
+
+@pytest.mark.parametrize("answer", ["text", "constrained"])
+@pytest.mark.parametrize("style", ["inline", "close-only", "field", "hidden"])
+def test_a_thinking_servers_run_equals_a_plain_servers(style, answer):
+    plain, _ = _rerank("plain", answer=answer)
+    thought, _ = _rerank(style, answer=answer)
+    assert [r.order for r in thought] == [r.order for r in plain] == [(1, 0, 3, 2)] * 3
+    assert all(r.parse == ParseStatus.ok and r.raw == _answer(4) for r in thought)
+    assert all(r.reasoning_tokens > 0 and r.thinking for r in thought)
+    if style == "hidden":  # the usage's count; the answer's tokens are the rest of the completion
+        assert [(r.reasoning_tokens, r.output_tokens) for r in thought] == [(50, 7)] * 3
+
+
+def test_a_cut_thought_is_counted_and_its_decoy_never_read():
+    results, _ = _rerank("cut", thinking="on", thinking_budget=64)
+    assert all(r.parse == ParseStatus.thought_cut and r.order == (0, 1, 2, 3) for r in results)
+    assert all(r.raw == "" and "At first glance" in r.thought for r in results)
+
+
+def test_a_reasoning_model_that_refuses_temperature_and_max_tokens_is_answered():
+    plain, _ = _rerank("plain")
+    results, srv = _rerank("hidden", refuse=True, thinking="on", thinking_budget=200)
+    assert [r.order for r in results] == [r.order for r in plain]
+    last = srv.bodies[-1]
+    assert "temperature" not in last and "max_tokens" not in last
+    assert last["max_completion_tokens"] > 200  # the budget plus the answer's tokens
+    assert last["chat_template_kwargs"] == {"enable_thinking": True}
+    refused = [b for b in srv.bodies if "temperature" in b or "max_tokens" in b]
+    assert len(refused) <= 2 * len(results)  # each request revised at most once per parameter, never a failed run
+
+
+def test_the_controls_reach_the_request():
+    _, srv = _rerank("hidden", reasoning_effort="high")
+    body = srv.bodies[0]
+    assert body["reasoning_effort"] == "high" and "temperature" not in body and "chat_template_kwargs" not in body
+    _, srv = _rerank("plain", thinking="off")
+    assert srv.bodies[0]["chat_template_kwargs"] == {"enable_thinking": False} and "max_tokens" not in srv.bodies[0]
+    _, srv = _rerank("plain")
+    assert set(srv.bodies[0]) == {"model", "messages", "temperature"}  # no flag: nothing sent, as published
+
+
+def test_impossible_combinations_are_refused_in_one_line():
+    with pytest.raises(InputError, match="think_above goes with thinking='gated'"):
+        build_reranker("openai:m", base_url="http://127.0.0.1:9/v1", think_above=0.5)
+    with pytest.raises(InputError, match="thinking='sometimes': must be one of off, on, gated"):
+        build_reranker("openai:m", base_url="http://127.0.0.1:9/v1", thinking="sometimes")
+    with pytest.raises(InputError, match="reasoning_effort"):
+        build_reranker("openai:m", base_url="http://127.0.0.1:9/v1", thinking="off", reasoning_effort="high")
+
+
+# -- the gate -------------------------------------------------------------------------------------------------------
+
+
+def test_straddle_by_hand():
+    prob = np.array([1.0, 1.0, 0.0, 0.0, 0.9, 0.1, 0.1, 0.1, 0.5, 0.5])
+    assert straddle(prob, [[0, 1, 2, 3], [0, 1], [4, 5, 6, 7], [8, 9]]) == pytest.approx((1.0, 0.0, 0.6, 1.0))
+    unjudged = np.array([False, False, True, True] + [False] * 6)
+    assert straddle(prob, [[0, 1], [0, 1, 2], [2, 3]], unjudged) == pytest.approx((0.0, max(2 / 3, 2 / 3), 1.0))
+    assert ThinkingGate(0.6).decide((0.6, 0.59, 1.0)) == (True, False, True)
+
+
+def _cli(tmp_path, *args, check=True):
+    from conftest import acurank
+
+    return acurank("rerank", "sample_runs/dl19/bm25.run", "--reranker", "simulated", "--qrels",
+                   "sample_runs/dl19/qrels.txt", "--no-cache", "--quiet", "--qids", "264014,1110199",
+                   "-o", tmp_path / "x.run", "--overwrite", *args, check=check)
+
+
+def test_gated_thinking_needs_a_method_with_an_uncertainty(tmp_path):
+    _cli(tmp_path, "--method", "acurank", "--thinking", "gated")
+    for method in ("sw-1", "tourrank-1"):
+        refused = _cli(tmp_path, "--method", method, "--thinking", "gated", check=False)
+        assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+        assert "--thinking gated" in refused.stderr and repr(method) in refused.stderr
+
+
+def test_at_think_above_one_only_the_first_judgements_think(tmp_path):
+    """Every initial window holds only unjudged documents (measure 1); no later window straddles exactly evenly."""
+    _cli(tmp_path, "--method", "acurank", "--thinking", "gated", "--think-above", "1.0",
+         "--sim-think-tokens", "100", "--trace", tmp_path / "t.jsonl")
+    stats = [json.loads(line) for line in open(tmp_path / "x.stats.jsonl")]
+    for rec in stats:
+        initial = [it for it in rec["iterations"] if it["phase"] == "initial"]
+        assert [it["thinking"] for it in initial] == [it["groups"] for it in initial] == [5]
+        assert all(it["thinking"] == 0 for it in rec["iterations"] if it["phase"] != "initial")
+        assert rec["thinking_calls"] == 5 and rec["reasoning_tokens"] == 500
+    traced = [json.loads(line) for line in open(tmp_path / "t.jsonl")]
+    steps = [t for t in traced if t["phase"] in ("adaptive", "final")]  # the steps a trace holds with windows
+    assert steps and all(t["think"] and not any(t["think"]) for t in steps)
+    assert all("think" not in t for t in traced if t["phase"] == "done")
+
+
+def test_thinking_lowers_the_simulated_noise_and_costs_its_tokens():
+    qrels = {"q": {"a": 3, "b": 2, "c": 1, "d": 0}}
+    req = RerankRequest("q", "query", ("d", "c", "b", "a"))
+    noisy = build_reranker("simulated", qrels=qrels, sim_noise=50.0, thinking="off").rerank([req])[0]
+    thinking = build_reranker("simulated", qrels=qrels, sim_noise=50.0, thinking="on", sim_think_noise=0.0,
+                              sim_think_tokens=321).rerank([req])[0]
+    assert thinking.order == (3, 2, 1, 0) and thinking.reasoning_tokens == 321 and thinking.thinking
+    assert noisy.reasoning_tokens == 0 and not noisy.thinking
+
+
+# -- hf: a tiny model whose chat template can think -----------------------------------------------------------------
+
+#: Qwen3's switch, as its template has it: with enable_thinking false, an empty thought is written for the model
+THINKING_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}{{ eos_token }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% if enable_thinking is defined and enable_thinking is false %}"
+    "<think>\n\n</think>\n\n{% endif %}{% endif %}"
+)
+
+
+@pytest.fixture(scope="module")
+def thinking_model(tmp_path_factory):
+    from tiny_models import build_model_dir
+
+    return build_model_dir(tmp_path_factory.mktemp("tiny-thinking"), THINKING_TEMPLATE)
+
+
+def _hf(path, **kw):
+    return build_reranker(f"hf:{path}", device="cpu", context_size=1024, batch_size=4, **kw)
+
+
+def test_hf_thinking_off_shows_in_the_prompt_bytes(thinking_model):
+    req = _reqs(("alpha",))[0]
+    off = _hf(thinking_model, thinking="off").prompt_key(req)
+    default = _hf(thinking_model).prompt_key(req)
+    assert off.endswith("<|assistant|>\n<think>\n\n</think>\n\n") and default.endswith("<|assistant|>\n")
+    assert off == default + "<think>\n\n</think>\n\n"
+
+
+def test_hf_every_window_answers_at_exactly_the_budget(thinking_model):
+    """The random model never closes its thought: budget forcing ends it at 6 tokens, and the answer follows."""
+    rr = _hf(thinking_model, thinking="on", thinking_budget=6)
+    reqs = _reqs(("alpha", "beta", "gamma", "delta", "epsilon"))
+    assert rr.prompt_key(reqs[0]).endswith("<|assistant|>\n<think>\n")  # the thought opened for it
+    results = rr.rerank(reqs)
+    assert [r.reasoning_tokens for r in results] == [6] * 5
+    assert all(r.thinking and r.parse != ParseStatus.thought_cut for r in results)
+    answers = _hf(thinking_model, thinking="off").rerank(reqs)
+    assert all(r.output_tokens == a.output_tokens for r, a in zip(results, answers))  # out(num) after the thought
+
+
+def test_hf_refuses_what_cannot_work(thinking_model):
+    with pytest.raises(InputError, match="thinking_budget"):
+        _hf(thinking_model, thinking_budget=8)
+    with pytest.raises(InputError, match="answer='logits'"):
+        _hf(thinking_model, thinking="on", answer="logits")
