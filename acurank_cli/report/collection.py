@@ -37,7 +37,7 @@ from ..records import Run, StatsRecord
 #: Cost measures a stats file can provide (x axes of the Pareto plot).
 COST_KINDS = ("calls", "tokens", "seconds", "rounds", "flops")
 #: Every per-query figure a stats file can provide (the efficiency table's columns).
-STAT_KINDS = (*COST_KINDS, "input_tokens", "output_tokens", "window", "cached")
+STAT_KINDS = (*COST_KINDS, "input_tokens", "output_tokens", "thinking_tokens", "window", "cached")
 QRELS_NAMES = ("qrels.txt", "qrels.txt.gz", "qrels", "qrels.tsv")
 TOPICS_NAMES = ("topics.tsv", "topics.tsv.gz", "topics.txt")
 
@@ -48,7 +48,8 @@ def _record_cost(rec: StatsRecord, kind: str) -> float | None:
         sizes = rec.window_sizes
         return sum(sizes) / len(sizes) if sizes else None
     value = {"calls": rec.calls, "cached": rec.cached_calls, "tokens": rec.tokens, "seconds": rec.seconds, "rounds": rec.rounds, "flops": rec.flops,
-             "input_tokens": rec.input_tokens, "output_tokens": rec.output_tokens}[kind]
+             "input_tokens": rec.input_tokens, "output_tokens": rec.output_tokens,
+             "thinking_tokens": rec.reasoning_tokens or 0}[kind]
     return None if value is None else float(value)
 
 

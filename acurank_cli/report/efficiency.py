@@ -19,6 +19,14 @@ from .tables import ordered_methods
 #: (stats kind, column title, digits)
 COLUMNS = (("calls", "Calls/q", 2), ("cached", "Cached/q", 2), ("window", "Window", 2), ("input_tokens", "Input tokens/q", 0),
            ("output_tokens", "Output tokens/q", 0), ("seconds", "Latency s/q", 3), ("flops", "TFLOPs/q", 2))
+#: shown beside the answer's tokens where a run of the dataset thought (``--thinking``; docs/thinking.md)
+THINKING = ("thinking_tokens", "Thinking tokens/q", 0)
+
+
+def _columns(coll: Collection, ds: str, methods: list[str]) -> tuple:
+    """The table's columns: the thinking tokens' only where some run of the dataset spent any."""
+    thought = any((coll.mean_cost(ds, m, THINKING[0]) or 0) > 0 for m in methods if coll.has(ds, m))
+    return COLUMNS[:5] + (THINKING,) + COLUMNS[5:] if thought else COLUMNS
 
 
 def _change(value: float | None, base: float | None) -> float | None:
@@ -32,7 +40,8 @@ def build_efficiency(coll: Collection, baseline: str | None = None) -> Report:
     for ds in coll.datasets:
         base = baseline if baseline and coll.has(ds, baseline) else None
         base_vals = {k: coll.mean_cost(ds, base, k) for k in ("input_tokens", "flops")} if base else {}
-        columns = ["Method", *(c[1] for c in COLUMNS)]
+        kinds = _columns(coll, ds, methods)
+        columns = ["Method", *(c[1] for c in kinds)]
         if base:
             columns += [f"Input vs {base}", f"FLOPs vs {base}"]
         table = Table(f"{ds}: efficiency per query", columns)
@@ -40,9 +49,9 @@ def build_efficiency(coll: Collection, baseline: str | None = None) -> Report:
         for m in methods:
             if not coll.has(ds, m):
                 continue
-            values = {kind: coll.mean_cost(ds, m, kind) for kind, _, _ in COLUMNS}
+            values = {kind: coll.mean_cost(ds, m, kind) for kind, _, _ in kinds}
             scaled = {**values, "flops": None if values["flops"] is None else values["flops"] / 1e12}
-            cells = [m] + [num(scaled[kind], digits) if digits else _int(scaled[kind]) for kind, _, digits in COLUMNS]
+            cells = [m] + [num(scaled[kind], digits) if digits else _int(scaled[kind]) for kind, _, digits in kinds]
             rec = {"dataset": ds, "method": m, **values}
             if base:
                 d_in = _change(values["input_tokens"], base_vals["input_tokens"])
@@ -60,6 +69,9 @@ def build_efficiency(coll: Collection, baseline: str | None = None) -> Report:
             f"(input + output tokens) / 1e12, {MISSING} where the run did not know its model's size "
             "(--model-params sets it)."
         ]
+        if THINKING in kinds:
+            table.notes.append("Thinking tokens: spent on thoughts (--thinking), apart from the answer's output "
+                               "tokens; the TFLOPs estimate counts them too.")
         tables.append(table)
     return Report(tables, records, data)
 

@@ -71,6 +71,12 @@ COMMANDS: dict[str, Run | Skip] = {
         Skip(GPU),
     "acurank serve --reranker openai:castorini/rank_zephyr_7b_v1_full --base-url http://127.0.0.1:8001/v1 --method acurank-9":
         Skip(SERVER),
+    # docs/thinking.md
+    "acurank rerank sample_runs/dl19/bm25.run --method acurank --reranker simulated --qrels sample_runs/dl19/qrels.txt "
+    "--thinking gated --stats gated.stats.jsonl > gated.run": Run(),
+    "python -m vllm.entrypoints.openai.api_server --model Qwen/Qwen3-8B --reasoning-parser qwen3 --port 8000 &": Skip(GPU),
+    "acurank rerank bm25.run --method acurank --reranker openai:Qwen/Qwen3-8B --base-url http://127.0.0.1:8000/v1 "
+    "--thinking gated --thinking-budget 512 > gated.run": Skip(GPU),
     "acurank eval acurank.run --qrels qrels.txt": Run(
         setup="cp sample_runs/dl19/bm25.run acurank.run && cp sample_runs/dl19/qrels.txt qrels.txt",
         expect=("0.5058",)),

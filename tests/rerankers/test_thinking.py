@@ -285,3 +285,21 @@ def test_hf_refuses_what_cannot_work(thinking_model):
         _hf(thinking_model, thinking_budget=8)
     with pytest.raises(InputError, match="answer='logits'"):
         _hf(thinking_model, thinking="on", answer="logits")
+
+
+def test_report_efficiency_shows_thinking_tokens_beside_answer_tokens(tmp_path):
+    from conftest import acurank
+
+    runs = tmp_path / "runs" / "dl19"
+    runs.mkdir(parents=True)
+    (runs / "qrels.txt").write_text(open("sample_runs/dl19/qrels.txt").read())
+    for name, flags in (("off", ()), ("on", ("--thinking", "on", "--sim-think-tokens", "250"))):
+        _cli(tmp_path, "--method", "acurank", *flags)
+        (tmp_path / "x.run").rename(runs / f"acurank-{name}.run")
+        (tmp_path / "x.stats.jsonl").rename(runs / f"acurank-{name}.stats.jsonl")
+    shown = acurank("report", "efficiency", "--runs", tmp_path / "runs", "--format", "csv").stdout
+    header, *rows = [line.split(",") for line in shown.strip().splitlines() if line]
+    assert header.index("thinking_tokens") == header.index("output_tokens") + 1  # beside the answer's tokens
+    by = {r[1]: dict(zip(header, r)) for r in rows}
+    assert float(by["acurank-off"]["thinking_tokens"]) == 0
+    assert float(by["acurank-on"]["thinking_tokens"]) == pytest.approx(250 * float(by["acurank-on"]["calls"]))

@@ -1,0 +1,109 @@
+"""Thinking off, on, and gated at several thresholds: nDCG@10 against thinking tokens, simulated (BENCHMARKS.md 19).
+
+The simulated reranker's thinking model is an assumption (docs/thinking.md): a window answered while thinking has
+its noise multiplied by ``--sim-think-noise`` and costs ``--sim-think-tokens`` thought tokens. Every figure here is
+that simulation's, not a real model's.
+
+    python benchmarks/thinking.py [--datasets dl19,dl20] [--method acurank] [--noise 2.0] [--plot docs/thinking-pareto.png]
+
+Prints a table per dataset and writes benchmarks/results/thinking.json (and the Pareto plot when asked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+THRESHOLDS = (0.5, 0.7, 0.9, 0.95, 1.0)
+
+
+def run(ds: str, method: str, noise: float, thinking: str, above: float | None, out: Path) -> dict:
+    """One run through the API's composition root (the CLI's rerank), its nDCG@10 and its tokens a query."""
+    from acurank_cli.cli.app import main
+    from acurank_cli.evaluation import evaluate
+    from acurank_cli.io.collection_files import read_qrels
+    from acurank_cli.io.runs import read_run
+
+    sample = ROOT / "sample_runs" / ds
+    args = ["rerank", str(sample / "bm25.run"), "--method", method, "--reranker", "simulated", "--qrels",
+            str(sample / "qrels.txt"), "--sim-noise", str(noise), "--no-cache", "--quiet", "--overwrite",
+            "-o", str(out), "--thinking", thinking]
+    if above is not None:
+        args += ["--think-above", str(above)]
+    if main(args) != 0:
+        raise SystemExit(f"failed: {' '.join(args)}")
+    qrels = read_qrels(sample / "qrels.txt")
+    ndcg = evaluate(read_run(out).scores(), qrels, ["nDCG@10"]).mean("nDCG@10")
+    stats = [json.loads(line) for line in open(out.with_suffix(".stats.jsonl"))]
+    n = len(stats)
+    return {"dataset": ds, "thinking": thinking if above is None else f"gated {above:g}", "ndcg10": round(ndcg, 4),
+            "calls": round(sum(r["calls"] for r in stats) / n, 2),
+            "thinking_calls": round(sum(r.get("thinking_calls") or 0 for r in stats) / n, 2),
+            "thinking_tokens": round(sum(r.get("reasoning_tokens") or 0 for r in stats) / n, 1)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--datasets", default="dl19,dl20")
+    ap.add_argument("--method", default="acurank")
+    ap.add_argument("--noise", type=float, default=2.0)
+    ap.add_argument("--plot", default=None)
+    a = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for ds in a.datasets.split(","):
+            for thinking, above in [("off", None), ("on", None)] + [("gated", t) for t in THRESHOLDS]:
+                rows.append(run(ds, a.method, a.noise, thinking, above, Path(tmp) / f"{ds}.{thinking}.{above}.run"))
+    for ds in a.datasets.split(","):
+        mine = [r for r in rows if r["dataset"] == ds]
+        off = next(r for r in mine if r["thinking"] == "off")
+        on = next(r for r in mine if r["thinking"] == "on")
+        gain = on["ndcg10"] - off["ndcg10"]
+        print(f"\n{ds} ({a.method}, simulated noise {a.noise:g}, thinking noise x0.5, 1,000 tokens a thought)")
+        print("| thinking | nDCG@10 | calls/q | thinking calls/q | thinking tokens/q | share of on's gain | share of on's tokens |")
+        print("|---|---|---|---|---|---|---|")
+        for r in mine:
+            share = (r["ndcg10"] - off["ndcg10"]) / gain if gain else float("nan")
+            tokens = r["thinking_tokens"] / on["thinking_tokens"] if on["thinking_tokens"] else 0.0
+            r.update(gain_share=round(share, 3), token_share=round(tokens, 3))
+            print(f"| {r['thinking']} | {r['ndcg10']:.4f} | {r['calls']:.2f} | {r['thinking_calls']:.2f} | "
+                  f"{r['thinking_tokens']:.0f} | {share:.0%} | {tokens:.0%} |")
+    results = ROOT / "benchmarks" / "results"
+    results.mkdir(exist_ok=True)
+    (results / "thinking.json").write_text(json.dumps({"method": a.method, "noise": a.noise, "rows": rows}, indent=1))
+    if a.plot:
+        plot(rows, a.plot)
+    return 0
+
+
+def plot(rows: list[dict], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for ds, marker in zip(sorted({r["dataset"] for r in rows}), "os^"):
+        mine = [r for r in rows if r["dataset"] == ds]
+        ax.plot([r["thinking_tokens"] for r in mine[2:]], [r["ndcg10"] for r in mine[2:]], marker + "-",
+                label=f"{ds} gated")
+        for r in mine:
+            ax.annotate(r["thinking"], (r["thinking_tokens"], r["ndcg10"]), fontsize=7, xytext=(3, 3),
+                        textcoords="offset points")
+        ax.plot([mine[0]["thinking_tokens"], mine[1]["thinking_tokens"]], [mine[0]["ndcg10"], mine[1]["ndcg10"]],
+                marker, color="grey", linestyle=":", label=f"{ds} off / on")
+    ax.set_xlabel("thinking tokens per query (simulated)")
+    ax.set_ylabel("nDCG@10")
+    ax.set_title("Gated thinking (AcuRank, simulated reranker)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())
