@@ -131,6 +131,21 @@ def test_vllm_batch_equals_one_by_one_and_delivers_each(tiny32):
         rr.close()
 
 
+def test_vllm_thinking_is_forced_to_end_at_the_budget(tiny32):
+    """The tiny random model never closes its thought: the engine ends it at 5 tokens and answers after it."""
+    texts = ["Paris is the capital of France.", "The fox jumps over the dog.", "lazy dog", "France [2] Paris"]
+    reqs = [RerankRequest(f"q{k}", f"capital of France {'?' * k}", tuple(f"d{i}" for i in range(k)),
+                          tuple(Doc(f"d{i}", texts[i]) for i in range(k))) for k in range(2, 5)]
+    rr = build_reranker(f"vllm:{tiny32}", dtype="fp32", context_size=1024, kv_cache_gib=1, thinking="on",
+                        thinking_budget=5)
+    try:
+        results = rr.rerank(reqs)
+    finally:
+        rr.close()
+    assert [r.reasoning_tokens for r in results] == [5, 5, 5]
+    assert all(r.thinking and r.parse != "thought-cut" and r.thought for r in results)
+
+
 def test_vllm_options_are_checked_before_loading(tiny32):
     from acurank_cli.errors import InputError
 
