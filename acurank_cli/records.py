@@ -175,9 +175,9 @@ class Step:
     snapshot: Callable[[], RatingsSnapshot] | None = field(default=None, compare=False, repr=False)
     #: On acurank-auto's last step: the performance noise beta its answers chose (its learned model).
     beta: float | None = None
-    #: Lazily, how much each window straddles the top-k cutoff (:func:`acurank_cli.method.uncertainty.straddle`):
+    #: Lazily, each window's share of prior rating uncertainty left (:func:`acurank_cli.method.uncertainty.unsettled`):
     #: what gated thinking (``--thinking gated``) reads; None for methods without an uncertainty.
-    straddle: Callable[[], tuple[float, ...]] | None = field(default=None, compare=False, repr=False)
+    unsettled: Callable[[], tuple[float, ...]] | None = field(default=None, compare=False, repr=False)
     #: Gated thinking's decision per window (True: sent thinking), set by the driver's gate; None: not gated.
     think: tuple[bool, ...] | None = None
 

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-THRESHOLDS = (0.5, 0.7, 0.9, 0.95, 1.0)
+THRESHOLDS = (0.3, 0.4, 0.45, 0.5, 0.6, 0.7, 0.9, 1.0)
 
 
 def run(ds: str, method: str, noise: float, thinking: str, above: float | None, out: Path) -> dict:
@@ -92,6 +92,8 @@ def plot(rows: list[dict], path: str) -> None:
         ax.plot([r["thinking_tokens"] for r in mine[2:]], [r["ndcg10"] for r in mine[2:]], marker + "-",
                 label=f"{ds} gated")
         for r in mine:
+            if r["thinking"] not in ("off", "on", "gated 0.3", "gated 0.5", "gated 0.7", "gated 1"):
+                continue
             ax.annotate(r["thinking"], (r["thinking_tokens"], r["ndcg10"]), fontsize=7, xytext=(3, 3),
                         textcoords="offset points")
         ax.plot([mine[0]["thinking_tokens"], mine[1]["thinking_tokens"]], [mine[0]["ndcg10"], mine[1]["ndcg10"]],

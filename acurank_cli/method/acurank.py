@@ -19,7 +19,7 @@ from ..records import DocRating, Phase, Ranked, RankingTask, RatingsSnapshot, St
 from .strategy import Plan, Strategy, chunks, query_rng, sort_by
 from .acurank_params import AcuRankParams, Partition, StopRule, Uncertainty
 from .trueskill import get_updater, initial_ratings, update_groups
-from .uncertainty import Assessment, assess, straddle, top_k_probabilities
+from .uncertainty import Assessment, assess, top_k_probabilities, unsettled
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,12 @@ class Ratings:
     docids: list[str]
     mu: np.ndarray
     sigma: np.ndarray
-    #: the documents no answer has judged yet (gated thinking reads it); None: all of them
-    unjudged: np.ndarray | None = None
+    #: sigma before any answer (gated thinking reads how much of it is left); None: sigma as given
+    prior: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.prior is None:
+            self.prior = self.sigma.copy()
 
     @property
     def n(self) -> int:
@@ -67,22 +71,11 @@ class Ratings:
 
         return build
 
-    def straddle(self, groups, k: int, eps: float, rule: Uncertainty = Uncertainty.threshold,
-                 a: Assessment | None = None) -> Callable[[], tuple[float, ...]]:
-        """Lazily, how much each group straddles the top-k cutoff under the ratings now (assessed only if asked:
-        gated thinking asks, a plain run does not)."""
-        mu, sigma = self.mu.copy(), self.sigma.copy()
-        unjudged = np.ones(len(mu), dtype=bool) if self.unjudged is None else self.unjudged.copy()
-        groups = [list(g) for g in groups]
-        return lambda: straddle((a or assess(rule, mu, sigma, k, eps)).prob, groups, unjudged)
-
-    def judged(self, groups) -> None:
-        """The documents of the windows answered (of two or more) are judged from now on."""
-        if self.unjudged is None:
-            self.unjudged = np.ones(len(self.mu), dtype=bool)
-        for g in groups:
-            if len(g) >= 2:
-                self.unjudged[list(g)] = False
+    def unsettled(self, groups) -> Callable[[], tuple[float, ...]]:
+        """Lazily, each group's share of prior uncertainty left (:func:`~acurank_cli.method.uncertainty.unsettled`)
+        under the ratings now: gated thinking asks, a plain run does not."""
+        sigma, prior, groups = self.sigma.copy(), self.prior, [list(g) for g in groups]
+        return lambda: unsettled(sigma, prior, groups)
 
 
 class AcuRank(Strategy):
@@ -228,11 +221,9 @@ class AcuRank(Strategy):
     def _rerank(self, r: Ratings, groups, phase: Phase, iteration: int, uncertain: int | None, snap=None,
                 value: float | None = None):
         """Send the groups as one step; update the ratings from the returned orders (None: not granted)."""
-        p = self.params
         perms = yield Step(windows=tuple(tuple(r.docids[i] for i in g) for g in groups), phase=phase,
                            iteration=iteration, uncertain=uncertain,
-                           value=value, snapshot=snap, straddle=r.straddle(groups, p.k, p.eps, p.uncertainty))
+                           value=value, snapshot=snap, unsettled=r.unsettled(groups))
         if perms is not None:
             update_groups(self._update, r.mu, r.sigma, groups, perms, self.params.outcome)
-            r.judged(groups)
         return perms

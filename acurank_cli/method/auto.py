@@ -252,17 +252,15 @@ class AcuRankAuto(Strategy):
         return p.budget if p.cap is None else max(0, p.cap - p.initial_calls(n))
 
     def _step(self, docids: list[str], models: "NoiseModels", graph: TournamentGraph, evidence: "Evidence",
-              unjudged: np.ndarray, groups, phase: Phase, iteration: int, uncertain: int | None, snapshot=None):
+              prior: np.ndarray, groups, phase: Phase, iteration: int, uncertain: int | None, snapshot=None):
         """Send the groups; score and update every model, grow the graph; then (pooled) wait for the run."""
         chosen = evidence.choice()
-        gate = Ratings(docids, models.mu[chosen], models.sigma[chosen], unjudged).straddle(groups, self.params.k,
-                                                                                          self.params.eps)
+        gate = Ratings(docids, models.mu[chosen], models.sigma[chosen], prior).unsettled(groups)
         perms = yield Step(windows=tuple(tuple(docids[i] for i in g) for g in groups), phase=phase,
-                           iteration=iteration, uncertain=uncertain, snapshot=snapshot, straddle=gate)
+                           iteration=iteration, uncertain=uncertain, snapshot=snapshot, unsettled=gate)
         scores = np.zeros(len(self.params.factors))
         for group, perm in zip(groups, perms):
             if len(group) >= 2:
-                unjudged[list(group)] = False
                 agree, ranked = models.answer(group, perm)
                 scores += agree
                 graph.add_order(ranked)
@@ -279,7 +277,7 @@ class AcuRankAuto(Strategy):
         evidence = self._evidence if self._evidence is not None else Evidence(len(p.factors), p.start)
         graph = TournamentGraph(n)
         docids = [c.docid for c in task.candidates]
-        step = functools.partial(self._step, docids, models, graph, evidence, np.ones(n, dtype=bool))
+        step = functools.partial(self._step, docids, models, graph, evidence, sigma0)
         windows = chunks(range(n), p.m)
         yield from step(windows, Phase.initial, 0, None)
         g = evidence.choice()

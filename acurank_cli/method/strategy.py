@@ -29,7 +29,7 @@ class Strategy:
     init: ClassVar[object] = None
     #: A query-set budget the driver allocates over the whole run (AcuRank's --budget-total), or None.
     set_budget: ClassVar[object] = None
-    #: Its steps say how much each window straddles the top-k cutoff (``Step.straddle``): what gated thinking
+    #: Its steps say how unsettled each window's ratings are (``Step.unsettled``): what gated thinking
     #: (``--thinking gated``) needs; a method without an uncertainty refuses it.
     knows_uncertainty: ClassVar[bool] = False
 

@@ -302,22 +302,20 @@ def assess(rule: Uncertainty, mu: np.ndarray, sigma: np.ndarray, k: int, eps: fl
     return RULES[Uncertainty(rule)](mu, sigma, k, eps)
 
 
-def straddle(prob: np.ndarray, groups, unjudged: np.ndarray | None = None) -> tuple[float, ...]:
+def unsettled(sigma: np.ndarray, prior: np.ndarray, groups) -> tuple[float, ...]:
     """What gated thinking reads (``--thinking gated``, ``--think-above``; docs/thinking.md): per window, in [0, 1],
-    the larger of
-
-    * how much it straddles the top-k cutoff: with a = the sum of P(in the top k) over its documents (its expected
-      documents above the cutoff) and b = its size minus a, ``2 min(a, b) / size``: 1 when half its expected mass
-      lies on each side (its order decides who is in the top k), 0 when it lies wholly on one side;
-    * the share of its documents no answer has judged yet (``unjudged``): a first judgement moves a rating most, and
-      a relevant document missed then is rarely looked at again."""
+    the largest share of its prior uncertainty a document in it still has, max_i sigma_i / prior_i (prior = sigma
+    before any answer; a document with no prior spread counts as 1). 1 for a document no answer has judged yet, and
+    it falls as answers judge it: a window thinks while its ratings are young, when one answer moves them most and a
+    relevant document misjudged then is rarely looked at again (BENCHMARKS.md 19 compares this rule with the window's
+    straddle of the top-k cutoff, which spent half the tokens for half the gain)."""
     out = []
     for g in groups:
         g = list(g)
         if not g:
             out.append(0.0)
             continue
-        above = float(np.sum(prob[g]))
-        first = 0.0 if unjudged is None else float(np.mean(unjudged[g]))
-        out.append(max(2.0 * min(above, len(g) - above) / len(g), first))
+        prior_g = prior[g]
+        share = np.divide(sigma[g], prior_g, out=np.ones(len(g)), where=prior_g > 0)
+        out.append(float(min(1.0, np.max(share))))
     return tuple(out)

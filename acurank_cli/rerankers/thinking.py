@@ -22,9 +22,9 @@ from the answer alone (:func:`read_thought`):
 off|on|gated``, ``--reasoning-effort``, ``--thinking-budget N``, ``--think-above X``; what each does per backend is
 in docs/thinking.md and the support matrix. Without them nothing is sent or changed (the model's own default).
 
-**Gated thinking** (:class:`ThinkingGate`): a window thinks only when it straddles the top-k cutoff, or holds
-documents no answer has judged yet, by at least ``think_above`` (:func:`acurank_cli.method.uncertainty.straddle`);
-the others are answered directly.
+**Gated thinking** (:class:`ThinkingGate`): a window thinks only while its ratings are unsettled: when a document
+in it keeps at least ``think_above`` of its prior uncertainty (sigma / sigma before any answer,
+:func:`acurank_cli.method.uncertainty.unsettled`); the others are answered directly.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from ..records import Label
 
 class Thinking(Label):
     """``--thinking``: the model answers directly (off), thinks first on every window (on), or thinks only on the
-    windows whose documents straddle the top-k cutoff (gated: AcuRank decides, window by window)."""
+    windows whose ratings are still unsettled (gated: AcuRank decides, window by window)."""
 
     off = "off"
     on = "on"
@@ -65,9 +65,9 @@ GATED_OFF_EFFORT = ReasoningEffort.low
 #: (a local model's thought must end somewhere: it is forced to, here).
 DEFAULT_LOCAL_BUDGET = 1024
 
-#: ``--think-above``'s default: a window thinks when it straddles the cutoff almost evenly, or when nine in ten of
-#: its documents have not been judged yet (:func:`~acurank_cli.method.uncertainty.straddle`; BENCHMARKS.md 19).
-DEFAULT_THINK_ABOVE = 0.9
+#: ``--think-above``'s default: a window thinks while a document in it keeps half its prior rating uncertainty
+#: (:func:`~acurank_cli.method.uncertainty.unsettled`; chosen on the simulated benchmark, BENCHMARKS.md 19).
+DEFAULT_THINK_ABOVE = 0.5
 
 #: What a local model is given to open a thought, and written to close one when its budget is spent.
 OPEN_TAG = "<think>"
@@ -80,15 +80,16 @@ class ThinkingOptions:
     """Listwise LLMs that may think (hf:, vllm:, openai:, and the simulated reranker's thinking model)."""
 
     thinking: Optional[Thinking] = Option(help="off: answer directly; on: think first; gated: think only on windows "
-                                          "that straddle the top-k cutoff (methods with an uncertainty: acurank "
+                                          "whose ratings are unsettled (methods with an uncertainty: acurank "
                                           "family, acurank-auto). Default: the model's own")(None)
     reasoning_effort: Optional[ReasoningEffort] = Option(help="OpenAI reasoning models' effort (reasoning_effort); "
                                                          "no temperature is sent with it")(None)
     thinking_budget: Optional[int] = Option(help="tokens a thought may take: hf/vllm force the thought's end there "
                                             "and the model answers (default 1024 when thinking); openai caps the "
                                             "completion at budget + answer", domain=at_least(1))(None)
-    think_above: Optional[float] = Option(help="--thinking gated: a window thinks when its straddle of the top-k "
-                                          "cutoff (or its share of documents not yet judged) is at least this (0..1, default 0.9)",
+    think_above: Optional[float] = Option(help="--thinking gated: a window thinks when a document in it keeps at "
+                                          "least this share of its prior rating uncertainty, sigma/sigma0 (0..1, "
+                                          "default 0.5)",
                                           domain=between(0.0, 1.0))(None)
 
     def __post_init__(self) -> None:
@@ -299,13 +300,13 @@ def _unwrap_if_wrapped(text: str) -> str:
 
 @dataclass(frozen=True)
 class ThinkingGate:
-    """``--thinking gated``: a window thinks when its measure (:func:`~acurank_cli.method.uncertainty.straddle`) is at
+    """``--thinking gated``: a window thinks when its measure (:func:`~acurank_cli.method.uncertainty.unsettled`) is at
     least ``think_above``."""
 
     think_above: float = DEFAULT_THINK_ABOVE
 
-    def decide(self, straddles: tuple[float, ...]) -> tuple[bool, ...]:
-        return tuple(s >= self.think_above for s in straddles)
+    def decide(self, measures: tuple[float, ...]) -> tuple[bool, ...]:
+        return tuple(s >= self.think_above for s in measures)
 
 
 def gate_of(options: object) -> ThinkingGate | None:

@@ -108,8 +108,8 @@ class Driver:
                 beta=act.beta,
             )
         step = act.step
-        if self.gate is not None and step.windows and step.straddle is not None:
-            act.step = step = dataclasses.replace(step, think=self.gate.decide(step.straddle()))
+        if self.gate is not None and step.windows and step.unsettled is not None:
+            act.step = step = dataclasses.replace(step, think=self.gate.decide(step.unsettled()))
         if step.stop is not None:
             act.stop = step.stop
         if step.beta is not None:

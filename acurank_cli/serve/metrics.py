@@ -21,7 +21,11 @@ class Metrics:
                              "ones included", registry=r)
         self.cached_calls = Counter("acurank_reranker_cached_calls", "Of those, answered from the call cache",
                                     registry=r)
-        self.tokens = Counter("acurank_tokens", "Tokens of the answered requests' calls", ["kind"], registry=r)
+        self.tokens = Counter("acurank_tokens", "Tokens of the answered requests' calls (kind input, output, and "
+                              "reasoning: a thought's, apart from its answer)", ["kind"], registry=r)
+        self.thinking_calls = Counter("acurank_thinking_calls", "Of the calls, those made thinking", registry=r)
+        self.thought_cut = Counter("acurank_thought_cut", "Of the calls, those whose thought the token limit cut "
+                                   "(parse status thought-cut: the window kept its order)", registry=r)
         self.batches = Counter("acurank_backend_batches", "Calls of the backend: each a batch of windows (one window "
                                "a request for openai:)", registry=r)
         self.windows = Counter("acurank_backend_windows", "Windows sent to the backend", registry=r)

@@ -226,6 +226,8 @@ def response(call: RerankCall, order: Sequence[int], scores: Sequence[float], us
             item["document"] = {"text": original} if isinstance(original, str) else original
         results.append(item)
     tokens = {"input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"]}
+    if usage.get("reasoning_tokens"):  # a thought is billed as output, and said apart
+        tokens["reasoning_tokens"] = usage["reasoning_tokens"]
     meta: dict[str, Any] = {"api_version": {"version": call.api[1:]},
                             "billed_units": {"search_units": 1, **tokens}, "tokens": tokens,
                             "acurank": dict(usage)}
@@ -234,5 +236,6 @@ def response(call: RerankCall, order: Sequence[int], scores: Sequence[float], us
     out: dict[str, Any] = {"id": call.id, "results": results, "meta": meta}
     if call.api == "v1":  # Jina's fields beside Cohere's
         out["model"] = model
-        out["usage"] = {"total_tokens": usage["input_tokens"] + usage["output_tokens"]}
+        out["usage"] = {"total_tokens": usage["input_tokens"] + usage["output_tokens"]
+                        + (usage.get("reasoning_tokens") or 0)}
     return out

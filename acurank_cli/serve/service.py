@@ -21,7 +21,7 @@ from ..api import Reranker, _Prepared, output_of, relevance_scores
 from ..errors import InputError
 from ..method.strategy import Strategy
 from ..params import ParameterError
-from ..records import Phase, QueryOutcome, RankingTask, RerankRequest, RerankResult, Step
+from ..records import ParseStatus, Phase, QueryOutcome, RankingTask, RerankRequest, RerankResult, Step
 from ..run.driver import Admission, Driver, Feed
 from .metrics import Metrics
 from .protocol import BadRequest, Limits, RerankCall
@@ -150,6 +150,11 @@ class RerankService:
                  "rounds": tally.rounds, "seconds": round(outcome.seconds, 4),
                  "stop": outcome.stop.value if outcome.stop is not None else None,
                  "k": out.k, "relevance_score": "p_topk" if out.k is not None else "position"}
+        if tally.thinking_calls or tally.reasoning_tokens:  # only where the backend thinks: other answers unchanged
+            usage.update(thinking_calls=tally.thinking_calls, reasoning_tokens=tally.reasoning_tokens)
+        cut = tally.parse_counts.get(ParseStatus.thought_cut, 0)
+        if cut:
+            usage["thought_cut"] = cut
         if out.note is not None:
             usage["note"] = out.note
         if ticket.call.truncated:
@@ -158,6 +163,10 @@ class RerankService:
         self.metrics.cached_calls.inc(tally.cached_calls)
         self.metrics.tokens.labels("input").inc(tally.input_tokens)
         self.metrics.tokens.labels("output").inc(tally.output_tokens)
+        if tally.reasoning_tokens:
+            self.metrics.tokens.labels("reasoning").inc(tally.reasoning_tokens)
+        self.metrics.thinking_calls.inc(tally.thinking_calls)
+        self.metrics.thought_cut.inc(cut)
         return order, scores, usage
 
     # -- the driver thread ------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from acurank_cli.errors import InputError
-from acurank_cli.method.uncertainty import straddle
+from acurank_cli.method.uncertainty import unsettled
 from acurank_cli.records import Doc, ParseStatus, RerankRequest
 from acurank_cli.rerankers.backend import build_reranker
 from acurank_cli.rerankers.parsing import ascii_digits, parse_ranking
@@ -189,11 +189,13 @@ def test_impossible_combinations_are_refused_in_one_line():
 # -- the gate -------------------------------------------------------------------------------------------------------
 
 
-def test_straddle_by_hand():
-    prob = np.array([1.0, 1.0, 0.0, 0.0, 0.9, 0.1, 0.1, 0.1, 0.5, 0.5])
-    assert straddle(prob, [[0, 1, 2, 3], [0, 1], [4, 5, 6, 7], [8, 9]]) == pytest.approx((1.0, 0.0, 0.6, 1.0))
-    unjudged = np.array([False, False, True, True] + [False] * 6)
-    assert straddle(prob, [[0, 1], [0, 1, 2], [2, 3]], unjudged) == pytest.approx((0.0, max(2 / 3, 2 / 3), 1.0))
+def test_unsettled_by_hand():
+    """max over the window of sigma_i / prior_i; a document with no prior spread counts as unsettled (1); capped at 1."""
+    prior = np.array([3.0, 3.0, 3.0, 3.0, 0.0, 2.0, 1.0])
+    sigma = np.array([3.0, 1.5, 0.3, 0.6, 0.5, 1.0, 1.2])
+    groups = [[0, 1], [1, 2], [2, 3], [4, 5], [], [5, 6]]
+    assert unsettled(sigma, prior, groups) == pytest.approx((1.0, 0.5, 0.2, 1.0, 0.0, 1.0))
+    assert unsettled(sigma, prior, [[2], [1, 3, 5]]) == pytest.approx((0.1, 0.5))
     assert ThinkingGate(0.6).decide((0.6, 0.59, 1.0)) == (True, False, True)
 
 
@@ -214,7 +216,8 @@ def test_gated_thinking_needs_a_method_with_an_uncertainty(tmp_path):
 
 
 def test_at_think_above_one_only_the_first_judgements_think(tmp_path):
-    """Every initial window holds only unjudged documents (measure 1); no later window straddles exactly evenly."""
+    """Every initial window holds only unjudged documents (sigma = its prior: measure 1); an answer shrinks the sigma
+    of every document it ranks, so no later window reaches 1."""
     _cli(tmp_path, "--method", "acurank", "--thinking", "gated", "--think-above", "1.0",
          "--sim-think-tokens", "100", "--trace", tmp_path / "t.jsonl")
     stats = [json.loads(line) for line in open(tmp_path / "x.stats.jsonl")]

@@ -480,3 +480,42 @@ def test_a_second_signal_stops_at_once_cuts_off_the_requests_in_flight_and_says_
     for reply in replies:
         if isinstance(reply, httpx.Response):
             assert reply.status_code == 503 and reply.json()["message"] == "the server stopped before answering"
+
+
+def test_a_thinking_backends_tokens_are_counted_apart_in_meta_usage_and_metrics():
+    """A server that reasons (usage: 57 completion tokens, 50 of them reasoning) on one query and whose thought is
+    cut by the limit on another: the answer's meta and Jina usage say the thought apart, /metrics counts it."""
+    from fake_chat_server import FakeServer
+
+    def respond(n, body):
+        user = body["messages"][-1]["content"]
+        if "query: cut" in user:
+            message, finish, usage = {"content": "<think>\nAt first glance [1] > [2]. Hmm"}, "length", {
+                "prompt_tokens": 100, "completion_tokens": 64}
+        else:
+            message, finish = {"content": " > ".join(f"[{i}]" for i in range(n, 0, -1))}, "stop"
+            usage = {"prompt_tokens": 100, "completion_tokens": 57, "completion_tokens_details": {"reasoning_tokens": 50}}
+        return 200, {"choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}],
+                     "usage": usage}
+
+    with FakeServer(lambda q, a: ("ok", 0.0), respond) as fake:
+        server = Server("--reranker", "openai:qwen3", "--base-url", fake.base_url, "--no-cache", "--method", "sw-1",
+                        "--thinking", "on", "--thinking-budget", "64")
+        try:
+            docs = [f"passage {i}" for i in range(4)]
+            ok = httpx.post(server.url + "/v1/rerank", json={"query": "alpha", "documents": docs}, timeout=60).json()
+            usage = ok["meta"]["acurank"]
+            assert ok["results"][0]["index"] == 3 and usage["calls"] == 1  # the answer's reversed order
+            assert (usage["thinking_calls"], usage["reasoning_tokens"], usage["output_tokens"]) == (1, 50, 7)
+            assert ok["meta"]["tokens"]["reasoning_tokens"] == 50 and "thought_cut" not in usage
+            assert ok["usage"]["total_tokens"] == usage["input_tokens"] + 7 + 50
+            cut = httpx.post(server.url + "/v2/rerank", json={"query": "cut", "documents": docs}, timeout=60).json()
+            assert cut["meta"]["acurank"]["thought_cut"] == 1
+            assert [r["index"] for r in cut["results"]] == [0, 1, 2, 3]  # the presented order, no decoy read
+            metrics = httpx.get(server.url + "/metrics", timeout=10).text
+            assert _metric(metrics, 'acurank_tokens_total{kind="reasoning"}') >= 50
+            assert _metric(metrics, "acurank_thinking_calls_total") == 2
+            assert _metric(metrics, "acurank_thought_cut_total") == 1
+        finally:
+            code = server.stop()
+    assert code == 0 and "Traceback" not in server.stderr, server.stderr
