@@ -8,6 +8,10 @@ The API (:mod:`acurank_cli.api`) is loaded on first use, so ``import acurank_cli
 
 __version__ = "0.1.0"
 
+from .moved import install as _install_moved  # noqa: E402 - old module names of plug-ins keep importing
+
+_install_moved()
+
 #: Public names and the modules that define them (loaded on first access).
 _EXPORTS = {
     "Reranker": "api", "RerankOutput": "api", "RankedDoc": "api",

@@ -15,7 +15,13 @@ if TYPE_CHECKING:
 
 def text_console(**options) -> "Console":
     """A rich console (``options`` as rich's: ``stderr``, ``file``, ``width``, ``soft_wrap``, ``quiet``) that
-    interprets nothing it prints."""
+    interprets nothing it prints, and redacts secrets in every text it prints (:mod:`acurank_cli.redaction`)."""
     from rich.console import Console
 
-    return Console(markup=False, emoji=False, highlight=False, **options)
+    from .redaction import text as redacted
+
+    class RedactingConsole(Console):
+        def print(self, *objects, **kwargs) -> None:  # noqa: A003 - rich's name
+            super().print(*(redacted(o) if isinstance(o, str) else o for o in objects), **kwargs)
+
+    return RedactingConsole(markup=False, emoji=False, highlight=False, **options)

@@ -6,7 +6,7 @@ import functools
 
 import enum
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Callable, Iterator
 
 
@@ -150,7 +150,7 @@ class ParseStatus(Label):
     thought_cut = "thought-cut"
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class Step:
     """What a strategy asks for next: independent windows plus bookkeeping for stats/progress.
 
@@ -164,6 +164,8 @@ class Step:
     windows: tuple[tuple[str, ...], ...]
     phase: Phase
     iteration: int
+    #: the rest by keyword only (a plug-in's ``Step(windows, phase, iteration)`` keeps its meaning as fields are added)
+    _: KW_ONLY
     uncertain: int | None = None
     #: On AcuRank's last step ("done"): why it stopped.
     stop: StopReason | None = None
@@ -223,11 +225,13 @@ class RerankRequest:
             raise ValueError(f"request for query {self.qid!r}: {len(self.docs)} docs for {len(self.docids)} docids")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class RerankResult:
-    """A reranker's answer: ``order`` is a permutation of window positions, best first."""
+    """A reranker's answer: ``order`` is a permutation of window positions, best first. ``order`` may be given by
+    position (a plug-in's ``RerankResult(tuple(order))``), the rest by keyword only."""
 
     order: tuple[int, ...]
+    _: KW_ONLY
     input_tokens: int = 0
     output_tokens: int = 0
     latency: float = 0.0

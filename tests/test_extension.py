@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from acurank_cli.method import registry
 from conftest import acurank, small_run
 
@@ -213,3 +215,80 @@ def test_methods_and_backends_are_one_registry_type(monkeypatch):
                               "share one declaration (acurank_cli/rerankers/option_groups.py)")
     monkeypatch.setattr(registry.METHODS, "_table", None)  # undone with the entries: rebuilt without the clash
     monkeypatch.setattr(base.BACKENDS, "_table", None)
+
+
+#: The plug-in recipes the previous release documented (docs/extending.md before records took keywords), verbatim
+#: in what they import (modules since moved: ``method.base``, ``method.options``) and build: ``RerankResult(order)``
+#: and ``Step(windows, phase, iteration)`` by position.
+PREVIOUS_RELEASE = textwrap.dedent('''
+    from dataclasses import dataclass
+
+    from acurank_cli import Option, RerankerBase, RerankResult, register
+    from acurank_cli.method.base import Strategy, apply, chunks
+    from acurank_cli.method.options import WINDOW, Option as MethodOption  # noqa: F401 - the old page imported it
+    from acurank_cli.method.registry import MethodSpec, register_method
+    from acurank_cli.records import Phase, Ranked, Step
+
+
+    @dataclass(frozen=True)
+    class OverlapOptions:
+        lowercase: bool = Option(help="compare words case-insensitively")(True)
+
+
+    @register("overlap", takes_arg=False, help="rank a window by word overlap with the query", options=OverlapOptions)
+    class Overlap(RerankerBase):
+        name = "overlap"
+
+        def __init__(self, options: OverlapOptions):
+            self.norm = str.lower if options.lowercase else str
+
+        def rerank_batch(self, requests):
+            results = []
+            for r in requests:
+                query = set(self.norm(r.query).split())
+                shared = [len(query & set(self.norm(d.text).split())) for d in r.docs]
+                results.append(RerankResult(tuple(sorted(range(len(r.docs)), key=lambda i: -shared[i]))))
+            return results
+
+
+    @dataclass(frozen=True)
+    class Blocks(Strategy):
+        name: str
+        m: int = WINDOW(20)
+
+        def plan(self, task):
+            order = [c.docid for c in task.candidates]
+            windows = tuple(tuple(w) for w in chunks(order, self.m))
+            perms = yield Step(windows, Phase.pass_, 1)
+            order = [d for w, p in zip(windows, perms) for d in apply(w, p)]
+            return tuple(Ranked(d, None) for d in order)
+
+
+    register_method(MethodSpec(r"blocks", lambda match, opts: Blocks(match.group(0), **opts), True, "blocks", Blocks))
+''')
+
+
+def test_the_previous_releases_plugin_recipe_runs_unchanged(sample, tmp_path, monkeypatch, request):
+    """Positional ``RerankResult(order)`` and ``Step(windows, phase, iteration)`` (the last release's documented
+    recipe) run through the CLI and the API; each window is ordered by word overlap with the query, by hand."""
+    (tmp_path / "old_plugins.py").write_text(PREVIOUS_RELEASE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry.METHODS, "entries", dict(registry.METHODS.load()))
+    request.addfinalizer(lambda: setattr(registry.METHODS, "_table", None))
+    with pytest.warns(DeprecationWarning, match="method.base moved to acurank_cli.method.strategy"):
+        import old_plugins  # noqa: F401 - registers "overlap" and "blocks"
+
+    from acurank_cli import Reranker
+
+    docs = ["Cats sleep a lot.", "France is in Europe.", "Paris is the capital of France.", "capital gains"]
+    with Reranker("overlap", method="blocks", m=2, cache=None) as rr:
+        out = rr.rerank("capital of France", docs)
+    # windows [0, 1] and [2, 3]: overlap (lower-cased words) 0 < 1, and "paris is the capital of france." shares 2
+    # ("capital", "of") against 1: each window keeps its slice, ordered by overlap
+    assert [d.text for d in out] == [docs[1], docs[0], docs[2], docs[3]] and out.calls == 2
+    proc = acurank("baseline", "sample_runs/dl19/bm25.run", "--qids", "264014,1110199", "--method", "blocks",
+                   "--reranker", "overlap", "-o", tmp_path / "old.run",
+                   "--stats", tmp_path / "old.stats.jsonl")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    stats = (tmp_path / "old.stats.jsonl").read_text().splitlines()
+    assert len(stats) == 2 and all('"calls": 5' in line and '"parse_counts": {"ok": 5}' in line for line in stats)

@@ -14,7 +14,7 @@ import typer
 from .. import __version__
 from ..errors import InputError, Stopped, WriteFailed
 from ..io.plan import writing
-from .. import signals
+from .. import redaction, signals
 from . import eval as eval_commands
 from . import report, rerank, retrieve, serve
 from .flags import say
@@ -75,7 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     quietly; a missing optional package -> one line naming the extra, 2. A job that stopped has said its line, with where its work is."""
     from ..run import provenance
 
-    provenance.COMMAND_LINE = ["acurank", *(sys.argv[1:] if argv is None else [str(a) for a in argv])]
+    given = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    redaction.remember(redaction.flag_values(given))  # serve's keys: masked wherever they would be printed
+    provenance.COMMAND_LINE = ["acurank", *redaction.command(given)]
     try:
         with signals.handled():
             code = command().main(args=list(argv) if argv is not None else None, standalone_mode=False)

@@ -18,6 +18,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from .. import redaction
 from ..errors import InputError, Stopped
 from ..method.registry import known_methods
 from ..run.pipeline import DEFAULTS
@@ -106,8 +107,28 @@ def _run(app, sock: socket.socket, service, timeout: float) -> None:
 
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
                             timeout_graceful_shutdown=int(timeout) + 5)
-    server = uvicorn.Server(config)
-    logging.getLogger("uvicorn.error").addFilter(_NotCancelled())  # after the config set uvicorn's logging up
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, but any second signal stops at once (uvicorn forces only on a repeated SIGINT; docs/serve.md
+        promises a second SIGTERM does too); the first notes what the drain starts from."""
+
+        at_signal: dict[str, int] | None = None
+        held = 0
+        signals: list[int] = []
+
+        def handle_exit(self, sig, frame) -> None:
+            self.signals = [*self.signals, sig]
+            if self.should_exit:
+                self._captured_signals.append(sig)
+                self.force_exit = True
+                return
+            self.at_signal, self.held = service.metrics.by_status(), service.open
+            super().handle_exit(sig, frame)
+
+    server = Server(config)
+    for name in ("uvicorn.error", "uvicorn.access", "uvicorn"):  # after the config set uvicorn's logging up
+        logging.getLogger(name).addFilter(_Redacted())
+    logging.getLogger("uvicorn.error").addFilter(_NotCancelled())
     received: list[int] = []
     # uvicorn takes SIGINT/SIGTERM while it serves (the first drains, a second forces) and hands each back to the
     # handler it found when it stops: recorded here, not raised into the requests still being cut off
@@ -121,12 +142,48 @@ def _run(app, sock: socket.socket, service, timeout: float) -> None:
         sock.close()
         if not service.draining:  # the server did not reach its shutdown (it failed to start)
             service.close(timeout)
-    name = signal.Signals(received[0]).name if received else None
+    got = server.signals or received  # in the order they came (uvicorn hands them back last first)
+    name = signal.Signals(got[0]).name if got else None
+    ended = _since(server.at_signal, service.metrics.by_status())
     if server.force_exit:
-        say(f"serve: stopped at once on a second {name or 'signal'}: {int(service.metrics.cut_off._value.get())} "
-            "requests in flight were cut off (answered 503)")
-        raise Stopped(128 + (received[-1] if received else signal.SIGINT))
-    say(f"serve: stopped on {name}; every request it held was answered" if name else "serve: stopped")
+        last = signal.Signals(got[-1]).name if got else "signal"
+        say(f"serve: stopped at once on a second {last}: of the {server.held} requests held at the first, "
+            f"{_told({k: n for k, n in ended.items() if k != '503'})}; {int(service.metrics.cut_off._value.get())} in flight were cut off (answered 503)")
+        raise Stopped(128 + (got[-1] if got else signal.SIGINT))
+    if name is None:
+        say("serve: stopped")
+    elif server.held and ended.get("200", 0) == sum(ended.values()) == server.held:
+        say(f"serve: stopped on {name}; every request it held ({server.held}) was answered")
+    elif not server.held:
+        say(f"serve: stopped on {name}; no request was in flight")
+    else:
+        say(f"serve: stopped on {name}; of the {server.held} requests it held, {_told(ended)}")
+
+
+def _since(before: dict[str, int] | None, now: dict[str, int]) -> dict[str, int]:
+    """The rerank answers by status between the first signal and now."""
+    before = before or {}
+    return {k: v - before.get(k, 0) for k, v in now.items() if v - before.get(k, 0)}
+
+
+def _told(ended: dict[str, int]) -> str:
+    """``3 answered, 1 timed out (504), 1 failed (502)``: the drain's requests by how they ended."""
+    words = {"200": "answered", "504": "timed out (504)", "502": "failed (502)", "499": "left by their client",
+             "503": "cut off (503)"}
+    parts = [f"{ended.get('200', 0)} answered"]
+    parts += [f"{n} {words.get(k, 'answered ' + k)}" for k, n in sorted(ended.items()) if k != "200"]
+    return ", ".join(parts)
+
+
+class _Redacted(logging.Filter):
+    """uvicorn's log lines (a request line may carry a key in its query string) redacted as every other line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cleaned = redaction.text(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        return True
 
 
 class _NotCancelled(logging.Filter):

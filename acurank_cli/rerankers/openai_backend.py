@@ -40,7 +40,8 @@ from .prompts import (
     TokenCounter,
 )
 from .thinking import CLOSE_TAG, GATED_OFF_EFFORT, Thinking, ThinkingOptions, read_thought
-from .transport import DEFAULT_BASE_URL, Retryable, Transport, base_urls, error_detail, without_userinfo
+from .. import redaction
+from .transport import DEFAULT_BASE_URL, Retryable, Transport, base_urls, endpoint_url, error_detail
 
 log = logging.getLogger(__name__)
 
@@ -117,12 +118,12 @@ class OpenAIReranker(ListwiseLLM):
         self.model = model
         self.base_urls = base_urls(options.base_url)
         self.base_url = self.base_urls[0]
-        self.endpoint = f"{self.base_url}/chat/completions"
-        self.shown_endpoint = without_userinfo(self.endpoint)  # for messages
+        self.endpoint = endpoint_url(self.base_url)
+        self.shown_endpoint = redaction.url(self.endpoint)  # for messages
         self.is_openai = any(urlsplit(u).hostname == urlsplit(DEFAULT_BASE_URL).hostname for u in self.base_urls)
         key = os.environ.get(API_KEY_ENV) or None
         if self.is_openai and not key:
-            raise OptionError(f"reranker openai:{OptionError.literal(model)} talks to {OptionError.literal(self.base_url)}: "
+            raise OptionError(f"reranker openai:{OptionError.literal(model)} talks to {OptionError.literal(redaction.url(self.base_url))}: "
                               f"set {API_KEY_ENV} (or give {{base_url}} of a local server)", base_url="--base-url")
 
         fmt = options.prompt_format
@@ -147,7 +148,7 @@ class OpenAIReranker(ListwiseLLM):
         answer = AnswerMode(options.answer)
         if answer is AnswerMode.constrained and self.is_openai:
             log.warning("openai: %s has no way to constrain an answer to a permutation: --answer constrained "
-                        "falls back to text (answers are parsed and repaired as published)", self.base_url)
+                        "falls back to text (answers are parsed and repaired as published)", redaction.url(self.base_url))
             answer = AnswerMode.text
         counter, tok, self.counter_note = resolve_counter(model, options.tokenizer)
         if tok is not None and getattr(tok, "chat_template", None):
@@ -163,7 +164,7 @@ class OpenAIReranker(ListwiseLLM):
         self.lanes = self.concurrency * len(self.base_urls)  # the requests the endpoints take in flight
 
     def __repr__(self) -> str:
-        shown = [without_userinfo(u) for u in self.base_urls]
+        shown = [redaction.url(u) for u in self.base_urls]
         return f"OpenAIReranker(model={self.model!r}, base_url={shown[0] if len(shown) == 1 else shown!r}, concurrency={self.concurrency})"
 
     @property
@@ -184,9 +185,10 @@ class OpenAIReranker(ListwiseLLM):
             return out
         import httpx
 
-        root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
+        parts = urlsplit(self.base_url)
+        root = parts._replace(path=parts.path[: -len("/v1")] if parts.path.endswith("/v1") else parts.path)
         try:
-            reply = httpx.get(f"{root}/version", timeout=2.0)
+            reply = httpx.get(endpoint_url(root.geturl(), "/version"), timeout=2.0)
             version = reply.json().get("version") if reply.status_code == 200 else None
         except (httpx.HTTPError, ValueError, AttributeError):
             version = None
@@ -203,7 +205,7 @@ class OpenAIReranker(ListwiseLLM):
         return {
             "backend": "openai",
             "model": self.model,
-            "base_url": without_userinfo(self.base_url) if len(self.base_urls) == 1 else "replicas",
+            "base_url": redaction.url(self.base_url) if len(self.base_urls) == 1 else "replicas",
             "temperature": self.temperature,
             **({"answer_tokens": "exact"} if self.exact_answer_tokens else {}),
             **({"top_logprobs": self.top_logprobs} if self.builder.answer is AnswerMode.logits else {}),

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from .. import redaction
 from ..errors import InputError, OptionError
 
 log = logging.getLogger(__name__)
@@ -51,17 +52,24 @@ class Retryable(Exception):
 
 
 def normalize_base_url(base_url: str | None) -> str:
-    """``base_url`` without a trailing slash; a bare ``http://host:port`` gets ``/v1``."""
-    url = (base_url or DEFAULT_BASE_URL).strip().rstrip("/")
-    parts = urlsplit(url)
+    """``base_url`` without a trailing slash; a bare ``http://host:port`` gets ``/v1``; a query string (a
+    gateway's key) is kept and follows the path (:func:`endpoint_url`)."""
+    parts = urlsplit((base_url or DEFAULT_BASE_URL).strip())
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise OptionError("{base_url}: must be an http(s) URL like http://127.0.0.1:8000/v1",
-                          base_url=("--base-url", base_url))
-    if url.endswith("/chat/completions"):
-        url = url[: -len("/chat/completions")]
-    elif parts.path in ("", "/"):
-        url = urlunsplit((parts.scheme, parts.netloc, "/v1", "", ""))
-    return url
+                          base_url=("--base-url", redaction.url(str(base_url))))
+    path = parts.path.rstrip("/")
+    if path.endswith("/chat/completions"):
+        path = path[: -len("/chat/completions")]
+    elif not path:
+        path = "/v1"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def endpoint_url(base_url: str, route: str = "/chat/completions") -> str:
+    """The URL of ``route`` under ``base_url``, its query string kept after the path."""
+    parts = urlsplit(base_url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path + route, parts.query, ""))
 
 
 def base_urls(given: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -70,12 +78,6 @@ def base_urls(given: str | Sequence[str] | None) -> tuple[str, ...]:
     items = [given] if given is None or isinstance(given, str) else list(given)
     urls = [normalize_base_url(u) for u in items] or [normalize_base_url(None)]
     return tuple(dict.fromkeys(urls))
-
-
-def without_userinfo(url: str) -> str:
-    parts = urlsplit(url)
-    netloc = parts.netloc.rpartition("@")[2]
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 def parse_retry_after(headers: Any, now: float | None = None) -> float | None:
@@ -346,7 +348,7 @@ class EndpointPool:
     a failing endpoint is set aside for ``set_aside * 2^(failures - 1)`` seconds (at most 16x)."""
 
     def __init__(self, urls: Sequence[str], per_endpoint: int, set_aside: float):
-        self.endpoints = [Endpoint(u, f"{u}/chat/completions", without_userinfo(u)) for u in urls]
+        self.endpoints = [Endpoint(u, endpoint_url(u), redaction.url(u)) for u in urls]
         self.per_endpoint = per_endpoint
         self.set_aside = set_aside
         self._changed: asyncio.Condition | None = None

@@ -39,6 +39,16 @@ class Metrics:
         self.in_flight = Gauge("acurank_in_flight", "Requests admitted and not yet answered, queued ones included",
                                registry=r)
 
+    def by_status(self, endpoints: tuple[str, ...] = ("/v1/rerank", "/v2/rerank")) -> dict[str, int]:
+        """The rerank requests (or those of ``endpoints``) answered so far, by HTTP status."""
+        out: dict[str, int] = {}
+        for metric in self.requests.collect():
+            for sample in metric.samples:
+                if sample.name.endswith("_total") and sample.labels["endpoint"] in endpoints:
+                    status = sample.labels["status"]
+                    out[status] = out.get(status, 0) + int(sample.value)
+        return out
+
     def watch(self, service: Any) -> None:
         """The gauges read the service when scraped."""
         self.queued.set_function(lambda: service.queued)

@@ -18,6 +18,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from .. import redaction
 from . import protocol
 from .metrics import CONTENT_TYPE
 from .protocol import BadRequest
@@ -28,10 +29,12 @@ POLL_SECONDS = 0.1
 #: how long a request's body may take to arrive (then 408): a client that sends half a body and waits holds a
 #: connection, and a stop, no longer than this
 BODY_SECONDS = 30.0
+#: the paths the server answers (acurank_requests_total counts any other as "other")
+KNOWN_PATHS = frozenset({"/v1/rerank", "/v2/rerank", "/health", "/v1/models", "/metrics"})
 
 
 def create_app(service: RerankService, model: str, keys: Sequence[str] = (), on_shutdown=None,
-               log: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> FastAPI:
+               log: Callable[[str], None] = lambda line: print(redaction.text(line), file=sys.stderr)) -> FastAPI:
     """The app over ``service``; ``keys``: bearer keys (none: no authentication); ``model``: the name answered in
     ``/v1/models`` and Jina's ``model``; ``on_shutdown``: called when the server stops (after it has drained);
     ``log``: where the server's own lines go (one line each)."""
@@ -67,7 +70,11 @@ def create_app(service: RerankService, model: str, keys: Sequence[str] = (), on_
         return routes.guarded("/metrics", request, lambda: Response(service.metrics.text(), media_type=CONTENT_TYPE))
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_request: Request, exc: StarletteHTTPException) -> Response:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        """A path the server does not have (404) or a method a path does not take (405): answered as JSON and
+        counted like every other answer (a path it does not know as ``other``: the label's values stay bounded)."""
+        path = request.url.path
+        service.metrics.requests.labels(path if path in KNOWN_PATHS else "other", str(exc.status_code)).inc()
         field = "path" if exc.status_code == 404 else ("method" if exc.status_code == 405 else None)
         body = {"message": str(exc.detail)}
         if field:
@@ -172,7 +179,8 @@ class _Routes:
             return JSONResponse({"message": "the server stopped before answering"}, status_code=503)
         except Exception as exc:  # noqa: BLE001 - one line, never a traceback
             status = 500
-            return JSONResponse({"message": f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())}"},
+            return JSONResponse({"message": redaction.text(f"internal error: {type(exc).__name__}: "
+                                                           f"{' '.join(str(exc).split())}")},
                                 status_code=500)
         finally:
             metrics.requests.labels(endpoint, str(status)).inc()
@@ -192,7 +200,9 @@ class _Routes:
         service = self.service
         body = {"status": "draining" if service.draining else "ok", "model": self.model,
                 "method": service.api.method, "in_flight": service.open - service.queued, "queued": service.queued}
-        return JSONResponse(body, status_code=503 if service.draining else 200)
+        status = 503 if service.draining else 200
+        service.metrics.requests.labels("/health", str(status)).inc()
+        return JSONResponse(body, status_code=status)
 
     def models(self) -> Response:
         entry = {"id": self.model, "object": "model", "owned_by": "acurank", "method": self.service.api.method,

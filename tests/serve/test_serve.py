@@ -274,24 +274,31 @@ def test_a_full_server_says_429_and_a_client_that_leaves_frees_its_windows():
     assert code == 0 and "Traceback" not in server.stderr, server.stderr
 
 
+def _sigterm_while_busy(server: Server, state: dict, queries: int, probe: bool = False) -> tuple[list, int]:
+    """``queries`` DL19 queries of 60 documents in flight, then SIGTERM (``probe``: a new request is then refused);
+    their replies and the server's exit code."""
+    replies: list = []
+    threads = [threading.Thread(target=lambda q=q, t=t: replies.append(
+        httpx.post(server.url + "/v1/rerank", json={"query": q, "documents": t}, timeout=120)))
+        for q, t in dl19_queries(queries, depth=60)]
+    _start_when_busy(threads, state, queries)
+    server.proc.send_signal(signal.SIGTERM)
+    if probe:
+        time.sleep(0.3)
+        with pytest.raises(httpx.TransportError):  # no new request is taken
+            httpx.post(server.url + "/v1/rerank", json={"query": "q", "documents": ["a", "b"]}, timeout=5)
+    for thread in threads:
+        thread.join(120)
+    return replies, server.proc.wait(60)
+
+
 def test_sigterm_drains_the_requests_in_flight_then_exits_0():
     httpd, state, lock = chat_server(0.3)
     url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
     server = Server("--reranker", "openai:fake", "--base-url", url, "--concurrency", "4", "--no-cache",
                     "--method", "sw-1")
-    replies: list = []
     try:
-        threads = [threading.Thread(target=lambda q=q, t=t: replies.append(
-            httpx.post(server.url + "/v1/rerank", json={"query": q, "documents": t}, timeout=120)))
-            for q, t in dl19_queries(3, depth=60)]
-        _start_when_busy(threads, state, 3)
-        server.proc.send_signal(signal.SIGTERM)
-        time.sleep(0.3)
-        with pytest.raises(httpx.TransportError):  # no new request is taken
-            httpx.post(server.url + "/v1/rerank", json={"query": "q", "documents": ["a", "b"]}, timeout=5)
-        for thread in threads:
-            thread.join(120)
-        code = server.proc.wait(60)
+        replies, code = _sigterm_while_busy(server, state, 3, probe=True)
     finally:
         server.stop()
         httpd.shutdown()
@@ -299,7 +306,8 @@ def test_sigterm_drains_the_requests_in_flight_then_exits_0():
     assert all(len(r.json()["results"]) == 60 for r in replies)
     assert state["requests"] == 3 * 5  # sw-1 on 60 documents: 5 windows each, every one answered once
     assert code == 0, server.stderr
-    assert "stopped on SIGTERM" in server.stderr and "Traceback" not in server.stderr
+    assert "stopped on SIGTERM; every request it held (3) was answered" in server.stderr
+    assert "Traceback" not in server.stderr
 
 
 def test_what_cannot_start_is_one_line(minilm):
@@ -448,7 +456,9 @@ def test_keys_from_the_environment_calls_capped_and_fields_json_cannot_carry(tmp
     assert "Traceback" not in server.stderr, server.stderr
 
 
-def test_a_second_signal_stops_at_once_cuts_off_the_requests_in_flight_and_says_so():
+@pytest.mark.parametrize("first,second", [(signal.SIGINT, signal.SIGINT), (signal.SIGTERM, signal.SIGTERM),
+                                          (signal.SIGTERM, signal.SIGINT), (signal.SIGINT, signal.SIGTERM)])
+def test_a_second_signal_stops_at_once_cuts_off_the_requests_in_flight_and_says_so(first, second):
     httpd, state, lock = chat_server(1.0)
     url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
     server = Server("--reranker", "openai:fake", "--base-url", url, "--concurrency", "2", "--no-cache",
@@ -465,18 +475,19 @@ def test_a_second_signal_stops_at_once_cuts_off_the_requests_in_flight_and_says_
     try:
         threads = [threading.Thread(target=ask, args=(i,)) for i in range(3)]
         _start_when_busy(threads, state, 2)
-        server.proc.send_signal(signal.SIGINT)
+        server.proc.send_signal(first)
         time.sleep(0.5)
-        server.proc.send_signal(signal.SIGINT)
-        code = server.proc.wait(60)
+        server.proc.send_signal(second)
+        code = server.proc.wait(30)  # at once: each request has >= 9 windows of 1 s left
         for t in threads:
             t.join(60)
     finally:
         server.stop()
         httpd.shutdown()
-    assert code == 130, server.stderr
+    assert code == 128 + second, server.stderr
     assert "Traceback" not in server.stderr, server.stderr
-    assert "stopped at once on a second SIGINT" in server.stderr and "every request it held" not in server.stderr
+    assert f"stopped at once on a second {signal.Signals(second).name}: of the 3 requests held" in server.stderr
+    assert "every request it held" not in server.stderr
     for reply in replies:
         if isinstance(reply, httpx.Response):
             assert reply.status_code == 503 and reply.json()["message"] == "the server stopped before answering"
@@ -519,3 +530,25 @@ def test_a_thinking_backends_tokens_are_counted_apart_in_meta_usage_and_metrics(
         finally:
             code = server.stop()
     assert code == 0 and "Traceback" not in server.stderr, server.stderr
+
+
+def test_a_drain_whose_requests_time_out_says_so_and_every_status_is_counted():
+    httpd, state, lock = chat_server(0.5)
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    server = Server("--reranker", "openai:fake", "--base-url", url, "--concurrency", "2", "--no-cache",
+                    "--method", "sw-1", "--request-timeout", "1.5")
+    try:
+        assert httpx.get(server.url + "/nowhere", timeout=10).status_code == 404
+        assert httpx.get(server.url + "/v2/rerank", timeout=10).status_code == 405
+        assert httpx.get(server.url + "/health", timeout=10).status_code == 200
+        metrics = httpx.get(server.url + "/metrics", timeout=10).text
+        assert _metric(metrics, 'acurank_requests_total{endpoint="other",status="404"}') == 1
+        assert _metric(metrics, 'acurank_requests_total{endpoint="/v2/rerank",status="405"}') == 1
+        assert _metric(metrics, 'acurank_requests_total{endpoint="/health",status="200"}') == 1
+        replies, code = _sigterm_while_busy(server, state, 2)  # 5 windows of 0.5 s each, in turn: past 1.5 s
+    finally:
+        server.stop()
+        httpd.shutdown()
+    assert [r.status_code for r in replies] == [504, 504] and code == 0, server.stderr
+    assert "of the 2 requests it held, 0 answered, 2 timed out (504)" in server.stderr, server.stderr
+    assert "every request it held" not in server.stderr
