@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 import queue
+import re
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -74,15 +76,75 @@ def connect(options: RayOptions) -> bool:
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
     _messages_to_stderr()
     _reachable(options.address)
-    try:
-        if options.address == "local":
-            ray.init(**kwargs)
-        else:
-            ray.init(address=options.address, **kwargs)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise InputError(f"--ray {options.address}: cannot reach a Ray cluster ({first[:200]})") from None
+    with _fd2_held(active=options.address != "local") as held:  # a cluster started here keeps its own fd 2
+        try:
+            if options.address == "local":
+                ray.init(**kwargs)
+            else:
+                ray.init(address=options.address, **kwargs)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            if AUTH_REFUSED.search(held.read()):
+                held.drop()
+                raise InputError(_auth_refused(options.address)) from None
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise InputError(f"--ray {options.address}: cannot reach a Ray cluster ({first[:200]})") from None
     return True
+
+
+#: what Ray's core logs when a cluster with token authentication refuses a client
+AUTH_REFUSED = re.compile(r"InvalidAuthToken|Unauthenticated|AuthenticationError")
+
+
+def _auth_refused(address: str) -> str:
+    """The one line for a cluster that refused this client's token (or its lack of one), with the remedy."""
+    mode = os.environ.get("RAY_AUTH_MODE")
+    why = ("RAY_AUTH_MODE is not 'token', so no token was sent (Ray sends one to an explicit address only then)"
+           if (mode or "").lower() != "token" else "the token sent is not the cluster's")
+    return (f"--ray {address}: the Ray cluster uses token authentication and refused this client: {why}. "
+            "Give it the cluster's token: export RAY_AUTH_MODE=token and RAY_AUTH_TOKEN=TOKEN (or RAY_AUTH_TOKEN_PATH="
+            "FILE, or the file ~/.ray/auth_token); `ray get-auth-token` on the head node prints it (docs/scale.md)")
+
+
+class _fd2_held:
+    """Ray's core writes its connection retries on file descriptor 2 from C++ (one line a second, for ~20 s): held
+    in a temporary file while Ray connects, then written out as it was, or dropped when acurank says it in one
+    line instead. Not ``active``: nothing is held (``read`` is empty)."""
+
+    def __init__(self, active: bool = True):
+        self.active = active
+
+    def __enter__(self) -> "_fd2_held":
+        import tempfile
+
+        if not self.active:
+            return self
+        sys.stderr.flush()
+        self.file = tempfile.TemporaryFile()
+        self.saved = os.dup(2)
+        os.dup2(self.file.fileno(), 2)
+        self.keep = True
+        return self
+
+    def read(self) -> str:
+        if not self.active:
+            return ""
+        sys.stderr.flush()
+        self.file.seek(0)
+        return self.file.read().decode("utf-8", "replace")
+
+    def drop(self) -> None:
+        self.keep = False
+
+    def __exit__(self, *exc) -> None:
+        if not self.active:
+            return
+        text = self.read() if self.keep else ""
+        os.dup2(self.saved, 2)
+        os.close(self.saved)
+        self.file.close()
+        if text:
+            sys.stderr.write(text)
+            sys.stderr.flush()
 
 
 def _reachable(address: str) -> None:

@@ -69,6 +69,8 @@ COMMANDS: dict[str, Run | Skip] = {
     # docs/scale.md: a Ray cluster with one GPU per actor (tests/run/test_ray.py runs --ray on a loopback cluster)
     "acurank rerank bm25.run --method acurank-H --reranker hf:castorini/rank_zephyr_7b_v1_full --ray auto -o acurank.run":
         Skip(GPU),
+    "acurank rerank bm25.run --method acurank --reranker simulated --qrels qrels.txt --ray HEAD_IP:6379 -o acurank.run":
+        Skip("needs a Ray cluster with token authentication (tests/run/test_ray.py starts one on 127.0.0.1 and runs it)"),
     "acurank serve --reranker openai:castorini/rank_zephyr_7b_v1_full --base-url http://127.0.0.1:8001/v1 --method acurank-9":
         Skip(SERVER),
     # docs/thinking.md

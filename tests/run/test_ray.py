@@ -180,3 +180,43 @@ def test_the_pyterrier_transformer_runs_on_the_cluster_too(cluster):
     assert isinstance(remote, pt.Transformer)
     columns = ["qid", "docno", "rank", "score"]
     assert got[columns].reset_index(drop=True).equals(local[columns].reset_index(drop=True))
+
+
+def test_a_cluster_with_token_authentication_runs_and_a_refused_token_says_so(tmp_path):
+    """`ray start --head` with RAY_AUTH_MODE=token (as a machine with ~/.ray/auth_token starts one): a run given the
+    token (RAY_AUTH_MODE=token, RAY_AUTH_TOKEN) gives the local run's bytes; without it, or with another, one line
+    that names token authentication and the remedy, and none of Ray's retry lines."""
+    import secrets
+
+    token = secrets.token_hex(32)
+    home = tmp_path / "home"  # no ~/.ray of this machine's is read or written
+    home.mkdir()
+    given = {**LOOPBACK, "HOME": str(home), "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
+    port = _free_port()
+    head = subprocess.Popen([RAY, "start", "--head", "--block", f"--port={port}", "--num-cpus=1",
+                             "--include-dashboard=false", "--disable-usage-stats"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=given, start_new_session=True)
+    try:
+        args = ("rerank", DL19 / "bm25.run", "--qids", "264014", *SIM, "--ray", f"127.0.0.1:{port}")
+        deadline = time.monotonic() + 120
+        while True:  # the head takes a few seconds to listen
+            ran = subprocess.run([sys.executable, "-m", "acurank_cli", *map(str, args), "-o", tmp_path / "ray.run"],
+                                 capture_output=True, text=True, env=given, timeout=300)
+            if ran.returncode == 0 or time.monotonic() > deadline or "cannot reach" not in ran.stderr:
+                break
+            time.sleep(2)
+        assert ran.returncode == 0, ran.stderr
+        local = _cli(*args[:-2], "-o", tmp_path / "local.run")
+        assert local.returncode == 0 and (tmp_path / "ray.run").read_bytes() == (tmp_path / "local.run").read_bytes()
+        for env, why in (({k: v for k, v in given.items() if not k.startswith("RAY_AUTH")}, "no token was sent"),
+                         ({**given, "RAY_AUTH_TOKEN": "0" * 64}, "the token sent is not the cluster's")):
+            refused = subprocess.run([sys.executable, "-m", "acurank_cli", *map(str, args), "-o", tmp_path / "x.run"],
+                                     capture_output=True, text=True, env=env, timeout=300)
+            assert refused.returncode == 2, refused.stderr
+            lines = refused.stderr.strip().splitlines()
+            assert "uses token authentication and refused this client" in lines[-1] and why in lines[-1], lines
+            assert "RAY_AUTH_MODE=token" in lines[-1] and "gcs_client" not in refused.stderr, refused.stderr
+            assert token not in refused.stderr
+    finally:
+        os.killpg(head.pid, signal.SIGTERM)
+        head.wait(60)
