@@ -347,6 +347,13 @@ class QueryOutcome:
     stop: StopReason | None = None  # why an adaptive method stopped; None for fixed schedules
     #: the performance noise beta a learning method ended with (acurank-auto); None for the others
     beta: float | None = None
+    #: lazily, the final ratings (the method's last step's snapshot); None for methods without ratings
+    final: Callable[[], "RatingsSnapshot"] | None = field(default=None, compare=False, repr=False)
+
+    def final_ratings(self) -> dict[str, "DocRating"]:
+        """Each document's final rating (mu, sigma, p_topk), by docid: the one place the snapshot is taken (the API's
+        and the server's answers read it); empty for methods without ratings."""
+        return {} if self.final is None else {d.docid: d for d in self.final().docs}
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,12 @@ def err():
     return text_console(stderr=True, soft_wrap=True)
 
 
+#: --ray, --actors, --gpus-per-actor: declared once for rerank, baseline and serve
+RayAddress = Annotated[Optional[str], typer.Option("--ray", metavar="ADDRESS", help="Run the windows in Ray actors: local (a cluster for this run), auto (the running cluster) or an address; the driver keeps the cache, outputs and resume. See docs/scale.md.")]
+RayActors = Annotated[Optional[int], typer.Option("--actors", min=1, help="--ray: actors, each building the backend once (default: one per GPU of the cluster, else one per CPU).")]
+RayGpus = Annotated[Optional[float], typer.Option("--gpus-per-actor", min=0.0, help="--ray: GPUs per actor (default 1 on a cluster with GPUs, else 0).")]
+
+
 def say(message: str) -> None:
     """One ``acurank: ...`` line on stderr."""
     err().print(f"acurank: {message}", markup=False, soft_wrap=True)

@@ -17,7 +17,8 @@ import typer
 from ..errors import InputError
 from ..method.registry import known_methods
 from ..run.pipeline import DEFAULTS
-from .flags import Cache, NoCache, Overwrite, Qids, cache_choice, declared, err, resolved_parameters, say
+from .flags import (Cache, NoCache, Overwrite, Qids, RayActors, RayAddress, RayGpus, cache_choice, declared, err,
+                    resolved_parameters, say)
 
 
 def rerank(
@@ -44,9 +45,9 @@ def rerank(
     cache: Cache = None,
     no_cache: NoCache = False,
     model_params: Annotated[Optional[float], typer.Option("--model-params", help="Model parameters for the stats' FLOPs estimate, 2 x parameters x (input + output tokens), e.g. 7.24e9 for a remote RankZephyr (default: counted from the model for hf:, vllm: and minilm; none otherwise).")] = None,
-    ray: Annotated[Optional[str], typer.Option("--ray", metavar="ADDRESS", help="Run the windows in Ray actors: local (a cluster for this run), auto (the running cluster) or an address; the driver keeps the cache, outputs and resume. See docs/scale.md.")] = None,
-    actors: Annotated[Optional[int], typer.Option("--actors", min=1, help="--ray: actors, each building the backend once (default: one per GPU of the cluster, else one per CPU).")] = None,
-    gpus_per_actor: Annotated[Optional[float], typer.Option("--gpus-per-actor", min=0.0, help="--ray: GPUs per actor (default 1 on a cluster with GPUs, else 0).")] = None,
+    ray: RayAddress = None,
+    actors: RayActors = None,
+    gpus_per_actor: RayGpus = None,
     quiet: Annotated[bool, typer.Option("--quiet", metavar="", help="Errors and warnings only: no status lines, progress display or summary (progress is off anyway when stderr is not a terminal).")] = False,
     **generated,
 ) -> None:

@@ -22,7 +22,8 @@ from .. import redaction
 from ..errors import InputError, Stopped
 from ..method.registry import known_methods
 from ..run.pipeline import DEFAULTS
-from .flags import Cache, NoCache, cache_choice, say
+from ..serve.limits import DEFAULT_LIMITS as LIMITS, Limits
+from .flags import Cache, NoCache, RayActors, RayAddress, RayGpus, cache_choice, say
 from .rerank import with_generated_flags
 
 #: where bearer keys come from when no --api-key is given (comma-separated)
@@ -38,27 +39,26 @@ def serve(
     api_key: Annotated[Optional[list[str]], typer.Option("--api-key", help=f"A bearer key the server takes (repeat for several; default ${KEYS_ENV}, comma-separated; none: no authentication).")] = None,
     cache: Cache = None,
     no_cache: NoCache = False,
-    max_documents: Annotated[int, typer.Option("--max-documents", min=1, help="Documents a request may hold.")] = 1000,
-    max_request_bytes: Annotated[int, typer.Option("--max-request-bytes", min=1, help="Bytes a request's body may hold.")] = 8 * 1024 * 1024,
-    max_tokens_per_doc: Annotated[int, typer.Option("--max-tokens-per-doc", min=1, help="Documents are cut to this many whitespace-separated tokens (a request's max_tokens_per_doc may ask for fewer).")] = 4096,
-    max_in_flight: Annotated[int, typer.Option("--max-in-flight", min=1, help="Requests reranked at once (their windows share the backend's batches and slots).")] = 32,
-    max_queued: Annotated[int, typer.Option("--max-queued", min=0, help="Requests that may wait beyond those in flight; more are answered 429 with Retry-After.")] = 64,
-    request_timeout: Annotated[float, typer.Option("--request-timeout", min=0.001, help="Seconds a request may take (then 504, its windows withdrawn).")] = 300.0,
-    max_calls: Annotated[int, typer.Option("--max-calls", min=1, help="Reranker calls one request may make (then 422, its windows withdrawn): a method such as sw-99999 would otherwise ask for any number.")] = 1000,
-    ray: Annotated[Optional[str], typer.Option("--ray", metavar="ADDRESS", help="Run the windows in Ray actors: local, auto or an address (docs/scale.md).")] = None,
-    actors: Annotated[Optional[int], typer.Option("--actors", min=1, help="--ray: actors, each building the backend once.")] = None,
-    gpus_per_actor: Annotated[Optional[float], typer.Option("--gpus-per-actor", min=0.0, help="--ray: GPUs per actor.")] = None,
+    max_documents: Annotated[int, typer.Option("--max-documents", min=1, help="Documents a request may hold.")] = LIMITS.max_documents,
+    max_request_bytes: Annotated[int, typer.Option("--max-request-bytes", min=1, help="Bytes a request's body may hold.")] = LIMITS.max_request_bytes,
+    max_tokens_per_doc: Annotated[int, typer.Option("--max-tokens-per-doc", min=1, help="Documents are cut to this many whitespace-separated tokens (a request's max_tokens_per_doc may ask for fewer).")] = LIMITS.max_tokens_per_doc,
+    max_in_flight: Annotated[int, typer.Option("--max-in-flight", min=1, help="Requests reranked at once (their windows share the backend's batches and slots).")] = LIMITS.max_in_flight,
+    max_queued: Annotated[int, typer.Option("--max-queued", min=0, help="Requests that may wait beyond those in flight; more are answered 429 with Retry-After.")] = LIMITS.max_queued,
+    request_timeout: Annotated[float, typer.Option("--request-timeout", min=0.001, help="Seconds a request may take (then 504, its windows withdrawn).")] = LIMITS.timeout,
+    max_calls: Annotated[int, typer.Option("--max-calls", min=1, help="Reranker calls one request may make (then 422, its windows withdrawn): a method such as sw-99999 would otherwise ask for any number.")] = LIMITS.max_calls,
+    ray: RayAddress = None,
+    actors: RayActors = None,
+    gpus_per_actor: RayGpus = None,
     **generated,
 ) -> None:
     """Serve reranking over HTTP: POST /v1/rerank and /v2/rerank (Cohere's and Jina's shapes), GET /health, /v1/models, /metrics."""
-    from ..api import Reranker
     from ..run import pipeline
+    from ..run.ray_executor import ray_options
 
     cache = cache_choice(cache, no_cache)
     import uvicorn  # noqa: F401 - a missing one: app.main names the extra (serve), before anything is built
 
     from ..serve.routes import create_app
-    from ..serve.protocol import Limits
     from ..serve.service import RerankService
 
     keys = _keys(api_key)
@@ -66,25 +66,22 @@ def serve(
                     max_tokens_per_doc=max_tokens_per_doc, max_in_flight=max_in_flight, max_queued=max_queued,
                     timeout=request_timeout, max_calls=max_calls)
     options, backend_options = pipeline.split_options(generated)
-    strategy = pipeline.method(method, options, pipeline.ScoreSource.documents)  # an unknown method: before any load
-    if strategy.for_run().lockstep:
-        raise InputError(f"--method {strategy.name}: its queries advance together (a query-set budget or a pool shared "
-                         "by the run's queries), so it cannot be served a request at a time"
-                         + (" (give --beta-pool query)" if strategy.name.startswith("acurank-auto") else ""))
+    methods = pipeline.Methods(method, options, pipeline.ScoreSource.documents)  # an unknown method: before any load
+    pipeline.check_servable(methods.strategy)
+    session = pipeline.Session(methods.strategy, reranker, backend_options,
+                               ray_options(ray, actors, gpus_per_actor, flags=True))  # options checked, nothing built
     sock = _bind(host, port)
     if not keys and not _loopback(host):
         say(f"warning: serving on {host} without --api-key: anyone who reaches it can spend your calls")
     try:
-        api = Reranker(reranker, method=strategy.name, cache=cache,
-                       batch_queries=None, ray=None if ray is None else ray, actors=actors,
-                       gpus_per_actor=gpus_per_actor, **{k: v for k, v in {**options, **backend_options}.items()
-                                                         if v is not None})
+        session.start(cache, None)
     except BaseException:
+        session.close()
         sock.close()
         raise
-    service = RerankService(api, limits)
+    service = RerankService(session, methods, limits)
     app = create_app(service, reranker, keys, on_shutdown=lambda: service.close(limits.timeout), log=say)
-    say(f"serving {strategy.name} with {reranker} on http://{_shown(host)}:{sock.getsockname()[1]} "
+    say(f"serving {methods.strategy.name} with {reranker} on http://{_shown(host)}:{sock.getsockname()[1]} "
         f"(POST /v1/rerank, /v2/rerank; GET /health, /v1/models, /metrics; "
         f"{'bearer keys: ' + str(len(keys)) if keys else 'no authentication'}; "
         f"{limits.max_in_flight} in flight, {limits.max_queued} queued)")

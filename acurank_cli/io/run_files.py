@@ -27,6 +27,7 @@ from ..errors import InputError
 from ..records import StatsRecord
 from .line_records import stats_record
 from .runs import run_fields
+from .meta_file import MetaFile, Unreadable
 from .plan import FilePlan, compressed, is_regular_or_absent, write_whole, writing
 
 
@@ -93,7 +94,7 @@ def stats_of_run(stats: str | Path, run: str | Path, queries: set[str], over: se
     if foreign:
         raise InputError(f"holds stats of {len(foreign)} queries that the run {run} does not have (e.g. {foreign[0]}): "
                          "the stats of another run? give its own (--stats)", str(stats))
-    made_by = _meta_field(run, "command_digest")
+    made_by = getattr(MetaFile.find(run), "command_digest", None)
     if made_by is not None:
         other = sorted({r.fingerprint for r in records.values() if r.fingerprint not in (None, made_by)})
         if other:
@@ -119,55 +120,14 @@ def command_part(fingerprint: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _meta_field(run_path: str | Path, key: str):
-    """One field of the meta file beside a run (None: no meta file, unreadable, or made before the field was)."""
-    if str(run_path) == "-":
-        return None
-    try:
-        return json.loads(meta_path_for(run_path).read_text(encoding="utf-8")).get(key)
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
 def meta_path_for(run_path: str | Path) -> Path:
-    """The fingerprint file beside a run: ``X.run`` -> ``X.run.meta.json``."""
-    p = Path(run_path)
-    return p.with_name(p.name + ".meta.json")
+    """The meta file beside a run: ``X.run`` -> ``X.run.meta.json`` (:class:`~.meta_file.MetaFile` owns it)."""
+    return MetaFile.path_for(run_path)
 
 
-@dataclass(frozen=True)
-class RunMeta:
-    """What a run's ``X.run.meta.json`` says about it: the queries it was made for and its reranker."""
-
-    path: Path
-    expected_queries: int | None
-    backend: str | None
-
-    @property
-    def simulated(self) -> bool:
-        """Made by the simulated reranker (a qrels oracle), not a model."""
-        return self.backend == "simulated"
-
-
-def _recorded_fingerprint(meta: Path) -> dict:
-    """The fingerprint a run's meta file records (raises OSError/ValueError/KeyError/TypeError as found)."""
-    return json.loads(meta.read_text(encoding="utf-8"))["fingerprint"]
-
-
-def read_run_meta(run_path: str | Path) -> RunMeta | None:
+def read_run_meta(run_path: str | Path) -> MetaFile | None:
     """The meta file beside a run, or None when there is none (a run made elsewhere) or it is unreadable."""
-    if str(run_path) == "-":
-        return None
-    meta = meta_path_for(run_path)
-    try:
-        fp = _recorded_fingerprint(meta)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    inputs = fp.get("inputs") or {}
-    reranker = fp.get("reranker") or {}
-    queries = inputs.get("queries")
-    return RunMeta(meta, int(queries) if isinstance(queries, int) else None,
-                   reranker.get("backend") if isinstance(reranker, dict) else None)
+    return MetaFile.find(run_path)
 
 
 def unfinished(run_path: str | Path, queries: int) -> str | None:
@@ -263,20 +223,18 @@ def complete_run_blocks(path: Path, expected: dict[str, int], tag: str) -> dict[
 RESUME_ADVICE = "use --overwrite to start afresh, or another --output"
 
 
-def _meta_to_resume(path: Path) -> dict:
+def _meta_to_resume(path: Path) -> MetaFile:
     """The meta file beside an existing run, read once for a resume (an InputError when there is none, or it is
     unreadable or records no fingerprint: the run cannot be resumed safely)."""
-    meta = meta_path_for(path)
+    name = MetaFile.path_for(path).name
     try:
-        recorded = json.loads(meta.read_text(encoding="utf-8"))
-        recorded["fingerprint"]  # noqa: B018 - a meta file without one is unreadable here
+        return MetaFile.read(path)
     except FileNotFoundError:
-        raise InputError(f"exists, but {meta.name} (what made it) does not, so it cannot be resumed safely; "
+        raise InputError(f"exists, but {name} (what made it) does not, so it cannot be resumed safely; "
                          f"{RESUME_ADVICE}", str(path)) from None
-    except (OSError, ValueError, KeyError, TypeError):
-        raise InputError(f"{meta.name} is unreadable, so the run cannot be resumed safely; {RESUME_ADVICE}",
+    except (OSError, Unreadable):
+        raise InputError(f"{name} is unreadable, so the run cannot be resumed safely; {RESUME_ADVICE}",
                          str(path)) from None
-    return recorded
 
 
 def refuse_resume(path: str | Path, diffs: list[str]) -> None:
@@ -315,8 +273,8 @@ def check_resume(run_path: str | Path, now: dict[str, Any], fingerprint) -> dict
     command's provenance; its answers may differ). Returns the provenance the run recorded (None: made before it
     was recorded); the meta file is read once."""
     meta = _meta_to_resume(Path(run_path))
-    settings = fingerprint.differences(meta["fingerprint"])
-    recorded = meta.get("provenance")
+    settings = fingerprint.differences(meta.fingerprint)
+    recorded = meta.provenance
     engine = [f for f in changes(recorded, now) if f.split(":")[0] not in
               {d.split(":")[0].rsplit(".", 1)[-1] for d in settings}]  # a model the settings name already: once
     if settings:
@@ -325,17 +283,6 @@ def check_resume(run_path: str | Path, now: dict[str, Any], fingerprint) -> dict
         raise InputError(f"was made with another engine or model ({'; '.join(engine)}): its answers may differ; "
                          f"{RESUME_ADVICE}", str(run_path))
     return recorded
-
-
-def recorded_fingerprint(run_path: str | Path) -> dict | None:
-    """The fingerprint (method, parameters, reranker, inputs) the meta file beside a run records, or None."""
-    found = _meta_field(run_path, "fingerprint")
-    return found if isinstance(found, dict) else None
-
-
-def recorded_provenance(run_path: str | Path) -> dict | None:
-    """The provenance the meta file beside a run records (None: no meta file, or made before it was recorded)."""
-    return _meta_field(run_path, "provenance")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -424,7 +371,6 @@ class RunWriter:
             self._fh["run"] = _appender(self.output, "w")  # a device or FIFO: no resume, no meta
         elif self.output and self.output != "-":
             path = Path(self.output)
-            meta = meta_path_for(path)
             if path.exists() and path.stat().st_size > 0 and not overwrite:  # checked by RunFiles.open first
                 kept = complete_run_blocks(path, expected, tag)
                 if self.stats:  # finished means its stats record is there too (a deleted or cut stats file)
@@ -435,9 +381,9 @@ class RunWriter:
                 self.resumed = True
                 write_whole(path, "".join(kept[q] for q in self.order if q in kept))
             if fingerprint is not None:
-                write_whole(meta, json.dumps({"fingerprint": fingerprint.as_dict(), "digest": fingerprint.digest,
-                                               "command_digest": fingerprint.command_digest, **(described or {})},
-                                              indent=1, sort_keys=True) + "\n")
+                described = dict(described or {})
+                MetaFile(fingerprint.as_dict(), fingerprint.digest, fingerprint.command_digest,
+                         described.pop("provenance", None), described.pop("shard", None), described).write(path)
             self._fh["run"] = _appender(path, "w" if overwrite or not self.resumed else "a")
         else:
             self._fh["run"] = _Appender(sys.stdout, "(standard output)", owned=False)

@@ -40,7 +40,7 @@ def run_fields(lineno: int, line: str, name: str) -> tuple[str, str, float]:
         score = float(score_s)
     except ValueError:
         raise InputError(f"score {score_s!r} is not a number", name, lineno) from None
-    check_score(score, name, lineno)
+    check_score(score, name, lineno, text=score_s)
     return qid, docid, score
 
 

@@ -22,6 +22,7 @@ from typing import Iterator
 
 from ..errors import InputError
 from .plan import FilePlan, replacing
+from .meta_file import MetaFile
 from .run_files import command_part, meta_path_for, stats_path_for
 
 
@@ -69,16 +70,16 @@ class Part:
 def read_part(path: str) -> Part:
 
     run = Path(path)
-    meta = meta_path_for(run)
     if not run.is_file():
         raise InputError("no such run", path)
     try:
-        recorded = json.loads(meta.read_text(encoding="utf-8"))
-        shard = recorded["shard"]
+        recorded = MetaFile.read(run)
+        shard = recorded.shard
         part = Part(run, stats_path_for(run) if stats_path_for(run).exists() else None,
-                    Shard(int(shard["index"]), int(shard["of"])), tuple(shard["queries"]), recorded["fingerprint"])
+                    Shard(int(shard["index"]), int(shard["of"])), tuple(shard["queries"]), recorded.fingerprint)
     except (OSError, ValueError, KeyError, TypeError):
-        raise InputError(f"{meta.name} does not describe a shard (was the run made with --shard I/N?)", path) from None
+        name = MetaFile.path_for(run).name
+        raise InputError(f"{name} does not describe a shard (was the run made with --shard I/N?)", path) from None
     return part
 
 

@@ -10,6 +10,7 @@ import io
 import json
 import math
 import os
+import shlex
 import sys
 import zlib
 from pathlib import Path
@@ -109,11 +110,36 @@ def open_text(src: Source) -> Iterator[TextIO]:
             finally:
                 text.detach()  # the file itself is closed by the stack; stdin stays open
         except UnicodeDecodeError:
-            raise InputError("not UTF-8 text (a binary file?)", name) from None
+            raise _not_utf8(src, name) from None
         except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
             raise InputError(f"corrupt or truncated gzip file ({exc})", name) from None
         except OSError as exc:
             raise InputError(f"cannot read ({exc.strerror or exc})", name) from None
+
+
+def _not_utf8(src, name: str) -> InputError:
+    """Where a file stops being UTF-8: its line and byte, and the remedy (a file in another encoding is converted
+    with iconv); a file with NUL bytes is said to be binary. Standard input cannot be read again: said without."""
+    if str(src) == "-":
+        return InputError("not UTF-8 text (a binary file, or another encoding: convert it with iconv -t UTF-8)", name)
+    opener = gzip.open if Path(src).open("rb").read(2) == b"\x1f\x8b" else open
+    offset = 0
+    with opener(src, "rb") as fh:
+        for number, line in enumerate(fh, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                if b"\0" in line:
+                    return InputError("not UTF-8 text: a binary file? (a NUL byte on this line)", name, number)
+                byte, given = line[exc.start], str(src)
+                convert = "iconv -f WINDOWS-1252 -t UTF-8"
+                convert = (f"zcat {shlex.quote(given)} | {convert} > {shlex.quote(given.removesuffix('.gz') + '.utf8')}"
+                           if opener is gzip.open else f"{convert} {shlex.quote(given)} > {shlex.quote(given + '.utf8')}")
+                return InputError(f"not UTF-8 text: byte 0x{byte:02x} at byte {offset + exc.start} of the "
+                                  f"{'uncompressed ' if opener is gzip.open else ''}file; in another encoding "
+                                  f"(Windows-1252, Latin-1)? convert it: {convert}", name, number)
+            offset += len(line)
+    return InputError("not UTF-8 text (a binary file?)", name)
 
 
 def check_id(value: str, what: str, name: str, line: int | None = None) -> str:
@@ -132,10 +158,12 @@ def check_tag(tag: str, flag: str = "--tag") -> str:
     return tag
 
 
-def check_score(value: float, name: str, line: int | None = None, where: str = "") -> float:
-    """A first-stage score: a finite number."""
+def check_score(value: float, name: str, line: int | None = None, where: str = "", text: str | None = None) -> float:
+    """A first-stage score: a finite number (``text``: as written, which the message quotes: ``1e999`` reads as inf)."""
     if not math.isfinite(value):
-        raise InputError(f"{where}score {value} is not a finite number", name, line)
+        shown = value if text is None or text.strip().lower() in ("inf", "+inf", "-inf", "nan", "infinity") else (
+            f"{text.strip()} ({'beyond the range of a 64-bit float' if math.isinf(value) else value})")
+        raise InputError(f"{where}score {shown} is not a finite number", name, line)
     return value
 
 

@@ -65,11 +65,23 @@ class Strategy:
         return self
 
 
-def check_tasks(strategy: Strategy, tasks: Sequence[RankingTask]) -> None:
-    """Every task, and the set of them, checked by the strategy before the first model call."""
+def check_tasks(strategy: Strategy, tasks: Sequence[RankingTask]) -> list[str]:
+    """Every task, and the set of them, checked by the strategy before the first model call; returns what the user
+    should know before it starts (a k that every candidate list is within: nothing to decide after the first pass)."""
+    k = strategy.cutoff
+    covered, largest, count = 0, 0, 0
     for task in tasks:
         strategy.check(task)
+        count += 1
+        if k is not None and task.n <= k:
+            covered, largest = covered + 1, max(largest, task.n)
     strategy.check_set(tasks)
+    if not covered:
+        return []
+    return [f"k = {k} and {covered} of the {count} queries have at most {largest} candidates: every candidate of "
+            f"those is in the top {k} for certain, so nothing is uncertain after the first pass and the windows after "
+            "it (AcuRank's final pass) only refine the order by mu; a k below the candidate count lets the method "
+            "decide a top k"]
 
 
 def apply(window: Sequence[str], perm: Permutation) -> list[str]:

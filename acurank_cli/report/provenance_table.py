@@ -4,7 +4,7 @@ row per run, so that a table's figures can be told apart by what made them."""
 from __future__ import annotations
 
 from ..errors import InputError
-from ..io.run_files import meta_path_for, recorded_fingerprint, recorded_provenance
+from ..io.meta_file import MetaFile
 from .render import Table
 from .render import Report
 
@@ -13,11 +13,12 @@ COLUMNS = ["run", "method", "parameters", "acurank", "source", "python", "engine
 
 
 def _row(run: str) -> tuple[list[str], dict]:
-    meta = meta_path_for(run)
-    if not meta.is_file():
-        raise InputError(f"has no {meta.name} (provenance is recorded by rerank and baseline)", run)
-    prov = recorded_provenance(run)
-    fingerprint = recorded_fingerprint(run) or {}
+    path = MetaFile.path_for(run)
+    if not path.is_file():
+        raise InputError(f"has no {path.name} (provenance is recorded by rerank and baseline)", run)
+    meta = MetaFile.find(run)  # read once
+    prov = meta.provenance if meta is not None else None
+    fingerprint = meta.fingerprint if meta is not None else {}
     method, params = fingerprint.get("method", ""), fingerprint.get("params") or {}
     shown = ", ".join(f"{k}={v}" for k, v in sorted(params.items()) if v is not None)
     if not prov:

@@ -12,6 +12,7 @@ Every backend derives from :class:`RerankerBase`, whose hooks have one default e
 
 from __future__ import annotations
 
+import enum
 import json
 from collections import OrderedDict
 from dataclasses import dataclass, fields
@@ -104,6 +105,62 @@ class RerankerBase:
         """Release resources (default: nothing)."""
 
 
+class BackendWrapper(RerankerBase):
+    """A backend around another (``inner``), in its shape: its name, whether it reads texts, its lanes and batches,
+    its identity, fingerprint, provenance and prompts are the inner backend's, and every call goes to it, unless a
+    subclass changes what it is for. The one kind of thing that stands between the driver and a backend:
+
+    * the call cache (:class:`~acurank_cli.rerankers.cache.CachedReranker`): answers a prompt it has seen;
+    * the server's counter (:class:`~acurank_cli.rerankers.counted.Counted`): counts each batch for /metrics;
+    * the Ray pool (:class:`~acurank_cli.run.ray_executor.RayPool`): runs the calls in actors, where the inner
+      backend is built (here it is known by what the actors report of it).
+
+    Another executor or decorator subclasses this and overrides what it changes (usually :meth:`rerank`)."""
+
+    def __init__(self, inner: RerankerBase):
+        self.inner = inner
+        self.name = inner.name
+        self.needs_texts = inner.needs_texts
+        self.batch_queries = inner.batch_queries
+        self.lanes, self.lane_batch = inner.lanes, inner.lane_batch
+
+    def rerank(self, requests: Sequence[RerankRequest], on_result: ResultSink | None = None) -> list[RerankResult]:
+        return self.inner.rerank(requests, on_result)
+
+    def cache_identity(self) -> dict[str, Any] | None:
+        return self.inner.cache_identity()
+
+    def prompt_key(self, request: RerankRequest) -> str:
+        return self.inner.prompt_key(request)
+
+    def prompt_keys(self, requests: Sequence[RerankRequest]) -> list[str]:
+        return self.inner.prompt_keys(requests)
+
+    def fingerprint(self) -> dict[str, Any]:
+        return self.inner.fingerprint()
+
+    def notes(self) -> list[str]:
+        return self.inner.notes()
+
+    def provenance(self) -> dict[str, Any]:
+        return self.inner.provenance()
+
+    def parameters(self) -> int | None:
+        return self.inner.parameters()
+
+    def use_store(self, call_cache: str | None) -> None:
+        self.inner.use_store(call_cache)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __getattr__(self, name: str) -> Any:
+        """Anything else a caller asks of the backend (its thinking options, a prompt log) is the inner one's."""
+        if name == "inner":  # not yet set (unpickling, a failed __init__): no recursion
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
 class LRU(OrderedDict):
     """A small bounded mapping (least recently used entries go first)."""
 
@@ -178,6 +235,7 @@ class BackendSpec:
 def option_help(option: Declared, baseline_only: bool = False) -> str:
     """A backend option's help: the backends that take it, its declaration's help and its default."""
     default = option.owners[0][1]
+    default = default.value if isinstance(default, enum.Enum) else default  # as users type it: text, not AnswerMode.text
     shown = f" (default {default})" if default not in (None, False) else ""
     return f"{', '.join(b.prefix for b, _ in option.owners)}: {option.decl.help}{shown}"
 

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from ..errors import OptionError, WriteFailed
 from ..records import ParseStatus, RerankRequest, RerankResult
-from .backend import RerankerBase, ResultSink
+from .backend import BackendWrapper, RerankerBase, ResultSink
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -48,7 +48,7 @@ def default_cache_path() -> Path:
     return base / "acurank" / "calls.sqlite"
 
 
-class CachedReranker(RerankerBase):
+class CachedReranker(BackendWrapper):
     """Wraps a backend that has a ``cache_identity()``; misses go to it as one batch.
 
     Every answer is committed the moment the backend delivers it (not when the batch ends), so a
@@ -59,11 +59,7 @@ class CachedReranker(RerankerBase):
     BUSY_SECONDS = 120.0
 
     def __init__(self, inner: RerankerBase, path: str | Path):
-        self.inner = inner
-        self.name = inner.name
-        self.needs_texts = inner.needs_texts
-        self.batch_queries = inner.batch_queries
-        self.lanes, self.lane_batch = inner.lanes, inner.lane_batch
+        super().__init__(inner)
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -96,18 +92,6 @@ class CachedReranker(RerankerBase):
                 if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
-
-    def cache_identity(self):
-        return self.inner.cache_identity()
-
-    def fingerprint(self):
-        return self.inner.fingerprint()
-
-    def provenance(self):
-        return self.inner.provenance()
-
-    def prompt_key(self, request: RerankRequest) -> str:
-        return self.inner.prompt_key(request)
 
     def key(self, request: RerankRequest) -> str:
         """sha256 over the backend identity and the exact prompt."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Hashable, Iterable, Iterator, Mapping
 
 from ..method.strategy import Strategy
-from ..records import (Answer, CallTally, Doc, IterationRecord, QueryOutcome, RankingTask, RerankRequest, RerankResult,
+from ..records import (Answer, CallTally, Doc, IterationRecord, Phase, QueryOutcome, RankingTask, RerankRequest, RerankResult,
                        Step, StopReason, final_ranking)
 from ..rerankers.backend import RerankerBase
 from ..rerankers.thinking import ThinkingGate
@@ -48,6 +48,7 @@ class _Active:
     results: list = field(default_factory=list)
     stop: StopReason | None = None
     beta: float | None = None
+    final: Callable | None = None  # the done step's ratings snapshot (lazy)
     pending: int = 0  # windows of its step not yet answered
     withdrawn: bool = False  # its windows not yet sent are dropped, its answers in flight ignored
 
@@ -106,6 +107,7 @@ class Driver:
                 seconds=time.perf_counter() - act.started,
                 stop=act.stop,
                 beta=act.beta,
+                final=act.final,
             )
         step = act.step
         if self.gate is not None and step.windows and step.unsettled is not None:
@@ -114,6 +116,8 @@ class Driver:
             act.stop = step.stop
         if step.beta is not None:
             act.beta = step.beta
+        if step.phase is Phase.done and step.snapshot is not None:
+            act.final = step.snapshot
         sent = tuple(len(w) for w in step.windows if len(w) >= 2)  # a window of one is never sent: no group, no call
         if sent:
             thinking = None if step.think is None else sum(

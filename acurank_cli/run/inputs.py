@@ -110,8 +110,10 @@ class InputSpec:
         heads, tails = Spool(), Spool()
         inputs = Inputs(Tasks(heads, tails, []), read.bundle.docs, read.bundle.qrels, read.fmt, read.notes,
                         every_query=tuple(read.every), source=read.name)
+        texts_from = (sources.corpus or (self.index and f"the index {self.index}")
+                       or (self.dataset and f"the dataset {self.dataset}") or (read.fmt != "trec" and read.name) or None)
         complete = _Completion(inputs, read.bundle.topics, read.name, need_texts, self.skip_missing, sources.topics,
-                               self.keep_tail)
+                               self.keep_tail, texts_from)
         kept = [qid for qid in order if complete.put(heads, tails, qid, *split(qid))]
         read.spool.close()  # the queries as read: each is now a task (heads, tails) or was skipped
         inputs.tasks = Tasks(heads, tails, kept)
@@ -266,6 +268,8 @@ class _Completion:
     skip: bool
     topics: str | None
     keep_tail: bool
+    #: where the texts were looked up (a corpus file, an index, a dataset, a candidate file), or None: nowhere
+    texts_from: str | None = None
 
     def put(self, heads: Spool, tails: Spool, qid: str, cands: Columns, below: Columns) -> bool:
         """Whether ``qid`` is reranked (its task then in ``heads``, what it keeps unreranked in ``tails``)."""
@@ -287,8 +291,10 @@ class _Completion:
         if self.need_texts:
             missing = [i for i, d in enumerate(docids) if d not in docs]
             if missing and not self.skip:
+                advice = (f"{self.texts_from} has no text for it: give the corpus of this run's collection"
+                          if self.texts_from else "pass --corpus FILE or --index DIR")
                 raise InputError(f"no text for doc {docids[missing[0]]} of query {qid} ({len(missing)} missing in "
-                                 "this query; pass --corpus FILE or --index DIR, or --skip-missing)", self.name)
+                                 f"this query; {advice}, or --skip-missing)", self.name)
             inputs.skipped_docs += len(missing)
             if len(missing) == len(docids):  # every candidate lacked its text: nothing to rerank
                 inputs.skipped_queries += 1

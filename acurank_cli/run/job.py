@@ -76,9 +76,9 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     plan = _checked_outputs(job)
     session = pipeline.Session(job.strategy, job.backend, job.backend_options, job.ray)  # options checked here
     inputs = job.inputs.load(session.needs_texts)
-    session.check(inputs.tasks, inputs.source)
+    checked = session.check(inputs.tasks, inputs.source)
     status = text_console(stderr=True, quiet=True) if job.quiet else err  # --quiet: errors and warnings only
-    for note in inputs.notes:
+    for note in [*inputs.notes, *(f"note: {n}" for n in checked)]:
         (err if note.startswith("warning:") else status).print(f"acurank: {note}", markup=False)
     backend = session.load(context={"qrels": inputs.qrels})
     for note in backend.notes():

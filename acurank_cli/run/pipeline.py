@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from ..errors import InputError, OptionError
 from ..method.strategy import Strategy, check_tasks
@@ -23,6 +23,9 @@ from ..rerankers.backend import BackendChoice, RerankerBase
 from ..rerankers.cache import default_cache_path, with_cache
 from ..rerankers.thinking import gate_of
 from .driver import QUERIES_PER_LANE, Driver, StepHook
+
+if TYPE_CHECKING:
+    from .documents import Prepared
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,51 @@ def method(name: str | None, options: Mapping[str, Any] | None = None, source: S
     if "init" not in options and "init" in method_options(name) and source.init is not Init.score:
         options["init"] = source.init
     return build_strategy(name, options, baseline_only=baseline_only)
+
+
+class Unservable(InputError):
+    """A method whose queries advance together cannot be served one request at a time."""
+
+
+def check_servable(strategy: Strategy) -> None:
+    """Refuse (:class:`Unservable`) a method that advances every query of a run together: the server's --method and
+    each request's ``method`` are checked here, the one place the rule is said."""
+    if strategy.for_run().lockstep:
+        raise Unservable(f"method {strategy.name!r} advances every query of a run together (a query-set budget or a "
+                         "pool shared by the run's queries) and cannot be served a request at a time"
+                         + (" (acurank-auto: give --beta-pool query)" if strategy.name.startswith("acurank-auto")
+                            else ""))
+
+
+class Methods:
+    """The methods a session's calls use: its own method as built, with k = ``top_k`` where the method has a cutoff
+    and k was not given (so that its uncertainty, its stop and p_topk are about the documents kept), or another
+    method by its ``--method`` name with a ``budget`` (a server's request); each built once. Documents' scores
+    (``ScoreSource.documents``) decide the default rating init."""
+
+    def __init__(self, name: str | None, options: Mapping[str, Any] | None = None,
+                 source: ScoreSource | None = None):
+        self.source = source or ScoreSource.documents
+        self.options = {k: v for k, v in (options or {}).items() if v is not None}
+        self.strategy = method(name, self.options, self.source)
+        self.name = name or self.strategy.name
+        self._chosen: dict[tuple, Strategy] = {}
+
+    def for_call(self, name: str | None = None, top_k: int | None = None, budget: int | None = None) -> Strategy:
+        """The method serving one call (see the class doc)."""
+        own = name is None or name == self.name
+        if own and budget is None and (top_k is None or self.strategy.cutoff is None or "k" in self.options):
+            return self.strategy
+        key = (self.name if name is None else name, top_k, budget)
+        if key not in self._chosen:
+            options = dict(self.options) if own else {}
+            if budget is not None:
+                options["budget"] = budget
+            strategy = method(key[0], options, self.source)
+            if top_k is not None and strategy.cutoff is not None and "k" not in options:
+                strategy = method(key[0], {**options, "k": top_k}, self.source)
+            self._chosen[key] = strategy
+        return self._chosen[key]
 
 
 def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -156,15 +204,32 @@ class Session:
         """Whether the backend reads passage texts (known before it is built)."""
         return self.backend.needs_texts if self.choice is None else self.choice.needs_texts
 
-    def check(self, tasks: Sequence[RankingTask], source: str, strategy: Strategy | None = None) -> None:
+    def check(self, tasks: Sequence[RankingTask], source: str, strategy: Strategy | None = None) -> list[str]:
         """Before any call: every first-stage score under the method's rating init (``source`` names where they
-        were read), every task and the set of them."""
+        were read), every task and the set of them; returns notes for the user (:func:`check_tasks`)."""
         from ..method.trueskill import check_scores  # numpy: not at the CLI's start
 
         strategy = strategy or self.strategy
         self.check_gate(strategy)
         check_scores(tasks, strategy.init, source)
-        check_tasks(strategy, tasks)
+        return check_tasks(strategy, tasks)
+
+    def prepared(self, query: str, docs: Sequence[Any], strategy: Strategy, qid: str = "q") -> "Prepared":
+        """One query's documents (strings, dicts, Docs) as a task, checked under ``strategy`` before any call: what
+        the API does first for each query, and the server's admission of a request."""
+        from .documents import prepare
+
+        p = prepare(query, docs, qid)
+        if p.task.n > 0:
+            self.check([p.task], "the documents' scores", strategy)
+        return p
+
+    def serve(self, feed: Any, in_flight: int, on_step: StepHook | None = None,
+              around: Callable[[RerankerBase], RerankerBase] | None = None) -> Iterator[QueryOutcome]:
+        """Serve the requests a :class:`~.driver.Feed` admits, ``in_flight`` at once, each outcome as its query is
+        complete (the server's driver thread); ``around``: a decorator of the backend (the server's counter)."""
+        reranker = self.pipeline.reranker if around is None else around(self.pipeline.reranker)
+        return Driver(self.strategy, reranker, None, in_flight, on_step, gate=self.gate).serve(feed)
 
     def load(self, context: Mapping[str, Any] | None = None) -> RerankerBase:
         """Build the backend (once). ``context``: what the run knows that the backend may take as an option (the
@@ -174,7 +239,7 @@ class Session:
             if self.ray is not None:
                 from .ray_executor import RayPool
 
-                self.backend = RayPool(choice, self.spec or DEFAULTS.backend, self.ray)
+                self.backend = RayPool(choice, self.ray)
             else:
                 self.backend = choice.build()
         return self.backend

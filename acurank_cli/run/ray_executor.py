@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import InputError
 from ..records import RerankRequest, RerankResult
-from ..rerankers.backend import BackendChoice, RerankerBase
+from ..rerankers.backend import BackendChoice, BackendWrapper, RerankerBase
 from .driver import QUERIES_PER_LANE
 
 #: how often a call is sent again after the actor holding it died, before the run stops with one line
@@ -187,10 +187,10 @@ def _actor_class(ray):
     class BackendActor:
         """One backend, built once in this actor's process from its ``--reranker`` spec and options."""
 
-        def __init__(self, spec: str, given: Mapping[str, Any]):
+        def __init__(self, choice: BackendChoice):
             self.error = None
             try:
-                self.backend = BackendChoice.of(spec, given).build()
+                self.backend = choice.build()  # the choice as the driver parsed and checked it: not parsed again
             except InputError as exc:
                 self.backend, self.error = None, exc.cli()
             except ImportError as exc:
@@ -215,12 +215,34 @@ def _actor_class(ray):
     return BackendActor
 
 
-class RayPool(RerankerBase):
-    """A backend whose windows run in Ray actors (see the module). Built by the driver's process; its identity,
-    fingerprint and provenance are the actors' backend's, reported back once."""
+class _Described(RerankerBase):
+    """The actors' backend as they describe it (its name, identity, fingerprint, provenance, parameters, lanes):
+    what :class:`RayPool` wraps, the backend itself living in the actors."""
+
+    def __init__(self, described: Mapping[str, Any], needs_texts: bool):
+        self.described = described
+        self.name, self.needs_texts = described["name"], needs_texts
+        self.lanes, self.lane_batch = int(described["lanes"]), described["lane_batch"]
+
+    def cache_identity(self):
+        return self.described["cache_identity"]
+
+    def fingerprint(self):
+        return self.described["fingerprint"]
+
+    def provenance(self):
+        return self.described["provenance"]
+
+    def parameters(self):
+        return self.described["parameters"]
 
 
-    def __init__(self, choice: BackendChoice, spec: str, options: RayOptions):
+class RayPool(BackendWrapper):
+    """A backend whose windows run in Ray actors (see the module): a :class:`BackendWrapper` whose inner backend is
+    built in each actor from the one parsed choice, and known here by what the first actor reports of it (its
+    identity, fingerprint and provenance)."""
+
+    def __init__(self, choice: BackendChoice, options: RayOptions):
         ray = _ray()
         self.started = connect(options)
         resources = ray.cluster_resources()
@@ -228,12 +250,10 @@ class RayPool(RerankerBase):
         per = options.gpus_per_actor if options.gpus_per_actor is not None else (1.0 if gpus >= 1 else 0.0)
         count = options.actors if options.actors is not None else max(1, int(gpus // per) if per else
                                                                          int(resources.get("CPU", 1)))
-        self.needs_texts = choice.needs_texts
         self.choice_note = (f"ray: {count} actors x {per:g} GPU on {options.address} (cluster: "
                             f"{resources.get('CPU', 0):g} CPUs, {gpus:g} GPUs)")
         actor = _actor_class(ray)
-        self.actors = [actor.options(num_gpus=per, num_cpus=0 if per else 1).remote(spec, dict(choice.given))
-                       for _ in range(count)]
+        self.actors = [actor.options(num_gpus=per, num_cpus=0 if per else 1).remote(choice) for _ in range(count)]
         try:
             described = ray.get([a.describe.remote() for a in self.actors])
         except Exception as exc:  # noqa: BLE001 - a worker that could not start: one line
@@ -247,8 +267,7 @@ class RayPool(RerankerBase):
         #: the cluster nodes the actors run on
         self.nodes = sorted({d["node"] for d in described})
         self.choice_note += f"; actors on {len(self.nodes)} node{'s' if len(self.nodes) != 1 else ''}"
-        self.name, self._identity, self._fingerprint = first["name"], first["cache_identity"], first["fingerprint"]
-        self._provenance, self._parameters = first["provenance"], first["parameters"]
+        super().__init__(_Described(first, choice.needs_texts))
         # each actor takes as many calls at once as its backend has lanes (a server's requests in flight), each of
         # the backend's own size (an engine: every window the lane holds, as one batch)
         inner = int(first["lanes"])
@@ -264,17 +283,11 @@ class RayPool(RerankerBase):
     def notes(self) -> list[str]:
         return [self.choice_note]
 
-    def cache_identity(self):
-        return self._identity
-
-    def fingerprint(self):
-        return self._fingerprint
-
     def provenance(self):
-        return {**self._provenance, "executor": f"ray ({len(self.actors)} actors)"}
+        return {**self.inner.provenance(), "executor": f"ray ({len(self.actors)} actors)"}
 
-    def parameters(self):
-        return self._parameters
+    def use_store(self, call_cache: str | None) -> None:
+        """The actors' backends keep their own stores (if any) where they run."""
 
     def prompt_key(self, request: RerankRequest) -> str:
         return self.prompt_keys([request])[0]

@@ -1,2 +1,3 @@
-"""``acurank serve``: listwise reranking over HTTP (:mod:`.app`), in Cohere's and Jina's shapes (:mod:`.protocol`),
-every request's windows through the one scheduler (:mod:`.service`), counted for Prometheus (:mod:`.metrics`)."""
+"""``acurank serve``: listwise reranking over HTTP (:mod:`.routes`), in Cohere's and Jina's shapes (:mod:`.protocol`),
+every request's windows through the one scheduler (:mod:`.service`), counted for Prometheus (:mod:`.metrics`), within
+its :mod:`.limits`."""

@@ -17,6 +17,8 @@ from typing import Any, Mapping, Sequence, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .limits import Limits
+
 
 class BadRequest(Exception):
     """A request the server refuses: its HTTP status, the field it is about, and a one-line message."""
@@ -57,22 +59,6 @@ class _Body(BaseModel):
     #: acurank's extensions: the method for this request (a --method name) and its call budget per query
     method: str | None = None
     budget: int | None = Field(default=None, ge=0)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Limits:
-    """What one request may ask for, and how many the server holds."""
-
-    max_documents: int = 1000
-    max_request_bytes: int = 8 * 1024 * 1024
-    #: documents are cut to this many whitespace-separated tokens (as Cohere cuts to max_tokens_per_doc)
-    max_tokens_per_doc: int = 4096
-    max_in_flight: int = 32
-    max_queued: int = 64
-    timeout: float = 300.0
-    #: reranker calls one request may make (a method such as sw-99999 or tourrank-1000 would otherwise ask for
-    #: any number); past it the request is stopped (at most one step beyond) and answered 422
-    max_calls: int = 1000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,10 +119,8 @@ def _union_error(errors: list[Mapping[str, Any]]) -> Mapping[str, Any]:
 
 
 def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
-    """A request body as a :class:`RerankCall`, or :class:`BadRequest` naming the field."""
-    if len(raw) > limits.max_request_bytes:
-        raise BadRequest(f"the body has {len(raw)} bytes, more than this server's limit of {limits.max_request_bytes}",
-                         "body", 413)
+    """A request body as a :class:`RerankCall`, or :class:`BadRequest` naming the field. The body's size is the
+    routes' to check (they read it no further than ``limits.max_request_bytes``)."""
     if not raw.strip():
         raise BadRequest("the body is empty: send a JSON object with query and documents", "body")
     try:

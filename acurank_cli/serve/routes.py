@@ -155,11 +155,11 @@ class _Routes:
         call = protocol.parse(await self.body_of(request), api, self.limits)
         ticket = await asyncio.to_thread(self.service.submit, call)
         try:
-            outcome, ratings = await self.wait(ticket, request)
+            outcome = await self.wait(ticket, request)
         except BackendFailed as exc:
             self.log(f"serve: request {call.id}: the reranker failed: {exc}")
             raise BadRequest(f"the reranker failed (request {call.id}; the server's log says why)", None, 502) from None
-        order, scores, usage = self.service.answer(ticket, outcome, ratings)
+        order, scores, usage = self.service.answer(ticket, outcome)
         return JSONResponse(protocol.response(call, order, scores, usage, self.model))
 
     async def rerank(self, request: Request, api: str) -> Response:
@@ -199,12 +199,12 @@ class _Routes:
     def health(self) -> Response:
         service = self.service
         body = {"status": "draining" if service.draining else "ok", "model": self.model,
-                "method": service.api.method, "in_flight": service.open - service.queued, "queued": service.queued}
+                "method": service.methods.name, "in_flight": service.open - service.queued, "queued": service.queued}
         status = 503 if service.draining else 200
         service.metrics.requests.labels("/health", str(status)).inc()
         return JSONResponse(body, status_code=status)
 
     def models(self) -> Response:
-        entry = {"id": self.model, "object": "model", "owned_by": "acurank", "method": self.service.api.method,
+        entry = {"id": self.model, "object": "model", "owned_by": "acurank", "method": self.service.methods.name,
                  "endpoints": ["rerank"]}
         return JSONResponse({"object": "list", "data": [entry], "models": [{"name": self.model, "endpoints": ["rerank"]}]})

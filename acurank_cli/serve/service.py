@@ -1,7 +1,8 @@
-"""The reranking service behind ``acurank serve``: one backend built once (the Python API's
-:class:`~acurank_cli.api.Reranker`, behind the call cache as in the CLI), and one driver thread that serves every
-request's windows through the one scheduler (:meth:`~acurank_cli.run.driver.Driver.serve`): requests that arrive
-together share the backend's batches and slots, each answered the moment its own query is complete.
+"""The reranking service behind ``acurank serve``: one :class:`~acurank_cli.run.pipeline.Session` (the composition
+root the CLI and the Python API use: the backend built once behind the call cache, the methods a request may ask
+for), and one driver thread that serves every request's windows through the one scheduler
+(:meth:`~acurank_cli.run.pipeline.Session.serve`): requests that arrive together share the backend's batches and
+slots, each answered the moment its own query is complete.
 
 A request is admitted (checked, its method chosen) in the caller's thread, before any call; it waits in the
 :class:`~acurank_cli.run.driver.Feed` while ``max_in_flight`` queries are in flight, and is refused (429) when
@@ -15,14 +16,15 @@ import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
 
-from ..api import Reranker, _Prepared, output_of, relevance_scores
 from ..errors import InputError
 from ..method.strategy import Strategy
 from ..params import ParameterError
-from ..records import ParseStatus, Phase, QueryOutcome, RankingTask, RerankRequest, RerankResult, Step
-from ..run.driver import Admission, Driver, Feed
+from ..records import ParseStatus, QueryOutcome, RankingTask, Step
+from ..rerankers.counted import Counted
+from ..run.documents import Prepared, output_of, relevance_scores
+from ..run.driver import Admission, Feed
+from ..run.pipeline import Methods, Session, Unservable, check_servable
 from .metrics import Metrics
 from .protocol import BadRequest, Limits, RerankCall
 
@@ -36,42 +38,25 @@ class Ticket:
     """An admitted request: what it asked, its task, the method planning it, and its answer to come."""
 
     call: RerankCall
-    prepared: _Prepared
+    prepared: Prepared
     strategy: Strategy
     future: Future
     admitted: float
 
 
-class _Counted:
-    """The backend as the driver sees it, each of its calls (a batch of windows) counted for /metrics."""
-
-    def __init__(self, inner: Any, metrics: Metrics):
-        self.inner, self.metrics = inner, metrics
-        self.needs_texts = inner.needs_texts
-        self.lanes = getattr(inner, "lanes", 1)
-        self.lane_batch = getattr(inner, "lane_batch", None)
-
-    def rerank(self, requests: Sequence[RerankRequest]) -> list[RerankResult]:
-        self.metrics.batches.inc()
-        self.metrics.windows.inc(len(requests))
-        return self.inner.rerank(requests)
-
-
 class RerankService:
     """One backend and method, serving rerank requests from any number of threads."""
 
-    def __init__(self, reranker: Reranker, limits: Limits, metrics: Metrics | None = None):
-        self.api, self.limits = reranker, limits
+    def __init__(self, session: Session, methods: Methods, limits: Limits, metrics: Metrics | None = None):
+        """``session``: started (its backend built behind the cache); ``methods``: the server's method and those a
+        request may name."""
+        self.session, self.methods, self.limits = session, methods, limits
         self.metrics = metrics or Metrics()
         self.feed = Feed()
         self.lock = threading.Lock()
         self.tickets: dict[str, Ticket] = {}
-        self.ratings: dict[str, dict] = {}
         self.calls: dict[str, int] = {}  # the driver thread's count of each request's calls so far
         self.draining = False
-        self.backend = _Counted(reranker.reranker, self.metrics)
-        self.driver = Driver(reranker.strategy, self.backend, None, limits.max_in_flight, self._on_step,
-                             gate=reranker.gate)
         self.metrics.watch(self)
         self.thread = threading.Thread(target=self._serve, daemon=True, name="acurank-serve-driver")
         self.thread.start()
@@ -92,15 +77,14 @@ class RerankService:
         if self.draining:
             raise BadRequest("the server is shutting down", None, 503, {"Retry-After": "5"})
         strategy = self._method(call)
+        try:
+            check_servable(strategy)
+        except Unservable as exc:
+            raise BadRequest(str(exc), "method") from None
         run = strategy.for_run()
-        if run.lockstep:
-            raise BadRequest(f"method {strategy.name!r} advances every query of a run together (a query-set budget "
-                             "or a pool shared by the run's queries) and cannot be served a request at a time"
-                             + (" (acurank-auto: start the server with --beta-pool query)"
-                                if strategy.name.startswith("acurank-auto") else ""), "method")
         docs = [{"text": t, "title": title} if title else {"text": t} for t, title in zip(call.texts, call.titles)]
         try:
-            prepared = self.api.prepared(call.query, docs, run, qid=call.id)
+            prepared = self.session.prepared(call.query, docs, run, qid=call.id)
         except (InputError, ParameterError) as exc:  # said of the request, not of its internal query id
             said = " ".join(str(exc).split()).replace(f"query {call.id} ", "the request ")
             said = said.replace(call.id, "the request")
@@ -124,7 +108,7 @@ class RerankService:
                  ("top_n", (call.method, call.top_n, call.budget)))
         for field, (method, top_n, budget) in steps:
             try:
-                strategy = self.api.method_for(method, top_n, budget)
+                strategy = self.methods.for_call(method, top_n, budget)
             except (InputError, ParameterError) as exc:
                 raise BadRequest(" ".join(str(exc).split()), field) from None
         return strategy
@@ -133,15 +117,13 @@ class RerankService:
         """The caller is gone: its windows not yet sent are dropped, its answer will not be waited for."""
         with self.lock:
             self.tickets.pop(ticket.call.id, None)
-            self.ratings.pop(ticket.call.id, None)
         self.calls.pop(ticket.call.id, None)
         self.feed.withdraw(ticket.call.id)
         self.metrics.withdrawn.inc()
 
-    def answer(self, ticket: Ticket, outcome: QueryOutcome,
-               ratings: Mapping[str, Any]) -> tuple[list[int], list[float], dict]:
+    def answer(self, ticket: Ticket, outcome: QueryOutcome) -> tuple[list[int], list[float], dict]:
         """(document indices best first, their 0-1 relevance scores, the request's accounting)."""
-        out = output_of(ticket.prepared, outcome, dict(ratings), ticket.strategy.cutoff, ticket.call.top_n)
+        out = output_of(ticket.prepared, outcome, outcome.final_ratings(), ticket.strategy.cutoff, ticket.call.top_n)
         order = [int(d.id) for d in out.docs]
         scores = relevance_scores(out, len(ticket.call.texts))
         tally = outcome.tally
@@ -172,16 +154,11 @@ class RerankService:
     # -- the driver thread ------------------------------------------------------------------------
 
     def _on_step(self, task: RankingTask, step: Step) -> None:
-        if step.phase is Phase.done and step.snapshot is not None:
-            with self.lock:
-                if task.qid in self.tickets:
-                    self.ratings[task.qid] = {d.docid: d for d in step.snapshot().docs}
         calls = self.calls.get(task.qid, 0) + sum(1 for w in step.windows if len(w) >= 2)
         self.calls[task.qid] = calls
         if calls > self.limits.max_calls:  # stopped here: this step's windows are withdrawn with it
             with self.lock:
                 ticket = self.tickets.pop(task.qid, None)
-                self.ratings.pop(task.qid, None)
             self.calls.pop(task.qid, None)
             self.feed.withdraw(task.qid)
             if ticket is not None and not ticket.future.done():
@@ -195,13 +172,12 @@ class RerankService:
         serving starts again for the ones still waiting."""
         while True:
             try:
-                for outcome in self.driver.serve(self.feed):
+                for outcome in self.session.serve(self.feed, self.limits.max_in_flight, self._on_step, self._counted):
                     self.calls.pop(outcome.qid, None)
                     with self.lock:
                         ticket = self.tickets.pop(outcome.qid, None)
-                        ratings = self.ratings.pop(outcome.qid, {})
                     if ticket is not None and not ticket.future.done():
-                        ticket.future.set_result((outcome, ratings))
+                        ticket.future.set_result(outcome)
                 return
             except BaseException as exc:  # noqa: BLE001 - a backend's failure belongs to the requests it held
                 message = " ".join(str(exc).split()) or type(exc).__name__
@@ -222,4 +198,13 @@ class RerankService:
         self.draining = True
         self.feed.close()
         self.thread.join(timeout)
-        self.api.close()
+        self.session.close()
+
+    def _counted(self, backend):
+        """The backend with each of its calls (a batch of windows) counted for /metrics."""
+
+        def count(windows: int) -> None:
+            self.metrics.batches.inc()
+            self.metrics.windows.inc(windows)
+
+        return Counted(backend, count)

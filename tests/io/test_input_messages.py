@@ -18,6 +18,7 @@ CASES = [
     (read_run, "a.run", "1 Q0 a 1 x t\n", ":1: score 'x' is not a number"),
     (read_run, "a.run", "1 Q0 a 1 nan t\n", ":1: score nan is not a finite number"),
     (read_run, "a.run", "1 Q0 a 1 -inf t\n", ":1: score -inf is not a finite number"),
+    (read_run, "a.run", "1 Q0 a 1 1e999 t\n", ":1: score 1e999 (beyond the range of a 64-bit float) is not a finite number"),
     (read_run, "a.run", "1 Q0 a 1 1 t\n\n1 Q0 a 2 1 t\n", ":3: docid a repeated in query 1"),
     # a query in two blocks (the file not grouped by query): the repeat is refused at its own line, by every reader
     (read_run, "a.run", "1 Q0 a 1 1 t\n2 Q0 a 1 1 t\n1 Q0 b 2 1 t\n1 Q0 a 3 1 t\n", ":4: docid a repeated in query 1"),
@@ -60,7 +61,18 @@ def test_file_level_messages(tmp_path):
     binary.write_bytes(b"\xff\xfe\x00\x81 binary")
     with pytest.raises(InputError) as exc:
         read_run(binary)
-    assert str(exc.value) == f"{binary}: not UTF-8 text (a binary file?)"
+    assert str(exc.value) == f"{binary}:1: not UTF-8 text: a binary file? (a NUL byte on this line)"
+    for name, opener in (("w.run", open), ("w.run.gz", gzip.open)):  # Windows-1252 text: its line, byte and remedy
+        latin = tmp_path / name
+        with opener(latin, "wb") as fh:
+            fh.write("1 Q0 a 1 1 t\n1 Q0 caf\u00e9 2 0.5 t\n".encode("cp1252"))
+        with pytest.raises(InputError) as exc:
+            read_run(latin)
+        plain = f"iconv -f WINDOWS-1252 -t UTF-8 {latin} > {latin}.utf8"
+        piped = f"zcat {latin} | iconv -f WINDOWS-1252 -t UTF-8 > {tmp_path / 'w.run.utf8'}"
+        assert str(exc.value) == (f"{latin}:2: not UTF-8 text: byte 0xe9 at byte 21 of the "
+                                  f"{'uncompressed ' if opener is gzip.open else ''}file; in another encoding "
+                                  f"(Windows-1252, Latin-1)? convert it: {piped if opener is gzip.open else plain}")
     bad_gz = tmp_path / "b.run.gz"
     bad_gz.write_bytes(gzip.compress(b"1 Q0 a 1 1 t\n")[:-6])
     with pytest.raises(InputError) as exc:

@@ -146,7 +146,7 @@ def test_a_two_node_cluster_uses_both_nodes():
         cluster.wait_for_nodes()
         ray.init(address=cluster.address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
         qrels = {"q": {"d7": 3, "d21": 2, "d3": 1}}
-        pool = RayPool(BackendChoice.of("simulated", {"qrels": qrels}), "simulated", RayOptions(cluster.address, 2))
+        pool = RayPool(BackendChoice.of("simulated", {"qrels": qrels}), RayOptions(cluster.address, 2))
         try:
             assert len(pool.nodes) == 2 and len(ray.nodes()) == 2
             docs = [{"id": f"d{i}", "text": "t", "score": 30.0 - i} for i in range(30)]

@@ -1,0 +1,187 @@
+"""Documents in, ranked documents out: what the Python API and the server rank. :func:`prepare` turns a query's
+documents (strings, dicts, :class:`~acurank_cli.records.Doc` records) into a task; :func:`output_of` turns the
+query's outcome into a :class:`RerankOutput` (each document with its rank, first-stage score, final rating and
+p_topk). The API (:mod:`acurank_cli.api`) and ``acurank serve`` (:mod:`acurank_cli.serve.service`) both go through
+these and :class:`~acurank_cli.run.pipeline.Session`.
+
+Ratings start from the z-scores of the first-stage scores (``init="zscore"``), or of the input order (scores
+n, ..., 1) when no score is given (see :mod:`acurank_cli.api`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Union
+
+from ..errors import InputError
+from ..io.collection_files import passage_title
+from ..io.sources import check_id
+from ..records import CallTally, Candidate, Doc, QueryOutcome, RankingTask, StopReason
+
+DocLike = Union[str, Mapping[str, Any], Doc]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankedDoc:
+    """One reranked document: its id, text, final rating and where it started."""
+
+    id: str
+    text: str
+    title: str
+    rank: int  # 1 = best
+    score: float  # the run file's score (AcuRank: mu; baselines: positional)
+    mu: float | None  # final TrueSkill rating (None for methods without ratings)
+    sigma: float | None
+    first_stage_rank: int
+    first_stage_score: float
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: P(rank <= k) under the final ratings N(mu, sigma^2) (exact, as --uncertainty exact computes it; k is
+    #: the method's cutoff, RerankOutput.k; the final ratings' DocRating.p_topk): a calibrated 0-1 relevance
+    #: signal; None for methods without ratings
+    p_topk: float | None = None
+
+
+class Tokens(NamedTuple):
+    """Tokens a query's calls cost."""
+
+    input: int
+    output: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class RerankOutput:
+    """The ranked documents of one query and the honest accounting of what it cost."""
+
+    qid: str
+    query: str
+    docs: tuple[RankedDoc, ...]
+    tally: CallTally  # calls, cached calls, docs sent, tokens in/out, parse outcomes
+    seconds: float
+    stop: StopReason | None  # why an adaptive method stopped (tau, budget, call-cap, ...)
+    #: the cutoff that p_topk refers to (AcuRank's k); None when the method has no ratings
+    k: int | None = None
+    #: what the call site should know to read the output (e.g. that a query with at most k documents has every
+    #: p_topk 1.0: each of them is in the top k for certain); None when nothing needs saying
+    note: str | None = None
+
+    @property
+    def calls(self) -> int:
+        """Reranker calls the method made for this query (cached ones included)."""
+        return self.tally.calls
+
+    @property
+    def tokens(self) -> Tokens:
+        """Input and output tokens of those calls (``out.tokens.input``; also unpacks as a pair)."""
+        return Tokens(self.tally.input_tokens, self.tally.output_tokens)
+
+    def top(self, k: int) -> tuple[RankedDoc, ...]:
+        """The best ``k`` documents."""
+        return self.docs[:k]
+
+    def __iter__(self):
+        return iter(self.docs)
+
+    def __len__(self) -> int:
+        return len(self.docs)
+
+
+def _doc(item: DocLike, i: int) -> tuple[Doc, float | None, dict]:
+    """(record, first-stage score or None, metadata) for one input document."""
+    if isinstance(item, Doc):
+        check_id(item.docid, f"document {i}: id", "")
+        return item, None, {}
+    if isinstance(item, str):
+        return Doc(str(i), item), None, {}
+    if isinstance(item, Mapping):
+        text = item.get("text", item.get("content", item.get("page_content")))
+        if not isinstance(text, str):
+            raise InputError(f"document {i}: needs a 'text' string")
+        try:
+            title = passage_title(item.get("title"))
+        except TypeError as exc:
+            raise InputError(f"document {i}: {exc}") from None
+        docid = check_id(str(item.get("id", i)), f"document {i}: id", "")
+        score = item.get("score")
+        meta = {k: v for k, v in item.items() if k not in ("text", "title", "id", "score")}
+        if score is not None:
+            try:
+                score = float(score)
+            except (TypeError, ValueError):
+                raise InputError(f"document {i}: 'score' must be a number, got {score!r}") from None
+        return Doc(docid, text, title), score, meta
+    raise InputError(f"document {i}: expected a string, a dict or a Doc, got {type(item).__name__}")
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One query's documents as a task: the task, its passages by id and each document's metadata."""
+
+    task: RankingTask
+    docs: dict[str, Doc]
+    meta: dict[str, dict]
+
+
+def prepare(query: str, items: Sequence[DocLike], qid: str = "q") -> Prepared:
+    """A RankingTask from API documents (ids unique; scores rank-based when missing, see module doc). Documents
+    given with scores are taken in score order, highest first (ties in input order), whatever order they come
+    in: the first-stage ranking is the scores', as a run file's is."""
+    if not isinstance(query, str) or not query.strip():
+        raise InputError("the query must be a non-empty string")
+    check_id(str(qid), "qid", "")
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+        raise TypeError(f"docs must be a sequence of strings, dicts or Docs, got {type(items).__name__} "
+                        "(wrap a single document in a list)")
+    parsed = [_doc(item, i) for i, item in enumerate(items)]
+    first: dict[str, int] = {}
+    for i, (d, _, _) in enumerate(parsed):
+        if first.setdefault(d.docid, i) != i:
+            raise InputError(f"query {qid}: document id {d.docid!r} is given twice (documents {first[d.docid]} and {i}): "
+                             "ids must be unique within a query")
+    scores = [s for _, s, _ in parsed]
+    if all(s is None for s in scores):
+        scores = [float(len(parsed) - i) for i in range(len(parsed))]  # the input order
+    elif any(s is None for s in scores):
+        raise InputError("give a score for every document or for none")
+    order = sorted(range(len(parsed)), key=lambda i: -scores[i])  # stable: ties keep the input order
+    cands = tuple(Candidate(parsed[i][0].docid, float(scores[i])) for i in order)
+    return Prepared(RankingTask(qid, query, cands), {d.docid: d for d, _, _ in parsed},
+                     {d.docid: m for d, _, m in parsed})
+
+
+def relevance_scores(out: RerankOutput, n: int) -> list[float]:
+    """A 0-1 relevance score per returned document: p_topk, or for a method without ratings the position
+    1 - (rank - 1) / n (what the LangChain and LlamaIndex adapters report)."""
+    return [d.p_topk if d.p_topk is not None else 1.0 - (d.rank - 1) / max(1, n) for d in out.docs]
+
+
+def output_of(p: Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: int | None = None,
+            top_k: int | None = None, min_p_topk: float | None = None) -> RerankOutput:
+    """The query's RerankOutput: its ranking with each document's text, metadata, first-stage rank and score, final
+    rating (``ratings``: :meth:`~acurank_cli.records.QueryOutcome.final_ratings`) and p_topk at ``k``; cut to ``top_k``
+    and to ``min_p_topk``."""
+    first = {c.docid: (r, c.score) for r, c in enumerate(p.task.candidates, start=1)}
+    probs = {d: r.p_topk for d, r in ratings.items() if r.p_topk is not None} if k is not None else {}
+    ranked = []
+    for rank, r in enumerate(outcome.ranking, start=1):
+        doc = p.docs[r.docid]
+        rating = ratings.get(r.docid)
+        ranked.append(RankedDoc(id=r.docid, text=doc.text, title=doc.title, rank=rank, score=r.score,
+                                mu=rating and rating.mu, sigma=rating and rating.sigma,
+                                first_stage_rank=first[r.docid][0], first_stage_score=first[r.docid][1],
+                                metadata=p.meta.get(r.docid, {}), p_topk=probs.get(r.docid)))
+    if top_k is not None:
+        ranked = ranked[:top_k]
+    if min_p_topk is not None:
+        ranked = [d for d in ranked if d.p_topk is not None and d.p_topk >= min_p_topk]
+    note = None
+    if probs and k is not None and p.task.n <= k:
+        note = (f"{p.task.n} documents for k = {k}: every document is in the top {k} for certain, so every p_topk "
+                "is 1.0 (p_topk separates documents only when there are more than k)")
+    return RerankOutput(qid=outcome.qid, query=p.task.query, docs=tuple(ranked), tally=outcome.tally,
+                        seconds=outcome.seconds, stop=outcome.stop,
+                        k=k if probs else None, note=note)
+
+
+
+__all__ = ["DocLike", "Prepared", "RankedDoc", "RerankOutput", "Tokens", "output_of", "prepare", "relevance_scores"]
