@@ -78,7 +78,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     inputs = job.inputs.load(session.needs_texts)
     checked = session.check(inputs.tasks, inputs.source)
     status = text_console(stderr=True, quiet=True) if job.quiet else err  # --quiet: errors and warnings only
-    for note in [*inputs.notes, *(f"note: {n}" for n in checked)]:
+    for note in inputs.notes:
         (err if note.startswith("warning:") else status).print(f"acurank: {note}", markup=False)
     backend = session.load(context={"qrels": inputs.qrels})
     for note in backend.notes():
@@ -93,6 +93,8 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     except BaseException:
         session.close()
         raise
+    for note in checked:  # about the run: said once it starts (a backend or cache refused says only its error)
+        status.print(f"acurank: note: {note}", markup=False, soft_wrap=True)
     status.print(f"acurank: {job.strategy.name} with reranker {backend.name} on {len(inputs.tasks)} queries", markup=False)
     totals = _drive(job, session, outputs, inputs, backend, fingerprint, status, err)
     _summary(status, job, totals, time.perf_counter() - started, inputs)
