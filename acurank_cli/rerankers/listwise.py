@@ -20,7 +20,7 @@ from .answers import AnswerMode, rank_by_scores
 from .backend import LRU, RerankerBase, ResultSink
 from .parsing import parse_ranking
 from .prompts import Prompt, PromptBuilder
-from .thinking import ThinkingOptions, opens_thought, read_thought
+from .thinking import CLOSE_TAG, ThinkingOptions, opens_thought, read_thought
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,8 +41,9 @@ class Reply:
     reasoning_tokens: int | None = None
     #: the call was made with thinking on
     thinking: bool = False
-    #: the server says the answer never came: the thought was cut (finish_reason "length" with no content)
-    thought_cut: bool = False
+    #: the token limit ended the generation (finish_reason "length"): :meth:`ListwiseLLM.read` decides whether it cut
+    #: a thought
+    truncated: bool = False
 
 
 Deliver = Callable[[int, Reply], None]
@@ -140,10 +141,10 @@ class ListwiseLLM(RerankerBase):
         published rule), a thought that never ended counted as ``thought-cut`` (the presented order kept), and the
         thought's tokens counted apart from the answer's."""
         n = len(request.docids)
-        thought = read_thought(reply.answer, reply.reasoning, opens_thought(prompt.text))
+        thought = read_thought(reply.answer, reply.reasoning, opens_thought(prompt.text))  # the answer, read once
         if reply.scores is not None:
             order, status = rank_by_scores(reply.scores)
-        elif thought.cut or reply.thought_cut:
+        elif thought.cut or self._cut(reply, prompt, thought):
             order, status = tuple(range(n)), ParseStatus.thought_cut
         else:
             parsed = parse_ranking(thought.answer, n)
@@ -160,6 +161,18 @@ class ListwiseLLM(RerankerBase):
                             endpoint=reply.served_by, scores=reply.scores, reasoning_tokens=int(reasoning),
                             thinking=reply.thinking or bool(thought.thought) or thought.cut,
                             thought=thought.thought)
+
+    @staticmethod
+    def _cut(reply: Reply, prompt: Prompt, thought) -> bool:
+        """A generation the token limit ended before any answer: a thought kept apart (or counted) and no content,
+        or a call asked to think whose text shows no sign of an answer (no closing tag, no thought ended inline):
+        the text is the thought."""
+        if not reply.truncated:
+            return False
+        kept = bool(reply.reasoning or reply.reasoning_tokens)
+        if kept:
+            return not reply.answer.strip()
+        return bool(prompt.think) and CLOSE_TAG not in reply.answer.lower() and not thought.thought
 
     def _log(self, request: RerankRequest, prompt: Prompt, result: RerankResult) -> None:
         sent = {"text": prompt.text} if self.sends_text else {"messages": [dict(m) for m in prompt.messages]}

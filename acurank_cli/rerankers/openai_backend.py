@@ -39,7 +39,7 @@ from .prompts import (
     TiktokenCounter,
     TokenCounter,
 )
-from .thinking import CLOSE_TAG, GATED_OFF_EFFORT, Thinking, ThinkingOptions, read_thought
+from .thinking import GATED_OFF_EFFORT, Thinking, ThinkingOptions
 from .. import redaction
 from .transport import DEFAULT_BASE_URL, Retryable, Transport, base_urls, endpoint_url, error_detail
 
@@ -325,10 +325,6 @@ class OpenAIReranker(ListwiseLLM):
         out = int(n_out) if isinstance(n_out, int) else self.counter.count(content)
         if thought_tokens is not None and isinstance(n_out, int):
             out = max(0, out - thought_tokens)  # completion tokens hold the thought's: the answer's alone
-        cut = choice.get("finish_reason") == "length" and not content.strip() and bool(reasoning or thought_tokens)
-        if (choice.get("finish_reason") == "length" and prompt.think and CLOSE_TAG not in content.lower()
-                and not reasoning and not thought_tokens and not read_thought(content).thought):
-            cut = True  # asked to think, cut before any sign of an answer: the text is the thought
         return Reply(
             answer=content,
             input_tokens=int(n_in) if isinstance(n_in, int) else prompt.tokens,
@@ -339,7 +335,7 @@ class OpenAIReranker(ListwiseLLM):
             reasoning=reasoning,
             reasoning_tokens=thought_tokens,
             thinking=bool(prompt.think) or bool(reasoning) or bool(thought_tokens),
-            thought_cut=cut,
+            truncated=choice.get("finish_reason") == "length",
         )
 
 

@@ -109,6 +109,12 @@ def _message(n, style):
         return {"content": real}, {"completion_tokens_details": {"reasoning_tokens": 50}}
     if style == "cut":
         return {"content": f"<think>\nAt first glance {decoy}. Hmm"}, {}
+    if style == "cut-untagged":  # the template opened the thought: no tag at all, and the limit came first
+        return {"content": f"At first glance {decoy}. Hmm"}, {}
+    if style == "cut-field":  # the server kept the thought apart, and no content came
+        return {"content": "", "reasoning_content": f"At first glance {decoy}. Hmm"}, {}
+    if style == "cut-answer":  # the answer itself ran into the limit: read as an answer, never as a cut thought
+        return {"content": real[:-1]}, {}
     raise AssertionError(style)
 
 
@@ -122,7 +128,7 @@ def _server(style, refuse=False):
                                               "model. Use 'max_completion_tokens' instead.", "param": "max_tokens"}}
         message, details = _message(n, style)
         usage = {"prompt_tokens": 100, "completion_tokens": 57 if style == "hidden" else 9, **details}
-        finish = "length" if style == "cut" else "stop"
+        finish = "length" if style.startswith("cut") else "stop"
         return 200, {"choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}],
                      "usage": usage}
 
@@ -153,6 +159,22 @@ def test_a_cut_thought_is_counted_and_its_decoy_never_read():
     results, _ = _rerank("cut", thinking="on", thinking_budget=64)
     assert all(r.parse == ParseStatus.thought_cut and r.order == (0, 1, 2, 3) for r in results)
     assert all(r.raw == "" and "At first glance" in r.thought for r in results)
+
+
+@pytest.mark.parametrize("style", ["cut-untagged", "cut-field"])
+def test_a_thought_the_limit_cut_without_a_tag_is_cut_too(style):
+    results, _ = _rerank(style, thinking="on", thinking_budget=64)
+    assert all(r.parse == ParseStatus.thought_cut and r.order == (0, 1, 2, 3) for r in results)
+
+
+def test_a_truncated_answer_without_thinking_is_read_as_an_answer():
+    """finish_reason length on a call that was not asked to think, with no thought kept apart: the answer is read
+    (and repaired as published), not taken for a thought."""
+    results, _ = _rerank("cut-answer")
+    assert all(r.parse != ParseStatus.thought_cut for r in results)
+    assert [r.order for r in results] == [(1, 0, 3, 2)] * 3
+    answered, _ = _rerank("plain", thinking="on")  # asked to think, answered at once and in full: an answer
+    assert [(r.order, r.parse) for r in answered] == [((1, 0, 3, 2), ParseStatus.ok)] * 3
 
 
 def test_a_reasoning_model_that_refuses_temperature_and_max_tokens_is_answered():

@@ -220,3 +220,41 @@ def test_a_cluster_with_token_authentication_runs_and_a_refused_token_says_so(tm
     finally:
         os.killpg(head.pid, signal.SIGTERM)
         head.wait(60)
+
+
+def test_the_previous_releases_plugins_run_on_ray_actors(tmp_path):
+    """The last release's plug-in recipe (positional RerankResult and Step, modules under their old names), found
+    through ACURANK_BACKENDS/ACURANK_METHODS, on a cluster whose workers import it: the run is the local run's
+    bytes, every window answered in an actor."""
+    from test_extension import PREVIOUS_RELEASE
+
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "old_plugins.py").write_text(PREVIOUS_RELEASE)
+    env = {**LOOPBACK, "PYTHONPATH": str(plugins), "ACURANK_BACKENDS": "old_plugins", "ACURANK_METHODS": "old_plugins",
+           "HOME": str(tmp_path)}
+    port = _free_port()
+    head = subprocess.Popen([RAY, "start", "--head", "--block", f"--port={port}", "--num-cpus=2",
+                             "--include-dashboard=false", "--disable-usage-stats"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    try:
+        args = [sys.executable, "-m", "acurank_cli", "baseline", str(DL19 / "bm25.run"), "--qids", "264014,1110199",
+                "--method", "blocks", "--reranker", "overlap", "--no-cache", "--quiet"]
+        local = subprocess.run([*args, "-o", str(tmp_path / "local.run")], capture_output=True, text=True, env=env,
+                               timeout=300)
+        assert local.returncode == 0, local.stderr
+        deadline = time.monotonic() + 120
+        while True:  # the head takes a few seconds to listen
+            ran = subprocess.run([*args, "--ray", f"127.0.0.1:{port}", "--actors", "2", "-o", str(tmp_path / "ray.run")],
+                                 capture_output=True, text=True, env=env, timeout=300)
+            if ran.returncode == 0 or time.monotonic() > deadline or "cannot reach" not in ran.stderr:
+                break
+            time.sleep(2)
+        assert ran.returncode == 0 and "Traceback" not in ran.stderr, ran.stderr
+        assert (tmp_path / "ray.run").read_bytes() == (tmp_path / "local.run").read_bytes()
+        stats = (tmp_path / "ray.stats.jsonl").read_text().splitlines()
+        assert len(stats) == 2 and all('"parse_counts": {"ok": 5}' in line for line in stats)
+        assert '"executor": "ray (2 actors)"' in (tmp_path / "ray.run.meta.json").read_text()
+    finally:
+        os.killpg(head.pid, signal.SIGTERM)
+        head.wait(60)
