@@ -119,8 +119,9 @@ def open_text(src: Source) -> Iterator[TextIO]:
 
 def _not_utf8(src, name: str) -> InputError:
     """Where a file stops being UTF-8: its line and byte, and the remedy (a file in another encoding is converted
-    with iconv); a file with NUL bytes is said to be binary. Standard input cannot be read again: said without."""
-    if str(src) == "-":
+    with iconv); a file with NUL bytes is said to be binary. Standard input, a pipe or a FIFO cannot be read again:
+    said without the place."""
+    if str(src) == "-" or not Path(src).is_file():  # a stream, a pipe or a FIFO cannot be read again
         return InputError("not UTF-8 text (a binary file, or another encoding: convert it with iconv -t UTF-8)", name)
     opener = gzip.open if Path(src).open("rb").read(2) == b"\x1f\x8b" else open
     offset = 0

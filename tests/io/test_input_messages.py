@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import gzip
+import os
+import threading
 
 import pytest
 
@@ -62,6 +64,14 @@ def test_file_level_messages(tmp_path):
     with pytest.raises(InputError) as exc:
         read_run(binary)
     assert str(exc.value) == f"{binary}:1: not UTF-8 text: a binary file? (a NUL byte on this line)"
+    fifo = tmp_path / "w.fifo"  # a FIFO is read once: said without the place, never opened again (that would hang)
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes("1 Q0 caf\u00e9 1 1 t\n".encode("cp1252")))
+    writer.start()
+    with pytest.raises(InputError) as exc:
+        read_run(fifo)
+    writer.join(10)
+    assert str(exc.value) == f"{fifo}: not UTF-8 text (a binary file, or another encoding: convert it with iconv -t UTF-8)"
     for name, opener in (("w.run", open), ("w.run.gz", gzip.open)):  # Windows-1252 text: its line, byte and remedy
         latin = tmp_path / name
         with opener(latin, "wb") as fh:
