@@ -324,12 +324,12 @@ def provenance_cmd(
     runs: Annotated[list[str], typer.Argument(metavar="RUN...", help="Run files (their X.run.meta.json is read).")],
     out: Rendering = None,
 ) -> None:
-    from ..io.run_files import meta_path_for
+    from ..io.meta_file import MetaFile
     from ..report.provenance_table import provenance_report
 
     plan = FilePlan()
     for run in runs:
-        plan.read("RUN", run).read("(the meta file beside RUN)", meta_path_for(run))
+        plan.read("RUN", run).read("(the meta file beside RUN)", MetaFile.path_for(run))
     plan.write("--output", out.output).check(out.overwrite)
     out.emit(provenance_report(runs))
 

@@ -79,6 +79,11 @@ class MetaFile:
         queries = (self.fingerprint.get("inputs") or {}).get("queries")
         return queries if isinstance(queries, int) else None
 
+    def unfinished(self, queries: int) -> str | None:
+        """``"18 of 54 queries"`` when the run was made for more queries than the ``queries`` it holds."""
+        expected = self.expected_queries
+        return None if expected is None or queries >= expected else f"{queries} of {expected} queries"
+
     @property
     def backend(self) -> str | None:
         reranker = self.fingerprint.get("reranker")

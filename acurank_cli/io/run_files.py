@@ -88,13 +88,14 @@ def stats_of_run(stats: str | Path, run: str | Path, queries: set[str], over: se
     run's meta file records, is refused in one line; a query of ``over`` without a record is said in the returned
     warning (what a mean over the records covers)."""
     records = read_stats(stats)
+    meta = MetaFile.find(run)  # read once
     foreign = [q for q in records if q not in queries]
-    if foreign and unfinished(run, len(queries)):  # a run cut short (a kill writes the stats before the run block)
+    if foreign and meta is not None and meta.unfinished(len(queries)):  # a run cut short (a kill writes the stats before the run block)
         foreign = []
     if foreign:
         raise InputError(f"holds stats of {len(foreign)} queries that the run {run} does not have (e.g. {foreign[0]}): "
                          "the stats of another run? give its own (--stats)", str(stats))
-    made_by = getattr(MetaFile.find(run), "command_digest", None)
+    made_by = getattr(meta, "command_digest", None)
     if made_by is not None:
         other = sorted({r.fingerprint for r in records.values() if r.fingerprint not in (None, made_by)})
         if other:
@@ -120,22 +121,10 @@ def command_part(fingerprint: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def meta_path_for(run_path: str | Path) -> Path:
-    """The meta file beside a run: ``X.run`` -> ``X.run.meta.json`` (:class:`~.meta_file.MetaFile` owns it)."""
-    return MetaFile.path_for(run_path)
-
-
-def read_run_meta(run_path: str | Path) -> MetaFile | None:
-    """The meta file beside a run, or None when there is none (a run made elsewhere) or it is unreadable."""
-    return MetaFile.find(run_path)
-
-
 def unfinished(run_path: str | Path, queries: int) -> str | None:
-    """``"18 of 54 queries"`` when the run's meta says it was made for more queries than it holds."""
-    meta = read_run_meta(run_path)
-    if meta is None or meta.expected_queries is None or queries >= meta.expected_queries:
-        return None
-    return f"{queries} of {meta.expected_queries} queries"
+    """``"18 of 54 queries"`` when the run's meta file says it was made for more queries than it holds."""
+    meta = MetaFile.find(run_path)
+    return None if meta is None else meta.unfinished(queries)
 
 
 def written_lines(path: Path) -> Iterator[str]:
@@ -324,7 +313,7 @@ class RunFiles:
         resumable = self.resumable()
         plan.write("--output", self.output, may_exist=True)  # continued when its meta file records this command
         if self.to_file:
-            plan.write("(the meta file of --output)", meta_path_for(self.output), may_exist=True)
+            plan.write("(the meta file of --output)", MetaFile.path_for(self.output), may_exist=True)
         plan.write("--stats" if self.stats else "(the stats beside --output)", self.stats_path(), may_exist=resumable)
         return plan.write("--trace", self.trace, may_exist=resumable)
 

@@ -23,7 +23,7 @@ from typing import Iterator
 from ..errors import InputError
 from .plan import FilePlan, replacing
 from .meta_file import MetaFile
-from .run_files import command_part, meta_path_for, stats_path_for
+from .run_files import command_part, stats_path_for
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ def merge(paths: list[str], output: str, overwrite: bool = False) -> tuple[int, 
     plan = FilePlan()
     for p in parts:
         plan.read("PART", p.run).read("(the stats beside PART)", p.stats).read("(the meta file beside PART)",
-                                                                                meta_path_for(p.run))
+                                                                                MetaFile.path_for(p.run))
     plan.write("--output", output)
     if all(p.stats is not None for p in parts):
         plan.write("(the stats beside --output)", stats_path_for(output))

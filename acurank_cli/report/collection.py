@@ -28,7 +28,8 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..evaluation import DEFAULT_MEASURE, evaluate, measure_name
-from ..io.run_files import method_name_of, read_run_meta, stats_of_run, stats_path_for, unfinished
+from ..io.meta_file import MetaFile
+from ..io.run_files import method_name_of, stats_of_run, stats_path_for
 from ..io.collection_files import read_qrels, read_topics
 from ..io.runs import read_run, read_scores
 from ..io.plan import FilePlan
@@ -300,10 +301,10 @@ def _check_runs(found: dict[str, DatasetRuns]) -> None:
     kinds: dict[str, list[str]] = {"simulated": [], "model": []}
     for ds in found.values():
         for method, mr in ds.runs.items():
-            meta = read_run_meta(mr.run_path)
+            meta = MetaFile.find(mr.run_path)
             if meta is None:
                 continue
-            left = unfinished(mr.run_path, len(mr.run_dict()))
+            left = meta.unfinished(len(mr.run_dict()))
             if left:
                 raise InputError(f"{ds.name}/{method}: {mr.run_path} is unfinished ({left}); finish it (rerun its "
                                  "rerank command) or leave it out, so that every column covers the same queries")
