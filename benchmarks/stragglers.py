@@ -3,8 +3,9 @@
 A threaded chat-completions server on 127.0.0.1 answers each prompt after ``--latency`` seconds times a lognormal
 factor exp(sd * z), z drawn from the prompt's sha256 (the same prompt waits the same in every run), ranking the
 window in reverse. ``acurank rerank`` runs the first ``--queries`` DL19 queries with ``--concurrency 8`` and
-default flags otherwise, for each method and each sd. The ideal wall time is the seconds the server slept over the
-slots (sum of latencies / concurrency): what a scheduler that never leaves a slot idle would take.
+default flags otherwise, for each method and each sd. With ``--servers N``, N such servers (replicas), one ``--base-url`` each, ``--concurrency`` slots each.
+The ideal wall time is the seconds the servers slept over all their
+slots (sum of latencies / (concurrency x servers)): what a scheduler that never leaves a slot idle would take.
 Prints a table and writes benchmarks/results/stragglers.json.
 
     PYTHONPATH=. python benchmarks/stragglers.py [--queries 24] [--sd 0.3 0.8] [--methods acurank-9 sw-1 acurank]
@@ -43,22 +44,25 @@ def reverse(user: str):
 
 
 def measure(command: list[str], run: Path, method: str, base: float, sd: float, concurrency: int, folder: Path,
-            flags: list[str]) -> dict:
-    httpd, state, lock = start_chat_server(latency(base, sd), reverse)
-    url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+            flags: list[str], servers: int = 1) -> dict:
+    started_servers = [start_chat_server(latency(base, sd), reverse) for _ in range(servers)]
+    urls = [a for httpd, _, _ in started_servers for a in ("--base-url", f"http://127.0.0.1:{httpd.server_address[1]}/v1")]
     out = folder / f"{method}.{sd}.run"
     started = time.perf_counter()
     done = subprocess.run([*command, "rerank", str(run), "--method", method, "--reranker", "openai:bench",
-                           "--base-url", url, "--concurrency", str(concurrency), "--no-cache", "--quiet",
+                           *urls, "--concurrency", str(concurrency), "--no-cache", "--quiet",
                            "-o", str(out), "--overwrite", *flags],
                           capture_output=True, text=True, timeout=900)
     wall = time.perf_counter() - started
-    httpd.shutdown()
+    for httpd, _, _ in started_servers:
+        httpd.shutdown()
     if done.returncode != 0:
         raise SystemExit(f"{method}: {done.stderr.strip()[-500:]}")
-    ideal = state["slept"] / concurrency
-    return {"method": method, "sd": sd, "wall_s": round(wall, 2), "ideal_s": round(ideal, 2),
-            "ratio": round(wall / ideal, 2), "requests": state["requests"], "max_in_flight": state["max_in_flight"],
+    states = [state for _, state, _ in started_servers]
+    ideal = sum(s["slept"] for s in states) / (concurrency * servers)  # every slot of every server always busy
+    return {"method": method, "sd": sd, "servers": servers, "wall_s": round(wall, 2), "ideal_s": round(ideal, 2),
+            "ratio": round(wall / ideal, 2), "requests": sum(s["requests"] for s in states),
+            "max_in_flight": "+".join(str(s["max_in_flight"]) for s in states),
             "run_sha256": hashlib.sha256(out.read_bytes()).hexdigest()[:16]}
 
 
@@ -68,7 +72,8 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.5)
     ap.add_argument("--sd", type=float, nargs="+", default=[0.3, 0.8])
     ap.add_argument("--methods", nargs="+", default=["acurank-9", "sw-1", "acurank"])
-    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--concurrency", type=int, default=8, help="slots per server")
+    ap.add_argument("--servers", type=int, default=1, help="replicas: that many loopback servers, one --base-url each")
     ap.add_argument("--acurank", default=f"{sys.executable} -m acurank_cli")
     ap.add_argument("--name", default="stragglers")
     ap.add_argument("--flags", default="", help="more rerank flags, e.g. '--batch-queries 24'")
@@ -77,12 +82,12 @@ def main() -> None:
         folder = Path(tmp)
         run, _ = subset_run("dl19", args.queries, folder / "in")
         rows = [measure(shlex.split(args.acurank), run, m, args.latency, sd, args.concurrency, folder,
-                        shlex.split(args.flags))
+                        shlex.split(args.flags), args.servers)
                 for sd in args.sd for m in args.methods]
-    print(table(rows, ["method", "sd", "wall_s", "ideal_s", "ratio", "requests", "max_in_flight", "run_sha256"]))
+    print(table(rows, ["method", "sd", "servers", "wall_s", "ideal_s", "ratio", "requests", "max_in_flight", "run_sha256"]))
     print(f"median ratio {statistics.median(r['ratio'] for r in rows):.2f}")
     save(args.name, {"machine": machine(), "queries": args.queries, "latency": args.latency,
-                     "concurrency": args.concurrency, "command": args.acurank, "rows": rows})
+                     "concurrency": args.concurrency, "servers": args.servers, "command": args.acurank, "rows": rows})
 
 
 if __name__ == "__main__":

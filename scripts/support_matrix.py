@@ -94,6 +94,36 @@ def thinking_section(fams, regs) -> list[str]:
     return lines
 
 
+def compared_section() -> list[str]:
+    """The "compared with" row: the peer (RankLLM) on the same engine, read from the committed results of
+    benchmarks/peer.py (BENCHMARKS.md 20); nothing where they have not been measured."""
+    import json
+
+    lines = []
+    for name, what in (("peer", "sw-1, text answers"), ("peer-first", "sw-1, `--answer logits` against FIRST")):
+        path = ROOT / "benchmarks" / "results" / f"{name}.json"
+        if not path.is_file():
+            continue
+        r = json.loads(path.read_text())
+        if "ratio" not in r:
+            continue
+        walls = {t: sorted(x["wall"] for x in r["runs"] if x["tool"] == t) for t in ("acurank", "rankllm")}
+        calls = {t: next(x["calls"] for x in r["runs"] if x["tool"] == t) for t in ("acurank", "rankllm")}
+        lines.append(f"| RankLLM 0.26 `RankListwiseOSLLM` (`rerank_batch`) | `vllm:` ({what}) | SmolLM2-135M-Instruct "
+                     f"{r['dtype']}, {len(r['qids'])} DL19 queries, window {r['window']}, {r['machine']['cores']} CPU "
+                     f"cores | {calls['acurank']} / {calls['rankllm']} | "
+                     f"{', '.join(map(str, walls['acurank']))} / {', '.join(map(str, walls['rankllm']))} | "
+                     f"**{r['ratio']}** |")
+    if not lines:
+        return []
+    return ["", "## Compared with", "",
+            "The same windows on the same engine (vLLM), model and machine, each process timed whole "
+            "(`benchmarks/peer.py`, BENCHMARKS.md 20). RankLLM has no transformers path for listwise reranking, so "
+            "`hf:` has no row.", "",
+            "| peer | acurank backend | setup | calls (acurank / peer) | wall s (acurank / peer) | ratio |",
+            "|---|---|---|---|---|---|"] + lines
+
+
 def generate() -> str:
     from acurank_cli.method.registry import METHODS
 
@@ -122,6 +152,7 @@ def generate() -> str:
         for f in prompt_formats(b):
             lines.append(f"| `{b}:` | `{f}` | " + " | ".join(mark[llm[b, f, a]] for a in answer_modes()) + " |")
     lines += thinking_section(fams, regs)
+    lines += compared_section()
     lines += ["", "`openai:` sends chat messages (the server applies its template); `--answer constrained` there needs a "
               "vLLM or SGLang server (guided decoding), and `--answer logits` a server that returns `top_logprobs`.",
               "", "## Options", "", "Method options (each family takes those its record declares; `--help` shows the "

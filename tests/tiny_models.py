@@ -22,9 +22,11 @@ CORPUS = [
 ]
 
 
-def build_model_dir(path, chat_template: str | None, head_dim: int = 16):
+def build_tokenizer(start_token: bool = True):
+    """The tiny models' byte-level BPE tokenizer; ``start_token``: BOS in front of every text encoded with special
+    tokens (as Llama's), else none (as SmolLM2's and Qwen's)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE(unk_token=None))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -35,8 +37,15 @@ def build_model_dir(path, chat_template: str | None, head_dim: int = 16):
     )
     tok.train_from_iterator(CORPUS * 4, trainer)
     # like Llama's tokenizers: BOS in front of every text encoded with special tokens
-    tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", tok.token_to_id("<s>"))])
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
+    if start_token:
+        tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", tok.token_to_id("<s>"))])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
+
+
+def build_model_dir(path, chat_template: str | None, head_dim: int = 16):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    fast = build_tokenizer()
     if chat_template:
         fast.chat_template = chat_template
     fast.save_pretrained(path)

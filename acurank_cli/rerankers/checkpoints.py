@@ -254,7 +254,8 @@ def prompt_builder(source: ModelSource, tokenizer: Any, prompt_format: str | Non
                    thinking: Any = None) -> PromptBuilder:
     """The one prompt builder of the local backends: format (given, else ``chat`` when the tokenizer
     has a template, else ``rankvicuna``), context clamped to the model's positions, the model's
-    tokenizer as counter (one BOS unless ``double_bos``), the answer mode (``--answer``)."""
+    tokenizer as counter (one BOS unless ``double_bos``; its answer budget ``--answer-budget``, read from the
+    options given as ``thinking``), the answer mode (``--answer``)."""
     fmt = get_format(prompt_format or default_format(tokenizer))
     if fmt.needs_chat_template and not getattr(tokenizer, "chat_template", None):
         raise OptionError(f"{backend}: {OptionError.literal(repr(source.spec))} has no chat template; use {{prompt_format}}",
@@ -263,7 +264,8 @@ def prompt_builder(source: ModelSource, tokenizer: Any, prompt_format: str | Non
     context = int(context_size)
     if isinstance(max_positions, int) and max_positions > 0:
         context = min(context, max_positions)
-    counter = HFTokenCounter(tokenizer, single_bos=not double_bos, name=source.counter_name(tokenizer))
+    counter = HFTokenCounter(tokenizer, single_bos=not double_bos, name=source.counter_name(tokenizer),
+                             answer_budget=getattr(thinking, "answer_budget", "counted"))
     budget = 0
     if thinking is not None:  # a window that thinks keeps room for its thought (forced to end at the budget)
         from .thinking import ThinkingOptions

@@ -103,7 +103,7 @@ class HFReranker(ListwiseLLM):
             "revision": revision,
             "dtype": self.dtype_name,
             "decoding": "greedy" if self.temperature == 0 else f"sample(t={self.temperature})",
-            "answer_tokens": "published",
+            "answer_tokens": self.builder.counter.answer_identity(),
             "bos": "double" if self.double_bos else "single",
             **self.prompt_identity(),
         }

@@ -11,7 +11,7 @@ from typing import Any, Optional
 from ..params import Option, at_least, between
 from .answers import AnswerMode
 
-from .prompts import MIN_CONTEXT
+from .prompts import MIN_CONTEXT, AnswerBudget
 
 
 class TorchDevice:
@@ -81,3 +81,7 @@ class WeightsOptions:
 
     dtype: Optional[str] = Option(help="weights dtype (bf16, fp16, fp32); default bf16 on GPU, fp32 on CPU")(None)
     double_bos: bool = Option(help="feed the tokenizer's BOS even after the template's (as the published code did)")(False)
+    answer_budget: AnswerBudget = Option(help="answer tokens out(num) of a written answer: counted (the tokens "
+                                         "[1] > ... > [num] takes; the published figure wherever the tokenizer "
+                                         "adds one start token) or published (its count with the tokenizer's "
+                                         "special tokens, minus 1: a token short without a start token)")(AnswerBudget.counted)

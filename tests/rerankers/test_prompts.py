@@ -167,3 +167,32 @@ def test_option_faults_name_keywords_for_the_api_and_flags_for_the_cli():
         text, flags = str(raised.value), raised.value.cli()
         assert api in text and (api2 is None or api2 in text) and "--" not in text, text
         assert cli in flags and (cli2 is None or cli2 in flags), flags
+
+
+@pytest.mark.parametrize("start_token", [True, False])
+def test_answer_budget_counts_the_answer_whether_or_not_the_tokenizer_adds_a_start_token(start_token):
+    """--answer-budget: out(num) for a local model. The published rule (count with special tokens, minus 1) is right
+    for a tokenizer that puts one start token in front (Llama); for one that adds none (SmolLM2, Qwen) it stops the
+    model one token short of a full answer. ``counted`` is the answer's own tokens in both cases, and the cache key
+    says ``published`` wherever the two agree (calls cached before the choice still match)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tiny_models import build_tokenizer
+
+    from acurank_cli.rerankers.prompts import AnswerBudget, HFTokenCounter, _counted_answer, answer_text
+
+    tok = build_tokenizer(start_token=start_token)
+    answer = answer_text(20)
+    own = tok(answer, add_special_tokens=False)["input_ids"]
+    assert len(tok(answer)["input_ids"]) == len(own) + (1 if start_token else 0)  # the tokenizer is what it says
+    counted = HFTokenCounter(tok, answer_budget=AnswerBudget.counted)
+    published = HFTokenCounter(tok, answer_budget="published")
+    assert _counted_answer(20, counted) == len(own)
+    assert _counted_answer(20, published) == (len(own) if start_token else len(own) - 1)
+    assert tok.decode(own[: _counted_answer(20, counted)]) == answer  # the whole answer fits
+    if not start_token:
+        assert not tok.decode(own[: _counted_answer(20, published)]).endswith("[20]")  # a token short
+    assert published.answer_identity() == "published"
+    assert counted.answer_identity() == ("published" if start_token else "counted")
