@@ -251,11 +251,11 @@ def converted_folder(source: ModelSource) -> Path:
 
 def prompt_builder(source: ModelSource, tokenizer: Any, prompt_format: str | None, context_size: int,
                    max_positions: Any, double_bos: bool, backend: str, answer: Any = "text",
-                   thinking: Any = None) -> PromptBuilder:
+                   options: Any = None) -> PromptBuilder:
     """The one prompt builder of the local backends: format (given, else ``chat`` when the tokenizer
     has a template, else ``rankvicuna``), context clamped to the model's positions, the model's
     tokenizer as counter (one BOS unless ``double_bos``; its answer budget ``--answer-budget``, read from the
-    options given as ``thinking``), the answer mode (``--answer``)."""
+    backend's ``options``, as are its thinking settings), the answer mode (``--answer``)."""
     fmt = get_format(prompt_format or default_format(tokenizer))
     if fmt.needs_chat_template and not getattr(tokenizer, "chat_template", None):
         raise OptionError(f"{backend}: {OptionError.literal(repr(source.spec))} has no chat template; use {{prompt_format}}",
@@ -265,15 +265,15 @@ def prompt_builder(source: ModelSource, tokenizer: Any, prompt_format: str | Non
     if isinstance(max_positions, int) and max_positions > 0:
         context = min(context, max_positions)
     counter = HFTokenCounter(tokenizer, single_bos=not double_bos, name=source.counter_name(tokenizer),
-                             answer_budget=getattr(thinking, "answer_budget", "counted"))
+                             answer_budget=getattr(options, "answer_budget", "counted"))
     budget = 0
-    if thinking is not None:  # a window that thinks keeps room for its thought (forced to end at the budget)
+    if options is not None:  # a window that thinks keeps room for its thought (forced to end at the budget)
         from .thinking import ThinkingOptions
 
-        settings = ThinkingOptions.of(thinking)
+        settings = ThinkingOptions.of(options)
         budget = settings.local_budget() if settings.thinks else 0
     builder = PromptBuilder(fmt, counter, context, tokenizer=tokenizer, answer=answer, thought_budget=budget)
-    if thinking is not None and settings.reasoning_effort is not None:  # a template variable (gpt-oss's reads it)
+    if options is not None and settings.reasoning_effort is not None:  # a template variable (gpt-oss's reads it)
         builder.template_switches["reasoning_effort"] = settings.reasoning_effort.value
     return builder
 
