@@ -4,7 +4,12 @@ The simulated reranker's thinking model is an assumption (docs/thinking.md): a w
 its noise multiplied by ``--sim-think-noise`` and costs ``--sim-think-tokens`` thought tokens. Every figure here is
 that simulation's, not a real model's.
 
-    python benchmarks/thinking.py [--datasets dl19,dl20] [--method acurank] [--noise 2.0] [--plot docs/thinking-pareto.png]
+    python benchmarks/thinking.py [--datasets dl19,dl20] [--method acurank] [--noise 2.0] [--seeds 1]
+        [--plot docs/thinking-pareto.png]
+
+``--seeds N``: each setting run with the simulated reranker's seeds 0 .. N-1 (``--sim-seed``) and its figures
+averaged over them (a share of the gain on 43 or 54 queries moves by a few points from one noise draw to another);
+the table adds the shares' range over the seeds. One seed (the default) is the reranker's default seed.
 
 Prints a table per dataset and writes benchmarks/results/thinking.json (and the Pareto plot when asked).
 """
@@ -21,7 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 THRESHOLDS = (0.3, 0.4, 0.45, 0.5, 0.6, 0.7, 0.9, 1.0)
 
 
-def run(ds: str, method: str, noise: float, thinking: str, above: float | None, out: Path) -> dict:
+def run(ds: str, method: str, noise: float, thinking: str, above: float | None, out: Path,
+        seed: int | None = None) -> dict:
     """One run through the API's composition root (the CLI's rerank), its nDCG@10 and its tokens a query."""
     from acurank_cli.cli.app import main
     from acurank_cli.evaluation import evaluate
@@ -34,6 +40,8 @@ def run(ds: str, method: str, noise: float, thinking: str, above: float | None, 
             "-o", str(out), "--thinking", thinking]
     if above is not None:
         args += ["--think-above", str(above)]
+    if seed is not None:
+        args += ["--sim-seed", str(seed)]
     if main(args) != 0:
         raise SystemExit(f"failed: {' '.join(args)}")
     qrels = read_qrels(sample / "qrels.txt")
@@ -51,30 +59,53 @@ def main() -> int:
     ap.add_argument("--datasets", default="dl19,dl20")
     ap.add_argument("--method", default="acurank")
     ap.add_argument("--noise", type=float, default=2.0)
+    ap.add_argument("--seeds", type=int, default=1, help="average over the simulated reranker's seeds 0 .. N-1")
+    ap.add_argument("--thresholds", type=float, nargs="+", default=list(THRESHOLDS), help="--think-above values")
     ap.add_argument("--plot", default=None)
     a = ap.parse_args()
-    rows = []
+    seeds = [None] if a.seeds <= 1 else list(range(a.seeds))
+    settings = [("off", None), ("on", None)] + [("gated", t) for t in a.thresholds]
+    per_seed: dict[tuple, list[dict]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for ds in a.datasets.split(","):
-            for thinking, above in [("off", None), ("on", None)] + [("gated", t) for t in THRESHOLDS]:
-                rows.append(run(ds, a.method, a.noise, thinking, above, Path(tmp) / f"{ds}.{thinking}.{above}.run"))
+            for seed in seeds:
+                for thinking, above in settings:
+                    row = run(ds, a.method, a.noise, thinking, above, Path(tmp) / f"{ds}.{thinking}.{above}.run", seed)
+                    per_seed.setdefault((ds, row["thinking"]), []).append(row)
+    rows = []
     for ds in a.datasets.split(","):
-        mine = [r for r in rows if r["dataset"] == ds]
-        off = next(r for r in mine if r["thinking"] == "off")
-        on = next(r for r in mine if r["thinking"] == "on")
+        mine = []
+        for thinking, above in settings:
+            runs = per_seed[(ds, thinking if above is None else f"gated {above:g}")]
+            mine.append({**runs[0], **{key: round(sum(r[key] for r in runs) / len(runs), 4 if key == "ndcg10" else 2)
+                                       for key in ("ndcg10", "calls", "thinking_calls", "thinking_tokens")},
+                         "seeds": len(runs)})
+        off, on = mine[0], mine[1]
         gain = on["ndcg10"] - off["ndcg10"]
-        print(f"\n{ds} ({a.method}, simulated noise {a.noise:g}, thinking noise x0.5, 1,000 tokens a thought)")
-        print("| thinking | nDCG@10 | calls/q | thinking calls/q | thinking tokens/q | share of on's gain | share of on's tokens |")
-        print("|---|---|---|---|---|---|---|")
+        spread = len(seeds) > 1
+        print(f"\n{ds} ({a.method}, simulated noise {a.noise:g}, thinking noise x0.5, 1,000 tokens a thought"
+              + (f", mean of seeds 0-{len(seeds) - 1})" if spread else ")"))
+        print("| thinking | nDCG@10 | calls/q | thinking calls/q | thinking tokens/q | share of on's gain | share of on's tokens |"
+              + (" gain share over seeds |" if spread else ""))
+        print("|---|---|---|---|---|---|---|" + ("---|" if spread else ""))
         for r in mine:
             share = (r["ndcg10"] - off["ndcg10"]) / gain if gain else float("nan")
             tokens = r["thinking_tokens"] / on["thinking_tokens"] if on["thinking_tokens"] else 0.0
             r.update(gain_share=round(share, 3), token_share=round(tokens, 3))
-            print(f"| {r['thinking']} | {r['ndcg10']:.4f} | {r['calls']:.2f} | {r['thinking_calls']:.2f} | "
-                  f"{r['thinking_tokens']:.0f} | {share:.0%} | {tokens:.0%} |")
+            line = (f"| {r['thinking']} | {r['ndcg10']:.4f} | {r['calls']:.2f} | {r['thinking_calls']:.2f} | "
+                    f"{r['thinking_tokens']:.0f} | {share:.0%} | {tokens:.0%} |")
+            if spread:
+                runs = per_seed[(ds, r["thinking"])]
+                shares = [(x["ndcg10"] - o["ndcg10"]) / (n["ndcg10"] - o["ndcg10"])
+                          for x, o, n in zip(runs, per_seed[(ds, "off")], per_seed[(ds, "on")])]
+                r["gain_share_range"] = [round(min(shares), 3), round(max(shares), 3)]
+                line += f" {min(shares):.0%}-{max(shares):.0%} |"
+            print(line)
+        rows += mine
     results = ROOT / "benchmarks" / "results"
     results.mkdir(exist_ok=True)
-    (results / "thinking.json").write_text(json.dumps({"method": a.method, "noise": a.noise, "rows": rows}, indent=1))
+    (results / "thinking.json").write_text(json.dumps({"method": a.method, "noise": a.noise, "seeds": len(seeds),
+                                                       "rows": rows}, indent=1))
     if a.plot:
         plot(rows, a.plot)
     return 0
