@@ -175,7 +175,6 @@ class HFReranker(ListwiseLLM):
         torch = self._torch
         thinking = [i for i, p in enumerate(prompts) if p.think]
         close = self.tokenizer.encode(FORCED_CLOSE, add_special_tokens=False)
-        ends = {t for t in (self.tokenizer.eos_token_id, self.pad_id) if t is not None}
         out: dict[int, LocalThought] = {}
         sampling = self.temperature > 0
         for chunk in self._batches([prompts[i] for i in thinking], [ids[i] for i in thinking]):
@@ -195,15 +194,28 @@ class HFReranker(ListwiseLLM):
                 generated = self.model.generate(input_ids=input_ids, attention_mask=mask, **kw)
             seconds = time.perf_counter() - t0
             for row, i in enumerate(rows):
-                tokens = generated[row, width:].tolist()
-                cut = next((at for at, t in enumerate(tokens) if t in ends), len(tokens))
-                tokens = tokens[:cut]
+                tokens = self._written(generated[row, width:].tolist())
                 text = self.tokenizer.decode(tokens, skip_special_tokens=True)
                 if CLOSE_TAG in text:  # the model ended its thought: the answer follows its own tag
                     out[i] = LocalThought(tokens, text, len(tokens), seconds)
                 else:  # budget forcing: the thought ends here
                     out[i] = LocalThought(tokens + close, text + FORCED_CLOSE, len(tokens), seconds)
         return out
+
+    def _written(self, tokens: list[int]) -> list[int]:
+        """A thought's row of ``generate`` without what the batch added after the row stopped: up to the model's
+        end token, or, where it wrote ``</think>`` (a stop string), without the padding after the tag. The pad
+        id is a token like any other: a row that ran its whole budget keeps it (a random or small model writes it;
+        vLLM's thought, which has no padding, keeps it too)."""
+        eos = self.tokenizer.eos_token_id
+        if eos is not None and eos in tokens:
+            return tokens[: tokens.index(eos)]
+        end = len(tokens)
+        while end and tokens[end - 1] == self.pad_id:
+            end -= 1
+        if end < len(tokens) and CLOSE_TAG in self.tokenizer.decode(tokens[:end], skip_special_tokens=True):
+            return tokens[:end]
+        return tokens
 
     def _batches(self, prompts: Sequence[Prompt], ids: list[list[int]]) -> list[list[int]]:
         """Prompts grouped by answer length, sorted by length (each batch padded to its longest, shortest first),

@@ -150,6 +150,12 @@ def test_vllm_thinking_is_forced_to_end_at_the_budget(tiny32):
         rr.close()
     assert [r.reasoning_tokens for r in results] == [5, 5, 5]
     assert all(r.thinking and r.parse != "thought-cut" and r.thought for r in results)
+    # hf: thinks the same thought and answers the same (it cut a thought at a pad id the model wrote, in the
+    # second window, until 2026-11-28)
+    hf = build_reranker(f"hf:{tiny32}", dtype="fp32", context_size=1024, thinking="on", thinking_budget=5)
+    same = hf.rerank(reqs)
+    assert [(r.thought, r.order, r.reasoning_tokens) for r in same] == [(r.thought, r.order, r.reasoning_tokens)
+                                                                         for r in results]
 
 
 def test_vllm_options_are_checked_before_loading(tiny32):

@@ -328,3 +328,31 @@ def test_report_efficiency_shows_thinking_tokens_beside_answer_tokens(tmp_path):
     by = {r[1]: dict(zip(header, r)) for r in rows}
     assert float(by["acurank-off"]["thinking_tokens"]) == 0
     assert float(by["acurank-on"]["thinking_tokens"]) == pytest.approx(250 * float(by["acurank-on"]["calls"]))
+
+
+def test_hf_keeps_a_pad_token_the_model_wrote_inside_its_thought(tmp_path):
+    """The tiny model's greedy thought on the second window writes the pad id (0, a token of its vocabulary) as
+    its second token: hf: used to cut the thought there, as if it were the padding ``generate`` adds after a
+    stopped row, and answered after a 1-token thought where vLLM thinks for the whole budget. The thought is cut
+    only at the model's end token, or after its own ``</think>``."""
+    import torch
+    from tiny_models import CHAT_TEMPLATE, build_model_dir
+
+    path = build_model_dir(tmp_path / "tiny32", CHAT_TEMPLATE, head_dim=32)
+    texts = ["Paris is the capital of France.", "The fox jumps over the dog.", "lazy dog", "France [2] Paris"]
+    reqs = [RerankRequest(f"q{k}", f"capital of France {'?' * k}", tuple(f"d{i}" for i in range(k)),
+                          tuple(Doc(f"d{i}", texts[i]) for i in range(k))) for k in range(2, 5)]
+    rr = build_reranker(f"hf:{path}", dtype="fp32", context_size=1024, thinking="on", thinking_budget=5)
+    results = rr.rerank(reqs)
+    written = []
+    for req in reqs:  # the model's own greedy thought, one window at a time (no batch, so no padding)
+        ids = rr.builder.counter.ids(rr.prompt(req).text)
+        out = rr.model.generate(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                                max_new_tokens=5, do_sample=False, pad_token_id=rr.pad_id, temperature=None,
+                                top_p=None, top_k=None)
+        tokens = out[0, len(ids):].tolist()
+        eos = rr.tokenizer.eos_token_id
+        written.append(tokens[: tokens.index(eos)] if eos in tokens else tokens)
+    assert any(rr.pad_id in w for w in written)  # the case this test is about: the model wrote the pad id
+    assert [r.reasoning_tokens for r in results] == [len(w) for w in written] == [5, 5, 5]
+    assert [r.thought for r in results] == [rr.tokenizer.decode(w, skip_special_tokens=True).strip() for w in written]
