@@ -5,19 +5,23 @@ its noise multiplied by ``--sim-think-noise`` and costs ``--sim-think-tokens`` t
 that simulation's, not a real model's.
 
     python benchmarks/thinking.py [--datasets dl19,dl20] [--method acurank] [--noise 2.0] [--seeds 1]
-        [--plot docs/thinking-pareto.png]
+        [--thresholds 0.4 0.5 ...] [--name thinking] [--plot docs/thinking-pareto.png]
 
 ``--seeds N``: each setting run with the simulated reranker's seeds 0 .. N-1 (``--sim-seed``) and its figures
 averaged over them (a share of the gain on 43 or 54 queries moves by a few points from one noise draw to another);
-the table adds the shares' range over the seeds. One seed (the default) is the reranker's default seed.
+the table adds the per-seed shares' range and the standard error of their mean (how far the averaged share may sit
+from the share an unlimited number of draws would give). One seed (the default) is the reranker's default seed.
 
-Prints a table per dataset and writes benchmarks/results/thinking.json (and the Pareto plot when asked).
+Prints a table per dataset and writes benchmarks/results/NAME.json (``--name``, default ``thinking``; and the Pareto
+plot when asked).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -48,7 +52,7 @@ def run(ds: str, method: str, noise: float, thinking: str, above: float | None, 
     ndcg = evaluate(read_run(out).scores(), qrels, ["nDCG@10"]).mean("nDCG@10")
     stats = [json.loads(line) for line in open(out.with_suffix(".stats.jsonl"))]
     n = len(stats)
-    return {"dataset": ds, "thinking": thinking if above is None else f"gated {above:g}", "ndcg10": round(ndcg, 4),
+    return {"dataset": ds, "thinking": thinking if above is None else f"gated {above:g}", "ndcg10": ndcg,
             "calls": round(sum(r["calls"] for r in stats) / n, 2),
             "thinking_calls": round(sum(r.get("thinking_calls") or 0 for r in stats) / n, 2),
             "thinking_tokens": round(sum(r.get("reasoning_tokens") or 0 for r in stats) / n, 1)}
@@ -62,6 +66,7 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=1, help="average over the simulated reranker's seeds 0 .. N-1")
     ap.add_argument("--thresholds", type=float, nargs="+", default=list(THRESHOLDS), help="--think-above values")
     ap.add_argument("--plot", default=None)
+    ap.add_argument("--name", default="thinking", help="writes benchmarks/results/NAME.json")
     a = ap.parse_args()
     seeds = [None] if a.seeds <= 1 else list(range(a.seeds))
     settings = [("off", None), ("on", None)] + [("gated", t) for t in a.thresholds]
@@ -77,7 +82,7 @@ def main() -> int:
         mine = []
         for thinking, above in settings:
             runs = per_seed[(ds, thinking if above is None else f"gated {above:g}")]
-            mine.append({**runs[0], **{key: round(sum(r[key] for r in runs) / len(runs), 4 if key == "ndcg10" else 2)
+            mine.append({**runs[0], **{key: sum(r[key] for r in runs) / len(runs)
                                        for key in ("ndcg10", "calls", "thinking_calls", "thinking_tokens")},
                          "seeds": len(runs)})
         off, on = mine[0], mine[1]
@@ -86,25 +91,27 @@ def main() -> int:
         print(f"\n{ds} ({a.method}, simulated noise {a.noise:g}, thinking noise x0.5, 1,000 tokens a thought"
               + (f", mean of seeds 0-{len(seeds) - 1})" if spread else ")"))
         print("| thinking | nDCG@10 | calls/q | thinking calls/q | thinking tokens/q | share of on's gain | share of on's tokens |"
-              + (" gain share over seeds |" if spread else ""))
-        print("|---|---|---|---|---|---|---|" + ("---|" if spread else ""))
+              + (" per-seed gain share: range | its mean's s.e. |" if spread else ""))
+        print("|---|---|---|---|---|---|---|" + ("---|---|" if spread else ""))
         for r in mine:
             share = (r["ndcg10"] - off["ndcg10"]) / gain if gain else float("nan")
             tokens = r["thinking_tokens"] / on["thinking_tokens"] if on["thinking_tokens"] else 0.0
-            r.update(gain_share=round(share, 3), token_share=round(tokens, 3))
+            r.update(gain_share=round(share, 4), token_share=round(tokens, 4))
             line = (f"| {r['thinking']} | {r['ndcg10']:.4f} | {r['calls']:.2f} | {r['thinking_calls']:.2f} | "
-                    f"{r['thinking_tokens']:.0f} | {share:.0%} | {tokens:.0%} |")
+                    f"{r['thinking_tokens']:.0f} | {share:.1%} | {tokens:.1%} |")
             if spread:
                 runs = per_seed[(ds, r["thinking"])]
                 shares = [(x["ndcg10"] - o["ndcg10"]) / (n["ndcg10"] - o["ndcg10"])
                           for x, o, n in zip(runs, per_seed[(ds, "off")], per_seed[(ds, "on")])]
-                r["gain_share_range"] = [round(min(shares), 3), round(max(shares), 3)]
-                line += f" {min(shares):.0%}-{max(shares):.0%} |"
+                se = statistics.stdev(shares) / math.sqrt(len(shares))
+                r.update(gain_share_range=[round(min(shares), 3), round(max(shares), 3)], gain_share_se=round(se, 4))
+                line += f" {min(shares):.0%}-{max(shares):.0%} | {se:.1%} |"
             print(line)
-        rows += mine
+        rows += [{**r, **{key: round(r[key], 4 if key == "ndcg10" else 2)
+                          for key in ("ndcg10", "calls", "thinking_calls", "thinking_tokens")}} for r in mine]
     results = ROOT / "benchmarks" / "results"
     results.mkdir(exist_ok=True)
-    (results / "thinking.json").write_text(json.dumps({"method": a.method, "noise": a.noise, "seeds": len(seeds),
+    (results / f"{a.name}.json").write_text(json.dumps({"method": a.method, "noise": a.noise, "seeds": len(seeds),
                                                        "rows": rows}, indent=1))
     if a.plot:
         plot(rows, a.plot)
