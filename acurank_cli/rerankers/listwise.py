@@ -10,6 +10,7 @@ lives here, once.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -69,6 +70,7 @@ class ListwiseLLM(RerankerBase):
         self.name = name
         self.builder = builder
         self._prompts = LRU(4096)
+        self._prompting = threading.Lock()
         self.prompt_log = PromptLog(log_prompts) if log_prompts else None
         if thinking is not None:
             self.thinking = thinking
@@ -80,10 +82,15 @@ class ListwiseLLM(RerankerBase):
         return self.thinking.think_for(request.think)
 
     def prompt(self, request: RerankRequest) -> Prompt:
-        """The (memoised) prompt for a request, fitted to the context size (and to its thought, when it thinks)."""
+        """The (memoised) prompt for a request, fitted to the context size (and to its thought, when it thinks).
+
+        Under a lock: lanes ask from their threads at once, and the memo (an ordered dict whose lookups reorder it and
+        whose insertions evict) is not safe to change from two threads. A prompt is CPU work under the GIL anyway:
+        built one at a time, the first of a wave is ready sooner and the last no later."""
         think = self.thinks(request)
-        return self._prompts.get_or((request.query, request.docs, think),
-                                    lambda: self.builder.build(request.query, request.docs, think))
+        with self._prompting:
+            return self._prompts.get_or((request.query, request.docs, think),
+                                        lambda: self.builder.build(request.query, request.docs, think))
 
     def prompt_key(self, request: RerankRequest) -> str:
         """Exactly what the model reads: the text, or the messages as canonical JSON (and, where the thinking switch

@@ -41,7 +41,7 @@ from .prompts import (
 )
 from .thinking import GATED_OFF_EFFORT, Thinking, ThinkingOptions
 from .. import redaction
-from .transport import DEFAULT_BASE_URL, Retryable, Transport, base_urls, endpoint_url, error_detail
+from .transport import DEFAULT_BASE_URL, Retryable, Transport, base_urls, endpoint_url, error_detail, tls_needed
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +188,8 @@ class OpenAIReranker(ListwiseLLM):
         parts = urlsplit(self.base_url)
         root = parts._replace(path=parts.path[: -len("/v1")] if parts.path.endswith("/v1") else parts.path)
         try:
-            reply = httpx.get(endpoint_url(root.geturl(), "/version"), timeout=2.0)
+            url = endpoint_url(root.geturl(), "/version")
+            reply = httpx.get(url, timeout=2.0, verify=tls_needed([url]))
             version = reply.json().get("version") if reply.status_code == 200 else None
         except (httpx.HTTPError, ValueError, AttributeError):
             version = None

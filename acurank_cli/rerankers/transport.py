@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import logging
+import os
 import random
 import threading
 import time
@@ -78,6 +79,20 @@ def base_urls(given: str | Sequence[str] | None) -> tuple[str, ...]:
     items = [given] if given is None or isinstance(given, str) else list(given)
     urls = [normalize_base_url(u) for u in items] or [normalize_base_url(None)]
     return tuple(dict.fromkeys(urls))
+
+
+#: the environment variables httpx reads a proxy from (its ``trust_env``); a proxy may be reached over TLS
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+
+
+def tls_needed(urls: Sequence[str]) -> bool:
+    """Whether a client for ``urls`` may open a TLS connection: an https endpoint, or a proxy from the environment.
+    Where none can, the client is made without a certificate store (``verify=False``, which applies to TLS alone):
+    loading one costs 40 ms a client on this project's 2-core machine, before the first request of a run against
+    a plain-http server (BENCHMARKS.md 21). httpx follows no redirect unless told, so no https URL is reached."""
+    if any(urlsplit(u).scheme != "http" for u in urls):
+        return True
+    return any(os.environ.get(name) or os.environ.get(name.lower()) for name in PROXY_VARIABLES)
 
 
 def parse_retry_after(headers: Any, now: float | None = None) -> float | None:
@@ -212,7 +227,8 @@ class Transport:
                 headers["Authorization"] = f"Bearer {self.__key}"
             total = self.concurrency * len(self.base_urls)
             limits = httpx.Limits(max_connections=total, max_keepalive_connections=total)
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout), limits=limits, headers=headers)
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout), limits=limits, headers=headers,
+                                             verify=tls_needed(self.base_urls))
         return self._client
 
     async def _gather(self, bodies: list[dict], parse: ParseReply, deliver) -> str | None:

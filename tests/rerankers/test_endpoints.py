@@ -17,7 +17,7 @@ import pytest
 
 from acurank_cli.records import Doc, RerankRequest
 from acurank_cli.rerankers.backend import build_reranker
-from acurank_cli.rerankers.transport import BackendError, base_urls
+from acurank_cli.rerankers.transport import PROXY_VARIABLES, BackendError, base_urls, tls_needed
 from conftest import ENV, small_run
 
 SERVER = Path(__file__).resolve().parents[2] / "benchmarks" / "serial_server.py"
@@ -68,6 +68,19 @@ def test_base_urls_normalised_deduplicated_in_order():
     assert base_urls(["http://b:1", "http://a:2/v1/", "http://b:1/v1"]) == ("http://b:1/v1", "http://a:2/v1")
     assert base_urls("http://h:9") == ("http://h:9/v1",)
     assert base_urls(None) == ("https://api.openai.com/v1",)
+
+
+def test_a_certificate_store_is_loaded_only_where_tls_can_be_reached(monkeypatch):
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    assert tls_needed(["http://127.0.0.1:8000/v1", "http://gpu-box:8000/v1"]) is False
+    assert tls_needed(["http://127.0.0.1:8000/v1", "https://api.example.com/v1"]) is True
+    assert tls_needed(["https://api.openai.com/v1"]) is True
+    for name in ("HTTPS_PROXY", "http_proxy", "ALL_PROXY"):
+        with monkeypatch.context() as m:
+            m.setenv(name, "https://proxy.example:3128")
+            assert tls_needed(["http://127.0.0.1:8000/v1"]) is True, name
 
 
 def test_least_in_flight_spreads_a_batch_evenly(endpoints, monkeypatch):

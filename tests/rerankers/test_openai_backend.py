@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+import threading
 import time
 
 import pytest
 
 from acurank_cli.errors import InputError
 from acurank_cli.records import Doc, RerankRequest
-from acurank_cli.rerankers.backend import build_reranker
+from acurank_cli.rerankers.backend import LRU, build_reranker
 from acurank_cli.rerankers.transport import BackendError, normalize_base_url, parse_retry_after
 from fake_chat_server import FakeServer, letter_logprob
 
@@ -55,6 +57,37 @@ def test_key_is_sent_but_never_exposed(monkeypatch):
     assert srv.auth == ["Bearer sk-secret-123"]
     exposed = repr(rr) + json.dumps(rr.cache_identity()) + rr.prompt_key(_reqs(["alpha"])[0])
     assert "sk-secret" not in exposed
+
+
+def test_prompts_asked_from_many_lanes_at_once_never_break_the_memo(monkeypatch):
+    # lanes call prompt() from their own threads; the memo is an ordered dict whose lookups reorder it and whose
+    # insertions evict: unguarded, a lookup raced an eviction (KeyError within a few thousand calls, checked by
+    # removing the lock). A one-entry memo, instant builds and a tiny switch interval make the race likely.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    rr = build_reranker("openai:m", base_url="http://127.0.0.1:9/v1")
+    rr._prompts = LRU(1)
+    monkeypatch.setattr(rr.builder, "build", lambda query, docs, think: (query, docs, think))
+    requests = [RerankRequest(f"q{k}", f"query {k}", ("a", "b"), (Doc("a", "x"), Doc("b", "y"))) for k in range(3)]
+    errors: list[str] = []
+
+    def lane(i: int) -> None:
+        try:
+            for n in range(20000):
+                assert rr.prompt(requests[(i + n) % 3])[0] == f"query {(i + n) % 3}"
+        except Exception as exc:  # noqa: BLE001 - collected for the assertion below
+            errors.append(repr(exc))
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        lanes = [threading.Thread(target=lane, args=(i,)) for i in range(6)]
+        for t in lanes:
+            t.start()
+        for t in lanes:
+            t.join(timeout=60)
+    finally:
+        sys.setswitchinterval(old)
+    assert errors == []
 
 
 def test_default_openai_url_needs_a_key():
