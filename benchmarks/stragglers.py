@@ -87,10 +87,10 @@ def measure(command: list[str], run: Path, method: str, base: float, sd: float, 
         raise SystemExit(f"{method}: {done.stderr.strip()[-500:]}")
     states = [state for _, state, _ in started_servers]
     ideal = sum(s["slept"] for s in states) / (concurrency * servers)  # every slot of every server always busy
-    row = {"method": method, "sd": sd, "draw": draw, "servers": servers, "wall_s": round(wall, 2), "ideal_s": round(ideal, 2),
-            "ratio": round(wall / ideal, 2), "requests": sum(s["requests"] for s in states),
-            "max_in_flight": "+".join(str(s["max_in_flight"]) for s in states),
-            "run_sha256": hashlib.sha256(out.read_bytes()).hexdigest()[:16]}
+    row = {"method": method, "sd": sd, "draw": draw, "servers": servers, "wall_s": round(wall, 2),
+           "ideal_s": round(ideal, 2), "ratio": round(wall / ideal, 2), "requests": sum(s["requests"] for s in states),
+           "max_in_flight": "+".join(str(s["max_in_flight"]) for s in states),
+           "run_sha256": hashlib.sha256(out.read_bytes()).hexdigest()[:16]}
     if log is not None:  # each query's steps (windows a step, from the run's stats), in input order, with its text
         topics = dict(line.split("\t", 1) for line in (run.parent / "topics.tsv").read_text().splitlines() if line)
         stats = [json.loads(line) for line in out.with_suffix(".stats.jsonl").read_text().splitlines()]
@@ -129,7 +129,7 @@ def main() -> None:
                     log: list | None = [] if args.log_requests else None
                     rows.append(measure(shlex.split(args.acurank), run, m, args.latency, sd, args.concurrency, folder,
                                         shlex.split(args.flags), args.servers, draw, log))
-    print(table([{k: v for k, v in r.items() if k != "requests_log"} for r in rows], ["method", "sd", "draw", "servers", "wall_s", "ideal_s", "ratio", "requests", "max_in_flight",
+    print(table(rows, ["method", "sd", "draw", "servers", "wall_s", "ideal_s", "ratio", "requests", "max_in_flight",
                        "run_sha256"]))
     print(f"median ratio {statistics.median(r['ratio'] for r in rows):.2f}")
     if args.draws > 1:
