@@ -76,6 +76,34 @@ def between(lo: float, hi: float, lo_open: bool = False, hi_open: bool = False) 
 ANY_INT = Domain(True)
 
 
+#: the command line's flag values as typed (flag -> text), set once per command (:func:`typed_values`): a message
+#: quotes what was typed, not what it parsed to (``--eps 1e-400`` parses to 0.0)
+_TYPED: dict[str, str] = {}
+
+
+def typed_values(argv: list[str]) -> None:
+    """Remember each flag's value as the command line typed it (``--flag VALUE`` or ``--flag=VALUE``)."""
+    _TYPED.clear()
+    for i, arg in enumerate(argv):
+        if arg.startswith("-") and "=" in arg:
+            flag, _, value = arg.partition("=")
+            _TYPED[flag] = value
+        elif arg.startswith("-") and i + 1 < len(argv):
+            _TYPED[arg] = argv[i + 1]
+
+
+def as_typed(flag: str, value: Any) -> str:
+    """``value`` as the command line typed it for ``flag`` when it parses to that value, else as it is."""
+    typed = _TYPED.get(flag)
+    if typed is None:
+        return str(value)
+    try:
+        same = type(value)(typed) == value if isinstance(value, (int, float)) else typed == str(value)
+    except (TypeError, ValueError):
+        same = False
+    return typed if same else str(value)
+
+
 class ParameterError(InputError):
     """A parameter outside its domain: ``str()`` names the keyword; :meth:`cli` names the flag. A ``domain``
     that names other options writes them ``{keyword}`` and gives their flags in ``options`` (:class:`OptionError`)."""
@@ -88,7 +116,7 @@ class ParameterError(InputError):
     def cli(self) -> str:
         """The message with the flag (``--k 0: must be an integer >= 1``)."""
         flag = self.flag or flag_of(self.name)
-        return f"{flag} {self.value}: must be {name_options(self.domain, self.options, False)}{self.owner}"
+        return f"{flag} {as_typed(flag, self.value)}: must be {name_options(self.domain, self.options, False)}{self.owner}"
 
 
 @dataclass(frozen=True)

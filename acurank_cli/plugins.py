@@ -13,10 +13,12 @@ optional dependency is not installed is skipped.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import importlib
 import os
+import sys
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, TypeVar
@@ -55,7 +57,8 @@ class PluginModules:
             if module in self.loaded:
                 continue
             try:
-                importlib.import_module(module)
+                with contextlib.redirect_stdout(sys.stderr):  # a plug-in that prints at import: never into a run
+                    importlib.import_module(module)
             except Exception as exc:  # noqa: BLE001 - a plug-in that fails to import is reported, never a traceback
                 builtin = module in self.builtin
                 if builtin and isinstance(exc, ModuleNotFoundError) and exc.name == module:

@@ -148,6 +148,9 @@ class ParseStatus(Label):
     #: the answer never came: the model was still thinking when its token limit cut it off (its thought is never
     #: searched for a ranking; the window keeps its presented order)
     thought_cut = "thought-cut"
+    #: the token limit ended the answer: the identifiers it holds are read (repaired as published), but a ranking
+    #: read from cut text is never called whole (it may be a thought no tag marked: docs/thinking.md)
+    truncated = "truncated"
 
 
 @dataclass(frozen=True)

@@ -270,6 +270,40 @@ def test_readme_custom_backend_recipe_runs_as_written(tmp_path):
     assert proc.stdout.strip() == "['Paris is the capital of France.', 'France is in Europe.'] 2"
 
 
+def _plug_in_run(tmp_path, module, *flags):
+    import subprocess
+    import sys
+
+    from conftest import ENV
+
+    env = {**ENV, "ACURANK_BACKENDS": module, "PYTHONPATH": f"{tmp_path}:{ENV.get('PYTHONPATH', '')}"}
+    return subprocess.run([sys.executable, "-m", "acurank_cli", "rerank", "sample_runs/dl19/bm25.run", "--reranker",
+                           "overlap", "--qids", "264014", "--depth", "20", "--no-cache", "--quiet",
+                           "--topics", "sample_runs/dl19/topics.tsv", "--corpus", "sample_runs/dl19/passages.jsonl.gz",
+                           *flags], capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_the_custom_backend_recipe_is_a_plug_in_whose_switch_turns_off_and_whose_prints_never_reach_the_run(tmp_path):
+    """The recipe saved as a module: loaded through ACURANK_BACKENDS it only registers (its guard), its boolean
+    option has its --no- form, and a plug-in that prints at import prints on stderr, never into the run on stdout."""
+    import re
+
+    from conftest import run_readme_block
+
+    run_readme_block("custom-backend", tmp_path / "overlap_backend.py")
+    on = _plug_in_run(tmp_path, "overlap_backend")
+    off = _plug_in_run(tmp_path, "overlap_backend", "--no-lowercase")
+    assert on.returncode == off.returncode == 0, on.stderr + off.stderr
+    run_line = re.compile(r"^264014 Q0 \S+ \d+ \S+ \S+$")
+    for ran in (on, off):
+        assert ran.stdout and all(run_line.match(line) for line in ran.stdout.splitlines())
+    assert on.stdout != off.stdout  # the switch reached the backend
+    code = (tmp_path / "overlap_backend.py").read_text()
+    (tmp_path / "loud_backend.py").write_text('print("hello from a plug-in")\n' + code)
+    loud = _plug_in_run(tmp_path, "loud_backend")
+    assert loud.returncode == 0 and loud.stdout == on.stdout and "hello from a plug-in" in loud.stderr
+
+
 def test_api_errors_name_keywords_and_docs_must_be_a_sequence():
     from acurank_cli import ParameterError
 

@@ -15,6 +15,7 @@ import typer
 from .. import __version__
 from ..errors import InputError, Stopped, WriteFailed
 from ..io.plan import writing
+from ..params import typed_values
 from .. import redaction, signals
 from . import eval as eval_commands
 from . import report, rerank, retrieve, serve
@@ -77,8 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ..run import provenance
 
     given = sys.argv[1:] if argv is None else [str(a) for a in argv]
-    redaction.remember(redaction.flag_values(given))  # serve's keys: masked wherever they would be printed
+    redaction.remember_given(given)  # every secret given (keys, URLs' user info and keys): masked wherever printed
     provenance.COMMAND_LINE = ["acurank", *redaction.command(given)]
+    typed_values(given)  # messages quote a value as it was typed
     try:
         with signals.handled():
             code = command().main(args=list(argv) if argv is not None else None, standalone_mode=False)

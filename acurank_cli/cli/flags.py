@@ -53,7 +53,7 @@ def measure_option(kind: Any, help: str) -> Any:
 
 def rel_level_option(note: str = "") -> Any:
     """``--rel-level/-l``, the relevance level of binary measures."""
-    return Annotated[int, typer.Option("--rel-level", "-l", help=f"Relevance level for binary measures (TREC DL uses 2){note}.")]
+    return Annotated[int, typer.Option("--rel-level", "-l", min=1, help=f"Relevance level for binary measures (TREC DL uses 2){note}.")]
 
 
 Measures = measure_option(List[str], "Measure, repeatable: {names}.")

@@ -88,11 +88,12 @@ def _default_tag(method: str, reranker: str) -> str:
 
 
 def _flag_param(name: str, kind, flag: str, help: str, hidden: bool = False) -> inspect.Parameter:
-    """A keyword-only parameter Typer reads as ``flag`` (None when not given; a bool is a switch; ``hidden``: not
-    in the help)."""
+    """A keyword-only parameter Typer reads as ``flag`` (None when not given; a bool is a switch ``--x/--no-x``, so
+    that one whose default is on can be turned off; ``hidden``: not in the help)."""
     extra = {"metavar": ""} if kind is bool else {}  # a switch takes no value: show none
+    decl = f"{flag}/--no-{flag[2:]}" if kind is bool else flag  # a switch that defaults on can be turned off
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[kind],
-                             default=typer.Option(None, flag, help=help, hidden=hidden, **extra))
+                             default=typer.Option(None, decl, help=help, hidden=hidden, **extra))
 
 
 def with_generated_flags(command, baseline_only: bool = False):

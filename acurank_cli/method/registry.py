@@ -98,14 +98,16 @@ def register_method(spec: MethodSpec) -> MethodSpec:
     return METHODS.register(spec.family, spec)
 
 
-def methods() -> list[MethodSpec]:
-    """Every registered family: the built-ins, then plug-ins (imported on first use)."""
-    return list(METHODS.load().values())
+def methods(strict: bool = True) -> list[MethodSpec]:
+    """Every registered family: the built-ins, then plug-ins (imported on first use; ``strict=False`` skips a
+    plug-in that fails to import, which the command that uses a method then reports in one line)."""
+    return list(METHODS.load(strict).values())
 
 
 def known_methods(baseline_only: bool = False) -> str:
-    """Human-readable list of method names, for help and errors."""
-    return "; ".join(s.example for s in methods() if s.baseline or not baseline_only)
+    """Human-readable list of method names, for help and errors (a plug-in that fails to import is left out here,
+    as the flags leave out a backend's: the command that resolves a method says it)."""
+    return "; ".join(s.example for s in methods(strict=False) if s.baseline or not baseline_only)
 
 
 def _spec(name: str) -> tuple[MethodSpec, re.Match] | None:

@@ -15,13 +15,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import redaction
 from ..io.prompt_log import PromptLog
 from ..records import ParseStatus, RerankRequest, RerankResult
 from .answers import AnswerMode, rank_by_scores
 from .backend import LRU, RerankerBase, ResultSink
 from .parsing import parse_ranking
 from .prompts import Prompt, PromptBuilder
-from .thinking import CLOSE_TAG, ThinkingOptions, opens_thought, read_thought
+from .thinking import ThinkingOptions, opens_thought, read_thought
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,8 +43,8 @@ class Reply:
     reasoning_tokens: int | None = None
     #: the call was made with thinking on
     thinking: bool = False
-    #: the token limit ended the generation (finish_reason "length"): :meth:`ListwiseLLM.read` decides whether it cut
-    #: a thought
+    #: the token limit ended the generation (finish_reason "length"): :func:`~.thinking.read_thought` decides whether
+    #: it cut a thought or the answer
     truncated: bool = False
 
 
@@ -148,38 +149,32 @@ class ListwiseLLM(RerankerBase):
         published rule), a thought that never ended counted as ``thought-cut`` (the presented order kept), and the
         thought's tokens counted apart from the answer's."""
         n = len(request.docids)
-        thought = read_thought(reply.answer, reply.reasoning, opens_thought(prompt.text))  # the answer, read once
+        thought = read_thought(reply.answer, reply.reasoning, opens_thought(prompt.text), truncated=reply.truncated,
+                               asked=bool(prompt.think), counted=bool(reply.reasoning_tokens))  # read once
         if reply.scores is not None:
             order, status = rank_by_scores(reply.scores)
-        elif thought.cut or self._cut(reply, prompt, thought):
+        elif thought.cut:
             order, status = tuple(range(n)), ParseStatus.thought_cut
         else:
             parsed = parse_ranking(thought.answer, n)
             order, status = parsed.order, parsed.status
+            if thought.truncated and status is not ParseStatus.unparseable:
+                status = ParseStatus.truncated  # read from text the limit cut: never called a whole answer
         reasoning = reply.reasoning_tokens
-        if reasoning is None:
+        if reasoning is None and thought.cut and not reply.reasoning:
+            reasoning = reply.output_tokens  # the whole completion was the thought
+        elif reasoning is None:
             reasoning = self.builder.counter.count(thought.thought) if thought.thought else 0
         output = reply.output_tokens
-        if thought.thought and reply.reasoning is None and reply.reasoning_tokens is None:
+        if (thought.thought or thought.cut) and reply.reasoning is None and reply.reasoning_tokens is None:
             output = max(0, output - reasoning)  # the thought was inline: the output's tokens are the answer's
         answer = thought.answer if (thought.thought or thought.cut) else reply.answer
+        # what the server wrote is kept (cache, prompt log, trace) without a secret it may have echoed
         return RerankResult(order=order, input_tokens=reply.input_tokens, output_tokens=output,
-                            latency=reply.latency, parse=status, cached=False, raw=answer, backend=self.name,
-                            endpoint=reply.served_by, scores=reply.scores, reasoning_tokens=int(reasoning),
-                            thinking=reply.thinking or bool(thought.thought) or thought.cut,
-                            thought=thought.thought)
-
-    @staticmethod
-    def _cut(reply: Reply, prompt: Prompt, thought) -> bool:
-        """A generation the token limit ended before any answer: a thought kept apart (or counted) and no content,
-        or a call asked to think whose text shows no sign of an answer (no closing tag, no thought ended inline):
-        the text is the thought."""
-        if not reply.truncated:
-            return False
-        kept = bool(reply.reasoning or reply.reasoning_tokens)
-        if kept:
-            return not reply.answer.strip()
-        return bool(prompt.think) and CLOSE_TAG not in reply.answer.lower() and not thought.thought
+                            latency=reply.latency, parse=status, cached=False, raw=redaction.values(answer),
+                            backend=self.name, endpoint=reply.served_by, scores=reply.scores,
+                            reasoning_tokens=int(reasoning), thinking=reply.thinking or bool(thought.thought) or thought.cut,
+                            thought=redaction.values(thought.thought))
 
     def _log(self, request: RerankRequest, prompt: Prompt, result: RerankResult) -> None:
         sent = {"text": prompt.text} if self.sends_text else {"messages": [dict(m) for m in prompt.messages]}

@@ -22,7 +22,7 @@ from .checkpoints import dtype_kwarg, dtype_name, one_line, prompt_builder, quie
 from .answers import AnswerDecoding, AnswerMode
 from .listwise import Deliver, ListwiseLLM, Reply
 from .prompts import HFTokenCounter, Prompt, get_format
-from .thinking import CLOSE_TAG, FORCED_CLOSE, ThinkingOptions, check_local
+from .thinking import CLOSE_TAG, FORCED_CLOSE, Effort, ThinkingOptions, check_thinking
 
 class HFReranker(ListwiseLLM):
     """A transformers causal LM that reads the published RankLLM prompt and writes ``[i] > [j] > ...``."""
@@ -43,7 +43,7 @@ class HFReranker(ListwiseLLM):
         self.dtype_name = dtype_name(options.dtype, on_gpu, on_gpu and torch.cuda.is_bf16_supported())
         if options.prompt_format:
             get_format(options.prompt_format)  # fail before loading weights
-        check_local(options, "hf")
+        check_thinking(options, "hf", Effort.variable)
         self.temperature = float(options.temperature)
         self.batch_size = max(1, int(options.batch_size))
         #: padded tokens a batch may hold (rows x its longest prompt): on a GPU by default, so a batch is as many

@@ -39,7 +39,7 @@ from .prompts import (
     TiktokenCounter,
     TokenCounter,
 )
-from .thinking import GATED_OFF_EFFORT, Thinking, ThinkingOptions
+from .thinking import GATED_OFF_EFFORT, Effort, ThinkingOptions, check_thinking
 from .. import redaction
 from .transport import DEFAULT_BASE_URL, Retryable, Transport, base_urls, endpoint_url, error_detail, tls_needed
 
@@ -132,9 +132,7 @@ class OpenAIReranker(ListwiseLLM):
                               "models", prompt_format=("--prompt", fmt))
         self.temperature = float(options.temperature)
         thinking = ThinkingOptions.of(options)
-        if thinking.thinking is Thinking.off and thinking.reasoning_effort is not None:
-            raise OptionError("{thinking} with {reasoning_effort}: an effort is for windows that think (give one of them)",
-                              thinking=("--thinking", "off"), reasoning_effort="--reasoning-effort")
+        check_thinking(options, "openai", Effort.reasons)
         #: parameters the model refused (HTTP 400, e.g. an OpenAI reasoning model's temperature): left out from then
         #: on; max_tokens it refused: sent as max_completion_tokens. A reasoning effort implies both.
         self.omitted: set[str] = {"temperature"} if thinking.reasoning_effort is not None else set()
@@ -158,7 +156,8 @@ class OpenAIReranker(ListwiseLLM):
         else:
             builder = PromptBuilder(CHAT_MESSAGES, counter, int(options.context_size), fix_rendered=False,
                                     answer=answer)
-        builder.thought_budget = int(thinking.thinking_budget or 0) if thinking.thinks else 0
+        reasons = thinking.thinks or thinking.reasoning_effort is not None  # a reasoning model thinks on every call
+        builder.thought_budget = int(thinking.thinking_budget or 0) if reasons else 0
         super().__init__(f"openai:{model}", builder, options.log_prompts, thinking)
         self.stats = self.transport.stats  # requests, attempts, retries, failures
         self.lanes = self.concurrency * len(self.base_urls)  # the requests the endpoints take in flight
@@ -249,14 +248,15 @@ class OpenAIReranker(ListwiseLLM):
         """What a window's thinking adds to its body: ``chat_template_kwargs.enable_thinking`` whenever ``--thinking``
         is given (vLLM and SGLang pass it to the template: Qwen3's switch); ``reasoning_effort`` (a window gated off
         gets the lowest level every reasoning model takes, :data:`~.thinking.GATED_OFF_EFFORT`); with a budget, the
-        completion capped at the budget plus the answer's tokens."""
+        completion of every window that thinks (one asked to, and every call to a reasoning model, which reasons at
+        any effort) capped at the budget plus the answer's tokens."""
         t = self.thinking
         out: dict[str, Any] = {}
         if t.thinking is not None:
             out["chat_template_kwargs"] = {"enable_thinking": bool(prompt.think)}
         if t.reasoning_effort is not None:
             out["reasoning_effort"] = (t.reasoning_effort if prompt.think is not False else GATED_OFF_EFFORT).value
-        if prompt.think and t.thinking_budget is not None:
+        if t.thinking_budget is not None and (prompt.think or t.reasoning_effort is not None):
             out["max_tokens"] = int(t.thinking_budget) + prompt.answer_tokens
         return out
 

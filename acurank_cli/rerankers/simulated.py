@@ -37,7 +37,7 @@ from ..errors import InputError
 from ..records import RerankRequest, RerankResult
 from ..params import Option, ANY_INT, at_least
 from .backend import RerankerBase, register
-from .thinking import ThinkingOptions
+from .thinking import Effort, ThinkingOptions, check_thinking
 
 _NORMAL = statistics.NormalDist()
 
@@ -178,6 +178,7 @@ def grades_of(qrels: Any) -> dict[str, dict[str, int]]:
 @register("simulated", takes_arg=False, help="noisy qrels oracle (needs --qrels)", needs_texts=False,
           options=SimulatedOptions)
 def _factory(arg: str, options: SimulatedOptions) -> SimulatedReranker:
+    check_thinking(options, "simulated", Effort.refused)
     qrels = {} if options.qrels is None else grades_of(options.qrels)
     if not qrels:
         raise InputError("the simulated reranker needs qrels: it orders windows by noisy grades (CLI: --qrels FILE; "
@@ -199,4 +200,4 @@ def _factory(arg: str, options: SimulatedOptions) -> SimulatedReranker:
                              builder=builder,
                              note=None if builder is None else f"--sim-tokens: {note or 'counting with ' + counter.name}",
                              thinking=ThinkingOptions.of(options), think_noise=options.sim_think_noise,
-                             think_tokens=options.sim_think_tokens)
+                             think_tokens=min(options.sim_think_tokens, options.thinking_budget or options.sim_think_tokens))

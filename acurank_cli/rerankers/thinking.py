@@ -84,12 +84,14 @@ class ThinkingOptions:
                                           "family, acurank-auto). Default: the model's own")(None)
     reasoning_effort: Optional[ReasoningEffort] = Option(help="OpenAI reasoning models' effort (reasoning_effort); "
                                                          "no temperature is sent with it")(None)
-    thinking_budget: Optional[int] = Option(help="tokens a thought may take: hf/vllm force the thought's end there "
-                                            "and the model answers (default 1024 when thinking); openai caps the "
-                                            "completion at budget + answer", domain=at_least(1))(None)
+    thinking_budget: Optional[int] = Option(help="tokens a thought may take; needs --thinking on|gated (openai: or "
+                                            "--reasoning-effort). hf/vllm force the thought's end there and the model "
+                                            f"answers (default {DEFAULT_LOCAL_BUDGET} when thinking); openai caps each "
+                                            "thinking call's completion at budget + answer; simulated: a thought "
+                                            "costs at most this", domain=at_least(1))(None)
     think_above: Optional[float] = Option(help="--thinking gated: a window thinks when a document in it keeps at "
                                           "least this share of its prior rating uncertainty, sigma/sigma0 (0..1, "
-                                          "default 0.5)",
+                                          f"default {DEFAULT_THINK_ABOVE})",
                                           domain=between(0.0, 1.0))(None)
 
     def __post_init__(self) -> None:
@@ -145,56 +147,88 @@ class ThinkingOptions:
         return DEFAULT_LOCAL_BUDGET if self.thinking_budget is None else int(self.thinking_budget)
 
 
-def check_local(options: object, backend: str) -> None:
-    """What a local model (hf:, vllm:) cannot do, refused in one line before any weights load: ``--answer logits``
-    with thinking (it ranks by the first token's logits, and a thinking model's first token begins its thought), and
-    a budget without thinking (a local model's thought is forced to end at the budget only when acurank opens it)."""
+class Effort(Label):
+    """What ``--reasoning-effort`` is on a backend: the effort of a served reasoning model, which then thinks on every
+    call (``reasons``: openai:), a chat-template variable that opens no thought by itself (``variable``: hf:,
+    vllm:), or nothing the backend can apply (``refused``: the simulated reranker)."""
+
+    reasons = "reasons"
+    variable = "variable"
+    refused = "refused"
+
+
+def check_thinking(options: object, backend: str, effort: Effort) -> None:
+    """The thinking flags' rules, one per flag for every backend, refused in one line before any model loads:
+
+    * ``--thinking off`` with ``--reasoning-effort``: an effort is for windows that think;
+    * ``--reasoning-effort`` where the backend cannot apply it (``effort`` refused);
+    * ``--thinking-budget`` with no window that thinks: it caps a thought, so it needs ``--thinking on|gated`` (or,
+      on a served reasoning model, ``--reasoning-effort``: every call thinks there);
+    * ``--answer logits`` with a window that thinks: it ranks by the first token's logits, and a thinking model's
+      first token begins its thought."""
     settings = ThinkingOptions.of(options)
-    if settings.thinking_budget is not None and not settings.thinks:
-        raise OptionError(f"{backend}: {{thinking_budget}} ends a thought that {{thinking}} (or gated) opens",
+    effort_given = settings.reasoning_effort is not None
+    if settings.thinking is Thinking.off and effort_given:
+        raise OptionError("{thinking} with {reasoning_effort}: an effort is for windows that think (give one of them)",
+                          thinking=("--thinking", "off"), reasoning_effort="--reasoning-effort")
+    if effort_given and effort is Effort.refused:
+        raise OptionError(f"{backend}: {{reasoning_effort}} is a served reasoning model's setting; this backend "
+                          "thinks with {thinking}", reasoning_effort="--reasoning-effort",
+                          thinking=("--thinking", "on"))
+    thinks = settings.thinks or (effort_given and effort is Effort.reasons)
+    if settings.thinking_budget is not None and not thinks:
+        also = " (or --reasoning-effort)" if effort is Effort.reasons else ""
+        raise OptionError(f"{backend}: {{thinking_budget}} caps a thought: it needs {{thinking}} or gated{also}",
                           thinking_budget="--thinking-budget", thinking=("--thinking", "on"))
     answer = getattr(getattr(options, "answer", None), "value", getattr(options, "answer", None))
-    if answer == "logits" and settings.thinks:
+    if answer == "logits" and thinks:
         raise OptionError(f"{backend}: {{answer}} ranks by the first token's logits, and a thinking model's first "
-                          "token begins its thought: use {thinking}, or --answer text or constrained",
-                          answer=("--answer", "logits"), thinking=("--thinking", "off"))
+                          "token begins its thought: use --answer text or constrained, or no thinking",
+                          answer=("--answer", "logits"))
 
 
-#: What each control does on each backend (the support matrix's table, docs/thinking.md).
+#: What each control does on each backend (the support matrix's table, docs/thinking.md); what it refuses is
+#: :func:`check_thinking`'s, the same on every backend.
 PER_BACKEND: dict[str, dict[str, str]] = {
     "hf": {
         "--thinking off": "the template's `enable_thinking=False`; a template that opens `<think>` itself gets it closed",
         "--thinking on": "`enable_thinking=True`, the thought opened if the template did not; generated until "
                          "`</think>` or the budget, then the answer (text or constrained) after it",
         "--thinking-budget N": "budget forcing: the thought ends at N tokens (`</think>` written for it) and the "
-                               "model answers (default 1024)",
-        "--reasoning-effort": "the template variable `reasoning_effort` (gpt-oss's template reads it)",
-        "--answer logits": "refused with thinking on or gated (the first token begins the thought)",
+                               f"model answers (default {DEFAULT_LOCAL_BUDGET}); refused without --thinking on|gated",
+        "--reasoning-effort": "the template variable `reasoning_effort` (gpt-oss's template reads it); refused with "
+                              "--thinking off",
+        "--answer logits": "refused with --thinking on|gated (the first token begins the thought)",
     },
     "vllm": {
         "--thinking off": "as hf:", "--thinking on": "as hf: (two engine passes: the thought, then the answer)",
         "--thinking-budget N": "as hf:", "--reasoning-effort": "as hf:", "--answer logits": "as hf:",
     },
     "openai": {
-        "--thinking off": "`chat_template_kwargs: {enable_thinking: false}` (vLLM, SGLang); with --reasoning-effort: "
-                          "refused",
+        "--thinking off": "`chat_template_kwargs: {enable_thinking: false}` (vLLM, SGLang)",
         "--thinking on": "`chat_template_kwargs: {enable_thinking: true}`; no token limit unless a budget is given",
-        "--thinking-budget N": "the completion capped at N + the answer's tokens (`max_tokens`)",
+        "--thinking-budget N": "every thinking call's completion capped at N + the answer's tokens (`max_tokens`, "
+                               "or `max_completion_tokens` with an effort); refused without --thinking on|gated or "
+                               "--reasoning-effort",
         "--reasoning-effort": "`reasoning_effort`, with `max_completion_tokens` and no `temperature`; a window gated "
-                              "off is sent `low`",
-        "--answer logits": "the one token asked for (`max_tokens` 1): use it with --thinking off",
+                              "off is sent `low`; refused with --thinking off",
+        "--answer logits": "refused with --thinking on|gated or --reasoning-effort; else the one token asked for "
+                           "(`max_tokens` 1)",
     },
     "simulated": {
         "--thinking off": "the specified oracle", "--thinking on": "noise x `--sim-think-noise`, "
                                                                   "`--sim-think-tokens` thought tokens a window",
-        "--thinking-budget N": "no effect", "--reasoning-effort": "no effect", "--answer logits": "-",
+        "--thinking-budget N": "a thought costs at most N tokens (min of N and `--sim-think-tokens`); refused "
+                               "without --thinking on|gated",
+        "--reasoning-effort": "refused (a served reasoning model's setting)", "--answer logits": "-",
     },
 }
 
 
 # -- the one reader -------------------------------------------------------------------------------------------
 
-#: (opening, closing) spellings of an inline thought
+#: (opening, closing) spellings of an inline thought (matched in any case, with white space allowed between a
+#: tag's pieces: ``<think >``, ``< /think>``, ``[ THINK ]``)
 THOUGHT_TAGS: tuple[tuple[str, str], ...] = (
     ("<think>", "</think>"),
     ("<thinking>", "</thinking>"),
@@ -214,85 +248,154 @@ ANSWER_TAGS: tuple[tuple[str, str], ...] = (
     ("<response>", "</response>"),
 )
 
-_OPEN = re.compile("|".join(re.escape(o) for o, _ in THOUGHT_TAGS), re.IGNORECASE)
-_CLOSE = re.compile("|".join(re.escape(c) for _, c in THOUGHT_TAGS), re.IGNORECASE)
+
+def _spelled(tag: str) -> str:
+    """A tag as a pattern: its word runs and marks in order, white space allowed between them."""
+    return r"\s*".join(re.escape(piece) for piece in re.findall(r"\w+|[^\w\s]", tag))
+
+
+def _any(tags) -> re.Pattern:
+    return re.compile("|".join(_spelled(t) for t in tags), re.IGNORECASE)
+
+
+_OPEN = _any(o for o, _ in THOUGHT_TAGS)
+_CLOSE = _any(c for _, c in THOUGHT_TAGS)
+_WRAP_OPEN = [(_any([o]), _any([c])) for o, c in ANSWER_TAGS]
 #: gpt-oss's harmony format: <|channel|>NAME<|message|>TEXT, ended by <|end|>, <|return|> or <|call|>
 _CHANNEL = re.compile(r"<\|channel\|>\s*(\w+)[^<]*<\|message\|>(.*?)(?=<\|end\|>|<\|return\|>|<\|call\|>|<\|start\|>|"
                       r"<\|channel\|>|\Z)", re.DOTALL | re.IGNORECASE)
+#: the same served with its special tokens stripped (no harmony parser, ``skip_special_tokens``): the output opens
+#: with the channel's name, and each later message with ``assistant`` and its channel's name
+_STRIPPED_START = re.compile(r"\A\s*(?:assistant\s*)?(?:analysis|commentary)", re.IGNORECASE)
+_STRIPPED_NEXT = re.compile(r"assistant\s*(analysis|commentary|final)", re.IGNORECASE)
+#: a tag written as text rather than used: inside a code span (`...`) or a fenced block, or between quotes
+_CODE = re.compile(r"```.*?```|(`+)[^`\n]+?\1", re.DOTALL)
+_QUOTES = {'"': '"', "'": "'", "“": "”", "‘": "’", "«": "»", "„": "“", "\\": ""}
 
 
 @dataclass(frozen=True)
 class Thought:
-    """A model's output split: the ``answer`` (what a ranking is read from), the ``thought`` (never read), and
-    whether the thought was ``cut`` (it never ended: no answer came)."""
+    """A model's output split: the ``answer`` (what a ranking is read from), the ``thought`` (never read), whether
+    the thought was ``cut`` (it never ended: no answer came), and whether the token limit ended the answer itself
+    (``truncated``: what it holds is read, but never called a whole answer)."""
 
     answer: str
     thought: str = ""
     cut: bool = False
+    truncated: bool = False
+
+
+def _quoted_spans(text: str) -> list[tuple[int, int]]:
+    return [m.span() for m in _CODE.finditer(text)] if "`" in text else []
+
+
+def _used(pattern: re.Pattern, text: str) -> list[re.Match]:
+    """The tags ``pattern`` finds that are used as tags: not quoted (a code span, a fenced block, quotes around
+    it, a backslash before it), which is how a thought or an answer writes a tag it talks about."""
+    spans = None
+    found = []
+    for m in pattern.finditer(text):
+        before = text[m.start() - 1] if m.start() else ""
+        if before in _QUOTES and (_QUOTES[before] == "" or text[m.end():m.end() + 1] == _QUOTES[before]):
+            continue
+        if spans is None:
+            spans = _quoted_spans(text)
+        if any(a <= m.start() and m.end() <= b for a, b in spans):
+            continue
+        found.append(m)
+    return found
 
 
 def opens_thought(prompt_text: str) -> bool:
     """Whether a rendered prompt ends inside an opened thought (an R1 distill's template opens ``<think>`` itself):
     the generated text then starts in the thought."""
     tail = prompt_text.rstrip()[-32:]
-    found = list(_OPEN.finditer(tail))
-    return bool(found) and found[-1].end() == len(tail) and not _CLOSE.search(tail[found[-1].end():])
+    found = _used(_OPEN, tail)
+    return bool(found) and found[-1].end() == len(tail)
 
 
 def _unwrap(answer: str) -> str:
     """The answer inside its last wrapper (``<answer>...</answer>``; an unclosed one runs to the end)."""
-    low = answer.lower()
-    for opening, closing in ANSWER_TAGS:
-        at = low.rfind(opening)
-        if at >= 0:
-            inside = answer[at + len(opening):]
-            end = inside.lower().find(closing)
-            return inside if end < 0 else inside[:end]
+    for opening, closing in _WRAP_OPEN:
+        found = _used(opening, answer)
+        if found:
+            inside = answer[found[-1].end():]
+            end = _used(closing, inside)
+            return inside if not end else inside[: end[0].start()]
     return answer
-
-
-def _harmony(text: str) -> Thought | None:
-    """gpt-oss's channels: the answer is the last ``final`` message, the rest thought; no final message: cut."""
-    found = list(_CHANNEL.finditer(text))
-    if not found:
-        return None
-    finals = [m for m in found if m.group(1).lower() == "final"]
-    thought = "\n".join(m.group(2) for m in found if m.group(1).lower() != "final")
-    if not finals:
-        return Thought("", thought, cut=True)
-    return Thought(_unwrap(finals[-1].group(2)).strip(), thought)
-
-
-def read_thought(text: str | None, reasoning: str | None = None, opened: bool = False) -> Thought:
-    """Split a model's output into its thought and its answer (see the module doc).
-
-    ``reasoning``: a thought the server kept apart (``reasoning_content``); ``opened``: the prompt ended inside a
-    thought (:func:`opens_thought`), so the output starts in it."""
-    text = text or ""
-    kept = (reasoning or "").strip()
-    harmony = _harmony(text) if "<|channel|>" in text.lower() else None
-    if harmony is not None:
-        return Thought(harmony.answer, "\n".join(t for t in (kept, harmony.thought) if t), harmony.cut)
-    closes = list(_CLOSE.finditer(text))
-    if closes:
-        last = closes[-1]
-        thought, answer = text[: last.start()], text[last.end():]
-        reopened = _OPEN.search(answer)
-        if reopened:  # a new thought after the answer began, never ended: what came before it is the answer
-            answer = answer[: reopened.start()]
-        thought = _OPEN.sub("", thought).strip()
-        return Thought(_unwrap(answer).strip(), "\n".join(t for t in (kept, thought) if t))
-    opening = _OPEN.search(text)
-    if opening is not None or opened:  # a thought began and never ended: no answer came
-        thought = text if opening is None else text[opening.end():]
-        return Thought("", "\n".join(t for t in (kept, thought.strip()) if t), cut=True)
-    return Thought(_unwrap(text).strip() if kept else _unwrap_if_wrapped(text), kept)
 
 
 def _unwrap_if_wrapped(text: str) -> str:
     """A plain answer as it was written (byte for byte, as the published parser reads it), unless it is wrapped."""
-    low = text.lower()
-    return _unwrap(text).strip() if any(o in low for o, _ in ANSWER_TAGS) else text
+    unwrapped = _unwrap(text)
+    return text if unwrapped is text else unwrapped.strip()
+
+
+def _channels(messages: list[tuple[str, str]], kept: str, truncated: bool) -> Thought:
+    """Harmony's messages (channel, text): the answer is the last ``final`` message, the rest thought; no final
+    message: the thought never ended."""
+    thought = "\n".join(t for t in (kept, *(text.strip() for name, text in messages if name != "final")) if t)
+    finals = [text for name, text in messages if name == "final"]
+    if not finals:
+        return Thought("", thought, cut=True)
+    return Thought(_unwrap(finals[-1]).strip(), thought, truncated=truncated)
+
+
+def _harmony(text: str, kept: str, truncated: bool) -> Thought | None:
+    """gpt-oss's channels, with their special tokens or stripped of them; None: not that format."""
+    if "<|channel|>" in text.lower():
+        return _channels([(m.group(1).lower(), m.group(2)) for m in _CHANNEL.finditer(text)], kept, truncated)
+    start = _STRIPPED_START.match(text)
+    if start is None:
+        return None
+    marks = list(_STRIPPED_NEXT.finditer(text, start.end()))
+    if not marks and not truncated:  # an answer that merely begins with the word
+        return None
+    messages = [("analysis", text[start.end(): marks[0].start() if marks else len(text)])]
+    for m, following in zip(marks, [*marks[1:], None]):
+        messages.append((m.group(1).lower(), text[m.end(): following.start() if following else len(text)]))
+    return _channels(messages, kept, truncated)
+
+
+def read_thought(text: str | None, reasoning: str | None = None, opened: bool = False, *, truncated: bool = False,
+                 asked: bool = False, counted: bool = False) -> Thought:
+    """Split a model's output into its thought and its answer (see the module doc), by the structure of the reply:
+    the tag that ends the thought is the last one used as a tag (a tag quoted in a code span or between quotes is
+    text); a thought with no end never yields an answer.
+
+    ``reasoning``: a thought the server kept apart (``reasoning_content``); ``opened``: the prompt ended inside a
+    thought (:func:`opens_thought`), so the output starts in it; ``truncated``: the token limit ended the
+    generation; ``asked``: the call was asked to think; ``counted``: the server counted hidden reasoning tokens.
+    A generation the limit ended is read as a thought that never ended when nothing in it ended a thought and the
+    call thought (asked to, or a thought kept apart with no answer after it); else its answer is ``truncated``."""
+    text = text or ""
+    kept = (reasoning or "").strip()
+    harmony = _harmony(text, kept, truncated)
+    if harmony is not None:
+        return harmony
+    closes = _used(_CLOSE, text)
+    if closes:
+        last = closes[-1]
+        thought, answer = text[: last.start()], text[last.end():]
+        reopened = _used(_OPEN, answer)
+        if reopened:  # a new thought after the answer began, never ended: what came before it is the answer
+            answer = answer[: reopened[0].start()]
+        thought = _OPEN.sub("", thought).strip()
+        thought = "\n".join(t for t in (kept, thought) if t)
+        answer = _unwrap(answer).strip()
+        if truncated and not answer and not reopened:
+            return Thought("", thought, cut=True)  # the thought ended as the limit came: no answer
+        return Thought(answer, thought, truncated=truncated and not reopened)
+    opening = _used(_OPEN, text)
+    if opening or opened:  # a thought began and never ended: no answer came
+        thought = text if not opening else text[opening[0].end():]
+        return Thought("", "\n".join(t for t in (kept, thought.strip()) if t), cut=True)
+    if truncated and ((kept or counted) and not text.strip() or asked and not (kept or counted)):
+        # the limit came inside a thought no tag marks (a template opened it, or the server keeps it apart)
+        return Thought("", "\n".join(t for t in (kept, text.strip()) if t), cut=True)
+    if kept or counted:
+        return Thought(_unwrap(text).strip() if kept else _unwrap_if_wrapped(text), kept, truncated=truncated)
+    return Thought(_unwrap_if_wrapped(text), truncated=truncated)
 
 
 # -- gated thinking -------------------------------------------------------------------------------------------
@@ -318,4 +421,4 @@ def gate_of(options: object) -> ThinkingGate | None:
 
 __all__ = ["ANSWER_TAGS", "PER_BACKEND", "CLOSE_TAG", "DEFAULT_LOCAL_BUDGET", "DEFAULT_THINK_ABOVE", "FORCED_CLOSE", "GATED_OFF_EFFORT",
            "OPEN_TAG", "ReasoningEffort", "THOUGHT_TAGS", "Thinking", "ThinkingGate", "ThinkingOptions", "Thought",
-           "gate_of", "opens_thought", "read_thought", "check_local"]
+           "gate_of", "opens_thought", "read_thought", "check_thinking", "Effort"]

@@ -367,12 +367,14 @@ class EndpointPool:
         self.endpoints = [Endpoint(u, endpoint_url(u), redaction.url(u)) for u in urls]
         self.per_endpoint = per_endpoint
         self.set_aside = set_aside
-        self._changed: asyncio.Condition | None = None
+        #: set when a slot is freed or an endpoint fails, then replaced: waiters look again (one per event loop)
+        self._changed: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
-    def _condition(self) -> asyncio.Condition:
+    def _signal(self) -> asyncio.Event:
         loop = asyncio.get_running_loop()
-        if self._changed is None or getattr(self, "_loop", None) is not loop:
-            self._changed, self._loop = asyncio.Condition(), loop
+        if self._changed is None or self._loop is not loop:
+            self._changed, self._loop = asyncio.Event(), loop
         return self._changed
 
     def _ready(self, now: float) -> list[Endpoint]:
@@ -394,24 +396,22 @@ class EndpointPool:
     async def acquire(self, stop: asyncio.Event) -> Endpoint | None:
         """The ready endpoint with the fewest requests in flight (ties: fewest served, then order);
         waits while none is ready; None once ``stop`` is set."""
-        cond = self._condition()
-        async with cond:
-            while not stop.is_set():
-                now = time.monotonic()
-                ready = self._ready(now)
-                if ready:
-                    ep = min(ready, key=lambda e: (e.in_flight, e.served))
-                    ep.in_flight += 1
-                    return ep
-                # wait for a release, or for the first set-aside endpoint to come back
-                back = [e.aside_until - now for e in self.endpoints if e.aside_until > now]
-                try:  # asyncio.timeout, not wait_for: cancelled inside wait_for, 3.11's Condition.wait can leave
-                    async with asyncio.timeout(min(back) if back else 1.0):  # the lock released ("Lock is not
-                        await cond.wait()  # acquired." when the batch is cancelled)
-                except TimeoutError:
-                    pass
-                if stop.is_set():
-                    break
+        while not stop.is_set():
+            now = time.monotonic()
+            ready = self._ready(now)
+            if ready:
+                ep = min(ready, key=lambda e: (e.in_flight, e.served))
+                ep.in_flight += 1
+                return ep
+            # wait for a release, or for the first set-aside endpoint to come back (no await since the look: a
+            # wake after it sets the event this waits on)
+            changed = self._signal()
+            back = [e.aside_until - now for e in self.endpoints if e.aside_until > now]
+            try:
+                async with asyncio.timeout(min(back) if back else 1.0):
+                    await changed.wait()
+            except TimeoutError:
+                pass
         return None
 
     def release(self, ep: Endpoint) -> None:
@@ -431,19 +431,17 @@ class EndpointPool:
         self.wake()
 
     def wake(self) -> None:
-        """Let waiting requests look again (a slot was freed, an endpoint failed, the batch stopped)."""
-        cond = self._changed
-        if cond is None:
-            return
-
-        async def wake() -> None:
-            async with cond:
-                cond.notify_all()
-
+        """Let waiting requests look again (a slot was freed, an endpoint failed, the batch stopped): the event they
+        wait on is set and a fresh one made, at once, in the loop's own thread (no task is made that a closing loop
+        could leave pending)."""
+        changed = self._changed
         try:
-            asyncio.get_running_loop().create_task(wake())
-        except RuntimeError:
-            pass
+            if changed is None or asyncio.get_running_loop() is not self._loop:
+                return
+        except RuntimeError:  # not in the loop's thread: its waiters look again at their timeout
+            return
+        self._changed = None
+        changed.set()
 
 
 __all__ = ["BackendError", "EndpointPool", "Retryable", "Transport", "base_urls", "normalize_base_url", "parse_retry_after"]

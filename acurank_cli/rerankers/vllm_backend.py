@@ -36,7 +36,7 @@ from .checkpoints import config_parameters, converted_folder, dtype_name, hub_kw
 from .answers import LETTERS, AnswerDecoding, AnswerMode, logsumexp
 from .listwise import Deliver, ListwiseLLM, Reply
 from .prompts import HFTokenCounter, Prompt, get_format
-from .thinking import CLOSE_TAG, FORCED_CLOSE, ThinkingOptions, check_local
+from .thinking import CLOSE_TAG, FORCED_CLOSE, Effort, ThinkingOptions, check_thinking
 
 
 def _import_vllm():
@@ -107,7 +107,7 @@ class VLLMReranker(ListwiseLLM):
         options = options or VLLMOptions()
         if options.prompt_format:
             get_format(options.prompt_format)  # fail before loading weights
-        check_local(options, "vllm")
+        check_thinking(options, "vllm", Effort.variable)
         try:
             import torch
             from transformers import AutoConfig, AutoTokenizer

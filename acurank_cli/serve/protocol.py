@@ -28,7 +28,10 @@ class BadRequest(Exception):
         self.message, self.field, self.status, self.headers = message, field, status, headers or {}
 
     def body(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"message": self.message}
+        """What the client is sent: the message without a secret (a backend's error may echo its URL's key)."""
+        from .. import redaction
+
+        out: dict[str, Any] = {"message": redaction.text(self.message)}
         if self.field is not None:
             out["field"] = self.field
         return out
@@ -158,7 +161,8 @@ def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
     for i, original in enumerate(originals):
         _finite(original, f"documents[{i}]")
     return RerankCall(id=str(uuid.uuid4()), api=api, query=body.query, texts=tuple(texts), titles=tuple(titles),
-                      originals=originals, top_n=body.top_n, return_documents=bool(body.return_documents),
+                      originals=originals, top_n=None if body.top_n is None else min(body.top_n, len(texts)),
+                      return_documents=bool(body.return_documents),
                       method=body.method, budget=body.budget, model=body.model, warnings=tuple(warnings),
                       truncated=truncated)
 

@@ -18,6 +18,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..method.registry import method_options
 from ..method.strategy import Strategy
 from ..params import ParameterError
 from ..records import ParseStatus, QueryOutcome, RankingTask, Step
@@ -162,10 +163,13 @@ class RerankService:
             self.calls.pop(task.qid, None)
             self.feed.withdraw(task.qid)
             if ticket is not None and not ticket.future.done():
+                name = ticket.strategy.name
+                remedy = (f"give a budget of at most {self.limits.max_calls}, or a method that makes fewer"
+                          if "budget" in method_options(name) else
+                          "give a method that makes fewer (this one takes no budget)")
                 ticket.future.set_exception(BadRequest(
-                    f"method {ticket.strategy.name!r} asked for more than this server's limit of "
-                    f"{self.limits.max_calls} calls for this request; give a budget, or a method that makes fewer",
-                    "method", 422))
+                    f"method {name!r} asked for more than this server's limit of {self.limits.max_calls} calls for "
+                    f"this request; {remedy}", "method", 422))
 
     def _serve(self) -> None:
         """Serve the feed until it is closed and empty; a backend's failure fails the requests in flight and

@@ -401,3 +401,55 @@ def test_the_precise_update_is_the_same_rating_where_double_precision_rates():
 def test_a_whole_file_output_to_dev_stdout_on_a_pipe_is_written():
     ran = _cli("eval", DL19 / "bm25.run", "--qrels", DL19 / "qrels.txt", "-o", "/dev/stdout")  # stdout is a pipe here
     assert ran.returncode == 0 and ran.stdout.startswith("ndcg_cut_10\tall\t0.5058"), ran.stderr
+
+
+# -- what a new user hit (3) ----------------------------------------------------------------------------------------
+
+
+def _gate(tmp_path, text: str) -> subprocess.CompletedProcess:
+    gates = tmp_path / "expected.tsv"
+    gates.write_text(text)
+    return subprocess.run(["bash", str(ROOT / "scripts" / "ci_gate.sh"), str(gates)], capture_output=True, text=True,
+                          env={**ENV, "PY": sys.executable}, timeout=600)
+
+
+def test_the_gate_script_reads_a_last_line_without_newline_and_fails_with_no_gate(tmp_path):
+    """A gate on the last line without its newline is checked (an impossible figure fails it); a file with no gate
+    fails; a malformed line is one error naming FILE:LINE; the gates checked are counted."""
+    last = _gate(tmp_path, "# comment\ndl19\tsw-1\t0.99")  # no final newline, a figure sw-1 cannot reach
+    assert last.returncode == 1 and "gate failed" in last.stderr, last.stdout + last.stderr
+    for empty in ("", "# only a comment\n", "\n\n"):
+        none = _gate(tmp_path, empty)
+        assert none.returncode == 1 and "no gate" in none.stderr and "nothing was checked" in none.stderr
+    bad = _gate(tmp_path, "dl19\tsw-1\t0.5\ndl19\tsw-1\n")
+    assert bad.returncode == 2 and f"{tmp_path / 'expected.tsv'}:2:" in bad.stderr
+    held = _gate(tmp_path, "dl19\tsw-1\t0.5")
+    assert held.returncode == 0 and "1 gates held" in held.stdout, held.stderr
+
+
+def test_a_method_plug_in_that_fails_to_import_is_one_line_as_a_backends_is():
+    """ACURANK_METHODS naming a module that cannot be imported: every command still starts (eval runs), and a
+    command that resolves a method says so in one line, exit 2, exactly as ACURANK_BACKENDS does."""
+    for variable in ("ACURANK_METHODS", "ACURANK_BACKENDS"):
+        env = {**ENV, variable: "no_such_module"}
+        ran = subprocess.run([sys.executable, "-m", "acurank_cli", "eval", str(SAMPLE / "dl19" / "bm25.run"), "--qrels",
+                              str(SAMPLE / "dl19" / "qrels.txt")], capture_output=True, text=True, env=env, timeout=300)
+        assert ran.returncode == 0 and "Traceback" not in ran.stderr, (variable, ran.stderr)
+        ran = subprocess.run([sys.executable, "-m", "acurank_cli", "rerank", str(SAMPLE / "dl19" / "bm25.run"),
+                              "--reranker", "simulated", "--qrels", str(SAMPLE / "dl19" / "qrels.txt"), "--no-cache",
+                              "--quiet"], capture_output=True, text=True, env=env, timeout=300)
+        _one_line_error(ran, "no_such_module")
+
+
+@pytest.mark.parametrize("args,message", [
+    (("rerank", "--eps", "1e-400"), "--eps 1e-400: must be a number in (0, 0.5)"),  # as typed, not 0.0
+    (("rerank", "--eps=2e-0"), "--eps 2e-0: must be a number in (0, 0.5)"),
+    (("eval", "-l", "-1"), "--rel-level -1: must be an integer >= 1"),
+    (("eval", "--rel-level", "0"), "--rel-level 0: must be an integer >= 1"),
+])
+def test_a_value_out_of_its_domain_is_quoted_as_typed(args, message):
+    command, *flags = args
+    extra = ("--reranker", "simulated") if command == "rerank" else ()
+    ran = acurank(command, SAMPLE / "dl19" / "bm25.run", "--qrels", SAMPLE / "dl19" / "qrels.txt", *extra, *flags,
+                  check=False)
+    assert ran.returncode == 2 and ran.stderr.strip() == f"acurank: error: {message}", ran.stderr

@@ -73,4 +73,4 @@ def test_cli_writes_flops_with_model_params_and_report_efficiency(sample, tmp_pa
     md = acurank("report", "efficiency", "--runs", tmp_path / "runs", "--baseline", "sw-1", "-f", "markdown").stdout
     assert "| sw-1 | 9.00 | 0.00 | 20.00 |" in md and "FLOPs vs sw-1" in md
     bad = acurank("rerank", run, "--reranker", "simulated", "--qrels", qrels, "--model-params", "0", check=False)
-    assert bad.returncode == 2 and bad.stderr.strip() == "acurank: error: --model-params 0.0: must be a number > 0"
+    assert bad.returncode == 2 and bad.stderr.strip() == "acurank: error: --model-params 0: must be a number > 0"

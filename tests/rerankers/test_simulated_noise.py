@@ -70,4 +70,4 @@ def test_cli_flags(sample, tmp_path):
                    "--sim-persistent", "0.35", "--sim-position", "1", "--sim-noise", "0.3", "--quiet")
     assert len(proc.stdout.splitlines()) == 200
     bad = acurank("baseline", run, "--reranker", "simulated", "--qrels", qrels, "--sim-position", "-1", check=False)
-    assert bad.returncode == 2 and "--sim-position -1.0: must be a number >= 0" in bad.stderr
+    assert bad.returncode == 2 and "--sim-position -1: must be a number >= 0" in bad.stderr  # as typed

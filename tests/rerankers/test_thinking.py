@@ -356,3 +356,138 @@ def test_hf_keeps_a_pad_token_the_model_wrote_inside_its_thought(tmp_path):
     assert any(rr.pad_id in w for w in written)  # the case this test is about: the model wrote the pad id
     assert [r.reasoning_tokens for r in results] == [len(w) for w in written] == [5, 5, 5]
     assert [r.thought for r in results] == [rr.tokenizer.decode(w, skip_special_tokens=True).strip() for w in written]
+
+
+# -- the shapes a new user hit (issue 71): read by the reply's structure, never by the first tag met --------------
+
+#: a thought that mentions its own closing tag, the way thoughts and answers quote one
+QUOTED_CLOSES = ("`</think>`", "``</think>``", '"</think>"', "'</think>'", "“</think>”", "\\</think>",
+                 "```\n</think>\n```")
+
+
+@pytest.mark.parametrize("text", [
+    # gpt-oss served with its special tokens stripped (no harmony parser, skip_special_tokens)
+    f"analysisWe need to rank. At first glance {DECOY}.assistantfinal{REAL}",
+    f"analysis We need to rank. At first glance {DECOY}. assistant final {REAL}",  # spaces between special tokens
+    f"assistantanalysisAt first {DECOY}assistantcommentaryStill {DECOY}assistantfinal{REAL}",
+    f"ANALYSIS{DECOY}ASSISTANTFINAL{REAL}",
+    # white space inside the tags
+    f"<think >at first {DECOY}</think >{REAL}",
+    f"< think>at first {DECOY}< / think>\n{REAL}",
+    f"<THINKING >{DECOY}</ THINKING>{REAL}",
+    f"[ THINK ]{DECOY}[ /THINK ]{REAL}",
+    f"<| begin_of_thought |>{DECOY}<| end_of_thought |>{REAL}",
+    f"<think>{DECOY}</think>< answer >{REAL}</ answer >",
+    # a closing tag quoted inside the thought
+    *(f"<think>I will close with {q} later; at first {DECOY}</think>{REAL}" for q in QUOTED_CLOSES),
+    *(f"at first {DECOY}, then {q}.</think>{REAL}" for q in QUOTED_CLOSES[:3]),  # the template opened it
+    # the answer quotes the tag after the real ranking
+    *(f"<think>at first {DECOY}</think>{REAL}\n(I ended my thought with {q}.)" for q in QUOTED_CLOSES),
+])
+def test_a_tag_is_read_by_the_replys_structure(text):
+    thought = read_thought(text)
+    assert not thought.cut and DECOY in thought.thought and DECOY not in thought.answer
+    assert parse_ranking(thought.answer, 3).order == (2, 0, 1)
+
+
+@pytest.mark.parametrize("text", [
+    *(f"<think>The thought closes with {q} later. So the ranking is {DECOY} and" for q in QUOTED_CLOSES),
+    f"<think >at first {DECOY} and",
+    f"analysisWe need to rank. At first glance {DECOY} and",
+    f"analysis We need. {DECOY} assistant commentary still {DECOY}",
+    f"<think>at first {DECOY}</think>",  # the thought ended as the limit came: no answer
+])
+def test_text_the_limit_cut_inside_a_thought_is_never_read(text):
+    thought = read_thought(text, truncated=True)
+    assert thought.cut and thought.answer == ""
+
+
+def test_a_plain_answer_that_quotes_a_tag_is_an_answer():
+    for text in (f"{REAL} (no `<think>` was needed)", f"{REAL}\nI wrote no '</think>'."):
+        thought = read_thought(text)
+        assert not thought.cut and parse_ranking(thought.answer, 3).order == (2, 0, 1) and thought.thought == ""
+    assert read_thought(f"Analysis done: {REAL}").answer == f"Analysis done: {REAL}"  # the word alone is no channel
+
+
+def _shapes_server(content, finish="stop"):
+    def respond(n, body):
+        return 200, {"choices": [{"index": 0, "message": {"role": "assistant", "content": content(n)},
+                                  "finish_reason": finish}], "usage": {"prompt_tokens": 100, "completion_tokens": 194}}
+
+    return FakeServer(lambda q, a: ("ok", 0.0), respond)
+
+
+def _served(content, finish="stop", **kw):
+    with _shapes_server(content, finish) as srv:
+        rr = build_reranker("openai:m", base_url=srv.base_url, concurrency=2, timeout=5.0, retries=0, **kw)
+        results = rr.rerank(_reqs())
+        rr.close()
+    return results, srv
+
+
+def _decoy(n):
+    return " > ".join(f"[{i}]" for i in (*range(2, n + 1), 1))  # a rotation: no real answer equals it
+
+
+@pytest.mark.parametrize("kw", [{}, {"reasoning_effort": "low"}])
+def test_gpt_oss_stripped_of_its_special_tokens_is_read_and_counted_as_thinking(kw):
+    results, _ = _served(lambda n: f"analysisWe need to rank. At first glance {_decoy(n)}.assistantfinal{_answer(n)}",
+                         **kw)
+    assert [(r.order, r.parse) for r in results] == [((1, 0, 3, 2), ParseStatus.ok)] * 3
+    assert all(r.thinking and r.reasoning_tokens > 0 and r.output_tokens < 194 for r in results)
+
+
+@pytest.mark.parametrize("kw", [{}, {"thinking": "on"}])
+def test_a_cut_thought_that_quotes_its_tag_in_a_code_span_is_cut(kw):
+    results, _ = _served(lambda n: f"<think>The thought closes with `</think>` later. So the ranking is {_decoy(n)} and",
+                         finish="length", **kw)
+    assert all(r.parse == ParseStatus.thought_cut and r.order == (0, 1, 2, 3) for r in results)
+    assert all(r.reasoning_tokens == 194 and r.output_tokens == 0 for r in results)
+
+
+def test_a_cut_thought_the_template_opened_counts_its_tokens_as_thinking():
+    """No tag at all (the chat template opened the thought) and --thinking on: the whole completion was thought."""
+    results, _ = _served(lambda n: f"At first glance {_decoy(n)}. Hmm", finish="length", thinking="on")
+    assert all(r.parse == ParseStatus.thought_cut and r.order == (0, 1, 2, 3) for r in results)
+    assert all((r.reasoning_tokens, r.output_tokens) == (194, 0) and r.thinking for r in results)
+
+
+def test_text_the_limit_cut_with_no_marker_is_read_but_never_called_whole():
+    """Without --thinking and with no tag, a template-opened thought cannot be told from a long answer: the text is
+    read as an answer (the published rule reads what the model wrote) and counted ``truncated``, never ok."""
+    results, _ = _served(lambda n: f"At first glance {_decoy(n)}. Hmm", finish="length")
+    assert all(r.parse == ParseStatus.truncated for r in results)
+    whole, _ = _served(lambda n: _answer(n), finish="length")  # a whole ranking the limit ended: still not ok
+    assert all(r.parse == ParseStatus.truncated and r.order == (1, 0, 3, 2) for r in whole)
+
+
+@pytest.mark.parametrize("flags,expected", [
+    ({"thinking_budget": 256}, "thinking_budget"),  # a budget needs a window that thinks
+    ({"thinking": "on", "answer": "logits"}, "answer='logits'"),
+    ({"reasoning_effort": "low", "answer": "logits"}, "answer='logits'"),
+    ({"thinking": "off", "reasoning_effort": "low"}, "reasoning_effort"),
+])
+def test_every_thinking_rule_holds_on_openai(flags, expected):
+    with pytest.raises(InputError, match=expected):
+        build_reranker("openai:m", base_url="http://127.0.0.1:9/v1", **flags)
+
+
+@pytest.mark.parametrize("flags,expected", [
+    ({"thinking_budget": 256}, "thinking_budget"),
+    ({"thinking": "off", "reasoning_effort": "low"}, "reasoning_effort"),
+    ({"reasoning_effort": "low"}, "reasoning_effort"),  # the simulated model has no effort to set
+])
+def test_every_thinking_rule_holds_on_the_simulated_reranker(flags, expected):
+    with pytest.raises(InputError, match=expected):
+        build_reranker("simulated", qrels={"q": {"a": 1}}, **flags)
+
+
+def test_a_budget_caps_every_call_that_thinks():
+    """--reasoning-effort alone: a reasoning model thinks on every call, so the budget caps each completion."""
+    _, srv = _rerank("hidden", reasoning_effort="low", thinking_budget=256)
+    assert all(b["max_completion_tokens"] > 256 and "max_tokens" not in b for b in srv.bodies)
+    _, srv = _rerank("inline", thinking="on", thinking_budget=256)
+    assert all(b["max_tokens"] > 256 for b in srv.bodies)
+    req = RerankRequest("q", "query", ("d", "c", "b", "a"))
+    capped = build_reranker("simulated", qrels={"q": {"a": 3}}, thinking="on", thinking_budget=40).rerank([req])[0]
+    assert capped.reasoning_tokens == 40

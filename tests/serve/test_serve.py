@@ -433,6 +433,12 @@ def test_keys_from_the_environment_calls_capped_and_fields_json_cannot_carry(tmp
                                  json={"query": "q", "documents": [f"doc {i}" for i in range(40)], "method": "sw-3"})
             assert capped.status_code == 422 and capped.json()["field"] == "method", capped.text
             assert "5 calls" in capped.json()["message"]
+            # sliding windows take no budget: the remedy is another method, never a budget
+            assert "takes no budget" in capped.json()["message"] and "give a budget" not in capped.json()["message"]
+            many = client.post(server.url + "/v2/rerank", headers=auth,
+                               json={"query": "q", "documents": ["a", "b"], "top_n": 99999999999999999999999999})
+            assert many.status_code == 200 and len(many.json()["results"]) == 2, many.text
+            assert "99999999999999999999999999" not in many.text  # top_n is bounded by the documents given
             for raw, field in ((b'{"query": "q", "documents": [{"text": "b", "x": NaN}, "c"], "return_documents": true}',
                                 "documents[0].x"),
                                (b'{"query": "q", "documents": ["c", {"text": "b", "y": [1, -Infinity]}]}',
@@ -486,6 +492,7 @@ def test_a_second_signal_stops_at_once_cuts_off_the_requests_in_flight_and_says_
         httpd.shutdown()
     assert code == 128 + second, server.stderr
     assert "Traceback" not in server.stderr, server.stderr
+    assert "never awaited" not in server.stderr and "Task was destroyed" not in server.stderr, server.stderr
     assert f"stopped at once on a second {signal.Signals(second).name}: of the 3 requests held" in server.stderr
     assert "every request it held" not in server.stderr
     for reply in replies:
