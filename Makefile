@@ -12,7 +12,7 @@ RERANKER ?= minilm
 ENGINES_VENV ?= .venv-engines
 EPY := $(ENGINES_VENV)/bin/python
 
-.PHONY: setup demo test docs bench clean setup-engines test-engines bench-engines setup-peer bench-peer
+.PHONY: setup demo test docs bench clean setup-engines test-engines bench-engines setup-peer bench-peer bench-templates
 
 setup: $(VENV)/.installed
 
@@ -72,6 +72,11 @@ $(PEER_VENV)/.installed:
 	$(PPY) -m pip install -q --no-deps --ignore-requires-python rank-llm==0.26.0
 	$(PPY) -m pip install -q ftfy dacite
 	touch $@
+
+# acurank's prompts from RankLLM's template files against RankLLM's own rendering (BENCHMARKS.md 22)
+bench-templates: setup
+	$(MAKE) setup-peer
+	$(PY) benchmarks/templates_peer.py
 
 # acurank against RankLLM on the same engine, model, prompts and windows (BENCHMARKS.md 20)
 bench-peer: setup-engines

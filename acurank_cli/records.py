@@ -222,6 +222,8 @@ class RerankRequest:
     #: gated thinking's decision for this window: True think, False answer directly; None: the backend's own
     #: setting (``--thinking``, or the model's default)
     think: bool | None = None
+    #: the documents' first-stage scores, in presented order (text backends: a prompt template may show them)
+    scores: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if self.docs and len(self.docs) != len(self.docids):

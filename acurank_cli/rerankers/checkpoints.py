@@ -251,11 +251,17 @@ def converted_folder(source: ModelSource) -> Path:
 
 def prompt_builder(source: ModelSource, tokenizer: Any, prompt_format: str | None, context_size: int,
                    max_positions: Any, double_bos: bool, backend: str, answer: Any = "text",
-                   options: Any = None) -> PromptBuilder:
+                   options: Any = None, *, template: Any = None) -> PromptBuilder:
     """The one prompt builder of the local backends: format (given, else ``chat`` when the tokenizer
-    has a template, else ``rankvicuna``), context clamped to the model's positions, the model's
-    tokenizer as counter (one BOS unless ``double_bos``; its answer budget ``--answer-budget``, read from the
-    backend's ``options``, as are its thinking settings), the answer mode (``--answer``)."""
+    has a template, else ``rankvicuna``; a template file's messages are rendered by the chat template), context
+    clamped to the model's positions, the model's tokenizer as counter (one BOS unless ``double_bos``; its answer
+    budget ``--answer-budget``, read from the backend's ``options``, as are its thinking settings), the answer mode
+    (``--answer``), the window's messages (``template``: :func:`~.templates.template_of`'s)."""
+    if template is not None and template.is_file:
+        if not getattr(tokenizer, "chat_template", None):
+            raise OptionError(f"{backend}: a template file's messages are rendered by the model's chat template, and "
+                              f"{OptionError.literal(repr(source.spec))} has none", prompt_format="--prompt")
+        prompt_format = "chat"
     fmt = get_format(prompt_format or default_format(tokenizer))
     if fmt.needs_chat_template and not getattr(tokenizer, "chat_template", None):
         raise OptionError(f"{backend}: {OptionError.literal(repr(source.spec))} has no chat template; use {{prompt_format}}",
@@ -272,7 +278,8 @@ def prompt_builder(source: ModelSource, tokenizer: Any, prompt_format: str | Non
 
         settings = ThinkingOptions.of(options)
         budget = settings.local_budget() if settings.thinks else 0
-    builder = PromptBuilder(fmt, counter, context, tokenizer=tokenizer, answer=answer, thought_budget=budget)
+    builder = PromptBuilder(fmt, counter, context, tokenizer=tokenizer, answer=answer, thought_budget=budget,
+                            template=template)
     if options is not None and settings.reasoning_effort is not None:  # a template variable (gpt-oss's reads it)
         builder.template_switches["reasoning_effort"] = settings.reasoning_effort.value
     return builder

@@ -20,7 +20,6 @@ from ..io.prompt_log import PromptLog
 from ..records import ParseStatus, RerankRequest, RerankResult
 from .answers import AnswerMode, rank_by_scores
 from .backend import LRU, RerankerBase, ResultSink
-from .parsing import parse_ranking
 from .prompts import Prompt, PromptBuilder
 from .thinking import ThinkingOptions, opens_thought, read_thought
 
@@ -90,8 +89,8 @@ class ListwiseLLM(RerankerBase):
         built one at a time, the first of a wave is ready sooner and the last no later."""
         think = self.thinks(request)
         with self._prompting:
-            return self._prompts.get_or((request.query, request.docs, think),
-                                        lambda: self.builder.build(request.query, request.docs, think))
+            return self._prompts.get_or((request.query, request.docs, think, request.scores),
+                                        lambda: self.builder.build(request.query, request.docs, think, request.scores))
 
     def prompt_key(self, request: RerankRequest) -> str:
         """Exactly what the model reads: the text, or the messages as canonical JSON (and, where the thinking switch
@@ -111,11 +110,15 @@ class ListwiseLLM(RerankerBase):
         if self.builder.answer is not AnswerMode.text:
             out["answer"] = self.builder.answer.value
         out.update(self.thinking.identity())
+        if self.builder.template is not None:  # a template file's content hash, an instruction, few-shot turns
+            out.update(self.builder.template.identity())
         return out
 
     def notes(self) -> list[str]:
         b = self.builder
         notes = [f"prompts: {b.format.name} ({b.format.source}); context {b.context_size} tokens counted with {b.counter.name}"]
+        if b.template is not None:
+            notes.extend(b.template.notes(self.thinking.thinking))
         if b.answer is not AnswerMode.text:
             notes.append(f"answers: {b.answer.value} ({ANSWER_NOTES[b.answer]})")
         return notes
@@ -156,7 +159,7 @@ class ListwiseLLM(RerankerBase):
         elif thought.cut:
             order, status = tuple(range(n)), ParseStatus.thought_cut
         else:
-            parsed = parse_ranking(thought.answer, n)
+            parsed = self.builder.parse(thought.answer, n)
             order, status = parsed.order, parsed.status
             if thought.truncated and status is not ParseStatus.unparseable:
                 status = ParseStatus.truncated  # read from text the limit cut: never called a whole answer

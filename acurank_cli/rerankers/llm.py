@@ -22,6 +22,7 @@ from .checkpoints import dtype_kwarg, dtype_name, one_line, prompt_builder, quie
 from .answers import AnswerDecoding, AnswerMode
 from .listwise import Deliver, ListwiseLLM, Reply
 from .prompts import HFTokenCounter, Prompt, get_format
+from .templates import template_of
 from .thinking import CLOSE_TAG, FORCED_CLOSE, Effort, ThinkingOptions, check_thinking
 
 class HFReranker(ListwiseLLM):
@@ -41,8 +42,9 @@ class HFReranker(ListwiseLLM):
         self.device = options.torch_device()
         on_gpu = self.device.type == "cuda"
         self.dtype_name = dtype_name(options.dtype, on_gpu, on_gpu and torch.cuda.is_bf16_supported())
-        if options.prompt_format:
-            get_format(options.prompt_format)  # fail before loading weights
+        prompt_format, template = template_of(options, "hf")  # a template file read and checked before weights
+        if prompt_format:
+            get_format(prompt_format)
         check_thinking(options, "hf", Effort.variable)
         self.temperature = float(options.temperature)
         self.batch_size = max(1, int(options.batch_size))
@@ -73,9 +75,9 @@ class HFReranker(ListwiseLLM):
         self._last_only = {"logits_to_keep": 1} if takes else {}
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else (
             tok.eos_token_id if tok.eos_token_id is not None else 0)
-        builder = prompt_builder(self.source, tok, options.prompt_format, options.context_size,
+        builder = prompt_builder(self.source, tok, prompt_format, options.context_size,
                                  getattr(self.model.config, "max_position_embeddings", None), self.double_bos, "hf",
-                                 options.answer, options)
+                                 options.answer, options, template=template)
         self.answer = builder.answer
         self.decoding = AnswerDecoding(tok, self.answer, "hf")
         super().__init__(f"hf:{model}", builder, options.log_prompts, ThinkingOptions.of(options))

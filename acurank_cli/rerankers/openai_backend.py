@@ -39,6 +39,7 @@ from .prompts import (
     TiktokenCounter,
     TokenCounter,
 )
+from .templates import template_of
 from .thinking import GATED_OFF_EFFORT, Effort, ThinkingOptions, check_thinking
 from .. import redaction
 from .transport import DEFAULT_BASE_URL, Retryable, Transport, base_urls, endpoint_url, error_detail, tls_needed
@@ -126,7 +127,7 @@ class OpenAIReranker(ListwiseLLM):
             raise OptionError(f"reranker openai:{OptionError.literal(model)} talks to {OptionError.literal(redaction.url(self.base_url))}: "
                               f"set {API_KEY_ENV} (or give {{base_url}} of a local server)", base_url="--base-url")
 
-        fmt = options.prompt_format
+        fmt, template = template_of(options, "openai")  # a template file's messages are sent as they are
         if fmt not in (None, "", "chat"):
             raise OptionError("openai: sends chat messages (the server applies its template); {prompt_format} is for hf: "
                               "models", prompt_format=("--prompt", fmt))
@@ -152,10 +153,10 @@ class OpenAIReranker(ListwiseLLM):
         if tok is not None and getattr(tok, "chat_template", None):
             # the server applies this template: count what it will build
             builder = PromptBuilder(PROMPT_FORMATS["chat"], counter, int(options.context_size), tokenizer=tok,
-                                    fix_rendered=False, answer=answer)
+                                    fix_rendered=False, answer=answer, template=template)
         else:
             builder = PromptBuilder(CHAT_MESSAGES, counter, int(options.context_size), fix_rendered=False,
-                                    answer=answer)
+                                    answer=answer, template=template)
         reasons = thinking.thinks or thinking.reasoning_effort is not None  # a reasoning model thinks on every call
         builder.thought_budget = int(thinking.thinking_budget or 0) if reasons else 0
         super().__init__(f"openai:{model}", builder, options.log_prompts, thinking)

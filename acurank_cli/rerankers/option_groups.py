@@ -65,7 +65,16 @@ class PromptOptions:
     context_size: int = Option(help="LLM context in tokens (prompt + answer), as published (vllm: also its max "
                                "model length)", domain=at_least(MIN_CONTEXT))(4096)
     prompt_format: Optional[str] = Option(help="prompt format rankzephyr | rankvicuna | chat (local models: chat when "
-                                          "the tokenizer has a template, else rankvicuna; openai: chat)", flag="--prompt")(None)
+                                          "the tokenizer has a template, else rankvicuna; openai: chat), or a "
+                                          "template FILE.yaml (RankLLM's format, rendered by the model's chat "
+                                          "template)", flag="--prompt")(None)
+    instruction: Optional[str] = Option(help="a task instruction: at the template's {instruction}, else opening "
+                                        "the user turn")(None)
+    system_message: Optional[str] = Option(help="a system message in place of the template's")(None)
+    few_shot: Optional[str] = Option(help="few-shot examples (RankLLM's JSON: [{\"conversations\": [{\"role\", "
+                                     "\"value\"}]}]) as earlier turns after the system message")(None)
+    few_shot_count: Optional[int] = Option(help="the first N examples of --few-shot (default: all)",
+                                           domain=at_least(1))(None)
     temperature: float = Option(help="LLM sampling temperature (0 = greedy; the published OpenAI runs used 1.0)", domain=between(0.0, 2.0))(0.0)
     log_prompts: Optional[str] = Option(help="JSONL file, one line per model call (qid, docids, exact prompt, "
                                         "tokens, word cap, answer)")(None)

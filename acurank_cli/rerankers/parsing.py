@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..records import ParseStatus
@@ -60,11 +61,18 @@ def ascii_digits(text: str) -> str:
 
 def parse_ranking(text: str | None, n: int) -> ParsedRanking:
     """Parse ``text`` for a window of ``n`` passages (identifiers 1..n) into a full permutation."""
+    return ranking_of((int(digits) for digits in _DIGITS.findall(ascii_digits(text or ""))), n)
+
+
+def ranking_of(identifiers: Iterable[int], n: int, well_formed: bool = True) -> ParsedRanking:
+    """The published repair of the identifiers an answer names (1-based, in its order): a repeat keeps its first
+    place, one outside ``1..n`` is dropped, one never named is appended in presented order. ``well_formed``:
+    the answer had the form it was asked for (a template's validation regex); otherwise it is never ``ok``."""
     seen: set[int] = set()
     order: list[int] = []
     dropped = 0
-    for digits in _DIGITS.findall(ascii_digits(text or "")):
-        k = int(digits) - 1
+    for identifier in identifiers:
+        k = identifier - 1
         if 0 <= k < n and k not in seen:
             seen.add(k)
             order.append(k)
@@ -72,7 +80,7 @@ def parse_ranking(text: str | None, n: int) -> ParsedRanking:
             dropped += 1
     mentioned = len(order)
     order.extend(i for i in range(n) if i not in seen)
-    if n <= 1 or (mentioned == n and dropped == 0):
+    if n <= 1 or (mentioned == n and dropped == 0 and well_formed):
         status = ParseStatus.ok
     elif mentioned == 0:
         status = ParseStatus.unparseable
@@ -81,4 +89,4 @@ def parse_ranking(text: str | None, n: int) -> ParsedRanking:
     return ParsedRanking(tuple(order), status, mentioned, dropped)
 
 
-__all__ = ["ParsedRanking", "ascii_digits", "parse_ranking"]
+__all__ = ["ParsedRanking", "ascii_digits", "parse_ranking", "ranking_of"]

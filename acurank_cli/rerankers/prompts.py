@@ -294,8 +294,12 @@ class AnswerBudget(str, enum.Enum):
 def _counted_answer(num: int, counter: TokenCounter) -> int:
     """out(num) for most models: the tokens of ``[1] > ... > [num]`` (:class:`AnswerBudget`); a counter without
     a tokenizer of its own (the spec's regex stand-in, tiktoken) keeps the published count minus 1."""
+    return _counted_text(answer_text(num), counter)
+
+
+def _counted_text(answer: str, counter: TokenCounter) -> int:
     exact = getattr(counter, "answer_count", None)
-    return exact(answer_text(num)) if exact is not None else counter.count(answer_text(num)) - 1
+    return exact(answer) if exact is not None else counter.count(answer) - 1
 
 
 def _zephyr_answer(num: int, counter: TokenCounter) -> int:
@@ -402,8 +406,11 @@ class PromptBuilder:
 
     def __init__(self, fmt: PromptFormat, counter: TokenCounter, context_size: int = 4096,
                  tokenizer: Any = None, fix_rendered: bool = True, answer: AnswerMode = AnswerMode.text,
-                 thought_budget: int = 0):
+                 thought_budget: int = 0, template: Any = None):
         self.format = fmt
+        #: the window's messages (:class:`~.templates.PromptTemplate`: a template file, or the published prompt with
+        #: an instruction, few-shot turns or a system message); None: the published prompt as it is
+        self.template = template
         self.counter = counter
         self.context_size = int(context_size)
         self.tokenizer = tokenizer
@@ -427,7 +434,18 @@ class PromptBuilder:
             return 1
         if self.answer is AnswerMode.constrained:
             return len(answer_text(num)) + 1
+        if self.template is not None and self.template.is_file:  # the answer in the form the template asks for
+            return _counted_text(self.template.answer_sample(num), self.counter)
         return self.format.answer_tokens(num, self.counter)
+
+    def parse(self, answer: str, n: int) -> Any:
+        """The window's order from an answer (:class:`~.parsing.ParsedRanking`): the template's reading, or the
+        published parser."""
+        if self.template is not None:
+            return self.template.parse(answer, n)
+        from .parsing import parse_ranking
+
+        return parse_ranking(answer, n)
 
     def text(self, messages: Sequence[Message], think: bool | None = None) -> str:
         """The model text. ``think`` (None: nothing said): the template's switch ``enable_thinking``; and the model
@@ -452,14 +470,18 @@ class PromptBuilder:
             return text + FORCED_CLOSE
         return text
 
-    def make(self, query: str, docs: Sequence[Doc], max_length: float, think: bool | None = None
-             ) -> tuple[tuple[dict, ...], str, int]:
-        """Messages, text and token count at one cap."""
-        messages = messages_for(query, [passage_content(d, max_length) for d in docs], self.letters)
+    def make(self, query: str, docs: Sequence[Doc], max_length: float, think: bool | None = None,
+             scores: Sequence[float] = ()) -> tuple[tuple[dict, ...], str, int]:
+        """Messages, text and token count at one cap (``scores``: the documents' first-stage scores)."""
+        contents = [passage_content(d, max_length) for d in docs]
+        if self.template is None:
+            messages = messages_for(query, contents, self.letters)
+        else:
+            messages = self.template.messages(query, contents, scores, self.letters)
         text = self.text(messages, think)
         return messages, text, self.counter.count(text)
 
-    def build(self, query: str, docs: Sequence[Doc], think: bool | None = None) -> Prompt:
+    def build(self, query: str, docs: Sequence[Doc], think: bool | None = None, scores: Sequence[float] = ()) -> Prompt:
         """The prompt for a window; the shared cap shrinks until it fits (InputError if 0 words cannot). A window
         that thinks fits with its thought's budget reserved."""
         num = len(docs)
@@ -473,7 +495,7 @@ class PromptBuilder:
         budget = self.context_size - out - thought
         max_length = start_max_length(num)
         while True:
-            messages, text, tokens = self.make(query, docs, max_length, think)
+            messages, text, tokens = self.make(query, docs, max_length, think, scores)
             if tokens <= budget:
                 cap = int(max_length)
                 clipped = any(passage_words(d) > cap for d in docs)

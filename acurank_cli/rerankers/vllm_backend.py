@@ -36,6 +36,7 @@ from .checkpoints import config_parameters, converted_folder, dtype_name, hub_kw
 from .answers import LETTERS, AnswerDecoding, AnswerMode, logsumexp
 from .listwise import Deliver, ListwiseLLM, Reply
 from .prompts import HFTokenCounter, Prompt, get_format
+from .templates import template_of
 from .thinking import CLOSE_TAG, FORCED_CLOSE, Effort, ThinkingOptions, check_thinking
 
 
@@ -105,8 +106,9 @@ class VLLMReranker(ListwiseLLM):
 
     def __init__(self, model: str, options: "VLLMOptions | None" = None):
         options = options or VLLMOptions()
-        if options.prompt_format:
-            get_format(options.prompt_format)  # fail before loading weights
+        prompt_format, template = template_of(options, "vllm")  # a template file read and checked before weights
+        if prompt_format:
+            get_format(prompt_format)
         check_thinking(options, "vllm", Effort.variable)
         try:
             import torch
@@ -134,9 +136,9 @@ class VLLMReranker(ListwiseLLM):
             raise self.source.not_loaded("vllm", exc) from None
         self.tokenizer = tok
         self._parameters = config_parameters(config)
-        builder = prompt_builder(self.source, tok, options.prompt_format, options.context_size,
+        builder = prompt_builder(self.source, tok, prompt_format, options.context_size,
                                  getattr(config, "max_position_embeddings", None), self.double_bos, "vllm",
-                                 options.answer, options)
+                                 options.answer, options, template=template)
         self.answer = builder.answer
         self.decoding = AnswerDecoding(tok, self.answer, "vllm")
         engine_args: dict[str, Any] = {

@@ -51,6 +51,7 @@ class _Active:
     final: Callable | None = None  # the done step's ratings snapshot (lazy)
     pending: int = 0  # windows of its step not yet answered
     withdrawn: bool = False  # its windows not yet sent are dropped, its answers in flight ignored
+    scores: dict | None = None  # docid -> first-stage score (made at its first window, for text backends)
 
 
 #: Queries in flight per lane of a backend with several (a server's requests in flight): with 2, the last queries
@@ -89,9 +90,13 @@ class Driver:
         """The request for window ``j`` of the query's current step (with its gate decision, when gated)."""
         window = act.step.windows[j]
         texts = self.docs if act.docs is None else act.docs
-        docs = tuple(texts[d] for d in window) if self.reranker.needs_texts else ()
         think = None if act.step.think is None else act.step.think[j]
-        return RerankRequest(act.task.qid, act.task.query, tuple(window), docs, think)
+        if not self.reranker.needs_texts:
+            return RerankRequest(act.task.qid, act.task.query, tuple(window), (), think)
+        if act.scores is None:
+            act.scores = {c.docid: c.score for c in act.task.candidates}
+        return RerankRequest(act.task.qid, act.task.query, tuple(window), tuple(texts[d] for d in window), think,
+                             scores=tuple(act.scores[d] for d in window))
 
     def _advance(self, act: _Active, perms) -> QueryOutcome | None:
         """Send permutations into the plan; return the outcome when the plan has finished."""

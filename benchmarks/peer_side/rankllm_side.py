@@ -39,14 +39,19 @@ def read_passages(path: str, wanted: set[str]) -> dict[str, dict[str, str]]:
     return found
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
+def add_inputs(ap: argparse.ArgumentParser) -> None:
+    """The model and the queries' inputs, as both peer-side scripts take them."""
     ap.add_argument("--model", required=True)
     ap.add_argument("--run", required=True)
     ap.add_argument("--passages", required=True)
     ap.add_argument("--topics", required=True)
     ap.add_argument("--qids", required=True)
     ap.add_argument("--depth", type=int, default=100)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    add_inputs(ap)
     ap.add_argument("--window", type=int, default=20)
     ap.add_argument("--step", type=int, default=10)
     ap.add_argument("--context-size", type=int, default=4096)

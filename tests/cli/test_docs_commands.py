@@ -100,6 +100,12 @@ COMMANDS: dict[str, Run | Skip] = {
     "http://gpu-host:8000/v1 --concurrency 32 --batch-queries 8": Skip(NET + " and a vLLM server on a GPU host"),
     "acurank rerank bm25.run --method acurank --reranker openai:gpt-4o-mini": Skip(
         NET + " and an OpenAI key"),
+    # docs/rerankers.md: prompt templates (tests/rerankers/test_templates.py runs templates on a loopback server;
+    # benchmarks/templates_peer.py against RankLLM's rendering)
+    "acurank rerank bm25.run --method acurank --reranker hf:liuwenhan/reasonrank-7B --prompt reasonrank_template.yaml "
+    "--thinking on --thinking-budget 1024 > reasonrank.run": Skip(GPU),
+    "acurank rerank bm25.run --method acurank --reranker openai:gpt-4o-mini --prompt rank_gpt_template.yaml > "
+    "rankgpt.run": Skip(NET + " and an OpenAI key"),
     # README: eval
     "acurank rerank sample_runs/dl19/bm25.run --method acurank --reranker simulated --qrels sample_runs/dl19/qrels.txt "
     "--qids 264014,104861,130510,1114819,1110199 -o five.run": Run(),
