@@ -69,14 +69,16 @@ class Reranker:
     # -- reranking ----------------------------------------------------------------------------
 
     def rerank(self, query: str, docs: Sequence[DocLike], *, qid: str = "q", top_k: int | None = None,
-               min_p_topk: float | None = None) -> RerankOutput:
+               min_p_topk: float | None = None, instruction: str | None = None) -> RerankOutput:
         """Rerank one query's documents (best first) with the method and backend; ``top_k`` keeps the best
-        ``top_k`` and ``min_p_topk`` (the confidence cut) those whose p_topk is at least that."""
-        return self.rerank_batch([(query, docs)], qids=[qid], top_k=top_k, min_p_topk=min_p_topk)[0]
+        ``top_k`` and ``min_p_topk`` (the confidence cut) those whose p_topk is at least that; ``instruction``:
+        this query's task instruction (a listwise LLM's prompt), in place of the Reranker's."""
+        return self.rerank_batch([(query, docs)], qids=[qid], top_k=top_k, min_p_topk=min_p_topk,
+                                 instruction=instruction)[0]
 
     def rerank_batch(self, queries: Iterable[tuple[str, Sequence[DocLike]]], *,
                      qids: Sequence[str] | None = None, top_k: int | None = None,
-                     min_p_topk: float | None = None) -> list[RerankOutput]:
+                     min_p_topk: float | None = None, instruction: str | None = None) -> list[RerankOutput]:
         """Rerank many queries; up to ``batch_queries`` advance together so their windows share batches.
         ``top_k`` and ``min_p_topk`` cut every query's output (see :meth:`rerank`)."""
         if self.reranker is None:
@@ -92,7 +94,10 @@ class Reranker:
         qids = list(qids) if qids is not None else [str(i) for i in range(len(queries))]
         if len(set(qids)) != len(qids) or len(qids) != len(queries):
             raise InputError("give one unique qid per query")
-        prepared = [prepare(q, docs, qid) for (q, docs), qid in zip(queries, qids)]
+        if instruction is not None and not getattr(self.reranker, "takes_instruction", False):
+            raise InputError("instruction: the reranker puts no instruction in a prompt (a listwise LLM does: hf:, "
+                             "vllm:, openai:)")
+        prepared = [prepare(q, docs, qid, instruction) for (q, docs), qid in zip(queries, qids)]
         strategy = self.methods.for_call(top_k=top_k)
         group = [p for p in prepared if p.task.n > 0]
         self._session.check([p.task for p in group], "the documents' scores", strategy)

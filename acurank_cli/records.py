@@ -66,6 +66,8 @@ class RankingTask:
     qid: str
     query: str
     candidates: tuple[Candidate, ...]
+    #: a task instruction for this query's prompts (a served request's ``instruction``); None: the backend's own
+    instruction: str | None = None
 
     @property
     def n(self) -> int:
@@ -224,6 +226,8 @@ class RerankRequest:
     think: bool | None = None
     #: the documents' first-stage scores, in presented order (text backends: a prompt template may show them)
     scores: tuple[float, ...] = ()
+    #: the query's task instruction (a listwise LLM puts it in the prompt); None: the backend's own
+    instruction: str | None = None
 
     def __post_init__(self) -> None:
         if self.docs and len(self.docs) != len(self.docids):

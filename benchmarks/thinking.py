@@ -5,7 +5,12 @@ its noise multiplied by ``--sim-think-noise`` and costs ``--sim-think-tokens`` t
 that simulation's, not a real model's.
 
     python benchmarks/thinking.py [--datasets dl19,dl20] [--method acurank] [--noise 2.0] [--seeds 1]
-        [--thresholds 0.4 0.5 ...] [--name thinking] [--plot docs/thinking-pareto.png]
+        [--thresholds 0.4 0.5 ...] [--shares 0.5 ...] [--name thinking] [--plot docs/thinking-pareto.png]
+
+``--shares X ...``: gated thinking under a per-query budget (``--think-share X``: at most that share of a query's
+windows think, the most unsettled first), beside the thresholds (``--thresholds`` with no value: none);
+``--token-shares X ...``: a budget in thought tokens (``--think-tokens``) set to X times on's mean thought tokens a
+query on the same data and seed (what "half of on's tokens" is as a budget a user sets).
 
 ``--seeds N``: each setting run with the simulated reranker's seeds 0 .. N-1 (``--sim-seed``) and its figures
 averaged over them (a share of the gain on 43 or 54 queries moves by a few points from one noise draw to another);
@@ -30,8 +35,17 @@ ROOT = Path(__file__).resolve().parent.parent
 THRESHOLDS = (0.3, 0.4, 0.45, 0.5, 0.6, 0.7, 0.9, 1.0)
 
 
+def label(thinking: str, above: float | None, share: float | None = None, tokens: float | None = None) -> str:
+    if tokens is not None:
+        return f"tokens {tokens:g}"
+    if share is not None:
+        return f"share {share:g}"
+    return thinking if above is None else f"gated {above:g}"
+
+
 def run(ds: str, method: str, noise: float, thinking: str, above: float | None, out: Path,
-        seed: int | None = None) -> dict:
+        seed: int | None = None, share: float | None = None, tokens: int | None = None, token_share: float | None = None
+        ) -> dict:
     """One run through the API's composition root (the CLI's rerank), its nDCG@10 and its tokens a query."""
     from acurank_cli.cli.app import main
     from acurank_cli.evaluation import evaluate
@@ -44,6 +58,10 @@ def run(ds: str, method: str, noise: float, thinking: str, above: float | None, 
             "-o", str(out), "--thinking", thinking]
     if above is not None:
         args += ["--think-above", str(above)]
+    if share is not None:  # a per-query budget: this share of the windows, the most unsettled first
+        args += ["--think-share", str(share)]
+    if tokens is not None:  # a per-query budget in thought tokens, spent from the first step on
+        args += ["--think-tokens", str(tokens)]
     if seed is not None:
         args += ["--sim-seed", str(seed)]
     if main(args) != 0:
@@ -52,7 +70,7 @@ def run(ds: str, method: str, noise: float, thinking: str, above: float | None, 
     ndcg = evaluate(read_run(out).scores(), qrels, ["nDCG@10"]).mean("nDCG@10")
     stats = [json.loads(line) for line in open(out.with_suffix(".stats.jsonl"))]
     n = len(stats)
-    return {"dataset": ds, "thinking": thinking if above is None else f"gated {above:g}", "ndcg10": ndcg,
+    return {"dataset": ds, "thinking": label(thinking, above, share, token_share), "ndcg10": ndcg,
             "calls": round(sum(r["calls"] for r in stats) / n, 2),
             "thinking_calls": round(sum(r.get("thinking_calls") or 0 for r in stats) / n, 2),
             "thinking_tokens": round(sum(r.get("reasoning_tokens") or 0 for r in stats) / n, 1)}
@@ -64,24 +82,33 @@ def main() -> int:
     ap.add_argument("--method", default="acurank")
     ap.add_argument("--noise", type=float, default=2.0)
     ap.add_argument("--seeds", type=int, default=1, help="average over the simulated reranker's seeds 0 .. N-1")
-    ap.add_argument("--thresholds", type=float, nargs="+", default=list(THRESHOLDS), help="--think-above values")
+    ap.add_argument("--thresholds", type=float, nargs="*", default=list(THRESHOLDS), help="--think-above values")
+    ap.add_argument("--shares", type=float, nargs="*", default=[], help="--think-share values (a per-query budget)")
+    ap.add_argument("--token-shares", type=float, nargs="*", default=[],
+                    help="--think-tokens set to this share of on's mean thought tokens a query (same data and seed)")
     ap.add_argument("--plot", default=None)
     ap.add_argument("--name", default="thinking", help="writes benchmarks/results/NAME.json")
     a = ap.parse_args()
     seeds = [None] if a.seeds <= 1 else list(range(a.seeds))
-    settings = [("off", None), ("on", None)] + [("gated", t) for t in a.thresholds]
+    settings = ([("off", None, None, None), ("on", None, None, None)] + [("gated", t, None, None) for t in a.thresholds]
+                + [("gated", None, x, None) for x in a.shares] + [("gated", None, None, x) for x in a.token_shares])
     per_seed: dict[tuple, list[dict]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for ds in a.datasets.split(","):
             for seed in seeds:
-                for thinking, above in settings:
-                    row = run(ds, a.method, a.noise, thinking, above, Path(tmp) / f"{ds}.{thinking}.{above}.run", seed)
+                on_tokens = None
+                for thinking, above, share, token_share in settings:
+                    tokens = None if token_share is None else max(1, int(token_share * on_tokens))
+                    row = run(ds, a.method, a.noise, thinking, above, Path(tmp) / f"{ds}.{thinking}.{above}.run", seed,
+                              share, tokens, token_share)
+                    if thinking == "on":
+                        on_tokens = row["thinking_tokens"]
                     per_seed.setdefault((ds, row["thinking"]), []).append(row)
     rows = []
     for ds in a.datasets.split(","):
         mine = []
-        for thinking, above in settings:
-            runs = per_seed[(ds, thinking if above is None else f"gated {above:g}")]
+        for thinking, above, share, token_share in settings:
+            runs = per_seed[(ds, label(thinking, above, share, token_share))]
             mine.append({**runs[0], **{key: sum(r[key] for r in runs) / len(runs)
                                        for key in ("ndcg10", "calls", "thinking_calls", "thinking_tokens")},
                          "seeds": len(runs)})
@@ -111,7 +138,8 @@ def main() -> int:
                           for key in ("ndcg10", "calls", "thinking_calls", "thinking_tokens")}} for r in mine]
     results = ROOT / "benchmarks" / "results"
     results.mkdir(exist_ok=True)
-    (results / f"{a.name}.json").write_text(json.dumps({"method": a.method, "noise": a.noise, "seeds": len(seeds),
+    (results / f"{a.name}.json").write_text(json.dumps({"method": a.method, "shares": a.shares,
+                                                       "token_shares": a.token_shares, "noise": a.noise, "seeds": len(seeds),
                                                        "rows": rows}, indent=1))
     if a.plot:
         plot(rows, a.plot)

@@ -44,6 +44,8 @@ class RerankerBase:
     #: every window waiting, as one batch: the batch engines and CPU models, one lane).
     lanes: int = 1
     lane_batch: int | None = None
+    #: whether a request's ``instruction`` reaches the model (a listwise LLM's prompt)
+    takes_instruction: bool = False
 
     def rerank(self, requests: Sequence[RerankRequest], on_result: ResultSink | None = None) -> list[RerankResult]:
         """Rerank every request (all are independent and may run as one batch)."""
@@ -123,6 +125,7 @@ class BackendWrapper(RerankerBase):
         self.needs_texts = inner.needs_texts
         self.batch_queries = inner.batch_queries
         self.lanes, self.lane_batch = inner.lanes, inner.lane_batch
+        self.takes_instruction = getattr(inner, "takes_instruction", False)
 
     def rerank(self, requests: Sequence[RerankRequest], on_result: ResultSink | None = None) -> list[RerankResult]:
         return self.inner.rerank(requests, on_result)

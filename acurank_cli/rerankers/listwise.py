@@ -60,6 +60,7 @@ class ListwiseLLM(RerankerBase):
 
     #: True: the model reads ``prompt.text`` (local models); False: ``prompt.messages`` (chat endpoints).
     sends_text = True
+    takes_instruction = True
 
     #: the thinking settings (``--thinking``, ``--reasoning-effort``, ``--thinking-budget``); none given: the model's
     #: own default, nothing sent
@@ -89,8 +90,9 @@ class ListwiseLLM(RerankerBase):
         built one at a time, the first of a wave is ready sooner and the last no later."""
         think = self.thinks(request)
         with self._prompting:
-            return self._prompts.get_or((request.query, request.docs, think, request.scores),
-                                        lambda: self.builder.build(request.query, request.docs, think, request.scores))
+            return self._prompts.get_or((request.query, request.docs, think, request.scores, request.instruction),
+                                        lambda: self.builder.build(request.query, request.docs, think, request.scores,
+                                                                   request.instruction))
 
     def prompt_key(self, request: RerankRequest) -> str:
         """Exactly what the model reads: the text, or the messages as canonical JSON (and, where the thinking switch

@@ -471,17 +471,26 @@ class PromptBuilder:
         return text
 
     def make(self, query: str, docs: Sequence[Doc], max_length: float, think: bool | None = None,
-             scores: Sequence[float] = ()) -> tuple[tuple[dict, ...], str, int]:
-        """Messages, text and token count at one cap (``scores``: the documents' first-stage scores)."""
+             scores: Sequence[float] = (), instruction: str | None = None) -> tuple[tuple[dict, ...], str, int]:
+        """Messages, text and token count at one cap (``scores``: the documents' first-stage scores;
+        ``instruction``: the query's own, in place of the run's)."""
         contents = [passage_content(d, max_length) for d in docs]
-        if self.template is None:
+        template = self.template
+        if instruction is not None:
+            if template is None:
+                from .templates import PUBLISHED
+
+                template = PUBLISHED
+            template = template.with_instruction(instruction)
+        if template is None:
             messages = messages_for(query, contents, self.letters)
         else:
-            messages = self.template.messages(query, contents, scores, self.letters)
+            messages = template.messages(query, contents, scores, self.letters)
         text = self.text(messages, think)
         return messages, text, self.counter.count(text)
 
-    def build(self, query: str, docs: Sequence[Doc], think: bool | None = None, scores: Sequence[float] = ()) -> Prompt:
+    def build(self, query: str, docs: Sequence[Doc], think: bool | None = None, scores: Sequence[float] = (),
+              instruction: str | None = None) -> Prompt:
         """The prompt for a window; the shared cap shrinks until it fits (InputError if 0 words cannot). A window
         that thinks fits with its thought's budget reserved."""
         num = len(docs)
@@ -495,7 +504,7 @@ class PromptBuilder:
         budget = self.context_size - out - thought
         max_length = start_max_length(num)
         while True:
-            messages, text, tokens = self.make(query, docs, max_length, think, scores)
+            messages, text, tokens = self.make(query, docs, max_length, think, scores, instruction)
             if tokens <= budget:
                 cap = int(max_length)
                 clipped = any(passage_words(d) > cap for d in docs)

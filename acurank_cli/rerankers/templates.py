@@ -178,6 +178,11 @@ class PromptTemplate:
         text = " ".join(str(v) for v in (self.sections or {}).values())
         return "<think>" in text or bool(re.search(r"(?<![\w_])/think\b", text))
 
+    def with_instruction(self, instruction: str) -> "PromptTemplate":
+        """The template with a query's own instruction in place of the run's."""
+        a = self.additions
+        return self.with_additions(Additions(instruction, a.system_message, a.few_shot, a.few_shot_source))
+
     def with_additions(self, additions: Additions) -> "PromptTemplate":
         return PromptTemplate(self.name, self.sections, self.digest, self.letters_ids, self.extraction,
                               self.validation, additions)

@@ -29,6 +29,7 @@ in it keeps at least ``think_above`` of its prior uncertainty (sigma / sigma bef
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, fields
 from typing import Optional
@@ -91,8 +92,17 @@ class ThinkingOptions:
                                             "costs at most this", domain=at_least(1))(None)
     think_above: Optional[float] = Option(help="--thinking gated: a window thinks when a document in it keeps at "
                                           "least this share of its prior rating uncertainty, sigma/sigma0 (0..1, "
-                                          f"default {DEFAULT_THINK_ABOVE})",
+                                          f"default {DEFAULT_THINK_ABOVE}; with a per-query budget: none unless "
+                                          "given)",
                                           domain=between(0.0, 1.0))(None)
+    think_share: Optional[float] = Option(help="--thinking gated: a query's thinking budget as a share of its "
+                                          "windows (0..1): at every step at most this share of the windows sent so "
+                                          "far has thought, the most unsettled first",
+                                          domain=between(0.0, 1.0))(None)
+    think_tokens: Optional[int] = Option(help="--thinking gated: a query's thinking budget in thought tokens, each "
+                                         "thinking window counted at the most its thought may take "
+                                         "(--thinking-budget; simulated: its thought's cost); the most unsettled "
+                                         "windows first (hf, vllm, simulated)", domain=at_least(1))(None)
 
     def __post_init__(self) -> None:
         for name, kind in (("thinking", Thinking), ("reasoning_effort", ReasoningEffort)):
@@ -103,9 +113,10 @@ class ThinkingOptions:
                 except ValueError:
                     raise OptionError(f"{{{name}}}: must be one of {', '.join(k.value for k in kind)}",
                                       **{name: (flag_of(name), value)}) from None
-        if self.think_above is not None and self.thinking is not Thinking.gated:
-            raise OptionError("{think_above} goes with {thinking}", think_above="--think-above",
-                              thinking=("--thinking", "gated"))
+        for name in ("think_above", "think_share", "think_tokens"):
+            if getattr(self, name) is not None and self.thinking is not Thinking.gated:
+                raise OptionError(f"{{{name}}} goes with {{thinking}}", **{name: flag_of(name)},
+                                  thinking=("--thinking", "gated"))
 
     @classmethod
     def of(cls, options: object) -> "ThinkingOptions":
@@ -137,11 +148,24 @@ class ThinkingOptions:
             out["thinking_budget"] = int(self.thinking_budget)
         if self.thinking is Thinking.gated:
             out["think_above"] = self.gate_threshold
+        if self.think_share is not None:
+            out["think_share"] = float(self.think_share)
+        if self.think_tokens is not None:
+            out["think_tokens"] = int(self.think_tokens)
         return out
 
     @property
+    def budgeted(self) -> bool:
+        """A per-query thinking budget is set (``--think-share``, ``--think-tokens``)."""
+        return self.think_share is not None or self.think_tokens is not None
+
+    @property
     def gate_threshold(self) -> float:
-        return DEFAULT_THINK_ABOVE if self.think_above is None else float(self.think_above)
+        """The measure a window needs to think: ``--think-above``; by default 0.5 without a budget, and none (0)
+        with one, which then decides alone, the most unsettled windows first."""
+        if self.think_above is not None:
+            return float(self.think_above)
+        return 0.0 if self.budgeted else DEFAULT_THINK_ABOVE
 
     def local_budget(self) -> int:
         return DEFAULT_LOCAL_BUDGET if self.thinking_budget is None else int(self.thinking_budget)
@@ -180,6 +204,10 @@ def check_thinking(options: object, backend: str, effort: Effort) -> None:
         also = " (or --reasoning-effort)" if effort is Effort.reasons else ""
         raise OptionError(f"{backend}: {{thinking_budget}} caps a thought: it needs {{thinking}} or gated{also}",
                           thinking_budget="--thinking-budget", thinking=("--thinking", "on"))
+    if settings.think_tokens is not None and effort is Effort.reasons:
+        raise OptionError(f"{backend}: {{think_tokens}} counts each thought at the most it may take, and a served "
+                          "model's thought is not ended at a known length: use {think_share}",
+                          think_tokens="--think-tokens", think_share="--think-share")
     answer = getattr(getattr(options, "answer", None), "value", getattr(options, "answer", None))
     if answer == "logits" and thinks:
         raise OptionError(f"{backend}: {{answer}} ranks by the first token's logits, and a thinking model's first "
@@ -404,19 +432,46 @@ def read_thought(text: str | None, reasoning: str | None = None, opened: bool = 
 @dataclass(frozen=True)
 class ThinkingGate:
     """``--thinking gated``: a window thinks when its measure (:func:`~acurank_cli.method.uncertainty.unsettled`) is at
-    least ``think_above``."""
+    least ``think_above`` and, under a per-query budget, while the budget lasts: the step's windows ranked by their
+    measure (ties: the step's own order, its most promising window first) and taken from the top. ``share``: at every
+    step, the windows that have thought are at most this share of the windows sent so far (this step's included);
+    ``tokens``: the query's thought tokens, each thinking window counted at ``cost`` (the most its thought may take),
+    never more than the budget."""
 
     think_above: float = DEFAULT_THINK_ABOVE
+    share: float | None = None
+    tokens: int | None = None
+    cost: int = 0
 
-    def decide(self, measures: tuple[float, ...]) -> tuple[bool, ...]:
-        return tuple(s >= self.think_above for s in measures)
+    def decide(self, measures: tuple[float, ...], sizes: tuple[int, ...] | None = None, sent: int = 0,
+               thought: int = 0, spent: int = 0) -> tuple[bool, ...]:
+        """Which of a step's windows think. ``sizes``: each window's size (a window of one is never sent, and never
+        thinks); ``sent``, ``thought``, ``spent``: the query's windows sent, windows that thought, and thought tokens
+        spent before this step."""
+        sizes = sizes or (2,) * len(measures)
+        eligible = [i for i, m in enumerate(measures) if m >= self.think_above and sizes[i] >= 2]
+        allowed = len(eligible)
+        if self.share is not None:
+            now = sum(1 for n in sizes if n >= 2)
+            allowed = min(allowed, int(math.floor(self.share * (sent + now) + 1e-9)) - thought)
+        if self.tokens is not None:
+            allowed = min(allowed, (self.tokens - spent) // max(1, self.cost))
+        chosen = set(sorted(eligible, key=lambda i: (-measures[i], i))[:max(0, allowed)])
+        return tuple(i in chosen for i in range(len(measures)))
 
 
 def gate_of(options: object) -> ThinkingGate | None:
-    """The gate a backend's options ask for (``--thinking gated``), or None."""
+    """The gate a backend's options ask for (``--thinking gated``), or None; a token budget counts each thought at
+    the most it may take: the simulated reranker's cost, else the thought's budget (``--thinking-budget``)."""
     if getattr(options, "thinking", None) is not Thinking.gated:
         return None
-    return ThinkingGate(options.gate_threshold)  # type: ignore[attr-defined]
+    settings = ThinkingOptions.of(options)
+    cost = getattr(options, "sim_think_tokens", None)
+    if cost is not None:
+        cost = min(int(cost), settings.thinking_budget or int(cost))
+    else:
+        cost = settings.local_budget()
+    return ThinkingGate(settings.gate_threshold, settings.think_share, settings.think_tokens, int(cost))
 
 
 __all__ = ["ANSWER_TAGS", "PER_BACKEND", "CLOSE_TAG", "DEFAULT_LOCAL_BUDGET", "DEFAULT_THINK_ABOVE", "FORCED_CLOSE", "GATED_OFF_EFFORT",

@@ -122,7 +122,7 @@ class Prepared:
     meta: dict[str, dict]
 
 
-def prepare(query: str, items: Sequence[DocLike], qid: str = "q") -> Prepared:
+def prepare(query: str, items: Sequence[DocLike], qid: str = "q", instruction: str | None = None) -> Prepared:
     """A RankingTask from API documents (ids unique; scores rank-based when missing, see module doc). Documents
     given with scores are taken in score order, highest first (ties in input order), whatever order they come
     in: the first-stage ranking is the scores', as a run file's is."""
@@ -145,7 +145,7 @@ def prepare(query: str, items: Sequence[DocLike], qid: str = "q") -> Prepared:
         raise InputError("give a score for every document or for none")
     order = sorted(range(len(parsed)), key=lambda i: -scores[i])  # stable: ties keep the input order
     cands = tuple(Candidate(parsed[i][0].docid, float(scores[i])) for i in order)
-    return Prepared(RankingTask(qid, query, cands), {d.docid: d for d, _, _ in parsed},
+    return Prepared(RankingTask(qid, query, cands, instruction), {d.docid: d for d, _, _ in parsed},
                      {d.docid: m for d, _, m in parsed})
 
 

@@ -96,7 +96,7 @@ class Driver:
         if act.scores is None:
             act.scores = {c.docid: c.score for c in act.task.candidates}
         return RerankRequest(act.task.qid, act.task.query, tuple(window), tuple(texts[d] for d in window), think,
-                             scores=tuple(act.scores[d] for d in window))
+                             scores=tuple(act.scores[d] for d in window), instruction=act.task.instruction)
 
     def _advance(self, act: _Active, perms) -> QueryOutcome | None:
         """Send permutations into the plan; return the outcome when the plan has finished."""
@@ -116,7 +116,10 @@ class Driver:
             )
         step = act.step
         if self.gate is not None and step.windows and step.unsettled is not None:
-            act.step = step = dataclasses.replace(step, think=self.gate.decide(step.unsettled()))
+            t = act.tally  # every answer of the query's earlier steps is in: what its budget has left
+            think = self.gate.decide(step.unsettled(), tuple(len(w) for w in step.windows), t.calls, t.thinking_calls,
+                                     t.reasoning_tokens)
+            act.step = step = dataclasses.replace(step, think=think)
         if step.stop is not None:
             act.stop = step.stop
         if step.beta is not None:

@@ -214,12 +214,17 @@ class Session:
         check_scores(tasks, strategy.init, source)
         return check_tasks(strategy, tasks)
 
-    def prepared(self, query: str, docs: Sequence[Any], strategy: Strategy, qid: str = "q") -> "Prepared":
+    def prepared(self, query: str, docs: Sequence[Any], strategy: Strategy, qid: str = "q",
+                 instruction: str | None = None) -> "Prepared":
         """One query's documents (strings, dicts, Docs) as a task, checked under ``strategy`` before any call: what
-        the API does first for each query, and the server's admission of a request."""
+        the API does first for each query, and the server's admission of a request (``instruction``: the query's
+        own, refused where the backend puts none in a prompt)."""
         from .documents import prepare
 
-        p = prepare(query, docs, qid)
+        if instruction is not None and not getattr(self.pipeline.reranker, "takes_instruction", False):
+            raise OptionError("instruction: the reranker puts no instruction in a prompt (a listwise LLM does: hf:, "
+                              "vllm:, openai:)")
+        p = prepare(query, docs, qid, instruction)
         if p.task.n > 0:
             self.check([p.task], "the documents' scores", strategy)
         return p

@@ -62,6 +62,8 @@ class _Body(BaseModel):
     #: acurank's extensions: the method for this request (a --method name) and its call budget per query
     method: str | None = None
     budget: int | None = Field(default=None, ge=0)
+    #: a task instruction for this request's prompts (listwise LLM backends)
+    instruction: str | None = Field(default=None, min_length=1, max_length=4096)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,6 +81,7 @@ class RerankCall:
     method: str | None
     budget: int | None
     model: str | None
+    instruction: str | None = None
     warnings: tuple[str, ...]
     truncated: int  # documents cut to the token limit
 
@@ -164,6 +167,7 @@ def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
                       originals=originals, top_n=None if body.top_n is None else min(body.top_n, len(texts)),
                       return_documents=bool(body.return_documents),
                       method=body.method, budget=body.budget, model=body.model, warnings=tuple(warnings),
+                      instruction=body.instruction,
                       truncated=truncated)
 
 

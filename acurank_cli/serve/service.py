@@ -17,7 +17,7 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from ..errors import InputError
+from ..errors import InputError, OptionError
 from ..method.registry import method_options
 from ..method.strategy import Strategy
 from ..params import ParameterError
@@ -85,7 +85,9 @@ class RerankService:
         run = strategy.for_run()
         docs = [{"text": t, "title": title} if title else {"text": t} for t, title in zip(call.texts, call.titles)]
         try:
-            prepared = self.session.prepared(call.query, docs, run, qid=call.id)
+            prepared = self.session.prepared(call.query, docs, run, qid=call.id, instruction=call.instruction)
+        except OptionError as exc:
+            raise BadRequest(" ".join(str(exc).split()), "instruction") from None
         except (InputError, ParameterError) as exc:  # said of the request, not of its internal query id
             said = " ".join(str(exc).split()).replace(f"query {call.id} ", "the request ")
             said = said.replace(call.id, "the request")

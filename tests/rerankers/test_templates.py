@@ -245,3 +245,17 @@ def test_the_docs_worked_template_is_the_file_and_loads():
     assert shown == kept
     t = load_template(path)
     assert t.uses_scores and not t.letters_ids and t.parse("[2] > [1]", 2).status == ParseStatus.ok
+
+
+def test_the_api_gives_one_query_its_own_instruction_and_a_backend_without_prompts_refuses_it():
+    from acurank_cli import Reranker
+
+    with _server() as srv:
+        with Reranker("openai:m", base_url=srv.base_url, method="sw-1", cache=None, instruction="the run's") as rr:
+            rr.rerank("the search query: fleas", ["a", "b"], instruction="this query's")
+            rr.rerank("the search query: cats", ["a", "b"])
+    firsts = [b["messages"][1]["content"].split("\n")[0] for b in srv.bodies]
+    assert firsts == ["this query's", "the run's"]
+    with Reranker("simulated", method="sw-1", qrels={"0": {"0": 1}}) as rr:
+        with pytest.raises(InputError, match="instruction: the reranker puts no instruction in a prompt"):
+            rr.rerank("q", ["a", "b"], instruction="x")

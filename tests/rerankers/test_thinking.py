@@ -491,3 +491,39 @@ def test_a_budget_caps_every_call_that_thinks():
     req = RerankRequest("q", "query", ("d", "c", "b", "a"))
     capped = build_reranker("simulated", qrels={"q": {"a": 3}}, thinking="on", thinking_budget=40).rerank([req])[0]
     assert capped.reasoning_tokens == 40
+
+
+# -- a per-query thinking budget (--think-share, --think-tokens): the most unsettled windows first ---------------
+
+
+def test_a_budget_decides_by_hand():
+    """Measures (0.9, 0.3, 0.9, 0.6), no threshold: ranked 0, 2, 3, 1 (ties: the step's order). share 0.5 with 4 sent
+    and 1 thought before: floor(0.5 * 8) - 1 = 3 may think; tokens 2500 left of 4000 at 1000 a thought: 2; a window of
+    one never thinks."""
+    measures = (0.9, 0.3, 0.9, 0.6)
+    assert ThinkingGate(0.0, share=0.5).decide(measures, (20,) * 4, sent=4, thought=1) == (True, False, True, True)
+    assert ThinkingGate(0.0, tokens=4000, cost=1000).decide(measures, (20,) * 4, spent=1500) == (True, False, True, False)
+    assert ThinkingGate(0.0, share=1.0).decide(measures, (20, 20, 1, 20)) == (True, True, False, True)
+    assert ThinkingGate(0.7, share=1.0).decide(measures, (20,) * 4) == (True, False, True, False)  # with a threshold
+    assert ThinkingGate(0.0, share=0.5).decide((1.0,) * 5, (20,) * 5) == (True, True, False, False, False)
+
+
+@pytest.mark.parametrize("method", ["acurank", "acurank-9", "acurank-H", "acurank-auto-9"])
+def test_a_per_query_budget_is_never_exceeded(tmp_path, method):
+    _cli(tmp_path, "--method", method, "--thinking", "gated", "--think-share", "0.4", "--sim-noise", "2")
+    for rec in (json.loads(line) for line in open(tmp_path / "x.stats.jsonl")):
+        assert 0 < rec["thinking_calls"] <= int(0.4 * rec["calls"] + 1e-9), rec
+        sent = thought = 0
+        for it in rec["iterations"]:  # at every step, not only at the end
+            sent, thought = sent + it["groups"], thought + (it["thinking"] or 0)
+            assert thought <= 0.4 * sent + 1e-9, rec["iterations"]
+    _cli(tmp_path, "--method", method, "--thinking", "gated", "--think-tokens", "2500", "--sim-think-tokens", "700")
+    spent = [json.loads(line)["reasoning_tokens"] for line in open(tmp_path / "x.stats.jsonl")]
+    assert max(spent) <= 2500 and min(spent) == 2100  # three thoughts of 700 fit, a fourth would not
+
+
+def test_a_token_budget_is_refused_where_a_thought_has_no_known_end():
+    with pytest.raises(InputError, match="think_tokens"):
+        build_reranker("openai:m", base_url="http://127.0.0.1:9/v1", thinking="gated", think_tokens=1000)
+    with pytest.raises(InputError, match="think_share goes with thinking='gated'"):
+        build_reranker("simulated", qrels={"q": {"a": 1}}, thinking="on", think_share=0.5)

@@ -559,3 +559,35 @@ def test_a_drain_whose_requests_time_out_says_so_and_every_status_is_counted():
     assert [r.status_code for r in replies] == [504, 504] and code == 0, server.stderr
     assert "of the 2 requests it held, 0 answered, 2 timed out (504)" in server.stderr, server.stderr
     assert "every request it held" not in server.stderr
+
+
+def test_a_request_instruction_reaches_the_prompt_and_a_template_is_chosen_at_start(tmp_path):
+    """serve --prompt FILE --instruction DEFAULT: a request's ``instruction`` replaces the default in that request's
+    prompts only (the loopback LLM server sees it), another request gets the default; a backend that puts no
+    instruction in a prompt (minilm) refuses the field with a 400 naming it."""
+    from fake_chat_server import FakeServer
+
+    template = tmp_path / "t.yaml"
+    template.write_text('method: "singleturn_listwise"\nsystem_message: "Rank passages."\nprefix: |\n'
+                        '  Task: {instruction}\n  the search query: {query}.\nbody: |\n  [{rank}] {candidate}\n'
+                        'suffix: "Rank the {num} passages."\n'
+                        'output_validation_regex: r"^\\[\\d+\\]( > \\[\\d+\\])*$"\noutput_extraction_regex: r"\\[(\\d+)\\]"\n')
+    with FakeServer(lambda q, a: ("ok", 0.0)) as llm:
+        server = Server("--reranker", "openai:fake", "--base-url", llm.base_url, "--prompt", str(template),
+                        "--instruction", "the default task", "--no-cache", "--method", "sw-1")
+        try:
+            own = httpx.post(server.url + "/v2/rerank", timeout=60, json={
+                "query": "fleas", "documents": ["a", "b", "c"], "instruction": "the request's own task"})
+            default = httpx.post(server.url + "/v2/rerank", timeout=60, json={"query": "cats", "documents": ["a", "b"]})
+        finally:
+            server.stop()
+    assert own.status_code == default.status_code == 200, (own.text, default.text)
+    users = [b["messages"][1]["content"] for b in llm.bodies]
+    assert [u.split("\n")[0] for u in users] == ["Task: the request's own task", "Task: the default task"]
+    assert own.json()["results"][0]["index"] == 2  # the loopback LLM ranks [3] first: read through the template
+
+
+def test_a_backend_without_prompts_refuses_an_instruction(minilm):
+    refused = httpx.post(minilm.url + "/v2/rerank", timeout=60, headers={"Authorization": f"Bearer {KEY}"},
+                         json={"query": "q", "documents": ["a", "b"], "instruction": "prefer a"})
+    assert refused.status_code == 400 and refused.json()["field"] == "instruction", refused.text
