@@ -502,7 +502,8 @@ class PromptBuilder:
         out = self.answer_tokens(num)
         thought = self.thought_budget if think else 0
         budget = self.context_size - out - thought
-        max_length = start_max_length(num)
+        # a template file starts where RankLLM starts (its max_passage_words, 300), whatever the window's size
+        max_length = float(BASE_WORDS) if self.template is not None and self.template.is_file else start_max_length(num)
         while True:
             messages, text, tokens = self.make(query, docs, max_length, think, scores, instruction)
             if tokens <= budget:

@@ -173,10 +173,12 @@ class PromptTemplate:
 
     @property
     def asks_thought(self) -> bool:
-        """Whether the template asks the model to think first (a ``<think>`` tag it describes, or the ``/think``
-        switch of Qwen3 and Nemotron): ReasonRank's, Qwen3 thinking's."""
+        """Whether the template asks the model to think first: a ``<think>`` tag it describes (ReasonRank's), the
+        ``/think`` switch (Nemotron's), or a file RankLLM names for thinking (``qwen_thinking_template.yaml``: Qwen3
+        thinks by default, and the file says so only in its name)."""
         text = " ".join(str(v) for v in (self.sections or {}).values())
-        return "<think>" in text or bool(re.search(r"(?<![\w_])/think\b", text))
+        named = re.search(r"(?<!non)(?<!non_)(?<!no_)thinking", self.name.lower()) is not None
+        return "<think>" in text or bool(re.search(r"(?<![\w_])/think\b", text)) or named
 
     def with_instruction(self, instruction: str) -> "PromptTemplate":
         """The template with a query's own instruction in place of the run's."""
@@ -256,7 +258,9 @@ class PromptTemplate:
         num = len(contents)
         values: dict[str, Any] = {"num": num, "query": neutralize_markers(query), "instruction": instruction}
         ids = [LETTERS[j] if self.letters_ids else str(j + 1) for j in range(num)]
-        system = str(s.get("system_message", "") or "").replace(_INSTRUCTION, instruction)
+        system = str(s.get("system_message", "") or "")
+        if self.additions.instruction is not None or "instruction" in s:  # else kept as written, as RankLLM keeps it
+            system = system.replace(_INSTRUCTION, instruction)
 
         def fmt(section: str, **more: Any) -> str:
             text = s.get(section)

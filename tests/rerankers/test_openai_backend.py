@@ -66,7 +66,7 @@ def test_prompts_asked_from_many_lanes_at_once_never_break_the_memo(monkeypatch)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     rr = build_reranker("openai:m", base_url="http://127.0.0.1:9/v1")
     rr._prompts = LRU(1)
-    monkeypatch.setattr(rr.builder, "build", lambda query, docs, think, scores: (query, docs, think))
+    monkeypatch.setattr(rr.builder, "build", lambda query, docs, think, *more: (query, docs, think))
     requests = [RerankRequest(f"q{k}", f"query {k}", ("a", "b"), (Doc("a", "x"), Doc("b", "y"))) for k in range(3)]
     errors: list[str] = []
 

@@ -259,3 +259,29 @@ def test_the_api_gives_one_query_its_own_instruction_and_a_backend_without_promp
     with Reranker("simulated", method="sw-1", qrels={"0": {"0": 1}}) as rr:
         with pytest.raises(InputError, match="instruction: the reranker puts no instruction in a prompt"):
             rr.rerank("q", ["a", "b"], instruction="x")
+
+
+@pytest.mark.parametrize("name,text,asks", [
+    ("plain.yaml", SINGLE, False),
+    ("r.yaml", SINGLE.replace("Rank {like} this.", "Think in <think> </think> first."), True),
+    ("n.yaml", SINGLE.replace("Rank {like} this.", "/think\\n\\nRank."), True),
+    ("n2.yaml", SINGLE.replace("Rank {like} this.", "/no_think\\n\\nRank."), False),
+    ("qwen_thinking_template.yaml", SINGLE, True),
+    ("qwen_non_thinking_template.yaml", SINGLE, False),
+    ("nemotron_nonthinking_template.yaml", SINGLE, False),
+])
+def test_a_template_that_asks_for_a_thought(tmp_path, name, text, asks):
+    assert load_template(_write(tmp_path, text, name)).asks_thought is asks
+
+
+def test_a_template_file_starts_every_window_at_300_words_as_rankllm_does(tmp_path):
+    """A window of 10 with a 400-word passage: the published prompt starts at 300 x 20 / 10 = 600 words (the whole
+    passage), a template file at RankLLM's 300."""
+    from acurank_cli.rerankers.prompts import CHAT_MESSAGES, PromptBuilder, RegexTokenCounter
+
+    docs = [Doc(f"d{j}", " ".join(f"w{j}x{i}" for i in range(400))) for j in range(10)]
+    published = PromptBuilder(CHAT_MESSAGES, RegexTokenCounter(), 10 ** 6).build("q", docs)
+    _, t = resolve(str(_write(tmp_path, SINGLE)))
+    templated = PromptBuilder(CHAT_MESSAGES, RegexTokenCounter(), 10 ** 6, template=t).build("q", docs)
+    assert (published.max_length, templated.max_length) == (600, 300)
+    assert "w0x299 s=" in templated.messages[1]["content"] and "w0x300" not in templated.messages[1]["content"]
