@@ -296,8 +296,9 @@ _CHANNEL = re.compile(r"<\|channel\|>\s*(\w+)[^<]*<\|message\|>(.*?)(?=<\|end\|>
 #: with the channel's name, and each later message with ``assistant`` and its channel's name
 _STRIPPED_START = re.compile(r"\A\s*(?:assistant\s*)?(?:analysis|commentary)", re.IGNORECASE)
 _STRIPPED_NEXT = re.compile(r"assistant\s*(analysis|commentary|final)", re.IGNORECASE)
-#: a tag written as text rather than used: inside a code span (`...`) or a fenced block, or between quotes
-_CODE = re.compile(r"```.*?```|(`+)[^`\n]+?\1", re.DOTALL)
+#: a tag written as text rather than used: inside a code span (`...`), a fenced block or an HTML code element, or
+#: between quotes
+_CODE = re.compile(r"```.*?```|(`+)[^`\n]+?\1|<code>.*?</code>|<pre>.*?</pre>", re.DOTALL | re.IGNORECASE)
 _QUOTES = {'"': '"', "'": "'", "“": "”", "‘": "’", "«": "»", "„": "“", "\\": ""}
 
 
@@ -314,7 +315,7 @@ class Thought:
 
 
 def _quoted_spans(text: str) -> list[tuple[int, int]]:
-    return [m.span() for m in _CODE.finditer(text)] if "`" in text else []
+    return [m.span() for m in _CODE.finditer(text)] if "`" in text or "<code>" in text.lower() or "<pre>" in text.lower() else []
 
 
 def _used(pattern: re.Pattern, text: str) -> list[re.Match]:

@@ -39,6 +39,18 @@ def read_passages(path: str, wanted: set[str]) -> dict[str, dict[str, str]]:
     return found
 
 
+def requests_of(args: argparse.Namespace) -> list:
+    """RankLLM's requests for the chosen queries: each query's BM25 candidates with their passages."""
+    from rank_llm.data import Candidate, Query, Request
+
+    qids = args.qids.split(",")
+    topics = dict(line.rstrip("\n").split("\t", 1) for line in open(args.topics, encoding="utf-8"))
+    run = read_run(args.run, qids, args.depth)
+    passages = read_passages(args.passages, {d for rows in run.values() for d, _ in rows})
+    return [Request(query=Query(text=topics[q], qid=q),
+                    candidates=[Candidate(docid=d, score=s, doc=passages[d]) for d, s in run[q]]) for q in qids]
+
+
 def add_inputs(ap: argparse.ArgumentParser) -> None:
     """The model and the queries' inputs, as both peer-side scripts take them."""
     ap.add_argument("--model", required=True)
@@ -62,15 +74,9 @@ def main() -> None:
     ap.add_argument("--calls", required=True)
     args = ap.parse_args()
 
-    from rank_llm.data import Candidate, Query, Request
     from rank_llm.rerank.listwise import RankListwiseOSLLM
 
-    qids = args.qids.split(",")
-    topics = dict(line.rstrip("\n").split("\t", 1) for line in open(args.topics, encoding="utf-8"))
-    run = read_run(args.run, qids, args.depth)
-    passages = read_passages(args.passages, {d for rows in run.values() for d, _ in rows})
-    requests = [Request(query=Query(text=topics[q], qid=q),
-                        candidates=[Candidate(docid=d, score=s, doc=passages[d]) for d, s in run[q]]) for q in qids]
+    requests = requests_of(args)
     kwargs = {"prompt_template_path": args.template} if args.template else {}
     if args.first:
         kwargs.update(use_logits=True, use_alpha=True)

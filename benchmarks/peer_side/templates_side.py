@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rankllm_side import add_inputs, read_passages, read_run  # noqa: E402
+from rankllm_side import add_inputs, requests_of  # noqa: E402
 
 
 def windows(depth: int, window: int, step: int) -> list[tuple[int, int]]:
@@ -44,29 +44,20 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
 
-    from rank_llm.data import Candidate, Query, Request, Result
+    from rank_llm.data import Result
     from rank_llm.rerank.listwise import RankListwiseOSLLM
-
-    qids = args.qids.split(",")
-    topics = dict(line.rstrip("\n").split("\t", 1) for line in open(args.topics, encoding="utf-8"))
-    run = read_run(args.run, qids, args.depth)
-    passages = read_passages(args.passages, {d for rows in run.values() for d, _ in rows})
-
-    def requests():
-        return [Request(query=Query(text=topics[q], qid=q),
-                        candidates=[Candidate(docid=d, score=s, doc=passages[d]) for d, s in run[q]]) for q in qids]
 
     reranker = RankListwiseOSLLM(model=args.model, base_url=args.base_url, prompt_template_path=args.template,
                                  num_few_shot_examples=args.few_shot_count, few_shot_file=args.few_shot,
                                  use_alpha=args.alpha, window_size=20, stride=10, context_size=args.context_size)
-    results = reranker.rerank_batch(requests(), rank_start=0, rank_end=args.depth, populate_invocations_history=True)
+    results = reranker.rerank_batch(requests_of(args), rank_start=0, rank_end=args.depth, populate_invocations_history=True)
     reranker._base_url = None  # its in-process path: the chat template applied to the same messages
     with open(args.out, "w", encoding="utf-8") as out:
         for result in results:
             for inv in result.invocations_history:
                 out.write(json.dumps({"qid": result.query.qid, "kind": "messages", "prompt": inv.prompt},
                                      ensure_ascii=False) + "\n")
-        for request in requests():  # the answers kept every order: the windows are the run's first ones
+        for request in requests_of(args):  # the answers kept every order: the windows are the run's first ones
             result = Result(query=request.query, candidates=request.candidates, invocations_history=[])
             for start, end in windows(args.depth, 20, 10):
                 text, _ = reranker.create_prompt(result, start, end)

@@ -362,7 +362,7 @@ def test_hf_keeps_a_pad_token_the_model_wrote_inside_its_thought(tmp_path):
 
 #: a thought that mentions its own closing tag, the way thoughts and answers quote one
 QUOTED_CLOSES = ("`</think>`", "``</think>``", '"</think>"', "'</think>'", "“</think>”", "\\</think>",
-                 "```\n</think>\n```")
+                 "```\n</think>\n```", "<code></think></code>", "«</think>»")
 
 
 @pytest.mark.parametrize("text", [
