@@ -44,7 +44,7 @@ from ..errors import InputError
 from ..records import ParseStatus
 from .answers import LETTERS
 from .parsing import ParsedRanking, ascii_digits, parse_ranking, ranking_of
-from .prompts import SYSTEM_MESSAGE, answer_text, neutralize_markers, user_message
+from .prompts import PROMPT_FORMATS, SYSTEM_MESSAGE, answer_text, neutralize_markers, user_message
 
 #: the file suffixes that make ``--prompt`` a template file rather than a format's name
 TEMPLATE_SUFFIXES = (".yaml", ".yml")
@@ -329,8 +329,11 @@ PUBLISHED = PromptTemplate()
 
 
 def is_template_file(value: str | None) -> bool:
-    """Whether a ``--prompt`` value names a template file rather than a format."""
-    return bool(value) and (str(value).lower().endswith(TEMPLATE_SUFFIXES) or Path(str(value)).is_file())
+    """Whether a ``--prompt`` value names a template file rather than a format: a format's name never does; a
+    ``.yaml``/``.yml`` name or anything that exists does (a file, a pipe, ``<(...)``)."""
+    if not value or str(value).lower() in PROMPT_FORMATS:
+        return False
+    return str(value).lower().endswith(TEMPLATE_SUFFIXES) or Path(str(value)).exists()
 
 
 def load_template(path: str | Path) -> PromptTemplate:

@@ -11,6 +11,7 @@ from typing import Any, Iterable
 
 from rich.console import Console
 
+from ..rerankers.templates import is_template_file
 from ..console import text_console
 
 from ..errors import InputError, Stopped
@@ -142,6 +143,9 @@ def _checked_outputs(job: RerankJob) -> FilePlan:
     if job.inputs.shard is not None and job.strategy.lockstep:
         raise InputError(_pooled_shard(job.strategy))
     plan = files.declare(job.inputs.read_by(FilePlan()))
+    prompt = job.backend_options.get("prompt_format")  # a template file and a few-shot file are read too
+    plan.read("--prompt", prompt if is_template_file(prompt) else None)
+    plan.read("--few-shot", job.backend_options.get("few_shot"))
     log = job.backend_options.get("log_prompts")
     plan.write("--log-prompts", log, may_exist=files.resumable())
     if job.cache is not None:

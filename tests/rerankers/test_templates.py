@@ -285,3 +285,39 @@ def test_a_template_file_starts_every_window_at_300_words_as_rankllm_does(tmp_pa
     templated = PromptBuilder(CHAT_MESSAGES, RegexTokenCounter(), 10 ** 6, template=t).build("q", docs)
     assert (published.max_length, templated.max_length) == (600, 300)
     assert "w0x299 s=" in templated.messages[1]["content"] and "w0x300" not in templated.messages[1]["content"]
+
+
+def test_a_template_is_read_from_a_pipe_and_a_format_name_stays_a_name(tmp_path):
+    import os
+    import threading
+
+    from acurank_cli.rerankers.templates import is_template_file
+
+    fifo = tmp_path / "t.pipe"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text(SINGLE, encoding="utf-8"))
+    writer.start()
+    fmt, t = resolve(str(fifo))
+    writer.join(10)
+    assert fmt is None and t.is_file and t.method == "singleturn_listwise"
+    (tmp_path / "chat").write_text(SINGLE)
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        assert not is_template_file("chat") and is_template_file("x.YAML")
+    finally:
+        os.chdir(cwd)
+
+
+def test_no_output_is_written_over_the_template_or_the_few_shot_file(tmp_path):
+    from conftest import acurank
+
+    template = _write(tmp_path, SINGLE)
+    shots = _write(tmp_path, '[{"conversations": [{"role": "user", "value": "u"}]}]', "shots.json")
+    for flag, target in (("--log-prompts", template), ("-o", shots)):
+        before = target.read_bytes()
+        ran = acurank("baseline", "sample_runs/dl19/bm25.run", "--method", "sw-1", "--reranker", "openai:m",
+                      "--base-url", "http://127.0.0.1:9/v1", "--prompt", template, "--few-shot", shots, "--qids",
+                      "264014", flag, target, "--overwrite", check=False)
+        assert ran.returncode == 2 and "which the command reads" in ran.stderr, ran.stderr
+        assert target.read_bytes() == before
