@@ -97,14 +97,22 @@ def remember_given(argv: Sequence[str], environ: dict[str, str] | None = None) -
     remember(values)
 
 
-def _known() -> set[str]:
-    found = set(_remembered)
-    for name, value in os.environ.items():
-        if SECRET_ENV.search(name):
+def _known() -> tuple[str, ...]:
+    """Every secret value to mask, longest first: the remembered ones and the secret environment variables' values,
+    each in its encodings. Made again only when either changes (a model's every answer is masked)."""
+    env = tuple(value for name, value in os.environ.items() if SECRET_ENV.search(name))
+    key = (env, len(_remembered))
+    if _cache.get("key") != key:
+        found = set(_remembered)
+        for value in env:
             for v in value.split(","):
                 if len(v.strip()) >= MIN_SECRET:
                     found.update(f for f in encodings(v.strip()) if len(f) >= MIN_SECRET)
-    return found
+        _cache.update(key=key, secrets=tuple(sorted(found, key=len, reverse=True)))
+    return _cache["secrets"]
+
+
+_cache: dict = {}
 
 
 def url(text: str) -> str:
@@ -132,7 +140,7 @@ def values(text: str) -> str:
 
 
 def _values(text: str) -> str:
-    for secret in sorted(_known(), key=len, reverse=True):
+    for secret in _known():
         if secret in text:
             text = text.replace(secret, MASK)
     return text
