@@ -112,7 +112,8 @@ def acurank_messages(model: Path, url: str, template: Path, few_shot: Path | Non
 def acurank_texts(model: Path, template: Path, few_shot: Path | None, calls: list) -> list[tuple[str, str]]:
     """(qid, text) for each logged window: what acurank's hf: backend would feed the model."""
     from acurank_cli.io.collection_files import iter_corpus
-    from acurank_cli.rerankers.checkpoints import prompt_builder, resolve_model
+    from acurank_cli.rerankers.checkpoints import resolve_model
+    from acurank_cli.rerankers.prompt_builder import prompt_builder
     from acurank_cli.rerankers.llm import HFOptions
     from acurank_cli.rerankers.templates import template_of
     from transformers import AutoTokenizer
@@ -121,8 +122,8 @@ def acurank_texts(model: Path, template: Path, few_shot: Path | None, calls: lis
                         few_shot_count=2 if few_shot else None, context_size=CONTEXT)
     fmt, tpl = template_of(options, "hf")
     tok = AutoTokenizer.from_pretrained(model)
-    builder = prompt_builder(resolve_model(str(model), "hf"), tok, fmt, CONTEXT, None, False, "hf", "text", options,
-                             template=tpl)
+    builder = prompt_builder(resolve_model(str(model), "hf"), tok, prompt_format=fmt, context_size=CONTEXT,
+                             max_positions=None, double_bos=False, backend="hf", options=options, template=tpl)
     topics = dict(line.rstrip("\n").split("\t", 1) for line in open(DATA / "topics.tsv", encoding="utf-8"))
     wanted = {d for call in calls for d in call["docids"]}
     corpus = {doc.docid: doc for doc in iter_corpus(DATA / "passages.jsonl.gz") if doc.docid in wanted}

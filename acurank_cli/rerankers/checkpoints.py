@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, OptionError
-from .prompts import HFTokenCounter, PromptBuilder, default_format, get_format
+from ..errors import InputError
 
 DTYPES = {
     "bf16": "bfloat16", "bfloat16": "bfloat16",
@@ -249,46 +248,6 @@ def converted_folder(source: ModelSource) -> Path:
     return target
 
 
-def prompt_builder(source: ModelSource, tokenizer: Any, prompt_format: str | None, context_size: int,
-                   max_positions: Any, double_bos: bool, backend: str, answer: Any = "text",
-                   options: Any = None, *, template: Any = None) -> PromptBuilder:
-    """The one prompt builder of the local backends: format (given, else ``chat`` when the tokenizer
-    has a template, else ``rankvicuna``; a template file's messages are rendered by the chat template), context
-    clamped to the model's positions, the model's tokenizer as counter (one BOS unless ``double_bos``; its answer
-    budget ``--answer-budget``, read from the backend's ``options``, as are its thinking settings), the answer mode
-    (``--answer``), the window's messages (``template``: :func:`~.templates.template_of`'s)."""
-    if template is not None and template.is_file:
-        if not getattr(tokenizer, "chat_template", None):
-            raise OptionError(f"{backend}: a template file's messages are rendered by the model's chat template, and "
-                              f"{OptionError.literal(repr(source.spec))} has none", prompt_format="--prompt")
-        prompt_format = "chat"
-    fmt = get_format(prompt_format or default_format(tokenizer))
-    if fmt.needs_chat_template and not getattr(tokenizer, "chat_template", None):
-        raise OptionError(f"{backend}: {OptionError.literal(repr(source.spec))} has no chat template; use {{prompt_format}}",
-                          prompt_format={"api": "prompt_format='rankvicuna' or 'rankzephyr'",
-                                         "cli": "--prompt rankvicuna or rankzephyr"})
-    context = int(context_size)
-    if isinstance(max_positions, int) and max_positions > 0:
-        context = min(context, max_positions)
-    counter = HFTokenCounter(tokenizer, single_bos=not double_bos, name=source.counter_name(tokenizer),
-                             answer_budget=getattr(options, "answer_budget", "counted"))
-    budget = 0
-    if options is not None:  # a window that thinks keeps room for its thought (forced to end at the budget)
-        from .thinking import ThinkingOptions
-
-        settings = ThinkingOptions.of(options)
-        budget = settings.local_budget() if settings.thinks else 0
-    builder = PromptBuilder(fmt, counter, context, tokenizer=tokenizer, answer=answer, thought_budget=budget,
-                            template=template)
-    if options is not None and settings.reasoning_effort is not None:  # a template variable (gpt-oss's reads it)
-        builder.template_switches["reasoning_effort"] = settings.reasoning_effort.value
-    return builder
-
-
-__all__ = ["DTYPES", "ModelSource", "converted_folder", "dtype_kwarg", "dtype_name", "file_sha256", "gguf_cache_root",
-           "hub_kwargs", "hub_unreachable", "offline_note", "one_line", "prompt_builder", "quiet_loading", "resolve_model"]
-
-
 def config_parameters(config) -> int | None:
     """A causal LM's parameter count from its config alone: the model built on the meta device (no memory,
     no weights read), counted as ``num_parameters()`` counts a loaded one (tied weights once)."""
@@ -301,3 +260,7 @@ def config_parameters(config) -> int | None:
         return int(model.num_parameters())
     except Exception:  # noqa: BLE001 - an architecture transformers cannot build: no estimate
         return None
+
+
+__all__ = ["DTYPES", "ModelSource", "config_parameters", "converted_folder", "dtype_kwarg", "dtype_name", "file_sha256", "gguf_cache_root",
+           "hub_kwargs", "hub_unreachable", "offline_note", "one_line", "quiet_loading", "resolve_model"]

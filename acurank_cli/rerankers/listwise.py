@@ -20,7 +20,7 @@ from ..io.prompt_log import PromptLog
 from ..records import ParseStatus, RerankRequest, RerankResult
 from .answers import AnswerMode, rank_by_scores
 from .backend import LRU, RerankerBase, ResultSink
-from .prompts import Prompt, PromptBuilder
+from .prompt_builder import Prompt, PromptBuilder
 from .thinking import ThinkingOptions, opens_thought, read_thought
 
 

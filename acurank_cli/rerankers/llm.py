@@ -18,10 +18,11 @@ from ..errors import InputError
 from ..params import Option, at_least
 from .backend import register
 from .option_groups import PromptOptions, TorchOptions, WeightsOptions
-from .checkpoints import dtype_kwarg, dtype_name, one_line, prompt_builder, quiet_loading, resolve_model
+from .checkpoints import dtype_kwarg, dtype_name, one_line, quiet_loading, resolve_model
+from .prompt_builder import Prompt, prompt_builder
 from .answers import AnswerDecoding, AnswerMode
 from .listwise import Deliver, ListwiseLLM, Reply
-from .prompts import HFTokenCounter, Prompt, get_format
+from .prompts import HFTokenCounter, get_format
 from .templates import template_of
 from .thinking import CLOSE_TAG, FORCED_CLOSE, Effort, ThinkingOptions, check_thinking
 
@@ -75,9 +76,10 @@ class HFReranker(ListwiseLLM):
         self._last_only = {"logits_to_keep": 1} if takes else {}
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else (
             tok.eos_token_id if tok.eos_token_id is not None else 0)
-        builder = prompt_builder(self.source, tok, prompt_format, options.context_size,
-                                 getattr(self.model.config, "max_position_embeddings", None), self.double_bos, "hf",
-                                 options.answer, options, template=template)
+        builder = prompt_builder(
+            self.source, tok, prompt_format=prompt_format, context_size=options.context_size,
+            max_positions=getattr(self.model.config, "max_position_embeddings", None), double_bos=self.double_bos,
+            backend="hf", answer=options.answer, options=options, template=template)
         self.answer = builder.answer
         self.decoding = AnswerDecoding(tok, self.answer, "hf")
         super().__init__(f"hf:{model}", builder, options.log_prompts, ThinkingOptions.of(options))

@@ -34,11 +34,10 @@ from .prompts import (
     PROMPT_FORMATS,
     ApproxTokenCounter,
     HFTokenCounter,
-    Prompt,
-    PromptBuilder,
     TiktokenCounter,
     TokenCounter,
 )
+from .prompt_builder import Prompt, PromptBuilder
 from .templates import template_of
 from .thinking import GATED_OFF_EFFORT, Effort, ThinkingOptions, check_thinking
 from .. import redaction

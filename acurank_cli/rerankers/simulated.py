@@ -189,7 +189,8 @@ def _factory(arg: str, options: SimulatedOptions) -> SimulatedReranker:
     name = f"simulated(noise={options.sim_noise},seed={options.sim_seed}{extra})"
     if options.sim_tokens is not None:
         from .openai_backend import resolve_counter
-        from .prompts import CHAT_MESSAGES, PromptBuilder
+        from .prompt_builder import PromptBuilder
+        from .prompts import CHAT_MESSAGES
 
         tokenizer = options.sim_tokens if options.sim_tokens.startswith("tiktoken:") else None
         counter, _, note = resolve_counter(options.sim_tokens, tokenizer)

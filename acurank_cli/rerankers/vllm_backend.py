@@ -32,10 +32,11 @@ from ..errors import InputError
 from ..params import Option, ANY_INT, at_least, between, positive
 from .backend import register
 from .option_groups import PromptOptions, WeightsOptions
-from .checkpoints import config_parameters, converted_folder, dtype_name, hub_kwargs, one_line, prompt_builder, resolve_model
+from .checkpoints import config_parameters, converted_folder, dtype_name, hub_kwargs, one_line, resolve_model
+from .prompt_builder import Prompt, prompt_builder
 from .answers import LETTERS, AnswerDecoding, AnswerMode, logsumexp
 from .listwise import Deliver, ListwiseLLM, Reply
-from .prompts import HFTokenCounter, Prompt, get_format
+from .prompts import HFTokenCounter, get_format
 from .templates import template_of
 from .thinking import CLOSE_TAG, FORCED_CLOSE, Effort, ThinkingOptions, check_thinking
 
@@ -136,9 +137,10 @@ class VLLMReranker(ListwiseLLM):
             raise self.source.not_loaded("vllm", exc) from None
         self.tokenizer = tok
         self._parameters = config_parameters(config)
-        builder = prompt_builder(self.source, tok, prompt_format, options.context_size,
-                                 getattr(config, "max_position_embeddings", None), self.double_bos, "vllm",
-                                 options.answer, options, template=template)
+        builder = prompt_builder(
+            self.source, tok, prompt_format=prompt_format, context_size=options.context_size,
+            max_positions=getattr(config, "max_position_embeddings", None), double_bos=self.double_bos,
+            backend="vllm", answer=options.answer, options=options, template=template)
         self.answer = builder.answer
         self.decoding = AnswerDecoding(tok, self.answer, "vllm")
         engine_args: dict[str, Any] = {

@@ -165,7 +165,8 @@ def test_simulated_reranker_counts_the_published_prompt_with_sim_tokens():
     from acurank_cli import Reranker
     from acurank_cli.records import Doc
     from acurank_cli.rerankers.openai_backend import resolve_counter
-    from acurank_cli.rerankers.prompts import CHAT_MESSAGES, PromptBuilder
+    from acurank_cli.rerankers.prompt_builder import PromptBuilder
+    from acurank_cli.rerankers.prompts import CHAT_MESSAGES
 
     texts = ["alpha beta gamma", "the quick brown fox jumps", "delta", "lorem ipsum dolor sit amet, consectetur"]
     docs = [{"id": f"d{i}", "text": t} for i, t in enumerate(texts)]

@@ -12,7 +12,6 @@ from acurank_cli.rerankers.prompts import (
     RANKZEPHYR_ANSWER_TOKENS,
     SYSTEM_MESSAGE,
     ApproxTokenCounter,
-    PromptBuilder,
     RegexTokenCounter,
     answer_text,
     default_format,
@@ -20,9 +19,9 @@ from acurank_cli.rerankers.prompts import (
     messages_for,
     neutralize_markers,
     passage_content,
-    start_max_length,
     user_message,
 )
+from acurank_cli.rerankers.prompt_builder import PromptBuilder, start_max_length
 
 
 class CountW:
@@ -146,7 +145,7 @@ def test_option_faults_name_keywords_for_the_api_and_flags_for_the_cli():
     from types import SimpleNamespace
 
     from acurank_cli.rerankers.answers import AnswerDecoding, AnswerMode
-    from acurank_cli.rerankers.checkpoints import prompt_builder
+    from acurank_cli.rerankers.prompt_builder import prompt_builder
 
     letters = PromptBuilder(CHAT_MESSAGES, RegexTokenCounter(), context_size=100000, fix_rendered=False,
                             answer=AnswerMode.logits)
@@ -157,7 +156,8 @@ def test_option_faults_name_keywords_for_the_api_and_flags_for_the_cli():
          "--answer logits names passages by letters", "use --window 26 or less"),
         (lambda: AnswerDecoding(SimpleNamespace(eos_token_id=None), AnswerMode.constrained, "hf"),
          "hf: answer='constrained' needs a tokenizer", None, "hf: --answer constrained needs a tokenizer", None),
-        (lambda: prompt_builder(source, SimpleNamespace(chat_template=None), "chat", 4096, None, False, "hf"),
+        (lambda: prompt_builder(source, SimpleNamespace(chat_template=None), prompt_format="chat", context_size=4096,
+                                max_positions=None, double_bos=False, backend="hf"),
          "hf: 'tiny/{model}' has no chat template; use prompt_format='rankvicuna' or 'rankzephyr'", None,
          "use --prompt rankvicuna or rankzephyr", None),
     ]

@@ -277,7 +277,8 @@ def test_a_template_that_asks_for_a_thought(tmp_path, name, text, asks):
 def test_a_template_file_starts_every_window_at_300_words_as_rankllm_does(tmp_path):
     """A window of 10 with a 400-word passage: the published prompt starts at 300 x 20 / 10 = 600 words (the whole
     passage), a template file at RankLLM's 300."""
-    from acurank_cli.rerankers.prompts import CHAT_MESSAGES, PromptBuilder, RegexTokenCounter
+    from acurank_cli.rerankers.prompt_builder import PromptBuilder
+    from acurank_cli.rerankers.prompts import CHAT_MESSAGES, RegexTokenCounter
 
     docs = [Doc(f"d{j}", " ".join(f"w{j}x{i}" for i in range(400))) for j in range(10)]
     published = PromptBuilder(CHAT_MESSAGES, RegexTokenCounter(), 10 ** 6).build("q", docs)
