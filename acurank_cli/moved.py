@@ -13,7 +13,8 @@ import importlib.util
 import sys
 import warnings
 
-#: old module name -> where it lives now (the renames of 2026-11-27: no two modules with one file name)
+#: old module name -> where it lives now (the renames of 2026-11-27: no two modules with one file name; of 2026-11-28:
+#: the rerankers' two rooms)
 MOVED = {f"acurank_cli.{old}": f"acurank_cli.{new}" for old, new in {
     "cli.options": "cli.flags",
     "method.options": "method.shared_options",
@@ -24,6 +25,22 @@ MOVED = {f"acurank_cli.{old}": f"acurank_cli.{new}" for old, new in {
     "rerankers.options": "rerankers.option_groups",
     "run.allocation": "run.budget_grants",
     "serve.app": "serve.routes",
+    # 2026-11-28: rerankers/ in two rooms, the backends and the listwise LLM machinery
+    "rerankers.llm": "rerankers.backends.hf",
+    "rerankers.vllm_backend": "rerankers.backends.vllm",
+    "rerankers.vllm_permutations": "rerankers.backends.vllm_permutations",
+    "rerankers.openai_backend": "rerankers.backends.openai",
+    "rerankers.transport": "rerankers.backends.openai_transport",
+    "rerankers.minilm": "rerankers.backends.minilm",
+    "rerankers.cross_encoder": "rerankers.backends.cross_encoder",
+    "rerankers.simulated": "rerankers.backends.simulated",
+    "rerankers.embeddings": "rerankers.backends.embeddings",
+    "rerankers.checkpoints": "rerankers.backends.checkpoints",
+    "rerankers.prompts": "rerankers.listwise.prompts",
+    "rerankers.templates": "rerankers.listwise.templates",
+    "rerankers.answers": "rerankers.listwise.answers",
+    "rerankers.thinking": "rerankers.listwise.thinking",
+    "rerankers.parsing": "rerankers.listwise.parsing",
 }.items()}
 
 

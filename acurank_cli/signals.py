@@ -9,7 +9,7 @@ later signals are ignored so that clean-up (closing outputs, the call cache) can
 queries are on disk and every finished model call is in the call cache, so a rerun of the same
 command resumes without paying twice.
 
-An HTTP backend's event loop runs in a thread of its own (:mod:`acurank_cli.rerankers.transport`), so a signal
+An HTTP backend's event loop runs in a thread of its own (:mod:`acurank_cli.rerankers.backends.openai_transport`), so a signal
 never lands inside the loop: the waiting caller is interrupted, its batch cancelled on the loop.
 """
 

@@ -31,7 +31,7 @@ from common import load, save, table  # noqa: E402
 
 from acurank_cli.method.acurank_params import AutoParams  # noqa: E402
 from acurank_cli.method.registry import build_strategy  # noqa: E402
-from acurank_cli.rerankers.simulated import SimulatedReranker  # noqa: E402
+from acurank_cli.rerankers.backends.simulated import SimulatedReranker  # noqa: E402
 from acurank_cli.run.driver import Driver  # noqa: E402
 
 

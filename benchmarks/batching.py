@@ -56,7 +56,7 @@ def measure(method: str, mode: str, inputs, batch_queries: int, backend: str = "
 
 def encoding_throughput(inputs, sizes=(1, 5, 20, 64, 160), texts: int = 320) -> list[dict]:
     """Passages per second of the MiniLM forward pass at several batch sizes (is the model compute-bound?)."""
-    from acurank_cli.rerankers.minilm import passage_text
+    from acurank_cli.rerankers.backends.minilm import passage_text
 
     reranker = build_reranker("minilm")
     pool = [passage_text(inputs.docs[c.docid]) for t in inputs.tasks for c in t.candidates][:texts]

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 from acurank_cli import Reranker  # noqa: E402
 from acurank_cli.io.collection_files import iter_corpus, read_topics  # noqa: E402
 from acurank_cli.io.runs import read_run  # noqa: E402
-from acurank_cli.rerankers.minilm import MiniLMReranker  # noqa: E402
+from acurank_cli.rerankers.backends.minilm import MiniLMReranker  # noqa: E402
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import Timers, instrument_acurank, save, table, tasks_of_size  # noqa: E402
 
 from acurank_cli.run.driver import Driver  # noqa: E402
-from acurank_cli.rerankers.simulated import SimulatedReranker  # noqa: E402
+from acurank_cli.rerankers.backends.simulated import SimulatedReranker  # noqa: E402
 from acurank_cli.method.registry import build_strategy  # noqa: E402
 
 METHODS = ["sw-1", "tourrank-1", "ts-5-2-2-1", "acurank-9", "acurank", "acurank-H"]

@@ -81,7 +81,7 @@ def main() -> None:
     qrels = {q: v for q, v in read_qrels(work / "qrels.txt").items() if q in qids}
     gguf = smollm2_gguf()
 
-    from acurank_cli.rerankers.checkpoints import converted_folder, resolve_model
+    from acurank_cli.rerankers.backends.checkpoints import converted_folder, resolve_model
 
     folder = converted_folder(resolve_model(str(gguf), "vllm"))
     bm25 = evaluate(read_run(run, args.depth).scores(), qrels, ["ndcg_cut_10"], 1, fill=True).mean("ndcg_cut_10")

@@ -67,8 +67,8 @@ def first_pass_tau(out: Path, m: int = 20, seed: int = 0) -> dict[str, dict[str,
     from method_comparison import DATASETS, SETTINGS, dataset_files
 
     from acurank_cli.records import RerankRequest
-    from acurank_cli.rerankers.minilm import MiniLMReranker
-    from acurank_cli.rerankers.simulated import simulated_order
+    from acurank_cli.rerankers.backends.minilm import MiniLMReranker
+    from acurank_cli.rerankers.backends.simulated import simulated_order
     from acurank_cli.run.inputs import InputSpec
 
     def tau(order) -> float:

@@ -26,8 +26,8 @@ from acurank_cli.io.line_records import stats_line
 from acurank_cli.run.driver import Driver
 from acurank_cli.run.inputs import InputSpec
 from acurank_cli.rerankers.backend import build_reranker
-from acurank_cli.rerankers.prompts import passage_content
-from acurank_cli.rerankers.simulated import simulated_order
+from acurank_cli.rerankers.listwise.prompts import passage_content
+from acurank_cli.rerankers.backends.simulated import simulated_order
 from acurank_cli.method.registry import build_strategy
 from common import start_chat_server
 

@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, save, table  # noqa: E402
 
-from acurank_cli.rerankers.vllm_backend import CPU_LAYOUT  # noqa: E402
+from acurank_cli.rerankers.backends.vllm import CPU_LAYOUT  # noqa: E402
 
 QIDS = ("264014", "104861", "130510", "1114819", "1110199")
 PEER_PYTHON = ROOT / ".venv-peer" / "bin" / "python"
@@ -44,7 +44,7 @@ def model_folder(dtype: str) -> Path:
     (acurank's float32 conversion, then cast): both tools load this folder with the engine's dtype ``auto``."""
     from engines import smollm2_gguf
 
-    from acurank_cli.rerankers.checkpoints import converted_folder, resolve_model
+    from acurank_cli.rerankers.backends.checkpoints import converted_folder, resolve_model
 
     fp32 = converted_folder(resolve_model(str(smollm2_gguf()), "vllm"))
     if dtype == "fp32":

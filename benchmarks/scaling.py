@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import save, table, tasks_of_size  # noqa: E402
 
 from acurank_cli.run.driver import Driver  # noqa: E402
-from acurank_cli.rerankers.simulated import SimulatedReranker  # noqa: E402
+from acurank_cli.rerankers.backends.simulated import SimulatedReranker  # noqa: E402
 from acurank_cli.method.registry import build_strategy  # noqa: E402
 
 

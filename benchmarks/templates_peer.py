@@ -112,10 +112,10 @@ def acurank_messages(model: Path, url: str, template: Path, few_shot: Path | Non
 def acurank_texts(model: Path, template: Path, few_shot: Path | None, calls: list) -> list[tuple[str, str]]:
     """(qid, text) for each logged window: what acurank's hf: backend would feed the model."""
     from acurank_cli.io.collection_files import iter_corpus
-    from acurank_cli.rerankers.checkpoints import resolve_model
-    from acurank_cli.rerankers.prompt_builder import prompt_builder
-    from acurank_cli.rerankers.llm import HFOptions
-    from acurank_cli.rerankers.templates import template_of
+    from acurank_cli.rerankers.backends.checkpoints import resolve_model
+    from acurank_cli.rerankers.listwise.prompt_builder import prompt_builder
+    from acurank_cli.rerankers.backends.hf import HFOptions
+    from acurank_cli.rerankers.listwise.templates import template_of
     from transformers import AutoTokenizer
 
     options = HFOptions(prompt_format=str(template), few_shot=str(few_shot) if few_shot else None,

@@ -21,7 +21,7 @@ from acurank_cli.evaluation import evaluate
 from acurank_cli.io.candidates import read_candidates
 from acurank_cli.io.collection_files import read_qrels
 from acurank_cli.records import RankingTask
-from acurank_cli.rerankers.simulated import SimulatedReranker
+from acurank_cli.rerankers.backends.simulated import SimulatedReranker
 from acurank_cli.method.registry import build_strategy
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -38,13 +38,13 @@ def backends() -> dict:
 
 
 def answer_modes() -> list[str]:
-    from acurank_cli.rerankers.answers import AnswerMode
+    from acurank_cli.rerankers.listwise.answers import AnswerMode
 
     return [m.value for m in AnswerMode]
 
 
 def prompt_formats(backend: str) -> list[str]:
-    from acurank_cli.rerankers.prompts import CHAT_MESSAGES, PROMPT_FORMATS
+    from acurank_cli.rerankers.listwise.prompts import CHAT_MESSAGES, PROMPT_FORMATS
 
     return [CHAT_MESSAGES.name] if backend == "openai" else list(PROMPT_FORMATS)
 
@@ -71,9 +71,9 @@ def _flags(spec) -> str:
 
 
 def thinking_section(fams, regs) -> list[str]:
-    """What the thinking controls do per backend (``acurank_cli.rerankers.thinking.PER_BACKEND``), and which methods
+    """What the thinking controls do per backend (``acurank_cli.rerankers.listwise.thinking.PER_BACKEND``), and which methods
     take ``--thinking gated`` (those whose steps say how uncertain each window is)."""
-    from acurank_cli.rerankers.thinking import PER_BACKEND
+    from acurank_cli.rerankers.listwise.thinking import PER_BACKEND
     from acurank_cli.run import pipeline
 
     shown = [b for b in PER_BACKEND if b in regs]

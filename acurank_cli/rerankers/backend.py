@@ -244,7 +244,7 @@ def option_help(option: Declared, baseline_only: bool = False) -> str:
 
 
 #: Modules that register the built-in backends; each keeps its heavy imports inside the factory.
-BACKEND_MODULES = ("simulated", "minilm", "cross_encoder", "llm", "vllm_backend", "openai_backend")
+BACKEND_MODULES = tuple(f"backends.{m}" for m in ("simulated", "minilm", "cross_encoder", "hf", "vllm", "openai"))
 
 
 #: The backends: the built-ins (:data:`BACKEND_MODULES`), then plug-ins (the ``acurank.rerankers`` entry points and

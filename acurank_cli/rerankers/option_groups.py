@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..params import Option, at_least, between
-from .answers import AnswerMode
+from .listwise.answers import AnswerMode
 
-from .prompts import MIN_CONTEXT, AnswerBudget
+from .listwise.prompts import MIN_CONTEXT, AnswerBudget
 
 
 class TorchDevice:

@@ -26,7 +26,7 @@ from ..method.strategy import Strategy
 from ..records import (Answer, CallTally, Doc, IterationRecord, Phase, QueryOutcome, RankingTask, RerankRequest, RerankResult,
                        Step, StopReason, final_ranking)
 from ..rerankers.backend import RerankerBase
-from ..rerankers.thinking import ThinkingGate
+from ..rerankers.listwise.thinking import ThinkingGate
 from .budget_grants import Allocation
 
 

@@ -11,7 +11,7 @@ from typing import Any, Iterable
 
 from rich.console import Console
 
-from ..rerankers.templates import is_template_file
+from ..rerankers.listwise.templates import is_template_file
 from ..console import text_console
 
 from ..errors import InputError, Stopped
@@ -19,7 +19,7 @@ from ..params import ParameterError, positive
 from ..io.run_files import RunFiles, RunWriter
 from ..io.plan import FilePlan
 from ..rerankers.cache import default_cache_path
-from ..rerankers.embeddings import store_path
+from ..rerankers.backends.embeddings import store_path
 from ..io.line_records import stats_line, trace_line
 from ..io.writers import run_lines
 from ..method.strategy import Strategy

@@ -21,7 +21,7 @@ from ..params import Domain, ParameterError, at_least
 from ..records import Doc, QueryOutcome, RankingTask
 from ..rerankers.backend import BackendChoice, RerankerBase
 from ..rerankers.cache import default_cache_path, with_cache
-from ..rerankers.thinking import gate_of
+from ..rerankers.listwise.thinking import gate_of
 from .driver import QUERIES_PER_LANE, Driver, StepHook
 
 if TYPE_CHECKING:

@@ -80,7 +80,7 @@ def collect(backend: Any, inputs: Iterable[tuple[str, str]] = ()) -> dict[str, A
 def _input(path: str) -> dict[str, Any]:
     """An input as the provenance names it: its path and, for a regular file, its sha256 (remembered per path, size
     and mtime, so a large corpus is read for it once per version); a pipe, a FIFO or a folder by its path only."""
-    from ..rerankers.checkpoints import file_sha256
+    from ..rerankers.backends.checkpoints import file_sha256
 
     found = Path(path).expanduser()
     try:

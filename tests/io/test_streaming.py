@@ -12,7 +12,7 @@ from conftest import SAMPLE, acurank, small_run  # noqa: E402
 
 from acurank_cli.io.runs import run_blocks  # noqa: E402
 from acurank_cli.method.registry import build_strategy  # noqa: E402
-from acurank_cli.rerankers.simulated import SimulatedReranker  # noqa: E402
+from acurank_cli.rerankers.backends.simulated import SimulatedReranker  # noqa: E402
 from acurank_cli.run.driver import Driver  # noqa: E402
 from acurank_cli.run.inputs import InputSpec  # noqa: E402
 from acurank_cli.io.shards import Shard  # noqa: E402

@@ -25,7 +25,7 @@ from acurank_cli.method.registry import build_strategy
 from acurank_cli.params import NotAnOption
 from acurank_cli.params import ParameterError
 from acurank_cli.records import Phase, RankingTask, StopReason
-from acurank_cli.rerankers.simulated import SimulatedReranker
+from acurank_cli.rerankers.backends.simulated import SimulatedReranker
 from acurank_cli.run.driver import Driver
 from conftest import acurank, small_run, torn_copy
 from scripted import by_index, drive, reverse, task

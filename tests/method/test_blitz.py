@@ -15,7 +15,7 @@ from acurank_cli.io.candidates import read_candidates
 from acurank_cli.method.registry import build_strategy
 from acurank_cli.params import NotAnOption
 from acurank_cli.records import Phase, RankingTask, StopReason
-from acurank_cli.rerankers.simulated import SimulatedReranker
+from acurank_cli.rerankers.backends.simulated import SimulatedReranker
 from acurank_cli.run.driver import Driver
 
 from conftest import DATA, acurank, small_run
@@ -164,9 +164,9 @@ def test_simulated_reranker_counts_the_published_prompt_with_sim_tokens():
     pytest.importorskip("tiktoken")
     from acurank_cli import Reranker
     from acurank_cli.records import Doc
-    from acurank_cli.rerankers.openai_backend import resolve_counter
-    from acurank_cli.rerankers.prompt_builder import PromptBuilder
-    from acurank_cli.rerankers.prompts import CHAT_MESSAGES
+    from acurank_cli.rerankers.backends.openai import resolve_counter
+    from acurank_cli.rerankers.listwise.prompt_builder import PromptBuilder
+    from acurank_cli.rerankers.listwise.prompts import CHAT_MESSAGES
 
     texts = ["alpha beta gamma", "the quick brown fox jumps", "delta", "lorem ipsum dolor sit amet, consectetur"]
     docs = [{"id": f"d{i}", "text": t} for i, t in enumerate(texts)]

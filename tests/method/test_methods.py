@@ -14,7 +14,7 @@ from acurank_cli.evaluation import evaluate
 from acurank_cli.io.candidates import read_candidates
 from acurank_cli.io.collection_files import read_qrels
 from acurank_cli.records import RankingTask
-from acurank_cli.rerankers.simulated import SimulatedReranker, simulated_order, simulated_scores
+from acurank_cli.rerankers.backends.simulated import SimulatedReranker, simulated_order, simulated_scores
 from acurank_cli.method.registry import build_strategy
 
 from conftest import DATA

@@ -8,7 +8,7 @@ import pytest
 from acurank_cli.run.driver import Driver
 from acurank_cli.records import Candidate, RankingTask, RerankResult
 from acurank_cli.rerankers.backend import RerankerBase
-from acurank_cli.rerankers.simulated import SimulatedReranker
+from acurank_cli.rerankers.backends.simulated import SimulatedReranker
 from acurank_cli.method.registry import build_strategy
 
 

@@ -16,7 +16,7 @@ from acurank_cli.run.driver import Driver
 from acurank_cli.method.uncertainty import Z_999, threshold
 from acurank_cli.records import Candidate, RankingTask, RerankResult, Step
 from acurank_cli.rerankers.backend import RerankerBase
-from acurank_cli.rerankers.simulated import SimulatedReranker
+from acurank_cli.rerankers.backends.simulated import SimulatedReranker
 from acurank_cli.method.registry import build_strategy
 
 SIZES = (1, 2, 7, 10, 19, 20, 21, 95, 100, 101)

@@ -35,7 +35,7 @@ def test_hf_parameter_count_by_hand(tmp_path):
     from transformers import AutoConfig
 
     from acurank_cli.rerankers.backend import build_reranker
-    from acurank_cli.rerankers.checkpoints import config_parameters
+    from acurank_cli.rerankers.backends.checkpoints import config_parameters
     from tiny_models import build_model_dir
 
     folder = build_model_dir(tmp_path / "tiny", chat_template=None)

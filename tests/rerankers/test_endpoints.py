@@ -17,7 +17,7 @@ import pytest
 
 from acurank_cli.records import Doc, RerankRequest
 from acurank_cli.rerankers.backend import build_reranker
-from acurank_cli.rerankers.transport import PROXY_VARIABLES, BackendError, base_urls, tls_needed
+from acurank_cli.rerankers.backends.openai_transport import PROXY_VARIABLES, BackendError, base_urls, tls_needed
 from conftest import ENV, small_run
 
 SERVER = Path(__file__).resolve().parents[2] / "benchmarks" / "serial_server.py"

@@ -78,7 +78,7 @@ def test_vllm_kernel_scan_runs_beside_the_compiled_rating_kernel():
     from acurank_cli.method import compiled, trueskill_fast
 
     compiled.load()  # numba and llvmlite loaded, as after a run's first answers (a server's second run starts so)
-    from acurank_cli.rerankers.vllm_backend import hidden_from_kernel_scan
+    from acurank_cli.rerankers.backends.vllm import hidden_from_kernel_scan
 
     lib = ffi.lib
     with pytest.raises(AttributeError, match="no attribute 'get'"):

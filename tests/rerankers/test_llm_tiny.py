@@ -13,7 +13,7 @@ tokenizers = pytest.importorskip("tokenizers")
 from acurank_cli.errors import InputError
 from acurank_cli.records import Doc, RerankRequest
 from acurank_cli.rerankers.backend import build_reranker
-from acurank_cli.rerankers.prompts import SYSTEM_MESSAGE
+from acurank_cli.rerankers.listwise.prompts import SYSTEM_MESSAGE
 
 from tiny_models import CHAT_TEMPLATE, build_model_dir as _build_model_dir
 
@@ -169,7 +169,7 @@ def test_plain_tokenizer_defaults_to_rankvicuna(plain_model_dir):
 def test_missing_model_is_an_input_error(tmp_path, monkeypatch):
     """A path that is not there says so (not the hub's "Repo id must be in the form ..."); a hub id is left to the
     hub (offline here: "cannot load model"); an existing folder is used as a folder."""
-    from acurank_cli.rerankers.checkpoints import resolve_model
+    from acurank_cli.rerankers.backends.checkpoints import resolve_model
 
     monkeypatch.chdir(tmp_path)
     for path in (str(tmp_path / "nope"), "./nope", "../nope", "~/surely-not-a-model-folder"):
@@ -185,7 +185,7 @@ def hub(monkeypatch):
     memoised reachability forgotten before and after)."""
     from huggingface_hub import constants
 
-    from acurank_cli.rerankers.checkpoints import hub_unreachable
+    from acurank_cli.rerankers.backends.checkpoints import hub_unreachable
 
     hub_unreachable.cache_clear()
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
@@ -199,7 +199,7 @@ def test_a_hub_id_without_a_network_reads_the_local_cache_at_once(hub, model_dir
     is never affected, and a host that resolves leaves loading to the hub library."""
     from huggingface_hub import constants
 
-    from acurank_cli.rerankers.checkpoints import hub_kwargs, hub_unreachable, offline_note
+    from acurank_cli.rerankers.backends.checkpoints import hub_kwargs, hub_unreachable, offline_note
 
     hub("https://no-such-host.invalid")
     assert hub_unreachable() == "no-such-host.invalid does not resolve"
@@ -313,7 +313,7 @@ def test_the_device_grammar_allows_what_the_token_grammar_allows(model_dir):
     import torch
     from transformers import AutoTokenizer
 
-    from acurank_cli.rerankers.answers import AnswerDecoding, AnswerMode, DeviceGrammar, PermutationGrammar
+    from acurank_cli.rerankers.listwise.answers import AnswerDecoding, AnswerMode, DeviceGrammar, PermutationGrammar
 
     tok = AutoTokenizer.from_pretrained(model_dir)
     tokens = AnswerDecoding(tok, AnswerMode.constrained, "hf").grammar

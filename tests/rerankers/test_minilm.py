@@ -62,7 +62,7 @@ def test_one_forward_pass_per_batch(minilm):
 
 def test_matches_sentence_transformers(minilm):
     st = pytest.importorskip("sentence_transformers")
-    from acurank_cli.rerankers.minilm import model_dir
+    from acurank_cli.rerankers.backends.minilm import model_dir
 
     ref = st.SentenceTransformer(str(model_dir()), device="cpu")
     expected = ref.encode([QUERY, *TEXTS], normalize_embeddings=True)
@@ -109,7 +109,7 @@ def test_persistent_embedding_store_encodes_each_text_once_across_processes(tmp_
     encodes none, reads 6 from the store, and orders the window identically; without a cache nothing is stored."""
     import sqlite3
 
-    from acurank_cli.rerankers.embeddings import store_path
+    from acurank_cli.rerankers.backends.embeddings import store_path
 
     cache = tmp_path / "calls.sqlite"
     first = build_reranker("minilm", batch_size=8)
@@ -141,7 +141,7 @@ def test_bad_device_is_one_line_before_weights_load(sample, tmp_path, monkeypatc
     import torch
 
     from acurank_cli.params import ParameterError
-    from acurank_cli.rerankers import minilm as module
+    from acurank_cli.rerankers.backends import minilm as module
     from conftest import ENV
 
     bad = {"foo": "a torch device (cpu, cuda, cuda:1, mps)"}

@@ -13,7 +13,7 @@ import pytest
 from acurank_cli.errors import InputError
 from acurank_cli.records import Doc, RerankRequest
 from acurank_cli.rerankers.backend import LRU, build_reranker
-from acurank_cli.rerankers.transport import BackendError, normalize_base_url, parse_retry_after
+from acurank_cli.rerankers.backends.openai_transport import BackendError, normalize_base_url, parse_retry_after
 from fake_chat_server import FakeServer, letter_logprob
 
 
@@ -271,7 +271,7 @@ def test_logits_answers_from_top_logprobs_with_the_cap():
 def test_constrained_sends_the_format_as_a_regex_and_openai_falls_back(caplog, monkeypatch):
     """--answer constrained: a vLLM/SGLang server gets the answer format as a regular expression (every id
     1..n, n of them); OpenAI itself has no such field: text, with one warning."""
-    from acurank_cli.rerankers.answers import permutation_regex
+    from acurank_cli.rerankers.listwise.answers import permutation_regex
 
     with FakeServer(lambda q, a: ("ok", 0.0)) as srv:
         rr = _build(srv, answer="constrained")

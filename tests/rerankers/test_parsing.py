@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from acurank_cli.rerankers.parsing import parse_ranking
+from acurank_cli.rerankers.listwise.parsing import parse_ranking
 
 
 @pytest.mark.parametrize(

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from acurank_cli.records import Doc
-from acurank_cli.rerankers.prompt_builder import PromptBuilder
-from acurank_cli.rerankers.prompts import CHAT_MESSAGES, RegexTokenCounter, get_format
+from acurank_cli.rerankers.listwise.prompt_builder import PromptBuilder
+from acurank_cli.rerankers.listwise.prompts import CHAT_MESSAGES, RegexTokenCounter, get_format
 
 from conftest import DATA, SHARED
 

@@ -6,7 +6,7 @@ import pytest
 
 from acurank_cli.errors import InputError
 from acurank_cli.records import Doc
-from acurank_cli.rerankers.prompts import (
+from acurank_cli.rerankers.listwise.prompts import (
     CHAT_MESSAGES,
     PROMPT_FORMATS,
     RANKZEPHYR_ANSWER_TOKENS,
@@ -21,7 +21,7 @@ from acurank_cli.rerankers.prompts import (
     passage_content,
     user_message,
 )
-from acurank_cli.rerankers.prompt_builder import PromptBuilder, start_max_length
+from acurank_cli.rerankers.listwise.prompt_builder import PromptBuilder, start_max_length
 
 
 class CountW:
@@ -144,8 +144,8 @@ def test_option_faults_name_keywords_for_the_api_and_flags_for_the_cli():
     would be a KeyError in place of the message)."""
     from types import SimpleNamespace
 
-    from acurank_cli.rerankers.answers import AnswerDecoding, AnswerMode
-    from acurank_cli.rerankers.prompt_builder import prompt_builder
+    from acurank_cli.rerankers.listwise.answers import AnswerDecoding, AnswerMode
+    from acurank_cli.rerankers.listwise.prompt_builder import prompt_builder
 
     letters = PromptBuilder(CHAT_MESSAGES, RegexTokenCounter(), context_size=100000, fix_rendered=False,
                             answer=AnswerMode.logits)
@@ -181,7 +181,7 @@ def test_answer_budget_counts_the_answer_whether_or_not_the_tokenizer_adds_a_sta
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from tiny_models import build_tokenizer
 
-    from acurank_cli.rerankers.prompts import AnswerBudget, HFTokenCounter, _counted_answer, answer_text
+    from acurank_cli.rerankers.listwise.prompts import AnswerBudget, HFTokenCounter, _counted_answer, answer_text
 
     tok = build_tokenizer(start_token=start_token)
     answer = answer_text(20)

@@ -11,7 +11,7 @@ import pytest
 from acurank_cli.params import ParameterError
 from acurank_cli.records import RerankRequest
 from acurank_cli.rerankers.backend import build_reranker
-from acurank_cli.rerankers.simulated import SimulatedReranker, simulated_order, simulated_scores
+from acurank_cli.rerankers.backends.simulated import SimulatedReranker, simulated_order, simulated_scores
 
 from conftest import acurank, small_run
 

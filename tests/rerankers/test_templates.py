@@ -12,7 +12,7 @@ import pytest
 from acurank_cli.errors import InputError
 from acurank_cli.records import Doc, ParseStatus, RerankRequest
 from acurank_cli.rerankers.backend import build_reranker
-from acurank_cli.rerankers.templates import Additions, load_few_shot, load_template, resolve
+from acurank_cli.rerankers.listwise.templates import Additions, load_few_shot, load_template, resolve
 from fake_chat_server import FakeServer
 
 SINGLE = """method: "singleturn_listwise"
@@ -277,8 +277,8 @@ def test_a_template_that_asks_for_a_thought(tmp_path, name, text, asks):
 def test_a_template_file_starts_every_window_at_300_words_as_rankllm_does(tmp_path):
     """A window of 10 with a 400-word passage: the published prompt starts at 300 x 20 / 10 = 600 words (the whole
     passage), a template file at RankLLM's 300."""
-    from acurank_cli.rerankers.prompt_builder import PromptBuilder
-    from acurank_cli.rerankers.prompts import CHAT_MESSAGES, RegexTokenCounter
+    from acurank_cli.rerankers.listwise.prompt_builder import PromptBuilder
+    from acurank_cli.rerankers.listwise.prompts import CHAT_MESSAGES, RegexTokenCounter
 
     docs = [Doc(f"d{j}", " ".join(f"w{j}x{i}" for i in range(400))) for j in range(10)]
     published = PromptBuilder(CHAT_MESSAGES, RegexTokenCounter(), 10 ** 6).build("q", docs)
@@ -292,7 +292,7 @@ def test_a_template_is_read_from_a_pipe_and_a_format_name_stays_a_name(tmp_path)
     import os
     import threading
 
-    from acurank_cli.rerankers.templates import is_template_file
+    from acurank_cli.rerankers.listwise.templates import is_template_file
 
     fifo = tmp_path / "t.pipe"
     os.mkfifo(fifo)

@@ -12,8 +12,8 @@ from acurank_cli.errors import InputError
 from acurank_cli.method.uncertainty import unsettled
 from acurank_cli.records import Doc, ParseStatus, RerankRequest
 from acurank_cli.rerankers.backend import build_reranker
-from acurank_cli.rerankers.parsing import ascii_digits, parse_ranking
-from acurank_cli.rerankers.thinking import ThinkingGate, opens_thought, read_thought
+from acurank_cli.rerankers.listwise.parsing import ascii_digits, parse_ranking
+from acurank_cli.rerankers.listwise.thinking import ThinkingGate, opens_thought, read_thought
 from fake_chat_server import FakeServer
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from acurank_cli.run.driver import Driver
 from acurank_cli.run.inputs import InputSpec
-from acurank_cli.rerankers.simulated import SimulatedReranker
+from acurank_cli.rerankers.backends.simulated import SimulatedReranker
 from acurank_cli.method.registry import build_strategy
 
 pytest.importorskip("ir_datasets")

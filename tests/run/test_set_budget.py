@@ -14,7 +14,7 @@ from acurank_cli.io.collection_files import read_qrels
 from acurank_cli.method.registry import build_strategy
 from acurank_cli.params import ParameterError
 from acurank_cli.records import Phase, RankingTask, Step, StopReason
-from acurank_cli.rerankers.simulated import SimulatedReranker
+from acurank_cli.rerankers.backends.simulated import SimulatedReranker
 from acurank_cli.run.budget_grants import Allocation
 from acurank_cli.run.driver import Driver
 

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from ..errors import InputError, OptionError
-from ..params import Option, at_least
-from ..records import ParseStatus, RerankRequest, RerankResult
-from .backend import LRU, RerankerBase, register
+from ...errors import InputError, OptionError
+from ...params import Option, at_least
+from ...records import ParseStatus, RerankRequest, RerankResult
+from ..backend import LRU, RerankerBase, register
 from .embeddings import StoreUser
 from .minilm import passage_text
-from .option_groups import TorchOptions
+from ..option_groups import TorchOptions
 
 
 def pair_key(query: str, passage: str) -> str:

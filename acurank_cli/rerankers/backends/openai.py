@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from typing import Any, Optional
 from urllib.parse import urlsplit
 
-from ..errors import OptionError
-from ..params import Option, at_least, positive
-from .backend import register
+from ...errors import OptionError
+from ...params import Option, at_least, positive
+from ..backend import register
 from .checkpoints import hub_kwargs
-from .answers import AnswerDecoding, AnswerMode, permutation_regex, scores_from_top_logprobs
-from .option_groups import PromptOptions
-from .listwise import Deliver, ListwiseLLM, Reply
-from .prompts import (
+from ..listwise.answers import AnswerDecoding, AnswerMode, permutation_regex, scores_from_top_logprobs
+from ..option_groups import PromptOptions
+from ..listwise.reranker import Deliver, ListwiseLLM, Reply
+from ..listwise.prompts import (
     CHAT_MESSAGES,
     PROMPT_FORMATS,
     ApproxTokenCounter,
@@ -37,11 +37,11 @@ from .prompts import (
     TiktokenCounter,
     TokenCounter,
 )
-from .prompt_builder import Prompt, PromptBuilder
-from .templates import template_of
-from .thinking import GATED_OFF_EFFORT, Effort, ThinkingOptions, check_thinking
-from .. import redaction
-from .transport import DEFAULT_BASE_URL, Retryable, Transport, base_urls, endpoint_url, error_detail, tls_needed
+from ..listwise.prompt_builder import Prompt, PromptBuilder
+from ..listwise.templates import template_of
+from ..listwise.thinking import GATED_OFF_EFFORT, Effort, ThinkingOptions, check_thinking
+from ... import redaction
+from .openai_transport import DEFAULT_BASE_URL, Retryable, Transport, base_urls, endpoint_url, error_detail, tls_needed
 
 log = logging.getLogger(__name__)
 

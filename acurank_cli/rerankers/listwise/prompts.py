@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
-from ..errors import InputError, OptionError
-from ..records import Doc
+from ...errors import InputError, OptionError
+from ...records import Doc
 from .answers import LETTERS
 
 SYSTEM_MESSAGE = (

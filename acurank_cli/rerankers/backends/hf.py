@@ -14,17 +14,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..errors import InputError
-from ..params import Option, at_least
-from .backend import register
-from .option_groups import PromptOptions, TorchOptions, WeightsOptions
+from ...errors import InputError
+from ...params import Option, at_least
+from ..backend import register
+from ..option_groups import PromptOptions, TorchOptions, WeightsOptions
 from .checkpoints import dtype_kwarg, dtype_name, one_line, quiet_loading, resolve_model
-from .prompt_builder import Prompt, prompt_builder
-from .answers import AnswerDecoding, AnswerMode
-from .listwise import Deliver, ListwiseLLM, Reply
-from .prompts import HFTokenCounter, get_format
-from .templates import template_of
-from .thinking import CLOSE_TAG, FORCED_CLOSE, Effort, ThinkingOptions, check_thinking
+from ..listwise.prompt_builder import Prompt, prompt_builder
+from ..listwise.answers import AnswerDecoding, AnswerMode
+from ..listwise.reranker import Deliver, ListwiseLLM, Reply
+from ..listwise.prompts import HFTokenCounter, get_format
+from ..listwise.templates import template_of
+from ..listwise.thinking import CLOSE_TAG, FORCED_CLOSE, Effort, ThinkingOptions, check_thinking
 
 class HFReranker(ListwiseLLM):
     """A transformers causal LM that reads the published RankLLM prompt and writes ``[i] > [j] > ...``."""

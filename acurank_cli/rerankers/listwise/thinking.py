@@ -34,9 +34,9 @@ import re
 from dataclasses import dataclass, fields
 from typing import Optional
 
-from ..errors import OptionError
-from ..params import Option, at_least, between, flag_of
-from ..records import Label
+from ...errors import OptionError
+from ...params import Option, at_least, between, flag_of
+from ...records import Label
 
 
 class Thinking(Label):

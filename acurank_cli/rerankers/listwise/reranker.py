@@ -15,11 +15,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import redaction
-from ..io.prompt_log import PromptLog
-from ..records import ParseStatus, RerankRequest, RerankResult
+from ... import redaction
+from ...io.prompt_log import PromptLog
+from ...records import ParseStatus, RerankRequest, RerankResult
 from .answers import AnswerMode, rank_by_scores
-from .backend import LRU, RerankerBase, ResultSink
+from ..backend import LRU, RerankerBase, ResultSink
 from .prompt_builder import Prompt, PromptBuilder
 from .thinking import ThinkingOptions, opens_thought, read_thought
 

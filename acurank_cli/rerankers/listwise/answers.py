@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import OptionError
-from ..records import ParseStatus
+from ...errors import OptionError
+from ...records import ParseStatus
 
 
 class AnswerMode(str, enum.Enum):

@@ -21,7 +21,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..records import ParseStatus
+from ...records import ParseStatus
 
 _DIGITS = re.compile(r"\d+")
 

@@ -40,8 +40,8 @@ from pathlib import Path
 from string import Formatter
 from typing import Any
 
-from ..errors import InputError
-from ..records import ParseStatus
+from ...errors import InputError
+from ...records import ParseStatus
 from .answers import LETTERS
 from .parsing import ParsedRanking, ascii_digits, parse_ranking, ranking_of
 from .prompts import PROMPT_FORMATS, SYSTEM_MESSAGE, answer_text, neutralize_markers, user_message
@@ -442,7 +442,7 @@ def resolve(prompt: str | None, instruction: str | None = None, system_message: 
     """``--prompt`` and the additions: (the format's name, or None for a template file, which the tokenizer's chat
     template renders; the template). A few-shot count with no file is refused; a file with no count gives all its
     examples."""
-    from ..errors import OptionError
+    from ...errors import OptionError
 
     if few_shot_count is not None and not few_shot:
         raise OptionError("{few_shot_count} takes its examples from {few_shot}", few_shot_count="--few-shot-count",
@@ -461,7 +461,7 @@ def template_of(options: Any, backend: str) -> tuple[str | None, "PromptTemplate
     """A backend's prompt settings, read and checked before any model loads: (the format's name, or None for a
     template file; the template, or None for the published prompt as it is). A template's answer is read through
     its regexes: ``--answer logits`` and ``constrained`` (which write the published answer) are refused with one."""
-    from ..errors import OptionError
+    from ...errors import OptionError
 
     fmt, template = resolve(getattr(options, "prompt_format", None), getattr(options, "instruction", None),
                             getattr(options, "system_message", None), getattr(options, "few_shot", None),

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InputError, OptionError
-from ..records import Doc
+from ...errors import InputError, OptionError
+from ...records import Doc
 from .answers import LETTERS, AnswerMode
 from .parsing import parse_ranking
 from .prompts import (BASE_WINDOW, BASE_WORDS, HFTokenCounter, Message, PromptFormat, TokenCounter, counted_text,

@@ -28,17 +28,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..errors import InputError
-from ..params import Option, ANY_INT, at_least, between, positive
-from .backend import register
-from .option_groups import PromptOptions, WeightsOptions
+from ...errors import InputError
+from ...params import Option, ANY_INT, at_least, between, positive
+from ..backend import register
+from ..option_groups import PromptOptions, WeightsOptions
 from .checkpoints import config_parameters, converted_folder, dtype_name, hub_kwargs, one_line, resolve_model
-from .prompt_builder import Prompt, prompt_builder
-from .answers import LETTERS, AnswerDecoding, AnswerMode, logsumexp
-from .listwise import Deliver, ListwiseLLM, Reply
-from .prompts import HFTokenCounter, get_format
-from .templates import template_of
-from .thinking import CLOSE_TAG, FORCED_CLOSE, Effort, ThinkingOptions, check_thinking
+from ..listwise.prompt_builder import Prompt, prompt_builder
+from ..listwise.answers import LETTERS, AnswerDecoding, AnswerMode, logsumexp
+from ..listwise.reranker import Deliver, ListwiseLLM, Reply
+from ..listwise.prompts import HFTokenCounter, get_format
+from ..listwise.templates import template_of
+from ..listwise.thinking import CLOSE_TAG, FORCED_CLOSE, Effort, ThinkingOptions, check_thinking
 
 
 def _import_vllm():

@@ -6,7 +6,7 @@ vLLM's structured outputs (regex, grammars) cannot say "each identifier once" wi
 with n!, so the same grammar as ``hf:`` runs here, as one of the engine's logits processors (vLLM V1's batch
 interface: the engine reports the requests entering and leaving its batch and hands over a live view of each
 one's output tokens). This module imports vLLM and torch: the engine loads it by name
-(``acurank_cli.rerankers.vllm_permutations:PermutationLogits``), in its own process where it has one.
+(``acurank_cli.rerankers.backends.vllm_permutations:PermutationLogits``), in its own process where it has one.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import math
 import torch
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
 
-from .answers import GrammarState, PermutationGrammar, TokenGrammar
+from ..listwise.answers import GrammarState, PermutationGrammar, TokenGrammar
 
 #: The ``extra_args`` key that asks for a permutation of that many identifiers.
 KEY = "acurank_permutation"

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .. import redaction
-from ..errors import InputError, OptionError
+from ... import redaction
+from ...errors import InputError, OptionError
 
 log = logging.getLogger(__name__)
 

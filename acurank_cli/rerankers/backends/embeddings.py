@@ -15,7 +15,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .cache import refused
+from ..cache import refused
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (

@@ -33,11 +33,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from ..errors import InputError
-from ..records import RerankRequest, RerankResult
-from ..params import Option, ANY_INT, at_least
-from .backend import RerankerBase, register
-from .thinking import Effort, ThinkingOptions, check_thinking
+from ...errors import InputError
+from ...records import RerankRequest, RerankResult
+from ...params import Option, ANY_INT, at_least
+from ..backend import RerankerBase, register
+from ..listwise.thinking import Effort, ThinkingOptions, check_thinking
 
 _NORMAL = statistics.NormalDist()
 
@@ -157,7 +157,7 @@ def grades_of(qrels: Any) -> dict[str, dict[str, int]]:
     """The API's ``qrels=``: a TREC qrels file's path (read as ``--qrels`` reads it) or {qid: {docid: grade}} with
     integer grades; anything else is an InputError here, before any call."""
     if isinstance(qrels, (str, os.PathLike)):
-        from ..io.collection_files import read_qrels
+        from ...io.collection_files import read_qrels
 
         return read_qrels(qrels)
     if not isinstance(qrels, Mapping):
@@ -188,9 +188,9 @@ def _factory(arg: str, options: SimulatedOptions) -> SimulatedReranker:
                                                              ("position", options.sim_position)) if value)
     name = f"simulated(noise={options.sim_noise},seed={options.sim_seed}{extra})"
     if options.sim_tokens is not None:
-        from .openai_backend import resolve_counter
-        from .prompt_builder import PromptBuilder
-        from .prompts import CHAT_MESSAGES
+        from .openai import resolve_counter
+        from ..listwise.prompt_builder import PromptBuilder
+        from ..listwise.prompts import CHAT_MESSAGES
 
         tokenizer = options.sim_tokens if options.sim_tokens.startswith("tiktoken:") else None
         counter, _, note = resolve_counter(options.sim_tokens, tokenizer)
