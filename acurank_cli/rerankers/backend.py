@@ -39,7 +39,7 @@ class RerankerBase:
     #: faster than its windows one by one (CPU models, the oracle); more for engines and servers that
     #: batch or serve requests concurrently. The results never depend on it.
     batch_queries: int = 1
-    #: How the scheduler feeds the backend (:class:`~acurank_cli.run.driver.Lanes`): ``lanes`` calls of
+    #: How the scheduler feeds the backend (:class:`~acurank_cli.run.lanes.Lanes`): ``lanes`` calls of
     #: :meth:`rerank` may run at once (a server's requests in flight), each of at most ``lane_batch`` windows (None:
     #: every window waiting, as one batch: the batch engines and CPU models, one lane).
     lanes: int = 1

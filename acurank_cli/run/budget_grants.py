@@ -27,7 +27,7 @@ def step_calls(step: Step) -> int:
 
 
 @dataclass
-class Allocation:
+class BudgetGrants:
     """The run's budget in calls, what is spent, and the wave size."""
 
     total: int

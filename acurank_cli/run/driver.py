@@ -12,22 +12,22 @@ never sent and never counted as calls.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
-import heapq
 import itertools
-import queue
-import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Hashable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Iterator, Mapping
 
 from ..method.strategy import Strategy
 from ..records import (Answer, CallTally, Doc, IterationRecord, Phase, QueryOutcome, RankingTask, RerankRequest, RerankResult,
                        Step, StopReason, final_ranking)
 from ..rerankers.backend import RerankerBase
 from ..rerankers.listwise.thinking import ThinkingGate
-from .budget_grants import Allocation
+from .budget_grants import BudgetGrants
+from .lanes import Job, Lanes
+
+if TYPE_CHECKING:  # the server's queue (serve/admission.py) reads this module's Admission
+    from ..serve.admission import Feed
 
 
 @dataclass
@@ -52,12 +52,14 @@ class _Active:
     pending: int = 0  # windows of its step not yet answered
     withdrawn: bool = False  # its windows not yet sent are dropped, its answers in flight ignored
     scores: dict | None = None  # docid -> first-stage score (made at its first window, for text backends)
+    place: int = 0  # its place in the input (the order of the outcomes)
 
+    @classmethod
+    def of(cls, admission: "Admission", place: int) -> "_Active":
+        """An admitted task in flight, its plan started (nothing sent yet)."""
+        a = admission
+        return cls(a.task, iter(a.strategy.plan(a.task)), a.strategy, a.docs, a.key, place=place)
 
-#: Queries in flight per lane of a backend with several (a server's requests in flight): with 2, the last queries
-#: to start were left with their chains of steps while slots sat idle (sw-1, lognormal sd 0.8: 1.24x the ideal
-#: wall time); with 4, 1.10x (BENCHMARKS.md 15)
-QUERIES_PER_LANE = 4
 
 StepHook = Callable[[RankingTask, Step], None]
 
@@ -141,46 +143,38 @@ class Driver:
         """Rerank every task; outcomes are yielded in input order as soon as they are complete.
 
         A strategy in ``lockstep`` has every query advance together (one batch, whatever ``batch_queries``);
-        under a query-set budget (its ``set_budget``) an :class:`~.allocation.Allocation` decides which steps
+        under a query-set budget (its ``set_budget``) the :class:`~.budget_grants.BudgetGrants` decide which steps
         are sent, refused or wait. Any other strategy flows: each query advances as soon as its windows are
         answered (:meth:`_flow`)."""
         strategy = self.strategy.for_run()
         if not strategy.lockstep:
             yield from self._flow(_Intake(tasks, strategy, self.texts_of))
             return
+        yield from self._lockstep(list(tasks), strategy)
+
+    def _lockstep(self, tasks: list[RankingTask], strategy: Strategy) -> Iterator[QueryOutcome]:
+        """Every query advances together, a step at a time, the steps sent as the query-set budget grants them."""
         budget = strategy.set_budget
-        allocation = None
-        batch = self.batch_queries
-        if strategy.lockstep:
-            tasks = list(tasks)
-            batch = max(1, len(tasks))
-        if budget is not None:
-            allocation = Allocation(budget.calls(len(tasks)), budget.wave)
-        intake = _Intake(tasks, strategy, self.texts_of)
+        grants = None if budget is None else BudgetGrants(budget.calls(len(tasks)), budget.wave)
         active: list[_Active] = []
-        finished: dict[int, QueryOutcome] = {}
-        seq: dict[int, int] = {}
+        finished: dict[int, QueryOutcome] = {}  # place in the input -> outcome, until those before it are out
+        for place, task in enumerate(tasks):  # every query in one batch, in input order
+            act = _Active.of(Admission(task, strategy, None if self.texts_of is None else self.texts_of(task)), place)
+            done = self._advance(act, None)
+            if done is not None:
+                finished[place] = done
+            else:
+                active.append(act)
         next_out = 0
         while True:
-            while not intake.exhausted and len(active) < batch:
-                act = intake.take(seq)
-                if act is None:
-                    break
-                done = self._advance(act, None)
-                if done is not None:
-                    finished[seq.pop(id(act))] = done
-                else:
-                    active.append(act)
             while next_out in finished:
                 yield finished.pop(next_out)
                 next_out += 1
             if not active:
-                if intake.exhausted:
-                    return
-                continue
+                return
             granted, refused = set(range(len(active))), set()
-            if allocation is not None:
-                granted, refused = allocation.grant([(act.task.qid, act.step) for act in active])
+            if grants is not None:
+                granted, refused = grants.grant([(act.task.qid, act.step) for act in active])
             self._execute([act for i, act in enumerate(active) if i in granted])
             still = []
             for i, act in enumerate(active):
@@ -189,7 +183,7 @@ class Driver:
                     continue
                 outcome = self._advance(act, act.results if i in granted else None)
                 if outcome is not None:
-                    finished[seq.pop(id(act))] = outcome
+                    finished[act.place] = outcome
                 else:
                     still.append(act)
             active = still
@@ -230,9 +224,10 @@ class Driver:
         try:
             while True:
                 while len(flight.flying) < self.batch_queries and len(flight.finished) < 4 * self.batch_queries:
-                    act = intake.take(flight.order)
-                    if act is None:
+                    admission = intake.take()
+                    if admission is None:
                         break
+                    act = flight.enter(admission)
                     yield from flight.go(act, self._advance(act, None))
                 yield from flight.released()
                 flight.withdraw(intake.withdrawn())
@@ -255,12 +250,19 @@ class _Flight:
     """The queries in flight of one :meth:`Driver._flow`: those with windows out (``flying``), every query's place
     in the input (``order``), the finished ones held until those before them are out (``finished``)."""
 
-    def __init__(self, driver: Driver, lanes: "Lanes", ordered: bool):
+    def __init__(self, driver: Driver, lanes: Lanes, ordered: bool):
         self.driver, self.lanes, self.ordered = driver, lanes, ordered
         self.flying: dict[int, _Active] = {}  # id(_Active) -> the query in flight with windows out
-        self.order: dict[int, int] = {}
+        self.order: dict[int, int] = {}  # id(_Active) -> its place in the input, while it is in flight
         self.finished: dict[int, QueryOutcome] = {}
         self.next_out = 0
+        self.places = itertools.count()
+
+    def enter(self, admission: "Admission") -> _Active:
+        """The next admitted task as a query in flight, its place in the input recorded."""
+        act = _Active.of(admission, next(self.places))
+        self.order[id(act)] = act.place
+        return act
 
     def go(self, act: _Active, done: QueryOutcome | None) -> Iterator[QueryOutcome]:
         """After a step of ``act``: its outcome when it is done, else its next windows queued."""
@@ -283,7 +285,7 @@ class _Flight:
             # the request that came first goes first, so each is answered as soon as it can be (the same work,
             # a lower median latency)
             rank = (act.tally.rounds, self.order[id(act)]) if self.ordered else (self.order[id(act)],)
-            jobs = [_Job(act, j, self.driver._request(act, j), rank)
+            jobs = [Job(act, j, self.driver._request(act, j), rank)
                     for j, w in enumerate(act.step.windows) if len(w) >= 2]
             if jobs:
                 act.pending = len(jobs)
@@ -308,7 +310,7 @@ class _Flight:
                 del self.flying[id(act)]
                 self.order.pop(id(act))
 
-    def answered(self, job: "_Job", result: RerankResult, seconds: float) -> _Active | None:
+    def answered(self, job: Job, result: RerankResult, seconds: float) -> _Active | None:
         """Record one window's answer; the query when its whole step is answered (it waited for this step)."""
         act = job.owner
         if act.withdrawn:
@@ -324,28 +326,23 @@ class _Flight:
 
 
 class _Intake:
-    """The tasks taken in input order, each as a query in flight whose place in the output is recorded."""
+    """The tasks of a run, admitted in input order."""
 
     def __init__(self, tasks: Iterable[RankingTask], strategy: Strategy,
                  texts_of: Callable[[RankingTask], Mapping[str, Doc]] | None = None):
         self.pending, self.strategy, self.texts_of = iter(tasks), strategy, texts_of
-        self.taken = 0
         self.exhausted = False
         self.wake: Callable[[], None] | None = None
 
-    def take(self, places: dict[int, int]) -> _Active | None:
-        """The next task as a query in flight (its place in ``places``), or None when there is none left."""
+    def take(self) -> Admission | None:
+        """The next task, or None when there is none left."""
         if self.exhausted:
             return None
         task = next(self.pending, None)
         if task is None:
             self.exhausted = True
             return None
-        act = _Active(task, iter(self.strategy.plan(task)), self.strategy,
-                      None if self.texts_of is None else self.texts_of(task))
-        places[id(act)] = self.taken
-        self.taken += 1
-        return act
+        return Admission(task, self.strategy, None if self.texts_of is None else self.texts_of(task))
 
     def withdrawn(self) -> tuple:
         return ()
@@ -356,186 +353,14 @@ class _Intake:
 
 @dataclass(frozen=True)
 class Admission:
-    """One request admitted to a served driver: its task, the method that plans it (a run of its own:
-    ``Strategy.for_run``), its documents' passages, and who asked (``key``, unique while it is in flight)."""
+    """One task admitted to the driver: the task, the method that plans it (a served request's: a run of its own,
+    ``Strategy.for_run``), its documents' passages (None: the driver's ``docs``), and who asked (a served
+    request's ``key``, unique while it is in flight; None for a run's task)."""
 
     task: RankingTask
     strategy: Strategy
-    docs: Mapping[str, Doc]
-    key: Hashable
+    docs: Mapping[str, Doc] | None = None
+    key: Hashable = None
 
 
-class Feed:
-    """The requests of a server, for :meth:`Driver.serve`: admitted from any thread (:meth:`admit`), withdrawn
-    when their caller is gone (:meth:`withdraw`); :meth:`close` lets the driver finish what it holds and end."""
-
-    def __init__(self):
-        self.lock = threading.Condition()
-        self.waiting: collections.deque[Admission] = collections.deque()
-        self.gone: list[Hashable] = []
-        self.closed = False
-        self.taken = 0
-        self.wake: Callable[[], None] | None = None
-
-    @property
-    def exhausted(self) -> bool:
-        with self.lock:
-            return self.closed and not self.waiting
-
-    def admit(self, admission: Admission) -> None:
-        with self.lock:
-            if self.closed:
-                raise RuntimeError("the feed is closed")
-            self.waiting.append(admission)
-            self.lock.notify_all()
-        if self.wake is not None:
-            self.wake()
-
-    def withdraw(self, key: Hashable) -> None:
-        with self.lock:
-            kept = [a for a in self.waiting if a.key != key]
-            if len(kept) == len(self.waiting):  # not waiting here: in flight, or finished already
-                self.gone.append(key)
-            self.waiting = collections.deque(kept)
-            self.lock.notify_all()
-        if self.wake is not None:
-            self.wake()
-
-    def close(self) -> None:
-        with self.lock:
-            self.closed = True
-            self.lock.notify_all()
-        if self.wake is not None:
-            self.wake()
-
-    def take(self, places: dict[int, int]) -> _Active | None:
-        with self.lock:
-            if not self.waiting:
-                return None
-            a = self.waiting.popleft()
-        act = _Active(a.task, iter(a.strategy.plan(a.task)), a.strategy, a.docs, a.key)
-        places[id(act)] = self.taken
-        self.taken += 1
-        return act
-
-    def withdrawn(self) -> list[Hashable]:
-        with self.lock:
-            gone, self.gone = self.gone, []
-        return gone
-
-    def wait(self) -> None:
-        with self.lock:
-            while not self.waiting and not self.closed and not self.gone:
-                self.lock.wait(0.5)
-
-
-_WAKE = object()  # on Lanes.done: the driver is woken, no answer
-
-
-@dataclass(frozen=True)
-class _Job:
-    """One window to execute: its query in flight, its place in the step, the request, its place in the queue
-    (lowest first)."""
-
-    owner: _Active
-    j: int
-    request: RerankRequest
-    rank: tuple = ()
-
-
-class Lanes:
-    """Worker threads that execute queued windows the moment a lane is free: ``reranker.lanes`` calls of
-    :meth:`~acurank_cli.rerankers.backend.RerankerBase.rerank` at once, each of up to ``reranker.lane_batch``
-    windows (None: every window waiting), the lowest ``rank`` first (then first queued). Answers come back through
-    :meth:`next` as each arrives; a backend's error is raised there, in the driver's thread (a lane never prints).
-    The backend's own thread-safety is the backend's: a server's transport is shared by its lanes, an engine has
-    one lane."""
-
-    def __init__(self, reranker: RerankerBase):
-        self.reranker = reranker
-        self.batch = getattr(reranker, "lane_batch", None)  # a wrapper that is no RerankerBase: one batch, one lane
-        self.todo: list[tuple[tuple, int, _Job]] = []  # a heap: (rank, arrival, job)
-        self.arrivals = itertools.count()
-        self.ready = threading.Condition()
-        self.done: queue.SimpleQueue = queue.SimpleQueue()
-        self.closed = False
-        lanes = max(1, int(getattr(reranker, "lanes", 1)))
-        #: one lane runs in the driver's own thread (an engine's batch: a signal stops it there, as it always has;
-        #: a native library must not be left running in a thread at exit), several in worker threads
-        self.threads = [threading.Thread(target=self._work, daemon=True, name=f"acurank-lane-{i}")
-                        for i in range(lanes)] if lanes > 1 else []
-        for thread in self.threads:
-            thread.start()
-
-    def put(self, jobs: list[_Job]) -> None:
-        with self.ready:
-            for job in jobs:
-                heapq.heappush(self.todo, (job.rank, next(self.arrivals), job))
-            self.ready.notify(len(jobs))
-
-    def wake(self) -> None:
-        """Have :meth:`next` return None at once (the driver has something else to look at)."""
-        self.done.put(_WAKE)
-
-    def _take(self) -> list[_Job]:
-        """The next call's windows: up to ``lane_batch`` of the waiting ones, lowest rank first; or every one waiting,
-        in the order they were queued (an engine's batch is the same whatever the ranks)."""
-        if self.batch is None:
-            everything, self.todo = self.todo, []
-            return [job for _, _, job in sorted(everything, key=lambda entry: entry[1]) if not job.owner.withdrawn]
-        chunk: list[_Job] = []
-        while self.todo and len(chunk) < self.batch:
-            job = heapq.heappop(self.todo)[2]
-            if not job.owner.withdrawn:
-                chunk.append(job)
-        return chunk
-
-    def next(self) -> tuple[_Job, RerankResult, float] | None:
-        """The next answer to arrive (job, result, its share of the call's seconds), or None when woken
-        (:meth:`wake`); a backend's error raised."""
-        if not self.threads and self.done.empty():  # the one lane, inline: every waiting window (or a batch)
-            self._call(self._take())
-        while True:
-            try:
-                arrived = self.done.get(timeout=0.2)  # short waits: a signal is handled at once
-            except queue.Empty:
-                continue
-            if arrived is _WAKE:
-                return None
-            job, result, seconds = arrived
-            if job is None:
-                raise result
-            return job, result, seconds
-
-    def _work(self) -> None:
-        while True:
-            with self.ready:
-                while not self.todo and not self.closed:
-                    self.ready.wait()
-                if self.closed:
-                    return
-                chunk = self._take()
-            try:
-                self._call(chunk)
-            except BaseException as exc:  # noqa: BLE001 - handed to the driver's thread, which raises it
-                if not self.closed:
-                    self.done.put((None, exc, 0.0))
-                return
-
-    def _call(self, chunk: list[_Job]) -> None:
-        """One call of the backend (the call cache commits each answer inside it as it arrives); the answers handed
-        over when it returns, with the call's seconds shared among its windows."""
-        if not chunk:  # every window taken was withdrawn
-            return
-        started = time.perf_counter()
-        results = self.reranker.rerank([job.request for job in chunk])
-        share = (time.perf_counter() - started) / len(chunk)
-        for job, result in zip(chunk, results):
-            self.done.put((job, result, share))
-
-    def close(self) -> None:
-        """No more work is taken; a call in progress finishes in its (daemon) thread, its answers unread."""
-        with self.ready:
-            self.closed = True
-            self.todo.clear()
-            self.ready.notify_all()
+__all__ = ["Admission", "Driver", "StepHook"]

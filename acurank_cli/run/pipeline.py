@@ -22,7 +22,8 @@ from ..records import Doc, QueryOutcome, RankingTask
 from ..rerankers.backend import BackendChoice, RerankerBase
 from ..rerankers.cache import default_cache_path, with_cache
 from ..rerankers.listwise.thinking import gate_of
-from .driver import QUERIES_PER_LANE, Driver, StepHook
+from .driver import Driver, StepHook
+from .lanes import QUERIES_PER_LANE
 
 if TYPE_CHECKING:
     from .documents import Prepared
@@ -231,7 +232,7 @@ class Session:
 
     def serve(self, feed: Any, in_flight: int, on_step: StepHook | None = None,
               around: Callable[[RerankerBase], RerankerBase] | None = None) -> Iterator[QueryOutcome]:
-        """Serve the requests a :class:`~.driver.Feed` admits, ``in_flight`` at once, each outcome as its query is
+        """Serve the requests a :class:`~acurank_cli.serve.admission.Feed` admits, ``in_flight`` at once, each outcome as its query is
         complete (the server's driver thread); ``around``: a decorator of the backend (the server's counter)."""
         reranker = self.pipeline.reranker if around is None else around(self.pipeline.reranker)
         return Driver(self.strategy, reranker, None, in_flight, on_step, gate=self.gate).serve(feed)

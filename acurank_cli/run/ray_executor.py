@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 from ..errors import InputError
 from ..records import RerankRequest, RerankResult
 from ..rerankers.backend import BackendChoice, BackendWrapper, RerankerBase
-from .driver import QUERIES_PER_LANE
+from .lanes import QUERIES_PER_LANE
 
 #: how often a call is sent again after the actor holding it died, before the run stops with one line
 ATTEMPTS = 8

@@ -5,7 +5,7 @@ for), and one driver thread that serves every request's windows through the one 
 slots, each answered the moment its own query is complete.
 
 A request is admitted (checked, its method chosen) in the caller's thread, before any call; it waits in the
-:class:`~acurank_cli.run.driver.Feed` while ``max_in_flight`` queries are in flight, and is refused (429) when
+:class:`~acurank_cli.serve.admission.Feed` while ``max_in_flight`` queries are in flight, and is refused (429) when
 ``max_queued`` more already wait. A caller that leaves (disconnects, times out) withdraws its request: its windows
 not yet sent are dropped. A backend that fails fails the requests in flight (502) and serving goes on.
 """
@@ -24,7 +24,7 @@ from ..params import ParameterError
 from ..records import ParseStatus, QueryOutcome, RankingTask, Step
 from ..rerankers.counted import Counted
 from ..run.documents import Prepared, output_of, relevance_scores
-from ..run.driver import Admission, Feed
+from .admission import Admission, Feed
 from ..run.pipeline import Methods, Session, Unservable, check_servable
 from .metrics import Metrics
 from .protocol import BadRequest, Limits, RerankCall

@@ -15,7 +15,7 @@ from acurank_cli.method.registry import build_strategy
 from acurank_cli.params import ParameterError
 from acurank_cli.records import Phase, RankingTask, Step, StopReason
 from acurank_cli.rerankers.backends.simulated import SimulatedReranker
-from acurank_cli.run.budget_grants import Allocation
+from acurank_cli.run.budget_grants import BudgetGrants
 from acurank_cli.run.driver import Driver
 
 from conftest import acurank, small_run, torn_copy
@@ -27,7 +27,7 @@ def step(calls: int, value: float | None, size: int = 3) -> Step:
 
 
 def test_allocation_by_hand():
-    a = Allocation(total=20, wave=2)
+    a = BudgetGrants(total=20, wave=2)
     # mandatory steps (value None) first: only they are granted while any is pending
     assert a.grant([("qa", step(5, None)), ("qb", step(1, 3.0))]) == ({0}, set()) and a.spent == 5
     # worth per call: qa 2.0 / 2 = 1.0, qb 1.5, qc 1.5 (qid after qb), qd 0.1; wave 2: qb and qc
@@ -38,7 +38,7 @@ def test_allocation_by_hand():
     # nothing fits: everyone waiting is refused
     assert a.grant([("qa", step(2, 2.0)), ("qd", step(1, 0.1))]) == (set(), {0, 1})
     # windows of one document cost nothing
-    assert Allocation(0, 1).grant([("q", step(3, 1.0, size=1))]) == ({0}, set())
+    assert BudgetGrants(0, 1).grant([("q", step(3, 1.0, size=1))]) == ({0}, set())
 
 
 def test_budget_total_parsing_and_errors():
