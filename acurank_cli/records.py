@@ -182,7 +182,7 @@ class Step:
     snapshot: Callable[[], RatingsSnapshot] | None = field(default=None, compare=False, repr=False)
     #: On acurank-auto's last step: the performance noise beta its answers chose (its learned model).
     beta: float | None = None
-    #: Lazily, each window's share of prior rating uncertainty left (:func:`acurank_cli.method.uncertainty.unsettled`):
+    #: Lazily, each window's share of prior rating uncertainty left (:func:`acurank_cli.method.thinking_gate.unsettled`):
     #: what gated thinking (``--thinking gated``) reads; None for methods without an uncertainty.
     unsettled: Callable[[], tuple[float, ...]] | None = field(default=None, compare=False, repr=False)
     #: Gated thinking's decision per window (True: sent thinking), set by the driver's gate; None: not gated.
@@ -261,6 +261,12 @@ class RerankResult:
     #: the thought, kept apart from the answer (``raw``), never read for a ranking
     thought: str = ""
 
+    @property
+    def thought_cut(self) -> bool:
+        """The model was still thinking when its token limit cut it off (no answer came: decided once, by the
+        thought reader, as the parse status ``thought-cut``)."""
+        return self.parse == ParseStatus.thought_cut
+
 
 class Answer(tuple):
     """What a plan receives for one window: the permutation (positions, best first; a tuple) and, when the
@@ -302,6 +308,17 @@ class CallTally:
     #: tokens spent thinking, and the calls made with thinking on
     reasoning_tokens: int = 0
     thinking_calls: int = 0
+
+    @property
+    def thought(self) -> bool:
+        """Some call thought (made with thinking on, or tokens spent thinking): what stats, progress and serve show
+        thinking figures for (a run that never thought shows none)."""
+        return bool(self.thinking_calls or self.reasoning_tokens)
+
+    @property
+    def thoughts_cut(self) -> int:
+        """Calls whose thought the token limit cut off (:attr:`RerankResult.thought_cut`)."""
+        return self.parse_counts.get(ParseStatus.thought_cut, 0)
 
     def record(self, docs: int, result: "RerankResult", seconds: float) -> None:
         """Count one call of ``docs`` documents."""
@@ -417,7 +434,7 @@ class StatsRecord:
         t = outcome.tally
         size = about.parameters
         flops = None if size is None else 2.0 * float(size) * (t.input_tokens + t.output_tokens + t.reasoning_tokens)
-        thought = bool(t.thinking_calls or t.reasoning_tokens)
+        thought = t.thought
         return cls(qid=outcome.qid, method=outcome.method, calls=t.calls, docs_sent=t.docs_sent,
                    cached_calls=t.cached_calls, input_tokens=t.input_tokens, output_tokens=t.output_tokens,
                    rerank_seconds=t.rerank_seconds, parse_counts=dict(t.parse_counts), rounds=t.rounds,

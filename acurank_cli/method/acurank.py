@@ -19,7 +19,8 @@ from ..records import DocRating, Phase, Ranked, RankingTask, RatingsSnapshot, St
 from .strategy import Plan, Strategy, chunks, query_rng, sort_by
 from .acurank_params import AcuRankParams, Partition, StopRule, Uncertainty
 from .trueskill import get_updater, initial_ratings, update_groups
-from .uncertainty import Assessment, assess, top_k_probabilities, unsettled
+from .thinking_gate import unsettled
+from .uncertainty import Assessment, assess, top_k_probabilities
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class Ratings:
         return build
 
     def unsettled(self, groups) -> Callable[[], tuple[float, ...]]:
-        """Lazily, each group's share of prior uncertainty left (:func:`~acurank_cli.method.uncertainty.unsettled`)
+        """Lazily, each group's share of prior uncertainty left (:func:`~acurank_cli.method.thinking_gate.unsettled`)
         under the ratings now: gated thinking asks, a plain run does not."""
         sigma, prior, groups = self.sigma.copy(), self.prior, [list(g) for g in groups]
         return lambda: unsettled(sigma, prior, groups)

@@ -313,22 +313,3 @@ RULES: dict[Uncertainty, Callable[[np.ndarray, np.ndarray, int, float], Assessme
 def assess(rule: Uncertainty, mu: np.ndarray, sigma: np.ndarray, k: int, eps: float) -> Assessment:
     """Apply ``rule`` to the current ratings."""
     return RULES[Uncertainty(rule)](mu, sigma, k, eps)
-
-
-def unsettled(sigma: np.ndarray, prior: np.ndarray, groups) -> tuple[float, ...]:
-    """What gated thinking reads (``--thinking gated``, ``--think-above``; docs/thinking.md): per window, in [0, 1],
-    the largest share of its prior uncertainty a document in it still has, max_i sigma_i / prior_i (prior = sigma
-    before any answer; a document with no prior spread counts as 1). 1 for a document no answer has judged yet, and
-    it falls as answers judge it: a window thinks while its ratings are young, when one answer moves them most and a
-    relevant document misjudged then is rarely looked at again (BENCHMARKS.md 19 compares this rule with the window's
-    straddle of the top-k cutoff, which spent half the tokens for half the gain)."""
-    out = []
-    for g in groups:
-        g = list(g)
-        if not g:
-            out.append(0.0)
-            continue
-        prior_g = prior[g]
-        share = np.divide(sigma[g], prior_g, out=np.ones(len(g)), where=prior_g > 0)
-        out.append(float(min(1.0, np.max(share))))
-    return tuple(out)

@@ -12,7 +12,6 @@ never sent and never counted as calls.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import time
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from ..method.strategy import Strategy
 from ..records import (Answer, CallTally, Doc, IterationRecord, Phase, QueryOutcome, RankingTask, RerankRequest, RerankResult,
                        Step, StopReason, final_ranking)
 from ..rerankers.backend import RerankerBase
-from ..rerankers.listwise.thinking import ThinkingGate
+from ..method.thinking_gate import ThinkingGate
 from .budget_grants import BudgetGrants
 from .lanes import Job, Lanes
 
@@ -117,11 +116,8 @@ class Driver:
                 final=act.final,
             )
         step = act.step
-        if self.gate is not None and step.windows and step.unsettled is not None:
-            t = act.tally  # every answer of the query's earlier steps is in: what its budget has left
-            think = self.gate.decide(step.unsettled(), tuple(len(w) for w in step.windows), t.calls, t.thinking_calls,
-                                     t.reasoning_tokens)
-            act.step = step = dataclasses.replace(step, think=think)
+        if self.gate is not None:
+            act.step = step = self.gate.apply(step, act.tally)
         if step.stop is not None:
             act.stop = step.stop
         if step.beta is not None:

@@ -291,7 +291,7 @@ def _summary(err: Console, job: RerankJob, t: _Totals, wall: float, inputs) -> N
     ]
     if t.input_tokens or t.output_tokens:
         parts.append(f"tokens in {t.input_tokens} out {t.output_tokens}")
-    if t.thinking_calls or t.reasoning_tokens:
+    if t.thought:
         parts.append(f"thinking {t.thinking_calls} calls, {t.reasoning_tokens} tokens")
     if len(t.endpoints) > 1:
         parts.append("served by " + ", ".join(f"{k} {v}" for k, v in t.endpoints.items()))

@@ -195,10 +195,8 @@ class Session:
 
     def check_gate(self, strategy: Strategy) -> None:
         """Gated thinking needs a method that knows how uncertain each window is (refused before anything loads)."""
-        if self.gate is not None and not strategy.knows_uncertainty:
-            raise OptionError(f"{{thinking}} lets a method's uncertainty decide which windows think: method "
-                              f"{OptionError.literal(repr(strategy.name))} has none (use the acurank family or "
-                              "acurank-auto, or --thinking on|off)", thinking=("--thinking", "gated"))
+        if self.gate is not None:
+            self.gate.check(strategy)
 
     @property
     def needs_texts(self) -> bool:

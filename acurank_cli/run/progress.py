@@ -7,7 +7,7 @@ import sys
 from rich.table import Column
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from ..records import ParseStatus, RankingTask, Step, StopReason
+from ..records import RankingTask, Step, StopReason
 from ..console import text_console
 
 
@@ -74,11 +74,10 @@ class ProgressView:
         if totals is not None and totals.queries:
             q = totals.queries
             parts = [f"{totals.calls / q:.1f} calls/q", f"{totals.rounds / q:.1f} rounds/q"]
-            if totals.thinking_calls or totals.reasoning_tokens:
+            if totals.thought:
                 parts.append(f"{totals.reasoning_tokens / q:.0f} thinking tokens/q")
-            cut = totals.parse_counts.get(ParseStatus.thought_cut, 0)
-            if cut:
-                parts.append(f"thought cut {cut}")
+            if totals.thoughts_cut:
+                parts.append(f"thought cut {totals.thoughts_cut}")
             if totals.stops:
                 capped = sum(v for k, v in totals.stops.items() if StopReason(k).capped)
                 parts.append(f"capped {capped}/{q}")

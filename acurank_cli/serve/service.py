@@ -21,7 +21,7 @@ from ..errors import InputError, OptionError
 from ..method.registry import method_options
 from ..method.strategy import Strategy
 from ..params import ParameterError
-from ..records import ParseStatus, QueryOutcome, RankingTask, Step
+from ..records import QueryOutcome, RankingTask, Step
 from ..rerankers.counted import Counted
 from ..run.documents import Prepared, output_of, relevance_scores
 from .admission import Admission, Feed
@@ -135,11 +135,10 @@ class RerankService:
                  "rounds": tally.rounds, "seconds": round(outcome.seconds, 4),
                  "stop": outcome.stop.value if outcome.stop is not None else None,
                  "k": out.k, "relevance_score": "p_topk" if out.k is not None else "position"}
-        if tally.thinking_calls or tally.reasoning_tokens:  # only where the backend thinks: other answers unchanged
+        if tally.thought:  # only where the backend thinks: other answers unchanged
             usage.update(thinking_calls=tally.thinking_calls, reasoning_tokens=tally.reasoning_tokens)
-        cut = tally.parse_counts.get(ParseStatus.thought_cut, 0)
-        if cut:
-            usage["thought_cut"] = cut
+        if tally.thoughts_cut:
+            usage["thought_cut"] = tally.thoughts_cut
         if out.note is not None:
             usage["note"] = out.note
         if ticket.call.truncated:
@@ -151,7 +150,7 @@ class RerankService:
         if tally.reasoning_tokens:
             self.metrics.tokens.labels("reasoning").inc(tally.reasoning_tokens)
         self.metrics.thinking_calls.inc(tally.thinking_calls)
-        self.metrics.thought_cut.inc(cut)
+        self.metrics.thought_cut.inc(tally.thoughts_cut)
         return order, scores, usage
 
     # -- the driver thread ------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from ..listwise.answers import AnswerDecoding, AnswerMode
 from ..listwise.reranker import Deliver, ListwiseLLM, Reply
 from ..listwise.prompts import HFTokenCounter, get_format
 from ..listwise.templates import template_of
-from ..listwise.thinking import CLOSE_TAG, FORCED_CLOSE, Effort, ThinkingOptions, check_thinking
+from ..listwise.thinking import CLOSE_TAG, Effort, LocalThought, ThinkingOptions, check_thinking, ended_thought
 
 class HFReranker(ListwiseLLM):
     """A transformers causal LM that reads the published RankLLM prompt and writes ``[i] > [j] > ...``."""
@@ -172,13 +172,12 @@ class HFReranker(ListwiseLLM):
                                  output_tokens=len(generated), latency=latency + thought.seconds,
                                  reasoning_tokens=thought.tokens, thinking=True))
 
-    def _think(self, prompts: Sequence[Prompt], ids: list[list[int]]) -> dict[int, "LocalThought"]:
+    def _think(self, prompts: Sequence[Prompt], ids: list[list[int]]) -> dict[int, LocalThought]:
         """The thought of every prompt that thinks (its prompt opens it): generated until the model writes
         ``</think>`` or its end, or for ``thought_budget`` tokens; a thought that did not end is ended there
         (``\n</think>\n\n`` written for it: budget forcing), so that an answer always follows."""
         torch = self._torch
         thinking = [i for i, p in enumerate(prompts) if p.think]
-        close = self.tokenizer.encode(FORCED_CLOSE, add_special_tokens=False)
         out: dict[int, LocalThought] = {}
         sampling = self.temperature > 0
         for chunk in self._batches([prompts[i] for i in thinking], [ids[i] for i in thinking]):
@@ -198,12 +197,7 @@ class HFReranker(ListwiseLLM):
                 generated = self.model.generate(input_ids=input_ids, attention_mask=mask, **kw)
             seconds = time.perf_counter() - t0
             for row, i in enumerate(rows):
-                tokens = self._written(generated[row, width:].tolist())
-                text = self.tokenizer.decode(tokens, skip_special_tokens=True)
-                if CLOSE_TAG in text:  # the model ended its thought: the answer follows its own tag
-                    out[i] = LocalThought(tokens, text, len(tokens), seconds)
-                else:  # budget forcing: the thought ends here
-                    out[i] = LocalThought(tokens + close, text + FORCED_CLOSE, len(tokens), seconds)
+                out[i] = ended_thought(self.tokenizer, self._written(generated[row, width:].tolist()), seconds)
         return out
 
     def _written(self, tokens: list[int]) -> list[int]:
@@ -257,17 +251,6 @@ class HFReranker(ListwiseLLM):
                 scores = self.decoding.scores_of_columns(rows[row], prompts[i].num)
                 deliver(i, Reply(answer=self.decoding.shown(scores), input_tokens=len(ids[i]), output_tokens=1,
                                  latency=latency, scores=scores))
-
-
-@dataclass(frozen=True)
-class LocalThought:
-    """A local model's thought: the token ids the answer follows (the thought, and the forced end when it had to be
-    ended), its text as the reader sees it, the tokens the model spent thinking, and the seconds it took."""
-
-    ids: list
-    text: str
-    tokens: int
-    seconds: float
 
 
 #: on a GPU, by default: padded tokens a batch may hold, and queries in flight (whose windows make the batches)

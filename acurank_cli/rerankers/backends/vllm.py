@@ -38,7 +38,7 @@ from ..listwise.answers import LETTERS, AnswerDecoding, AnswerMode, logsumexp
 from ..listwise.reranker import Deliver, ListwiseLLM, Reply
 from ..listwise.prompts import HFTokenCounter, get_format
 from ..listwise.templates import template_of
-from ..listwise.thinking import CLOSE_TAG, FORCED_CLOSE, Effort, ThinkingOptions, check_thinking
+from ..listwise.thinking import CLOSE_TAG, Effort, LocalThought, ThinkingOptions, check_thinking, ended_thought
 
 
 def _import_vllm():
@@ -219,7 +219,7 @@ class VLLMReranker(ListwiseLLM):
         counter: HFTokenCounter = self.builder.counter  # type: ignore[assignment]
         ids = [counter.ids(p.text) for p in prompts]
         thoughts = self._think(prompts, ids) if any(p.think for p in prompts) else {}
-        sent = [ids[i] + thoughts[i][0] if i in thoughts else ids[i] for i in range(len(prompts))]
+        sent = [ids[i] + thoughts[i].ids if i in thoughts else ids[i] for i in range(len(prompts))]
         started = time.perf_counter()
         for i, out in self._run([(s, self.sampling(p)) for s, p in zip(sent, prompts)]):
             generated = list(out.outputs[0].token_ids)
@@ -232,36 +232,28 @@ class VLLMReranker(ListwiseLLM):
                 continue
             answer = self.tokenizer.decode(generated, skip_special_tokens=True)
             if i in thoughts:
-                _, text, spent, seconds = thoughts[i]
-                deliver(i, Reply(answer=text + answer, input_tokens=len(ids[i]), output_tokens=len(generated),
-                                 latency=latency + seconds, reasoning_tokens=spent, thinking=True))
+                thought = thoughts[i]
+                deliver(i, Reply(answer=thought.text + answer, input_tokens=len(ids[i]), output_tokens=len(generated),
+                                 latency=latency + thought.seconds, reasoning_tokens=thought.tokens, thinking=True))
                 continue
             deliver(i, Reply(answer=answer, input_tokens=len(ids[i]), output_tokens=len(generated), latency=latency))
 
-    def _think(self, prompts: Sequence[Prompt], ids: list[list[int]]) -> dict[int, tuple[list[int], str, int, float]]:
+    def _think(self, prompts: Sequence[Prompt], ids: list[list[int]]) -> dict[int, LocalThought]:
         """The thought of every prompt that thinks: generated until ``</think>`` or the end, at most
-        ``thought_budget`` tokens; a thought that did not end is ended there (budget forcing: ``\n</think>\n\n``
-        written for it). Per prompt: the ids the answer follows, the thought's text, its tokens, its seconds."""
-        close = self.tokenizer.encode(FORCED_CLOSE, add_special_tokens=False)
+        ``thought_budget`` tokens, and ended by :func:`~..listwise.thinking.ended_thought` (budget forcing)."""
         kw: dict[str, Any] = {"temperature": self.temperature, "stop": [CLOSE_TAG], "include_stop_str_in_output": True}
         if self.temperature > 0:
             kw["seed"] = self.engine_seed
         thinking = [i for i, p in enumerate(prompts) if p.think]
         started = time.perf_counter()
         jobs = [(ids[i], self._vllm.SamplingParams(max_tokens=prompts[i].thought_budget, **kw)) for i in thinking]
-        out: dict[int, tuple[list[int], str, int, float]] = {}
+        out: dict[int, LocalThought] = {}
         for j, result in self._run(jobs):
-            i = thinking[j]
             tokens = list(result.outputs[0].token_ids)
             eos = self.tokenizer.eos_token_id
             if eos in tokens:
                 tokens = tokens[: tokens.index(eos)]
-            text = self.tokenizer.decode(tokens, skip_special_tokens=True)
-            seconds = time.perf_counter() - started
-            if CLOSE_TAG in text:  # the model ended its thought
-                out[i] = (tokens, text, len(tokens), seconds)
-            else:  # budget forcing
-                out[i] = (tokens + close, text + FORCED_CLOSE, len(tokens), seconds)
+            out[thinking[j]] = ended_thought(self.tokenizer, tokens, time.perf_counter() - started)
         return out
 
     def _run(self, jobs: list[tuple[list[int], Any]]) -> Iterator[tuple[int, Any]]:

@@ -22,20 +22,19 @@ from the answer alone (:func:`read_thought`):
 off|on|gated``, ``--reasoning-effort``, ``--thinking-budget N``, ``--think-above X``; what each does per backend is
 in docs/thinking.md and the support matrix. Without them nothing is sent or changed (the model's own default).
 
-**Gated thinking** (:class:`ThinkingGate`): a window thinks only while its ratings are unsettled: when a document
-in it keeps at least ``think_above`` of its prior uncertainty (sigma / sigma before any answer,
-:func:`acurank_cli.method.uncertainty.unsettled`); the others are answered directly.
+**Gated thinking**: a window thinks only while its ratings are unsettled; its measure, threshold, rule and
+application are :mod:`acurank_cli.method.thinking_gate`'s, built from these options by :func:`gate_of`.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, fields
 from typing import Optional
 
 from ...errors import OptionError
 from ...params import Option, at_least, between, flag_of
+from ...method.thinking_gate import DEFAULT_THINK_ABOVE, ThinkingGate
 from ...records import Label
 
 
@@ -65,10 +64,6 @@ GATED_OFF_EFFORT = ReasoningEffort.low
 #: The thought's token budget on hf: and vllm: when ``--thinking on|gated`` is given without ``--thinking-budget``
 #: (a local model's thought must end somewhere: it is forced to, here).
 DEFAULT_LOCAL_BUDGET = 1024
-
-#: ``--think-above``'s default: a window thinks while a document in it keeps half its prior rating uncertainty
-#: (:func:`~acurank_cli.method.uncertainty.unsettled`; chosen on the simulated benchmark, BENCHMARKS.md 19).
-DEFAULT_THINK_ABOVE = 0.5
 
 #: What a local model is given to open a thought, and written to close one when its budget is spent.
 OPEN_TAG = "<think>"
@@ -430,37 +425,6 @@ def read_thought(text: str | None, reasoning: str | None = None, opened: bool = 
 # -- gated thinking -------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ThinkingGate:
-    """``--thinking gated``: a window thinks when its measure (:func:`~acurank_cli.method.uncertainty.unsettled`) is at
-    least ``think_above`` and, under a per-query budget, while the budget lasts: the step's windows ranked by their
-    measure (ties: the step's own order, its most promising window first) and taken from the top. ``share``: at every
-    step, the windows that have thought are at most this share of the windows sent so far (this step's included);
-    ``tokens``: the query's thought tokens, each thinking window counted at ``cost`` (the most its thought may take),
-    never more than the budget."""
-
-    think_above: float = DEFAULT_THINK_ABOVE
-    share: float | None = None
-    tokens: int | None = None
-    cost: int = 0
-
-    def decide(self, measures: tuple[float, ...], sizes: tuple[int, ...] | None = None, sent: int = 0,
-               thought: int = 0, spent: int = 0) -> tuple[bool, ...]:
-        """Which of a step's windows think. ``sizes``: each window's size (a window of one is never sent, and never
-        thinks); ``sent``, ``thought``, ``spent``: the query's windows sent, windows that thought, and thought tokens
-        spent before this step."""
-        sizes = sizes or (2,) * len(measures)
-        eligible = [i for i, m in enumerate(measures) if m >= self.think_above and sizes[i] >= 2]
-        allowed = len(eligible)
-        if self.share is not None:
-            now = sum(1 for n in sizes if n >= 2)
-            allowed = min(allowed, int(math.floor(self.share * (sent + now) + 1e-9)) - thought)
-        if self.tokens is not None:
-            allowed = min(allowed, (self.tokens - spent) // max(1, self.cost))
-        chosen = set(sorted(eligible, key=lambda i: (-measures[i], i))[:max(0, allowed)])
-        return tuple(i in chosen for i in range(len(measures)))
-
-
 def gate_of(options: object) -> ThinkingGate | None:
     """The gate a backend's options ask for (``--thinking gated``), or None; a token budget counts each thought at
     the most it may take: the simulated reranker's cost, else the thought's budget (``--thinking-budget``)."""
@@ -475,6 +439,29 @@ def gate_of(options: object) -> ThinkingGate | None:
     return ThinkingGate(settings.gate_threshold, settings.think_share, settings.think_tokens, int(cost))
 
 
-__all__ = ["ANSWER_TAGS", "PER_BACKEND", "CLOSE_TAG", "DEFAULT_LOCAL_BUDGET", "DEFAULT_THINK_ABOVE", "FORCED_CLOSE", "GATED_OFF_EFFORT",
-           "OPEN_TAG", "ReasoningEffort", "THOUGHT_TAGS", "Thinking", "ThinkingGate", "ThinkingOptions", "Thought",
-           "gate_of", "opens_thought", "read_thought", "check_thinking", "Effort"]
+@dataclass(frozen=True)
+class LocalThought:
+    """A local model's thought (``hf:``, ``vllm:``): the token ids the answer follows (the thought, and the forced end
+    when it had to be ended), its text as the reader sees it, the tokens the model spent thinking, its seconds."""
+
+    ids: list
+    text: str
+    tokens: int
+    seconds: float
+
+
+def ended_thought(tokenizer, tokens: list, seconds: float) -> LocalThought:
+    """Budget forcing, the one rule both local backends apply: a thought generated until the model wrote
+    ``</think>`` (a stop string) or for its whole budget. One the model ended is kept as written; one it did not is
+    ended here, ``\n</think>\n\n`` written for it, so that an answer always follows. ``tokens``: the thought's ids,
+    without what the batch added after the row stopped."""
+    text = tokenizer.decode(tokens, skip_special_tokens=True)
+    if CLOSE_TAG in text:  # the model ended its thought: the answer follows its own tag
+        return LocalThought(list(tokens), text, len(tokens), seconds)
+    close = tokenizer.encode(FORCED_CLOSE, add_special_tokens=False)
+    return LocalThought(list(tokens) + list(close), text + FORCED_CLOSE, len(tokens), seconds)
+
+
+__all__ = ["ANSWER_TAGS", "PER_BACKEND", "CLOSE_TAG", "DEFAULT_LOCAL_BUDGET", "FORCED_CLOSE", "GATED_OFF_EFFORT",
+           "LocalThought", "OPEN_TAG", "ReasoningEffort", "THOUGHT_TAGS", "Thinking", "ThinkingOptions", "Thought",
+           "ended_thought", "gate_of", "opens_thought", "read_thought", "check_thinking", "Effort"]
