@@ -1,4 +1,6 @@
-"""Options shared by several commands, declared once (``Annotated`` types), and the one stderr console.
+"""Flags shared by several commands, declared once (``Annotated`` types), the generator of the method and backend
+flags (:func:`with_generated_flags`), the --help panels they are grouped in (:data:`PANELS`, :class:`PanelledCommand`),
+and the one stderr console.
 
 Nothing here imports numpy: the CLI parses its flags and prints its help before any work starts.
 ``-m`` is ``--measure`` everywhere (as trec_eval's ``-m``); the window size m is ``--window``.
@@ -16,8 +18,42 @@ from pathlib import Path
 from typing import Annotated, Any, Callable, List, Optional, Sequence
 
 import typer
+from typer.core import TyperCommand
 
+from ..errors import InputError
 from ..report.render import Format, check_format
+from ..run.pipeline import BATCH_QUERIES_DEFAULT, DEFAULTS
+
+#: The --help panels of rerank, baseline and serve, in the order they are shown: a job's own flags name theirs
+#: (``rich_help_panel``), a method's options are under METHOD, a backend's under the panel of the options record that
+#: declares them (``help_panel``; a plug-in's own: BACKEND).
+IO, METHOD, BACKEND, PROMPT, THINKING, REMOTE, SIMULATED, PERFORMANCE, SERVER = PANELS = (
+    "Input and output", "Method", "Backend", "LLM prompt and answers", "Thinking", "Remote servers",
+    "Simulated reranker", "Performance", "Server")
+
+
+class PanelledCommand(TyperCommand):
+    """A command whose --help lists its options in panels (:data:`PANELS`), as plain text: each option under the
+    panel its declaration names, the panels in :data:`PANELS`' order; an option that names none (--help) is under
+    "Options", last."""
+
+    def format_options(self, ctx, formatter) -> None:
+        args, panels = [], {}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                args.append(record)
+            else:
+                panels.setdefault(getattr(param, "rich_help_panel", None) or "Options", []).append(record)
+        if args:
+            with formatter.section("Arguments"):
+                formatter.write_dl(args)
+        order = {panel: i for i, panel in enumerate(PANELS)}
+        for panel, rows in sorted(panels.items(), key=lambda item: order.get(item[0], len(order))):
+            with formatter.section(panel):
+                formatter.write_dl(rows)
 
 
 @lru_cache(maxsize=1)
@@ -30,9 +66,9 @@ def err():
 
 
 #: --ray, --actors, --gpus-per-actor: declared once for rerank, baseline and serve
-RayAddress = Annotated[Optional[str], typer.Option("--ray", metavar="ADDRESS", help="Run the windows in Ray actors: local (a cluster for this run), auto (the running cluster) or an address; the driver keeps the cache, outputs and resume. See docs/scale.md.")]
-RayActors = Annotated[Optional[int], typer.Option("--actors", min=1, help="--ray: actors, each building the backend once (default: one per GPU of the cluster, else one per CPU).")]
-RayGpus = Annotated[Optional[float], typer.Option("--gpus-per-actor", min=0.0, help="--ray: GPUs per actor (default 1 on a cluster with GPUs, else 0).")]
+RayAddress = Annotated[Optional[str], typer.Option("--ray", metavar="ADDRESS", rich_help_panel=PERFORMANCE, help="Run the windows in Ray actors: local (a cluster for this run), auto (the running cluster) or an address; the driver keeps the cache, outputs and resume. See docs/scale.md.")]
+RayActors = Annotated[Optional[int], typer.Option("--actors", min=1, rich_help_panel=PERFORMANCE, help="--ray: actors, each building the backend once (default: one per GPU of the cluster, else one per CPU).")]
+RayGpus = Annotated[Optional[float], typer.Option("--gpus-per-actor", min=0.0, rich_help_panel=PERFORMANCE, help="--ray: GPUs per actor (default 1 on a cluster with GPUs, else 0).")]
 
 
 def say(message: str) -> None:
@@ -58,19 +94,42 @@ def rel_level_option(note: str = "") -> Any:
 
 Measures = measure_option(List[str], "Measure, repeatable: {names}.")
 RelLevel = rel_level_option(", as trec_eval -l")
-Overwrite = Annotated[bool, typer.Option("--overwrite", metavar="", help="Replace output files that exist (without it, an existing output is refused).")]
-Cache = Annotated[Optional[str], typer.Option("--cache", help="SQLite call cache (default: $ACURANK_CACHE or ~/.cache/acurank/calls.sqlite).")]
-NoCache = Annotated[bool, typer.Option("--no-cache", metavar="", help="Do not read or write the call cache.")]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="No status lines.")]
-Qids = Annotated[Optional[str], typer.Option("--qids", help="Only these queries: ids 1,2,3 (any number), or @FILE (first column: a qid list or topics; a plain FILE that exists works too).")]
+Overwrite = Annotated[bool, typer.Option("--overwrite", metavar="", rich_help_panel=IO, help="Replace output files that exist (without it, an existing output is refused; rerank and baseline resume their --output instead).")]
+Cache = Annotated[Optional[str], typer.Option("--cache", rich_help_panel=PERFORMANCE, help="SQLite call cache (default: $ACURANK_CACHE or ~/.cache/acurank/calls.sqlite).")]
+NoCache = Annotated[bool, typer.Option("--no-cache", metavar="", rich_help_panel=PERFORMANCE, help="Do not read or write the call cache.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", metavar="", rich_help_panel=IO, help="Errors and warnings only: no status lines, progress display or summary (progress is off anyway when stderr is not a terminal).")]
+Qids = Annotated[Optional[str], typer.Option("--qids", rich_help_panel=IO, help="Only these queries: ids 1,2,3 (any number), or @FILE (first column: a qid list or topics; a plain FILE that exists works too).")]
+#: the first-stage candidates a query keeps: rerank's --depth (also --hits, as retrieve's), retrieve's --hits and
+#: convert's --depth, one default (``DEFAULTS.depth``)
+DEPTH_HELP = {"rerank": "Rerank the top N candidates per query (--hits, as in retrieve); the ones below follow the reranked head in first-stage order (stats: 'tail'), unless --drop-tail.",
+              "retrieve": "Candidates per query.", "convert": "Keep the top N candidates per query."}
+BatchQueries = Annotated[Optional[int], typer.Option("--batch-queries", min=1, rich_help_panel=PERFORMANCE, help=f"Queries in flight: each advances as soon as its own windows are answered, and their windows keep the backend fed (default: {BATCH_QUERIES_DEFAULT}; results do not depend on it).")]
+Reranker = Annotated[str, typer.Option("--reranker", rich_help_panel=BACKEND, help="Backend: {backends}. Which methods, prompt formats and answer modes combine with each: docs/support-matrix.md.")]
+
+
+def method_option(help: str) -> Any:
+    """``--method``, the method a command runs (rerank, baseline, serve): ``help`` says which and its default,
+    ``{methods}`` standing for the registered methods (``{baselines}``: the baselines)."""
+    from ..method.registry import known_methods
+
+    text = help.format(methods=known_methods(), baselines=known_methods(True))
+    return Annotated[Optional[str], typer.Option("--method", rich_help_panel=METHOD, help=text)]
+
+
+def methods_option(help: str) -> Any:
+    """``--method`` of a report: which methods' runs it reads (repeatable; ``help`` says its default)."""
+    return Annotated[Optional[list[str]], typer.Option("--method", help=help)]
+
+
+def plot_option(default: str) -> Any:
+    """``--plot``, the plot file(s) a report draws (repeatable; .png, .svg or .pdf): ``default`` says which when none
+    is given."""
+    return Annotated[Optional[list[Path]], typer.Option("--plot", help=f"Plot file(s): .png, .svg or .pdf (repeatable; {default}).")]
 
 
 def cache_choice(cache: str | None, no_cache: bool) -> str | None:
     """The call cache --cache and --no-cache choose (None: no cache; the default cache when neither is given);
     both at once is refused."""
-    from ..errors import InputError
-    from ..run.pipeline import DEFAULTS
-
     if no_cache and cache is not None:
         raise InputError(f"--no-cache and --cache {cache} contradict each other: give one of them")
     return None if no_cache else (cache or DEFAULTS.cache)
@@ -143,3 +202,68 @@ def declared(function: Callable, params: list[inspect.Parameter], doc: str | Non
     if doc is not None:
         function.__doc__ = doc
     return function
+
+
+def _flag_param(name: str, kind, flag: str, help: str, hidden: bool = False, panel: str | None = None) -> inspect.Parameter:
+    """A keyword-only parameter Typer reads as ``flag`` (None when not given; a bool is a switch ``--x/--no-x``, so
+    that one whose default is on can be turned off; ``hidden``: not in the help; ``panel``: its --help panel)."""
+    extra = {"metavar": ""} if kind is bool else {}  # a switch takes no value: show none
+    decl = f"{flag}/--no-{flag[2:]}" if kind is bool else flag  # a switch that defaults on can be turned off
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[kind],
+                             default=typer.Option(None, decl, help=help, hidden=hidden, rich_help_panel=panel, **extra))
+
+
+def backend_panel(name: str, option) -> str:
+    """The --help panel of a backend option: that of the options record that declares it (``help_panel``)."""
+    record = option.owners[0][0].record
+    declaring = next((k for k in record.__mro__ if name in k.__dict__.get("__annotations__", {})), record)
+    return declaring.__dict__.get("help_panel", BACKEND)
+
+
+def backends_help() -> str:
+    """The registered backends, as --reranker takes them (``hf:MODEL``; ``simulated``), in registration order."""
+    from ..rerankers.backend import BACKENDS
+
+    named = [f"{prefix}:MODEL" if spec.takes_arg else prefix for prefix, spec in BACKENDS.load(False).items()]
+    return " | ".join(named + ["a plug-in (docs/extending.md)"])
+
+
+def with_generated_flags(command, baseline_only: bool = False):
+    """Return ``command`` with every registered method family's options and every registered backend's
+    options as flags (``baseline_only``: the baselines' method options only), each in its --help panel, and the
+    --reranker help naming the registered backends.
+
+    Typer reads a command's flags from its signature; method families and backends (plug-ins included)
+    declare their options once in their records, so the signature is extended here. A flag left out is
+    None, so each method and backend gets only what was given and its own defaults otherwise; a flag the
+    chosen method or backend does not take is an error naming the options it does take.
+    """
+    from ..method.registry import METHODS
+    from ..rerankers.backend import BACKENDS
+
+    params = [_named_backends(p) for p in resolved_parameters(command) if p.kind is not p.VAR_KEYWORD]
+    taken = {p.name for p in params}
+    for registry in (METHODS, BACKENDS):  # one options table each, made into flags the same way
+        for name, opt in registry.table(strict=False).items():
+            if name in taken:
+                raise InputError(f"{registry.what} option {name!r} has the name of a method option or a job flag: "
+                                 "rename it")
+            panel = METHOD if registry is METHODS else backend_panel(name, opt)
+            params.append(_flag_param(name, opt.decl.kind, opt.flag, registry.describe(opt, baseline_only),
+                                      hidden=not registry.shown(opt, baseline_only), panel=panel))
+            taken.add(name)
+
+    def generated(ctx: typer.Context, **kwargs) -> None:
+        command(ctx, **kwargs)
+
+    return declared(generated, params, command.__doc__)
+
+
+def _named_backends(param: inspect.Parameter) -> inspect.Parameter:
+    """--reranker with its help naming the registered backends (the others as they are)."""
+    if param.name != "reranker":
+        return param
+    kind, option = typing.get_args(param.annotation)
+    shown = typer.Option(option.default, *option.param_decls, rich_help_panel=option.rich_help_panel,
+                         help=option.help.format(backends=backends_help()))
+    return param.replace(annotation=Annotated[kind, shown])

@@ -17,7 +17,8 @@ from ..errors import InputError
 from ..io.plan import FilePlan
 from ..evaluation import DEFAULT_MEASURE
 from ..report.render import REPORT_FORMATS
-from .flags import Rendering, declared, measure_option, rel_level_option, renders, resolved_parameters
+from .flags import (Rendering, declared, measure_option, method_option, methods_option, plot_option, rel_level_option,
+                    renders, resolved_parameters)
 
 RUNS_HELP = """Naming runs (the same options for table, pareto and allocation):
 
@@ -138,7 +139,7 @@ Example: acurank report table --runs out/sim --baseline sw-1 -f latex   (out/sim
 @renders(REPORT_FORMATS)
 def table_cmd(
     sources: RunSources,
-    method: Annotated[list[str] | None, typer.Option("--method", help="Methods (rows) to show, in this order (repeatable; default: first stage, then by calls).")] = None,
+    method: methods_option("Methods (rows) to show, in this order (repeatable; default: first stage, then by calls).") = None,
     measure: measure_option(list[str] | None, "Measure (repeatable: one column per measure): {names}; default nDCG@10.") = None,
     rel_level: RelOpt = 1,
     baseline: BaselineOpt = None,
@@ -173,7 +174,7 @@ Example: acurank report efficiency --runs out/sim --baseline sw-1 -f markdown
 @renders(REPORT_FORMATS)
 def efficiency_cmd(
     sources: RunSources,
-    method: Annotated[list[str] | None, typer.Option("--method", help="Methods (rows) to show, in this order (repeatable).")] = None,
+    method: methods_option("Methods (rows) to show, in this order (repeatable; default all).") = None,
     baseline: Annotated[str | None, typer.Option("--baseline", "-b", help="Method the changes are measured against (e.g. sw-1).")] = None,
     out: Rendering = None,
 ) -> None:
@@ -191,19 +192,19 @@ def efficiency_cmd(
 
 @report_app.command("pareto", help="Pareto plot of nDCG@10 against mean cost per query (calls, tokens or "
                     "seconds), one point per method, the frontier drawn; also prints the points.\n\n" + RUNS_HELP + """
-Example: acurank report pareto --runs out/sim --view all --out pareto-all.png
---out pareto-all.svg
+Example: acurank report pareto --runs out/sim --view all --plot pareto-all.png
+--plot pareto-all.svg
 """)
 @naming_runs
 @renders(REPORT_FORMATS)
 def pareto_cmd(
     sources: RunSources,
-    method: Annotated[list[str] | None, typer.Option("--method", help="Methods to plot (repeatable; default all).")] = None,
+    method: methods_option("Methods to plot (repeatable; default all).") = None,
     measure: MeasureOpt = DEFAULT_MEASURE,
     rel_level: RelOpt = 1,
     x: Annotated[str, typer.Option("--x", help="x axis: calls | tokens (input + output) | seconds (wall, per query) | rounds (sequential reranker batches: latency) | flops (estimated, where the stats have it).")] = "calls",
     view: Annotated[list[str] | None, typer.Option("--view", help="Panel: a dataset name, 'macro', or 'all' (each dataset + macro); repeatable. Default: macro (or the only dataset).")] = None,
-    plots: Annotated[list[Path] | None, typer.Option("--out", help="Plot file(s): .png, .svg or .pdf (repeatable; default pareto.png and pareto.svg).")] = None,
+    plots: plot_option("default pareto.png and pareto.svg") = None,
     log_x: Annotated[bool, typer.Option("--log-x", metavar="", help="Symmetric-log x axis (linear below 1).")] = False,
     out: Rendering = None,
 ) -> None:
@@ -217,7 +218,7 @@ def pareto_cmd(
     views = list(dict.fromkeys(views))
     computed, rep = build_pareto(coll, views, x)
     outs = plots or [Path("pareto.png"), Path("pareto.svg")]
-    _writes(coll, out, *(("--out", p) for p in outs))
+    _writes(coll, out, *(("--plot", p) for p in outs))
     written = plot_pareto(computed, outs, x, measure_label(coll.measure, coll.rel_level), log_x)
     out.emit(replace(rep, written=written))
 
@@ -241,12 +242,12 @@ Example: acurank report allocation --runs out/sim --method acurank
 @renders(REPORT_FORMATS)
 def allocation_cmd(
     sources: RunSources,
-    method: Annotated[list[str] | None, typer.Option("--method", help="Methods to analyse (repeatable; default: every method with stats but the first stage and the baseline).")] = None,
+    method: methods_option("Methods to analyse (repeatable; default: every method with stats but the first stage and the baseline).") = None,
     measure: MeasureOpt = DEFAULT_MEASURE,
     rel_level: RelOpt = 1,
     baseline: BaselineOpt = None,
     wig_k: Annotated[int, typer.Option("--wig-k", min=1, help="k of WIG (top documents averaged).")] = 50,
-    plot: Annotated[list[Path] | None, typer.Option("--plot", help="Also draw calls against WIG to this file (.png/.svg; repeatable).")] = None,
+    plot: plot_option("none: no plot; it draws calls against WIG") = None,
     out: Rendering = None,
 ) -> None:
     from ..report.allocation import build_allocation, plot_allocation
@@ -292,10 +293,10 @@ Example: acurank report trace dl23.trace.jsonl --qid 2025253 --docid msmarco_pas
 def trace_cmd(
     file: Annotated[Path, typer.Argument(help="Trace JSONL written by rerank --trace ('-' = stdin, .gz ok).")],
     qid: Annotated[str, typer.Option("--qid", "-q", help="Query to show.")],
-    method: Annotated[str | None, typer.Option("--method", help="Method, when the trace holds several for the query.")] = None,
+    method: method_option("Method, when the trace holds several for the query.") = None,
     docid: Annotated[list[str] | None, typer.Option("--docid", help="Documents for the per-iteration table (repeatable; also plotted).")] = None,
     top: Annotated[int, typer.Option("--top", min=1, help="How many top documents (by final mu) to plot and list (4 keeps the bands readable).")] = 4,
-    plots: Annotated[list[Path] | None, typer.Option("--out", help="Plot file(s) .png/.svg/.pdf (repeatable; default trace-<qid>.png).")] = None,
+    plots: plot_option("default trace-<qid>.png") = None,
     no_plot: Annotated[bool, typer.Option("--no-plot", metavar="", help="Only print the table.")] = False,
     out: Rendering = None,
 ) -> None:
@@ -306,7 +307,7 @@ def trace_cmd(
     outs = [] if no_plot else plots or [Path(f"trace-{safe}.png")]
     plan = FilePlan().read("FILE", src).write("--output", out.output)
     for p in outs:
-        plan.write("--out", p)
+        plan.write("--plot", p)
     plan.check(out.overwrite)
     name, steps = read_trace(src, qid, method)
     rep = build_trace_report(steps, qid, name, docid or (), top)

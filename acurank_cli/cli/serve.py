@@ -20,11 +20,10 @@ import typer
 
 from .. import redaction
 from ..errors import InputError, Stopped
-from ..method.registry import known_methods
 from ..run.pipeline import DEFAULTS
 from ..serve.limits import DEFAULT_LIMITS as LIMITS, Limits
-from .flags import Cache, NoCache, RayActors, RayAddress, RayGpus, cache_choice, say
-from .rerank import with_generated_flags
+from .flags import (SERVER, Cache, NoCache, PanelledCommand, RayActors, RayAddress, RayGpus, Reranker, cache_choice,
+                    method_option, say, with_generated_flags)
 
 #: where bearer keys come from when no --api-key is given (comma-separated)
 KEYS_ENV = "ACURANK_API_KEYS"
@@ -32,20 +31,20 @@ KEYS_ENV = "ACURANK_API_KEYS"
 
 def serve(
     ctx: typer.Context,
-    method: Annotated[Optional[str], typer.Option("--method", help=f"Default method of the requests (a request may name another in its 'method' field; default {DEFAULTS.method}): {known_methods()}.")] = None,
-    reranker: Annotated[str, typer.Option("--reranker", help="Backend, built once: minilm | ce:MODEL | hf:MODEL | vllm:MODEL | openai:MODEL | simulated | a plug-in.")] = DEFAULTS.backend,
-    host: Annotated[str, typer.Option("--host", help="Address to listen on (default loopback only; another address should come with --api-key).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port (0: any free one, said on stderr).")] = 8000,
-    api_key: Annotated[Optional[list[str]], typer.Option("--api-key", help=f"A bearer key the server takes (repeat for several; default ${KEYS_ENV}, comma-separated; none: no authentication).")] = None,
+    method: method_option(f"Default method of the requests (a request may name another in its 'method' field; default {DEFAULTS.method}): {{methods}}.") = None,
+    reranker: Reranker = DEFAULTS.backend,
+    host: Annotated[str, typer.Option("--host", rich_help_panel=SERVER, help="Address to listen on (default loopback only; another address should come with --api-key).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", rich_help_panel=SERVER, min=0, max=65535, help="Port (0: any free one, said on stderr).")] = 8000,
+    api_key: Annotated[Optional[list[str]], typer.Option("--api-key", rich_help_panel=SERVER, help=f"A bearer key the server takes (repeat for several; default ${KEYS_ENV}, comma-separated; none: no authentication).")] = None,
     cache: Cache = None,
     no_cache: NoCache = False,
-    max_documents: Annotated[int, typer.Option("--max-documents", min=1, help="Documents a request may hold.")] = LIMITS.max_documents,
-    max_request_bytes: Annotated[int, typer.Option("--max-request-bytes", min=1, help="Bytes a request's body may hold.")] = LIMITS.max_request_bytes,
-    max_tokens_per_doc: Annotated[int, typer.Option("--max-tokens-per-doc", min=1, help="Documents are cut to this many whitespace-separated tokens (a request's max_tokens_per_doc may ask for fewer).")] = LIMITS.max_tokens_per_doc,
-    max_in_flight: Annotated[int, typer.Option("--max-in-flight", min=1, help="Requests reranked at once (their windows share the backend's batches and slots).")] = LIMITS.max_in_flight,
-    max_queued: Annotated[int, typer.Option("--max-queued", min=0, help="Requests that may wait beyond those in flight; more are answered 429 with Retry-After.")] = LIMITS.max_queued,
-    request_timeout: Annotated[float, typer.Option("--request-timeout", min=0.001, help="Seconds a request may take (then 504, its windows withdrawn).")] = LIMITS.timeout,
-    max_calls: Annotated[int, typer.Option("--max-calls", min=1, help="Reranker calls one request may make (then 422, its windows withdrawn): a method such as sw-99999 would otherwise ask for any number.")] = LIMITS.max_calls,
+    max_documents: Annotated[int, typer.Option("--max-documents", rich_help_panel=SERVER, min=1, help="Documents a request may hold.")] = LIMITS.max_documents,
+    max_request_bytes: Annotated[int, typer.Option("--max-request-bytes", rich_help_panel=SERVER, min=1, help="Bytes a request's body may hold.")] = LIMITS.max_request_bytes,
+    max_tokens_per_doc: Annotated[int, typer.Option("--max-tokens-per-doc", rich_help_panel=SERVER, min=1, help="Documents are cut to this many whitespace-separated tokens (a request's max_tokens_per_doc may ask for fewer).")] = LIMITS.max_tokens_per_doc,
+    max_in_flight: Annotated[int, typer.Option("--max-in-flight", rich_help_panel=SERVER, min=1, help="Requests reranked at once (their windows share the backend's batches and slots).")] = LIMITS.max_in_flight,
+    max_queued: Annotated[int, typer.Option("--max-queued", rich_help_panel=SERVER, min=0, help="Requests that may wait beyond those in flight; more are answered 429 with Retry-After.")] = LIMITS.max_queued,
+    request_timeout: Annotated[float, typer.Option("--request-timeout", rich_help_panel=SERVER, min=0.001, help="Seconds a request may take (then 504, its windows withdrawn).")] = LIMITS.timeout,
+    max_calls: Annotated[int, typer.Option("--max-calls", rich_help_panel=SERVER, min=1, help="Reranker calls one request may make (then 422, its windows withdrawn): a method such as sw-99999 would otherwise ask for any number.")] = LIMITS.max_calls,
     ray: RayAddress = None,
     actors: RayActors = None,
     gpus_per_actor: RayGpus = None,
@@ -227,5 +226,5 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def mount(app: typer.Typer) -> None:
-    app.command("serve", help="Serve reranking over HTTP in Cohere's and Jina's shapes (/v1/rerank, /v2/rerank).")(
+    app.command("serve", cls=PanelledCommand, help="Serve reranking over HTTP in Cohere's and Jina's shapes (/v1/rerank, /v2/rerank).")(
         with_generated_flags(serve))

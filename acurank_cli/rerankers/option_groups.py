@@ -62,6 +62,8 @@ class TorchOptions:
 class PromptOptions:
     """Listwise LLMs (hf:, vllm:, openai:): the published prompt, its context budget, sampling, the prompt log."""
 
+    help_panel = "LLM prompt and answers"  # its flags' --help panel (cli/flags.py PANELS)
+
     context_size: int = Option(help="LLM context in tokens (prompt + answer), as published (vllm: also its max "
                                "model length)", domain=at_least(MIN_CONTEXT))(4096)
     prompt_format: Optional[str] = Option(help="prompt format rankzephyr | rankvicuna | chat (local models: chat when "

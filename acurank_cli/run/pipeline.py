@@ -39,12 +39,20 @@ class Defaults:
     #: the call cache: "default" is $ACURANK_CACHE or ~/.cache/acurank/calls.sqlite; None: no cache
     cache: str | None = "default"
     #: queries advanced together (their windows share reranker batches; results do not depend on it);
-    #: None: the backend's own default (``RerankerBase.batch_queries``: 8 for vllm:, else 1; a backend with several
-    #: lanes, openai:, ``QUERIES_PER_LANE`` times its lanes)
+    #: None: the backend's own default (:data:`BATCH_QUERIES_DEFAULT` says it)
     batch_queries: int | None = None
+    #: first-stage candidates reranked per query (``--depth``; ``retrieve --hits``: candidates retrieved)
+    depth: int = 100
 
 
 DEFAULTS = Defaults()
+
+#: What ``batch_queries`` None gives, said once for --help, the API and the docs (a test holds it to the backends'
+#: own ``batch_queries``, hf:'s GPU default and ``QUERIES_PER_LANE``): the backend's own, and at least
+#: ``QUERIES_PER_LANE`` times its lanes where it has several
+BATCH_QUERIES_DEFAULT = (f"the backend's: 8 for vllm:, at least 8 for openai: ({QUERIES_PER_LANE} x its requests in "
+                         f"flight, --concurrency x --base-url), 16 for hf: on a GPU, {QUERIES_PER_LANE} x the actors "
+                         "with --ray, else 1")
 
 #: --batch-queries / batch_queries=
 BATCH_QUERIES: Domain = at_least(1)

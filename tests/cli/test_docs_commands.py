@@ -139,10 +139,10 @@ COMMANDS: dict[str, Run | Skip] = {
         expect=("| acurank-9 |",)),
     "acurank report table --runs out/sim --baseline sw-1 -m nDCG@10 -m AP -m R@100 --correction holm --ci t": Run(
         expect=("Difference against sw-1",)),
-    "acurank report pareto --runs out/sim --view macro --out pareto.png --out pareto.svg": Run(),
+    "acurank report pareto --runs out/sim --view macro --plot pareto.png --plot pareto.svg": Run(),
     "acurank report allocation --runs out/sim --method acurank --baseline sw-1": Run(),
     "acurank rerank sample_runs/dl19/bm25.run --method acurank --reranker simulated --qrels sample_runs/dl19/qrels.txt "
-    "--qids 264014 --trace t.jsonl -o t.run && acurank report trace t.jsonl --qid 264014 --out trace.png": Run(),
+    "--qids 264014 --trace t.jsonl -o t.run && acurank report trace t.jsonl --qid 264014 --plot trace.png": Run(),
     # README: reproducing the comparisons
     ".venv/bin/python scripts/compare_reference.py": Skip(SHARED),
     "acurank report table --runs out/sim --baseline sw-1": Run(expect=("acurank-HH",)),
@@ -170,7 +170,7 @@ COMMANDS: dict[str, Run | Skip] = {
     "acurank report table --runs out/sim --baseline sw-1 -f latex": Run(expect=("\\begin{tabular}",)),
     "acurank report efficiency --runs out/sim --baseline sw-1 -f markdown": Run(),
     "acurank report provenance out/sim/dl19/acurank-9.run out/sim/dl19/sw-1.run": Run(expect=("simulated",)),
-    "acurank report pareto --runs out/sim --view all --out pareto-all.png --out pareto-all.svg": Run(),
+    "acurank report pareto --runs out/sim --view all --plot pareto-all.png --plot pareto-all.svg": Run(),
     "acurank report allocation --runs out/sim --method acurank --baseline sw-1 --plot allocation.png": Run(),
     "acurank rerank sample_runs/dl23/bm25.run --reranker simulated --qrels sample_runs/dl23/qrels.txt --qids 2025253 "
     "--trace dl23.trace.jsonl -o dl23.run": Run(),

@@ -87,12 +87,12 @@ def _cases(f: dict[str, Path]) -> list[tuple[str, str, str, list]]:
         path = f["part1"] if name == "PART" else f["part1"].with_name("part1.stats.jsonl")
         cases.append(("merge", "--output", name, path, ["merge", f["part1"], f["part2"], "-o", "{}"]))
     report = ["--run", f"dl19:acurank={f['done']}", "--qrels", f"dl19={f['qrels']}"]
-    for sub, flag in (("table", "--output"), ("efficiency", "--output"), ("pareto", "--out"), ("allocation", "--plot")):
+    for sub, flag in (("table", "--output"), ("efficiency", "--output"), ("pareto", "--plot"), ("allocation", "--plot")):
         for name, path in (("--run", f["done"]), ("--qrels", f["qrels"]), ("stats beside --run", f["stats"])):
-            suffix = ["--out", f["done"].with_name("p.png")] if sub == "pareto" and flag != "--out" else []
+            suffix = ["--plot", f["done"].with_name("p.png")] if sub == "pareto" and flag != "--plot" else []
             cases.append((f"report {sub}", flag, name, path, ["report", sub, *report, *suffix, flag, "{}"]))
     qid = json.loads(f["trace"].read_text().splitlines()[0])["qid"]
-    for flag in ("--output", "--out"):
+    for flag in ("--output", "--plot"):
         cases.append(("report trace", flag, "FILE", f["trace"], ["report", "trace", f["trace"], "--qid", qid, flag, "{}"]))
     for name, path in (("--topics", f["topics"]),):
         cases.append(("retrieve", "--output", name, path, ["retrieve", "--index", f["run"].parent, "--topics", f["topics"],

@@ -238,7 +238,7 @@ def test_cli_errors_exit_2(runs_dir, tmp_path):
 
 def test_cli_pareto(runs_dir, tmp_path):
     res = cli(*["report", "pareto", "--runs", str(runs_dir), "--view", "all", "--x", "tokens",
-                              "--out", str(tmp_path / "p.png"), "--out", str(tmp_path / "p.svg"), "-f", "json"])
+                              "--plot", str(tmp_path / "p.png"), "--plot", str(tmp_path / "p.svg"), "-f", "json"])
     assert res.returncode == 0, (res.stdout + res.stderr)
     _check_png(tmp_path / "p.png")
     _check_svg(tmp_path / "p.svg")
@@ -259,7 +259,7 @@ def test_cli_trace(tmp_path):
     tr = tmp_path / "t.jsonl"
     make_trace(tr)
     png = tmp_path / "q2.png"
-    res = cli(*["report", "trace", str(tr), "--qid", "q2", "--docid", "d1", "--out", str(png), "-f", "csv"])
+    res = cli(*["report", "trace", str(tr), "--qid", "q2", "--docid", "d1", "--plot", str(png), "-f", "csv"])
     assert res.returncode == 0, (res.stdout + res.stderr)
     _check_png(png)
     rows = list(csv.DictReader(io.StringIO(res.stdout)))

@@ -378,6 +378,10 @@ def first_token_alternatives(data: dict[str, Any]) -> list[tuple[str, float]]:
 
 @dataclass(frozen=True)
 class OpenAIOptions(PromptOptions, ThinkingOptions):
+    """openai:MODEL: the shared groups, and where and how the requests go."""
+
+    help_panel = "Remote servers"  # its flags' --help panel (cli/flags.py PANELS)
+
     base_url: Optional[list[str]] = Option(help="endpoint (vLLM/SGLang/llama.cpp server, or OpenAI by "
                                            "default); repeat it for replicas: each request goes to the least busy")(None)
     concurrency: int = Option(help="requests in flight per endpoint", domain=at_least(1))(8)

@@ -133,6 +133,10 @@ class SimulatedReranker(RerankerBase):
 
 @dataclass(frozen=True)
 class SimulatedOptions(ThinkingOptions):
+    """The simulated reranker: the grades, their noise, and the thinking model's."""
+
+    help_panel = "Simulated reranker"  # its flags' --help panel (cli/flags.py PANELS)
+
     qrels: Optional[Any] = Option(help="the grades (from --qrels; API: {qid: {docid: grade}} or a qrels file's path)", cli=False)(None)
     sim_noise: float = Option(help="noise of the grades (Gaussian sd)", domain=at_least(0.0, integer=False))(1.0)
     sim_seed: int = Option(help="seed of the noise", domain=ANY_INT)(0)

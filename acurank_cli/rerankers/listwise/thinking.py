@@ -75,6 +75,8 @@ FORCED_CLOSE = "\n" + CLOSE_TAG + "\n\n"
 class ThinkingOptions:
     """Listwise LLMs that may think (hf:, vllm:, openai:, and the simulated reranker's thinking model)."""
 
+    help_panel = "Thinking"  # its flags' --help panel (cli/flags.py PANELS)
+
     thinking: Optional[Thinking] = Option(help="off: answer directly; on: think first; gated: think only on windows "
                                           "whose ratings are unsettled (methods with an uncertainty: acurank "
                                           "family, acurank-auto). Default: the model's own")(None)
