@@ -12,8 +12,7 @@ method's options (the flags' names: ``k``, ``eps``, ``tau``, ``m`` for ``--windo
 declared once in :mod:`acurank_cli.method.shared_options`) and the backend's options
 (``context_size``, ``base_url``, ``concurrency``, ...). ``cache=`` names the call cache (default: the
 CLI's, ``$ACURANK_CACHE`` or ``~/.cache/acurank/calls.sqlite``; ``None``: none), ``batch_queries=`` how
-many queries advance together (default: the backend's, 8 for ``vllm:`` and ``openai:``, else 1, as
-the CLI). The defaults are the CLI's, from one place
+many queries advance together (default: as the CLI's, ``run.pipeline.BATCH_QUERIES_DEFAULT``: the backend's: 8 for vllm:, at least 8 for openai: (4 x its requests in flight, --concurrency x --base-url), 16 for hf: on a GPU, 4 x the actors with --ray, else 1). The defaults are the CLI's, from one place
 (:mod:`acurank_cli.run.pipeline`).
 
 Documents are strings, dicts (``text``, optional ``title``, ``id``, ``score``, anything else is kept

@@ -104,10 +104,10 @@ def machine() -> dict:
             "processor": platform.processor(), "cores": os.cpu_count()}
 
 
-def save(name: str, payload: dict) -> Path:
-    """Write benchmarks/results/<name>.json."""
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}.json"
+def save(name: str | Path, payload: dict) -> Path:
+    """Write benchmarks/results/<name>.json, or the file ``name`` names when it ends in .json (``--out X.json``)."""
+    path = Path(name) if str(name).endswith(".json") else RESULTS / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"machine": machine(), **payload}, indent=1) + "\n")
     return path
 

@@ -18,7 +18,7 @@ from ..io.plan import writing
 from ..params import typed_values
 from .. import redaction, signals
 from . import eval as eval_commands
-from . import report, rerank, retrieve, serve
+from . import baseline, convert, index, merge, report, rerank, retrieve, serve
 from .flags import say
 
 try:  # recent typer vendors click as typer._click; older ones use click itself
@@ -50,8 +50,12 @@ def main_callback(
 
 
 rerank.mount(app)
+baseline.mount(app)
+merge.mount(app)
 app.command("eval", help="Evaluate runs through ir_measures/pytrec_eval (trec_eval semantics).")(eval_commands.eval_cmd)
+index.mount(app)
 retrieve.mount(app)
+convert.mount(app)
 report.mount(app)
 serve.mount(app)
 

@@ -76,6 +76,12 @@ def say(message: str) -> None:
     err().print(f"acurank: {message}", markup=False, soft_wrap=True)
 
 
+def status(message: str, quiet: bool = False) -> None:
+    """A status line (:func:`say`), unless ``--quiet``."""
+    if not quiet:
+        say(message)
+
+
 MEASURE_HELP = ("a trec_eval name (ndcg_cut.10, map, recall.100, P.10, recip_rank, ndcg) or an ir_measures name "
                 "(nDCG@10, AP, RR, R@100, P@10)")
 

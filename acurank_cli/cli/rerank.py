@@ -1,23 +1,22 @@
-"""``acurank rerank`` and ``acurank baseline``: a TREC run in, a reranked TREC run out.
+"""``acurank rerank``: a TREC run in, a reranked TREC run out (``acurank baseline`` is this command with the
+baselines' options, :mod:`.baseline`).
 
 The flags are the job's (below), every registered method family's options and every registered backend's
 (both generated from their declarations by :func:`~.flags.with_generated_flags`: the method families' parameters
 records and the backends' options records). A flag left out is None: the defaults are the pipeline's
-(:data:`acurank_cli.run.pipeline.DEFAULTS`), the method's and the backend's own. ``baseline`` shows only the
-baselines' method options. Nothing here imports numpy; the work starts in :func:`acurank_cli.run.job.run_job`.
+(:data:`acurank_cli.run.pipeline.DEFAULTS`), the method's and the backend's own. Nothing here imports numpy; the work starts in :func:`acurank_cli.run.job.run_job`.
 """
 
 from __future__ import annotations
 
-import inspect
 from typing import Annotated, Optional
 
 import typer
 
 from ..run.pipeline import DEFAULTS
 from .flags import (BACKEND, DEPTH_HELP, IO, PERFORMANCE, BatchQueries, Cache, NoCache, Overwrite, PanelledCommand,
-                    Qids, Quiet, RayActors, RayAddress, RayGpus, Reranker, cache_choice, declared, err, method_option,
-                    say, with_generated_flags)
+                    Qids, Quiet, RayActors, RayAddress, RayGpus, Reranker, cache_choice, err, method_option,
+                    with_generated_flags)
 
 
 def rerank(
@@ -86,31 +85,6 @@ def _default_tag(method: str, reranker: str) -> str:
     return f"{method}.simulated" if reranker == "simulated" else method
 
 
-def baseline_command():
-    """``baseline``: ``rerank`` with the baselines' method options, and a --method help and default that name
-    only the baselines."""
-    command = with_generated_flags(rerank, baseline_only=True)
-    method = method_option(f"Baseline (default {DEFAULTS.baseline}): {{baselines}}.")
-    return declared(command, [p.replace(annotation=method) if p.name == "method" else p
-                              for p in inspect.signature(command).parameters.values()])
-
-
-def merge(
-    parts: Annotated[list[str], typer.Argument(help="The parts: runs made with --shard 1/N ... N/N (their stats files beside them are joined too).")],
-    output: Annotated[str, typer.Option("--output", "-o", help="The joined run (its stats beside it: X.stats.jsonl).")],
-    overwrite: Overwrite = False,
-) -> None:
-    """Join the parts of a sharded rerank/baseline into the run (and stats) the unsharded command writes."""
-    from ..io.shards import merge as join
-
-    queries, count = join(parts, output, overwrite)
-    say(f"merged {count} shards: {queries} queries -> {output}")
-
-
 def mount(app: typer.Typer) -> None:
     app.command("rerank", cls=PanelledCommand, help="Rerank a run with AcuRank (any method, default acurank).")(
         with_generated_flags(rerank))
-    app.command("baseline", cls=PanelledCommand,
-                help="Rerank a run with a baseline: sw-x, tourrank-x, ts-c1-c2-..., blitz-kW (default sw-1).")(
-        baseline_command())
-    app.command("merge", help="Join the parts of a sharded run (--shard I/N) into one run and its stats.")(merge)

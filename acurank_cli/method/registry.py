@@ -38,6 +38,7 @@ class MethodSpec:
     baseline: bool
     example: str
     params: type
+    _: dataclasses.KW_ONLY
     #: the family's name in help (``sw-x``); default: the first example
     name: str | None = None
     variant_defaults: Mapping[str, str] = dataclasses.field(default_factory=dict)

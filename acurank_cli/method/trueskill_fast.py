@@ -280,6 +280,15 @@ def _up_right(x, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, ap, at, bp, bt, ia, qa,
 
 
 @jit(error_model="numpy")
+def _up(x, left, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, ap, at, bp, bt, ia, qa, ib, qb, ok):  # pragma: no cover
+    """SumFactor(x).up toward T_x (``left``: :func:`_up_left`, with T_{x+1}'s cavity ``ib``, ``qb``) or toward
+    T_{x+1} (:func:`_up_right`, with T_x's ``ia``, ``qa``): the one dispatch of the chain's sweeps and its ends."""
+    if left:
+        return _up_left(x, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, ap, at, bp, bt, ib, qb, ok)
+    return _up_right(x, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, ap, at, bp, bt, ia, qa, ok)
+
+
+@jit(error_model="numpy")
 def _pow(x, e):  # pragma: no cover - compiled
     """``x ** e`` as Python computes it (libm pow), with its errors as statuses."""
     if x == 0 and e < 0:
@@ -363,10 +372,7 @@ def _rate_in(work, mu, sigma, idx, beta2, dm, soft, graded, powers):  # pragma: 
                     if status:
                         return status
                     big = big or delta > MIN_DELTA
-                    if sweep:
-                        status = _up_left(x, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, ap, at, bp, bt, ib, qb, ok)
-                    else:
-                        status = _up_right(x, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, ap, at, bp, bt, ia, qa, ok)
+                    status = _up(x, sweep == 1, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, ap, at, bp, bt, ia, qa, ib, qb, ok)
                     if status:
                         return status
             if not big:
@@ -374,10 +380,8 @@ def _rate_in(work, mu, sigma, idx, beta2, dm, soft, graded, powers):  # pragma: 
     # up both ends of the chain (their messages computed afresh, as the library does)
     for x, left in ((0, True), (m - 1, False)):
         ap, at, bp, bt, ia, qa, ib, qb, ok_a, ok_b = _cavities(x, Tp, Tt, Lp, Lt, Rp, Rt)
-        if left:
-            status = _up_left(x, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, ap, at, bp, bt, ib, qb, ok_b)
-        else:
-            status = _up_right(x, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, ap, at, bp, bt, ia, qa, ok_a)
+        status = _up(x, left, Tp, Tt, Lp, Lt, Rp, Rt, Dp, Dt, Ep, Et, ap, at, bp, bt, ia, qa, ib, qb,
+                     ok_b if left else ok_a)
         if status:
             return status
     # back up: team perf -> perf (SumFactor.up), perf -> rating (LikelihoodFactor.up), read back through

@@ -151,8 +151,8 @@ def compare(coll: Collection, dataset: str, method: str, baseline: str, resample
     if ci != "none":
         got = paired_ci(a, b, ci, resamples=resamples, seed=seed)
         interval = Interval(ci, 0.95, got and got[0], got and got[1])
-    return Comparison(baseline, len(qids), (sum(a) - sum(b)) / len(qids) if qids else None, t.statistic, t.pvalue,
-                      p.pvalue, interval)
+    return Comparison(baseline, len(qids), (sum(a) - sum(b)) / len(qids) if qids else None, t=t.statistic,
+                      p_ttest=t.pvalue, p_permutation=p.pvalue, ci=interval)
 
 
 def check_options(test: str, correction: str, ci: str) -> None:

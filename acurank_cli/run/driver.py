@@ -72,6 +72,7 @@ class Driver:
         reranker: RerankerBase,
         docs: dict[str, Doc] | None = None,
         batch_queries: int = 1,
+        *,
         on_step: StepHook | None = None,
         texts_of: Callable[[RankingTask], Mapping[str, Doc]] | None = None,
         gate: ThinkingGate | None = None,

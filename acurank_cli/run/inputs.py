@@ -112,8 +112,8 @@ class InputSpec:
                         every_query=tuple(read.every), source=read.name)
         texts_from = (sources.corpus or (self.index and f"the index {self.index}")
                        or (self.dataset and f"the dataset {self.dataset}") or (read.fmt != "trec" and read.name) or None)
-        complete = _Completion(inputs, read.bundle.topics, read.name, need_texts, self.skip_missing, sources.topics,
-                               self.keep_tail, texts_from)
+        complete = _Completion(inputs, read.bundle.topics, read.name, need_texts=need_texts, skip=self.skip_missing,
+                               topics=sources.topics, keep_tail=self.keep_tail, texts_from=texts_from)
         kept = [qid for qid in order if complete.put(heads, tails, qid, *split(qid))]
         read.spool.close()  # the queries as read: each is now a task (heads, tails) or was skipped
         inputs.tasks = Tasks(heads, tails, kept)

@@ -241,7 +241,7 @@ class Session:
         """Serve the requests a :class:`~acurank_cli.serve.admission.Feed` admits, ``in_flight`` at once, each outcome as its query is
         complete (the server's driver thread); ``around``: a decorator of the backend (the server's counter)."""
         reranker = self.pipeline.reranker if around is None else around(self.pipeline.reranker)
-        return Driver(self.strategy, reranker, None, in_flight, on_step, gate=self.gate).serve(feed)
+        return Driver(self.strategy, reranker, None, in_flight, on_step=on_step, gate=self.gate).serve(feed)
 
     def load(self, context: Mapping[str, Any] | None = None) -> RerankerBase:
         """Build the backend (once). ``context``: what the run knows that the backend may take as an option (the
@@ -268,7 +268,7 @@ class Session:
         """Drive the tasks (``strategy``: another k of the same method, as the API's ``top_k`` asks); their passages
         from ``docs`` (one mapping for all) or ``texts_of`` (each query's own)."""
         return Driver(strategy or self.strategy, self.pipeline.reranker, docs, self.pipeline.batch_queries,
-                      on_step, texts_of, self.gate).run(tasks)
+                      on_step=on_step, texts_of=texts_of, gate=self.gate).run(tasks)
 
     def close(self) -> None:
         """Release the backend, the call cache and any prompt log (closing twice is harmless)."""

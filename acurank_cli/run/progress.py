@@ -17,7 +17,7 @@ class ProgressView:
     def __init__(self, total: int, label: str, quiet: bool = False):
         self.console = text_console(stderr=True)
         self.enabled = not quiet and sys.stderr.isatty()
-        self._progress = Progress(
+        columns = (
             TextColumn("{task.description}", style="bold", markup=False,
                        table_column=Column(no_wrap=True, overflow="ellipsis", max_width=24)),
             BarColumn(bar_width=20),
@@ -29,6 +29,9 @@ class ProgressView:
                 "{task.fields[detail]}", markup=False,
                 table_column=Column(no_wrap=True, overflow="ellipsis", min_width=10, ratio=1),
             ),
+        )
+        self._progress = Progress(
+            *columns,
             console=self.console,
             transient=False,
             expand=True,  # the last column takes what the others leave (ratio), and is cut there, not them

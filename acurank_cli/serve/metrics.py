@@ -49,6 +49,11 @@ class Metrics:
                     out[status] = out.get(status, 0) + int(sample.value)
         return out
 
+    @staticmethod
+    def total(counter: Counter) -> int:
+        """A counter's count so far (its ``_total`` sample, read as /metrics reads it)."""
+        return int(sum(s.value for m in counter.collect() for s in m.samples if s.name.endswith("_total")))
+
     def watch(self, service: Any) -> None:
         """The gauges read the service when scraped."""
         self.queued.set_function(lambda: service.queued)

@@ -138,9 +138,9 @@ class OpenAIReranker(ListwiseLLM):
         self.omitted: set[str] = {"temperature"} if thinking.reasoning_effort is not None else set()
         self.renamed: set[str] = {"max_tokens"} if thinking.reasoning_effort is not None else set()
         self.concurrency = max(1, int(options.concurrency))
-        self.transport = Transport(self.base_urls, key, self.concurrency, float(options.timeout),
-                                   max(0, int(options.retries)), float(options.retry_base), float(options.retry_cap),
-                                   float(options.set_aside))
+        self.transport = Transport(self.base_urls, key, concurrency=self.concurrency, timeout=float(options.timeout),
+                                   retries=max(0, int(options.retries)), retry_base=float(options.retry_base),
+                                   retry_cap=float(options.retry_cap), set_aside=float(options.set_aside))
         self.exact_answer_tokens = bool(options.exact_answer_tokens)
         self.top_logprobs = int(options.top_logprobs)
         answer = AnswerMode(options.answer)

@@ -149,7 +149,7 @@ MAX_REVISIONS = 4
 class Transport:
     """Sends a batch of request bodies asynchronously and delivers each parsed reply as it arrives."""
 
-    def __init__(self, urls: Sequence[str], key: str | None, concurrency: int, timeout: float, retries: int,
+    def __init__(self, urls: Sequence[str], key: str | None, *, concurrency: int, timeout: float, retries: int,
                  retry_base: float, retry_cap: float, set_aside: float):
         self.base_urls = tuple(urls)
         self.__key = key  # name-mangled; never printed, logged or hashed
@@ -281,8 +281,8 @@ class Transport:
         return delay
 
     async def _call(self, client: Any, pool: "EndpointPool", body: dict, parse, stop: asyncio.Event) -> Any:
-        import httpx
-
+        """One request until it is answered: each attempt on the least busy endpoint; a retryable failure retried
+        (:meth:`_retry`), a parameter the model refuses sent again without it, any other reply an error."""
         started = time.perf_counter()
         self.stats["requests"] += 1
         revisions = 0
@@ -295,14 +295,7 @@ class Transport:
             self.stats["attempts"] += 1
             try:
                 try:
-                    try:
-                        resp = await client.post(ep.endpoint, json=body)
-                    except httpx.TimeoutException:
-                        raise Retryable(f"timed out after {self.timeout:g} s") from None
-                    except httpx.ConnectError:
-                        raise Retryable("connection refused", refused=True) from None
-                    except httpx.TransportError as exc:
-                        raise Retryable(f"connection error ({type(exc).__name__})") from None
+                    resp = await self._post(client, ep, body)
                     code = resp.status_code
                     if code == 200:
                         reply = parse(resp, started, ep.shown)
@@ -320,29 +313,47 @@ class Transport:
                 finally:
                     pool.release(ep)
             except Retryable as why:
-                pool.failed(ep, why.refused)
-                if why.refused and pool.all_refusing():
-                    self.stats["failures"] += 1
-                    raise BackendError(f"openai: cannot connect to {pool.describe()} (connection refused): "
-                                       "is the server running?") from None
-                if attempt == self.retries:
-                    self.stats["failures"] += 1
-                    raise BackendError(
-                        f"openai: {ep.shown} failed after {attempt + 1} attempts (last: {why.reason})"
-                    ) from None
-                self.stats["retries"] += 1
-                if pool.healthy_other(besides=ep) and why.retry_after is None:
-                    log.debug("openai: %s at %s; retrying on another endpoint", why.reason, ep.shown)
-                    continue  # another endpoint is healthy: queue for it now, no backoff
-                delay = self.backoff(attempt, why.retry_after)
-                log.debug("openai: %s; retry %d in %.2f s", why.reason, attempt + 1, delay)
-                try:  # sleep, but stop early if another request has failed for good
-                    async with asyncio.timeout(delay):
-                        await stop.wait()
-                except TimeoutError:
-                    continue
-                raise BackendError("openai: abandoned after another request failed") from None
+                await self._retry(pool, ep, why, attempt, stop)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _post(self, client: Any, ep: "Endpoint", body: dict) -> Any:
+        """One POST to ``ep``; a timeout or a connection failure raised as :class:`Retryable`."""
+        import httpx
+
+        try:
+            return await client.post(ep.endpoint, json=body)
+        except httpx.TimeoutException:
+            raise Retryable(f"timed out after {self.timeout:g} s") from None
+        except httpx.ConnectError:
+            raise Retryable("connection refused", refused=True) from None
+        except httpx.TransportError as exc:
+            raise Retryable(f"connection error ({type(exc).__name__})") from None
+
+    async def _retry(self, pool: "EndpointPool", ep: "Endpoint", why: Retryable, attempt: int,
+                     stop: asyncio.Event) -> None:
+        """After attempt ``attempt`` failed retryably on ``ep``: return when the request may be tried again (at once
+        when another endpoint is healthy, else after the backoff); raise when it may not (every endpoint refuses
+        connections, the retries are spent, or another request failed for good)."""
+        pool.failed(ep, why.refused)
+        if why.refused and pool.all_refusing():
+            self.stats["failures"] += 1
+            raise BackendError(f"openai: cannot connect to {pool.describe()} (connection refused): "
+                               "is the server running?") from None
+        if attempt == self.retries:
+            self.stats["failures"] += 1
+            raise BackendError(f"openai: {ep.shown} failed after {attempt + 1} attempts (last: {why.reason})") from None
+        self.stats["retries"] += 1
+        if pool.healthy_other(besides=ep) and why.retry_after is None:
+            log.debug("openai: %s at %s; retrying on another endpoint", why.reason, ep.shown)
+            return  # another endpoint is healthy: queue for it now, no backoff
+        delay = self.backoff(attempt, why.retry_after)
+        log.debug("openai: %s; retry %d in %.2f s", why.reason, attempt + 1, delay)
+        try:  # sleep, but stop early if another request has failed for good
+            async with asyncio.timeout(delay):
+                await stop.wait()
+        except TimeoutError:
+            return
+        raise BackendError("openai: abandoned after another request failed") from None
 
 
 @dataclass

@@ -143,8 +143,22 @@ class VLLMReranker(ListwiseLLM):
             backend="vllm", answer=options.answer, options=options, template=template)
         self.answer = builder.answer
         self.decoding = AnswerDecoding(tok, self.answer, "vllm")
+        engine_args = self._engine_args(folder, builder.context_size, options)
+        self.engine_args = engine_args
+        try:
+            with hidden_from_kernel_scan():
+                self.llm = vllm.LLM(**engine_args)
+        except Exception as exc:  # noqa: BLE001 - vLLM raises many kinds; say it in one line
+            raise InputError(f"vllm: cannot start the engine for {model!r}: {one_line(exc)}") from None
+        self._vllm = vllm
+        self._requests = 0
+        super().__init__(f"vllm:{model}", builder, options.log_prompts, ThinkingOptions.of(options))
+
+    def _engine_args(self, folder: str, context_size: int, options: "VLLMOptions") -> dict[str, Any]:
+        """``vllm.LLM``'s arguments: the model, its dtype and context, the engine flags given, and what the answer
+        mode needs (the letters' logprobs, or the permutation grammar's logits processor)."""
         engine_args: dict[str, Any] = {
-            "model": folder, "tokenizer": folder, "dtype": self.dtype_name, "max_model_len": builder.context_size,
+            "model": folder, "tokenizer": folder, "dtype": self.dtype_name, "max_model_len": context_size,
             "tensor_parallel_size": self.tensor_parallel_size, "seed": self.engine_seed,
             "enforce_eager": bool(options.enforce_eager),
         }
@@ -160,15 +174,7 @@ class VLLMReranker(ListwiseLLM):
             engine_args["kv_cache_memory_bytes"] = int(float(options.kv_cache_gib) * (1 << 30))
         if options.max_num_seqs is not None:
             engine_args["max_num_seqs"] = int(options.max_num_seqs)
-        self.engine_args = engine_args
-        try:
-            with hidden_from_kernel_scan():
-                self.llm = vllm.LLM(**engine_args)
-        except Exception as exc:  # noqa: BLE001 - vLLM raises many kinds; say it in one line
-            raise InputError(f"vllm: cannot start the engine for {model!r}: {one_line(exc)}") from None
-        self._vllm = vllm
-        self._requests = 0
-        super().__init__(f"vllm:{model}", builder, options.log_prompts, ThinkingOptions.of(options))
+        return engine_args
 
     def parameters(self) -> int | None:
         """From the model's config (built on the meta device), for the FLOPs estimate."""

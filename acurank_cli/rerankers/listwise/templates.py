@@ -35,6 +35,7 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Formatter
@@ -186,8 +187,7 @@ class PromptTemplate:
         return self.with_additions(Additions(instruction, a.system_message, a.few_shot, a.few_shot_source))
 
     def with_additions(self, additions: Additions) -> "PromptTemplate":
-        return PromptTemplate(self.name, self.sections, self.digest, self.letters_ids, self.extraction,
-                              self.validation, additions)
+        return dataclasses.replace(self, additions=additions)
 
     def identity(self) -> dict[str, Any]:
         """What the cache identity and the run's fingerprint hold of the prompt (empty for the published prompt with
@@ -393,7 +393,7 @@ def load_template(path: str | Path) -> PromptTemplate:
     extraction = _regex(name, "output_extraction_regex", sections["output_extraction_regex"])
     validation = _regex(name, "output_validation_regex", sections["output_validation_regex"])
     return PromptTemplate(Path(path).name, sections, hashlib.sha256(raw).hexdigest(),
-                          _letters(name, extraction), extraction, validation)
+                          letters_ids=_letters(name, extraction), extraction=extraction, validation=validation)
 
 
 def load_few_shot(path: str | Path, count: int | None = None) -> tuple[dict[str, str], ...]:
