@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Iterator, Mapping
+from typing import Callable, Hashable, Iterable, Iterator, Mapping, Protocol
 
 from ..method.strategy import Strategy
 from ..records import (Answer, CallTally, Doc, IterationRecord, Phase, QueryOutcome, RankingTask, RerankRequest, RerankResult,
@@ -25,8 +25,21 @@ from ..method.thinking_gate import ThinkingGate
 from .budget_grants import BudgetGrants
 from .lanes import Job, Lanes
 
-if TYPE_CHECKING:  # the server's queue (serve/admission.py) reads this module's Admission
-    from ..serve.admission import Feed
+
+class Intake(Protocol):
+    """Where the driver's queries come from: a run's tasks (in input order) or a server's queue
+    (:class:`~acurank_cli.serve.admission.Feed`), each taken as an :class:`Admission`."""
+
+    wake: Callable[[], None] | None  # set by the driver: called when something arrives or is withdrawn
+
+    @property
+    def exhausted(self) -> bool: ...  # nothing more will come
+
+    def take(self) -> "Admission | None": ...  # the next admitted task, None when none waits
+
+    def withdrawn(self) -> Iterable[Hashable]: ...  # the keys withdrawn since last asked
+
+    def wait(self) -> None: ...  # until something may be taken or withdrawn
 
 
 @dataclass
@@ -206,12 +219,12 @@ class Driver:
         for act in {id(a): a for a, _ in owners}.values():
             act.tally.rounds += 1  # this query waited for this batch
 
-    def serve(self, feed: "Feed") -> Iterator[QueryOutcome]:
+    def serve(self, feed: Intake) -> Iterator[QueryOutcome]:
         """Rerank what ``feed`` admits, for as long as it is open: each request's outcome yielded the moment it is
         complete (in no set order; its ``key`` says whose), every request's windows through the one queue."""
         yield from self._flow(feed, ordered=False)
 
-    def _flow(self, intake: "_Intake | Feed", ordered: bool = True) -> Iterator[QueryOutcome]:
+    def _flow(self, intake: Intake, ordered: bool = True) -> Iterator[QueryOutcome]:
         """Up to ``batch_queries`` queries in flight, each advanced as soon as its step is answered (its next
         windows queued at once), the backend fed by :class:`Lanes`; outcomes in input order (``ordered``: a
         finished query waits for the ones before it, at most ``4 x batch_queries`` of them held) or as each is
@@ -360,4 +373,4 @@ class Admission:
     key: Hashable = None
 
 
-__all__ = ["Admission", "Driver", "StepHook"]
+__all__ = ["Admission", "Driver", "Intake", "StepHook"]

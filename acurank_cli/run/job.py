@@ -142,9 +142,10 @@ def _checked_outputs(job: RerankJob) -> FilePlan:
                          "acurank and acurank-auto families do)")
     if job.inputs.shard is not None and job.strategy.lockstep:
         raise InputError(_pooled_shard(job.strategy))
-    plan = files.declare(job.inputs.read_by(FilePlan()))
     prompt = job.backend_options.get("prompt_format")  # a template file and a few-shot file are read too
-    plan.read("--prompt", prompt if is_template_file(prompt) else None)
+    template = prompt if is_template_file(prompt) else None
+    plan = files.declare(job.inputs.read_by(FilePlan()))
+    plan.read("--prompt", template)
     plan.read("--few-shot", job.backend_options.get("few_shot"))
     log = job.backend_options.get("log_prompts")
     plan.write("--log-prompts", log, may_exist=files.resumable())
