@@ -118,7 +118,8 @@ def method_option(help: str) -> Any:
     ``{methods}`` standing for the registered methods (``{baselines}``: the baselines)."""
     from ..method.registry import known_methods
 
-    text = help.format(methods=known_methods(), baselines=known_methods(True))
+    named = {key: known_methods(key == "baselines") for key in ("methods", "baselines") if f"{{{key}}}" in help}
+    text = help.format(**named)
     return Annotated[Optional[str], typer.Option("--method", rich_help_panel=METHOD, help=text)]
 
 

@@ -7,7 +7,6 @@ answers until SIGINT or SIGTERM, when it takes no new request, answers the ones 
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import ipaddress
 import logging
@@ -187,6 +186,8 @@ class _NotCancelled(logging.Filter):
     by the command, not a traceback of each cancelled task."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        import asyncio  # not at the CLI's start: a served process has it already
+
         if record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError):
             return False
         text = record.getMessage().rstrip()  # the lifespan's failure arrives as a formatted traceback

@@ -41,7 +41,6 @@ from ..listwise.prompt_builder import Prompt, PromptBuilder
 from ..listwise.templates import template_of
 from ..listwise.thinking import GATED_OFF_EFFORT, Effort, ThinkingOptions, check_thinking
 from ... import redaction
-from .openai_transport import DEFAULT_BASE_URL, Retryable, Transport, base_urls, endpoint_url, error_detail, tls_needed
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +113,8 @@ class OpenAIReranker(ListwiseLLM):
     sends_text = False
 
     def __init__(self, model: str, options: "OpenAIOptions | None" = None):
+        from .openai_transport import DEFAULT_BASE_URL, Transport, base_urls, endpoint_url  # asyncio and httpx: not at the CLI's start
+
         options = options or OpenAIOptions()
         self.model = model
         self.base_urls = base_urls(options.base_url)
@@ -179,6 +180,8 @@ class OpenAIReranker(ListwiseLLM):
     def provenance(self) -> dict[str, Any]:
         """The base record, plus the server's software where it says (vLLM's and SGLang's ``/version``, read from
         the first endpoint, 2 s at most; an OpenAI-compatible server need not say: then not recorded)."""
+        from .openai_transport import endpoint_url, tls_needed  # asyncio and httpx: not at the CLI's start
+
         out = super().provenance()
         if self.is_openai:
             return out
@@ -264,6 +267,8 @@ class OpenAIReranker(ListwiseLLM):
         """A body the model refused (HTTP 400/422) without the parameter it names: ``temperature`` left out (OpenAI's
         reasoning models take only their default), ``max_tokens`` sent as ``max_completion_tokens``; remembered for
         every later request (said once). None: the refusal is about something else."""
+        from .openai_transport import error_detail  # asyncio and httpx: not at the CLI's start
+
         detail = error_detail(resp).lower()
         try:
             param = str((resp.json().get("error") or {}).get("param") or "").lower()
@@ -303,6 +308,8 @@ class OpenAIReranker(ListwiseLLM):
                             self.revise)
 
     def _reply(self, resp: Any, prompt: Prompt, started: float, served_by: str) -> Reply:
+        from .openai_transport import Retryable  # asyncio and httpx: not at the CLI's start
+
         try:
             data = resp.json()
             choice = data["choices"][0]
