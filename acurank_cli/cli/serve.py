@@ -21,8 +21,8 @@ from .. import redaction
 from ..errors import InputError, Stopped
 from ..run.pipeline import DEFAULTS
 from ..serve.limits import DEFAULT_LIMITS as LIMITS, Limits
-from .flags import (SERVER, Cache, NoCache, PanelledCommand, RayActors, RayAddress, RayGpus, Reranker, cache_choice,
-                    method_option, say, with_generated_flags)
+from .flags import (SERVER, Cache, NoCache, PanelledCommand, RayActors, RayAddress, RayGpus, ReadDirs, Reranker,
+                    cache_choice, method_option, say, with_generated_flags)
 
 #: where bearer keys come from when no --api-key is given (comma-separated)
 KEYS_ENV = "ACURANK_API_KEYS"
@@ -43,6 +43,7 @@ def serve(
     max_in_flight: Annotated[int, typer.Option("--max-in-flight", rich_help_panel=SERVER, min=1, help="Requests reranked at once (their windows share the backend's batches and slots).")] = LIMITS.max_in_flight,
     max_queued: Annotated[int, typer.Option("--max-queued", rich_help_panel=SERVER, min=0, help="Requests that may wait beyond those in flight; more are answered 429 with Retry-After.")] = LIMITS.max_queued,
     request_timeout: Annotated[float, typer.Option("--request-timeout", rich_help_panel=SERVER, min=0.001, help="Seconds a request may take (then 504, its windows withdrawn).")] = LIMITS.timeout,
+    read_dir: ReadDirs = None,
     max_calls: Annotated[int, typer.Option("--max-calls", rich_help_panel=SERVER, min=1, help="Reranker calls one request may make (then 422, its windows withdrawn): a method such as sw-99999 would otherwise ask for any number.")] = LIMITS.max_calls,
     ray: RayAddress = None,
     actors: RayActors = None,
@@ -78,12 +79,27 @@ def serve(
         sock.close()
         raise
     service = RerankService(session, methods, limits)
-    app = create_app(service, reranker, keys, on_shutdown=lambda: service.close(limits.timeout), log=say)
+    tools = mcp_tools(service, reranker, read_dir)
+    app = create_app(service, reranker, keys, on_shutdown=lambda: service.close(limits.timeout), log=say, mcp=tools,
+                     host=host)
     say(f"serving {methods.strategy.name} with {reranker} on http://{_shown(host)}:{sock.getsockname()[1]} "
         f"(POST /v1/rerank, /v2/rerank; GET /health, /v1/models, /metrics; "
+        f"{'MCP at /mcp; ' if tools is not None else ''}"
         f"{'bearer keys: ' + str(len(keys)) if keys else 'no authentication'}; "
         f"{limits.max_in_flight} in flight, {limits.max_queued} queued)")
     _run(app, sock, service, limits.timeout)
+
+
+def mcp_tools(service, model: str, read_dir: list[str] | None):
+    """The MCP tools over ``service`` (:func:`~acurank_cli.serve.mcp_tools.build_mcp`), or None where the ``mcp`` SDK
+    is not installed (``pip install 'acurank[mcp]'``)."""
+    try:
+        import mcp.server.mcpserver  # noqa: F401
+    except ImportError:
+        return None
+    from ..serve.mcp_tools import build_mcp
+
+    return build_mcp(service, model, read_dir or ())
 
 
 def _keys(api_key: list[str] | None) -> list[str]:

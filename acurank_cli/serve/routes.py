@@ -1,7 +1,8 @@
 """The HTTP face of :class:`~.service.RerankService` (FastAPI, served by uvicorn).
 
 ``POST /v1/rerank`` (Cohere v1 and Jina), ``POST /v2/rerank`` (Cohere v2); ``GET /health``, ``GET /v1/models``,
-``GET /metrics``. Every refusal is a JSON ``{"message", "field"}`` with a 4xx status; a backend that fails is a
+``GET /metrics``; ``/mcp``, the same service as MCP tools over streamable HTTP (:mod:`.mcp_tools`, where the ``mcp``
+SDK is installed), behind the same keys. Every refusal is a JSON ``{"message", "field"}`` with a 4xx status; a backend that fails is a
 502, a request past its time a 504; nothing is ever answered with a traceback.
 """
 
@@ -12,7 +13,7 @@ import hmac
 import sys
 import time
 from contextlib import asynccontextmanager
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
@@ -30,24 +31,33 @@ POLL_SECONDS = 0.1
 #: connection, and a stop, no longer than this
 BODY_SECONDS = 30.0
 #: the paths the server answers (acurank_requests_total counts any other as "other")
-KNOWN_PATHS = frozenset({"/v1/rerank", "/v2/rerank", "/health", "/v1/models", "/metrics"})
+KNOWN_PATHS = frozenset({"/v1/rerank", "/v2/rerank", "/health", "/v1/models", "/metrics", "/mcp"})
 
 
 def create_app(service: RerankService, model: str, keys: Sequence[str] = (), on_shutdown=None,
-               log: Callable[[str], None] = lambda line: print(redaction.text(line), file=sys.stderr)) -> FastAPI:
+               log: Callable[[str], None] = lambda line: print(redaction.text(line), file=sys.stderr),
+               mcp: Any = None, host: str = "127.0.0.1") -> FastAPI:
     """The app over ``service``; ``keys``: bearer keys (none: no authentication); ``model``: the name answered in
     ``/v1/models`` and Jina's ``model``; ``on_shutdown``: called when the server stops (after it has drained);
-    ``log``: where the server's own lines go (one line each)."""
+    ``log``: where the server's own lines go (one line each); ``mcp``: the MCP server answered at ``/mcp``
+    (:func:`~.mcp_tools.build_mcp`; None: no ``/mcp``), ``host`` the address it is reached at."""
+    routes = _Routes(service, model, [k.encode() for k in keys], log)
+    mcp_route, sessions = _mcp_route(mcp, routes, host) if mcp is not None else (None, None)
 
     @asynccontextmanager
     async def lifespan(_app):
-        yield
+        if sessions is None:
+            yield
+        else:
+            async with sessions.run():  # the MCP sessions live as long as the server
+                yield
         service.draining = True
         if on_shutdown is not None:
             await asyncio.to_thread(on_shutdown)
 
     app = FastAPI(title="acurank", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
-    routes = _Routes(service, model, [k.encode() for k in keys], log)
+    if mcp_route is not None:
+        app.router.routes.append(mcp_route)
 
     @app.post("/v1/rerank")
     async def rerank_v1(request: Request) -> Response:
@@ -82,6 +92,33 @@ def create_app(service: RerankService, model: str, keys: Sequence[str] = (), on_
         return JSONResponse(body, status_code=exc.status_code, headers=getattr(exc, "headers", None))
 
     return app
+
+
+def _mcp_route(mcp: Any, routes: "_Routes", host: str) -> tuple[Any, Any]:
+    """``/mcp``: the MCP SDK's streamable HTTP endpoint behind the server's keys (stateless: each call stands
+    alone, as a rerank request does), and its session manager (run for the server's lifetime)."""
+    from starlette.routing import Route
+
+    inner = mcp.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=True,
+                                    max_request_body_size=routes.limits.max_request_bytes, host=host)
+    endpoint = next(r.endpoint for r in inner.routes if getattr(r, "path", None) == "/mcp")
+    return Route("/mcp", endpoint=_Guarded(endpoint, routes), methods=["GET", "POST", "DELETE"]), mcp.session_manager
+
+
+class _Guarded:
+    """An ASGI app behind the server's bearer keys: a request without one is refused (401, JSON) and counted."""
+
+    def __init__(self, app: Any, routes: "_Routes"):
+        self.app, self.routes = app, routes
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            self.routes.authorised(Request(scope, receive))
+        except BadRequest as exc:
+            self.routes.service.metrics.requests.labels("/mcp", str(exc.status)).inc()
+            await JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 class _Routes:

@@ -1,0 +1,56 @@
+"""``acurank mcp``: acurank's tools (``rerank``, ``evaluate``) for an agent, as an MCP server on stdio
+(:mod:`acurank_cli.serve.mcp_tools`; ``acurank serve`` answers the same tools at ``/mcp``).
+
+The backend is built once, as ``serve`` builds it (the same method and backend flags); stdout carries the protocol
+alone, every status line goes to stderr. It runs until the client closes stdin.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from ..run.pipeline import DEFAULTS
+from .flags import (Cache, NoCache, PanelledCommand, ReadDirs, Reranker, cache_choice, method_option, say,
+                    with_generated_flags)
+
+
+def mcp_cmd(
+    ctx: typer.Context,
+    method: method_option(f"Default method of the calls (a call may name another in its 'method' argument; default {DEFAULTS.method}): {{methods}}.") = None,
+    reranker: Reranker = DEFAULTS.backend,
+    cache: Cache = None,
+    no_cache: NoCache = False,
+    read_dir: ReadDirs = None,
+    **generated,
+) -> None:
+    """Serve acurank's tools to an MCP client over stdio: rerank (a query and its documents) and evaluate (a run
+    against qrels)."""
+    from ..run import pipeline
+    from ..serve.limits import DEFAULT_LIMITS
+    from ..serve.mcp_tools import build_mcp  # the mcp SDK: a missing one names its extra (mcp), before any load
+    from ..serve.service import RerankService
+
+    cache = cache_choice(cache, no_cache)
+    options, backend_options = pipeline.split_options(generated)
+    methods = pipeline.Methods(method, options, pipeline.ScoreSource.documents)  # an unknown method: before any load
+    pipeline.check_servable(methods.strategy)
+    session = pipeline.Session(methods.strategy, reranker, backend_options)  # options checked, nothing built
+    import mcp.server.mcpserver  # noqa: F401 - checked before the backend is built
+
+    try:
+        session.start(cache, None)
+    except BaseException:
+        session.close()
+        raise
+    service = RerankService(session, methods, DEFAULT_LIMITS)
+    server = build_mcp(service, reranker, read_dir or ())
+    say(f"mcp: serving {methods.strategy.name} with {reranker} on stdio (tools: rerank, evaluate)")
+    try:
+        server.run("stdio")
+    finally:
+        service.close(DEFAULT_LIMITS.timeout)
+
+
+def mount(app: typer.Typer) -> None:
+    app.command("mcp", cls=PanelledCommand, help="Serve acurank's tools (rerank, evaluate) to an agent over MCP (stdio).")(
+        with_generated_flags(mcp_cmd))

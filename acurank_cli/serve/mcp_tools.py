@@ -1,0 +1,149 @@
+"""acurank as an MCP tool server (the official ``mcp`` SDK's :class:`MCPServer`; ``pip install 'acurank[mcp]'``).
+
+Two tools, over stdio (``acurank mcp``) or streamable HTTP (``acurank serve``'s ``/mcp``, behind its keys, limits,
+queue and metrics):
+
+* ``rerank``: a query and its documents, reranked by the server's one :class:`~.service.RerankService`, exactly as
+  ``POST /v2/rerank`` reranks the same request (the same checks, the same order and scores, the same ``meta``);
+* ``evaluate``: a TREC run against qrels, each given inline (their text) or as a path under a folder the server
+  was told it may read (``--read-dir``), by trec_eval or ir_measures names.
+
+A refused call is an MCP tool error whose text is the HTTP API's one-line message (its field named); nothing a
+caller sends crashes the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..errors import InputError
+from .protocol import BadRequest, parse, response
+from .service import BackendFailed, RerankService
+
+INSTRUCTIONS = ("Listwise reranking with AcuRank (uncertainty-aware: LLM calls go where the top of the ranking is "
+                "still uncertain). Call `rerank` to order candidate documents for a query, best first, with a "
+                "0-1 relevance score each; call `evaluate` to score a TREC run against relevance judgments.")
+
+RERANK_HELP = (
+    "Rerank documents for a query, best first. Give the query and the documents (strings, or objects with a "
+    "'text' field and optional 'title' and other fields). Returns 'results': each document's 'index' in the list "
+    "given and its 'relevance_score' (0-1: with the acurank methods, the probability that it belongs in the top k), "
+    "best first, at most top_n of them; 'meta.acurank' says how many reranker calls it took. Optional: top_n (how many "
+    "to return), method (acurank, acurank-9, sw-1, ...; default: the server's), budget (reranker calls at most), "
+    "return_documents (echo each document), rank_fields (the object fields to rank by), instruction (the task, for "
+    "LLM rerankers), max_tokens_per_doc.")
+
+EVALUATE_HELP = (
+    "Evaluate a TREC run against relevance judgments (qrels), as trec_eval does. 'run' and 'qrels' are either the "
+    "files' text (run lines 'qid Q0 docid rank score tag', qrels lines 'qid 0 docid grade') or paths to files in a "
+    "folder the server may read. 'measures': trec_eval names (ndcg_cut.10, map, recall.100, P.10, recip_rank) or "
+    "ir_measures names (nDCG@10, AP, R@100, P@10, RR); default nDCG@10. 'rel_level': the grade a document needs to "
+    "count as relevant for binary measures (TREC DL uses 2). Returns the mean of each measure over the judged "
+    "queries, and per query values when per_query is true.")
+
+
+def build_mcp(service: RerankService, model: str, read_dirs: Sequence[str | Path] = ()) -> Any:
+    """The MCP server over ``service`` (its tools ``rerank`` and ``evaluate``)."""
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("acurank", instructions=INSTRUCTIONS, log_level="WARNING")
+    roots = tuple(Path(d).resolve() for d in read_dirs)
+
+    @server.tool(name="rerank", description=RERANK_HELP)
+    async def rerank(query: str, documents: list[str | dict[str, Any]], top_n: int | None = None,
+                     method: str | None = None, budget: int | None = None, return_documents: bool | None = None,
+                     rank_fields: list[str] | None = None, instruction: str | None = None,
+                     max_tokens_per_doc: int | None = None) -> dict[str, Any]:
+        given = {"model": model, "query": query, "documents": documents, "top_n": top_n, "method": method,
+                 "budget": budget, "return_documents": return_documents, "rank_fields": rank_fields,
+                 "instruction": instruction, "max_tokens_per_doc": max_tokens_per_doc}
+        return await reranked(service, model, {k: v for k, v in given.items() if v is not None})
+
+    @server.tool(name="evaluate", description=EVALUATE_HELP)
+    def evaluate(run: str, qrels: str, measures: list[str] | None = None, rel_level: int = 1,
+                 per_query: bool = False) -> dict[str, Any]:
+        return evaluated(run, qrels, measures or ["nDCG@10"], rel_level, per_query, roots)
+
+    return server
+
+
+async def reranked(service: RerankService, model: str, body: dict[str, Any]) -> dict[str, Any]:
+    """One rerank request, as ``POST /v2/rerank`` answers it; refused: a tool error with the API's message."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    endpoint, status, started = "mcp:rerank", "200", time.perf_counter()
+    try:
+        call = parse(json.dumps(body).encode(), "v2", service.limits)
+        ticket = await asyncio.to_thread(service.submit, call)
+        outcome = await _outcome(service, ticket)
+        order, scores, usage = service.answer(ticket, outcome)
+        return response(call, order, scores, usage, model)
+    except BadRequest as exc:
+        status = str(exc.status)
+        said = exc.body()
+        raise ToolError(said["message"]) from None
+    finally:
+        service.metrics.requests.labels(endpoint, status).inc()
+        if status == "200":
+            service.metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
+
+
+async def _outcome(service: RerankService, ticket) -> Any:
+    """The request's outcome within the server's time limit (then withdrawn: its windows are not sent)."""
+    try:
+        return await asyncio.wait_for(asyncio.wrap_future(ticket.future), service.limits.timeout)
+    except asyncio.TimeoutError:
+        service.withdraw(ticket)
+        raise BadRequest(f"the request took more than this server's limit of {service.limits.timeout:g} s",
+                         None, 504) from None
+    except asyncio.CancelledError:
+        service.withdraw(ticket)
+        raise
+    except BackendFailed:
+        raise BadRequest("the reranker failed (the server's log says why)", None, 502) from None
+
+
+def evaluated(run: str, qrels: str, measures: list[str], rel_level: int, per_query: bool,
+              roots: Sequence[Path]) -> dict[str, Any]:
+    """The ``evaluate`` tool: the run and qrels read (inline, or a path under ``roots``), measured."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from ..evaluation import evaluate
+    from ..io.collection_files import read_qrels
+    from ..io.runs import read_run
+
+    try:
+        if rel_level < 1:
+            raise InputError(f"rel_level must be at least 1, not {rel_level}")
+        judged = read_qrels(_source(qrels, "qrels", roots))
+        ranked = read_run(_source(run, "run", roots)).scores()
+        result = evaluate(ranked, judged, measures, rel_level)
+    except (InputError, ValueError) as exc:
+        raise ToolError(" ".join(str(exc).split())) from None
+    out: dict[str, Any] = {"measures": {m: result.mean(m) for m in result.measures},
+                           "queries": len(result.per_query), "rel_level": rel_level}
+    if per_query:
+        out["per_query"] = result.per_query
+    return out
+
+
+def _source(value: str, what: str, roots: Sequence[Path]) -> Any:
+    """A file's text given inline (it holds a line break, or is no path), or a path under one of ``roots``."""
+    if "\n" in value or not value.strip():
+        return io.StringIO(value)
+    path = Path(value).expanduser()
+    resolved = path.resolve()
+    if not any(resolved == root or root in resolved.parents for root in roots):
+        allowed = ", ".join(str(r) for r in roots) or "none (give the file's text instead)"
+        raise InputError(f"{what}: {value!r} is not under a folder this server may read ({allowed})")
+    if not resolved.is_file():
+        raise InputError(f"{what}: no such file {value!r}")
+    return str(resolved)
+
+
+__all__ = ["build_mcp", "evaluated", "reranked"]

@@ -1,0 +1,137 @@
+"""acurank as MCP tools, through the official MCP client: over stdio (``acurank mcp`` in a subprocess) and over
+streamable HTTP (``acurank serve``'s ``/mcp`` on 127.0.0.1). The tools are listed with their schemas; ``rerank``
+answers what ``POST /v2/rerank`` answers for the same request; ``evaluate`` what eval computes; a wrong key is
+refused; malformed arguments are tool errors, after which the server still answers; HTTP keeps serving while MCP
+calls run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import threading
+
+import pytest
+from conftest import ENV, ROOT
+
+pytest.importorskip("mcp.server.mcpserver")
+httpx = pytest.importorskip("httpx")
+from test_serve import KEY, Server, dl19_queries  # noqa: E402 - the serve tests' server and sample
+
+from mcp import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+
+DL19 = ROOT / "sample_runs" / "dl19"
+
+
+def text_of(result) -> dict:
+    """A tool result's JSON (its structured content, else its first text block)."""
+    if getattr(result, "structured_content", None):
+        return result.structured_content
+    return json.loads(result.content[0].text)
+
+
+async def exercise(session: ClientSession) -> dict:
+    """What every transport must answer alike: the tools, a rerank, an evaluate, malformed calls."""
+    await session.initialize()
+    tools = {t.name: t for t in (await session.list_tools()).tools}
+    query, texts = dl19_queries(1, depth=20)[0]
+    ranked = text_of(await session.call_tool("rerank", {"query": query, "documents": texts, "top_n": 5}))
+    run_lines = (DL19 / "bm25.run").read_text().splitlines()[:300]
+    measured = text_of(await session.call_tool("evaluate", {
+        "run": "\n".join(run_lines) + "\n", "qrels": (DL19 / "qrels.txt").read_text(), "measures": ["nDCG@10", "map"],
+        "rel_level": 2}))
+    bad = [await session.call_tool("rerank", {"query": query, "documents": []}),
+           await session.call_tool("rerank", {"query": query, "documents": texts, "top_n": 0}),
+           await session.call_tool("rerank", {"query": query, "documents": texts, "method": "no-such-method"}),
+           await session.call_tool("evaluate", {"run": "/etc/passwd", "qrels": "x"}),
+           await session.call_tool("rerank", {"documents": texts})]
+    again = text_of(await session.call_tool("rerank", {"query": query, "documents": texts, "top_n": 5}))
+    return {"tools": tools, "query": query, "texts": texts, "ranked": ranked, "measured": measured, "bad": bad,
+            "again": again, "run_lines": run_lines}
+
+
+def check(seen: dict) -> None:
+    tools = seen["tools"]
+    assert set(tools) == {"rerank", "evaluate"}
+    rerank, evaluate = tools["rerank"], tools["evaluate"]
+    assert set(rerank.input_schema["required"]) == {"query", "documents"}
+    assert {"top_n", "method", "budget", "return_documents"} <= set(rerank.input_schema["properties"])
+    assert set(evaluate.input_schema["required"]) == {"run", "qrels"} and "measures" in evaluate.input_schema["properties"]
+    assert "best first" in rerank.description and "trec_eval" in evaluate.description
+    assert len(seen["ranked"]["results"]) == 5 and seen["again"]["results"] == seen["ranked"]["results"]
+    from acurank_cli.evaluation import evaluate as measure
+    from acurank_cli.io.collection_files import read_qrels
+    from acurank_cli.io.runs import read_run
+    import io
+    expected = measure(read_run(io.StringIO("\n".join(seen["run_lines"]) + "\n")).scores(), read_qrels(DL19 / "qrels.txt"),
+                       ["nDCG@10", "map"], 2)
+    assert seen["measured"]["measures"] == {m: pytest.approx(expected.mean(m)) for m in expected.measures}
+    messages = []
+    for result in seen["bad"]:
+        assert result.is_error, result
+        messages.append(result.content[0].text)
+    assert "documents" in messages[0] and "top_n" in messages[1] and "no-such-method" in messages[2]
+    assert "not under a folder this server may read" in messages[3] and "query" in messages[4]
+    assert all("Traceback" not in m for m in messages)
+
+
+def test_stdio_with_the_official_client():
+    params = StdioServerParameters(command=sys.executable, args=["-m", "acurank_cli", "mcp", "--reranker", "minilm",
+                                                                 "--no-cache"], env=ENV, cwd=str(ROOT))
+
+    async def go():
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                return await exercise(session)
+
+    seen = asyncio.run(go())
+    check(seen)
+    from acurank_cli.api import Reranker
+    with Reranker("minilm", method="acurank", cache=None) as rr:
+        expected = rr.rerank(seen["query"], seen["texts"], top_k=5)
+    assert [r["index"] for r in seen["ranked"]["results"]] == [int(d.id) for d in expected.docs]
+    assert [r["relevance_score"] for r in seen["ranked"]["results"]] == pytest.approx([d.p_topk for d in expected.docs])
+
+
+def test_streamable_http_on_serve_answers_as_the_http_api_and_keeps_serving_it():
+    from mcp.client.streamable_http import streamable_http_client
+    import httpx2
+
+    server = Server("--reranker", "minilm", "--no-cache", "--api-key", KEY)
+    try:
+        url = server.url + "/mcp"
+
+        async def go(key: str):
+            client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=120)
+            async with client, streamable_http_client(url, http_client=client) as streams:
+                async with ClientSession(streams[0], streams[1]) as session:
+                    return await exercise(session)
+
+        http_answers: list[int] = []
+
+        def poll():  # plain HTTP while the MCP calls run
+            query, texts = dl19_queries(2, depth=10)[1]
+            for _ in range(3):
+                http_answers.append(httpx.post(server.url + "/v2/rerank", headers={"Authorization": f"Bearer {KEY}"},
+                                               json={"query": query, "documents": texts}, timeout=120).status_code)
+
+        side = threading.Thread(target=poll)
+        side.start()
+        seen = asyncio.run(go(KEY))
+        side.join(300)
+        check(seen)
+        assert http_answers == [200, 200, 200]
+        direct = httpx.post(server.url + "/v2/rerank", headers={"Authorization": f"Bearer {KEY}"},
+                            json={"query": seen["query"], "documents": seen["texts"], "top_n": 5}, timeout=120).json()
+        assert seen["ranked"]["results"] == direct["results"]
+        assert seen["ranked"]["meta"]["acurank"]["calls"] == direct["meta"]["acurank"]["calls"]
+        refused = httpx.post(url, headers={"Authorization": "Bearer wrong-key-000"},
+                             json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, timeout=30)
+        assert refused.status_code == 401 and "bearer key" in refused.json()["message"]
+        metrics = httpx.get(server.url + "/metrics", headers={"Authorization": f"Bearer {KEY}"}, timeout=30).text
+        assert 'acurank_requests_total{endpoint="mcp:rerank",status="200"} 2.0' in metrics
+    finally:
+        code = server.stop()
+    assert code == 0, server.stderr
+    assert "Traceback" not in server.stderr, server.stderr
