@@ -39,8 +39,8 @@ class Metrics:
         self.in_flight = Gauge("acurank_in_flight", "Requests admitted and not yet answered, queued ones included",
                                registry=r)
 
-    def by_status(self, endpoints: tuple[str, ...] = ("/v1/rerank", "/v2/rerank")) -> dict[str, int]:
-        """The rerank requests (or those of ``endpoints``) answered so far, by HTTP status."""
+    def by_status(self, endpoints: tuple[str, ...] = ("/v1/rerank", "/v2/rerank", "mcp:rerank")) -> dict[str, int]:
+        """The rerank requests (HTTP and MCP calls, or those of ``endpoints``) answered so far, by HTTP status."""
         out: dict[str, int] = {}
         for metric in self.requests.collect():
             for sample in metric.samples:
