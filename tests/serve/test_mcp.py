@@ -10,6 +10,7 @@ import asyncio
 import json
 import sys
 import threading
+import time
 
 import pytest
 from conftest import ENV, ROOT
@@ -135,3 +136,28 @@ def test_streamable_http_on_serve_answers_as_the_http_api_and_keeps_serving_it()
         code = server.stop()
     assert code == 0, server.stderr
     assert "Traceback" not in server.stderr, server.stderr
+
+
+def test_an_mcp_call_in_flight_at_sigterm_is_answered_and_the_stop_line_counts_it():
+    server = Server("--reranker", "minilm", "--no-cache", "--api-key", KEY)
+    query, texts = dl19_queries(1, depth=100)[0]
+    headers = {"Authorization": f"Bearer {KEY}", "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": "2025-06-18"}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "rerank", "arguments": {"query": query, "documents": texts * 2, "top_n": 3}}}
+    answered: dict = {}
+
+    def call():
+        answered["reply"] = httpx.post(server.url + "/mcp", headers=headers, json=body, timeout=120)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    time.sleep(1.0)  # the call is being reranked (200 passages on a CPU)
+    code = server.stop()
+    caller.join(120)
+    reply = answered["reply"]
+    assert reply.status_code == 200
+    results = json.loads(reply.json()["result"]["content"][0]["text"])["results"]
+    assert len(results) == 3
+    assert code == 0 and "Traceback" not in server.stderr, server.stderr
+    assert "every request it held (1) was answered" in server.stderr, server.stderr
