@@ -257,22 +257,19 @@ class Driver:
 
 
 class _Flight:
-    """The queries in flight of one :meth:`Driver._flow`: those with windows out (``flying``), every query's place
-    in the input (``order``), the finished ones held until those before them are out (``finished``)."""
+    """The queries in flight of one :meth:`Driver._flow`: those with windows out (``flying``), the finished ones held
+    until those before them in the input are out (``finished``, by each query's ``place``)."""
 
     def __init__(self, driver: Driver, lanes: Lanes, ordered: bool):
         self.driver, self.lanes, self.ordered = driver, lanes, ordered
         self.flying: dict[int, _Active] = {}  # id(_Active) -> the query in flight with windows out
-        self.order: dict[int, int] = {}  # id(_Active) -> its place in the input, while it is in flight
         self.finished: dict[int, QueryOutcome] = {}
         self.next_out = 0
         self.places = itertools.count()
 
     def enter(self, admission: "Admission") -> _Active:
         """The next admitted task as a query in flight, its place in the input recorded."""
-        act = _Active.of(admission, next(self.places))
-        self.order[id(act)] = act.place
-        return act
+        return _Active.of(admission, next(self.places))
 
     def go(self, act: _Active, done: QueryOutcome | None) -> Iterator[QueryOutcome]:
         """After a step of ``act``: its outcome when it is done, else its next windows queued."""
@@ -280,11 +277,10 @@ class _Flight:
             done = self._send(act)
         if done is None:
             return
-        place = self.order.pop(id(act))
         if not self.ordered:
             yield done
         else:
-            self.finished[place] = done
+            self.finished[act.place] = done
 
     def _send(self, act: _Active) -> QueryOutcome | None:
         """Queue the current step's windows; a step with none to send is answered at once (its plan goes on)."""
@@ -294,7 +290,7 @@ class _Flight:
             # steps advances evenly and no late starter is left alone at the end with its slots idle; a server:
             # the request that came first goes first, so each is answered as soon as it can be (the same work,
             # a lower median latency)
-            rank = (act.tally.rounds, self.order[id(act)]) if self.ordered else (self.order[id(act)],)
+            rank = (act.tally.rounds, act.place) if self.ordered else (act.place,)
             jobs = [Job(act, j, self.driver._request(act, j), rank)
                     for j, w in enumerate(act.step.windows) if len(w) >= 2]
             if jobs:
@@ -318,7 +314,6 @@ class _Flight:
             for act in [a for a in self.flying.values() if a.key == key]:
                 act.withdrawn = True
                 del self.flying[id(act)]
-                self.order.pop(id(act))
 
     def answered(self, job: Job, result: RerankResult, seconds: float) -> _Active | None:
         """Record one window's answer; the query when its whole step is answered (it waited for this step)."""
