@@ -46,7 +46,9 @@ class Reranker:
     def __init__(self, backend: str | RerankerBase = pipeline.DEFAULTS.backend, method: str = pipeline.DEFAULTS.method,
                  *, cache: str | None = pipeline.DEFAULTS.cache, batch_queries: int | None = pipeline.DEFAULTS.batch_queries,
                  ray: str | None = None, actors: int | None = None, gpus_per_actor: float | None = None,
-                 **options: Any):
+                 passages: str | int | None = None, passage_score: str | None = None,
+                 max_passages: int | None = None, **options: Any):
+        from .run.passages import Passages
         from .run.ray_executor import ray_options
 
         self.method = method
@@ -55,7 +57,11 @@ class Reranker:
         #: the method as built and the ones calls ask for (top_k, a server's per-request method and budget)
         self.methods = pipeline.Methods(method, method_options, pipeline.ScoreSource.documents)
         self.strategy = self.methods.strategy
-        self._session = pipeline.Session(self.strategy, backend, backend_options, ray_options(ray, actors, gpus_per_actor))
+        #: long documents by their passages (``passages="WORDS[:STRIDE]"``, ``passage_score``, ``max_passages``:
+        #: :mod:`acurank_cli.run.passages`), or None
+        self.passages = Passages.of(passages, passage_score, max_passages)
+        self._session = pipeline.Session(self.strategy, backend, backend_options,
+                                         ray_options(ray, actors, gpus_per_actor), self.passages)
         built = self._session.start(cache, batch_queries)
         self.backend, self.reranker, self.cache_path = built.backend, built.reranker, built.cache_path
         self.batch_queries = built.batch_queries
@@ -99,11 +105,11 @@ class Reranker:
         prepared = [prepare(q, docs, qid, instruction) for (q, docs), qid in zip(queries, qids)]
         strategy = self.methods.for_call(top_k=top_k)
         group = [p for p in prepared if p.task.n > 0]
-        self._session.check([p.task for p in group], "the documents' scores", strategy)
         outputs: dict[str, RerankOutput] = {}
         by_qid = {p.task.qid: p for p in group}
         # each query's own passages: documents without ids are numbered 0, 1, ... in every query
         texts_of = lambda task: by_qid[task.qid].docs  # noqa: E731
+        self._session.check([p.task for p in group], "the documents' scores", strategy, texts_of=texts_of)
         for outcome in self._session.run([p.task for p in group], None, None, strategy, texts_of):
             outputs[outcome.qid] = output_of(by_qid[outcome.qid], outcome, outcome.final_ratings(), strategy.cutoff,
                                              top_k, min_p_topk)

@@ -360,6 +360,31 @@ class IterationRecord:
     thinking: int | None = None
 
 
+@dataclass(frozen=True)
+class PassageSpan:
+    """Where one passage of a document lies (``--passages``): its number in the document (0-based), its words
+    ``[start, end)`` (whitespace-separated words; each character of a script written without spaces counts as one)
+    and the same span in characters ``[char_start, char_end)`` of the document's text."""
+
+    index: int
+    start: int
+    end: int
+    char_start: int
+    char_end: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class PassageSummary:
+    """How a query's documents were ranked by their passages (``--passages``): the passages ranked (the players),
+    the documents split, the documents with more passages than the cap (their first ones ranked) and, for each
+    document split, the passage its score came from (MaxP: its best; FirstP: its first)."""
+
+    ranked: int
+    split: int
+    capped: int
+    best: Mapping[str, PassageSpan] = field(default_factory=dict)
+
+
 @dataclass(frozen=True, kw_only=True)
 class QueryOutcome:
     """The result of reranking one query: final ranking plus the honest accounting."""
@@ -375,6 +400,8 @@ class QueryOutcome:
     beta: float | None = None
     #: lazily, the final ratings (the method's last step's snapshot); None for methods without ratings
     final: Callable[[], "RatingsSnapshot"] | None = field(default=None, compare=False, repr=False)
+    #: ranked by passages (``--passages``): what was split and each split document's scoring passage; None: by documents
+    passages: PassageSummary | None = None
 
     def final_ratings(self) -> dict[str, "DocRating"]:
         """Each document's final rating (mu, sigma, p_topk), by docid: the one place the snapshot is taken (the API's
@@ -427,6 +454,8 @@ class StatsRecord:
     #: tokens spent thinking and calls made with thinking on (None: the run did not think; not written)
     reasoning_tokens: int | None = None
     thinking_calls: int | None = None
+    #: ranked by passages (``--passages``; None: by documents, not written)
+    passages: PassageSummary | None = None
 
     @classmethod
     def of(cls, outcome: QueryOutcome, about: RunAbout = RunAbout()) -> "StatsRecord":
@@ -442,7 +471,7 @@ class StatsRecord:
                    seconds=round(outcome.seconds, 4), fingerprint=about.fingerprint, reranker=about.reranker,
                    params=about.params, flops=flops, beta=outcome.beta,
                    reasoning_tokens=t.reasoning_tokens if thought else None,
-                   thinking_calls=t.thinking_calls if thought else None)
+                   thinking_calls=t.thinking_calls if thought else None, passages=outcome.passages)
 
     @property
     def window_sizes(self) -> tuple[int, ...]:

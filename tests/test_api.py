@@ -465,3 +465,29 @@ def test_a_two_document_list_costs_what_the_readme_says():
             out = rr.rerank("q", ["a", "b"], qid="q")
         assert out.calls == calls, method
         assert [d.text for d in out.docs] == ["b", "a"], method  # the one graded document first
+
+
+FILLER = ("The quarterly report of the shipping company lists container volumes, port fees, fuel prices and the "
+          "salaries of its dock workers across the northern harbours. ")
+
+
+def test_a_long_documents_answer_deep_inside_is_found_by_its_passages():
+    """A document whose answer comes after 400 words of another subject: MiniLM reads 256 tokens of it whole (the
+    answer unseen), its passages of 30 words let the answer passage speak for it."""
+    answer = "The flea life cycle lasts from two weeks to eight months, depending on conditions."
+    filler = FILLER.split()
+    long = " ".join(filler * 20)  # 22 words a sentence, 440 words
+    docs = ["Cats groom themselves for hours each day.", "Fleas are small wingless insects that feed on blood.",
+            long[:] + " " + answer + " " + " ".join(filler * 5), "Paris is the capital of France."]
+    with Reranker("minilm", method="acurank", cache=None) as whole:
+        plain = whole.rerank(QUERY, docs)
+    assert plain.docs[0].id != "2" and all(d.passage is None for d in plain)
+    with Reranker("minilm", method="acurank", cache=None, passages="30:15", max_passages=60) as by_passages:
+        out = by_passages.rerank(QUERY, docs)
+    top = out.docs[0]
+    assert top.id == "2" and answer.split()[3] in top.passage_text and top.passage.index >= 25
+    assert len(top.passage_text.split()) == 30 and top.text == docs[2]
+    assert [d.passage for d in out if d.id != "2"] == [None, None, None]  # short documents stay whole
+    with Reranker("minilm", method="acurank", cache=None, passages="30:15") as capped:  # 10 passages: 165 words
+        first = capped.rerank(QUERY, docs)
+    assert next(d for d in first if d.id == "2").passage.index < 10

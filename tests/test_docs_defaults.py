@@ -16,6 +16,7 @@ from acurank_cli.rerankers.backends.simulated import SimulatedOptions
 from acurank_cli.rerankers.listwise.thinking import DEFAULT_LOCAL_BUDGET
 from acurank_cli.rerankers.option_groups import TorchOptions
 from acurank_cli.run.lanes import QUERIES_PER_LANE
+from acurank_cli.run.passages import DEFAULT_WORDS, MAX_PER_DOC
 from acurank_cli.run.pipeline import BATCH_QUERIES_DEFAULT, DEFAULTS
 from acurank_cli.serve.limits import DEFAULT_LIMITS
 from tests.conftest import acurank
@@ -44,6 +45,9 @@ CLAIMS = [
     ("docs/api.md", r"`method=`, default `([a-z-]+)`", DEFAULTS.method),
     ("README.md", r"\| `([a-z]+)` \(default\) \|", DEFAULTS.backend),
     ("docs/rerank.md", r"`--depth N`, default ([0-9]+)\)", DEFAULTS.depth),
+    ("docs/long-documents.md", r"`--max-passages` passages per document are made \(default ([0-9]+)", MAX_PER_DOC),
+    ("docs/long-documents.md", r"split into passages of ([0-9]+) words \(stride", DEFAULT_WORDS),
+    ("docs/rerank.md", r"at most `--max-passages` \(([0-9]+)\) a document", MAX_PER_DOC),
 ]
 
 

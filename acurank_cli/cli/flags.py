@@ -27,8 +27,8 @@ from ..run.pipeline import BATCH_QUERIES_DEFAULT, DEFAULTS
 #: The --help panels of rerank, baseline and serve, in the order they are shown: a job's own flags name theirs
 #: (``rich_help_panel``), a method's options are under METHOD, a backend's under the panel of the options record that
 #: declares them (``help_panel``; a plug-in's own: BACKEND).
-IO, METHOD, BACKEND, PROMPT, THINKING, REMOTE, SIMULATED, PERFORMANCE, SERVER = PANELS = (
-    "Input and output", "Method", "Backend", "LLM prompt and answers", "Thinking", "Remote servers",
+IO, LONG, METHOD, BACKEND, PROMPT, THINKING, REMOTE, SIMULATED, PERFORMANCE, SERVER = PANELS = (
+    "Input and output", "Long documents", "Method", "Backend", "LLM prompt and answers", "Thinking", "Remote servers",
     "Simulated reranker", "Performance", "Server")
 
 
@@ -110,6 +110,9 @@ Qids = Annotated[Optional[str], typer.Option("--qids", rich_help_panel=IO, help=
 DEPTH_HELP = {"rerank": "Rerank the top N candidates per query (--hits, as in retrieve); the ones below follow the reranked head in first-stage order (stats: 'tail'), unless --drop-tail.",
               "retrieve": "Candidates per query.", "convert": "Keep the top N candidates per query."}
 BatchQueries = Annotated[Optional[int], typer.Option("--batch-queries", min=1, rich_help_panel=PERFORMANCE, help=f"Queries in flight: each advances as soon as its own windows are answered, and their windows keep the backend fed (default: {BATCH_QUERIES_DEFAULT}; results do not depend on it).")]
+PassagesFlag = Annotated[Optional[str], typer.Option("--passages", metavar="WORDS[:STRIDE]", rich_help_panel=LONG, help="Rank documents longer than WORDS words by their passages: WORDS words each, STRIDE apart (default WORDS/2), each passage a player; one line per document, scored from its passages (--passage-score). Without it documents are ranked whole (cut to fit the window). See docs/long-documents.md.")]
+PassageScore = Annotated[Optional[str], typer.Option("--passage-score", metavar="maxp|firstp|sum|softmax", rich_help_panel=LONG, help="--passages: a document's score from its passages': maxp (the best; default), firstp (the first passage only), sum, softmax (a smooth maximum).")]
+MaxPassages = Annotated[Optional[int], typer.Option("--max-passages", min=1, rich_help_panel=LONG, help="--passages: passages made per document at most, its first ones (default 10, as Cohere's max_chunks_per_doc).")]
 ReadDirs = Annotated[Optional[list[str]], typer.Option("--read-dir", rich_help_panel=SERVER, help="MCP: a folder whose files the evaluate tool may read (repeatable; default none: runs and qrels are given inline).")]
 Reranker = Annotated[str, typer.Option("--reranker", rich_help_panel=BACKEND, help="Backend: {backends}. Which methods, prompt formats and answer modes combine with each: docs/support-matrix.md.")]
 

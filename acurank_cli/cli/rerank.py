@@ -14,8 +14,8 @@ from typing import Annotated, Optional
 import typer
 
 from ..run.pipeline import DEFAULTS
-from .flags import (BACKEND, DEPTH_HELP, IO, PERFORMANCE, BatchQueries, Cache, NoCache, Overwrite, PanelledCommand,
-                    Qids, Quiet, RayActors, RayAddress, RayGpus, Reranker, cache_choice, err, method_option,
+from .flags import (BACKEND, DEPTH_HELP, IO, PERFORMANCE, BatchQueries, Cache, MaxPassages, NoCache, Overwrite,
+                    PanelledCommand, PassageScore, PassagesFlag, Qids, Quiet, RayActors, RayAddress, RayGpus, Reranker, cache_choice, err, method_option,
                     with_generated_flags)
 
 
@@ -39,6 +39,9 @@ def rerank(
     qids: Qids = None,
     shard: Annotated[Optional[str], typer.Option("--shard", metavar="I/N", rich_help_panel=PERFORMANCE, help="Rerank only shard I of N (1 <= I <= N; a split by a hash of the query id, the same on every machine); join the parts with 'acurank merge'.")] = None,
     skip_missing: Annotated[bool, typer.Option("--skip-missing", metavar="", rich_help_panel=IO, help="Skip candidates without text / queries without topic.")] = False,
+    passages: PassagesFlag = None,
+    passage_score: PassageScore = None,
+    max_passages: MaxPassages = None,
     batch_queries: BatchQueries = DEFAULTS.batch_queries,
     cache: Cache = None,
     no_cache: NoCache = False,
@@ -56,6 +59,7 @@ def rerank(
     from ..io.run_files import RunFiles
     from ..run.job import RerankJob, run_job
     from ..run.ray_executor import ray_options
+    from ..run.passages import Passages
     from ..io.shards import Shard
 
     baseline_only = ctx.info_name == "baseline"
@@ -76,6 +80,7 @@ def rerank(
         quiet=quiet,
         model_params=model_params,
         ray=ray_options(ray, actors, gpus_per_actor, flags=True),
+        passages=Passages.of(passages, passage_score, max_passages),
     )
     run_job(job, err())
 

@@ -21,8 +21,8 @@ from .. import redaction
 from ..errors import InputError, Stopped
 from ..run.pipeline import DEFAULTS
 from ..serve.limits import DEFAULT_LIMITS as LIMITS, Limits
-from .flags import (SERVER, Cache, NoCache, PanelledCommand, RayActors, RayAddress, RayGpus, ReadDirs, Reranker,
-                    cache_choice, method_option, say, with_generated_flags)
+from .flags import (SERVER, Cache, MaxPassages, NoCache, PanelledCommand, PassageScore, PassagesFlag, RayActors,
+                    RayAddress, RayGpus, ReadDirs, Reranker, cache_choice, method_option, say, with_generated_flags)
 
 #: where bearer keys come from when no --api-key is given (comma-separated)
 KEYS_ENV = "ACURANK_API_KEYS"
@@ -45,6 +45,9 @@ def serve(
     request_timeout: Annotated[float, typer.Option("--request-timeout", rich_help_panel=SERVER, min=0.001, help="Seconds a request may take (then 504, its windows withdrawn).")] = LIMITS.timeout,
     read_dir: ReadDirs = None,
     max_calls: Annotated[int, typer.Option("--max-calls", rich_help_panel=SERVER, min=1, help="Reranker calls one request may make (then 422, its windows withdrawn): a method such as sw-99999 would otherwise ask for any number.")] = LIMITS.max_calls,
+    passages: PassagesFlag = None,
+    passage_score: PassageScore = None,
+    max_passages: MaxPassages = None,
     ray: RayAddress = None,
     actors: RayActors = None,
     gpus_per_actor: RayGpus = None,
@@ -52,6 +55,7 @@ def serve(
 ) -> None:
     """Serve reranking over HTTP: POST /v1/rerank and /v2/rerank (Cohere's and Jina's shapes), GET /health, /v1/models, /metrics."""
     from ..run import pipeline
+    from ..run.passages import Passages
     from ..run.ray_executor import ray_options
 
     cache = cache_choice(cache, no_cache)
@@ -68,7 +72,8 @@ def serve(
     methods = pipeline.Methods(method, options, pipeline.ScoreSource.documents)  # an unknown method: before any load
     pipeline.check_servable(methods.strategy)
     session = pipeline.Session(methods.strategy, reranker, backend_options,
-                               ray_options(ray, actors, gpus_per_actor, flags=True))  # options checked, nothing built
+                               ray_options(ray, actors, gpus_per_actor, flags=True),
+                               Passages.of(passages, passage_score, max_passages))  # options checked, nothing built
     sock = _bind(host, port)
     if not keys and not _loopback(host):
         say(f"warning: serving on {host} without --api-key: anyone who reaches it can spend your calls")

@@ -9,7 +9,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
-from ..records import DocRating, IterationRecord, Phase, StatsRecord, StopReason, TraceRecord
+from ..records import (DocRating, IterationRecord, PassageSpan, PassageSummary, Phase, StatsRecord, StopReason,
+                       TraceRecord)
 
 
 def _iteration_line(it: IterationRecord) -> dict[str, Any]:
@@ -49,7 +50,26 @@ def stats_line(r: StatsRecord) -> dict[str, Any]:
         out["beta"] = r.beta
     if r.reasoning_tokens is not None:
         out.update(reasoning_tokens=r.reasoning_tokens, thinking_calls=r.thinking_calls)
+    if r.passages is not None:
+        out["passages"] = _passages_line(r.passages)
     return out
+
+
+def _passages_line(p: PassageSummary) -> dict[str, Any]:
+    """``passages``: counts, and each split document's scoring passage as {passage, words: [start, end], chars:
+    [start, end]}."""
+    return {"ranked": p.ranked, "split": p.split, "capped": p.capped,
+            "best": {d: {"passage": s.index, "words": [s.start, s.end], "chars": [s.char_start, s.char_end]}
+                     for d, s in p.best.items()}}
+
+
+def _passages(rec: Mapping[str, Any] | None) -> PassageSummary | None:
+    if rec is None:
+        return None
+    best = {str(d): PassageSpan(int(s["passage"]), int(s["words"][0]), int(s["words"][1]), int(s["chars"][0]),
+                                int(s["chars"][1])) for d, s in (rec.get("best") or {}).items()}
+    return PassageSummary(ranked=int(rec["ranked"]), split=int(rec["split"]), capped=int(rec.get("capped", 0)),
+                          best=best)
 
 
 def stats_record(rec: Mapping[str, Any]) -> StatsRecord:
@@ -72,6 +92,7 @@ def stats_record(rec: Mapping[str, Any]) -> StatsRecord:
         fingerprint=rec.get("fingerprint"), reranker=rec.get("reranker"), params=rec.get("params"),
         flops=num("flops", float, None), beta=num("beta", float, None),
         reasoning_tokens=num("reasoning_tokens", int, None), thinking_calls=num("thinking_calls", int, None),
+        passages=_passages(rec.get("passages")),
     )
 
 

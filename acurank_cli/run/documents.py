@@ -17,7 +17,7 @@ from typing import Any, NamedTuple, Union
 from ..errors import InputError
 from ..io.collection_files import passage_title
 from ..io.sources import check_id
-from ..records import CallTally, Candidate, Doc, QueryOutcome, RankingTask, StopReason
+from ..records import CallTally, Candidate, Doc, PassageSpan, QueryOutcome, RankingTask, StopReason
 
 DocLike = Union[str, Mapping[str, Any], Doc]
 
@@ -40,6 +40,14 @@ class RankedDoc:
     #: the method's cutoff, RerankOutput.k; the final ratings' DocRating.p_topk): a calibrated 0-1 relevance
     #: signal; None for methods without ratings
     p_topk: float | None = None
+    #: ranked by passages (``passages=``): the passage the document's score came from (its best under MaxP), where
+    #: it lies in ``text``; None when the document was not split
+    passage: PassageSpan | None = None
+
+    @property
+    def passage_text(self) -> str | None:
+        """The scoring passage's text (None when the document was not split)."""
+        return None if self.passage is None else self.text[self.passage.char_start: self.passage.char_end]
 
 
 class Tokens(NamedTuple):
@@ -162,6 +170,7 @@ def output_of(p: Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: in
     and to ``min_p_topk``."""
     first = {c.docid: (r, c.score) for r, c in enumerate(p.task.candidates, start=1)}
     probs = {d: r.p_topk for d, r in ratings.items() if r.p_topk is not None} if k is not None else {}
+    spans = outcome.passages.best if outcome.passages is not None else {}
     ranked = []
     for rank, r in enumerate(outcome.ranking, start=1):
         doc = p.docs[r.docid]
@@ -169,7 +178,8 @@ def output_of(p: Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: in
         ranked.append(RankedDoc(id=r.docid, text=doc.text, title=doc.title, rank=rank, score=r.score,
                                 mu=rating and rating.mu, sigma=rating and rating.sigma,
                                 first_stage_rank=first[r.docid][0], first_stage_score=first[r.docid][1],
-                                metadata=p.meta.get(r.docid, {}), p_topk=probs.get(r.docid)))
+                                metadata=p.meta.get(r.docid, {}), p_topk=probs.get(r.docid),
+                                passage=spans.get(r.docid)))
     if top_k is not None:
         ranked = ranked[:top_k]
     if min_p_topk is not None:

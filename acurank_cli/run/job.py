@@ -50,6 +50,8 @@ class RerankJob:
     model_params: float | None = None
     #: where windows run (--ray, --actors, --gpus-per-actor), or None: in this process
     ray: Any = None
+    #: long documents by their passages (--passages, --passage-score, --max-passages), or None: documents whole
+    passages: Any = None
 
 
 @dataclass
@@ -58,9 +60,14 @@ class _Totals(CallTally):
 
     queries: int = 0
     stops: dict = field(default_factory=dict)  # stop reason -> queries
+    #: --passages: passages ranked and documents split, over the queries (None: documents ranked whole)
+    passages: tuple[int, int] | None = None
 
     def add(self, outcome: QueryOutcome) -> None:
         self.queries += 1
+        if outcome.passages is not None:
+            ranked, split = self.passages or (0, 0)
+            self.passages = (ranked + outcome.passages.ranked, split + outcome.passages.split)
         self.merge(outcome.tally)
         if outcome.stop is not None:
             self.stops[outcome.stop] = self.stops.get(outcome.stop, 0) + 1
@@ -75,9 +82,9 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     started = time.perf_counter()
     files = job.outputs
     plan = _checked_outputs(job)
-    session = pipeline.Session(job.strategy, job.backend, job.backend_options, job.ray)  # options checked here
+    session = pipeline.Session(job.strategy, job.backend, job.backend_options, job.ray, job.passages)  # options checked
     inputs = job.inputs.load(session.needs_texts)
-    checked = session.check(inputs.tasks, inputs.source)
+    checked = session.check(inputs.tasks, inputs.source, docs=inputs.docs)
     status = text_console(stderr=True, quiet=True) if job.quiet else err  # --quiet: errors and warnings only
     for note in inputs.notes:
         (err if note.startswith("warning:") else status).print(f"acurank: {note}", markup=False)
@@ -241,10 +248,11 @@ def _fingerprint(job: RerankJob, backend, inputs, needs_texts: bool) -> RunFinge
     """What made the run: method and parameters, the reranker's identity, the inputs (and shard, kept tail)."""
     shard = {"shard": str(job.inputs.shard)} if job.inputs.shard else {}
     tail = {"tail": "kept"} if inputs.any_tail else {}
+    split = {"passages": job.passages.described()} if job.passages is not None else {}
     return RunFingerprint(
         job.strategy.name, strategy_params(job.strategy), backend.fingerprint(),
         {"digest": input_digest(inputs.tasks, inputs.docs, needs_texts), "queries": len(inputs.tasks),
-         "depth": job.inputs.depth, "tag": job.outputs.tag, **shard, **tail},
+         "depth": job.inputs.depth, "tag": job.outputs.tag, **shard, **tail, **split},
     )
 
 
@@ -300,6 +308,8 @@ def _summary(err: Console, job: RerankJob, t: _Totals, wall: float, inputs) -> N
         parts.append("parse " + " ".join(f"{k} {v}" for k, v in sorted(t.parse_counts.items())))
     if t.stops:
         parts.append("stopped by " + ", ".join(f"{StopReason(k)} {v}" for k, v in sorted(t.stops.items(), key=lambda kv: -kv[1])))
+    if t.passages is not None:
+        parts.append(f"{t.passages[1]} documents split, {t.passages[0] / q:.1f} passages ranked/query")
     if inputs.skipped_docs or inputs.skipped_queries:
         parts.append(_skipped(inputs))
     parts.append(f"{wall:.1f} s wall")

@@ -27,6 +27,7 @@ from .lanes import QUERIES_PER_LANE
 
 if TYPE_CHECKING:
     from .documents import Prepared
+    from .passages import Passages
 
 
 @dataclass(frozen=True)
@@ -180,10 +181,11 @@ class Session:
     once behind the call cache, and the driver. The CLI adds files, progress and resume around it
     (:mod:`acurank_cli.run.job`), the API documents in and ``RerankOutput`` out (:mod:`acurank_cli.api`).
 
-    ``backend``: a ``--reranker`` spec (default minilm) with its ``options``, or a built backend (the API)."""
+    ``backend``: a ``--reranker`` spec (default minilm) with its ``options``, or a built backend (the API);
+    ``passages``: long documents ranked by their passages (:mod:`.passages`), or None: documents whole."""
 
     def __init__(self, strategy: Strategy, backend: str | RerankerBase | None = None,
-                 options: Mapping[str, Any] | None = None, ray: Any = None):
+                 options: Mapping[str, Any] | None = None, ray: Any = None, passages: "Passages | None" = None):
         self.strategy = strategy
         #: where windows run (:class:`~acurank_cli.run.ray_executor.RayOptions`), or None: in this process
         self.ray = ray
@@ -200,6 +202,10 @@ class Session:
         #: gated thinking (``--thinking gated``): the gate the driver applies to every step's windows, or None
         self.gate = gate_of(self.choice.options if self.choice is not None else getattr(self.backend, "thinking", None))
         self.check_gate(strategy)
+        self.passages = passages
+        if passages is not None and not self.needs_texts:
+            raise OptionError("passages (--passages) splits the documents' texts, and this reranker reads none (it "
+                              "ranks by document id): give a reranker that reads texts, or rank without passages")
 
     def check_gate(self, strategy: Strategy) -> None:
         """Gated thinking needs a method that knows how uncertain each window is (refused before anything loads)."""
@@ -211,15 +217,27 @@ class Session:
         """Whether the backend reads passage texts (known before it is built)."""
         return self.backend.needs_texts if self.choice is None else self.choice.needs_texts
 
-    def check(self, tasks: Sequence[RankingTask], source: str, strategy: Strategy | None = None) -> list[str]:
+    def check(self, tasks: Sequence[RankingTask], source: str, strategy: Strategy | None = None,
+              docs: Mapping[str, Doc] | None = None,
+              texts_of: Callable[[RankingTask], Mapping[str, Doc]] | None = None) -> list[str]:
         """Before any call: every first-stage score under the method's rating init (``source`` names where they
-        were read), every task and the set of them; returns notes for the user (:func:`check_tasks`)."""
+        were read), every task and the set of them (by passages, when documents are split: their texts from
+        ``docs`` or ``texts_of``, as :meth:`run` takes them); returns notes for the user (:func:`check_tasks`)."""
         from ..method.trueskill import check_scores  # numpy: not at the CLI's start
 
         strategy = strategy or self.strategy
         self.check_gate(strategy)
         check_scores(tasks, strategy.init, source)
+        if self.passages is not None:
+            splitter = self._splitter(docs, texts_of)
+            tasks = list(splitter.tasks(tasks))
         return check_tasks(strategy, tasks)
+
+    def _splitter(self, docs: Mapping[str, Doc] | None,
+                  texts_of: Callable[[RankingTask], Mapping[str, Doc]] | None):
+        from .passages import Splitter
+
+        return Splitter(self.passages, texts_of or (lambda task: docs or {}))
 
     def prepared(self, query: str, docs: Sequence[Any], strategy: Strategy, qid: str = "q",
                  instruction: str | None = None) -> "Prepared":
@@ -266,9 +284,15 @@ class Session:
             strategy: Strategy | None = None,
             texts_of: Callable[[RankingTask], Mapping[str, Doc]] | None = None) -> Iterator[QueryOutcome]:
         """Drive the tasks (``strategy``: another k of the same method, as the API's ``top_k`` asks); their passages
-        from ``docs`` (one mapping for all) or ``texts_of`` (each query's own)."""
-        return Driver(strategy or self.strategy, self.pipeline.reranker, docs, self.pipeline.batch_queries,
-                      on_step=on_step, texts_of=texts_of, gate=self.gate).run(tasks)
+        from ``docs`` (one mapping for all) or ``texts_of`` (each query's own). With :attr:`passages`, each query's
+        documents are split as the driver takes it and its outcome gathered back to documents."""
+        if self.passages is None:
+            return Driver(strategy or self.strategy, self.pipeline.reranker, docs, self.pipeline.batch_queries,
+                          on_step=on_step, texts_of=texts_of, gate=self.gate).run(tasks)
+        splitter = self._splitter(docs, texts_of)
+        driver = Driver(strategy or self.strategy, self.pipeline.reranker, None, self.pipeline.batch_queries,
+                        on_step=on_step, texts_of=splitter.passages_of, gate=self.gate)
+        return map(splitter.gather, driver.run(splitter.tasks(tasks)))
 
     def close(self) -> None:
         """Release the backend, the call cache and any prompt log (closing twice is harmless)."""

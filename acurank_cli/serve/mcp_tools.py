@@ -36,7 +36,8 @@ RERANK_HELP = (
     "best first, at most top_n of them; 'meta.acurank' says how many reranker calls it took. Optional: top_n (how many "
     "to return), method (acurank, acurank-9, sw-1, ...; default: the server's), budget (reranker calls at most), "
     "return_documents (echo each document), rank_fields (the object fields to rank by), instruction (the task, for "
-    "LLM rerankers), max_tokens_per_doc.")
+    "LLM rerankers), max_tokens_per_doc (cut each document to that many words), max_chunks_per_doc (rank a long document "
+    "by its passages, at most that many; with return_documents, each split document's best 'passage' is returned).")
 
 EVALUATE_HELP = (
     "Evaluate a TREC run against relevance judgments (qrels), as trec_eval does. 'run' and 'qrels' are either the "
@@ -58,10 +59,11 @@ def build_mcp(service: RerankService, model: str, read_dirs: Sequence[str | Path
     async def rerank(query: str, documents: list[str | dict[str, Any]], top_n: int | None = None,
                      method: str | None = None, budget: int | None = None, return_documents: bool | None = None,
                      rank_fields: list[str] | None = None, instruction: str | None = None,
-                     max_tokens_per_doc: int | None = None) -> dict[str, Any]:
+                     max_tokens_per_doc: int | None = None, max_chunks_per_doc: int | None = None) -> dict[str, Any]:
         given = {"model": model, "query": query, "documents": documents, "top_n": top_n, "method": method,
                  "budget": budget, "return_documents": return_documents, "rank_fields": rank_fields,
-                 "instruction": instruction, "max_tokens_per_doc": max_tokens_per_doc}
+                 "instruction": instruction, "max_tokens_per_doc": max_tokens_per_doc,
+                 "max_chunks_per_doc": max_chunks_per_doc}
         return await reranked(service, model, {k: v for k, v in given.items() if v is not None})
 
     @server.tool(name="evaluate", description=EVALUATE_HELP)
@@ -81,8 +83,8 @@ async def reranked(service: RerankService, model: str, body: dict[str, Any]) -> 
         call = parse(json.dumps(body).encode(), "v2", service.limits)
         ticket = await asyncio.to_thread(service.submit, call)
         outcome = await _outcome(service, ticket)
-        order, scores, usage = service.answer(ticket, outcome)
-        return response(call, order, scores, usage, model)
+        order, scores, usage, passages = service.answer(ticket, outcome)
+        return response(call, order, scores, usage, model, passages)
     except BadRequest as exc:
         status = str(exc.status)
         said = exc.body()

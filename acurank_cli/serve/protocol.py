@@ -4,7 +4,8 @@ of Cohere v1), parsed into :class:`RerankCall` records and answered in the shape
 Requests are validated by pydantic in strict mode (a number is not a string, ``true`` is not 1); every problem is
 a :class:`BadRequest` naming the field (``documents[3].text``), never a 500. Unknown fields are refused by name:
 a misspelt ``top_n`` would otherwise be ignored silently. Fields Cohere's clients send that do not apply here are
-accepted and said in ``meta.warnings`` (``priority``, ``max_chunks_per_doc``).
+accepted and said in ``meta.warnings`` (``priority``). ``max_chunks_per_doc`` splits long documents into passages
+(:mod:`acurank_cli.run.passages`), at most that many a document.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ class _Body(BaseModel):
     return_documents: bool | None = None
     max_tokens_per_doc: int | None = Field(default=None, ge=1)
     rank_fields: list[str] | None = None
-    max_chunks_per_doc: int | None = None
+    max_chunks_per_doc: int | None = Field(default=None, ge=1)
     priority: int | None = None
     #: acurank's extensions: the method for this request (a --method name) and its call budget per query
     method: str | None = None
@@ -84,6 +85,8 @@ class RerankCall:
     instruction: str | None = None
     warnings: tuple[str, ...]
     truncated: int  # documents cut to the token limit
+    #: passages a document may be split into (Cohere v1's field); None: the server's --passages, or whole
+    max_chunks_per_doc: int | None = None
 
 
 def _field(loc: Sequence[Any]) -> str:
@@ -143,8 +146,6 @@ def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
         raise BadRequest(f"documents holds {len(body.documents)}, more than this server's limit of "
                          f"{limits.max_documents}", "documents", 413)
     warnings = []
-    if body.max_chunks_per_doc is not None:
-        warnings.append("max_chunks_per_doc is not used: documents are not chunked, they are cut to max_tokens_per_doc")
     if body.priority is not None:
         warnings.append("priority is not used: requests are served in arrival order")
     cap = min(body.max_tokens_per_doc or limits.max_tokens_per_doc, limits.max_tokens_per_doc)
@@ -167,8 +168,8 @@ def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
                       originals=originals, top_n=None if body.top_n is None else min(body.top_n, len(texts)),
                       return_documents=bool(body.return_documents),
                       method=body.method, budget=body.budget, model=body.model, warnings=tuple(warnings),
-                      instruction=body.instruction,
-                      truncated=truncated)
+                      instruction=body.instruction, truncated=truncated,
+                      max_chunks_per_doc=body.max_chunks_per_doc)
 
 
 def _finite(value: Any, field: str) -> None:
@@ -206,16 +207,18 @@ def _text_of(doc: Union[str, _Document], i: int, rank_fields: list[str] | None) 
 
 
 def response(call: RerankCall, order: Sequence[int], scores: Sequence[float], usage: Mapping[str, Any],
-             model: str) -> dict[str, Any]:
+             model: str, passages: Sequence[Mapping[str, Any] | None] = ()) -> dict[str, Any]:
     """The answer in the endpoint's shape: ``results`` (index into the request's documents, relevance_score,
-    the document itself when asked for), ``id``, ``meta`` (billed units, tokens, acurank's accounting); on v1
-    also Jina's ``model`` and ``usage``."""
+    the document itself when asked for, and then a split document's scoring ``passage``), ``id``, ``meta`` (billed
+    units, tokens, acurank's accounting); on v1 also Jina's ``model`` and ``usage``."""
     results = []
-    for index, score in zip(order, scores):
+    for j, (index, score) in enumerate(zip(order, scores)):
         item: dict[str, Any] = {"index": index, "relevance_score": score}
         if call.return_documents:
             original = call.originals[index]
             item["document"] = {"text": original} if isinstance(original, str) else original
+            if j < len(passages) and passages[j] is not None:
+                item["passage"] = dict(passages[j])
         results.append(item)
     tokens = {"input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"]}
     if usage.get("reasoning_tokens"):  # a thought is billed as output, and said apart

@@ -196,8 +196,8 @@ class _Routes:
         except BackendFailed as exc:
             self.log(f"serve: request {call.id}: the reranker failed: {exc}")
             raise BadRequest(f"the reranker failed (request {call.id}; the server's log says why)", None, 502) from None
-        order, scores, usage = self.service.answer(ticket, outcome)
-        return JSONResponse(protocol.response(call, order, scores, usage, self.model))
+        order, scores, usage, passages = self.service.answer(ticket, outcome)
+        return JSONResponse(protocol.response(call, order, scores, usage, self.model, passages))
 
     async def rerank(self, request: Request, api: str) -> Response:
         """``/v1/rerank`` and ``/v2/rerank``: the answer, or a refusal as JSON (never a traceback), counted."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import InputError, OptionError
 from ..method.registry import method_options
@@ -24,6 +24,7 @@ from ..params import ParameterError
 from ..records import QueryOutcome, RankingTask, Step
 from ..rerankers.counted import Counted
 from ..run.documents import Prepared, output_of, relevance_scores
+from ..run.passages import DEFAULT_WORDS, Passages, Split, split
 from .admission import Admission, Feed
 from ..run.pipeline import Methods, Session, Unservable, check_servable
 from .metrics import Metrics
@@ -43,6 +44,8 @@ class Ticket:
     strategy: Strategy
     future: Future
     admitted: float
+    #: the request's documents as passages (the server's --passages, or the request's max_chunks_per_doc); None: whole
+    split: Split | None = None
 
 
 class RerankService:
@@ -92,7 +95,8 @@ class RerankService:
             said = " ".join(str(exc).split()).replace(f"query {call.id} ", "the request ")
             said = said.replace(call.id, "the request")
             raise BadRequest(f"documents: {said}", "documents") from None
-        ticket = Ticket(call, prepared, run, Future(), time.perf_counter())
+        task, docs, parts = self._split(call, prepared, run)
+        ticket = Ticket(call, prepared, run, Future(), time.perf_counter(), parts)
         with self.lock:
             if len(self.tickets) >= self.limits.max_in_flight + self.limits.max_queued:
                 raise BadRequest(f"the server holds {len(self.tickets)} requests, as many as it takes "
@@ -101,8 +105,34 @@ class RerankService:
             self.tickets[call.id] = ticket
         if prepared.task.n == 0:  # pragma: no cover - protocol.parse refuses an empty list
             raise BadRequest("documents must hold at least one document", "documents")
-        self.feed.admit(Admission(prepared.task, run, prepared.docs, call.id))
+        self.feed.admit(Admission(task, run, docs, call.id))
         return ticket
+
+    def passages_for(self, call: RerankCall) -> Passages | None:
+        """How the request's documents are split: the server's --passages, with at most the request's
+        ``max_chunks_per_doc`` passages a document (never more than the server's --max-passages); a request's
+        ``max_chunks_per_doc`` on a server started without --passages splits into passages of
+        :data:`~acurank_cli.run.passages.DEFAULT_WORDS` words. None: documents whole."""
+        server, asked = self.session.passages, call.max_chunks_per_doc
+        if asked is None or not self.session.needs_texts:
+            return server
+        if server is None:
+            return Passages(DEFAULT_WORDS, DEFAULT_WORDS // 2, max_per_doc=asked)
+        return replace(server, max_per_doc=min(asked, server.max_per_doc))
+
+    def _split(self, call: RerankCall, prepared: Prepared, strategy: Strategy):
+        """(task, texts, split) the request is served by: its passages where documents are split (checked by the
+        method as a task of passages, before any call)."""
+        spec = self.passages_for(call)
+        if spec is None:
+            return prepared.task, prepared.docs, None
+        try:
+            parts = split(prepared.task, prepared.docs, spec)
+            strategy.check(parts.task)
+        except (InputError, ParameterError) as exc:
+            raise BadRequest(f"documents: {' '.join(str(exc).split())}".replace(call.id, "the request"),
+                             "max_chunks_per_doc" if call.max_chunks_per_doc is not None else "documents") from None
+        return parts.task, parts.docs, parts
 
     def _method(self, call: RerankCall) -> Strategy:
         """The request's method: its name alone, then with its budget, then with k = top_n, each refusal naming
@@ -124,11 +154,16 @@ class RerankService:
         self.feed.withdraw(ticket.call.id)
         self.metrics.withdrawn.inc()
 
-    def answer(self, ticket: Ticket, outcome: QueryOutcome) -> tuple[list[int], list[float], dict]:
-        """(document indices best first, their 0-1 relevance scores, the request's accounting)."""
+    def answer(self, ticket: Ticket, outcome: QueryOutcome) -> tuple[list[int], list[float], dict, list]:
+        """(document indices best first, their 0-1 relevance scores, the request's accounting, each document's
+        scoring passage where it was split: {index, text, words} or None)."""
+        if ticket.split is not None:
+            outcome = ticket.split.gather(outcome)
         out = output_of(ticket.prepared, outcome, outcome.final_ratings(), ticket.strategy.cutoff, ticket.call.top_n)
         order = [int(d.id) for d in out.docs]
         scores = relevance_scores(out, len(ticket.call.texts))
+        passages = [None if d.passage is None else {"index": d.passage.index, "text": d.passage_text,
+                                                     "words": [d.passage.start, d.passage.end]} for d in out.docs]
         tally = outcome.tally
         usage = {"method": ticket.strategy.name, "calls": tally.calls, "cached_calls": tally.cached_calls,
                  "input_tokens": tally.input_tokens, "output_tokens": tally.output_tokens,
@@ -143,6 +178,9 @@ class RerankService:
             usage["note"] = out.note
         if ticket.call.truncated:
             usage["truncated_documents"] = ticket.call.truncated
+        if outcome.passages is not None:
+            usage["passages"] = {"ranked": outcome.passages.ranked, "split": outcome.passages.split,
+                                 "capped": outcome.passages.capped}
         self.metrics.calls.inc(tally.calls)
         self.metrics.cached_calls.inc(tally.cached_calls)
         self.metrics.tokens.labels("input").inc(tally.input_tokens)
@@ -151,7 +189,7 @@ class RerankService:
             self.metrics.tokens.labels("reasoning").inc(tally.reasoning_tokens)
         self.metrics.thinking_calls.inc(tally.thinking_calls)
         self.metrics.thought_cut.inc(tally.thoughts_cut)
-        return order, scores, usage
+        return order, scores, usage, passages
 
     # -- the driver thread ------------------------------------------------------------------------
 

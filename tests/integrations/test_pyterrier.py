@@ -125,3 +125,18 @@ def test_the_docs_example_runs_as_written(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "0.5058" in proc.stdout and "0.7894" in proc.stdout and "0.8139" in proc.stdout, proc.stdout
     assert "8.93 calls a query" in proc.stdout or "8.930232558139535 calls a query" in proc.stdout, proc.stdout
+
+
+def test_passages_equal_the_clis_and_each_split_document_names_its_passage(tmp_path):
+    run, _, _ = _frames()
+    two = list(dict.fromkeys(run["qid"]))[:2]
+    cli_run = tmp_path / "passages.run"
+    acurank("rerank", DL19 / "bm25.run", "--method", "acurank-9", "--reranker", "minilm", "--no-cache", "--qids",
+            ",".join(two), "--passages", "60:30", "-o", cli_run)
+    reranker = AcuRankReranker("minilm", method="acurank-9", corpus=str(DL19 / "passages.jsonl.gz"), cache=None,
+                               passages="60:30")
+    frame = reranker.transform(run[run["qid"].isin(two)])
+    assert _by_query(frame) == _run_file(cli_run)
+    split = [p for p in frame["passage"] if p]
+    assert split and all(len(p.split()) == 60 for p in split)  # a split document's passage: 60 words
+    assert (frame["passage"] == "").any()  # the documents of at most 60 words: whole

@@ -48,8 +48,10 @@ async def exercise(session: ClientSession) -> dict:
            await session.call_tool("evaluate", {"run": "/etc/passwd", "qrels": "x"}),
            await session.call_tool("rerank", {"documents": texts})]
     again = text_of(await session.call_tool("rerank", {"query": query, "documents": texts, "top_n": 5}))
+    long = {"query": query, "documents": [texts[0], " ".join(texts)], "max_chunks_per_doc": 3, "return_documents": True}
+    chunked = text_of(await session.call_tool("rerank", long))
     return {"tools": tools, "query": query, "texts": texts, "ranked": ranked, "measured": measured, "bad": bad,
-            "again": again, "run_lines": run_lines}
+            "again": again, "run_lines": run_lines, "long": long, "chunked": chunked}
 
 
 def check(seen: dict) -> None:
@@ -57,7 +59,7 @@ def check(seen: dict) -> None:
     assert set(tools) == {"rerank", "evaluate"}
     rerank, evaluate = tools["rerank"], tools["evaluate"]
     assert set(rerank.input_schema["required"]) == {"query", "documents"}
-    assert {"top_n", "method", "budget", "return_documents"} <= set(rerank.input_schema["properties"])
+    assert {"top_n", "method", "budget", "return_documents", "max_chunks_per_doc"} <= set(rerank.input_schema["properties"])
     assert set(evaluate.input_schema["required"]) == {"run", "qrels"} and "measures" in evaluate.input_schema["properties"]
     assert "best first" in rerank.description and "trec_eval" in evaluate.description
     assert len(seen["ranked"]["results"]) == 5 and seen["again"]["results"] == seen["ranked"]["results"]
@@ -75,6 +77,10 @@ def check(seen: dict) -> None:
     assert "documents" in messages[0] and "top_n" in messages[1] and "no-such-method" in messages[2]
     assert "not under a folder this server may read" in messages[3] and "query" in messages[4]
     assert all("Traceback" not in m for m in messages)
+    # a long document by its passages: its scoring passage returned, cut from it
+    chunked = {r["index"]: r for r in seen["chunked"]["results"]}
+    assert seen["chunked"]["meta"]["acurank"]["passages"] == {"ranked": 4, "split": 1, "capped": 1}
+    assert chunked[1]["passage"]["text"] in seen["long"]["documents"][1] and "passage" not in chunked[0]
 
 
 def test_stdio_with_the_official_client():
@@ -127,11 +133,14 @@ def test_streamable_http_on_serve_answers_as_the_http_api_and_keeps_serving_it()
                             json={"query": seen["query"], "documents": seen["texts"], "top_n": 5}, timeout=120).json()
         assert seen["ranked"]["results"] == direct["results"]
         assert seen["ranked"]["meta"]["acurank"]["calls"] == direct["meta"]["acurank"]["calls"]
+        direct = httpx.post(server.url + "/v2/rerank", headers={"Authorization": f"Bearer {KEY}"}, json=seen["long"],
+                            timeout=120).json()
+        assert seen["chunked"]["results"] == direct["results"]
         refused = httpx.post(url, headers={"Authorization": "Bearer wrong-key-000"},
                              json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, timeout=30)
         assert refused.status_code == 401 and "bearer key" in refused.json()["message"]
         metrics = httpx.get(server.url + "/metrics", headers={"Authorization": f"Bearer {KEY}"}, timeout=30).text
-        assert 'acurank_requests_total{endpoint="mcp:rerank",status="200"} 2.0' in metrics
+        assert 'acurank_requests_total{endpoint="mcp:rerank",status="200"} 3.0' in metrics
     finally:
         code = server.stop()
     assert code == 0, server.stderr

@@ -591,3 +591,43 @@ def test_a_backend_without_prompts_refuses_an_instruction(minilm):
     refused = httpx.post(minilm.url + "/v2/rerank", timeout=60, headers={"Authorization": f"Bearer {KEY}"},
                          json={"query": "q", "documents": ["a", "b"], "instruction": "prefer a"})
     assert refused.status_code == 400 and refused.json()["field"] == "instruction", refused.text
+
+
+def test_max_chunks_per_doc_ranks_long_documents_by_their_passages(minilm):
+    """Cohere v1's max_chunks_per_doc, honoured (no warning): the documents split into passages of 150 words (the
+    server was started without --passages), at most that many a document; the order is the Python API's with the
+    same passages; each split document returned with its scoring passage; a one-word document, a 100k-word one
+    (cut to --max-tokens-per-doc words first) and one without spaces are served."""
+    cohere = pytest.importorskip("cohere")
+    from acurank_cli.api import Reranker
+
+    query = "how long is the life cycle of a flea"
+    filler = "The shipping company's quarterly report lists container volumes and fuel prices. " * 30  # 360 words
+    docs = ["Fleas", filler + "The flea life cycle lasts from two weeks to eight months.", "猫" * 400,
+            "Fleas are small wingless insects that feed on blood."]
+    v1 = cohere.Client(api_key=KEY, base_url=minilm.url)
+    got = v1.rerank(model="acurank", query=query, documents=docs, max_chunks_per_doc=4, return_documents=True)
+    with Reranker("minilm", method="acurank", cache=None, passages="150:75", max_passages=4) as rr:
+        expected = rr.rerank(query, docs)
+    assert [r.index for r in got.results] == [int(d.id) for d in expected.docs]
+    assert [r.relevance_score for r in got.results] == pytest.approx([d.p_topk for d in expected.docs])
+    returned = {r.index: (r.model_extra or {}).get("passage") for r in got.results}
+    wanted = {int(d.id): d for d in expected.docs}
+    for index in (1, 2):  # the two long documents: their scoring passage, as the API names it
+        assert returned[index] == {"index": wanted[index].passage.index, "text": wanted[index].passage_text,
+                                   "words": [wanted[index].passage.start, wanted[index].passage.end]}
+        assert returned[index]["text"] in docs[index] and returned[index]["words"][1] - returned[index]["words"][0] == 150
+    assert returned[0] is None and returned[3] is None
+    meta = got.meta.model_extra or {}
+    assert "warnings" not in meta and meta["acurank"]["passages"] == {"ranked": 2 + 4 + 4, "split": 2, "capped": 1}
+    huge = " ".join(["word"] * 100_000) + " fleas"
+    reply = httpx.post(f"{minilm.url}/v2/rerank", headers={"Authorization": f"Bearer {KEY}"}, timeout=120,
+                       json={"query": query, "documents": ["a", huge, "猫" * 100], "max_chunks_per_doc": 2,
+                             "return_documents": True})
+    assert reply.status_code == 200, reply.text
+    body = reply.json()
+    assert body["meta"]["warnings"] == ["1 document cut to 4096 tokens (max_tokens_per_doc)"]
+    assert body["meta"]["acurank"]["passages"] == {"ranked": 1 + 2 + 1, "split": 1, "capped": 1}
+    bad = httpx.post(f"{minilm.url}/v2/rerank", headers={"Authorization": f"Bearer {KEY}"}, timeout=60,
+                     json={"query": query, "documents": ["a"], "max_chunks_per_doc": 0})
+    assert bad.status_code == 400 and bad.json()["field"] == "max_chunks_per_doc"
