@@ -78,3 +78,12 @@ def test_a_run_is_not_resumed_under_other_passage_settings(sample, tmp_path):
     acurank("rerank", run, *common, "--passages", "60")
     got = acurank("rerank", run, *common, "--passages", "80", check=False)
     assert got.returncode == 2 and "passages" in got.stderr, got.stderr
+
+
+def test_a_call_cap_is_checked_against_the_passages_before_any_call(sample, tmp_path):
+    """acurank-9 fits 100 documents (5 windows), not their 60-word passages (over 200 a query: 11 windows or more)."""
+    run, _ = small_run(sample, tmp_path, queries=2)
+    got = acurank("rerank", run, "--method", "acurank-9", "--corpus", DL19 / "passages.jsonl.gz", "--topics",
+                  DL19 / "topics.tsv", "--no-cache", "--passages", "60:30", "-o", tmp_path / "x.run", check=False)
+    assert got.returncode == 2 and "initial pass alone takes" in got.stderr, got.stderr
+    assert not (tmp_path / "x.run").exists()

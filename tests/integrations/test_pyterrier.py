@@ -131,9 +131,9 @@ def test_passages_equal_the_clis_and_each_split_document_names_its_passage(tmp_p
     run, _, _ = _frames()
     two = list(dict.fromkeys(run["qid"]))[:2]
     cli_run = tmp_path / "passages.run"
-    acurank("rerank", DL19 / "bm25.run", "--method", "acurank-9", "--reranker", "minilm", "--no-cache", "--qids",
+    acurank("rerank", DL19 / "bm25.run", "--method", "acurank", "--reranker", "minilm", "--no-cache", "--qids",
             ",".join(two), "--passages", "60:30", "-o", cli_run)
-    reranker = AcuRankReranker("minilm", method="acurank-9", corpus=str(DL19 / "passages.jsonl.gz"), cache=None,
+    reranker = AcuRankReranker("minilm", method="acurank", corpus=str(DL19 / "passages.jsonl.gz"), cache=None,
                                passages="60:30")
     frame = reranker.transform(run[run["qid"].isin(two)])
     assert _by_query(frame) == _run_file(cli_run)
