@@ -163,6 +163,10 @@ COMMANDS: dict[str, Run | Skip] = {
     "acurank --version": Run(expect=("acurank ",)),
     "acurank rerank --help": Run(expect=("--method",)),
     "acurank serve --help": Run(expect=("--max-in-flight", "--api-key")),
+    # docs/long-documents.md
+    "acurank rerank sample_runs/dl19/bm25.run --reranker minilm --qids 19335,47923 --passages 60:30 -o passages.run": Run(
+        expect=("documents split", "passages ranked/query")),
+    "acurank serve --reranker minilm --passages 150:75": Skip(SERVER),
     "acurank retrieve --hits 100": Skip("a flag in its sentence (retrieve's whole command is in the code block)"),
     "acurank report table --runs out/uncertainty/seed0": Skip(HOUR + " (tabulates the uncertainty study's runs)"),
     # help examples
