@@ -10,8 +10,8 @@ from __future__ import annotations
 import typer
 
 from ..run.pipeline import DEFAULTS
-from .flags import (Cache, NoCache, PanelledCommand, ReadDirs, Reranker, cache_choice, method_option, say,
-                    with_generated_flags)
+from .flags import (Cache, MaxPassages, NoCache, PanelledCommand, PassageScore, PassagesFlag, ReadDirs, Reranker,
+                    cache_choice, method_option, say, with_generated_flags)
 
 
 def mcp_cmd(
@@ -21,11 +21,15 @@ def mcp_cmd(
     cache: Cache = None,
     no_cache: NoCache = False,
     read_dir: ReadDirs = None,
+    passages: PassagesFlag = None,
+    passage_score: PassageScore = None,
+    max_passages: MaxPassages = None,
     **generated,
 ) -> None:
     """Serve acurank's tools to an MCP client over stdio: rerank (a query and its documents) and evaluate (a run
     against qrels)."""
     from ..run import pipeline
+    from ..run.passages import Passages
     from ..serve.limits import DEFAULT_LIMITS
     from ..serve.mcp_tools import build_mcp  # the mcp SDK: a missing one names its extra (mcp), before any load
     from ..serve.service import RerankService
@@ -34,7 +38,8 @@ def mcp_cmd(
     options, backend_options = pipeline.split_options(generated)
     methods = pipeline.Methods(method, options, pipeline.ScoreSource.documents)  # an unknown method: before any load
     pipeline.check_servable(methods.strategy)
-    session = pipeline.Session(methods.strategy, reranker, backend_options)  # options checked, nothing built
+    session = pipeline.Session(methods.strategy, reranker, backend_options,
+                               passages=Passages.of(passages, passage_score, max_passages))  # checked, nothing built
     import mcp.server.mcpserver  # noqa: F401 - checked before the backend is built
 
     try:

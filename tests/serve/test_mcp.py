@@ -84,8 +84,9 @@ def check(seen: dict) -> None:
 
 
 def test_stdio_with_the_official_client():
+    # --passages 200: DL19's passages (at most 193 words) stay whole; a request's max_chunks_per_doc splits by 200 words
     params = StdioServerParameters(command=sys.executable, args=["-m", "acurank_cli", "mcp", "--reranker", "minilm",
-                                                                 "--no-cache"], env=ENV, cwd=str(ROOT))
+                                                                 "--no-cache", "--passages", "200"], env=ENV, cwd=str(ROOT))
 
     async def go():
         async with stdio_client(params) as (read, write):
@@ -99,6 +100,8 @@ def test_stdio_with_the_official_client():
         expected = rr.rerank(seen["query"], seen["texts"], top_k=5)
     assert [r["index"] for r in seen["ranked"]["results"]] == [int(d.id) for d in expected.docs]
     assert [r["relevance_score"] for r in seen["ranked"]["results"]] == pytest.approx([d.p_topk for d in expected.docs])
+    (words,) = [r["passage"]["words"] for r in seen["chunked"]["results"] if "passage" in r]
+    assert words[1] - words[0] == 200  # the server's passage size (serve's default, 150, in the HTTP test)
 
 
 def test_streamable_http_on_serve_answers_as_the_http_api_and_keeps_serving_it():
@@ -136,6 +139,8 @@ def test_streamable_http_on_serve_answers_as_the_http_api_and_keeps_serving_it()
         direct = httpx.post(server.url + "/v2/rerank", headers={"Authorization": f"Bearer {KEY}"}, json=seen["long"],
                             timeout=120).json()
         assert seen["chunked"]["results"] == direct["results"]
+        (words,) = [r["passage"]["words"] for r in direct["results"] if "passage" in r]
+        assert words[1] - words[0] == 150
         refused = httpx.post(url, headers={"Authorization": "Bearer wrong-key-000"},
                              json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, timeout=30)
         assert refused.status_code == 401 and "bearer key" in refused.json()["message"]
