@@ -30,6 +30,7 @@ from .. import signals
 from . import provenance
 from .fingerprint import RunFingerprint, input_digest, strategy_params
 from .inputs import InputSpec
+from .passages import Passages
 from .progress import ProgressView
 from ..signals import Interrupted
 
@@ -51,7 +52,7 @@ class RerankJob:
     #: where windows run (--ray, --actors, --gpus-per-actor), or None: in this process
     ray: Any = None
     #: long documents by their passages (--passages, --passage-score, --max-passages), or None: documents whole
-    passages: Any = None
+    passages: Passages | None = None
 
 
 @dataclass

@@ -63,6 +63,9 @@ _NO_SPACES = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3100-\u312f\
 _WORD = re.compile(f"[{_NO_SPACES}]|[^\\s{_NO_SPACES}]+")
 
 
+_STRIDE_DOMAIN = "WORDS:STRIDE with STRIDE at most WORDS (a longer stride would leave words out)"
+
+
 @dataclass(frozen=True)
 class Passages:
     """How long documents are split and scored (see the module doc)."""
@@ -78,8 +81,7 @@ class Passages:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ParameterError("passages", given, "WORDS:STRIDE with both at least 1", "--passages")
         if self.stride > self.words:
-            raise ParameterError("passages", given, "WORDS:STRIDE with STRIDE at most WORDS (a longer stride would "
-                                 "leave words out)", "--passages")
+            raise ParameterError("passages", given, _STRIDE_DOMAIN, "--passages")
         value = self.max_per_doc
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ParameterError("max_passages", value, at_least(1).describe(), "--max-passages")
@@ -94,9 +96,8 @@ class Passages:
                                  "or 150:75)", "--passages")
         words = int(match.group(1))
         stride = int(match.group(2)) if match.group(2) is not None else max(1, words // 2)
-        if stride > words:
-            raise ParameterError("passages", value, "WORDS:STRIDE with STRIDE at most WORDS (a longer stride would "
-                                 "leave words out)", "--passages")
+        if stride > words:  # said with the text as given (the record's own check would show WORDS:STRIDE)
+            raise ParameterError("passages", value, _STRIDE_DOMAIN, "--passages")
         try:
             how = Aggregate(aggregate) if aggregate is not None else Aggregate.maxp
         except ValueError:
