@@ -47,19 +47,26 @@ class Reranker:
                  *, cache: str | None = pipeline.DEFAULTS.cache, batch_queries: int | None = pipeline.DEFAULTS.batch_queries,
                  ray: str | None = None, actors: int | None = None, gpus_per_actor: float | None = None,
                  passages: str | int | None = None, passage_score: str | None = None,
-                 max_passages: int | None = None, **options: Any):
+                 max_passages: int | None = None, calibration: Any = None, **options: Any):
         from .run.passages import Passages
         from .run.ray_executor import ray_options
 
         self.method = method
         pipeline.check_batch_queries(batch_queries)
         method_options, backend_options = pipeline.split_options(options)
+        from .relevance import keep_maps_k, loaded
+
+        calibrated = loaded(calibration)
+        keep_maps_k(calibrated, method, method_options)
         #: the method as built and the ones calls ask for (top_k, a server's per-request method and budget)
         self.methods = pipeline.Methods(method, method_options, pipeline.ScoreSource.documents)
         self.strategy = self.methods.strategy
         #: long documents by their passages (``passages="WORDS[:STRIDE]"``, ``passage_score``, ``max_passages``:
         #: :mod:`acurank_cli.run.passages`), or None
         self.passages = Passages.of(passages, passage_score, max_passages)
+        #: the calibration map that gives P(relevant) (``calibration=``: a map file or a
+        #: :class:`~acurank_cli.relevance.CalibrationMap`; docs/relevance.md), or None
+        self.calibration = _calibration(calibrated, self.strategy, self.passages)
         self._session = pipeline.Session(self.strategy, backend, backend_options,
                                          ray_options(ray, actors, gpus_per_actor), self.passages)
         built = self._session.start(cache, batch_queries)
@@ -74,18 +81,22 @@ class Reranker:
     # -- reranking ----------------------------------------------------------------------------
 
     def rerank(self, query: str, docs: Sequence[DocLike], *, qid: str = "q", top_k: int | None = None,
-               min_p_topk: float | None = None, instruction: str | None = None) -> RerankOutput:
+               min_p_topk: float | None = None, instruction: str | None = None, min_p_relevant: float | None = None,
+               cut: str | None = None) -> RerankOutput:
         """Rerank one query's documents (best first) with the method and backend; ``top_k`` keeps the best
-        ``top_k`` and ``min_p_topk`` (the confidence cut) those whose p_topk is at least that; ``instruction``:
-        this query's task instruction (a listwise LLM's prompt), in place of the Reranker's."""
+        ``top_k`` and ``min_p_topk`` those whose p_topk is at least that; with a calibration map, ``min_p_relevant``
+        keeps those whose P(relevant) is at least that and ``cut`` ("p:X" or "f1", as ``--cut``) stops the list where
+        relevance ends (maybe empty); ``instruction``: this query's task instruction (a listwise LLM's prompt), in
+        place of the Reranker's."""
         return self.rerank_batch([(query, docs)], qids=[qid], top_k=top_k, min_p_topk=min_p_topk,
-                                 instruction=instruction)[0]
+                                 instruction=instruction, min_p_relevant=min_p_relevant, cut=cut)[0]
 
     def rerank_batch(self, queries: Iterable[tuple[str, Sequence[DocLike]]], *,
                      qids: Sequence[str] | None = None, top_k: int | None = None,
-                     min_p_topk: float | None = None, instruction: str | None = None) -> list[RerankOutput]:
+                     min_p_topk: float | None = None, instruction: str | None = None,
+                     min_p_relevant: float | None = None, cut: str | None = None) -> list[RerankOutput]:
         """Rerank many queries; up to ``batch_queries`` advance together so their windows share batches.
-        ``top_k`` and ``min_p_topk`` cut every query's output (see :meth:`rerank`)."""
+        ``top_k``, ``min_p_topk``, ``min_p_relevant`` and ``cut`` cut every query's output (see :meth:`rerank`)."""
         if self.reranker is None:
             raise InputError("this Reranker is closed: build a new one (Reranker(...)) to rerank again")
         if top_k is not None and not at_least(1).contains(top_k):
@@ -95,6 +106,7 @@ class Reranker:
                 raise ParameterError("min_p_topk", min_p_topk, between(0.0, 1.0).describe())
             if self.cutoff is None:
                 raise InputError(f"min_p_topk needs a method with ratings and a cutoff k (acurank...), not {self.method!r}")
+        relevant_cut = self._relevance_cuts(min_p_relevant, cut)
         queries = list(queries)
         qids = list(qids) if qids is not None else [str(i) for i in range(len(queries))]
         if len(set(qids)) != len(qids) or len(qids) != len(queries):
@@ -112,12 +124,25 @@ class Reranker:
         self._session.check([p.task for p in group], "the documents' scores", strategy, texts_of=texts_of)
         for outcome in self._session.run([p.task for p in group], None, None, strategy, texts_of):
             outputs[outcome.qid] = output_of(by_qid[outcome.qid], outcome, outcome.final_ratings(), strategy.cutoff,
-                                             top_k, min_p_topk)
+                                             top_k, min_p_topk, self.calibration, min_p_relevant, relevant_cut)
         for p in prepared:
             if p.task.n == 0:
                 outputs[p.task.qid] = RerankOutput(qid=p.task.qid, query=p.task.query, docs=(), tally=CallTally(),
-                                                   seconds=0.0, stop=None, k=strategy.cutoff)
+                                                   seconds=0.0, stop=None, k=strategy.cutoff,
+                                                   p_none=None if self.calibration is None else 1.0)
         return [outputs[qid] for qid in qids]
+
+    def _relevance_cuts(self, min_p_relevant: float | None, cut: str | None):
+        """``min_p_relevant`` and ``cut`` checked (both need the calibration map); the cut parsed."""
+        from .relevance import Cut
+
+        for name, value in (("min_p_relevant", min_p_relevant), ("cut", cut)):
+            if value is not None and self.calibration is None:
+                raise InputError(f"{name} needs P(relevant): build the Reranker with calibration=MAP.json "
+                                 "(docs/relevance.md)")
+        if min_p_relevant is not None and not between(0.0, 1.0).contains(min_p_relevant):
+            raise ParameterError("min_p_relevant", min_p_relevant, between(0.0, 1.0).describe())
+        return None if cut is None else Cut.parse(cut, "cut")
 
     def strategy_for(self, top_k: int | None) -> Strategy:
         """The method that serves a call keeping ``top_k`` documents (:meth:`~acurank_cli.run.pipeline.Methods.for_call`)."""
@@ -160,6 +185,15 @@ class Reranker:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _calibration(value: Any, strategy: Strategy, passages: Any):
+    """The map, for a method with ratings over documents ranked whole (None: none)."""
+    from .relevance import check_applicable
+
+    if value is not None:
+        check_applicable(strategy, passages, "calibration")
+    return value
 
 
 def as_reranker(value: Any, method: str) -> "Reranker":

@@ -386,6 +386,18 @@ class PassageSummary:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RelevanceSummary:
+    """Where relevance ends for one query (``--calibration``, docs/relevance.md): the grade the map is for, each
+    ranked document's P(grade >= grade) by docid, P(no relevant candidate) and, when a cut was asked, how many
+    documents the run kept (0: nothing here)."""
+
+    grade: int
+    p_none: float
+    p: Mapping[str, float] = field(default_factory=dict)
+    kept: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class QueryOutcome:
     """The result of reranking one query: final ranking plus the honest accounting."""
 
@@ -456,6 +468,8 @@ class StatsRecord:
     thinking_calls: int | None = None
     #: ranked by passages (``--passages``; None: by documents, not written)
     passages: PassageSummary | None = None
+    #: P(relevant) and the cut (``--calibration``; None: not asked, not written)
+    relevance: RelevanceSummary | None = None
 
     @classmethod
     def of(cls, outcome: QueryOutcome, about: RunAbout = RunAbout()) -> "StatsRecord":

@@ -27,8 +27,8 @@ from ..run.pipeline import BATCH_QUERIES_DEFAULT, DEFAULTS
 #: The --help panels of rerank, baseline and serve, in the order they are shown: a job's own flags name theirs
 #: (``rich_help_panel``), a method's options are under METHOD, a backend's under the panel of the options record that
 #: declares them (``help_panel``; a plug-in's own: BACKEND).
-IO, LONG, METHOD, BACKEND, PROMPT, THINKING, REMOTE, SIMULATED, PERFORMANCE, SERVER = PANELS = (
-    "Input and output", "Long documents", "Method", "Backend", "LLM prompt and answers", "Thinking", "Remote servers",
+IO, LONG, RELEVANCE, METHOD, BACKEND, PROMPT, THINKING, REMOTE, SIMULATED, PERFORMANCE, SERVER = PANELS = (
+    "Input and output", "Long documents", "Where relevance ends", "Method", "Backend", "LLM prompt and answers", "Thinking", "Remote servers",
     "Simulated reranker", "Performance", "Server")
 
 
@@ -113,6 +113,13 @@ BatchQueries = Annotated[Optional[int], typer.Option("--batch-queries", min=1, r
 PassagesFlag = Annotated[Optional[str], typer.Option("--passages", metavar="WORDS[:STRIDE]", rich_help_panel=LONG, help="Rank documents longer than WORDS words by their passages: WORDS words each, STRIDE apart (default WORDS/2), each passage a player; one line per document, scored from its passages (--passage-score). Without it documents are ranked whole (cut to fit the window). See docs/long-documents.md.")]
 PassageScore = Annotated[Optional[str], typer.Option("--passage-score", metavar="maxp|firstp|sum|softmax", rich_help_panel=LONG, help="--passages: a document's score from its passages': maxp (the best; default), firstp (the first passage only), sum, softmax (a smooth maximum).")]
 MaxPassages = Annotated[Optional[int], typer.Option("--max-passages", min=1, rich_help_panel=LONG, help="--passages: passages made per document at most, its first ones (default 10, as Cohere's max_chunks_per_doc).")]
+Calibration = Annotated[Optional[str], typer.Option("--calibration", metavar="MAP.json", rich_help_panel=RELEVANCE, help="A calibration map: each document's P(relevant) (grade >= the map's) and each query's P(no relevant document) go to the stats; with --calibrate, the map to fit and write. Methods with ratings (acurank...). See docs/relevance.md.")]
+ServedCalibration = Annotated[Optional[str], typer.Option("--calibration", metavar="MAP.json", rich_help_panel=SERVER, help="A calibration map (fit by rerank --calibrate): relevance_score is each document's P(relevant) and meta.acurank.p_none the query's P(no relevant document), for calls at the map's k. See docs/relevance.md.")]
+Calibrate = Annotated[Optional[str], typer.Option("--calibrate", metavar="QRELS", rich_help_panel=RELEVANCE, help="Fit the --calibration map on this run's queries judged in QRELS and write it when the run ends (apply it to other queries, never the same).")]
+RelevantGrade = Annotated[Optional[int], typer.Option("--relevant-grade", metavar="G", min=0, rich_help_panel=RELEVANCE, help="--calibrate: relevant means grade >= this (default 1, as trec_eval; TREC DL passages: 2).")]
+CutFlag = Annotated[Optional[str], typer.Option("--cut", metavar="p:X|f1", rich_help_panel=RELEVANCE, help="--calibration: each query's list stops where relevance ends: p:X keeps P(relevant) >= X; f1 keeps the top K that maximise the expected F1 (none when P(no relevant document) is higher). A query may be left with no line.")]
+CutTarget = Annotated[Optional[str], typer.Option("--cut-target", metavar="cut|topk", rich_help_panel=RELEVANCE, help="--cut: where AcuRank's uncertain set lies: around the top k's boundary (topk, default, as without --cut) or around the cut's (cut: the calls decide which documents the cut keeps; measured to cost more calls for a lower F1, docs/relevance.md).")]
+ScoreColumn = Annotated[Optional[str], typer.Option("--score", metavar="mu|p_relevant", rich_help_panel=RELEVANCE, help="The run's score column: mu (default) or p_relevant (--calibration; the run is then ordered by it, as trec_eval reads scores).")]
 ReadDirs = Annotated[Optional[list[str]], typer.Option("--read-dir", rich_help_panel=SERVER, help="MCP: a folder whose files the evaluate tool may read (repeatable; default none: runs and qrels are given inline).")]
 Reranker = Annotated[str, typer.Option("--reranker", rich_help_panel=BACKEND, help="Backend: {backends}. Which methods, prompt formats and answer modes combine with each: docs/support-matrix.md.")]
 

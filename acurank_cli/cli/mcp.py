@@ -10,7 +10,7 @@ from __future__ import annotations
 import typer
 
 from ..run.pipeline import DEFAULTS
-from .flags import (Cache, MaxPassages, NoCache, PanelledCommand, PassageScore, PassagesFlag, ReadDirs, Reranker,
+from .flags import (ServedCalibration, Cache, MaxPassages, NoCache, PanelledCommand, PassageScore, PassagesFlag, ReadDirs, Reranker,
                     cache_choice, method_option, say, with_generated_flags)
 
 
@@ -24,6 +24,7 @@ def mcp_cmd(
     passages: PassagesFlag = None,
     passage_score: PassageScore = None,
     max_passages: MaxPassages = None,
+    calibration: ServedCalibration = None,
     **generated,
 ) -> None:
     """Serve acurank's tools to an MCP client over stdio: rerank (a query and its documents) and evaluate (a run
@@ -36,8 +37,14 @@ def mcp_cmd(
 
     cache = cache_choice(cache, no_cache)
     options, backend_options = pipeline.split_options(generated)
+    from ..relevance import check_applicable, keep_maps_k, loaded
+
+    calibrated = loaded(calibration, "--calibration")
+    keep_maps_k(calibrated, method or pipeline.DEFAULTS.method, options)
     methods = pipeline.Methods(method, options, pipeline.ScoreSource.documents)  # an unknown method: before any load
     pipeline.check_servable(methods.strategy)
+    if calibrated is not None:
+        check_applicable(methods.strategy, passages)
     session = pipeline.Session(methods.strategy, reranker, backend_options,
                                passages=Passages.of(passages, passage_score, max_passages))  # checked, nothing built
     import mcp.server.mcpserver  # noqa: F401 - checked before the backend is built
@@ -47,7 +54,7 @@ def mcp_cmd(
     except BaseException:
         session.close()
         raise
-    service = RerankService(session, methods, DEFAULT_LIMITS)
+    service = RerankService(session, methods, DEFAULT_LIMITS, calibration=calibrated)
     server = build_mcp(service, reranker, read_dir or ())
     say(f"mcp: serving {methods.strategy.name} with {reranker} on stdio (tools: rerank, evaluate)")
     try:

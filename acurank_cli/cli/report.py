@@ -315,6 +315,37 @@ def trace_cmd(
     out.emit(replace(rep, written=written))
 
 
+@report_app.command("calibration", help="""How well a run's P(relevant) matches the qrels: expected calibration
+error, Brier score and the reliability diagram (PNG); the F1 of the run's cut against the oracle cut's and the best
+fixed top-k's; the ROC AUC of P(no relevant document) for the queries with nothing relevant. The run must have been
+reranked with --calibration (P(relevant) is in its stats). See docs/relevance.md.
+
+Example: acurank report calibration dl20.run --qrels sample_runs/dl20/qrels.txt --plot reliability.png""")
+@renders(REPORT_FORMATS)
+def calibration_cmd(
+    run: Annotated[str, typer.Argument(help="The run (rerank --calibration); its stats beside it as X.stats.jsonl.")],
+    qrels: Annotated[str, typer.Option("--qrels", help="Qrels of the run's queries (not those the map was fit on).")],
+    stats: Annotated[Optional[str], typer.Option("--stats", help="The run's stats JSONL (default: X.stats.jsonl beside RUN).")] = None,
+    grade: Annotated[Optional[int], typer.Option("--relevant-grade", metavar="G", min=0, help="Relevant means grade >= G (default: the map's grade).")] = None,
+    bins: Annotated[int, typer.Option("--bins", min=2, help="Equal-width bins of the calibration error and the diagram.")] = 10,
+    plots: plot_option("none by default") = None,
+    out: Rendering = None,
+) -> None:
+    from ..io.collection_files import read_qrels
+    from ..io.run_files import read_stats, stats_path_for
+    from ..io.runs import read_scores
+    from ..report.calibration import calibration_report, plot_reliability
+
+    stats_file = stats or str(stats_path_for(run))
+    plan = FilePlan().read("RUN", run).read("--qrels", qrels).read("--stats", stats_file).write("--output", out.output)
+    for p in plots or ():
+        plan.write("--plot", p)
+    plan.check(out.overwrite)
+    rep = calibration_report(read_stats(stats_file), read_scores(run), read_qrels(qrels), grade, bins, run)
+    written = plot_reliability(rep, plots, Path(run).name) if plots else []
+    out.emit(replace(rep, written=written))
+
+
 @report_app.command("provenance", help="""Where runs came from, as their meta files record it: acurank, Python,
 the engines' versions (torch, transformers, vLLM, ...), the model, its revision or weights digest, device, dtype
 and prompt format. Beside a table, it says which software and model made each row.

@@ -14,7 +14,8 @@ from typing import Annotated, Optional
 import typer
 
 from ..run.pipeline import DEFAULTS
-from .flags import (BACKEND, DEPTH_HELP, IO, PERFORMANCE, BatchQueries, Cache, MaxPassages, NoCache, Overwrite,
+from .flags import (BACKEND, DEPTH_HELP, IO, PERFORMANCE, BatchQueries, Cache, Calibrate, Calibration, CutFlag, CutTarget,
+                    MaxPassages, NoCache, Overwrite, RelevantGrade, ScoreColumn,
                     PanelledCommand, PassageScore, PassagesFlag, Qids, Quiet, RayActors, RayAddress, RayGpus, Reranker, cache_choice, err, method_option,
                     with_generated_flags)
 
@@ -42,6 +43,12 @@ def rerank(
     passages: PassagesFlag = None,
     passage_score: PassageScore = None,
     max_passages: MaxPassages = None,
+    calibration: Calibration = None,
+    calibrate: Calibrate = None,
+    relevant_grade: RelevantGrade = None,
+    cut: CutFlag = None,
+    cut_target: CutTarget = None,
+    score: ScoreColumn = None,
     batch_queries: BatchQueries = DEFAULTS.batch_queries,
     cache: Cache = None,
     no_cache: NoCache = False,
@@ -61,11 +68,15 @@ def rerank(
     from ..run.ray_executor import ray_options
     from ..run.passages import Passages
     from ..io.shards import Shard
+    from ..relevance import options as relevance_options
 
     baseline_only = ctx.info_name == "baseline"
     cache = cache_choice(cache, no_cache)
     options, backend_options = pipeline.split_options(generated)
     strategy = pipeline.method(method, options, pipeline.ScoreSource.run_file, baseline_only)
+    judged, fitted = relevance_options(calibration, calibrate, relevant_grade, cut, score, cut_target)
+    if judged is not None:
+        strategy = judged.aimed(strategy)
     job = RerankJob(
         inputs=InputSpec(run=run, depth=depth, topics=topics, corpus=corpus, index=index, dataset=dataset,
                          qrels=qrels, qids=qids, skip_missing=skip_missing,
@@ -81,6 +92,8 @@ def rerank(
         model_params=model_params,
         ray=ray_options(ray, actors, gpus_per_actor, flags=True),
         passages=Passages.of(passages, passage_score, max_passages),
+        relevance=judged,
+        calibrate=fitted,
     )
     run_job(job, err())
 

@@ -21,7 +21,7 @@ from .. import redaction
 from ..errors import InputError, Stopped
 from ..run.pipeline import DEFAULTS
 from ..serve.limits import DEFAULT_LIMITS as LIMITS, Limits
-from .flags import (SERVER, Cache, MaxPassages, NoCache, PanelledCommand, PassageScore, PassagesFlag, RayActors,
+from .flags import (ServedCalibration, SERVER, Cache, MaxPassages, NoCache, PanelledCommand, PassageScore, PassagesFlag, RayActors,
                     RayAddress, RayGpus, ReadDirs, Reranker, cache_choice, method_option, say, with_generated_flags)
 
 #: where bearer keys come from when no --api-key is given (comma-separated)
@@ -48,6 +48,7 @@ def serve(
     passages: PassagesFlag = None,
     passage_score: PassageScore = None,
     max_passages: MaxPassages = None,
+    calibration: ServedCalibration = None,
     ray: RayAddress = None,
     actors: RayActors = None,
     gpus_per_actor: RayGpus = None,
@@ -69,8 +70,14 @@ def serve(
                     max_tokens_per_doc=max_tokens_per_doc, max_in_flight=max_in_flight, max_queued=max_queued,
                     timeout=request_timeout, max_calls=max_calls)
     options, backend_options = pipeline.split_options(generated)
+    from ..relevance import check_applicable, keep_maps_k, loaded
+
+    calibrated = loaded(calibration, "--calibration")
+    keep_maps_k(calibrated, method or pipeline.DEFAULTS.method, options)
     methods = pipeline.Methods(method, options, pipeline.ScoreSource.documents)  # an unknown method: before any load
     pipeline.check_servable(methods.strategy)
+    if calibrated is not None:
+        check_applicable(methods.strategy, passages)
     session = pipeline.Session(methods.strategy, reranker, backend_options,
                                ray_options(ray, actors, gpus_per_actor, flags=True),
                                Passages.of(passages, passage_score, max_passages))  # options checked, nothing built
@@ -83,7 +90,7 @@ def serve(
         session.close()
         sock.close()
         raise
-    service = RerankService(session, methods, limits)
+    service = RerankService(session, methods, limits, calibration=calibrated)
     tools = mcp_tools(service, reranker, read_dir)
     app = create_app(service, reranker, keys, on_shutdown=lambda: service.close(limits.timeout), log=say, mcp=tools,
                      host=host)

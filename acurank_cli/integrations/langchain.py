@@ -34,6 +34,8 @@ class AcuRankCompressor(BaseDocumentCompressor):
     method: str = "acurank"
     top_n: int = 3
     min_p_topk: float | None = None
+    #: with a Reranker built with a calibration map: keep documents whose P(relevant) is at least this
+    min_p_relevant: float | None = None
 
     @model_validator(mode="after")
     def _build(self) -> "AcuRankCompressor":
@@ -51,12 +53,14 @@ class AcuRankCompressor(BaseDocumentCompressor):
             if have_scores:
                 item["score"] = float(d.metadata["score"])
             items.append(item)
-        out = self.reranker.rerank(query, items, top_k=self.top_n, min_p_topk=self.min_p_topk)
+        out = self.reranker.rerank(query, items, top_k=self.top_n, min_p_topk=self.min_p_topk,
+                                   min_p_relevant=self.min_p_relevant)
         kept = []
         for r, score in zip(out.docs, relevance_scores(out, len(documents))):
             src = documents[int(r.id)]
             meta = {**src.metadata, "acurank_rank": r.rank, "acurank_mu": r.mu, "acurank_sigma": r.sigma,
-                    "acurank_p_topk": r.p_topk, "relevance_score": score}
+                    "acurank_p_topk": r.p_topk, "relevance_score": score,
+                    **({} if r.p_relevant is None else {"acurank_p_relevant": r.p_relevant})}
             kept.append(Document(page_content=src.page_content, metadata=meta, id=src.id))
         return kept
 

@@ -22,7 +22,7 @@ from pydantic import Field, model_validator
 from ..api import as_reranker, relevance_scores
 
 #: the metadata keys the postprocessor adds (hidden from the LLM and the embedder)
-KEYS = ("acurank_rank", "acurank_mu", "acurank_sigma", "acurank_p_topk")
+KEYS = ("acurank_rank", "acurank_mu", "acurank_sigma", "acurank_p_topk", "acurank_p_relevant")
 
 
 class AcuRankNodePostprocessor(BaseNodePostprocessor):
@@ -33,6 +33,8 @@ class AcuRankNodePostprocessor(BaseNodePostprocessor):
     method: str = "acurank"
     top_n: int = 3
     min_p_topk: Optional[float] = None
+    #: with a Reranker built with a calibration map: keep nodes whose P(relevant) is at least this
+    min_p_relevant: Optional[float] = None
 
     @model_validator(mode="after")
     def _build(self) -> "AcuRankNodePostprocessor":
@@ -56,12 +58,13 @@ class AcuRankNodePostprocessor(BaseNodePostprocessor):
             if have_scores:
                 item["score"] = float(n.score)
             items.append(item)
-        out = self.reranker.rerank(query_bundle.query_str, items, top_k=self.top_n, min_p_topk=self.min_p_topk)
+        out = self.reranker.rerank(query_bundle.query_str, items, top_k=self.top_n, min_p_topk=self.min_p_topk,
+                                   min_p_relevant=self.min_p_relevant)
         kept = []
         for r, score in zip(out.docs, relevance_scores(out, len(nodes))):
             node = nodes[int(r.id)].node
             meta = {**node.metadata, "acurank_rank": r.rank, "acurank_mu": r.mu, "acurank_sigma": r.sigma,
-                    "acurank_p_topk": r.p_topk}
+                    "acurank_p_topk": r.p_topk, **({} if r.p_relevant is None else {"acurank_p_relevant": r.p_relevant})}
             hidden = {"excluded_llm_metadata_keys": sorted({*node.excluded_llm_metadata_keys, *KEYS}),
                       "excluded_embed_metadata_keys": sorted({*node.excluded_embed_metadata_keys, *KEYS})}
             kept.append(NodeWithScore(node=node.model_copy(update={"metadata": meta, **hidden}), score=score))

@@ -18,7 +18,8 @@ Output: one row per input row, sorted by query (first-appearance order) and the 
 ``score`` (the run file's score: strictly decreasing within a query) and ``rank`` (0-based, PyTerrier's), plus
 ``p_topk``, ``mu`` and ``sigma`` for methods with ratings (NaN otherwise); the input's other columns are kept. With
 ``passages="WORDS[:STRIDE]"`` (long documents ranked by their passages, as ``--passages``), also ``passage``: the
-text of the passage each document's score came from ("" for a document not split).
+text of the passage each document's score came from ("" for a document not split). With ``calibration=MAP.json``
+(a calibration map, docs/relevance.md), also ``p_relevant``: P(grade >= the map's grade).
 After a transform, :attr:`AcuRankReranker.accounting` holds each query's calls, cached calls, documents sent
 and tokens (the honest accounting of every call).
 """
@@ -67,7 +68,8 @@ class AcuRankReranker(pt.Transformer):
         if missing:
             raise InputError(f"the result frame lacks column {missing[0]!r} (AcuRankReranker needs qid, query, docno "
                              f"and the passage text in {self.text_field!r}; it has {', '.join(map(str, inp.columns))})")
-        added = (*OUTPUT_COLUMNS, "passage") if self.reranker.passages is not None else OUTPUT_COLUMNS
+        added = (*OUTPUT_COLUMNS, *(("passage",) if self.reranker.passages is not None else ()),
+                 *(("p_relevant",) if self.reranker.calibration is not None else ()))
         out_columns = [*inp.columns, *(c for c in added if c not in inp.columns)]
         if len(inp) == 0:
             return pd.DataFrame({c: pd.Series(dtype=inp[c].dtype if c in inp.columns else float) for c in out_columns})
@@ -102,6 +104,8 @@ class AcuRankReranker(pt.Transformer):
                 row.update(score=d.score, rank=rank, p_topk=_num(d.p_topk), mu=_num(d.mu), sigma=_num(d.sigma))
                 if self.reranker.passages is not None:
                     row["passage"] = d.passage_text or ""
+                if self.reranker.calibration is not None:
+                    row["p_relevant"] = d.p_relevant
                 result.append(row)
         return pd.DataFrame(result, columns=out_columns)
 

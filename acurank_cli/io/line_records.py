@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
-from ..records import (DocRating, IterationRecord, PassageSpan, PassageSummary, Phase, StatsRecord, StopReason,
+from ..records import (DocRating, IterationRecord, PassageSpan, PassageSummary, Phase, RelevanceSummary, StatsRecord, StopReason,
                        TraceRecord)
 
 
@@ -52,7 +52,28 @@ def stats_line(r: StatsRecord) -> dict[str, Any]:
         out.update(reasoning_tokens=r.reasoning_tokens, thinking_calls=r.thinking_calls)
     if r.passages is not None:
         out["passages"] = _passages_line(r.passages)
+    if r.relevance is not None:
+        out["relevance"] = _relevance_line(r.relevance)
     return out
+
+
+def _relevance_line(r: RelevanceSummary) -> dict[str, Any]:
+    """``relevance``: the grade, P(none), the documents kept by the cut (absent: no cut) and P(relevant) per
+    document in rank order (6 decimals)."""
+    out: dict[str, Any] = {"grade": r.grade, "p_none": float(f"{r.p_none:.6g}")}
+    if r.kept is not None:
+        out["kept"] = r.kept
+    out["p"] = {d: round(p, 6) for d, p in r.p.items()}
+    return out
+
+
+def _relevance(rec: Mapping[str, Any] | None) -> RelevanceSummary | None:
+    if rec is None:
+        return None
+    kept = rec.get("kept")
+    return RelevanceSummary(grade=int(rec["grade"]), p_none=float(rec["p_none"]),
+                            p={str(d): float(v) for d, v in (rec.get("p") or {}).items()},
+                            kept=None if kept is None else int(kept))
 
 
 def _passages_line(p: PassageSummary) -> dict[str, Any]:
@@ -92,7 +113,7 @@ def stats_record(rec: Mapping[str, Any]) -> StatsRecord:
         fingerprint=rec.get("fingerprint"), reranker=rec.get("reranker"), params=rec.get("params"),
         flops=num("flops", float, None), beta=num("beta", float, None),
         reasoning_tokens=num("reasoning_tokens", int, None), thinking_calls=num("thinking_calls", int, None),
-        passages=_passages(rec.get("passages")),
+        passages=_passages(rec.get("passages")), relevance=_relevance(rec.get("relevance")),
     )
 
 

@@ -68,15 +68,17 @@ def read_stats(path: str | Path) -> dict[str, StatsRecord]:
     return out
 
 
-def _recorded_qids(path: Path) -> set[str]:
-    """The queries a stats file holds a complete record of (none when it is gone)."""
+def _recorded_qids(path: Path) -> dict[str, int | None]:
+    """The queries a stats file holds a complete record of (none when it is gone), each with the lines its run
+    block kept when a cut was asked (``relevance.kept``; None: no cut, the block holds every candidate)."""
     if not path.is_file():
-        return set()
-    found = set()
+        return {}
+    found: dict[str, int | None] = {}
     for line in written_lines(path):
         try:
-            found.add(str(json.loads(line)["qid"]))
-        except (ValueError, KeyError, TypeError):
+            rec = json.loads(line)
+            found[str(rec["qid"])] = (rec.get("relevance") or {}).get("kept")
+        except (ValueError, KeyError, TypeError, AttributeError):
             break  # a torn last record
     return found
 
@@ -361,9 +363,12 @@ class RunWriter:
         elif self.output and self.output != "-":
             path = Path(self.output)
             if path.exists() and path.stat().st_size > 0 and not overwrite:  # checked by RunFiles.open first
-                kept = complete_run_blocks(path, expected, tag)
+                recorded = _recorded_qids(Path(self.stats)) if self.stats else {}
+                # a query cut where relevance ends (--cut) has the lines its stats record says it kept, maybe none
+                cut = {q: n for q, n in recorded.items() if n is not None and q in expected}
+                kept = complete_run_blocks(path, {**expected, **cut}, tag)
+                kept.update({q: "" for q, n in cut.items() if n == 0})
                 if self.stats:  # finished means its stats record is there too (a deleted or cut stats file)
-                    recorded = _recorded_qids(Path(self.stats))
                     self.without_stats = sorted(q for q in kept if q not in recorded)
                     kept = {q: block for q, block in kept.items() if q in recorded}
                 self.done = set(kept)

@@ -84,10 +84,28 @@ class AcuRank(Strategy):
 
     knows_uncertainty = True
 
-    def __init__(self, name: str, params: AcuRankParams):
+    def __init__(self, name: str, params: AcuRankParams, target=None):
         self.name = name
         self.params = params
         self._update = get_updater(params.updater)
+        #: where the uncertain set's boundary lies (None: the top k, the paper's): a cut's
+        #: (:class:`~acurank_cli.relevance.CutTarget`, ``--cut``), whose size K the target says from the ratings
+        self.target = target
+
+    def aimed_at(self, target) -> "AcuRank":
+        """This method with its uncertain set around ``target``'s boundary instead of the top k's."""
+        return AcuRank(self.name, self.params, target)
+
+    def _boundary(self, r: Ratings, a: Assessment) -> tuple[int, Assessment]:
+        """The k the uncertain set is about and the assessment at it: the method's k, or the cut's size K under the
+        ratings now (the target reads P(relevant) from ``a``, the assessment at the method's k), kept within
+        1..n-1 so that a boundary exists."""
+        if self.target is None:
+            return self.params.k, a
+        size = min(max(1, self.target.size(r.mu, a.prob)), max(1, r.n - 1))
+        if size == self.params.k:
+            return size, a
+        return size, assess(self.params.uncertainty, r.mu, r.sigma, size, self.params.eps)
 
     def parameters(self):
         return self.params
@@ -149,6 +167,7 @@ class AcuRank(Strategy):
         topk = tuple(order[: p.k])
         while iteration < budget:
             a = assess(p.uncertainty, r.mu, r.sigma, p.k, p.eps)
+            boundary, a = self._boundary(r, a)
             order = sort_by(order, a.prob)
             choice = self.choose(order, a, rounds, budget - iteration, rng)
             if not choice.groups:
@@ -167,7 +186,7 @@ class AcuRank(Strategy):
                 stop = self._stop_after_final(choice)
                 break
             if p.stop is StopRule.topk_stable:
-                new_topk = tuple(sort_by(order, r.mu)[: p.k])
+                new_topk = tuple(sort_by(order, r.mu)[: boundary])
                 if new_topk == topk:
                     stop = StopReason.topk_stable
                     break

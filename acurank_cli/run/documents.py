@@ -37,9 +37,13 @@ class RankedDoc:
     first_stage_score: float
     metadata: Mapping[str, Any] = field(default_factory=dict)
     #: P(rank <= k) under the final ratings N(mu, sigma^2) (exact, as --uncertainty exact computes it; k is
-    #: the method's cutoff, RerankOutput.k; the final ratings' DocRating.p_topk): a calibrated 0-1 relevance
-    #: signal; None for methods without ratings
+    #: the method's cutoff, RerankOutput.k; the final ratings' DocRating.p_topk): how sure the method is that the
+    #: document is among this list's best k. It is relative, not P(relevant): it sums to k over every list, relevant
+    #: documents or none (use ``p_relevant``); None for methods without ratings
     p_topk: float | None = None
+    #: P(grade >= the map's grade) from a calibration map (``Reranker(calibration=...)``, docs/relevance.md); None
+    #: without a map
+    p_relevant: float | None = None
     #: ranked by passages (``passages=``): the passage the document's score came from (its best under MaxP), where
     #: it lies in ``text``; None when the document was not split
     passage: PassageSpan | None = None
@@ -72,6 +76,9 @@ class RerankOutput:
     #: what the call site should know to read the output (e.g. that a query with at most k documents has every
     #: p_topk 1.0: each of them is in the top k for certain); None when nothing needs saying
     note: str | None = None
+    #: P(no document of the list is relevant), from the calibration map (None without one); the list may be empty
+    #: where a cut found nothing relevant
+    p_none: float | None = None
 
     @property
     def calls(self) -> int:
@@ -158,18 +165,30 @@ def prepare(query: str, items: Sequence[DocLike], qid: str = "q", instruction: s
 
 
 def relevance_scores(out: RerankOutput, n: int) -> list[float]:
-    """A 0-1 relevance score per returned document: p_topk, or for a method without ratings the position
-    1 - (rank - 1) / n (what the LangChain and LlamaIndex adapters report)."""
-    return [d.p_topk if d.p_topk is not None else 1.0 - (d.rank - 1) / max(1, n) for d in out.docs]
+    """A 0-1 relevance score per returned document: P(relevant) with a calibration map, else p_topk, or for a method
+    without ratings the position 1 - (rank - 1) / n (what the LangChain and LlamaIndex adapters report)."""
+    return [d.p_relevant if d.p_relevant is not None else d.p_topk if d.p_topk is not None
+            else 1.0 - (d.rank - 1) / max(1, n) for d in out.docs]
 
 
 def output_of(p: Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: int | None = None,
-            top_k: int | None = None, min_p_topk: float | None = None) -> RerankOutput:
+              top_k: int | None = None, min_p_topk: float | None = None, relevance: Any = None,
+              min_p_relevant: float | None = None, cut: Any = None) -> RerankOutput:
     """The query's RerankOutput: its ranking with each document's text, metadata, first-stage rank and score, final
-    rating (``ratings``: :meth:`~acurank_cli.records.QueryOutcome.final_ratings`) and p_topk at ``k``; cut to ``top_k``
-    and to ``min_p_topk``."""
+    rating (``ratings``: :meth:`~acurank_cli.records.QueryOutcome.final_ratings`) and p_topk at ``k``, and with a
+    calibration map (``relevance``, :class:`~acurank_cli.relevance.CalibrationMap`) P(relevant) and P(none); cut to
+    ``top_k``, to ``min_p_topk``, to ``min_p_relevant`` and by ``cut`` (a :class:`~acurank_cli.relevance.Cut`, over
+    the whole list)."""
     first = {c.docid: (r, c.score) for r, c in enumerate(p.task.candidates, start=1)}
     probs = {d: r.p_topk for d, r in ratings.items() if r.p_topk is not None} if k is not None else {}
+    relevant: dict[str, float] = {}
+    p_none = None
+    if relevance is not None:
+        from ..relevance import p_none as none_of
+
+        values = relevance.probabilities([ratings[r.docid] for r in outcome.ranking])
+        relevant = {r.docid: v for r, v in zip(outcome.ranking, values)}
+        p_none = none_of(values)
     spans = outcome.passages.best if outcome.passages is not None else {}
     ranked = []
     for rank, r in enumerate(outcome.ranking, start=1):
@@ -179,18 +198,25 @@ def output_of(p: Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: in
                                 mu=rating and rating.mu, sigma=rating and rating.sigma,
                                 first_stage_rank=first[r.docid][0], first_stage_score=first[r.docid][1],
                                 metadata=p.meta.get(r.docid, {}), p_topk=probs.get(r.docid),
-                                passage=spans.get(r.docid)))
+                                passage=spans.get(r.docid), p_relevant=relevant.get(r.docid)))
+    if cut is not None:  # over the whole list, before the other cuts
+        keep = cut.keep([d.p_relevant for d in ranked])
+        if isinstance(keep, int):
+            keep = set(sorted(range(len(ranked)), key=lambda i: -ranked[i].p_relevant)[:keep])
+        ranked = [d for i, d in enumerate(ranked) if i in keep]
     if top_k is not None:
         ranked = ranked[:top_k]
     if min_p_topk is not None:
         ranked = [d for d in ranked if d.p_topk is not None and d.p_topk >= min_p_topk]
+    if min_p_relevant is not None:
+        ranked = [d for d in ranked if d.p_relevant is not None and d.p_relevant >= min_p_relevant]
     note = None
     if probs and k is not None and p.task.n <= k:
         note = (f"{p.task.n} documents for k = {k}: every document is in the top {k} for certain, so every p_topk "
                 "is 1.0 (p_topk separates documents only when there are more than k)")
     return RerankOutput(qid=outcome.qid, query=p.task.query, docs=tuple(ranked), tally=outcome.tally,
                         seconds=outcome.seconds, stop=outcome.stop,
-                        k=k if probs else None, note=note)
+                        k=k if probs else None, note=note, p_none=p_none)
 
 
 

@@ -3,6 +3,7 @@ with a summary line. The command line's ``rerank`` and ``baseline`` build one :c
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import time
 from pathlib import Path
@@ -31,6 +32,8 @@ from . import provenance
 from .fingerprint import RunFingerprint, input_digest, strategy_params
 from .inputs import InputSpec
 from .passages import Passages
+from ..relevance import Calibrate, Relevance
+from .. import relevance as rel
 from .progress import ProgressView
 from ..signals import Interrupted
 
@@ -53,6 +56,10 @@ class RerankJob:
     ray: Any = None
     #: long documents by their passages (--passages, --passage-score, --max-passages), or None: documents whole
     passages: Passages | None = None
+    #: P(relevant) from a calibration map, the cut and the score column (--calibration, --cut, --score), or None
+    relevance: Relevance | None = None
+    #: fit a calibration map on this run's judged queries (--calibrate QRELS --calibration FILE), or None
+    calibrate: Calibrate | None = None
 
 
 @dataclass
@@ -83,6 +90,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     started = time.perf_counter()
     files = job.outputs
     plan = _checked_outputs(job)
+    judged = _checked_relevance(job)
     session = pipeline.Session(job.strategy, job.backend, job.backend_options, job.ray, job.passages)  # options checked
     inputs = job.inputs.load(session.needs_texts)
     checked = session.check(inputs.tasks, inputs.source, docs=inputs.docs)
@@ -105,7 +113,16 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     for note in checked:  # about the run: said once it starts (a backend or cache refused says only its error)
         status.print(f"acurank: note: {note}", markup=False, soft_wrap=True)
     status.print(f"acurank: {job.strategy.name} with reranker {backend.name} on {len(inputs.tasks)} queries", markup=False)
-    totals = _drive(job, session, outputs, inputs, backend, fingerprint, status, err)
+    if job.calibrate is not None and outputs.done:
+        outputs.close()
+        session.close()
+        raise InputError(f"--calibrate fits on the queries of one invocation, and {len(outputs.done)} of "
+                         f"{job.outputs.output} are finished already; start afresh with --overwrite (their calls come "
+                         "from the call cache)")
+    features: list = []
+    totals = _drive(job, session, outputs, inputs, backend, fingerprint, status, err, features)
+    if job.calibrate is not None:
+        _fit(job.calibrate, judged, features, job, backend, status)
     _summary(status, job, totals, time.perf_counter() - started, inputs)
     if job.quiet and (inputs.skipped_docs or inputs.skipped_queries):  # the summary says it otherwise
         err.print(f"acurank: warning: {_skipped(inputs)}", markup=False)
@@ -157,6 +174,10 @@ def _checked_outputs(job: RerankJob) -> FilePlan:
     plan.read("--few-shot", job.backend_options.get("few_shot"))
     log = job.backend_options.get("log_prompts")
     plan.write("--log-prompts", log, may_exist=files.resumable())
+    if job.calibrate is not None:
+        plan.read("--calibrate", job.calibrate.qrels).write("--calibration", job.calibrate.output)
+    elif job.relevance is not None:
+        plan.read("--calibration", job.relevance.source)
     if job.cache is not None:
         cache = default_cache_path() if job.cache == pipeline.DEFAULTS.cache else Path(job.cache)
         plan.write("--cache", cache, store=True).write("(the embedding store beside --cache)", store_path(cache), store=True)
@@ -178,8 +199,44 @@ def _pooled_shard(strategy: Strategy) -> str:
             f"would differ from the unsharded one; {way}, or rerank without --shard")
 
 
+def _checked_relevance(job: RerankJob) -> dict[str, dict[str, int]] | None:
+    """--calibration, --calibrate, --cut and --score against the method and --passages (before any call); the qrels
+    --calibrate fits on, read (None without it)."""
+    if job.relevance is None and job.calibrate is None:
+        return None
+    rel.check_applicable(job.strategy, job.passages, "--calibrate" if job.calibrate is not None else "--calibration")
+    if job.calibrate is None:
+        fit_k = job.relevance.calibration.fit.get("k")
+        if fit_k is not None and int(fit_k) != job.strategy.cutoff:
+            raise InputError(f"--calibration: the map was fit on p_topk at k = {fit_k} and this run's k is "
+                             f"{job.strategy.cutoff}: give --k {fit_k}, or fit a map at k = {job.strategy.cutoff}")
+        return None
+    from ..io.collection_files import read_qrels
+
+    return read_qrels(job.calibrate.qrels)
+
+
+def _fit(calibrate: Calibrate, qrels, features: list, job: RerankJob, backend, status: Console) -> None:
+    """Fit the map on the finished queries that ``qrels`` judges and write it (one status line)."""
+    rows, labels, queries = [], [], 0
+    for qid, docids, xs in features:
+        grades = qrels.get(qid)
+        if grades is None:
+            continue
+        queries += 1
+        rows.extend(xs)
+        labels.extend(int(grades.get(d, 0) >= calibrate.grade) for d in docids)
+    about = {"queries": queries, "method": job.strategy.name, "k": job.strategy.cutoff, "reranker": backend.name,
+             "run": job.inputs.run, "qrels": calibrate.qrels}
+    fitted = rel.fit(rows, labels, calibrate.grade, about)
+    fitted.save(calibrate.output)
+    status.print(f"acurank: calibration map (grade >= {calibrate.grade}) fit on {queries} judged queries, "
+                 f"{len(labels)} documents ({sum(labels)} relevant), written to {calibrate.output}", markup=False,
+                 soft_wrap=True)
+
+
 def _drive(job: RerankJob, session: pipeline.Session, outputs: RunWriter, inputs, backend, fingerprint: RunFingerprint,
-           status: Console, err: Console) -> _Totals:
+           status: Console, err: Console, features: list) -> _Totals:
     """Rerank the queries not finished yet (a lockstep method's finished ones replayed), then close the outputs,
     the session and the spooled tasks, whatever happened."""
     try:
@@ -188,7 +245,7 @@ def _drive(job: RerankJob, session: pipeline.Session, outputs: RunWriter, inputs
         done = set(outputs.done)
         tasks = inputs.tasks if replay else (t for t in inputs.tasks if t.qid not in done)  # read as the driver asks
         count = len(inputs.tasks) if replay else len(inputs.tasks) - len(done)
-        return _rerank(job, session, outputs, inputs, tasks, count, done, about, err)
+        return _rerank(job, session, outputs, inputs, tasks, count, done, about, err, features)
     finally:
         outputs.close()
         session.close()
@@ -196,7 +253,7 @@ def _drive(job: RerankJob, session: pipeline.Session, outputs: RunWriter, inputs
 
 
 def _rerank(job: RerankJob, session: pipeline.Session, outputs: RunWriter, inputs, tasks: Iterable[RankingTask],
-            count: int, done: set[str], about: RunAbout, err: Console) -> _Totals:
+            count: int, done: set[str], about: RunAbout, err: Console, features: list) -> _Totals:
     """Rerank the tasks, writing each finished query (run block, stats, trace) as it ends; a stop (an input
     error, an interruption) says its one line and raises :class:`Stopped`, the finished work kept."""
     files = job.outputs
@@ -213,7 +270,11 @@ def _rerank(job: RerankJob, session: pipeline.Session, outputs: RunWriter, input
             for outcome in session.run(tasks, inputs.docs, on_step):
                 if outcome.qid in done:
                     continue  # replayed (set budget): already written
-                block, stats = _written(outcome, inputs.tail(outcome.qid), about, files.tag)
+                if job.calibrate is not None:  # what the map is fit on, once every query is done
+                    ratings = outcome.final_ratings()
+                    ranked = [ratings[r.docid] for r in outcome.ranking]
+                    features.append((outcome.qid, [r.docid for r in ranked], rel.features(ranked)))
+                block, stats = _written(outcome, inputs.tail(outcome.qid), about, files.tag, job.relevance)
                 outputs.write_query(outcome.qid, block, stats, traces.pop(outcome.qid, []))
                 totals.add(outcome)
                 view.query_done(outcome.qid, totals)
@@ -250,6 +311,8 @@ def _fingerprint(job: RerankJob, backend, inputs, needs_texts: bool) -> RunFinge
     shard = {"shard": str(job.inputs.shard)} if job.inputs.shard else {}
     tail = {"tail": "kept"} if inputs.any_tail else {}
     split = {"passages": job.passages.described()} if job.passages is not None else {}
+    if job.relevance is not None:  # P(relevant), the cut and the score column change what is written
+        split["relevance"] = job.relevance.described()
     return RunFingerprint(
         job.strategy.name, strategy_params(job.strategy), backend.fingerprint(),
         {"digest": input_digest(inputs.tasks, inputs.docs, needs_texts), "queries": len(inputs.tasks),
@@ -265,13 +328,22 @@ def _described(job: RerankJob, inputs) -> dict | None:
     return {"shard": {"index": shard.index, "of": shard.of, "queries": list(inputs.every_query)}}
 
 
-def _written(outcome: QueryOutcome, tail: tuple, about: RunAbout, tag: str) -> tuple[str, dict]:
+def _written(outcome: QueryOutcome, tail: tuple, about: RunAbout, tag: str, relevance: Relevance | None = None
+             ) -> tuple[str, dict]:
     """A finished query's run block and stats record; the candidates below --depth (``tail``) follow the reranked
-    head in first-stage order, with scores below the head's last."""
-    stats = stats_line(StatsRecord.of(outcome, about))
+    head in first-stage order, with scores below the head's last. With a calibration map the stats hold P(relevant);
+    a cut drops the tail and what it cuts."""
+    record = StatsRecord.of(outcome, about)
+    head = list(outcome.ranking)
+    if relevance is not None:
+        head, summary = rel.judged(relevance, head, outcome.final_ratings())
+        record = dataclasses.replace(record, relevance=summary)
+        if relevance.cut is not None:
+            tail = ()
+    stats = stats_line(record)
     if tail:
         stats["tail"] = len(tail)
-    ranking = list(outcome.ranking) + [Ranked(c.docid, outcome.ranking[-1].score) for c in tail]
+    ranking = head + [Ranked(c.docid, head[-1].score) for c in tail]
     return run_lines(outcome.qid, ranking, tag), stats
 
 

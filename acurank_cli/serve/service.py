@@ -51,10 +51,12 @@ class Ticket:
 class RerankService:
     """One backend and method, serving rerank requests from any number of threads."""
 
-    def __init__(self, session: Session, methods: Methods, limits: Limits, metrics: Metrics | None = None):
+    def __init__(self, session: Session, methods: Methods, limits: Limits, metrics: Metrics | None = None,
+                 calibration=None):
         """``session``: started (its backend built behind the cache); ``methods``: the server's method and those a
-        request may name."""
+        request may name; ``calibration``: the map that makes relevance_score P(relevant) (``--calibration``), or None."""
         self.session, self.methods, self.limits = session, methods, limits
+        self.calibration = calibration
         self.metrics = metrics or Metrics()
         self.feed = Feed()
         self.lock = threading.Lock()
@@ -146,6 +148,14 @@ class RerankService:
                 raise BadRequest(" ".join(str(exc).split()), field) from None
         return strategy
 
+    def _calibrated(self, strategy) -> bool:
+        """The map applies to a call whose method keeps ratings at the map's k (a request naming a method without
+        ratings, or another k, is answered with p_topk, and meta says so)."""
+        if self.calibration is None or strategy.cutoff is None:
+            return False
+        k = self.calibration.fit.get("k")
+        return k is None or int(k) == strategy.cutoff
+
     def withdraw(self, ticket: Ticket) -> None:
         """The caller is gone: its windows not yet sent are dropped, its answer will not be waited for."""
         with self.lock:
@@ -159,7 +169,9 @@ class RerankService:
         scoring passage where it was split: {index, text, words} or None)."""
         if ticket.split is not None:
             outcome = ticket.split.gather(outcome)
-        out = output_of(ticket.prepared, outcome, outcome.final_ratings(), ticket.strategy.cutoff, ticket.call.top_n)
+        calibrated = self.calibration if ticket.split is None and self._calibrated(ticket.strategy) else None
+        out = output_of(ticket.prepared, outcome, outcome.final_ratings(), ticket.strategy.cutoff, ticket.call.top_n,
+                        relevance=calibrated)
         order = [int(d.id) for d in out.docs]
         scores = relevance_scores(out, len(ticket.call.texts))
         passages = [None if d.passage is None else {"index": d.passage.index, "text": d.passage_text,
@@ -170,6 +182,8 @@ class RerankService:
                  "rounds": tally.rounds, "seconds": round(outcome.seconds, 4),
                  "stop": outcome.stop.value if outcome.stop is not None else None,
                  "k": out.k, "relevance_score": "p_topk" if out.k is not None else "position"}
+        if calibrated is not None:  # relevance_score is P(relevant); P(none) beside it
+            usage.update(relevance_score="p_relevant", grade=calibrated.grade, p_none=out.p_none)
         if tally.thought:  # only where the backend thinks: other answers unchanged
             usage.update(thinking_calls=tally.thinking_calls, reasoning_tokens=tally.reasoning_tokens)
         if tally.thoughts_cut:

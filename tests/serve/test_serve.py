@@ -631,3 +631,34 @@ def test_max_chunks_per_doc_ranks_long_documents_by_their_passages(minilm):
     bad = httpx.post(f"{minilm.url}/v2/rerank", headers={"Authorization": f"Bearer {KEY}"}, timeout=60,
                      json={"query": query, "documents": ["a"], "max_chunks_per_doc": 0})
     assert bad.status_code == 400 and bad.json()["field"] == "max_chunks_per_doc"
+
+
+def test_a_server_with_a_calibration_map_answers_p_relevant_and_p_none(tmp_path):
+    """``serve --calibration MAP``: relevance_score is the map's P(relevant), as the Python API gives it with the same
+    map; meta.acurank says so and carries P(none); Cohere's client reads the answer unchanged. A map that does not
+    load, or a method without ratings, stops the server before it starts, in one line."""
+    cohere = pytest.importorskip("cohere")
+    from acurank_cli.api import Reranker
+    from acurank_cli.relevance import CalibrationMap
+
+    path = tmp_path / "map.json"
+    CalibrationMap(2, (0.0, 0.0, 0.0), (1.0, 1.0, 1.0), (0.8, 1.5, -0.3), -1.0).save(path)
+    server = Server("--reranker", "minilm", "--no-cache", "--api-key", KEY, "--calibration", str(path))
+    try:
+        v2 = cohere.ClientV2(api_key=KEY, base_url=server.url)
+        with Reranker("minilm", method="acurank", cache=None, calibration=str(path)) as rr:
+            for query, texts in dl19_queries(2):
+                expected = rr.rerank(query, texts, top_k=5)
+                got = v2.rerank(model="acurank", query=query, documents=texts, top_n=5)
+                assert [r.index for r in got.results] == [int(d.id) for d in expected.docs]
+                assert [r.relevance_score for r in got.results] == pytest.approx([d.p_relevant for d in expected.docs])
+                meta = (got.meta.model_extra or {})["acurank"]
+                assert meta["relevance_score"] == "p_relevant" and meta["grade"] == 2
+                assert meta["p_none"] == pytest.approx(expected.p_none)
+    finally:
+        assert server.stop() == 0
+    for flags, said in ((("--calibration", str(tmp_path / "none.json")), "no such file"),
+                        (("--calibration", str(path), "--method", "sw-1"), "keeps no ratings")):
+        ran = subprocess.run([sys.executable, "-m", "acurank_cli", "serve", "--port", "0", "--reranker", "minilm",
+                              *flags], capture_output=True, text=True, env=ENV, timeout=120)
+        assert ran.returncode == 2 and said in ran.stderr and len(ran.stderr.strip().splitlines()) == 1, ran.stderr

@@ -1,0 +1,415 @@
+"""Where relevance ends: P(relevant) per document from a calibration map fit on judged queries, the probability
+that a query has no relevant candidate, and the cut rules (docs/relevance.md).
+
+The design (and its assumptions, measured in BENCHMARKS.md section 25):
+
+* **What is calibrated.** A method with ratings ends with a posterior N(mu, sigma^2) per document and p_topk =
+  P(rank <= k). Those are relative: p_topk sums to k over every query. A :class:`CalibrationMap` turns three
+  features of a document's final rating into P(grade >= g): logit(p_topk), mu standardised within the query, and
+  log(rank by mu). It is a logistic regression (Platt scaling over several features), fit by maximum likelihood
+  on the documents of judged queries (:func:`fit`; unjudged documents count as not relevant, as trec_eval does).
+  The map is a file: fit it on some queries (``acurank rerank --calibrate QRELS --calibration MAP.json``), apply
+  it to others (``--calibration MAP.json``); never both on the same queries.
+* **What it assumes.** The queries it is applied to are like those it was fit on: the same reranker, method, k,
+  candidate depth and first-stage, and the same share of relevant candidates. The features say how a document
+  stands among its query's candidates, not how relevant the candidates are as a whole, so a collection whose
+  queries have fewer relevant candidates than the fitting queries gets probabilities too high by about the
+  difference (measured: DL19 -> DL20).
+* **Nothing here.** P(no relevant candidate) = prod_i (1 - p_i): the documents' relevance taken as independent
+  given the map.
+* **Cuts.** ``p:X`` keeps the documents with P(relevant) >= X; ``f1`` keeps the top K (by P(relevant)) that
+  maximises the expected F1, 2 sum_{i<=K} p_i / (K + sum_i p_i), against the empty answer, whose F1 is 1 when no
+  candidate is relevant (expected: P(none)).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .errors import InputError
+
+#: the features of a document's final rating that the map reads, in order
+FEATURES = ("logit_p_topk", "z_mu", "log_rank")
+#: the format's name and version, the file's first key
+FORMAT = "acurank-calibration/1"
+#: p_topk is clipped to [CLIP, 1 - CLIP] before its logit (p_topk is exactly 0 or 1 for settled documents)
+CLIP = 1e-6
+#: the L2 penalty on the standardised coefficients (keeps a separable training set finite)
+L2 = 1e-4
+
+
+def features(ratings: Sequence[Any]) -> list[tuple[float, float, float]]:
+    """Each document's features, in the order given: ``ratings`` are a query's final DocRatings (mu, p_topk, rank).
+    A query of one document (or all mu equal) has z_mu 0."""
+    if not ratings:
+        return []
+    x = feature_matrix([r.mu for r in ratings], [0.0 if r.p_topk is None else r.p_topk for r in ratings],
+                       [r.rank for r in ratings])
+    return [tuple(map(float, row)) for row in x]
+
+
+def feature_matrix(mu: Sequence[float], p_topk: Sequence[float], rank: Sequence[int]):
+    """The features as a numpy matrix, one row a document: logit(p_topk) (clipped), (mu - mean) / sd within the
+    query (population sd; 0 where all mu are equal), log(rank by mu). The one place they are defined."""
+    import numpy as np
+
+    mu = np.asarray(mu, dtype=float)
+    p = np.clip(np.asarray(p_topk, dtype=float), CLIP, 1.0 - CLIP)
+    sd = mu.std()
+    z = (mu - mu.mean()) / sd if sd > 0 else np.zeros_like(mu)
+    return np.column_stack([np.log(p / (1.0 - p)), z, np.log(np.asarray(rank, dtype=float))])
+
+
+@dataclass(frozen=True)
+class CalibrationMap:
+    """P(grade >= ``grade``) = sigmoid(intercept + sum_j coef_j (x_j - center_j) / scale_j) over :data:`FEATURES`;
+    ``fit`` says what it was fit on (queries, documents, relevant documents, the run's method, reranker and k)."""
+
+    grade: int
+    center: tuple[float, ...]
+    scale: tuple[float, ...]
+    coef: tuple[float, ...]
+    intercept: float
+    fit: Mapping[str, Any] = field(default_factory=dict)
+
+    def probabilities(self, ratings: Sequence[Any]) -> list[float]:
+        """P(relevant) of each of a query's final ratings, in the order given."""
+        return [self.probability(x) for x in features(ratings)]
+
+    def probability(self, x: Sequence[float]) -> float:
+        """P(relevant) of one document's features."""
+        return _sigmoid(self.intercept + sum(c * (v - m) / s for c, v, m, s in zip(self.coef, x, self.center, self.scale)))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": FORMAT, "grade": self.grade, "features": list(FEATURES), "center": list(self.center),
+                "scale": list(self.scale), "coef": list(self.coef), "intercept": self.intercept, "fit": dict(self.fit)}
+
+    @property
+    def digest(self) -> str:
+        """What a run's fingerprint records of the map (another map is another run)."""
+        return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()[:16]
+
+    def save(self, path: str | Path) -> None:
+        from .io.plan import replacing
+
+        with replacing(Path(path)) as fh:
+            fh.write(json.dumps(self.to_json(), indent=1) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path, flag: str = "--calibration") -> "CalibrationMap":
+        """Read a map file; any fault is one line naming the file (and the flag)."""
+        name = str(path)
+        try:
+            rec = json.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise InputError(f"{flag}: no such file (fit one with --calibrate QRELS --calibration FILE)", name) from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InputError(f"{flag}: not a calibration map ({exc})", name) from None
+        return cls.of(rec, name, flag)
+
+    @classmethod
+    def of(cls, rec: Any, name: str = "calibration", flag: str = "calibration") -> "CalibrationMap":
+        """A map from its JSON object (what :meth:`to_json` writes), checked."""
+        if not isinstance(rec, dict) or rec.get("format") != FORMAT:
+            raise InputError(f"{flag}: not a calibration map (its \"format\" must be {FORMAT!r})", name)
+        if list(rec.get("features") or ()) != list(FEATURES):
+            raise InputError(f"{flag}: features {rec.get('features')!r}, this version reads {list(FEATURES)}", name)
+        try:
+            vectors = [tuple(float(v) for v in rec[key]) for key in ("center", "scale", "coef")]
+            grade, intercept = int(rec["grade"]), float(rec["intercept"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"{flag}: a calibration map needs grade, center, scale, coef and intercept ({exc!r})",
+                             name) from None
+        if any(len(v) != len(FEATURES) for v in vectors) or not all(s > 0 for s in vectors[1]):
+            raise InputError(f"{flag}: center, scale and coef need {len(FEATURES)} numbers each, scales > 0", name)
+        if not all(math.isfinite(v) for vec in vectors for v in vec) or not math.isfinite(intercept):
+            raise InputError(f"{flag}: a calibration map's numbers must be finite", name)
+        return cls(grade, *vectors, intercept, dict(rec.get("fit") or {}))
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
+def fit(rows: Sequence[tuple[float, ...]], labels: Sequence[int], grade: int, about: Mapping[str, Any] | None = None
+        ) -> CalibrationMap:
+    """The maximum-likelihood logistic map from feature rows to 0/1 labels (scipy's L-BFGS on the log-loss, a small
+    L2 penalty on the standardised coefficients). Needs relevant and non-relevant documents both."""
+    import numpy as np
+    from scipy.optimize import minimize
+
+    X = np.asarray(rows, dtype=float)
+    y = np.asarray(labels, dtype=float)
+    positives = int(y.sum())
+    if len(y) == 0 or positives in (0, len(y)):
+        raise InputError(f"--calibrate: the judged queries' candidates hold {positives} relevant (grade >= {grade}) "
+                         f"and {len(y) - positives} other documents; a map needs both")
+    center = X.mean(axis=0)
+    scale = X.std(axis=0)
+    scale[scale <= 0] = 1.0
+    Z = (X - center) / scale
+
+    def loss(w: np.ndarray) -> tuple[float, np.ndarray]:
+        z = w[0] + Z @ w[1:]
+        # log(1 + e^z) - y z, stably; its gradient sigmoid(z) - y
+        value = np.logaddexp(0.0, z) - y * z
+        g = 1.0 / (1.0 + np.exp(-z)) - y
+        grad = np.concatenate([[g.sum()], Z.T @ g]) / len(y)
+        grad[1:] += 2 * L2 * w[1:]
+        return float(value.mean() + L2 * (w[1:] @ w[1:])), grad
+
+    result = minimize(loss, np.zeros(X.shape[1] + 1), jac=True, method="L-BFGS-B")
+    w = result.x
+    info = {"documents": len(y), "relevant": positives, **dict(about or {})}
+    return CalibrationMap(grade, tuple(map(float, center)), tuple(map(float, scale)), tuple(map(float, w[1:])),
+                          float(w[0]), info)
+
+
+def p_none(probabilities: Sequence[float]) -> float:
+    """P(no candidate is relevant), the documents taken as independent: prod (1 - p)."""
+    log = sum(math.log1p(-min(p, 1.0 - 1e-15)) for p in probabilities)
+    return math.exp(log)
+
+
+# -- cuts --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Where a query's list stops: ``rule`` "p" (keep P(relevant) >= ``value``) or "f1" (the expected-F1 cut)."""
+
+    rule: str
+    value: float | None = None
+
+    @classmethod
+    def parse(cls, text: str, flag: str = "--cut") -> "Cut":
+        spec = text.strip().lower()
+        if spec == "f1":
+            return cls("f1")
+        if spec.startswith("p:"):
+            try:
+                value = float(spec[2:])
+            except ValueError:
+                value = math.nan
+            if 0.0 <= value <= 1.0:
+                return cls("p", value)
+        raise InputError(f"{flag} {text!r}: must be p:X (keep P(relevant) >= X, 0 <= X <= 1) or f1 (the cut that "
+                         "maximises the expected F1)")
+
+    def __str__(self) -> str:
+        return "f1" if self.rule == "f1" else f"p:{self.value:g}"
+
+    def keep(self, probabilities: Sequence[float]) -> int | set[int]:
+        """What to keep of a list whose P(relevant) are ``probabilities`` (any order): for "p", the set of the
+        positions kept; for "f1", K: keep the K most probable (0: nothing here)."""
+        if self.rule == "p":
+            return {i for i, p in enumerate(probabilities) if p >= self.value}
+        return expected_f1_cut(probabilities)
+
+
+def expected_f1_cut(probabilities: Sequence[float]) -> int:
+    """K maximising 2 sum_{i<=K} p_(i) / (K + sum p) over the probabilities sorted down, against K = 0, whose expected
+    F1 is P(none) (an empty answer is right exactly when nothing is relevant); ties: the smaller K."""
+    ps = sorted(probabilities, reverse=True)
+    total = sum(ps)
+    best, best_k = p_none(ps), 0
+    running = 0.0
+    for k, p in enumerate(ps, 1):
+        running += p
+        value = 2.0 * running / (k + total)
+        if value > best + 1e-12:
+            best, best_k = value, k
+    return best_k
+
+
+# -- measures (report calibration, the benchmark) ---------------------------------------------------------------
+
+
+def f1_at(labels: Sequence[int], k: int) -> float:
+    """F1 of keeping the first ``k`` of a ranked list whose 0/1 labels are given, recall over the relevant
+    candidates; with none relevant, the empty answer scores 1 and any other 0."""
+    relevant = sum(labels)
+    if relevant == 0:
+        return 1.0 if k == 0 else 0.0
+    hit = sum(labels[:k])
+    return 0.0 if hit == 0 else 2.0 * hit / (k + relevant)
+
+
+def oracle_f1(labels: Sequence[int]) -> float:
+    """The best F1 any cut of this ranked list reaches (the oracle cut's)."""
+    return max(f1_at(labels, k) for k in range(len(labels) + 1))
+
+
+def calibration_error(p: Sequence[float], y: Sequence[int], bins: int = 10) -> tuple[float, list[dict[str, float]]]:
+    """Expected calibration error over ``bins`` equal-width bins (weighted by their documents) and the reliability
+    table: per non-empty bin its range, documents, mean P(relevant) and share relevant."""
+    table = []
+    n = len(p)
+    total = 0.0
+    for b in range(bins):
+        lo, hi = b / bins, (b + 1) / bins
+        members = [i for i, v in enumerate(p) if (lo <= v < hi) or (b == bins - 1 and v == 1.0)]
+        if not members:
+            continue
+        mean_p = sum(p[i] for i in members) / len(members)
+        share = sum(y[i] for i in members) / len(members)
+        total += len(members) * abs(mean_p - share)
+        table.append({"lo": lo, "hi": hi, "documents": len(members), "p": mean_p, "relevant": share})
+    return (total / n if n else 0.0), table
+
+
+def brier(p: Sequence[float], y: Sequence[int]) -> float:
+    return sum((a - b) ** 2 for a, b in zip(p, y)) / max(1, len(p))
+
+
+@dataclass(frozen=True)
+class Relevance:
+    """What a run does with relevance (``--calibration``, ``--cut``, ``--score p_relevant``): the map, the cut
+    (None: every document kept) and whether the run's score column is P(relevant)."""
+
+    calibration: CalibrationMap
+    cut: Cut | None = None
+    score: bool = False
+    #: the map's file (None: given as a map)
+    source: str | None = None
+    #: with a cut: aim AcuRank's uncertain set at the cut's boundary (``--cut-target cut``; False, the default: at
+    #: the top k, as without a cut; measured better, BENCHMARKS.md section 25)
+    target: bool = False
+
+    def described(self) -> dict[str, Any]:
+        """What the run's fingerprint records."""
+        out: dict[str, Any] = {"calibration": self.calibration.digest, "grade": self.calibration.grade}
+        if self.cut is not None:
+            out["cut"] = str(self.cut)
+        if self.score:
+            out["score"] = "p_relevant"
+        if self.cut is not None:
+            out["target"] = "cut" if self.target else "topk"
+        return out
+
+    def aimed(self, strategy):
+        """``strategy`` with its uncertain set at the cut's boundary where a cut is asked and targeted and the method
+        can aim (AcuRank's family); otherwise the strategy itself."""
+        if self.cut is None or not self.target or not hasattr(strategy, "aimed_at"):
+            return strategy
+        return strategy.aimed_at(CutTarget(self.calibration, self.cut))
+
+
+
+@dataclass(frozen=True)
+class CutTarget:
+    """Where AcuRank's uncertain set is aimed when a cut is asked (``--cut``): the boundary at the cut's size K under
+    the current ratings, so that the calls decide which documents fall on either side of the cut rather than which
+    make the top k. P(relevant) is read as the map reads final ratings, with the assessment's probability of being in
+    the top k in place of the exact p_topk (the threshold rule's s_i; the exact p_i under --uncertainty exact)."""
+
+    calibration: CalibrationMap
+    cut: Cut
+
+    def size(self, mu, prob) -> int:
+        """K: the documents the cut keeps under ratings ``mu`` whose top-k probabilities are ``prob``."""
+        import numpy as np
+
+        mu = np.asarray(mu, dtype=float)
+        order = np.argsort(-mu, kind="stable")
+        rank = np.empty(len(mu))
+        rank[order] = np.arange(1, len(mu) + 1)
+        probs = [self.calibration.probability(x) for x in feature_matrix(mu, prob, rank)]
+        keep = self.cut.keep(probs)
+        return keep if isinstance(keep, int) else len(keep)
+
+
+@dataclass(frozen=True)
+class Calibrate:
+    """Fit a map on a run's judged queries (``--calibrate QRELS``): the qrels, the grade and the map file to write."""
+
+    qrels: str
+    grade: int
+    output: str
+
+
+SCORES = ("mu", "p_relevant")
+TARGETS = ("cut", "topk")
+
+
+def options(calibration: str | None, calibrate: str | None = None, grade: int | None = None, cut: str | None = None,
+            score: str | None = None, target: str | None = None) -> tuple[Relevance | None, Calibrate | None]:
+    """The relevance flags checked (each fault one line naming the flag) and the map read: what the run applies
+    and what it fits (at most one of them)."""
+    if score is not None and score not in SCORES:
+        raise InputError(f"--score {score!r}: must be one of {', '.join(SCORES)}")
+    if target is not None and target not in TARGETS:
+        raise InputError(f"--cut-target {target!r}: must be one of {', '.join(TARGETS)}")
+    if target is not None and cut is None:
+        raise InputError("--cut-target says where a cut's calls go; give --cut")
+    parsed = None if cut is None else Cut.parse(cut)
+    if grade is not None and calibrate is None:
+        raise InputError("--relevant-grade is the grade --calibrate fits for; a map applied has its own")
+    if calibration is None:
+        for flag, value in (("--calibrate", calibrate), ("--cut", cut), ("--score p_relevant", score == "p_relevant" or None)):
+            if value is not None:
+                raise InputError(f"{flag} needs --calibration MAP.json (the map {'to write' if flag == '--calibrate' else 'that gives P(relevant)'})")
+        return None, None
+    if calibrate is not None:
+        if parsed is not None or score == "p_relevant":
+            raise InputError("--calibrate fits --calibration on this run's queries, so it cannot also cut or score them "
+                             "(apply the map to other queries: a second run without --calibrate)")
+        return None, Calibrate(calibrate, 1 if grade is None else grade, calibration)
+    return Relevance(CalibrationMap.load(calibration), parsed, score == "p_relevant", calibration, target == "cut"), None
+
+
+def loaded(value: Any, flag: str = "calibration") -> CalibrationMap | None:
+    """A map given as a file's path or as a CalibrationMap (None: none)."""
+    if value is None or isinstance(value, CalibrationMap):
+        return value
+    if isinstance(value, (str, bytes)) or hasattr(value, "__fspath__"):
+        return CalibrationMap.load(value, flag)
+    raise TypeError("calibration must be a map file's path or an acurank_cli.relevance.CalibrationMap")
+
+
+def keep_maps_k(calibration: CalibrationMap | None, method: str, options: dict) -> None:
+    """A map is fit at one k (p_topk's): a method that takes k and was given none keeps the map's for every call
+    (a call's ``top_k`` then cuts the list but does not change k)."""
+    from .method.registry import method_options
+
+    k = None if calibration is None else calibration.fit.get("k")
+    if k is not None and "k" not in options and "k" in method_options(method):
+        options["k"] = int(k)
+
+
+def check_applicable(strategy: Any, passages: Any, flag: str = "--calibration") -> None:
+    """A map applies to a method with ratings (a cutoff k) over documents ranked whole: anything else is refused in
+    one line, before any call."""
+    if strategy.cutoff is None:
+        raise InputError(f"{flag}: method {strategy.name!r} keeps no ratings to calibrate (the acurank and "
+                         "acurank-auto families do)")
+    if passages is not None:
+        raise InputError(f"{flag} with {'--' if flag.startswith('--') else ''}passages: P(relevant) is calibrated on "
+                         "documents ranked whole; rank them whole, or without a map")
+
+
+def judged(relevance: Relevance, ranking: Sequence[Any], ratings: Mapping[str, Any]) -> tuple[list[Any], Any]:
+    """A query's ranking (Ranked, by mu) with its final ratings: the ranking as written (ordered by P(relevant)
+    when that is the score column, cut when asked) and its :class:`~acurank_cli.records.RelevanceSummary`."""
+    from .records import Ranked, RelevanceSummary
+
+    probs = relevance.calibration.probabilities([ratings[r.docid] for r in ranking])
+    order = list(range(len(ranking)))
+    if relevance.score:
+        order.sort(key=lambda i: -probs[i])
+    kept: int | None = None
+    if relevance.cut is not None:
+        keep = relevance.cut.keep(probs)
+        if isinstance(keep, int):
+            keep = set(sorted(range(len(probs)), key=lambda i: -probs[i])[:keep])
+        order = [i for i in order if i in keep]
+        kept = len(order)
+    out = [Ranked(ranking[i].docid, probs[i] if relevance.score else ranking[i].score) for i in order]
+    summary = RelevanceSummary(grade=relevance.calibration.grade, p_none=p_none(probs),
+                               p={ranking[i].docid: probs[i] for i in range(len(ranking))}, kept=kept)
+    return out, summary

@@ -1,0 +1,206 @@
+"""Where relevance ends on the command line: a map fit on DL19's judged queries (``--calibrate``), applied to DL20
+(``--calibration``) with ``--cut`` and ``--score p_relevant``; ``report calibration`` measured against the qrels
+independently here; the flags' faults one line and exit 2 before any call; a cut run resumed."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from conftest import SAMPLE, acurank
+
+from acurank_cli.relevance import CalibrationMap
+
+DL19, DL20 = SAMPLE / "dl19", SAMPLE / "dl20"
+
+
+def sim(ds, *args):
+    return ("rerank", ds / "bm25.run", "--reranker", "simulated", "--qrels", ds / "qrels.txt", "--no-cache", *args)
+
+
+def qrels(ds) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for line in (ds / "qrels.txt").read_text().splitlines():
+        q, _, d, g = line.split()
+        out.setdefault(q, {})[d] = int(g)
+    return out
+
+
+def run_blocks(path) -> dict[str, list[tuple[str, float]]]:
+    out: dict[str, list[tuple[str, float]]] = {}
+    for line in path.read_text().splitlines():
+        q, _, d, _, s, _ = line.split()
+        out.setdefault(q, []).append((d, float(s)))
+    return out
+
+
+def stats(path) -> dict[str, dict]:
+    return {r["qid"]: r for r in map(json.loads, path.read_text().splitlines())}
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    """The map fit on DL19 (simulated reranker, noise 1), grade >= 2."""
+    tmp = tmp_path_factory.mktemp("fit")
+    said = acurank(*sim(DL19, "-o", tmp / "dl19.run", "--calibrate", DL19 / "qrels.txt", "--relevant-grade", "2",
+                        "--calibration", tmp / "map.json")).stderr
+    return tmp, said
+
+
+def test_calibrate_fits_on_the_judged_queries(fitted):
+    tmp, said = fitted
+    m = CalibrationMap.load(tmp / "map.json")
+    judged = qrels(DL19)
+    candidates = run_blocks(DL19 / "bm25.run")
+    relevant = sum(judged[q].get(d, 0) >= 2 for q, docs in candidates.items() if q in judged for d, _ in docs)
+    assert m.grade == 2
+    assert m.fit["queries"] == len(set(candidates) & set(judged)) == 43
+    assert m.fit["documents"] == 4300 and m.fit["relevant"] == relevant
+    assert m.fit["method"] == "acurank" and m.fit["k"] == 10
+    assert f"fit on 43 judged queries, 4300 documents ({relevant} relevant)" in said
+    # fitting writes the map, not P(relevant) in the fitting run's stats (its own queries)
+    assert all("relevance" not in r for r in stats(tmp / "dl19.stats.jsonl").values())
+    # the run itself is the plain run's
+    plain = acurank(*sim(DL19)).stdout
+    assert (tmp / "dl19.run").read_text() == plain
+
+
+def expected_f1_k(ps: list[float]) -> int:
+    """The expected-F1 cut written out again: argmax over K of 2 sum_{i<=K} p_(i) / (K + sum p), K = 0 worth P(none)."""
+    ps = sorted(ps, reverse=True)
+    values = [math.prod(1 - p for p in ps)] + [2 * sum(ps[:k]) / (k + sum(ps)) for k in range(1, len(ps) + 1)]
+    return max(range(len(values)), key=lambda k: (values[k], -k))
+
+
+def test_the_map_applied_to_dl20_cuts_each_query_where_relevance_ends(fitted, tmp_path):
+    tmp, _ = fitted
+    acurank(*sim(DL20, "-o", tmp_path / "cut.run", "--calibration", tmp / "map.json", "--cut", "f1"))
+    acurank(*sim(DL20, "-o", tmp_path / "all.run", "--calibration", tmp / "map.json"))
+    cut, whole = run_blocks(tmp_path / "cut.run"), run_blocks(tmp_path / "all.run")
+    records = stats(tmp_path / "cut.stats.jsonl")
+    assert len(records) == 54
+    empty = 0
+    for q, r in records.items():
+        rel = r["relevance"]
+        ps = rel["p"]
+        assert list(ps) == [d for d, _ in whole[q]]  # P(relevant) for every candidate, in the run's (mu) order
+        assert rel["p_none"] == pytest.approx(math.prod(1 - p for p in ps.values()), rel=1e-4, abs=1e-12)
+        k = expected_f1_k(list(ps.values()))
+        assert rel["kept"] == k == len(cut.get(q, []))
+        top = sorted(ps, key=lambda d: -ps[d])[:k]
+        # the kept documents are the K most probable, listed in the run's order with their mu scores
+        assert [d for d, _ in cut.get(q, [])] == [d for d, _ in whole[q] if d in set(top)]
+        empty += k == 0
+    # the uncut run with a map is the plain run: the score column is still mu
+    assert (tmp_path / "all.run").read_text() == acurank(*sim(DL20)).stdout
+    # TREC-valid: a query cut to nothing has no line, and eval reads the run
+    assert acurank("eval", tmp_path / "cut.run", "--qrels", DL20 / "qrels.txt", "-m", "ndcg_cut.10").returncode == 0
+    assert set(cut) == {q for q, r in records.items() if r["relevance"]["kept"] > 0}
+    assert empty == 54 - len(cut)
+
+
+def test_score_p_relevant_orders_the_run_by_it(fitted, tmp_path):
+    tmp, _ = fitted
+    acurank(*sim(DL20, "-o", tmp_path / "p.run", "--calibration", tmp / "map.json", "--score", "p_relevant",
+                 "--cut", "p:0.5"))
+    blocks, records = run_blocks(tmp_path / "p.run"), stats(tmp_path / "p.stats.jsonl")
+    for q, r in records.items():
+        ps = r["relevance"]["p"]
+        kept = [d for d in ps if ps[d] >= 0.5]
+        got = blocks.get(q, [])
+        assert sorted(d for d, _ in got) == sorted(kept)
+        assert [p for _, p in got] == sorted((p for _, p in got), reverse=True)
+        for d, score in got:  # the score is P(relevant) (nudged only where two are equal)
+            assert score == pytest.approx(ps[d], abs=1e-5)
+
+
+def test_cut_target_aims_the_calls_and_is_another_run(fitted, tmp_path):
+    tmp, _ = fitted
+    common = sim(DL20, "--calibration", tmp / "map.json", "--cut", "f1")
+    acurank(*common, "-o", tmp_path / "topk.run")
+    acurank(*common, "--cut-target", "cut", "-o", tmp_path / "cut.run")
+    topk, cut = stats(tmp_path / "topk.stats.jsonl"), stats(tmp_path / "cut.stats.jsonl")
+    # the default target is the top k: the calls are the run without --cut's
+    acurank(*sim(DL20, "-o", tmp_path / "plain.run"))
+    plain = stats(tmp_path / "plain.stats.jsonl")
+    assert {q: r["calls"] for q, r in topk.items()} == {q: r["calls"] for q, r in plain.items()}
+    assert {q: r["calls"] for q, r in cut.items()} != {q: r["calls"] for q, r in plain.items()}
+    meta = json.loads((tmp_path / "cut.run.meta.json").read_text())
+    assert "'target': 'cut'" in str(meta) and "'target': 'topk'" in str(json.loads((tmp_path / "topk.run.meta.json").read_text()))
+
+
+def test_report_calibration_measures_the_run_against_the_qrels(fitted, tmp_path):
+    tmp, _ = fitted
+    acurank(*sim(DL20, "-o", tmp_path / "cut.run", "--calibration", tmp / "map.json", "--cut", "f1"))
+    out = acurank("report", "calibration", tmp_path / "cut.run", "--qrels", DL20 / "qrels.txt", "-f", "json",
+                  "--plot", tmp_path / "rel.png")
+    got = json.loads(out.stdout)
+    judged, records, cut = qrels(DL20), stats(tmp_path / "cut.stats.jsonl"), run_blocks(tmp_path / "cut.run")
+    p, y, f1s, oracle = [], [], [], []
+    for q, r in records.items():
+        ps = r["relevance"]["p"]
+        labels = [int(judged[q].get(d, 0) >= 2) for d in ps]
+        p += list(ps.values())
+        y += labels
+        kept = {d for d, _ in cut.get(q, [])}
+        hit, rel = sum(judged[q].get(d, 0) >= 2 for d in kept), sum(labels)
+        f1s.append((1.0 if not kept else 0.0) if rel == 0 else 2 * hit / (len(kept) + rel))
+        oracle.append(1.0 if rel == 0 else max(2 * sum(labels[:k]) / (k + rel) for k in range(1, len(labels) + 1)))
+    assert got["documents"] == len(p) == 5400 and got["grade"] == 2
+    assert got["brier"] == pytest.approx(sum((a - b) ** 2 for a, b in zip(p, y)) / len(p), abs=1e-6)
+    ece = 0.0
+    for b in range(10):
+        idx = [i for i, v in enumerate(p) if b / 10 <= v < (b + 1) / 10 or (b == 9 and v == 1.0)]
+        if idx:
+            ece += len(idx) * abs(sum(p[i] for i in idx) / len(idx) - sum(y[i] for i in idx) / len(idx))
+    assert got["ece"] == pytest.approx(ece / len(p), abs=1e-6)
+    assert got["f1"]["cut"] == pytest.approx(sum(f1s) / len(f1s), abs=1e-9)
+    assert got["f1"]["oracle"] == pytest.approx(sum(oracle) / len(oracle), abs=1e-9)
+    assert (tmp_path / "rel.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_cut_run_is_resumed_with_its_empty_queries_done(fitted, tmp_path):
+    tmp, _ = fitted
+    args = sim(DL20, "-o", tmp_path / "c.run", "--calibration", tmp / "map.json", "--cut", "p:0.95")
+    acurank(*args)
+    before = (tmp_path / "c.run").read_text()
+    kept = {q: r["relevance"]["kept"] for q, r in stats(tmp_path / "c.stats.jsonl").items()}
+    assert 0 in kept.values() and any(kept.values())  # some queries cut to nothing, some not
+    again = acurank(*args).stderr
+    assert "54 of 54 queries already done" in again
+    assert (tmp_path / "c.run").read_text() == before
+
+
+@pytest.mark.parametrize("extra, said", [
+    (("--cut", "f1"), "--cut needs --calibration"),
+    (("--score", "p_relevant"), "--score p_relevant needs --calibration"),
+    (("--calibration", "MAP", "--cut", "top5"), "--cut 'top5': must be p:X"),
+    (("--calibration", "MAP", "--score", "rank"), "--score 'rank'"),
+    (("--calibration", "missing.json"), "missing.json: --calibration: no such file"),
+    (("--calibration", "MAP", "--relevant-grade", "2"), "--relevant-grade is the grade --calibrate fits"),
+    (("--calibration", "new.json", "--calibrate", "QRELS", "--cut", "f1"), "cannot also cut"),
+    (("--calibration", "MAP", "--method", "sw-1"), "method 'sw-1' keeps no ratings"),
+    (("--calibration", "MAP", "--passages", "100"), "--calibration with --passages"),
+    (("--calibration", "MAP", "--calibrate", "QRELS"), "map.json exists: pass --overwrite"),  # not clobbered
+    (("--calibration", "MAP", "--cut-target", "cut"), "--cut-target says where a cut's calls go; give --cut"),
+    (("--calibration", "MAP", "--cut", "f1", "--cut-target", "middle"), "--cut-target 'middle'"),
+    (("--calibration", "MAP", "--k", "5"), "the map was fit on p_topk at k = 10 and this run's k is 5"),
+])
+def test_faults_are_one_line_and_exit_2_before_any_call(fitted, tmp_path, extra, said):
+    tmp, _ = fitted
+    subst = {"MAP": str(tmp / "map.json"), "QRELS": str(DL19 / "qrels.txt"), "missing.json": str(tmp_path / "missing.json"),
+             "new.json": str(tmp_path / "new.json")}
+    args = [subst.get(a, a) for a in extra]
+    if "--passages" in args:  # passages need texts: MiniLM's reranker never starts (the fault comes first)
+        cmd = ("rerank", DL19 / "bm25.run", "--reranker", "minilm", "--corpus", DL19 / "passages.jsonl.gz",
+               "--topics", DL19 / "topics.tsv", "--no-cache", *args)
+    else:
+        cmd = sim(DL19, "-o", tmp_path / "x.run", *args)
+    ran = acurank(*cmd, check=False)
+    assert ran.returncode == 2, ran.stderr
+    err = ran.stderr.strip()
+    assert said.replace("missing.json", str(tmp_path / "missing.json")) in err, err
+    assert len(err.splitlines()) == 1, err
+    assert not (tmp_path / "x.run").exists()  # refused before any output (and so before any call)

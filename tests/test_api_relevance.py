@@ -1,0 +1,128 @@
+"""P(relevant) in the Python API and its adapters: ``Reranker(calibration=...)`` gives each document the map's
+P(relevant) of its final rating, the query P(none); ``cut`` and ``min_p_relevant`` stop the list where relevance ends;
+LangChain and LlamaIndex report it as their relevance score; PyTerrier adds a ``p_relevant`` column."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from conftest import SAMPLE
+
+from acurank_cli import Reranker
+from acurank_cli.errors import InputError
+from acurank_cli.records import DocRating
+from acurank_cli.relevance import CalibrationMap, p_none
+
+DL19 = SAMPLE / "dl19"
+#: a map written by hand: P = sigmoid(-1 + 0.8 logit(p_topk) + 1.5 z_mu - 0.3 log(rank))
+MAP = CalibrationMap(2, (0.0, 0.0, 0.0), (1.0, 1.0, 1.0), (0.8, 1.5, -0.3), -1.0)
+
+
+def first_queries(count: int = 3, depth: int = 40):
+    blocks: dict[str, list[dict]] = {}
+    for line in (DL19 / "bm25.run").read_text().splitlines():
+        q, _, d, r, s, _ = line.split()
+        if int(r) <= depth:
+            blocks.setdefault(q, []).append({"id": d, "text": f"passage {d}", "score": float(s)})
+    return list(blocks.items())[:count]
+
+
+@pytest.fixture(scope="module")
+def rr():
+    with Reranker("simulated", method="acurank", cache=None, qrels=str(DL19 / "qrels.txt"), calibration=MAP,
+                  init="score") as built:
+        yield built
+
+
+def test_p_relevant_is_the_maps_probability_of_each_final_rating(rr):
+    for qid, docs in first_queries():
+        out = rr.rerank("q", docs, qid=qid)
+        ratings = [DocRating(docid=d.id, mu=d.mu, sigma=d.sigma, s=0.0, rank=d.rank, p_topk=d.p_topk) for d in out]
+        assert [d.p_relevant for d in out] == pytest.approx(MAP.probabilities(ratings), abs=1e-12)
+        assert out.p_none == pytest.approx(p_none([d.p_relevant for d in out]))
+        assert len(out) == len(docs)
+
+
+def test_cut_and_min_p_relevant_stop_the_list(rr, tmp_path):
+    for qid, docs in first_queries():
+        whole = rr.rerank("q", docs, qid=qid)
+        ps = sorted((d.p_relevant for d in whole), reverse=True)
+        values = [math.prod(1 - p for p in ps)] + [2 * sum(ps[:k]) / (k + sum(ps)) for k in range(1, len(ps) + 1)]
+        k = max(range(len(values)), key=lambda i: (values[i], -i))
+        cut = rr.rerank("q", docs, qid=qid, cut="f1")
+        assert len(cut) == k and {d.id for d in cut} == {d.id for d in sorted(whole, key=lambda d: -d.p_relevant)[:k]}
+        assert [d.rank for d in cut] == sorted(d.rank for d in cut)  # still in the method's order
+        kept = rr.rerank("q", docs, qid=qid, min_p_relevant=0.5)
+        assert [d.id for d in kept] == [d.id for d in whole if d.p_relevant >= 0.5]
+        assert rr.rerank("q", docs, qid=qid, cut="p:0.5").docs == kept.docs
+    assert rr.rerank("q", [], qid="none").p_none == 1.0
+    with pytest.raises(InputError, match="cut 'top'"):
+        rr.rerank("q", first_queries(1)[0][1], cut="top")
+    with pytest.raises(InputError, match="min_p_relevant=1.5"):
+        rr.rerank("q", first_queries(1)[0][1], min_p_relevant=1.5)
+
+
+def test_without_a_map_the_new_cuts_are_refused_and_outputs_unchanged(tmp_path):
+    with Reranker("simulated", cache=None, qrels=str(DL19 / "qrels.txt")) as plain:
+        qid, docs = first_queries(1)[0]
+        out = plain.rerank("q", docs, qid=qid)
+        assert out.p_none is None and all(d.p_relevant is None for d in out)
+        for kwargs in ({"cut": "f1"}, {"min_p_relevant": 0.5}):
+            with pytest.raises(InputError, match="calibration=MAP.json"):
+                plain.rerank("q", docs, qid=qid, **kwargs)
+    with pytest.raises(InputError, match="method 'sw-1' keeps no ratings"):
+        Reranker("simulated", method="sw-1", cache=None, qrels=str(DL19 / "qrels.txt"), calibration=MAP)
+    MAP.save(tmp_path / "m.json")
+    with Reranker("simulated", cache=None, qrels=str(DL19 / "qrels.txt"), calibration=str(tmp_path / "m.json")) as rr:
+        assert rr.calibration == MAP
+    with pytest.raises(InputError, match="no such file"):
+        Reranker("simulated", cache=None, qrels=str(DL19 / "qrels.txt"), calibration=str(tmp_path / "none.json"))
+
+
+def test_a_maps_k_is_kept_for_every_call():
+    fitted = CalibrationMap(2, MAP.center, MAP.scale, MAP.coef, MAP.intercept, {"k": 7})
+    with Reranker("simulated", cache=None, qrels=str(DL19 / "qrels.txt"), calibration=fitted) as rr:
+        qid, docs = first_queries(1)[0]
+        assert rr.cutoff == 7 and rr.rerank("q", docs, qid=qid, top_k=3).k == 7  # top_k cuts, k stays the map's
+    with Reranker("simulated", cache=None, qrels=str(DL19 / "qrels.txt")) as rr:
+        assert rr.rerank("q", docs, qid=qid, top_k=3).k == 3  # without a map, as before
+
+
+def test_langchain_and_llamaindex_report_p_relevant(rr):
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("llama_index.core")
+    from langchain_core.documents import Document
+    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+    from acurank_cli.integrations.langchain import AcuRankCompressor
+    from acurank_cli.integrations.llamaindex import AcuRankNodePostprocessor
+
+    qid, docs = first_queries(1, depth=12)[0]
+    # the adapters number documents 0, 1, ...: the simulated reranker, which knows them by id, ranks them by its noise
+    lc = AcuRankCompressor(reranker=rr, top_n=12, min_p_relevant=0.3)
+    got = lc.compress_documents([Document(page_content=d["text"], metadata={"score": d["score"]}) for d in docs], "q")
+    direct = rr.rerank("q", [{"id": str(i), "text": d["text"], "score": d["score"]} for i, d in enumerate(docs)],
+                       top_k=12, min_p_relevant=0.3)
+    assert [g.metadata["acurank_p_relevant"] for g in got] == [d.p_relevant for d in direct]
+    assert [g.metadata["relevance_score"] for g in got] == [d.p_relevant for d in direct]
+    li = AcuRankNodePostprocessor(reranker=rr, top_n=12, min_p_relevant=0.3)
+    nodes = li.postprocess_nodes([NodeWithScore(node=TextNode(text=d["text"]), score=d["score"]) for d in docs],
+                                 QueryBundle("q"))
+    assert [n.score for n in nodes] == [d.p_relevant for d in direct]
+    assert "acurank_p_relevant" in nodes[0].node.excluded_llm_metadata_keys
+
+
+def test_pyterrier_adds_a_p_relevant_column(rr):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyterrier")
+    from acurank_cli.integrations.pyterrier import AcuRankReranker
+
+    qid, docs = first_queries(1, depth=25)[0]
+    frame = pd.DataFrame([{"qid": qid, "query": "q", "docno": d["id"], "text": d["text"], "score": d["score"]}
+                          for d in docs])
+    got = AcuRankReranker(rr).transform(frame)
+    direct = rr.rerank("q", docs, qid=qid)
+    assert list(got["docno"]) == [d.id for d in direct]
+    assert list(got["p_relevant"]) == pytest.approx([d.p_relevant for d in direct])

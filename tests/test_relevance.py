@@ -1,0 +1,166 @@
+"""P(relevant), P(none), the cut rules and the calibration measures (acurank_cli/relevance.py), each against values
+worked by hand from the definitions in docs/relevance.md."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pytest
+
+from acurank_cli.errors import InputError
+from acurank_cli.io.line_records import stats_line, stats_record
+from acurank_cli.records import DocRating, RelevanceSummary, StatsRecord
+from acurank_cli.relevance import (FEATURES, FORMAT, CalibrationMap, Cut, brier, calibration_error, expected_f1_cut,
+                                   f1_at, features, fit, options, oracle_f1, p_none)
+
+
+def rating(mu: float, p: float | None, rank: int) -> DocRating:
+    return DocRating(docid=f"d{rank}", mu=mu, sigma=1.0, s=0.5, rank=rank, p_topk=p)
+
+
+def test_features_by_hand():
+    xs = features([rating(3.0, 1.0, 1), rating(2.0, 0.5, 2), rating(1.0, 0.0, 3)])
+    big = math.log((1 - 1e-6) / 1e-6)  # p_topk 1 and 0 are clipped to 1 - 1e-6 and 1e-6
+    sd = math.sqrt(2 / 3)  # population sd of 3, 2, 1
+    expected = [(big, 1 / sd, 0.0), (0.0, 0.0, math.log(2)), (-big, -1 / sd, math.log(3))]
+    for got, want in zip(xs, expected):
+        assert got == pytest.approx(want, abs=1e-9)
+    assert features([rating(5.0, 0.3, 1)])[0][1] == 0.0  # one document: z_mu 0, not a division by zero
+
+
+def test_a_map_is_a_logistic_over_standardised_features():
+    m = CalibrationMap(2, (0.0, 1.0, 0.0), (1.0, 2.0, 1.0), (1.0, 0.0, 0.0), 0.0)
+    # coef only on logit(p_topk), centre 0, scale 1: the map gives p_topk back
+    assert m.probabilities([rating(1.0, 0.3, 1), rating(0.0, 0.8, 2)]) == pytest.approx([0.3, 0.8])
+    m2 = CalibrationMap(2, (0.0, 0.0, 0.0), (1.0, 1.0, 2.0), (0.0, 0.0, -1.0), 0.5)
+    # sigmoid(0.5 - log(rank) / 2)
+    got = m2.probabilities([rating(1.0, 0.5, 1), rating(0.0, 0.5, 4)])
+    assert got == pytest.approx([1 / (1 + math.exp(-0.5)), 1 / (1 + math.exp(-(0.5 - math.log(4) / 2)))])
+
+
+def test_fit_recovers_a_known_logistic_and_matches_the_base_rate():
+    rng = random.Random(7)
+    true = (1.5, -0.8, 0.0)
+    rows, labels = [], []
+    for _ in range(6000):
+        x = (rng.gauss(0, 1), rng.gauss(0, 1), rng.gauss(0, 1))
+        z = -0.5 + sum(a * b for a, b in zip(true, x))
+        rows.append(x)
+        labels.append(int(rng.random() < 1 / (1 + math.exp(-z))))
+    m = fit(rows, labels, 2, {"queries": 1})
+    # coefficients are on standardised columns: multiply back by the scale
+    raw = [c / s for c, s in zip(m.coef, m.scale)]
+    assert raw == pytest.approx(true, abs=0.12)
+    # the likelihood's stationarity: on its training rows a logistic fit's mean probability is the share relevant
+    from acurank_cli.relevance import _sigmoid
+
+    probs = [_sigmoid(m.intercept + sum(c * (v - mu) / s for c, v, mu, s in zip(m.coef, x, m.center, m.scale)))
+             for x in rows]
+    assert sum(probs) / len(probs) == pytest.approx(sum(labels) / len(labels), abs=1e-4)
+    assert m.fit == {"documents": 6000, "relevant": sum(labels), "queries": 1}
+
+
+def test_fit_needs_both_kinds_of_documents():
+    with pytest.raises(InputError, match="0 relevant"):
+        fit([(0.0, 0.0, 0.0)] * 3, [0, 0, 0], 2)
+
+
+def test_p_none_is_the_product_of_the_complements():
+    assert p_none([0.5, 0.2, 0.0]) == pytest.approx(0.5 * 0.8)
+    assert p_none([]) == 1.0
+    assert p_none([1.0]) < 1e-14  # clipped, not log(0)
+
+
+def test_expected_f1_cut_by_hand():
+    # S = 1.8; K=1: 1.8/2.8 = 0.643, K=2: 3.4/3.8 = 0.895, K=3: 3.6/4.8 = 0.75; P(none) = 0.1*0.2*0.9 = 0.018
+    assert expected_f1_cut([0.1, 0.9, 0.8]) == 2
+    # S = 0.1; K=1: 0.1/1.1 = 0.091, K=2: 0.2/2.1 = 0.095; P(none) = 0.9025: nothing here
+    assert expected_f1_cut([0.05, 0.05]) == 0
+    # one sure document: K=1: 2/2 = 1
+    assert expected_f1_cut([1.0, 0.0, 0.0]) == 1
+    assert expected_f1_cut([]) == 0
+
+
+def test_cut_rules_parse_and_keep():
+    assert Cut.parse("f1") == Cut("f1") and str(Cut.parse(" F1 ")) == "f1"
+    c = Cut.parse("p:0.5")
+    assert c == Cut("p", 0.5) and str(c) == "p:0.5"
+    assert c.keep([0.2, 0.5, 0.9, 0.49]) == {1, 2}
+    assert Cut("f1").keep([0.1, 0.9, 0.8]) == 2
+    for bad in ("p:1.5", "p:x", "top5", "p:", "p:-0.1"):
+        with pytest.raises(InputError, match="--cut"):
+            Cut.parse(bad)
+
+
+def test_f1_and_the_oracle_cut_by_hand():
+    labels = [1, 0, 1, 0]  # 2 relevant: k=1 2/3, k=2 2/4, k=3 4/5, k=4 4/6
+    assert [f1_at(labels, k) for k in range(5)] == pytest.approx([0.0, 2 / 3, 0.5, 0.8, 2 / 3])
+    assert oracle_f1(labels) == pytest.approx(0.8)
+    assert oracle_f1([0, 0]) == 1.0 and f1_at([0, 0], 1) == 0.0  # nothing relevant: only the empty cut is right
+
+
+def test_calibration_error_and_brier_by_hand():
+    p, y = [0.05, 0.15, 0.95, 0.95], [0, 1, 1, 0]
+    ece, table = calibration_error(p, y, 10)
+    # bin 0: |0.05 - 0|, bin 1: |0.15 - 1|, bin 9: 2 x |0.95 - 0.5|
+    assert ece == pytest.approx((0.05 + 0.85 + 0.9) / 4)
+    assert [(b["lo"], b["documents"]) for b in table] == [(0.0, 1), (0.1, 1), (0.9, 2)]
+    assert calibration_error([1.0], [1], 10)[1][0]["lo"] == 0.9  # 1.0 falls in the last bin
+    assert brier(p, y) == pytest.approx((0.05 ** 2 + 0.85 ** 2 + 0.05 ** 2 + 0.95 ** 2) / 4)
+
+
+def test_map_files_round_trip_and_faults_are_one_line(tmp_path):
+    m = CalibrationMap(2, (1.0, 0.0, 2.0), (2.0, 1.0, 0.5), (0.3, 1.2, -0.4), -1.0, {"queries": 43})
+    path = tmp_path / "map.json"
+    m.save(path)
+    assert CalibrationMap.load(path) == m
+    rec = json.loads(path.read_text())
+    assert rec["format"] == FORMAT and rec["features"] == list(FEATURES)
+    cases = {
+        "missing.json": None,
+        "notjson.json": "{",
+        "format.json": json.dumps({**rec, "format": "other"}),
+        "features.json": json.dumps({**rec, "features": ["p_topk"]}),
+        "short.json": json.dumps({**rec, "coef": [1.0]}),
+        "scale.json": json.dumps({**rec, "scale": [1.0, 0.0, 1.0]}),
+        "nan.json": json.dumps({**rec, "intercept": float("nan")}),
+        "keys.json": json.dumps({k: v for k, v in rec.items() if k != "grade"}),
+    }
+    for name, text in cases.items():
+        bad = tmp_path / name
+        if text is not None:
+            bad.write_text(text)
+        with pytest.raises(InputError) as info:
+            CalibrationMap.load(bad)
+        assert str(info.value).startswith(f"{bad}: --calibration") and "\n" not in str(info.value), name
+
+
+def test_the_flags_are_checked_together(tmp_path):
+    m = CalibrationMap(2, (0.0,) * 3, (1.0,) * 3, (1.0, 0.0, 0.0), 0.0)
+    m.save(tmp_path / "m.json")
+    assert options(None) == (None, None)
+    rel, fitted = options(str(tmp_path / "m.json"), cut="f1", score="p_relevant")
+    assert fitted is None and rel.cut == Cut("f1") and rel.score and rel.calibration == m
+    rel, fitted = options("out.json", calibrate="q.txt", grade=2)
+    assert rel is None and (fitted.qrels, fitted.grade, fitted.output) == ("q.txt", 2, "out.json")
+    assert options("out.json", calibrate="q.txt")[1].grade == 1
+    for kwargs, said in [({"calibration": None, "cut": "f1"}, "--cut needs --calibration"),
+                         ({"calibration": None, "score": "p_relevant"}, "--score p_relevant needs --calibration"),
+                         ({"calibration": None, "calibrate": "q"}, "--calibrate needs --calibration"),
+                         ({"calibration": "m", "grade": 2}, "--relevant-grade is the grade --calibrate fits"),
+                         ({"calibration": "m", "calibrate": "q", "cut": "f1"}, "cannot also cut"),
+                         ({"calibration": "m", "score": "rank"}, "--score 'rank'")]:
+        with pytest.raises(InputError, match=said):
+            options(**kwargs)
+
+
+def test_the_stats_line_holds_p_relevant_and_reads_back():
+    summary = RelevanceSummary(grade=2, p_none=0.012345678, p={"a": 0.91234567, "b": 0.1}, kept=1)
+    rec = StatsRecord(qid="q", method="acurank", calls=5, relevance=summary)
+    line = stats_line(rec)
+    assert line["relevance"] == {"grade": 2, "p_none": 0.0123457, "kept": 1, "p": {"a": 0.912346, "b": 0.1}}
+    back = stats_record(json.loads(json.dumps(line))).relevance
+    assert back.kept == 1 and back.p == {"a": 0.912346, "b": 0.1} and list(back.p) == ["a", "b"]
+    assert "relevance" not in stats_line(StatsRecord(qid="q", method="acurank", calls=5))
