@@ -6,10 +6,12 @@
     retriever = ContextualCompressionRetriever(base_compressor=compressor, base_retriever=your_retriever)
 
 Each returned Document keeps its metadata, plus ``acurank_rank``, ``acurank_mu``, ``acurank_sigma``,
-``acurank_p_topk`` and ``relevance_score``: P(the document is in the top k) under its final rating, a
-calibrated score in [0, 1] (for a method without ratings, such as ``sw-1``, the position 1 - (rank - 1) / n).
-``min_p_topk`` keeps only documents at least that likely to be in the top k (the confidence cut). A
-document's ``metadata["score"]``, when every document has one, starts the ratings.
+``acurank_p_topk`` and ``relevance_score``: P(the document is in the top k) under its final rating, in [0, 1] and
+relative to the list (it sums to k; for a method without ratings, such as ``sw-1``, the position 1 - (rank - 1) / n).
+``min_p_topk`` keeps only documents at least that likely to be in the top k (the confidence cut). With a Reranker
+built with a calibration map, ``relevance_score`` is P(relevant) (also ``acurank_p_relevant``) and ``min_p_relevant``
+keeps the documents at least that likely to be relevant (docs/relevance.md). A document's ``metadata["score"]``,
+when every document has one, starts the ratings.
 """
 
 from __future__ import annotations

@@ -169,6 +169,13 @@ COMMANDS: dict[str, Run | Skip] = {
     "acurank serve --reranker minilm --passages 150:75": Skip(SERVER),
     "acurank retrieve --hits 100": Skip("a flag in its sentence (retrieve's whole command is in the code block)"),
     "acurank report table --runs out/uncertainty/seed0": Skip(HOUR + " (tabulates the uncertainty study's runs)"),
+    # docs/relevance.md (the map fit on DL19, applied to DL20 with a cut, measured; the report is also report's help example)
+    "acurank rerank sample_runs/dl19/bm25.run --reranker simulated --qrels sample_runs/dl19/qrels.txt --calibrate "
+    "sample_runs/dl19/qrels.txt --relevant-grade 2 --calibration dl19.map.json -o dl19.run": Run(),
+    "acurank rerank sample_runs/dl20/bm25.run --reranker simulated --qrels sample_runs/dl20/qrels.txt --calibration "
+    "dl19.map.json --cut f1 -o dl20.run": Run(),
+    "acurank report calibration dl20.run --qrels sample_runs/dl20/qrels.txt --plot reliability.png": Run(
+        expect=("expected calibration error", "F1 at the oracle cut")),
     # help examples
     "scripts/simulate_all.sh out/sim && acurank report table --runs out/sim --baseline sw-1 --format markdown": Run(),
     "acurank report table --runs out/sim --baseline sw-1 -f latex": Run(expect=("\\begin{tabular}",)),
