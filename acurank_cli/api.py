@@ -82,21 +82,26 @@ class Reranker:
 
     def rerank(self, query: str, docs: Sequence[DocLike], *, qid: str = "q", top_k: int | None = None,
                min_p_topk: float | None = None, instruction: str | None = None, min_p_relevant: float | None = None,
-               cut: str | None = None) -> RerankOutput:
+               cut: str | None = None, pivot: str | None = None) -> RerankOutput:
         """Rerank one query's documents (best first) with the method and backend; ``top_k`` keeps the best
         ``top_k`` and ``min_p_topk`` those whose p_topk is at least that; with a calibration map, ``min_p_relevant``
         keeps those whose P(relevant) is at least that and ``cut`` ("p:X" or "f1", as ``--cut``) stops the list where
-        relevance ends (maybe empty); ``instruction``: this query's task instruction (a listwise LLM's prompt), in
-        place of the Reranker's."""
+        relevance ends (maybe empty); ``pivot``: a passage at the relevance boundary written for this query, rated in
+        the same game as a reference player in every window (for the simulated reranker, which reads no texts:
+        ``"simulated"``; a map fit with ``--pivot`` needs one); ``instruction``: this query's task instruction (a
+        listwise LLM's prompt), in place of the Reranker's."""
         return self.rerank_batch([(query, docs)], qids=[qid], top_k=top_k, min_p_topk=min_p_topk,
-                                 instruction=instruction, min_p_relevant=min_p_relevant, cut=cut)[0]
+                                 instruction=instruction, min_p_relevant=min_p_relevant, cut=cut,
+                                 pivots=None if pivot is None else [pivot])[0]
 
     def rerank_batch(self, queries: Iterable[tuple[str, Sequence[DocLike]]], *,
                      qids: Sequence[str] | None = None, top_k: int | None = None,
                      min_p_topk: float | None = None, instruction: str | None = None,
-                     min_p_relevant: float | None = None, cut: str | None = None) -> list[RerankOutput]:
+                     min_p_relevant: float | None = None, cut: str | None = None,
+                     pivots: Sequence[str] | None = None) -> list[RerankOutput]:
         """Rerank many queries; up to ``batch_queries`` advance together so their windows share batches.
-        ``top_k``, ``min_p_topk``, ``min_p_relevant`` and ``cut`` cut every query's output (see :meth:`rerank`)."""
+        ``top_k``, ``min_p_topk``, ``min_p_relevant`` and ``cut`` cut every query's output; ``pivots``: each query's
+        pivot passage (see :meth:`rerank`)."""
         if self.reranker is None:
             raise InputError("this Reranker is closed: build a new one (Reranker(...)) to rerank again")
         if top_k is not None and not at_least(1).contains(top_k):
@@ -115,7 +120,7 @@ class Reranker:
             raise InputError("instruction: the reranker puts no instruction in a prompt (a listwise LLM does: hf:, "
                              "vllm:, openai:)")
         prepared = [prepare(q, docs, qid, instruction) for (q, docs), qid in zip(queries, qids)]
-        strategy = self.methods.for_call(top_k=top_k)
+        strategy = self._pivoted(self.methods.for_call(top_k=top_k), pivots, prepared)
         group = [p for p in prepared if p.task.n > 0]
         outputs: dict[str, RerankOutput] = {}
         by_qid = {p.task.qid: p for p in group}
@@ -123,14 +128,40 @@ class Reranker:
         texts_of = lambda task: by_qid[task.qid].docs  # noqa: E731
         self._session.check([p.task for p in group], "the documents' scores", strategy, texts_of=texts_of)
         for outcome in self._session.run([p.task for p in group], None, None, strategy, texts_of):
-            outputs[outcome.qid] = output_of(by_qid[outcome.qid], outcome, outcome.final_ratings(), strategy.cutoff,
-                                             top_k, min_p_topk, self.calibration, min_p_relevant, relevant_cut)
+            ratings, pivot = outcome.rated()
+            outputs[outcome.qid] = output_of(by_qid[outcome.qid], outcome, ratings, strategy.cutoff, top_k, min_p_topk,
+                                             self.calibration, min_p_relevant, relevant_cut, pivot)
         for p in prepared:
             if p.task.n == 0:
                 outputs[p.task.qid] = RerankOutput(qid=p.task.qid, query=p.task.query, docs=(), tally=CallTally(),
                                                    seconds=0.0, stop=None, k=strategy.cutoff,
                                                    p_none=None if self.calibration is None else 1.0)
         return [outputs[qid] for qid in qids]
+
+    def _pivoted(self, strategy: Strategy, pivots: Sequence[str] | None, prepared: list[Prepared]) -> Strategy:
+        """The call's strategy with a pivot in every window where ``pivots`` are given (one per query), each query's
+        pivot passage among its documents; a calibration map fit with a pivot needs them, one fit without refuses
+        them."""
+        from .records import Doc, pivot_id
+
+        pivoted = self.calibration is not None and self.calibration.pivoted
+        if pivots is None:
+            if pivoted:
+                raise InputError("pivot: the calibration map was fit with a pivot; give each query's pivot passage "
+                                 "(pivot=...)")
+            return strategy
+        if self.calibration is not None and not pivoted:
+            raise InputError("pivot: the calibration map was fit without a pivot; fit one with --pivot")
+        pivots = list(pivots)
+        if len(pivots) != len(prepared) or not all(isinstance(p, str) and p.strip() for p in pivots):
+            raise InputError("pivot: give one non-empty pivot passage per query")
+        if not hasattr(strategy, "with_pivot"):
+            raise InputError(f"pivot: method {strategy.name!r} rates no pivot (the acurank methods do)")
+        if self.passages is not None:
+            raise InputError("pivot with passages: a pivot joins windows of documents ranked whole")
+        for p, text in zip(prepared, pivots):
+            p.docs[pivot_id(p.task.qid)] = Doc(pivot_id(p.task.qid), text)
+        return strategy.with_pivot()
 
     def _relevance_cuts(self, min_p_relevant: float | None, cut: str | None):
         """``min_p_relevant`` and ``cut`` checked (both need the calibration map); the cut parsed."""

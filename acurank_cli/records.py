@@ -208,6 +208,17 @@ class RatingsSnapshot:
 
     t: float | None
     docs: tuple[DocRating, ...]
+    #: the pivot's rating (mu, sigma) where a reference player joined every window (``--pivot``); None otherwise
+    pivot: tuple[float, float] | None = None
+
+
+#: the pivot's document id in a query's windows (``--pivot``): a reference player rated in the same game
+PIVOT_PREFIX = "acurank-pivot:"
+
+
+def pivot_id(qid: str) -> str:
+    """The pivot's document id in query ``qid``'s windows (one per query: a run's texts are one mapping)."""
+    return PIVOT_PREFIX + qid
 
 
 @dataclass(frozen=True)
@@ -416,9 +427,17 @@ class QueryOutcome:
     passages: PassageSummary | None = None
 
     def final_ratings(self) -> dict[str, "DocRating"]:
-        """Each document's final rating (mu, sigma, p_topk), by docid: the one place the snapshot is taken (the API's
-        and the server's answers read it); empty for methods without ratings."""
-        return {} if self.final is None else {d.docid: d for d in self.final().docs}
+        """Each document's final rating (mu, sigma, p_topk), by docid (the API's and the server's answers read it);
+        empty for methods without ratings."""
+        return self.rated()[0]
+
+    def rated(self) -> tuple[dict[str, "DocRating"], tuple[float, float] | None]:
+        """The final ratings by docid and the pivot's (mu, sigma) where one was rated (``--pivot``): the one place the
+        final snapshot is taken."""
+        if self.final is None:
+            return {}, None
+        snap = self.final()
+        return {d.docid: d for d in snap.docs}, snap.pivot
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,9 @@ from .errors import InputError
 
 #: the features of a document's final rating that the map reads, in order
 FEATURES = ("logit_p_topk", "z_mu", "log_rank")
+#: with a pivot in every window (``--pivot``), two more: the document's standardised distance above the pivot,
+#: (mu - mu_pivot) / sqrt(sigma^2 + sigma_pivot^2), and the share of the query's candidates rated above the pivot
+PIVOT_FEATURES = (*FEATURES, "z_pivot", "share_above_pivot")
 #: the format's name and version, the file's first key
 FORMAT = "acurank-calibration/1"
 #: p_topk is clipped to [CLIP, 1 - CLIP] before its logit (p_topk is exactly 0 or 1 for settled documents)
@@ -43,26 +46,34 @@ CLIP = 1e-6
 L2 = 1e-4
 
 
-def features(ratings: Sequence[Any]) -> list[tuple[float, float, float]]:
-    """Each document's features, in the order given: ``ratings`` are a query's final DocRatings (mu, p_topk, rank).
-    A query of one document (or all mu equal) has z_mu 0."""
+def features(ratings: Sequence[Any], pivot: tuple[float, float] | None = None) -> list[tuple[float, ...]]:
+    """Each document's features, in the order given: ``ratings`` are a query's final DocRatings (mu, sigma, p_topk,
+    rank); ``pivot`` the pivot's (mu, sigma) where one was rated (then :data:`PIVOT_FEATURES`)."""
     if not ratings:
         return []
     x = feature_matrix([r.mu for r in ratings], [0.0 if r.p_topk is None else r.p_topk for r in ratings],
-                       [r.rank for r in ratings])
+                       [r.rank for r in ratings], [r.sigma for r in ratings], pivot)
     return [tuple(map(float, row)) for row in x]
 
 
-def feature_matrix(mu: Sequence[float], p_topk: Sequence[float], rank: Sequence[int]):
+def feature_matrix(mu: Sequence[float], p_topk: Sequence[float], rank: Sequence[int],
+                   sigma: Sequence[float] | None = None, pivot: tuple[float, float] | None = None):
     """The features as a numpy matrix, one row a document: logit(p_topk) (clipped), (mu - mean) / sd within the
-    query (population sd; 0 where all mu are equal), log(rank by mu). The one place they are defined."""
+    query (population sd; 0 where all mu are equal), log(rank by mu); with a ``pivot`` (mu, sigma), also
+    (mu - mu_pivot) / sqrt(sigma^2 + sigma_pivot^2) and the share of candidates with mu above the pivot's. The one
+    place they are defined."""
     import numpy as np
 
     mu = np.asarray(mu, dtype=float)
     p = np.clip(np.asarray(p_topk, dtype=float), CLIP, 1.0 - CLIP)
     sd = mu.std()
     z = (mu - mu.mean()) / sd if sd > 0 else np.zeros_like(mu)
-    return np.column_stack([np.log(p / (1.0 - p)), z, np.log(np.asarray(rank, dtype=float))])
+    columns = [np.log(p / (1.0 - p)), z, np.log(np.asarray(rank, dtype=float))]
+    if pivot is not None:
+        pmu, psigma = pivot
+        spread = np.sqrt(np.asarray(sigma, dtype=float) ** 2 + psigma ** 2)
+        columns += [(mu - pmu) / spread, np.full(len(mu), float((mu > pmu).mean()))]
+    return np.column_stack(columns)
 
 
 @dataclass(frozen=True)
@@ -77,16 +88,26 @@ class CalibrationMap:
     intercept: float
     fit: Mapping[str, Any] = field(default_factory=dict)
 
-    def probabilities(self, ratings: Sequence[Any]) -> list[float]:
-        """P(relevant) of each of a query's final ratings, in the order given."""
-        return [self.probability(x) for x in features(ratings)]
+    @property
+    def pivoted(self) -> bool:
+        """Fit on runs with a pivot in every window (its features need one)."""
+        return len(self.coef) == len(PIVOT_FEATURES)
+
+    def probabilities(self, ratings: Sequence[Any], pivot: tuple[float, float] | None = None) -> list[float]:
+        """P(relevant) of each of a query's final ratings, in the order given (``pivot``: its rating, for a map fit
+        with one)."""
+        if self.pivoted != (pivot is not None):
+            raise InputError("a calibration map fit " + ("with a pivot needs a run with --pivot" if self.pivoted else
+                                                         "without a pivot cannot read a run with --pivot"))
+        return [self.probability(x) for x in features(ratings, pivot)]
 
     def probability(self, x: Sequence[float]) -> float:
         """P(relevant) of one document's features."""
         return _sigmoid(self.intercept + sum(c * (v - m) / s for c, v, m, s in zip(self.coef, x, self.center, self.scale)))
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": FORMAT, "grade": self.grade, "features": list(FEATURES), "center": list(self.center),
+        return {"format": FORMAT, "grade": self.grade, "features": list(PIVOT_FEATURES if self.pivoted else FEATURES),
+                "center": list(self.center),
                 "scale": list(self.scale), "coef": list(self.coef), "intercept": self.intercept, "fit": dict(self.fit)}
 
     @property
@@ -117,16 +138,18 @@ class CalibrationMap:
         """A map from its JSON object (what :meth:`to_json` writes), checked."""
         if not isinstance(rec, dict) or rec.get("format") != FORMAT:
             raise InputError(f"{flag}: not a calibration map (its \"format\" must be {FORMAT!r})", name)
-        if list(rec.get("features") or ()) != list(FEATURES):
-            raise InputError(f"{flag}: features {rec.get('features')!r}, this version reads {list(FEATURES)}", name)
+        names = list(rec.get("features") or ())
+        if names not in (list(FEATURES), list(PIVOT_FEATURES)):
+            raise InputError(f"{flag}: features {rec.get('features')!r}, this version reads {list(FEATURES)} (with "
+                             f"--pivot: {list(PIVOT_FEATURES)})", name)
         try:
             vectors = [tuple(float(v) for v in rec[key]) for key in ("center", "scale", "coef")]
             grade, intercept = int(rec["grade"]), float(rec["intercept"])
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"{flag}: a calibration map needs grade, center, scale, coef and intercept ({exc!r})",
                              name) from None
-        if any(len(v) != len(FEATURES) for v in vectors) or not all(s > 0 for s in vectors[1]):
-            raise InputError(f"{flag}: center, scale and coef need {len(FEATURES)} numbers each, scales > 0", name)
+        if any(len(v) != len(names) for v in vectors) or not all(s > 0 for s in vectors[1]):
+            raise InputError(f"{flag}: center, scale and coef need {len(names)} numbers each, scales > 0", name)
         if not all(math.isfinite(v) for vec in vectors for v in vec) or not math.isfinite(intercept):
             raise InputError(f"{flag}: a calibration map's numbers must be finite", name)
         return cls(grade, *vectors, intercept, dict(rec.get("fit") or {}))
@@ -277,8 +300,9 @@ class Relevance:
     score: bool = False
     #: the map's file (None: given as a map)
     source: str | None = None
-    #: with a cut: aim AcuRank's uncertain set at the cut's boundary (``--cut-target cut``; False, the default: at
-    #: the top k, as without a cut; measured better, BENCHMARKS.md section 25)
+    #: with a cut: aim AcuRank's uncertain set at the cut's boundary (``--cut-target cut``, the default with a map fit
+    #: with a pivot) or at the top k (``topk``, the default without: the cut's target then cost more calls for a lower
+    #: F1, BENCHMARKS.md section 25)
     target: bool = False
 
     def described(self) -> dict[str, Any]:
@@ -311,15 +335,16 @@ class CutTarget:
     calibration: CalibrationMap
     cut: Cut
 
-    def size(self, mu, prob) -> int:
-        """K: the documents the cut keeps under ratings ``mu`` whose top-k probabilities are ``prob``."""
+    def size(self, mu, prob, sigma=None, pivot: tuple[float, float] | None = None) -> int:
+        """K: the documents the cut keeps under ratings ``mu`` (``sigma``; the ``pivot``'s (mu, sigma) where one is
+        rated) whose top-k probabilities are ``prob``."""
         import numpy as np
 
         mu = np.asarray(mu, dtype=float)
         order = np.argsort(-mu, kind="stable")
         rank = np.empty(len(mu))
         rank[order] = np.arange(1, len(mu) + 1)
-        probs = [self.calibration.probability(x) for x in feature_matrix(mu, prob, rank)]
+        probs = [self.calibration.probability(x) for x in feature_matrix(mu, prob, rank, sigma, pivot)]
         keep = self.cut.keep(probs)
         return keep if isinstance(keep, int) else len(keep)
 
@@ -331,6 +356,58 @@ class Calibrate:
     qrels: str
     grade: int
     output: str
+
+
+@dataclass(frozen=True)
+class Pivot:
+    """A reference player in every window (``--pivot``): ``simulated`` (the simulated reranker's document of grade
+    --sim-pivot-grade) or a file of ``qid<TAB>passage`` (a pivot passage written for each query, for the rerankers
+    that read texts)."""
+
+    source: str
+    #: each query's pivot passage (None: the simulated reranker's)
+    texts: Mapping[str, str] | None = None
+
+    @classmethod
+    def of(cls, value: str | None) -> "Pivot | None":
+        if value is None:
+            return None
+        if value == "simulated":
+            return cls(value)
+        from .io.collection_files import read_topics
+
+        return cls(value, read_topics(value))
+
+    def described(self) -> str:
+        """What the run's fingerprint records: ``simulated``, or the passages' digest."""
+        if self.texts is None:
+            return "simulated"
+        return hashlib.sha256(json.dumps(self.texts, sort_keys=True).encode()).hexdigest()[:16]
+
+    def pivoted(self, strategy: Any) -> Any:
+        """The strategy with a pivot in every window (a method that rates none is refused in one line)."""
+        if not hasattr(strategy, "with_pivot"):
+            raise InputError(f"--pivot: method {strategy.name!r} rates no pivot (the acurank methods do)")
+        return strategy.with_pivot()
+
+    def add_texts(self, needs_texts: bool, backend: str, qids: Sequence[str], docs: dict) -> None:
+        """Checked against the backend and the queries (one line each, before any call); for a file, every query's
+        pivot passage is added to ``docs`` under its pivot id."""
+        from .records import Doc, pivot_id
+
+        if self.texts is None and needs_texts:
+            raise InputError(f"--pivot simulated is the simulated reranker's pivot; reranker {backend} reads texts: "
+                             "give a file of 'qid<TAB>pivot passage'")
+        if self.texts is not None and not needs_texts:
+            raise InputError(f"--pivot {self.source}: the simulated reranker reads no texts; give --pivot simulated "
+                             "(its grade: --sim-pivot-grade)")
+        if self.texts is not None:
+            missing = [q for q in qids if q not in self.texts]
+            if missing:
+                raise InputError(f"no pivot passage for query {missing[0]} ({len(missing)} queries without one)",
+                                 self.source)
+            for q in qids:
+                docs[pivot_id(q)] = Doc(pivot_id(q), self.texts[q])
 
 
 SCORES = ("mu", "p_relevant")
@@ -360,7 +437,9 @@ def options(calibration: str | None, calibrate: str | None = None, grade: int | 
             raise InputError("--calibrate fits --calibration on this run's queries, so it cannot also cut or score them "
                              "(apply the map to other queries: a second run without --calibrate)")
         return None, Calibrate(calibrate, 1 if grade is None else grade, calibration)
-    return Relevance(CalibrationMap.load(calibration), parsed, score == "p_relevant", calibration, target == "cut"), None
+    fitted = CalibrationMap.load(calibration)
+    aim = target == "cut" if target is not None else fitted.pivoted
+    return Relevance(fitted, parsed, score == "p_relevant", calibration, aim), None
 
 
 def loaded(value: Any, flag: str = "calibration") -> CalibrationMap | None:
@@ -382,9 +461,12 @@ def keep_maps_k(calibration: CalibrationMap | None, method: str, options: dict) 
         options["k"] = int(k)
 
 
-def check_applicable(strategy: Any, passages: Any, flag: str = "--calibration") -> None:
-    """A map applies to a method with ratings (a cutoff k) over documents ranked whole: anything else is refused in
-    one line, before any call."""
+def check_applicable(strategy: Any, passages: Any, flag: str = "--calibration",
+                     calibration: CalibrationMap | None = None) -> None:
+    """A map applies to a method with ratings (a cutoff k) over documents ranked whole (and, given here, one fit
+    without a pivot: the API and the server rate none): anything else is refused in one line, before any call."""
+    if calibration is not None and calibration.pivoted:
+        raise InputError(f"{flag}: the map was fit with --pivot, and a pivot is rated only by acurank rerank so far")
     if strategy.cutoff is None:
         raise InputError(f"{flag}: method {strategy.name!r} keeps no ratings to calibrate (the acurank and "
                          "acurank-auto families do)")
@@ -393,12 +475,14 @@ def check_applicable(strategy: Any, passages: Any, flag: str = "--calibration") 
                          "documents ranked whole; rank them whole, or without a map")
 
 
-def judged(relevance: Relevance, ranking: Sequence[Any], ratings: Mapping[str, Any]) -> tuple[list[Any], Any]:
-    """A query's ranking (Ranked, by mu) with its final ratings: the ranking as written (ordered by P(relevant)
-    when that is the score column, cut when asked) and its :class:`~acurank_cli.records.RelevanceSummary`."""
+def judged(relevance: Relevance, ranking: Sequence[Any], ratings: Mapping[str, Any],
+           pivot: tuple[float, float] | None = None) -> tuple[list[Any], Any]:
+    """A query's ranking (Ranked, by mu) with its final ratings (and the pivot's, where one was rated): the ranking as
+    written (ordered by P(relevant) when that is the score column, cut when asked) and its
+    :class:`~acurank_cli.records.RelevanceSummary`."""
     from .records import Ranked, RelevanceSummary
 
-    probs = relevance.calibration.probabilities([ratings[r.docid] for r in ranking])
+    probs = relevance.calibration.probabilities([ratings[r.docid] for r in ranking], pivot)
     order = list(range(len(ranking)))
     if relevance.score:
         order.sort(key=lambda i: -probs[i])

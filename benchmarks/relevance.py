@@ -2,15 +2,17 @@
 other, against Platt scaling on single scores; the expected-F1 cut against the oracle cut and the best fixed top-k;
 "nothing here"; the cut-targeted uncertain set against the top-k one.
 
-    PYTHONPATH=. python benchmarks/relevance.py [--settings minilm sim1 sim2] [--work DIR] [--out FILE.json]
+    PYTHONPATH=. python benchmarks/relevance.py [--settings minilm sim1 sim2 sim1-pivot sim2-pivot] [--work DIR]
+        [--out FILE.json]
 
-For each reranker setting (MiniLM; the simulated reranker at noise 1 and 2) and each direction (fit on DL19, test on
-DL20; and the reverse), everything runs as ``acurank rerank`` (the CLI as a user runs it), grade >= 2 relevant:
+For each reranker setting (MiniLM; the simulated reranker at noise 1 and 2, without and with a pivot in every window,
+``--pivot simulated``: a document of grade 1.5) and each direction (fit on DL19, test on DL20; and the reverse),
+everything runs as ``acurank rerank`` (the CLI as a user runs it), grade >= 2 relevant:
 
 1. the training year reranked with ``--calibrate QRELS --relevant-grade 2 --calibration MAP`` (and ``--trace``: its
    final p_topk, for the Platt baseline);
-2. the test year with ``--calibration MAP --cut f1`` (its P(relevant) and P(none) in the stats; the cut in the run),
-   and again with ``--cut-target cut`` (the uncertain set at the cut's boundary);
+2. the test year with ``--calibration MAP --cut f1 --cut-target topk`` (its P(relevant) and P(none) in the stats; the
+   cut in the run), and again with ``--cut-target cut`` (the uncertain set at the cut's boundary);
 3. the test year's candidate lists with every grade >= 2 document removed ("nothing here"), and, as the equal-length
    control, the intact lists with as many randomly chosen (seeded) other documents removed.
 
@@ -50,7 +52,9 @@ SAMPLE = ROOT / "sample_runs"
 GRADE = 2
 SETTINGS = {"minilm": ["--reranker", "minilm"],
             "sim1": ["--reranker", "simulated", "--sim-noise", "1"],
-            "sim2": ["--reranker", "simulated", "--sim-noise", "2"]}
+            "sim2": ["--reranker", "simulated", "--sim-noise", "2"],
+            "sim1-pivot": ["--reranker", "simulated", "--sim-noise", "1", "--pivot", "simulated"],
+            "sim2-pivot": ["--reranker", "simulated", "--sim-noise", "2", "--pivot", "simulated"]}
 
 
 def ordered(run: dict[str, dict[str, float]]) -> dict[str, list[tuple[str, float]]]:
@@ -141,7 +145,7 @@ def measure(setting: str, train: str, test: str, work: Path) -> dict:
             str(mapfile), "--trace", str(work / f"{setting}.{train}.trace.jsonl")], work)
     apply = ["--calibration", str(mapfile)]
     out = {name: work / f"{tag}.{name}.run" for name in ("cut", "cut-target", "removed", "matched", "plain")}
-    rerank(setting, test, runs[test]["intact"], out["cut"], [*apply, "--cut", "f1", "--trace",
+    rerank(setting, test, runs[test]["intact"], out["cut"], [*apply, "--cut", "f1", "--cut-target", "topk", "--trace",
                                                                str(work / f"{tag}.cut.trace.jsonl")], work)
     rerank(setting, test, runs[test]["intact"], out["cut-target"], [*apply, "--cut", "f1", "--cut-target", "cut"], work)
     rerank(setting, test, runs[test]["removed"], out["removed"], apply, work)

@@ -81,6 +81,29 @@ def test_without_a_map_the_new_cuts_are_refused_and_outputs_unchanged(tmp_path):
         Reranker("simulated", cache=None, qrels=str(DL19 / "qrels.txt"), calibration=str(tmp_path / "none.json"))
 
 
+def test_a_pivot_per_call_and_a_map_fit_with_one():
+    """``pivot=``: a reference player in every window of the call (the simulated reranker's: "simulated"); a map fit
+    with a pivot reads where each document stands against it, and needs one at every call."""
+    # P = sigmoid(z_pivot): the map reads only the document's standardised distance above the pivot
+    pivoted = CalibrationMap(2, (0.0,) * 5, (1.0,) * 5, (0.0, 0.0, 0.0, 1.0, 0.0), 0.0)
+    qid, docs = first_queries(1)[0]
+    with Reranker("simulated", cache=None, qrels=str(DL19 / "qrels.txt"), calibration=pivoted, init="score") as rr:
+        with pytest.raises(InputError, match="fit with a pivot; give each query's pivot passage"):
+            rr.rerank("q", docs, qid=qid)
+        out = rr.rerank("q", docs, qid=qid, pivot="simulated")
+        assert len(out) == len(docs) and all(not d.id.startswith("acurank-pivot") for d in out)
+        assert out.calls == rr.rerank("q", docs, qid=qid, pivot="simulated").calls
+        # z_pivot = (mu - mu_pivot) / sqrt(sigma^2 + sigma_pivot^2): above the pivot at the top, below at the bottom
+        ps = [d.p_relevant for d in out]
+        assert ps[0] > 0.5 > ps[-1] and sum(ps[:10]) > sum(ps[-10:])
+    with Reranker("simulated", cache=None, qrels=str(DL19 / "qrels.txt"), calibration=MAP) as rr:
+        with pytest.raises(InputError, match="fit without a pivot"):
+            rr.rerank("q", docs, qid=qid, pivot="simulated")
+    with Reranker("simulated", method="sw-1", cache=None, qrels=str(DL19 / "qrels.txt")) as rr:
+        with pytest.raises(InputError, match="rates no pivot"):
+            rr.rerank("q", docs, qid=qid, pivot="simulated")
+
+
 def test_a_maps_k_is_kept_for_every_call():
     fitted = CalibrationMap(2, MAP.center, MAP.scale, MAP.coef, MAP.intercept, {"k": 7})
     with Reranker("simulated", cache=None, qrels=str(DL19 / "qrels.txt"), calibration=fitted) as rr:

@@ -44,7 +44,7 @@ def mcp_cmd(
     methods = pipeline.Methods(method, options, pipeline.ScoreSource.documents)  # an unknown method: before any load
     pipeline.check_servable(methods.strategy)
     if calibrated is not None:
-        check_applicable(methods.strategy, passages)
+        check_applicable(methods.strategy, passages, calibration=calibrated)
     session = pipeline.Session(methods.strategy, reranker, backend_options,
                                passages=Passages.of(passages, passage_score, max_passages))  # checked, nothing built
     import mcp.server.mcpserver  # noqa: F401 - checked before the backend is built

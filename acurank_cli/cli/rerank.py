@@ -14,7 +14,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..run.pipeline import DEFAULTS
-from .flags import (BACKEND, DEPTH_HELP, IO, PERFORMANCE, BatchQueries, Cache, Calibrate, Calibration, CutFlag, CutTarget,
+from .flags import (BACKEND, DEPTH_HELP, IO, PERFORMANCE, BatchQueries, Cache, Calibrate, Calibration, CutFlag, CutTarget, PivotFlag,
                     MaxPassages, NoCache, Overwrite, RelevantGrade, ScoreColumn,
                     PanelledCommand, PassageScore, PassagesFlag, Qids, Quiet, RayActors, RayAddress, RayGpus, Reranker, cache_choice, err, method_option,
                     with_generated_flags)
@@ -49,6 +49,7 @@ def rerank(
     cut: CutFlag = None,
     cut_target: CutTarget = None,
     score: ScoreColumn = None,
+    pivot: PivotFlag = None,
     batch_queries: BatchQueries = DEFAULTS.batch_queries,
     cache: Cache = None,
     no_cache: NoCache = False,
@@ -68,13 +69,16 @@ def rerank(
     from ..run.ray_executor import ray_options
     from ..run.passages import Passages
     from ..io.shards import Shard
-    from ..relevance import options as relevance_options
+    from ..relevance import Pivot, options as relevance_options
 
     baseline_only = ctx.info_name == "baseline"
     cache = cache_choice(cache, no_cache)
     options, backend_options = pipeline.split_options(generated)
     strategy = pipeline.method(method, options, pipeline.ScoreSource.run_file, baseline_only)
     judged, fitted = relevance_options(calibration, calibrate, relevant_grade, cut, score, cut_target)
+    pivoted = Pivot.of(pivot)
+    if pivoted is not None:
+        strategy = pivoted.pivoted(strategy)
     if judged is not None:
         strategy = judged.aimed(strategy)
     job = RerankJob(
@@ -94,6 +98,7 @@ def rerank(
         passages=Passages.of(passages, passage_score, max_passages),
         relevance=judged,
         calibrate=fitted,
+        pivot=pivoted,
     )
     run_job(job, err())
 

@@ -77,7 +77,7 @@ def serve(
     methods = pipeline.Methods(method, options, pipeline.ScoreSource.documents)  # an unknown method: before any load
     pipeline.check_servable(methods.strategy)
     if calibrated is not None:
-        check_applicable(methods.strategy, passages)
+        check_applicable(methods.strategy, passages, calibration=calibrated)
     session = pipeline.Session(methods.strategy, reranker, backend_options,
                                ray_options(ray, actors, gpus_per_actor, flags=True),
                                Passages.of(passages, passage_score, max_passages))  # options checked, nothing built

@@ -15,7 +15,7 @@ from typing import Callable, Generator
 import numpy as np
 
 from ..params import ParameterError
-from ..records import DocRating, Phase, Ranked, RankingTask, RatingsSnapshot, Step, StopReason
+from ..records import DocRating, Phase, Ranked, RankingTask, RatingsSnapshot, Step, StopReason, pivot_id
 from .strategy import Plan, Strategy, chunks, query_rng, sort_by
 from .acurank_params import AcuRankParams, Partition, StopRule, Uncertainty
 from .trueskill import get_updater, initial_ratings, update_groups
@@ -38,13 +38,16 @@ class Choice:
 
 @dataclass
 class Ratings:
-    """One query's ratings: candidate docids, mu and sigma (updated in place), the current order."""
+    """One query's ratings: candidate docids, mu and sigma (updated in place), the current order. With a pivot
+    (``--pivot``), mu and sigma hold one more player after the candidates: the reference player, ``pivot`` its id."""
 
     docids: list[str]
     mu: np.ndarray
     sigma: np.ndarray
     #: sigma before any answer (gated thinking reads how much of it is left); None: sigma as given
     prior: np.ndarray | None = None
+    #: the pivot's document id (its rating is the last of mu and sigma), or None
+    pivot: str | None = None
 
     def __post_init__(self) -> None:
         if self.prior is None:
@@ -52,14 +55,22 @@ class Ratings:
 
     @property
     def n(self) -> int:
+        """The candidates (the pivot not counted)."""
         return len(self.docids)
+
+    @property
+    def candidates(self) -> tuple[np.ndarray, np.ndarray]:
+        """The candidates' mu and sigma (views; the pivot's rating left out)."""
+        return self.mu[: self.n], self.sigma[: self.n]
 
     def snapshot(self, k: int, eps: float, rule: Uncertainty = Uncertainty.threshold, a: Assessment | None = None,
                  final: bool = False) -> Callable[[], RatingsSnapshot]:
         """The ratings now, with the iteration's assessment under ``rule`` at cutoff k and tolerance eps
         (None: assessed only if the snapshot is built, as for the done step, which traces and the API read
         but a plain run does not); ``final``: also p_topk = P(rank <= k) per document, exact."""
-        mu, sigma, docids = self.mu.copy(), self.sigma.copy(), self.docids
+        n, docids = self.n, self.docids
+        mu, sigma = self.mu[:n].copy(), self.sigma[:n].copy()
+        pivot = None if self.pivot is None else (float(self.mu[n]), float(self.sigma[n]))
 
         def build() -> RatingsSnapshot:
             seen = a or assess(rule, mu, sigma, k, eps)
@@ -68,7 +79,7 @@ class Ratings:
             return RatingsSnapshot(seen.t, tuple(
                 DocRating(docid=docids[i], mu=float(mu[i]), sigma=float(sigma[i]), s=float(seen.prob[i]), rank=r,
                           p_topk=None if top is None else float(top[i]))
-                for r, i in enumerate(ranked, 1)))
+                for r, i in enumerate(ranked, 1)), pivot)
 
         return build
 
@@ -84,17 +95,24 @@ class AcuRank(Strategy):
 
     knows_uncertainty = True
 
-    def __init__(self, name: str, params: AcuRankParams, target=None):
+    def __init__(self, name: str, params: AcuRankParams, target=None, pivot: bool = False):
         self.name = name
         self.params = params
         self._update = get_updater(params.updater)
         #: where the uncertain set's boundary lies (None: the top k, the paper's): a cut's
         #: (:class:`~acurank_cli.relevance.CutTarget`, ``--cut``), whose size K the target says from the ratings
         self.target = target
+        #: a reference player joins every window (``--pivot``, docs/relevance.md): rated in the same game, it anchors
+        #: the relevance boundary; it is never ranked, assessed or counted as a candidate
+        self.pivot = pivot
 
     def aimed_at(self, target) -> "AcuRank":
         """This method with its uncertain set around ``target``'s boundary instead of the top k's."""
-        return AcuRank(self.name, self.params, target)
+        return AcuRank(self.name, self.params, target, self.pivot)
+
+    def with_pivot(self) -> "AcuRank":
+        """This method with a pivot in every window it sends."""
+        return AcuRank(self.name, self.params, self.target, True)
 
     def _boundary(self, r: Ratings, a: Assessment) -> tuple[int, Assessment]:
         """The k the uncertain set is about and the assessment at it: the method's k, or the cut's size K under the
@@ -102,10 +120,12 @@ class AcuRank(Strategy):
         1..n-1 so that a boundary exists."""
         if self.target is None:
             return self.params.k, a
-        size = min(max(1, self.target.size(r.mu, a.prob)), max(1, r.n - 1))
+        mu, sigma = r.candidates
+        pivot = None if r.pivot is None else (float(r.mu[r.n]), float(r.sigma[r.n]))
+        size = min(max(1, self.target.size(mu, a.prob, sigma, pivot)), max(1, r.n - 1))
         if size == self.params.k:
             return size, a
-        return size, assess(self.params.uncertainty, r.mu, r.sigma, size, self.params.eps)
+        return size, assess(self.params.uncertainty, mu, sigma, size, self.params.eps)
 
     def parameters(self):
         return self.params
@@ -157,7 +177,10 @@ class AcuRank(Strategy):
         """Initial pass, adaptive loop over the uncertain set, final order by mu."""
         p = self.params
         mu, sigma = initial_ratings([c.score for c in task.candidates], p.init, task.qid, p.sigma)
-        r = Ratings([c.docid for c in task.candidates], mu, sigma)
+        pivot = None
+        if self.pivot and len(mu):  # the pivot's prior: the candidates' mean mu, their widest sigma
+            mu, sigma, pivot = np.append(mu, mu.mean()), np.append(sigma, sigma.max()), pivot_id(task.qid)
+        r = Ratings([c.docid for c in task.candidates], mu, sigma, pivot=pivot)
         order = yield from self._initial_pass(r)
         budget, stop = self.adaptive_budget(r.n), self.cap_reason
         if p.max_rounds is not None and p.max_rounds <= 1:  # the initial pass was the only round allowed
@@ -166,7 +189,7 @@ class AcuRank(Strategy):
         rng = query_rng(p.seed, task.qid, "partition")
         topk = tuple(order[: p.k])
         while iteration < budget:
-            a = assess(p.uncertainty, r.mu, r.sigma, p.k, p.eps)
+            a = assess(p.uncertainty, *r.candidates, p.k, p.eps)
             boundary, a = self._boundary(r, a)
             order = sort_by(order, a.prob)
             choice = self.choose(order, a, rounds, budget - iteration, rng)
@@ -240,8 +263,12 @@ class AcuRank(Strategy):
 
     def _rerank(self, r: Ratings, groups, phase: Phase, iteration: int, uncertain: int | None, snap=None,
                 value: float | None = None):
-        """Send the groups as one step; update the ratings from the returned orders (None: not granted)."""
-        perms = yield Step(windows=tuple(tuple(r.docids[i] for i in g) for g in groups), phase=phase,
+        """Send the groups as one step; update the ratings from the returned orders (None: not granted). With a pivot,
+        every group of two or more candidates is sent with the pivot last."""
+        if r.pivot is not None:
+            groups = [list(g) + [r.n] if len(g) >= 2 else list(g) for g in groups]
+        names = r.docids if r.pivot is None else [*r.docids, r.pivot]
+        perms = yield Step(windows=tuple(tuple(names[i] for i in g) for g in groups), phase=phase,
                            iteration=iteration, uncertain=uncertain,
                            value=value, snapshot=snap, unsettled=r.unsettled(groups))
         if perms is not None:

@@ -173,12 +173,13 @@ def relevance_scores(out: RerankOutput, n: int) -> list[float]:
 
 def output_of(p: Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: int | None = None,
               top_k: int | None = None, min_p_topk: float | None = None, relevance: Any = None,
-              min_p_relevant: float | None = None, cut: Any = None) -> RerankOutput:
+              min_p_relevant: float | None = None, cut: Any = None,
+              pivot: tuple[float, float] | None = None) -> RerankOutput:
     """The query's RerankOutput: its ranking with each document's text, metadata, first-stage rank and score, final
     rating (``ratings``: :meth:`~acurank_cli.records.QueryOutcome.final_ratings`) and p_topk at ``k``, and with a
     calibration map (``relevance``, :class:`~acurank_cli.relevance.CalibrationMap`) P(relevant) and P(none); cut to
     ``top_k``, to ``min_p_topk``, to ``min_p_relevant`` and by ``cut`` (a :class:`~acurank_cli.relevance.Cut`, over
-    the whole list)."""
+    the whole list); ``pivot``: the pivot's final (mu, sigma) where one was rated."""
     first = {c.docid: (r, c.score) for r, c in enumerate(p.task.candidates, start=1)}
     probs = {d: r.p_topk for d, r in ratings.items() if r.p_topk is not None} if k is not None else {}
     relevant: dict[str, float] = {}
@@ -186,7 +187,7 @@ def output_of(p: Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: in
     if relevance is not None:
         from ..relevance import p_none as none_of
 
-        values = relevance.probabilities([ratings[r.docid] for r in outcome.ranking])
+        values = relevance.probabilities([ratings[r.docid] for r in outcome.ranking], pivot)
         relevant = {r.docid: v for r, v in zip(outcome.ranking, values)}
         p_none = none_of(values)
     spans = outcome.passages.best if outcome.passages is not None else {}

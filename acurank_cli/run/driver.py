@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Hashable, Iterable, Iterator, Mapping, Protocol
 
 from ..method.strategy import Strategy
-from ..records import (Answer, CallTally, Doc, IterationRecord, Phase, QueryOutcome, RankingTask, RerankRequest, RerankResult,
+from ..records import (Answer, CallTally, Doc, IterationRecord, Phase, QueryOutcome, RankingTask, RerankRequest, RerankResult, pivot_id,
                        Step, StopReason, final_ranking)
 from ..rerankers.backend import RerankerBase
 from ..method.thinking_gate import ThinkingGate
@@ -110,6 +110,8 @@ class Driver:
             return RerankRequest(act.task.qid, act.task.query, tuple(window), (), think)
         if act.scores is None:
             act.scores = {c.docid: c.score for c in act.task.candidates}
+            if act.task.candidates:  # a pivot (--pivot) is scored as its prior is rated: the candidates' mean
+                act.scores[pivot_id(act.task.qid)] = sum(act.scores.values()) / len(act.scores)
         return RerankRequest(act.task.qid, act.task.query, tuple(window), tuple(texts[d] for d in window), think,
                              scores=tuple(act.scores[d] for d in window), instruction=act.task.instruction)
 

