@@ -203,7 +203,7 @@ def measure(setting: str, train: str, test: str, work: Path) -> dict:
     cut_f1, oracle = f1s(test_order, q_test, read_scores(out["cut"]))
     target_stats = read_stats(out["cut-target"].with_suffix(".stats.jsonl"))
     target_order = {q: list(r.relevance.p) for q, r in target_stats.items()}
-    target_f1, _ = f1s(target_order, q_test, read_scores(out["cut-target"]))
+    target_f1, target_oracle = f1s(target_order, q_test, read_scores(out["cut-target"]))
     fixed_test = sum(rel.f1_at([labels(q_test, q, d) for d in docs], best_k) for q, docs in test_order.items()) / len(test_order)
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
     result["truncation"] = {"f1_cut": mean(cut_f1), "f1_oracle": mean(oracle), "ratio_to_oracle": mean(cut_f1) / mean(oracle),
@@ -211,6 +211,8 @@ def measure(setting: str, train: str, test: str, work: Path) -> dict:
                             "mean_kept": mean([r.relevance.kept for r in test_stats.values()])}
     result["cut_target"] = {"topk": {"calls": mean([r.calls for r in test_stats.values()]), "f1": mean(cut_f1)},
                             "cut": {"calls": mean([r.calls for r in target_stats.values()]), "f1": mean(target_f1),
+                                    "f1_oracle": mean(target_oracle),
+                                    "ratio_to_oracle": mean(target_f1) / mean(target_oracle),
                                     "mean_kept": mean([r.relevance.kept for r in target_stats.values()])}}
     # nothing here
     none = {name: {q: r.relevance.p_none for q, r in read_stats(out[name].with_suffix(".stats.jsonl")).items()}

@@ -176,6 +176,12 @@ COMMANDS: dict[str, Run | Skip] = {
     "dl19.map.json --cut f1 -o dl20.run": Run(),
     "acurank report calibration dl20.run --qrels sample_runs/dl20/qrels.txt --plot reliability.png": Run(
         expect=("expected calibration error", "F1 at the oracle cut")),
+    "acurank rerank sample_runs/dl19/bm25.run --reranker simulated --qrels sample_runs/dl19/qrels.txt --pivot simulated "
+    "--calibrate sample_runs/dl19/qrels.txt --relevant-grade 2 --calibration dl19.pivot.map.json -o dl19.pivot.run": Run(),
+    "acurank rerank sample_runs/dl20/bm25.run --reranker simulated --qrels sample_runs/dl20/qrels.txt --pivot simulated "
+    "--calibration dl19.pivot.map.json --cut f1 -o dl20.pivot.run": Run(),
+    "acurank report calibration dl20.pivot.run --qrels sample_runs/dl20/qrels.txt": Run(
+        expect=("expected calibration error",)),
     # help examples
     "scripts/simulate_all.sh out/sim && acurank report table --runs out/sim --baseline sw-1 --format markdown": Run(),
     "acurank report table --runs out/sim --baseline sw-1 -f latex": Run(expect=("\\begin{tabular}",)),

@@ -657,8 +657,11 @@ def test_a_server_with_a_calibration_map_answers_p_relevant_and_p_none(tmp_path)
                 assert meta["p_none"] == pytest.approx(expected.p_none)
     finally:
         assert server.stop() == 0
+    pivoted = tmp_path / "pivoted.json"
+    CalibrationMap(2, (0.0,) * 5, (1.0,) * 5, (0.8, 1.5, -0.3, 1.0, 0.0), -1.0).save(pivoted)
     for flags, said in ((("--calibration", str(tmp_path / "none.json")), "no such file"),
-                        (("--calibration", str(path), "--method", "sw-1"), "keeps no ratings")):
+                        (("--calibration", str(path), "--method", "sw-1"), "keeps no ratings"),
+                        (("--calibration", str(pivoted)), "the map was fit with --pivot")):
         ran = subprocess.run([sys.executable, "-m", "acurank_cli", "serve", "--port", "0", "--reranker", "minilm",
                               *flags], capture_output=True, text=True, env=ENV, timeout=120)
         assert ran.returncode == 2 and said in ran.stderr and len(ran.stderr.strip().splitlines()) == 1, ran.stderr
