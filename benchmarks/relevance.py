@@ -84,10 +84,21 @@ def variants(ds: str, work: Path) -> dict[str, Path]:
     return paths
 
 
+#: the folder of DL19's and DL20's pivot passages for the ``minilm-pivot`` setting (``--pivots DIR``:
+#: DIR/dl19.pivots.tsv and DIR/dl20.pivots.tsv, written by benchmarks/write_pivots.py)
+PIVOTS: list[Path] = []
+
+
+def setting_args(setting: str, ds: str) -> list[str]:
+    if setting == "minilm-pivot":
+        return ["--reranker", "minilm", "--pivot", str(PIVOTS[0] / f"{ds}.pivots.tsv")]
+    return SETTINGS[setting]
+
+
 def rerank(setting: str, ds: str, run: Path, out: Path, extra: list[str], work: Path) -> None:
     if out.exists():
         return
-    command = [sys.executable, "-m", "acurank_cli", "rerank", str(run), *SETTINGS[setting],
+    command = [sys.executable, "-m", "acurank_cli", "rerank", str(run), *setting_args(setting, ds),
                "--corpus", str(SAMPLE / ds / "passages.jsonl.gz"), "--topics", str(SAMPLE / ds / "topics.tsv"),
                "--qrels", str(SAMPLE / ds / "qrels.txt"), "-o", str(out), "-q", "--overwrite", *extra]
     subprocess.run(command, check=True, cwd=ROOT, env={**os.environ, "ACURANK_CACHE": str(work / "calls.sqlite")})
@@ -231,11 +242,17 @@ def measure(setting: str, train: str, test: str, work: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+    parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=[*SETTINGS, "minilm-pivot"])
+    parser.add_argument("--pivots", type=Path, default=None, help="minilm-pivot: DIR with dl19.pivots.tsv and "
+                        "dl20.pivots.tsv (benchmarks/write_pivots.py)")
     parser.add_argument("--work", type=Path, default=Path("/tmp/acurank-relevance"))
     parser.add_argument("--out", default="relevance")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
+    if "minilm-pivot" in args.settings:
+        if args.pivots is None:
+            parser.error("minilm-pivot needs --pivots DIR")
+        PIVOTS.append(args.pivots)
     started = time.perf_counter()
     results = [measure(s, a, b, args.work) for s in args.settings for a, b in (("dl19", "dl20"), ("dl20", "dl19"))]
     print("setting   fit->test    ECE P(rel)  Brier P(rel) | Brier Platt bm25 minilm p_topk | F1 cut  oracle  fixed-k(k) "
