@@ -41,8 +41,11 @@ def test_the_pivot_rides_in_every_window_and_is_never_ranked():
 
 
 def test_the_pivot_starts_at_the_mean_mu_and_widest_sigma():
-    """budget 0: the initial pass only; its update, done here by hand from that prior, is the final rating."""
-    t = task(30, qid="q")
+    """budget 0: the initial pass only; its update, done here by hand from that prior, is the final rating. The scores
+    are skewed (mean 45.7, median 49.5, max 60), so another prior (the median, the mean sigma) rates otherwise."""
+    from acurank_cli.records import Candidate, RankingTask
+
+    t = RankingTask("q", "query", tuple(Candidate(f"d{i}", 60.0 - 0.05 * i ** 2) for i in range(30)))
     steps, _ = drive(build_strategy("acurank", budget=0).with_pivot(), t, reverse)
     mu, sigma = initial_ratings([c.score for c in t.candidates], "score", "q")
     mu, sigma = np.append(mu, mu.mean()), np.append(sigma, sigma.max())
