@@ -99,11 +99,22 @@ class CalibrationMap:
         if self.pivoted != (pivot is not None):
             raise InputError("a calibration map fit " + ("with a pivot needs a run with --pivot" if self.pivoted else
                                                          "without a pivot cannot read a run with --pivot"))
-        return [self.probability(x) for x in features(ratings, pivot)]
+        if not ratings:
+            return []
+        return self.of_matrix(feature_matrix([r.mu for r in ratings],
+                                             [0.0 if r.p_topk is None else r.p_topk for r in ratings],
+                                             [r.rank for r in ratings], [r.sigma for r in ratings], pivot)).tolist()
+
+    def of_matrix(self, X):
+        """P(relevant) of every row of a feature matrix (numpy, one row a document)."""
+        import numpy as np
+
+        z = self.intercept + ((np.asarray(X, dtype=float) - self.center) / self.scale) @ np.asarray(self.coef)
+        return 1.0 / (1.0 + np.exp(-z))
 
     def probability(self, x: Sequence[float]) -> float:
         """P(relevant) of one document's features."""
-        return _sigmoid(self.intercept + sum(c * (v - m) / s for c, v, m, s in zip(self.coef, x, self.center, self.scale)))
+        return float(self.of_matrix([x])[0])
 
     def to_json(self) -> dict[str, Any]:
         return {"format": FORMAT, "grade": self.grade, "features": list(PIVOT_FEATURES if self.pivoted else FEATURES),
@@ -227,6 +238,13 @@ class Cut:
     def __str__(self) -> str:
         return "f1" if self.rule == "f1" else f"p:{self.value:g}"
 
+    def positions(self, probabilities: Sequence[float]) -> set[int]:
+        """The positions of the documents the cut keeps (for "f1": the K most probable, ties by position)."""
+        keep = self.keep(probabilities)
+        if isinstance(keep, int):
+            return set(sorted(range(len(probabilities)), key=lambda i: -probabilities[i])[:keep])
+        return keep
+
     def keep(self, probabilities: Sequence[float]) -> int | set[int]:
         """What to keep of a list whose P(relevant) are ``probabilities`` (any order): for "p", the set of the
         positions kept; for "f1", K: keep the K most probable (0: nothing here)."""
@@ -261,6 +279,24 @@ def f1_at(labels: Sequence[int], k: int) -> float:
         return 1.0 if k == 0 else 0.0
     hit = sum(labels[:k])
     return 0.0 if hit == 0 else 2.0 * hit / (k + relevant)
+
+
+def f1_kept(labels: Sequence[int], kept: Sequence[bool]) -> float:
+    """F1 of keeping the documents flagged in ``kept`` (any positions), recall over the relevant candidates; with none
+    relevant, the empty answer scores 1 and any other 0."""
+    relevant, size = sum(labels), sum(map(bool, kept))
+    if relevant == 0:
+        return 1.0 if size == 0 else 0.0
+    hit = sum(y for y, k in zip(labels, kept) if k)
+    return 0.0 if hit == 0 else 2.0 * hit / (size + relevant)
+
+
+def auc(pos: Sequence[float], neg: Sequence[float]) -> float | None:
+    """ROC AUC of scores where ``pos`` should be higher (ties count half); None without both kinds."""
+    if not pos or not neg:
+        return None
+    wins = sum((a > b) + 0.5 * (a == b) for a in pos for b in neg)
+    return wins / (len(pos) * len(neg))
 
 
 def oracle_f1(labels: Sequence[int]) -> float:
@@ -344,9 +380,8 @@ class CutTarget:
         order = np.argsort(-mu, kind="stable")
         rank = np.empty(len(mu))
         rank[order] = np.arange(1, len(mu) + 1)
-        probs = [self.calibration.probability(x) for x in feature_matrix(mu, prob, rank, sigma, pivot)]
-        keep = self.cut.keep(probs)
-        return keep if isinstance(keep, int) else len(keep)
+        probs = self.calibration.of_matrix(feature_matrix(mu, prob, rank, sigma, pivot)).tolist()
+        return len(self.cut.positions(probs))
 
 
 @dataclass(frozen=True)
@@ -488,9 +523,7 @@ def judged(relevance: Relevance, ranking: Sequence[Any], ratings: Mapping[str, A
         order.sort(key=lambda i: -probs[i])
     kept: int | None = None
     if relevance.cut is not None:
-        keep = relevance.cut.keep(probs)
-        if isinstance(keep, int):
-            keep = set(sorted(range(len(probs)), key=lambda i: -probs[i])[:keep])
+        keep = relevance.cut.positions(probs)
         order = [i for i in order if i in keep]
         kept = len(order)
     out = [Ranked(ranking[i].docid, probs[i] if relevance.score else ranking[i].score) for i in order]

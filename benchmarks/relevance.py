@@ -142,10 +142,6 @@ def cosines(ds: str, work: Path) -> dict[str, dict[str, float]]:
     return out
 
 
-def auc(pos: list[float], neg: list[float]) -> float:
-    return sum((a > b) + 0.5 * (a == b) for a in pos for b in neg) / (len(pos) * len(neg))
-
-
 def measure(setting: str, train: str, test: str, work: Path) -> dict:
     runs = {ds: variants(ds, work) for ds in (train, test)}
     tag = f"{setting}.{train}-{test}"
@@ -196,15 +192,13 @@ def measure(setting: str, train: str, test: str, work: Path) -> dict:
         result["calibration"][f"platt_{name}"] = {"ece": rel.calibration_error(p, yte)[0], "brier": rel.brier(p, yte),
                                                   "mean_p": sum(p) / len(p)}
     # truncation: F1 at the cut, the oracle's, the fixed top-k best on the training year
-    def f1s(order, qrels, cut_run=None):
+    def f1s(order, qrels, cut_run):
         per_q, oracle = [], []
         for q, docs in order.items():
             lab = [labels(qrels, q, d) for d in docs]
             oracle.append(rel.oracle_f1(lab))
-            if cut_run is not None:
-                kept = set(cut_run.get(q, {}))
-                hit, relevant = sum(labels(qrels, q, d) for d in kept), sum(lab)
-                per_q.append((1.0 if not kept else 0.0) if relevant == 0 else (2 * hit / (len(kept) + relevant) if hit else 0.0))
+            kept = cut_run.get(q, {})
+            per_q.append(rel.f1_kept(lab, [d in kept for d in docs]))
         return per_q, oracle
 
     depth = max(len(v) for v in train_order.values())
@@ -233,8 +227,8 @@ def measure(setting: str, train: str, test: str, work: Path) -> dict:
     removed = list(none["removed"].values())
     result["nothing_here"] = {
         "queries": {"removed": len(removed), "intact_with_relevant": len(intact), "matched": len(none["matched"])},
-        "auc_intact_vs_removed": auc(removed, list(intact.values())),
-        "auc_matched_vs_removed": auc(removed, [v for q, v in none["matched"].items() if q in intact]),
+        "auc_intact_vs_removed": rel.auc(removed, list(intact.values())),
+        "auc_matched_vs_removed": rel.auc(removed, [v for q, v in none["matched"].items() if q in intact]),
         "median_p_none": {"removed": sorted(removed)[len(removed) // 2],
                           "intact": sorted(intact.values())[len(intact) // 2]}}
     return result

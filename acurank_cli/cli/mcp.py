@@ -37,14 +37,7 @@ def mcp_cmd(
 
     cache = cache_choice(cache, no_cache)
     options, backend_options = pipeline.split_options(generated)
-    from ..relevance import check_applicable, keep_maps_k, loaded
-
-    calibrated = loaded(calibration, "--calibration")
-    keep_maps_k(calibrated, method or pipeline.DEFAULTS.method, options)
-    methods = pipeline.Methods(method, options, pipeline.ScoreSource.documents)  # an unknown method: before any load
-    pipeline.check_servable(methods.strategy)
-    if calibrated is not None:
-        check_applicable(methods.strategy, passages, calibration=calibrated)
+    methods, calibrated = pipeline.served_methods(method, options, calibration, passages)
     session = pipeline.Session(methods.strategy, reranker, backend_options,
                                passages=Passages.of(passages, passage_score, max_passages))  # checked, nothing built
     import mcp.server.mcpserver  # noqa: F401 - checked before the backend is built

@@ -70,14 +70,7 @@ def serve(
                     max_tokens_per_doc=max_tokens_per_doc, max_in_flight=max_in_flight, max_queued=max_queued,
                     timeout=request_timeout, max_calls=max_calls)
     options, backend_options = pipeline.split_options(generated)
-    from ..relevance import check_applicable, keep_maps_k, loaded
-
-    calibrated = loaded(calibration, "--calibration")
-    keep_maps_k(calibrated, method or pipeline.DEFAULTS.method, options)
-    methods = pipeline.Methods(method, options, pipeline.ScoreSource.documents)  # an unknown method: before any load
-    pipeline.check_servable(methods.strategy)
-    if calibrated is not None:
-        check_applicable(methods.strategy, passages, calibration=calibrated)
+    methods, calibrated = pipeline.served_methods(method, options, calibration, passages)
     session = pipeline.Session(methods.strategy, reranker, backend_options,
                                ray_options(ray, actors, gpus_per_actor, flags=True),
                                Passages.of(passages, passage_score, max_passages))  # options checked, nothing built

@@ -9,16 +9,8 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..records import StatsRecord
-from ..relevance import brier, calibration_error, f1_at, oracle_f1
+from ..relevance import auc, brier, calibration_error, f1_at, f1_kept, oracle_f1
 from .render import Report, Table, num
-
-
-def _auc(pos: Sequence[float], neg: Sequence[float]) -> float | None:
-    """ROC AUC of scores where ``pos`` should be higher (ties count half); None without both kinds."""
-    if not pos or not neg:
-        return None
-    wins = sum((a > b) + 0.5 * (a == b) for a in pos for b in neg)
-    return wins / (len(pos) * len(neg))
 
 
 def calibration_report(stats: Mapping[str, StatsRecord], run: Mapping[str, Mapping[str, float]],
@@ -50,10 +42,8 @@ def calibration_report(stats: Mapping[str, StatsRecord], run: Mapping[str, Mappi
             per_k.setdefault(k, []).append(f1_at(labels, k))
         if r.relevance.kept is not None:
             cut_queries += 1
-            kept = set(run.get(q, {}))
-            hit = sum(labels[i] for i, d in enumerate(docids) if d in kept)
-            rel = sum(labels)
-            f1_cut.append((1.0 if not kept else 0.0) if rel == 0 else (2.0 * hit / (len(kept) + rel) if hit else 0.0))
+            kept = run.get(q, {})
+            f1_cut.append(f1_kept(labels, [d in kept for d in docids]))
         (none_neg if sum(labels) else none_pos).append(r.relevance.p_none)
     ece, table = calibration_error(ps, ys, bins)
     score = brier(ps, ys)
@@ -65,7 +55,7 @@ def calibration_report(stats: Mapping[str, StatsRecord], run: Mapping[str, Mappi
         "f1": {"cut": mean(f1_cut), "cut_queries": cut_queries, "oracle": mean(f1_oracle),
                "best_fixed_k": best_k, "best_fixed_k_f1": mean(per_k[best_k]),
                "fixed_k": {str(k): mean(v) for k, v in per_k.items() if k in (1, 3, 5, 10, 20)}},
-        "nothing_here": {"queries_without_relevant": len(none_pos), "auc_p_none": _auc(none_pos, none_neg)},
+        "nothing_here": {"queries_without_relevant": len(none_pos), "auc_p_none": auc(none_pos, none_neg)},
     }
     summary = Table(f"{name}: P(relevant) (grade >= {g}) on {len(judged)} judged queries, {len(ps)} documents",
                     ["Measure", "Value"])
@@ -76,8 +66,8 @@ def calibration_report(stats: Mapping[str, StatsRecord], run: Mapping[str, Mappi
                 num(mean(f1_cut)))
     summary.add("F1 at the oracle cut", num(mean(f1_oracle)))
     summary.add(f"F1 at the best fixed top-k here (k = {best_k}; chosen on these queries)", num(mean(per_k[best_k])))
-    auc = data["nothing_here"]["auc_p_none"]
-    summary.add(f"ROC AUC of P(none) for the {len(none_pos)} queries with nothing relevant", num(auc))
+    area = data["nothing_here"]["auc_p_none"]
+    summary.add(f"ROC AUC of P(none) for the {len(none_pos)} queries with nothing relevant", num(area))
     reliability = Table("reliability (equal-width bins of P(relevant))", ["Bin", "Documents", "Mean P", "Share relevant"])
     for b in table:
         reliability.add(f"[{b['lo']:.1f}, {b['hi']:.1f})", str(b["documents"]), num(b["p"]), num(b["relevant"]))

@@ -201,9 +201,7 @@ def output_of(p: Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: in
                                 metadata=p.meta.get(r.docid, {}), p_topk=probs.get(r.docid),
                                 passage=spans.get(r.docid), p_relevant=relevant.get(r.docid)))
     if cut is not None:  # over the whole list, before the other cuts
-        keep = cut.keep([d.p_relevant for d in ranked])
-        if isinstance(keep, int):
-            keep = set(sorted(range(len(ranked)), key=lambda i: -ranked[i].p_relevant)[:keep])
+        keep = cut.positions([d.p_relevant for d in ranked])
         ranked = [d for i, d in enumerate(ranked) if i in keep]
     if top_k is not None:
         ranked = ranked[:top_k]

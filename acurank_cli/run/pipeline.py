@@ -109,6 +109,21 @@ def check_servable(strategy: Strategy) -> None:
                             else ""))
 
 
+def served_methods(method: str | None, options: dict, calibration: str | None = None, passages: str | None = None
+                   ) -> tuple["Methods", Any]:
+    """A server's methods (``serve``, ``mcp``) and its calibration map (``--calibration``; None without one), checked
+    before anything is built: the method servable, the map loaded, its k kept, the map applicable."""
+    from ..relevance import check_applicable, keep_maps_k, loaded
+
+    calibrated = loaded(calibration, "--calibration")
+    keep_maps_k(calibrated, method or DEFAULTS.method, options)
+    methods = Methods(method, options, ScoreSource.documents)  # an unknown method: before any load
+    check_servable(methods.strategy)
+    if calibrated is not None:
+        check_applicable(methods.strategy, passages, calibration=calibrated)
+    return methods, calibrated
+
+
 class Methods:
     """The methods a session's calls use: its own method as built, with k = ``top_k`` where the method has a cutoff
     and k was not given (so that its uncertainty, its stop and p_topk are about the documents kept), or another
