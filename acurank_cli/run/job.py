@@ -237,8 +237,11 @@ def _fit(calibrate: Calibrate, qrels, features: list, job: RerankJob, backend, s
         queries += 1
         rows.extend(xs)
         labels.extend(int(grades.get(d, 0) >= calibrate.grade) for d in docids)
-    about = {"queries": queries, "method": job.strategy.name, "k": job.strategy.cutoff, "reranker": backend.name,
-             "run": job.inputs.run, "qrels": calibrate.qrels}
+    from .. import redaction
+
+    about = {"queries": queries, "method": job.strategy.name, "k": job.strategy.cutoff,  # no secret in the file
+             "reranker": redaction.text(backend.name), "run": redaction.text(str(job.inputs.run)),
+             "qrels": redaction.text(calibrate.qrels)}
     fitted = rel.fit(rows, labels, calibrate.grade, about)
     fitted.save(calibrate.output)
     status.print(f"acurank: calibration map (grade >= {calibrate.grade}) fit on {queries} judged queries, "

@@ -191,6 +191,19 @@ def test_a_pivot_passage_file_for_a_reranker_that_reads_texts(tmp_path):
     assert acurank(*common, "--pivot", "simulated", check=False).stderr.count("reads texts") == 1
 
 
+def test_the_map_records_no_secret(tmp_path):
+    """A path that carries a secret-looking value is recorded masked in the map, as every record of the project is."""
+    lines = (DL19 / "bm25.run").read_text().splitlines()
+    qids = list(dict.fromkeys(line.split()[0] for line in lines))[:3]
+    run = tmp_path / "bm25.run?token=s3cretvalue"
+    run.write_text("".join(line + "\n" for line in lines if line.split()[0] in qids))
+    said = acurank("rerank", run, "--reranker", "simulated", "--qrels", DL19 / "qrels.txt", "--no-cache",
+                   "--calibrate", DL19 / "qrels.txt", "--calibration", tmp_path / "m.json", "-o", tmp_path / "r.run")
+    text = (tmp_path / "m.json").read_text()
+    assert "s3cretvalue" not in text and "token=" in text and CalibrationMap.load(tmp_path / "m.json").fit["queries"] == 3
+    assert "s3cretvalue" not in said.stderr
+
+
 def test_report_calibration_measures_the_run_against_the_qrels(fitted, tmp_path):
     tmp, _ = fitted
     acurank(*sim(DL20, "-o", tmp_path / "cut.run", "--calibration", tmp / "map.json", "--cut", "f1"))
