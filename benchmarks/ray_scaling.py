@@ -10,12 +10,20 @@ benchmarks/results/ray_scaling.json.
 
     PYTHONPATH=. python benchmarks/ray_scaling.py [--queries 16] [--delay 0.2] [--actors 1 2 4] [--cache]
         [--acurank "python -m acurank_cli"] [--name ray_scaling]
+
+``--backend plugin``: the windows are executed by a plug-in backend (``ACURANK_BACKENDS``, imported by the
+cluster's workers) that takes ``--delay`` seconds a window and any batch (``lane_batch`` None, as an engine or a
+user's plug-in does), so each actor executes whatever batch the scheduler hands it; the speed-up is wall time
+against 1 actor's (issue 86's check: 43 queries at 0.3 s a window, 4 actors at least 3.2x):
+
+    PYTHONPATH=. python benchmarks/ray_scaling.py --backend plugin --queries 43 --delay 0.3 --name ray_scaling_plugin
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import shlex
 import os
 import re
@@ -37,6 +45,26 @@ def reverse(user: str):
     return " > ".join(f"[{i}]" for i in range(n, 0, -1)), n
 
 
+#: the plug-in backend of ``--backend plugin``: ``sleepy:SECONDS`` sleeps that long a window, answers in reverse
+PLUGIN = """
+import time
+
+from acurank_cli import RerankerBase, RerankResult, register
+
+
+@register("sleepy", takes_arg=True, help="sleeps SECONDS a window (any batch), answers in reverse (benchmarks)")
+class Sleepy(RerankerBase):
+    name = "sleepy"
+
+    def __init__(self, arg):
+        self.delay = float(arg)
+
+    def rerank_batch(self, requests):
+        time.sleep(self.delay * len(requests))
+        return [RerankResult(order=tuple(reversed(range(len(r.docs))))) for r in requests]
+"""
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--queries", type=int, default=16)
@@ -45,45 +73,61 @@ def main() -> None:
     ap.add_argument("--cache", action="store_true", help="each run with a call cache of its own (else --no-cache)")
     ap.add_argument("--acurank", default=f"{sys.executable} -m acurank_cli", help="the command to time")
     ap.add_argument("--name", default="ray_scaling")
+    ap.add_argument("--backend", choices=["openai", "plugin"], default="openai",
+                    help="openai: one request in flight an actor; plugin: a plug-in that takes any batch (see above)")
     args = ap.parse_args()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    subprocess.run([RAY, "start", "--head", f"--port={port}", "--num-cpus=8", "--include-dashboard=false",
-                    "--disable-usage-stats"], check=True, capture_output=True, env=ENV, timeout=180)
-    httpd, state, lock = start_chat_server(args.delay, reverse)
-    url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    rows = []
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(ENV)
+        if args.backend == "plugin":  # before the cluster starts: its workers import the plug-in
+            (Path(tmp) / "sleepy_backend.py").write_text(PLUGIN)
+            env.update(PYTHONPATH=os.pathsep.join(p for p in (tmp, env.get("PYTHONPATH")) if p),
+                       ACURANK_BACKENDS="sleepy_backend")
+        subprocess.run([RAY, "start", "--head", f"--port={port}", "--num-cpus=8", "--include-dashboard=false",
+                        "--disable-usage-stats"], check=True, capture_output=True, env=env, timeout=180)
+        httpd, state, lock = start_chat_server(args.delay, reverse)
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        try:
             run, _ = subset_run("dl19", args.queries, Path(tmp) / "in")
-            for n in args.actors:
-                before = state["requests"]
-                state.pop("first", None)
-                out = Path(tmp) / f"{n}.run"
-                started = time.perf_counter()
-                cache = ["--cache", str(Path(tmp) / f"{n}.sqlite")] if args.cache else ["--no-cache"]
-                done = subprocess.run([*shlex.split(args.acurank), "baseline", str(run), "--method", "sw-1",
-                                       "--reranker", "openai:bench", "--base-url", url, "--concurrency", "1",
-                                       *cache, "--quiet", "--ray", f"127.0.0.1:{port}", "--actors", str(n),
-                                       "-o", str(out)], capture_output=True, text=True, env=ENV, timeout=1800)
-                wall = time.perf_counter() - started
-                if done.returncode != 0:
-                    raise SystemExit(done.stderr[-800:])
-                windows = state["requests"] - before
-                serving = state["last"] - state["first"]  # first window sent to last answered: actors' start-up out
-                rows.append({"actors": n, "windows": windows, "wall_s": round(wall, 2), "serving_s": round(serving, 2),
-                             "windows_per_s": round(windows / serving, 2),
-                             "run_sha256": hashlib.sha256(out.read_bytes()).hexdigest()[:16]})
-    finally:
-        httpd.shutdown()
-        subprocess.run([RAY, "stop", "--force"], capture_output=True, env=ENV, timeout=120)
-    base = rows[0]["windows_per_s"]
+            rows = [_measure(args, n, run, Path(tmp), port, url, state, env) for n in args.actors]
+        finally:
+            httpd.shutdown()
+            subprocess.run([RAY, "stop", "--force"], capture_output=True, env=env, timeout=120)
     for r in rows:
-        r["speedup"] = round(r["windows_per_s"] / base, 2)
+        r["speedup"] = round(r["windows_per_s"] / rows[0]["windows_per_s"], 2) if args.backend == "openai" else \
+            round(rows[0]["wall_s"] / r["wall_s"], 2)
     print(table(rows, ["actors", "windows", "wall_s", "serving_s", "windows_per_s", "speedup", "run_sha256"]))
     save(args.name, {"queries": args.queries, "delay": args.delay, "cache": args.cache, "command": args.acurank,
-                     "rows": rows})
+                     "backend": args.backend, "rows": rows})
+
+
+def _measure(args, n: int, run: Path, tmp: Path, port: int, url: str, state: dict, env: dict) -> dict:
+    """One run with ``n`` actors: its wall time; with the openai backend, the windows the server answered and the
+    time from the first sent to the last answered (the actors' start-up left out)."""
+    before = state["requests"]
+    state.pop("first", None)
+    out = tmp / f"{n}.run"
+    cache = ["--cache", str(tmp / f"{n}.sqlite")] if args.cache else ["--no-cache"]
+    backend = (["--reranker", "openai:bench", "--base-url", url, "--concurrency", "1"] if args.backend == "openai"
+               else ["--reranker", f"sleepy:{args.delay}"])
+    started = time.perf_counter()
+    done = subprocess.run([*shlex.split(args.acurank), "baseline", str(run), "--method", "sw-1", *backend, *cache,
+                           "--quiet", "--ray", f"127.0.0.1:{port}", "--actors", str(n), "-o", str(out)],
+                          capture_output=True, text=True, env=env, timeout=1800)
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(done.stderr[-800:])
+    row = {"actors": n, "wall_s": round(wall, 2), "run_sha256": hashlib.sha256(out.read_bytes()).hexdigest()[:16]}
+    if args.backend == "openai":
+        windows = state["requests"] - before
+        serving = state["last"] - state["first"]
+        row.update(windows=windows, serving_s=round(serving, 2), windows_per_s=round(windows / serving, 2))
+    else:
+        stats = [json.loads(line) for line in out.with_suffix(".stats.jsonl").read_text().splitlines()]
+        row.update(windows=sum(r["calls"] for r in stats), windows_per_s=round(sum(r["calls"] for r in stats) / wall, 2))
+    return row
 
 
 if __name__ == "__main__":

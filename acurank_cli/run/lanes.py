@@ -70,13 +70,17 @@ class Lanes:
         self.done.put(_WAKE)
 
     def _take(self) -> list[Job]:
-        """The next call's windows: up to ``lane_batch`` of the waiting ones, lowest rank first; or every one waiting,
-        in the order they were queued (an engine's batch is the same whatever the ranks)."""
-        if self.batch is None:
+        """The next call's windows: up to ``lane_batch`` of the waiting ones, lowest rank first; or, for a backend
+        that takes any batch (``lane_batch`` None), every one waiting in the order they were queued (an engine's batch
+        is the same whatever the ranks) where it has one lane, and its share where it has several (Ray actors over an
+        engine or a plug-in): the waiting windows split evenly over the lanes, lowest rank first, so that no lane
+        idles while another holds every window (BENCHMARKS.md 15)."""
+        if self.batch is None and len(self.threads) <= 1:
             everything, self.todo = self.todo, []
             return [job for _, _, job in sorted(everything, key=lambda entry: entry[1]) if not job.owner.withdrawn]
+        size = self.batch if self.batch is not None else -(-len(self.todo) // len(self.threads))
         chunk: list[Job] = []
-        while self.todo and len(chunk) < self.batch:
+        while self.todo and len(chunk) < size:
             job = heapq.heappop(self.todo)[2]
             if not job.owner.withdrawn:
                 chunk.append(job)

@@ -18,6 +18,7 @@ import queue
 import re
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -28,6 +29,16 @@ from .lanes import QUERIES_PER_LANE
 
 #: how often a call is sent again after the actor holding it died, before the run stops with one line
 ATTEMPTS = 8
+#: seconds the actors have to start their backends (a large model's load takes minutes), from the environment
+START_SECONDS_ENV = "ACURANK_RAY_START_SECONDS"
+
+
+def start_seconds() -> float:
+    """How long actors may take to start their backend: ``$ACURANK_RAY_START_SECONDS``, else 900."""
+    try:
+        return max(1.0, float(os.environ.get(START_SECONDS_ENV, "900")))
+    except ValueError:
+        raise InputError(f"{START_SECONDS_ENV}={os.environ[START_SECONDS_ENV]!r}: must be a number of seconds") from None
 
 
 @dataclass(frozen=True)
@@ -254,11 +265,7 @@ class RayPool(BackendWrapper):
                             f"{resources.get('CPU', 0):g} CPUs, {gpus:g} GPUs)")
         actor = _actor_class(ray)
         self.actors = [actor.options(num_gpus=per, num_cpus=0 if per else 1).remote(choice) for _ in range(count)]
-        try:
-            described = ray.get([a.describe.remote() for a in self.actors])
-        except Exception as exc:  # noqa: BLE001 - a worker that could not start: one line
-            self.close()
-            raise InputError(f"--ray: an actor could not start the backend ({str(exc).splitlines()[0][:200]})") from None
+        self.actors, described = self._started(ray)
         failed = next((d["error"] for d in described if d["error"]), None)
         if failed:
             self.close()
@@ -267,11 +274,13 @@ class RayPool(BackendWrapper):
         #: the cluster nodes the actors run on
         self.nodes = sorted({d["node"] for d in described})
         self.choice_note += f"; actors on {len(self.nodes)} node{'s' if len(self.nodes) != 1 else ''}"
+        if len(self.actors) < count:
+            self.choice_note += f"; {count - len(self.actors)} could not start and were left out"
         super().__init__(_Described(first, choice.needs_texts))
         # each actor takes as many calls at once as its backend has lanes (a server's requests in flight), each of
         # the backend's own size (an engine: every window the lane holds, as one batch)
         inner = int(first["lanes"])
-        self.lanes, self.lane_batch = count * inner, first["lane_batch"]
+        self.lanes, self.lane_batch = len(self.actors) * inner, first["lane_batch"]
         self.batch_queries = max(1, QUERIES_PER_LANE * self.lanes)
         self.free: queue.Queue = queue.Queue()
         for a in self.actors:
@@ -279,6 +288,41 @@ class RayPool(BackendWrapper):
                 self.free.put(a)
         self.resent = 0
         self._lock = threading.Lock()
+
+    def _started(self, ray) -> tuple[list, list[dict[str, Any]]]:
+        """The actors that started their backend, with what each reports of it. An actor that dies while starting
+        (its process killed, its node gone) is asked again once Ray has restarted it, up to :data:`ATTEMPTS` times,
+        as an actor that dies mid-run is; one that has not started within :func:`start_seconds` (one that dies at
+        every start is restarted by Ray for ever, its answer never comes) is left out. The run stops with one line
+        only when no actor started."""
+        from ray import exceptions as ray_errors
+
+        started, described, last = [], [], None
+        limit = start_seconds()
+        deadline = time.monotonic() + limit
+        for a in self.actors:
+            asked = a.describe.remote()
+            for _ in range(ATTEMPTS):
+                ready, _ = ray.wait([asked], timeout=max(0.0, deadline - time.monotonic()))
+                if not ready:
+                    last = f"not started within {limit:g} s ({START_SECONDS_ENV})"
+                    break
+                try:
+                    described.append(ray.get(asked))
+                    started.append(a)
+                    break
+                except (ray_errors.RayActorError, ray_errors.RpcError) as exc:
+                    last = exc  # died while starting: restarted by Ray (max_restarts=-1), asked again
+                    asked = a.describe.remote()
+                except Exception as exc:  # noqa: BLE001 - a worker that cannot start at all: one line
+                    last = exc
+                    break
+            if not started or started[-1] is not a:
+                _kill(ray, a)
+        if not started:
+            self.close()
+            raise InputError(f"--ray: no actor could start the backend ({str(last).splitlines()[0][:200]})")
+        return started, described
 
     def notes(self) -> list[str]:
         return [self.choice_note]
@@ -338,11 +382,15 @@ class RayPool(BackendWrapper):
     def close(self) -> None:
         ray = _ray()
         for a in getattr(self, "actors", []):
-            try:
-                ray.kill(a)
-            except Exception:  # noqa: BLE001 - closing
-                pass
+            _kill(ray, a)
         self.actors = []
         if getattr(self, "started", False):
             ray.shutdown()
             self.started = False
+
+
+def _kill(ray, actor) -> None:
+    try:
+        ray.kill(actor)
+    except Exception:  # noqa: BLE001 - closing, or leaving out an actor that never started
+        pass

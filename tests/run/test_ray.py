@@ -35,18 +35,68 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+#: a plug-in whose backend dies while it starts in an actor: ``once:FOLDER`` the first actor to start (it leaves a
+#: mark in FOLDER; Ray restarts it and it starts), ``always:FOLDER`` every one; else it answers in reverse
+START_DEATHS = """
+import os
+from pathlib import Path
+from acurank_cli import RerankerBase, RerankResult, register
+
+
+@register("dies-at-start", takes_arg=True, help="dies while it starts in a Ray actor (tests)")
+class DiesAtStart(RerankerBase):
+    name = "dies-at-start"
+
+    def __init__(self, arg):
+        mode, folder = arg.split(":", 1)
+        if os.environ.get("ACURANK_TEST_CLUSTER"):  # in an actor of the test's cluster, not in the driver
+            mark = Path(folder) / "died"
+            if mode == "always" or not mark.exists():
+                mark.write_text("died")
+                os._exit(1)
+
+    def rerank_batch(self, requests):
+        return [RerankResult(order=tuple(reversed(range(len(r.docs))))) for r in requests]
+"""
+
+
 @pytest.fixture(scope="module")
-def cluster():
-    """A head node started as a user starts one (`ray start --head`), on 127.0.0.1; its address."""
+def plugins(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ray-plugins")
+    (folder / "start_deaths.py").write_text(START_DEATHS)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def cluster(plugins):
+    """A head node started as a user starts one (`ray start --head`), on 127.0.0.1; its address. Its processes (and
+    so its actors) carry ACURANK_TEST_CLUSTER=PORT, by which a test finds its own actors and no other cluster's, and
+    import the plug-ins above."""
     port = _free_port()
+    env = {**LOOPBACK, "ACURANK_TEST_CLUSTER": str(port), "PYTHONPATH": str(plugins)}
     started = subprocess.run([RAY, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
-                              "--disable-usage-stats"], capture_output=True, text=True, env=LOOPBACK, timeout=180)
+                              "--disable-usage-stats"], capture_output=True, text=True, env=env, timeout=180)
     if started.returncode != 0:
         pytest.skip(f"ray start failed here: {started.stderr[-300:]}")
     try:
         yield f"127.0.0.1:{port}"
     finally:
-        subprocess.run([RAY, "stop", "--force"], capture_output=True, env=LOOPBACK, timeout=120)
+        subprocess.run([RAY, "stop", "--force"], capture_output=True, env=env, timeout=120)
+
+
+def _actors_of(address: str) -> list[int]:
+    """The pids of the BackendActor processes of the cluster at ``address`` (its ACURANK_TEST_CLUSTER mark): never
+    another cluster's, as a test beside this one may run its own."""
+    mark = f"ACURANK_TEST_CLUSTER={address.rsplit(':', 1)[1]}".encode()
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            title = (proc / "cmdline").read_bytes()
+            if title.startswith(b"ray::BackendActor") and mark in (proc / "environ").read_bytes().split(b"\0"):
+                pids.append(int(proc.name))
+        except (OSError, ValueError):
+            continue
+    return sorted(pids)
 
 
 def _cli(*args, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -84,12 +134,14 @@ def test_an_actor_killed_mid_run_costs_only_its_windows_and_the_bytes_are_the_sa
         killed = threading.Event()
 
         def kill_one_actor() -> None:
+            # 12 windows answered: every actor of the run has reported its backend ready (the run sends no window
+            # before), and one of this cluster's actors is killed, never another test's
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and state["requests"] - before < 12:
                 time.sleep(0.05)
-            found = subprocess.run(["pgrep", "-f", "ray::BackendActor"], capture_output=True, text=True).stdout.split()
+            found = _actors_of(cluster)
             if found:
-                os.kill(int(found[0]), signal.SIGKILL)
+                os.kill(found[0], signal.SIGKILL)
                 killed.set()
 
         killer = threading.Thread(target=kill_one_actor)
@@ -103,6 +155,36 @@ def test_an_actor_killed_mid_run_costs_only_its_windows_and_the_bytes_are_the_sa
         assert 72 <= paid <= 72 + 2, paid  # 8 queries x 9 windows, plus at most what the dead actor held (2 lanes)
     finally:
         httpd.shutdown()
+
+
+def test_an_actor_that_dies_while_starting_is_restarted_and_the_run_is_the_same(cluster, plugins, tmp_path):
+    """An actor whose process dies while its backend starts (the first of the run's) is asked again once Ray has
+    restarted it, as a mid-run death is survived: the run completes with the local run's bytes."""
+    env = {**LOOPBACK, "PYTHONPATH": str(plugins), "ACURANK_BACKENDS": "start_deaths"}
+    args = [sys.executable, "-m", "acurank_cli", "baseline", str(DL19 / "bm25.run"), "--method", "sw-1", "--qids",
+            "19335,47923", "--reranker", f"dies-at-start:once:{tmp_path}", "--no-cache", "--quiet"]
+    local = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    assert local.returncode == 0, local.stderr
+    ran = subprocess.run([*args, "--ray", cluster, "--actors", "2"], capture_output=True, text=True, env=env,
+                         timeout=600)
+    assert (tmp_path / "died").exists(), "no actor died while starting"
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert ran.stdout == local.stdout
+
+
+def test_a_run_whose_every_actor_dies_while_starting_is_one_line(cluster, plugins, tmp_path):
+    """Ray restarts an actor that dies at every start for ever, so its answer never comes: after the start time
+    (ACURANK_RAY_START_SECONDS, 900 by default, 15 here) it is left out, and with none left the run is one line."""
+    env = {**LOOPBACK, "PYTHONPATH": str(plugins), "ACURANK_BACKENDS": "start_deaths", "ACURANK_RAY_START_SECONDS": "15"}
+    ran = subprocess.run([sys.executable, "-m", "acurank_cli", "baseline", str(DL19 / "bm25.run"), "--method", "sw-1",
+                          "--qids", "19335", "--reranker", f"dies-at-start:always:{tmp_path}", "--no-cache", "--quiet",
+                          "--ray", cluster, "--actors", "1"], capture_output=True, text=True, env=env, timeout=600)
+    assert ran.returncode == 2 and "Traceback" not in ran.stderr, ran.stderr[-2000:]
+    # acurank's one line, last (Ray's own raylet lines on each worker's death come before it)
+    errors = [line for line in ran.stderr.splitlines() if line.startswith("acurank:")]
+    assert errors == ["acurank: error: --ray: no actor could start the backend (not started within 15 s "
+                      "(ACURANK_RAY_START_SECONDS))"], ran.stderr
+    assert ran.stderr.strip().endswith(errors[0])
 
 
 def test_the_python_api_runs_on_the_cluster_too(cluster):
