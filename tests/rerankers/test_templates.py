@@ -113,6 +113,34 @@ def test_letter_identifiers_come_from_an_extraction_regex_that_captures_letters(
     assert t.letters_ids and t.messages("q", CONTENTS, (1, 2))[1]["content"].count("[B] ") == 1
 
 
+@pytest.mark.parametrize("body,extraction,letters,shown,answer,order", [
+    ("<{rank}> {candidate}", r"<(\d+)>", False, "<2> Title: T", "<2> > <1>", (1, 0)),  # RankLLM renders it, parses it
+    ("Doc#{rank}: {candidate}", r"Doc#(\d+)", False, "Doc#2: Title: T", "Doc#2 > Doc#1", (1, 0)),
+    ("«{rank}» {candidate}", r"«([A-Z])»", True, "«B» Title: T", "«B» > «A»", (1, 0)),
+    ("{{{rank}}} {candidate}", r"\{([a-zA-Z])\}", True, "{B} Title: T", "{B} > {A}", (1, 0)),
+    ("«{rank}» {candidate}", r"«(\w)»", False, "«2» Title: T", "«2» > «1»", (1, 0)),  # takes both: numbers
+])
+def test_letters_or_numbers_are_decided_by_the_templates_own_body(tmp_path, body, extraction, letters, shown, answer,
+                                                                   order):
+    """Identifier shapes that no fixed probe ([2], 2, PASSAGE2, (2)) holds: the template's own body, shown for the
+    second passage as 2 and as B, is read by its extraction regex (issue 81, item 4)."""
+    text = (SINGLE.replace("[{rank}] {candidate} s={score}", body).replace(r'r"\[(\d+)\]"', f'r"{extraction}"')
+            .replace(r'r"^\[\d+\]( > \[\d+\])*$"', r'r".+"'))
+    t = load_template(_write(tmp_path, text))
+    assert t.letters_ids is letters
+    assert shown in t.messages("q", CONTENTS, (1, 2))[1]["content"]
+    parsed = t.parse(answer, 2)
+    assert (parsed.order, parsed.status) == (order, ParseStatus.ok)
+
+
+def test_the_answer_budget_is_sized_in_the_bodys_own_identifiers(tmp_path):
+    """A validation regex that takes only <n> answers: the answer sample (what sizes the answer budget) is written
+    in the body's own marks, so it passes the template's validation."""
+    text = (SINGLE.replace("[{rank}] {candidate} s={score}", "<{rank}> {candidate}").replace(r'r"\[(\d+)\]"', r'r"<(\d+)>"')
+            .replace(r'r"^\[\d+\]( > \[\d+\])*$"', r'r"^(<\d+> > )*<\d+>$"'))
+    assert load_template(_write(tmp_path, text)).answer_sample(3) == "<1> > <2> > <3>"
+
+
 @pytest.mark.parametrize("text,field", [
     ('method: "pointwise"\nbody: "Query: {query} Document: {doc_content}"\n', "method: 'pointwise' is not listwise"),
     ('method: "listwise"\n', "method: 'listwise' is not one of"),
@@ -148,6 +176,14 @@ def test_a_bad_few_shot_file_is_one_error_naming_file_and_line(tmp_path, text, w
     assert words in str(err.value)
     with pytest.raises(InputError, match="fewer than the 3 asked for"):
         load_few_shot(_write(tmp_path, '[{"conversations": [{"role": "user", "value": "x"}]}]', "one.json"), 3)
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "[]"])
+def test_an_empty_few_shot_file_says_it_holds_none_and_no_count_it_was_not_given(tmp_path, text):
+    """No --few-shot-count given: the message says the file holds no example, not "fewer than the 1 asked for"."""
+    with pytest.raises(InputError) as err:
+        load_few_shot(_write(tmp_path, text, "empty.jsonl"))
+    assert "holds no example" in str(err.value) and "asked for" not in str(err.value)
 
 
 def _server():
@@ -301,6 +337,7 @@ def test_a_template_is_read_from_a_pipe_and_a_format_name_stays_a_name(tmp_path)
     fmt, t = resolve(str(fifo))
     writer.join(10)
     assert fmt is None and t.is_file and t.method == "singleturn_listwise"
+    assert t.name == f"{fifo} (a pipe)"  # named by its path, never by a bare descriptor number ("template 63")
     (tmp_path / "chat").write_text(SINGLE)
     cwd = os.getcwd()
     os.chdir(tmp_path)
@@ -322,3 +359,16 @@ def test_no_output_is_written_over_the_template_or_the_few_shot_file(tmp_path):
                       "264014", flag, target, "--overwrite", check=False)
         assert ran.returncode == 2 and "which the command reads" in ran.stderr, ran.stderr
         assert target.read_bytes() == before
+
+
+def test_a_folder_given_to_prompt_is_named_as_no_template_even_with_an_output_inside_it(tmp_path):
+    """Before: --prompt DIR with -o DIR/x.run spoke of the output being inside an input; the mistake is the folder."""
+    from conftest import acurank
+
+    for output in (tmp_path / "x.run", None):
+        ran = acurank("rerank", "sample_runs/dl19/bm25.run", "--reranker", "openai:m", "--base-url",
+                      "http://127.0.0.1:9/v1", "--prompt", tmp_path, "--qids", "264014", "--no-cache",
+                      *(("-o", output) if output else ()), check=False)
+        assert ran.returncode == 2 and len(ran.stderr.strip().splitlines()) == 1, ran.stderr
+        assert f"--prompt {tmp_path} is a folder, not a prompt template file" in ran.stderr, ran.stderr
+    assert list(tmp_path.iterdir()) == []

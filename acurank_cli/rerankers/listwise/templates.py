@@ -41,7 +41,7 @@ from pathlib import Path
 from string import Formatter
 from typing import Any
 
-from ...errors import InputError
+from ...errors import InputError, OptionError
 from ...records import ParseStatus
 from .answers import LETTERS
 from .parsing import ParsedRanking, ascii_digits, parse_ranking, ranking_of
@@ -108,17 +108,53 @@ def _regex(path: str, name: str, value: Any) -> re.Pattern:
         raise _fail(path, f"{name}: {pattern!r} does not compile ({exc})") from None
 
 
-def _letters(path: str, extraction: re.Pattern) -> bool:
-    """Whether the identifiers are letters: the extraction regex captures ``B`` from a letter identifier."""
-    def captured(probe: str) -> str | None:
-        m = extraction.search(probe)
-        return None if m is None else (m.group(1) if m.groups() else m.group(0))
+def _captures(extraction: re.Pattern, text: str) -> set[str]:
+    """Every identifier the extraction regex captures in ``text`` (its first group, else the whole match)."""
+    return {((m.group(1) if m.groups() else m.group(0)) or "").strip() for m in extraction.finditer(text)}
 
-    if any(captured(p) == "B" for p in ("[B]", "B", "PASSAGEB", "(B)")):
+
+def _shown(body: str, ident: str) -> str:
+    """The template's own body for one passage numbered ``ident`` (other placeholders left empty; a body whose other
+    placeholders take no text, e.g. ``{score:.2f}``, shows nothing)."""
+    try:
+        return body.format(rank=ident, candidate="", score="", query="", num="", instruction="")
+    except (ValueError, KeyError, IndexError):
+        return ""
+
+
+def _body(sections: dict[str, str]) -> str:
+    """A template's body: the one passage's text (``body``, or ``body_user`` of a multi-turn template)."""
+    return str(sections.get("body", sections.get("body_user", "")))
+
+
+def _id_shape(body: str) -> tuple[str, str]:
+    """The marks around a passage's identifier in the body (``<{rank}>``: ``<`` and ``>``; ``[{rank}]``: the
+    brackets): the punctuation touching it, at most three characters each side."""
+    shown = _shown(body, "\x00")
+    at = shown.find("\x00")
+    if at < 0:
+        return "[", "]"
+    before = re.search(r"[^\w\s]{0,3}\Z", shown[:at]).group(0)
+    after = re.match(r"[^\w\s]{0,3}", shown[at + 1:]).group(0)
+    return before, after
+
+
+def _letters(path: str, extraction: re.Pattern, body: str) -> bool:
+    """Whether the identifiers are letters, decided by the template itself: its own body shown for the second
+    passage as ``2`` and as ``B``, and the answer's ``PASSAGE2``/``PASSAGEB`` (its ``{psg_ids}``), are read by its
+    extraction regex; letters when only ``B`` is captured, numbers when only ``2`` is. Where that decides nothing
+    (a regex that takes both, or neither, e.g. one written for another form of answer), the usual shapes ``[B]``,
+    ``B``, ``(B)`` are tried, letters first, and a regex that takes both from the body numbers them."""
+    takes_b = "B" in _captures(extraction, _shown(body, "B")) | _captures(extraction, "PASSAGEB")
+    takes_2 = "2" in _captures(extraction, _shown(body, "2")) | _captures(extraction, "PASSAGE2")
+    if takes_b != takes_2:
+        return takes_b
+    if any("B" in _captures(extraction, p) for p in ("[B]", "B", "PASSAGEB", "(B)")):
         return True
-    if any((captured(p) or "").strip() == "2" for p in ("[2]", "2", "PASSAGE2", "(2)")):
-        return False
-    raise _fail(path, f"output_extraction_regex: {extraction.pattern!r} finds no identifier in [2] or [B]")
+    if takes_2 or any("2" in _captures(extraction, p) for p in ("[2]", "2", "PASSAGE2", "(2)")):
+        return False  # a regex that takes both from the body: numbers, as RankLLM numbers passages by default
+    raise _fail(path, f"output_extraction_regex: {extraction.pattern!r} finds no identifier in the body's own "
+                      f"{_shown(body, '2').strip()!r} or {_shown(body, 'B').strip()!r}, nor in [2] or [B]")
 
 
 @dataclass(frozen=True)
@@ -208,7 +244,7 @@ class PromptTemplate:
         add = self.additions
         if add.instruction is not None:
             where = "at its {instruction} placeholder" if self.uses("instruction") else "opening the user turn"
-            out.append(f"instruction: {add.instruction!r}, {where}")
+            out.append(f"instruction: {_echoed(add.instruction)}, {where}")
         if add.system_message is not None:
             out.append("system message: replaced by --system-message")
         if add.few_shot:
@@ -297,6 +333,8 @@ class PromptTemplate:
         ids = [LETTERS[j] if self.letters_ids else str(j + 1) for j in range(num)]
         forms = [" > ".join(f"[{i}]" for i in ids), "[" + ", ".join(f"PASSAGE{i}" for i in ids) + "]",
                  "[rankstart] " + " > ".join(f"[{i}]" for i in ids) + " [rankend]", " > ".join(ids)]
+        opening, closing = _id_shape(_body(self.sections))  # the body's own marks (``<{rank}>``: <2> > <1>)
+        forms.append(" > ".join(f"{opening}{i}{closing}" for i in ids))
         validation = self.validation
         return next((f for f in forms if validation is None or validation.fullmatch(f)), forms[0])
 
@@ -334,6 +372,18 @@ def is_template_file(value: str | None) -> bool:
     if not value or str(value).lower() in PROMPT_FORMATS:
         return False
     return str(value).lower().endswith(TEMPLATE_SUFFIXES) or Path(str(value)).exists()
+
+
+def template_file(value: str | None) -> str | None:
+    """The template file a ``--prompt`` value names (None: a format's name); a folder is refused here, before any
+    output is checked against it (a folder was taken for an input the output must stay out of)."""
+    if not is_template_file(value):
+        return None
+    if Path(str(value)).is_dir():
+        raise OptionError(f"{{prompt_format}} is a folder, not a prompt template file: give a template file "
+                          f"(RankLLM's YAML) or a format ({', '.join(sorted(PROMPT_FORMATS))})",
+                          prompt_format=("--prompt", str(value)))
+    return str(value)
 
 
 def load_template(path: str | Path) -> PromptTemplate:
@@ -392,8 +442,30 @@ def load_template(path: str | Path) -> PromptTemplate:
         raise _fail(name, f"{user_parts[0]}: the query ({{query}}) is in none of {', '.join(user_parts)}")
     extraction = _regex(name, "output_extraction_regex", sections["output_extraction_regex"])
     validation = _regex(name, "output_validation_regex", sections["output_validation_regex"])
-    return PromptTemplate(Path(path).name, sections, hashlib.sha256(raw).hexdigest(),
-                          letters_ids=_letters(name, extraction), extraction=extraction, validation=validation)
+    return PromptTemplate(_shown_name(path), sections, hashlib.sha256(raw).hexdigest(),
+                          letters_ids=_letters(name, extraction, _body(sections)), extraction=extraction, validation=validation)
+
+
+#: a setting echoed at start is shortened past this many characters (a 10 KB instruction filled the terminal)
+ECHO_LIMIT = 120
+
+
+def _echoed(text: str) -> str:
+    """A setting as the start-up notes echo it: quoted whole, or its first :data:`ECHO_LIMIT` characters and its
+    length."""
+    if len(text) <= ECHO_LIMIT:
+        return repr(text)
+    return f"{text[:ECHO_LIMIT]!r}... ({len(text):,} characters)"
+
+
+def _shown_name(path: str | Path) -> str:
+    """How a template is named in the notes and the identity: its file's name, or the path as given for a pipe or
+    ``<(...)`` (whose file name is a bare descriptor number: "template 63" said nothing)."""
+    try:
+        regular = Path(path).is_file()
+    except OSError:
+        regular = False
+    return Path(path).name if regular else f"{path} (a pipe)"
 
 
 def load_few_shot(path: str | Path, count: int | None = None) -> tuple[dict[str, str], ...]:
@@ -418,10 +490,12 @@ def load_few_shot(path: str | Path, count: int | None = None) -> tuple[dict[str,
                 examples.append((i, json.loads(line)))
             except json.JSONDecodeError as exc:
                 raise _fail(name, f"not JSON (a list of examples, or one example a line): {exc.msg}", i) from None
+    if not examples:
+        raise _fail(name, "holds no example (a JSON list of examples, or one example a line)")
     count = len(examples) if count is None else count
-    if not examples or len(examples) < count:
+    if len(examples) < count:
         raise _fail(name, f"holds {len(examples)} example{'s' if len(examples) != 1 else ''}, fewer than the "
-                          f"{max(count, 1)} asked for")
+                          f"{count} asked for (--few-shot-count)")
     turns: list[dict[str, str]] = []
     for k, (line, example) in enumerate(examples[:count]):
         where = f"example {k + 1}"
@@ -475,5 +549,5 @@ def template_of(options: Any, backend: str) -> tuple[str | None, "PromptTemplate
     return fmt, template
 
 
-__all__ = ["Additions", "PUBLISHED", "template_of", "PromptTemplate", "is_template_file", "load_few_shot", "load_template",
+__all__ = ["Additions", "PUBLISHED", "template_of", "PromptTemplate", "is_template_file", "template_file", "load_few_shot", "load_template",
            "resolve"]
