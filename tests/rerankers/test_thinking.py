@@ -522,6 +522,22 @@ def test_a_per_query_budget_is_never_exceeded(tmp_path, method):
     assert max(spent) <= 2500 and min(spent) == 2100  # three thoughts of 700 fit, a fourth would not
 
 
+@pytest.mark.parametrize("flags,words", [
+    (("--think-share", "0"), "--think-share 0 lets no window think: give a share above 0, or --thinking off"),
+    (("--think-tokens", "699", "--sim-think-tokens", "700"),
+     "--think-tokens 699 is below one thought (each thinking window is counted at the most its thought may take, 700 "
+     "tokens"),
+    (("--think-tokens", "299", "--thinking-budget", "300"), "give at least 300, or a smaller --thinking-budget"),
+])
+def test_a_budget_that_no_thought_fits_is_refused_not_silent(tmp_path, flags, words):
+    """Before: these thought nothing and said nothing. Now one line and exit 2 before any call; at the thought's
+    cost exactly, one thought fits and it runs."""
+    refused = _cli(tmp_path, "--method", "acurank", "--thinking", "gated", *flags, check=False)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert words in refused.stderr, refused.stderr
+    _cli(tmp_path, "--method", "acurank", "--thinking", "gated", "--think-tokens", "700", "--sim-think-tokens", "700")
+
+
 def test_a_token_budget_is_refused_where_a_thought_has_no_known_end():
     with pytest.raises(InputError, match="think_tokens"):
         build_reranker("openai:m", base_url="http://127.0.0.1:9/v1", thinking="gated", think_tokens=1000)

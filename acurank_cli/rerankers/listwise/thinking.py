@@ -438,7 +438,21 @@ def gate_of(options: object) -> ThinkingGate | None:
         cost = min(int(cost), settings.thinking_budget or int(cost))
     else:
         cost = settings.local_budget()
+    _check_some_thought(settings, int(cost))
     return ThinkingGate(settings.gate_threshold, settings.think_share, settings.think_tokens, int(cost))
+
+
+def _check_some_thought(settings: ThinkingOptions, cost: int) -> None:
+    """A per-query budget that no window's thought fits thinks nothing: refused (it was silent), naming the remedy."""
+    if settings.think_share is not None and settings.think_share == 0:
+        raise OptionError("{think_share} 0 lets no window think: give a share above 0, or {thinking} off",
+                          think_share="--think-share", thinking="--thinking")
+    if settings.think_tokens is not None and settings.think_tokens < cost:
+        raise OptionError(f"{{think_tokens}} {settings.think_tokens} is below one thought (each thinking window is "
+                          f"counted at the most its thought may take, {cost} tokens: {{thinking_budget}}"
+                          f"{', or the simulated cost' if settings.thinking_budget is None else ''}), so no window "
+                          f"would think: give at least {cost}, or a smaller {{thinking_budget}}",
+                          think_tokens="--think-tokens", thinking_budget="--thinking-budget")
 
 
 @dataclass(frozen=True)
