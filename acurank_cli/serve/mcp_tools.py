@@ -141,7 +141,10 @@ def _source(value: str, what: str, roots: Sequence[Path]) -> Any:
     path = Path(value).expanduser()
     resolved = path.resolve()
     if not any(resolved == root or root in resolved.parents for root in roots):
-        allowed = ", ".join(str(r) for r in roots) or "none (give the file's text instead)"
+        if not roots:
+            raise InputError(f"{what}: {value!r} is a path, and this server reads no folder (it was started without "
+                             "--read-dir): give the file's text instead")
+        allowed = ", ".join(str(r) for r in roots)
         raise InputError(f"{what}: {value!r} is not under a folder this server may read ({allowed})")
     if not resolved.exists() or resolved.is_dir():  # a file, a FIFO, a .gz: read as the CLI reads them
         raise InputError(f"{what}: no such file {value!r}")

@@ -113,7 +113,9 @@ class _Guarded:
 
     async def __call__(self, scope, receive, send) -> None:
         try:
-            self.routes.authorised(Request(scope, receive))
+            request = Request(scope, receive)
+            self.routes.authorised(request)
+            self.routes.within_limit(request)  # a body declared too large: the REST routes' JSON 413, not plain text
         except BadRequest as exc:
             self.routes.service.metrics.requests.labels("/mcp", str(exc.status)).inc()
             await JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)(scope, receive, send)
@@ -143,12 +145,17 @@ class _Routes:
                              "the bearer key is not one this server takes", "Authorization", 401,
                              {"WWW-Authenticate": "Bearer"})
 
-    async def body_of(self, request: Request) -> bytes:
-        """The body, read no further than the limit (413 past it)."""
+    def within_limit(self, request: Request) -> None:
+        """A body whose declared length passes the limit is refused (413) before it is read."""
         limit = self.limits.max_request_bytes
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise BadRequest(f"the body has {declared} bytes, more than this server's limit of {limit}", "body", 413)
+
+    async def body_of(self, request: Request) -> bytes:
+        """The body, read no further than the limit (413 past it)."""
+        limit = self.limits.max_request_bytes
+        self.within_limit(request)
         chunks, size = [], 0
 
         async def read() -> None:

@@ -75,7 +75,9 @@ def check(seen: dict) -> None:
         assert result.is_error, result
         messages.append(result.content[0].text)
     assert "documents" in messages[0] and "top_n" in messages[1] and "no-such-method" in messages[2]
-    assert "not under a folder this server may read" in messages[3] and "query" in messages[4]
+    # a path to a server that reads no folder: says so and what to do (not "(none (give the file's text instead))")
+    assert "this server reads no folder (it was started without --read-dir): give the file's text instead" in \
+        messages[3] and "none (" not in messages[3] and "query" in messages[4]
     assert all("Traceback" not in m for m in messages)
     # a long document by its passages: its scoring passage returned, cut from it
     chunked = {r["index"]: r for r in seen["chunked"]["results"]}

@@ -200,6 +200,13 @@ def test_every_bad_request_is_a_4xx_naming_its_field(minilm):
         reply = client.post(minilm.url + "/v2/rerank", headers=headers,
                             json={"query": "q", "documents": ["a" * (9 * 1024 * 1024)]})
         assert reply.status_code == 413 and reply.json()["field"] == "body"
+        # the same body to /mcp: the same JSON 413 (it was the MCP SDK's plain text)
+        reply = client.post(minilm.url + "/mcp", headers={**headers, "Accept": "application/json, text/event-stream"},
+                            json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                  "params": {"name": "rerank", "arguments": {"query": "q",
+                                                                             "documents": ["a" * (9 * 1024 * 1024)]}}})
+        assert reply.status_code == 413 and reply.json()["field"] == "body", reply.text[:200]
+        assert "more than this server's limit" in reply.json()["message"]
         # no key, a wrong key: 401 naming the header; /health needs none
         assert client.post(minilm.url + "/v2/rerank", json={"query": "q", "documents": ["a"]}).status_code == 401
         reply = client.post(minilm.url + "/v2/rerank", headers={"Authorization": "Bearer wrong-key-xyz"},
