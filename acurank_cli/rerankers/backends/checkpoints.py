@@ -13,6 +13,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import importlib.util
 import os
 import shutil
 import socket
@@ -166,6 +167,10 @@ def resolve_model(spec: str, backend: str) -> ModelSource:
         if not local.is_file():
             raise InputError(f"{backend}: no GGUF file {spec!r}")
         local = local.resolve()
+        missing = [m for m in ("gguf", "accelerate") if importlib.util.find_spec(m) is None]
+        if missing:  # transformers' own words were "an installed package is broken"
+            raise InputError(f"{backend}: reading a GGUF file needs the Python package{'s' if len(missing) > 1 else ''} "
+                             f"{' and '.join(missing)}: pip install 'acurank[gguf]' (after torch==2.13.0)")
         return ModelSource(spec, str(local.parent), local.name)
     if local.exists():
         return ModelSource(spec, str(local.resolve()))

@@ -55,6 +55,36 @@ ANSWER_NOTES = {AnswerMode.constrained: "decoding allows only a valid permutatio
                                    "token's logits"}
 
 
+#: Words a passage keeps in a fitted prompt below which the run is told before its first call (the published cap for a
+#: window of 20 is 300 words; a passage cut below 30 has lost most of a typical MS MARCO passage's 60 words).
+SQUEEZE_FLOOR = 30
+#: Below this many words a passage is no longer evidence (a title at most): such a run is refused before any call.
+USEFUL_FLOOR = 10
+
+
+def fit_problem(backend: RerankerBase, request) -> tuple[str, bool] | None:
+    """What fitting the prompt of ``request`` (a run's first window) to the context does to its passages, when it
+    cuts them below :data:`SQUEEZE_FLOOR` words: (the message, whether nothing useful is left, i.e. below
+    :data:`USEFUL_FLOOR`); None when the passages keep their words or the backend fits no prompt (not a listwise LLM
+    here: a server's model, Ray actors). Building a prompt calls no model."""
+    while not isinstance(backend, ListwiseLLM) and getattr(backend, "inner", None) is not None:
+        backend = backend.inner
+    if not isinstance(backend, ListwiseLLM) or not request.docs:
+        return None
+    prompt = backend.prompt(request)
+    if not prompt.clipped or prompt.max_length >= SQUEEZE_FLOOR:
+        return None
+    b = backend.builder
+    instruction = b.template.additions.instruction if b.template is not None else None
+    why = (f"the instruction ({len(instruction):,} characters) and " if instruction else "") + "the prompt's own words"
+    text = (f"fitting a window of {prompt.num} passages into --context-size {b.context_size} cuts each passage to "
+            f"{prompt.max_length} words (the run's first window; {why} take the rest)")
+    if prompt.max_length < USEFUL_FLOOR:
+        return (f"{text}: nothing useful is left to rank; give a larger --context-size, a smaller --window, or a "
+                "shorter --instruction", True)
+    return f"{text}; a larger --context-size or a smaller --window keeps more", False
+
+
 class ListwiseLLM(RerankerBase):
     """A model that reads the RankLLM prompt and writes ``[i] > [j] > ...``."""
 
