@@ -18,7 +18,7 @@ from ..params import ParameterError
 from ..records import DocRating, Phase, Ranked, RankingTask, RatingsSnapshot, Step, StopReason, pivot_id
 from .strategy import Plan, Strategy, chunks, query_rng, sort_by
 from .acurank_params import AcuRankParams, Partition, StopRule, Uncertainty
-from .trueskill import get_updater, initial_ratings, update_groups
+from .trueskill import get_updater, initial_ratings, prior_scale_problem, update_groups
 from .thinking_gate import unsettled
 from .uncertainty import Assessment, assess, top_k_probabilities
 
@@ -147,6 +147,13 @@ class AcuRank(Strategy):
     @property
     def cutoff(self) -> int:
         return self.params.k
+
+    def warnings(self, tasks) -> list[str]:
+        """First-stage scores too small for the paper's prior under the fixed beta (see
+        :func:`~acurank_cli.method.trueskill.prior_scale_problem`)."""
+        problem = prior_scale_problem([c.score for t in tasks for c in t.candidates], self.params.init,
+                                      self.params.sigma)
+        return [] if problem is None else [problem]
 
     def check_set(self, tasks) -> None:
         """A query-set budget must cover every query's initial pass (refused before any call)."""

@@ -54,6 +54,11 @@ class Strategy:
     def check_set(self, tasks: Sequence[RankingTask]) -> None:
         """Raise InputError, before any call, for a set of tasks the method cannot honour as a whole."""
 
+    def warnings(self, tasks: Sequence[RankingTask]) -> list[str]:
+        """What the user should be warned of before the first call, about these tasks under this method's settings
+        (said once a run, on stderr even with --quiet); none by default."""
+        return []
+
     def parameters(self) -> object:
         """The record of the method's parameters (what a run's fingerprint records): the strategy itself where it is
         that record (the baselines' frozen dataclasses), its params record otherwise."""
@@ -76,9 +81,10 @@ def check_tasks(strategy: Strategy, tasks: Sequence[RankingTask]) -> list[str]:
         if k is not None and task.n <= k:
             covered, largest = covered + 1, max(largest, task.n)
     strategy.check_set(tasks)
+    warned = [f"warning: {w}" for w in strategy.warnings(tasks)]
     if not covered:
-        return []
-    return [f"k = {k} and {covered} of the {count} queries have at most {largest} candidates: every candidate of "
+        return warned
+    return warned + [f"k = {k} and {covered} of the {count} queries have at most {largest} candidates: every candidate of "
             f"those is in the top {k} for certain, so nothing is uncertain after the first pass and the windows after "
             "it (AcuRank's final pass) only refine the order by mu; a k below the candidate count lets the method "
             "decide a top k"]

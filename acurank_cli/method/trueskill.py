@@ -45,6 +45,36 @@ def check_scores(tasks: Sequence[RankingTask], init, source: str) -> None:
                 raise InputError(f"query {task.qid} doc {c.docid}: first-stage score {c.score:g} {problem}", source)
 
 
+#: The paper's prior holds on the paper's scale: with sigma = mu/3 against TrueSkill's fixed beta (25/6), a window
+#: teaches a rating about sigma^2 / (sigma^2 + 2 beta^2) of its variance. BM25 on MS MARCO (DL19's median top-100
+#: score 9.1: sigma 3.0, 0.73 beta) is that scale. Measured on DL19 and DL20 with scores x 1/20 ... x 20 (BENCHMARKS.md
+#: 26): a median sigma below 0.25 beta costs 58-117% more calls; above 2 beta AcuRank stops early (30-80% fewer calls)
+#: and nDCG@10 falls by 0.02-0.06. Outside these bounds (multiples of beta) the run is warned.
+PRIOR_SIGMA_BOUNDS = (0.25, 2.0)
+
+
+def prior_scale_problem(scores: Sequence[float], init, sigma: str = "mu/3", beta: float = ENV.beta) -> str | None:
+    """Why the run's first-stage scores break the paper's prior (None when they do not): under ``--init score`` with
+    sigma = mu/D, a median initial sigma outside :data:`PRIOR_SIGMA_BOUNDS` x beta (with mu/3: a median score below
+    3.125 or above 25). Cosine similarities and probabilities (0..1) are too small, some learned sparse scores too
+    large; ``--init zscore`` puts any of them on the paper's scale (mu = 10 + z). acurank-auto, which scales beta to
+    the median sigma, is not concerned."""
+    kind, x = sigma_rule(sigma)
+    if Init(init) is not Init.score or kind != "ratio" or not len(scores):
+        return None
+    median = float(np.median(np.asarray(scores, dtype=np.float64)))
+    low, high = PRIOR_SIGMA_BOUNDS
+    if low * beta <= median / x <= high * beta:
+        return None
+    small = median / x < low * beta
+    what = ("small for the paper's prior", "each window moves the ratings little and AcuRank spends more calls "
+            "for the same order") if small else ("large for the paper's prior", "each window settles the ratings "
+                                                 "fast and AcuRank stops early, with fewer calls and a worse order")
+    return (f"the first-stage scores are {what[0]} (median {median:.3g}: sigma = mu/{x:g} = {median / x:.3g} against "
+            f"TrueSkill's beta {beta:.3g}), so {what[1]}; --init zscore rates them on the paper's scale (mu = 10 + z), "
+            f"or scale the scores so that their median is between {low * beta * x:.3g} and {high * beta * x:.3g}")
+
+
 def initial_ratings(scores: Sequence[float], init: Init, qid: str, sigma: str = "mu/3") -> tuple[np.ndarray, np.ndarray]:
     """Initial (mu, sigma) arrays from first-stage scores, per the chosen ``init``; sigma = mu / D or a
     fixed V, per ``sigma`` (see :func:`~acurank_cli.method.acurank_params.sigma_rule`; default mu/3)."""
