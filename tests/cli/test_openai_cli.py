@@ -130,7 +130,7 @@ def _instruction(chars: int) -> str:
 def test_a_long_instruction_that_squeezes_the_passages_is_said_once_or_refused(tmp_path):
     """Issue 81, item 5. A 14,000-character instruction leaves each DL19 passage of a 20-window 12 words in 4,096
     tokens (counted with cl100k): one warning line before the first call, the instruction echoed shortened; 14,900
-    characters leave fewer than 10 words: refused, one line, exit 2, no request sent; 2,000 characters: no word."""
+    characters leave 2 words (fewer than 3): refused, one line, exit 2, no request sent; 2,000 characters: no word."""
     from conftest import acurank
 
     def rerank(chars: int, url: str):

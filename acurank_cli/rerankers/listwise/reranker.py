@@ -58,8 +58,9 @@ ANSWER_NOTES = {AnswerMode.constrained: "decoding allows only a valid permutatio
 #: Words a passage keeps in a fitted prompt below which the run is told before its first call (the published cap for a
 #: window of 20 is 300 words; a passage cut below 30 has lost most of a typical MS MARCO passage's 60 words).
 SQUEEZE_FLOOR = 30
-#: Below this many words a passage is no longer evidence (a title at most): such a run is refused before any call.
-USEFUL_FLOOR = 10
+#: Below this many words a passage is no longer evidence (two words: not even a title): such a run is refused before
+#: any call. Tiny test models with a 1,024-token context keep 7 words of a DL19 passage: warned, not refused.
+USEFUL_FLOOR = 3
 
 
 def fit_problem(backend: RerankerBase, request) -> tuple[str, bool] | None:
