@@ -12,7 +12,7 @@ RERANKER ?= minilm
 ENGINES_VENV ?= .venv-engines
 EPY := $(ENGINES_VENV)/bin/python
 
-.PHONY: setup demo test docs bench clean setup-engines test-engines bench-engines setup-peer bench-peer bench-templates
+.PHONY: setup demo test docs bench bench-latency clean setup-engines test-engines bench-engines setup-peer bench-peer bench-templates
 
 setup: $(VENV)/.installed
 
@@ -85,6 +85,11 @@ bench-peer: setup-engines
 
 bench: setup
 	$(PY) benchmarks/run_all.py
+
+# the speed guard (docs/contributing.md): run before and after a change to the driver, lanes, transport or start-up
+bench-latency: setup
+	cd benchmarks && ../$(PY) latency_guard.py
+	cd benchmarks && ../$(PY) ray_scaling.py --backend plugin --queries 43 --delay 0.3 --name ray_scaling_plugin
 
 clean:
 	rm -rf $(VENV) $(ENGINES_VENV) $(PEER_VENV) $(OUT) site
