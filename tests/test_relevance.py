@@ -33,11 +33,29 @@ def test_features_by_hand():
 def test_a_map_is_a_logistic_over_standardised_features():
     m = CalibrationMap(2, (0.0, 1.0, 0.0), (1.0, 2.0, 1.0), (1.0, 0.0, 0.0), 0.0)
     # coef only on logit(p_topk), centre 0, scale 1: the map gives p_topk back
-    assert m.probabilities([rating(1.0, 0.3, 1), rating(0.0, 0.8, 2)]) == pytest.approx([0.3, 0.8])
+    two = [rating(1.0, 0.3, 1), rating(0.0, 0.8, 2)]
+    assert m.of_matrix(features(two)).tolist() == pytest.approx([0.3, 0.8])
+    # ... and P(relevant) never rises down the ranking: the violating pair pooled to its mean
+    assert m.probabilities(two) == pytest.approx([0.55, 0.55])
     m2 = CalibrationMap(2, (0.0, 0.0, 0.0), (1.0, 1.0, 2.0), (0.0, 0.0, -1.0), 0.5)
     # sigmoid(0.5 - log(rank) / 2)
     got = m2.probabilities([rating(1.0, 0.5, 1), rating(0.0, 0.5, 4)])
     assert got == pytest.approx([1 / (1 + math.exp(-0.5)), 1 / (1 + math.exp(-(0.5 - math.log(4) / 2)))])
+
+
+def test_p_relevant_is_monotone_down_the_ranking_by_hand():
+    """Issue 83: opposite signs on z(mu) and log(rank) (as a DL19 fit gave) let a lower rank read as more probable.
+    Pool adjacent violators in rank order, by hand: 0.2, 0.6, 0.1, 0.5, 0.4 (ranks 1..5) -> (0.2, 0.6) pool to 0.4,
+    then (0.1, 0.5, 0.4): 0.1 < 0.5 pools (0.1, 0.5) to 0.3 < 0.4, pooled to 1/3 each: 0.4, 0.4, 1/3, 1/3, 1/3.
+    The mean (the expected count of relevant documents) is kept; ratings given out of rank order are put back."""
+    from acurank_cli.relevance import monotone
+
+    got = monotone([0.2, 0.6, 0.1, 0.5, 0.4], [1, 2, 3, 4, 5])
+    assert got.tolist() == pytest.approx([0.4, 0.4, 1 / 3, 1 / 3, 1 / 3])
+    assert sum(got) == pytest.approx(1.8)
+    shuffled = monotone([0.5, 0.2, 0.4, 0.6, 0.1], [4, 1, 5, 2, 3])  # the same documents, listed in another order
+    assert shuffled.tolist() == pytest.approx([1 / 3, 0.4, 1 / 3, 0.4, 1 / 3])
+    assert monotone([0.9, 0.5, 0.1], [1, 2, 3]).tolist() == [0.9, 0.5, 0.1]  # already monotone: unchanged
 
 
 def test_fit_recovers_a_known_logistic_and_matches_the_base_rate():
