@@ -288,6 +288,9 @@ class RayPool(BackendWrapper):
                 self.free.put(a)
         self.resent = 0
         self._lock = threading.Lock()
+        #: lanes of actors that died, out of rotation until Ray has them back (id(actor) -> lanes), and lanes lost
+        self._away: dict[int, int] = {}
+        self._lost = 0
 
     def _started(self, ray) -> tuple[list, list[dict[str, Any]]]:
         """The actors that started their backend, with what each reports of it. An actor that dies while starting
@@ -343,13 +346,14 @@ class RayPool(BackendWrapper):
         from ray import exceptions as ray_errors
 
         for _ in range(ATTEMPTS):
-            actor = self.free.get()
+            actor = self._lane()
             try:
-                return ray.get(actor.prompt_keys.remote(list(requests)))
+                keys = ray.get(actor.prompt_keys.remote(list(requests)))
             except (ray_errors.RayActorError, ray_errors.ActorUnavailableError):
-                continue  # dead or restarting (it takes work again when Ray has it back): ask another
-            finally:
-                self.free.put(actor)
+                self._failed(actor)  # dead or restarting: out of rotation until it is back; ask another
+                continue
+            self.free.put(actor)
+            return keys
         raise InputError(f"ray: {ATTEMPTS} actors died while building prompts; the cluster is failing")
 
     def rerank(self, requests: Sequence[RerankRequest], on_result=None) -> list[RerankResult]:
@@ -358,13 +362,13 @@ class RayPool(BackendWrapper):
         from ray import exceptions as ray_errors
 
         for _ in range(ATTEMPTS):
-            actor = self.free.get()
+            actor = self._lane()
             try:
                 results = ray.get(actor.rerank.remote(list(requests)))
             except (ray_errors.RayActorError, ray_errors.ActorUnavailableError):
                 with self._lock:
                     self.resent += len(requests)
-                self.free.put(actor)  # restarted by Ray (max_restarts=-1): it takes work again when it is back
+                self._failed(actor)  # restarted by Ray (max_restarts=-1): it takes work again when it is back
                 continue
             except ray_errors.RayTaskError as exc:
                 self.free.put(actor)
@@ -378,6 +382,47 @@ class RayPool(BackendWrapper):
                     on_result(i, result)
             return results
         raise InputError(f"ray: {ATTEMPTS} actors died holding the same windows; the cluster is failing")
+
+    def _lane(self):
+        """A free lane's actor; the run stops with one line when every lane is lost (its actor never came back)."""
+        while True:
+            try:
+                return self.free.get(timeout=1.0)
+            except queue.Empty:
+                with self._lock:
+                    if self._lost >= self.lanes:
+                        raise InputError("ray: every actor died and none came back; the cluster is failing") from None
+
+    def _failed(self, actor) -> None:
+        """A lane whose actor died: kept out of rotation (a restarting actor refuses at once, so the retries would
+        all land on it and fail within milliseconds, as they did beside two CPU hogs) until the actor answers again,
+        then handed back; lost when it has not come back within :func:`start_seconds`."""
+        with self._lock:
+            first = id(actor) not in self._away
+            self._away[id(actor)] = self._away.get(id(actor), 0) + 1
+        if first:
+            threading.Thread(target=self._return_when_back, args=(actor,), daemon=True,
+                             name="acurank-ray-returning").start()
+
+    def _return_when_back(self, actor) -> None:
+        ray = _ray()
+        from ray import exceptions as ray_errors
+
+        deadline, back = time.monotonic() + start_seconds(), False
+        while not back and time.monotonic() < deadline and self.actors:
+            try:
+                ray.get(actor.describe.remote(), timeout=max(1.0, deadline - time.monotonic()))
+                back = True
+            except ray_errors.GetTimeoutError:
+                break
+            except (ray_errors.RayActorError, ray_errors.RpcError):
+                time.sleep(0.5)  # restarting: asked again
+        with self._lock:
+            lanes = self._away.pop(id(actor), 0)
+            if not back:
+                self._lost += lanes
+        for _ in range(lanes if back else 0):
+            self.free.put(actor)
 
     def close(self) -> None:
         ray = _ray()
