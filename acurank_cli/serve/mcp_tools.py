@@ -19,10 +19,12 @@ import io
 import json
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Optional, Sequence
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import InputError
-from .protocol import BadRequest, parse, response
+from .protocol import BadRequest, explain, parse, response
 from .service import BackendFailed, RerankService
 
 INSTRUCTIONS = ("Listwise reranking with AcuRank (uncertainty-aware: LLM calls go where the top of the ranking is "
@@ -55,23 +57,63 @@ def build_mcp(service: RerankService, model: str, read_dirs: Sequence[str | Path
     server = MCPServer("acurank", instructions=INSTRUCTIONS, log_level="WARNING")
     roots = tuple(Path(d).resolve() for d in read_dirs)
 
+    # the signatures publish each tool's input schema; the arguments reach the tools as sent (_as_sent)
     @server.tool(name="rerank", description=RERANK_HELP)
     async def rerank(query: str, documents: list[str | dict[str, Any]], top_n: int | None = None,
                      method: str | None = None, budget: int | None = None, return_documents: bool | None = None,
                      rank_fields: list[str] | None = None, instruction: str | None = None,
                      max_tokens_per_doc: int | None = None, max_chunks_per_doc: int | None = None) -> dict[str, Any]:
-        given = {"model": model, "query": query, "documents": documents, "top_n": top_n, "method": method,
-                 "budget": budget, "return_documents": return_documents, "rank_fields": rank_fields,
-                 "instruction": instruction, "max_tokens_per_doc": max_tokens_per_doc,
-                 "max_chunks_per_doc": max_chunks_per_doc}
-        return await reranked(service, model, {k: v for k, v in given.items() if v is not None})
+        raise AssertionError("replaced by _as_sent")  # pragma: no cover
 
     @server.tool(name="evaluate", description=EVALUATE_HELP)
     def evaluate(run: str, qrels: str, measures: list[str] | None = None, rel_level: int = 1,
                  per_query: bool = False) -> dict[str, Any]:
-        return evaluated(run, qrels, measures or ["nDCG@10"], rel_level, per_query, roots)
+        raise AssertionError("replaced by _as_sent")  # pragma: no cover
 
+    async def rerank_as_sent(sent: dict[str, Any]) -> dict[str, Any]:
+        return await reranked(service, model, {"model": model, **sent})
+
+    def evaluate_as_sent(sent: dict[str, Any]) -> dict[str, Any]:
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        try:
+            args = _EvaluateArguments.model_validate(sent)
+        except ValidationError as exc:
+            raise ToolError(explain(exc.errors(include_url=False)[0]).message) from None
+        return evaluated(args.run, args.qrels, args.measures or ["nDCG@10"], args.rel_level, args.per_query, roots)
+
+    _as_sent(server, "rerank", rerank_as_sent)
+    _as_sent(server, "evaluate", evaluate_as_sent)
     return server
+
+
+class _EvaluateArguments(BaseModel):
+    """``evaluate``'s arguments, held to the HTTP API's rules: strict types, no unknown field."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    run: str
+    qrels: str
+    measures: Optional[list[str]] = None
+    rel_level: int = 1
+    per_query: bool = False
+
+
+def _as_sent(server: Any, name: str, take: Callable[[dict[str, Any]], Any]) -> None:
+    """The tool ``name`` gets its arguments exactly as the caller sent them, in one dict, and checks them itself:
+    the SDK's own validation would coerce ``"1"``, ``true`` and ``1.0`` to a number, drop a misspelt field, and
+    answer a type error with a multi-line pydantic dump, where ``POST /v2/rerank`` refuses each in one line naming
+    the field. The typed signature it was registered with still publishes the input schema."""
+    from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+
+    class AsSent(ArgModelBase):
+        model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
+
+        def model_dump_one_level(self) -> dict[str, Any]:
+            return {"sent": dict(self.model_extra or {})}
+
+    tool = server._tool_manager.get_tool(name)  # the SDK keeps no public handle on a registered tool's validation
+    tool.fn_metadata.arg_model = AsSent
+    tool.fn, tool.is_async = take, asyncio.iscoroutinefunction(take)
 
 
 async def reranked(service: RerankService, model: str, body: dict[str, Any]) -> dict[str, Any]:

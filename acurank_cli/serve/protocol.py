@@ -102,7 +102,8 @@ def _field(loc: Sequence[Any]) -> str:
     return out or "body"
 
 
-def _explain(error: Mapping[str, Any]) -> BadRequest:
+def explain(error: Mapping[str, Any]) -> BadRequest:
+    """One pydantic error as the one-line refusal naming its field."""
     kind, field = error.get("type", ""), _field(error.get("loc", ()))
     if kind == "json_invalid":
         return BadRequest(f"the body is not valid JSON ({error.get('ctx', {}).get('error', 'malformed')})", "body")
@@ -135,7 +136,7 @@ def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
     try:
         body = _Body.model_validate_json(raw)
     except ValidationError as exc:
-        raise _explain(_union_error(exc.errors(include_url=False))) from None
+        raise explain(_union_error(exc.errors(include_url=False))) from None
     if not body.query.strip():
         raise BadRequest("query must not be empty", "query")
     if body.method is not None and not body.method.strip():
@@ -152,8 +153,6 @@ def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
     texts, titles, truncated = [], [], 0
     for i, doc in enumerate(body.documents):
         text, title = _text_of(doc, i, body.rank_fields)
-        if not text.strip():
-            raise BadRequest(f"documents[{i}] has no text", f"documents[{i}]")
         words = text.split()
         if len(words) > cap:
             text, truncated = " ".join(words[:cap]), truncated + 1

@@ -25,6 +25,11 @@ from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 DL19 = ROOT / "sample_runs" / "dl19"
 
 
+#: arguments POST /v2/rerank refuses (tests/serve/test_serve.py's BAD): a misspelt field, numbers sent as a string, a
+#: boolean or a float, a boolean as a string
+TYPED = ({"topn": 1}, {"top_n": "1"}, {"top_n": True}, {"top_n": 1.0}, {"return_documents": "yes"}, {"budget": "3"})
+
+
 def text_of(result) -> dict:
     """A tool result's JSON (its structured content, else its first text block)."""
     if getattr(result, "structured_content", None):
@@ -47,10 +52,15 @@ async def exercise(session: ClientSession) -> dict:
            await session.call_tool("rerank", {"query": query, "documents": texts, "method": "no-such-method"}),
            await session.call_tool("evaluate", {"run": "/etc/passwd", "qrels": "x"}),
            await session.call_tool("rerank", {"documents": texts})]
+    # what POST /v2/rerank refuses, MCP refuses alike (the SDK coerced these and dropped the misspelt field)
+    as_http = [await session.call_tool("rerank", {"query": query, "documents": texts, **extra}) for extra in TYPED]
+    as_http += [await session.call_tool("evaluate", {"run": "1 Q0 d 1 1 t\n", "qrels": "1 0 d 1\n", **extra})
+                for extra in ({"rel_level": "2"}, {"rel_level": True}, {"rellevel": 2}, {"per_query": "yes"})]
     again = text_of(await session.call_tool("rerank", {"query": query, "documents": texts, "top_n": 5}))
     long = {"query": query, "documents": [texts[0], " ".join(texts)], "max_chunks_per_doc": 3, "return_documents": True}
     chunked = text_of(await session.call_tool("rerank", long))
     return {"tools": tools, "query": query, "texts": texts, "ranked": ranked, "measured": measured, "bad": bad,
+            "as_http": as_http,
             "again": again, "run_lines": run_lines, "long": long, "chunked": chunked}
 
 
@@ -79,6 +89,19 @@ def check(seen: dict) -> None:
     assert "this server reads no folder (it was started without --read-dir): give the file's text instead" in \
         messages[3] and "none (" not in messages[3] and "query" in messages[4]
     assert all("Traceback" not in m for m in messages)
+    from acurank_cli.serve.limits import Limits
+    from acurank_cli.serve.protocol import BadRequest, parse
+    said = []
+    for result in seen["as_http"]:
+        assert result.is_error, result
+        said.append(result.content[0].text)
+    for extra, message in zip(TYPED, said):  # the HTTP API's own one line, word for word
+        with pytest.raises(BadRequest) as http:
+            parse(json.dumps({"query": "q", "documents": ["a"], **extra}).encode(), "v2", Limits())
+        assert message == f"Error executing tool rerank: {http.value.message}", (extra, message)  # the SDK's prefix
+    assert said[len(TYPED):] == [f"Error executing tool evaluate: {m}" for m in (
+        "rel_level: Input should be a valid integer", "rel_level: Input should be a valid integer",
+        "rellevel is not a field of this endpoint", "per_query: Input should be a valid boolean")]
     # a long document by its passages: its scoring passage returned, cut from it
     chunked = {r["index"]: r for r in seen["chunked"]["results"]}
     assert seen["chunked"]["meta"]["acurank"]["passages"] == {"ranked": 4, "split": 1, "capped": 1}
