@@ -507,14 +507,19 @@ def loaded(value: Any, flag: str = "calibration") -> CalibrationMap | None:
     raise TypeError("calibration must be a map file's path or an acurank_cli.relevance.CalibrationMap")
 
 
-def keep_maps_k(calibration: CalibrationMap | None, method: str, options: dict) -> None:
+def keep_maps_k(calibration: CalibrationMap | None, method: str, options: dict, flag: str = "calibration") -> None:
     """A map is fit at one k (p_topk's): a method that takes k and was given none keeps the map's for every call
-    (a call's ``top_k`` then cuts the list but does not change k)."""
+    (a call's ``top_k`` or ``top_n`` then cuts the list but does not change k); another k given is refused, as the
+    command line refuses it."""
     from .method.registry import method_options
 
     k = None if calibration is None else calibration.fit.get("k")
-    if k is not None and "k" not in options and "k" in method_options(method):
-        options["k"] = int(k)
+    if k is None or "k" not in method_options(method):
+        return
+    if options.get("k") is not None and int(options["k"]) != int(k):
+        raise InputError(f"{flag}: the map was fit on p_topk at k = {k} and this k is {options['k']}: give k = {k}, "
+                         f"or fit a map at k = {options['k']}")
+    options["k"] = int(k)
 
 
 def check_applicable(strategy: Any, passages: Any, flag: str = "--calibration",

@@ -116,8 +116,9 @@ def served_methods(method: str | None, options: dict, calibration: str | None = 
     from ..relevance import check_applicable, keep_maps_k, loaded
 
     calibrated = loaded(calibration, "--calibration")
-    keep_maps_k(calibrated, method or DEFAULTS.method, options)
-    methods = Methods(method, options, ScoreSource.documents)  # an unknown method: before any load
+    keep_maps_k(calibrated, method or DEFAULTS.method, options, "--calibration")
+    methods = Methods(method, options, ScoreSource.documents,  # an unknown method: before any load
+                      None if calibrated is None else calibrated.fit.get("k"))
     check_servable(methods.strategy)
     if calibrated is not None:
         check_applicable(methods.strategy, passages, calibration=calibrated)
@@ -131,9 +132,11 @@ class Methods:
     (``ScoreSource.documents``) decide the default rating init."""
 
     def __init__(self, name: str | None, options: Mapping[str, Any] | None = None,
-                 source: ScoreSource | None = None):
+                 source: ScoreSource | None = None, fixed_k: int | None = None):
         self.source = source or ScoreSource.documents
         self.options = {k: v for k, v in (options or {}).items() if v is not None}
+        #: the k every call keeps, whichever method it names (a calibration map's): top_k then only cuts the list
+        self.fixed_k = None if fixed_k is None else int(fixed_k)
         self.strategy = method(name, self.options, self.source)
         self.name = name or self.strategy.name
         self._chosen: dict[tuple, Strategy] = {}
@@ -146,6 +149,8 @@ class Methods:
         key = (self.name if name is None else name, top_k, budget)
         if key not in self._chosen:
             options = dict(self.options) if own else {}
+            if self.fixed_k is not None and "k" in method_options(key[0]):
+                options["k"] = self.fixed_k
             if budget is not None:
                 options["budget"] = budget
             strategy = method(key[0], options, self.source)
@@ -264,7 +269,7 @@ class Session:
         if instruction is not None and not getattr(self.pipeline.reranker, "takes_instruction", False):
             raise OptionError("instruction: the reranker puts no instruction in a prompt (a listwise LLM does: hf:, "
                               "vllm:, openai:)")
-        p = prepare(query, docs, qid, instruction)
+        p = prepare(query, docs, qid, instruction, reads_texts=self.needs_texts)
         if p.task.n > 0:
             self.check([p.task], "the documents' scores", strategy)
         return p

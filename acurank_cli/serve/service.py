@@ -87,6 +87,8 @@ class RerankService:
             check_servable(strategy)
         except Unservable as exc:
             raise BadRequest(str(exc), "method") from None
+        if self.calibration is not None:  # relevance_score is P(relevant) for every request, or the request is refused
+            self._calibrable(call, strategy)
         run = strategy.for_run()
         docs = [{"text": t, "title": title} if title else {"text": t} for t, title in zip(call.texts, call.titles)]
         try:
@@ -94,6 +96,8 @@ class RerankService:
         except OptionError as exc:
             raise BadRequest(" ".join(str(exc).split()), "instruction") from None
         except (InputError, ParameterError) as exc:  # said of the request, not of its internal query id
+            if isinstance(exc, InputError) and (exc.source or "").startswith("documents["):  # one document: named
+                raise BadRequest(" ".join(str(exc).split()), exc.source) from None
             said = " ".join(str(exc).split()).replace(f"query {call.id} ", "the request ")
             said = said.replace(call.id, "the request")
             raise BadRequest(f"documents: {said}", "documents") from None
@@ -148,13 +152,20 @@ class RerankService:
                 raise BadRequest(" ".join(str(exc).split()), field) from None
         return strategy
 
-    def _calibrated(self, strategy) -> bool:
-        """The map applies to a call whose method keeps ratings at the map's k (a request naming a method without
-        ratings, or another k, is answered with p_topk, and meta says so)."""
-        if self.calibration is None or strategy.cutoff is None:
-            return False
-        k = self.calibration.fit.get("k")
-        return k is None or int(k) == strategy.cutoff
+    def _calibrable(self, call: RerankCall, strategy: Strategy) -> None:
+        """On a server with a map, a request the map cannot apply to is refused (400 naming its field), never
+        answered with another quantity under the name relevance_score: a method without ratings, or documents split
+        into passages. The map's k holds for every request (top_n only cuts the list: Methods.fixed_k)."""
+        from ..relevance import check_applicable
+
+        try:
+            check_applicable(strategy, None, "this server's --calibration map")
+        except InputError as exc:
+            raise BadRequest(exc.message, "method") from None
+        if self.passages_for(call) is not None:
+            raise BadRequest("max_chunks_per_doc: this server answers P(relevant) (--calibration), calibrated on "
+                             "documents ranked whole; send the request without max_chunks_per_doc",
+                             "max_chunks_per_doc" if call.max_chunks_per_doc is not None else "documents")
 
     def withdraw(self, ticket: Ticket) -> None:
         """The caller is gone: its windows not yet sent are dropped, its answer will not be waited for."""
@@ -169,7 +180,7 @@ class RerankService:
         scoring passage where it was split: {index, text, words} or None)."""
         if ticket.split is not None:
             outcome = ticket.split.gather(outcome)
-        calibrated = self.calibration if ticket.split is None and self._calibrated(ticket.strategy) else None
+        calibrated = self.calibration  # every admitted request can be calibrated (_calibrable)
         out = output_of(ticket.prepared, outcome, outcome.final_ratings(), ticket.strategy.cutoff, ticket.call.top_n,
                         relevance=calibrated)
         order = [int(d.id) for d in out.docs]

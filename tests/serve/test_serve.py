@@ -646,22 +646,39 @@ def test_a_server_with_a_calibration_map_answers_p_relevant_and_p_none(tmp_path)
     load, or a method without ratings, stops the server before it starts, in one line."""
     cohere = pytest.importorskip("cohere")
     from acurank_cli.api import Reranker
+    from acurank_cli.errors import InputError
     from acurank_cli.relevance import CalibrationMap
 
-    path = tmp_path / "map.json"
-    CalibrationMap(2, (0.0, 0.0, 0.0), (1.0, 1.0, 1.0), (0.8, 1.5, -0.3), -1.0).save(path)
+    path = tmp_path / "map.json"  # fit at k = 10: every request keeps k = 10, top_n = 5 only cuts the list
+    CalibrationMap(2, (0.0, 0.0, 0.0), (1.0, 1.0, 1.0), (0.8, 1.5, -0.3), -1.0, {"k": 10}).save(path)
     server = Server("--reranker", "minilm", "--no-cache", "--api-key", KEY, "--calibration", str(path))
     try:
         v2 = cohere.ClientV2(api_key=KEY, base_url=server.url)
         with Reranker("minilm", method="acurank", cache=None, calibration=str(path)) as rr:
             for query, texts in dl19_queries(2):
                 expected = rr.rerank(query, texts, top_k=5)
-                got = v2.rerank(model="acurank", query=query, documents=texts, top_n=5)
-                assert [r.index for r in got.results] == [int(d.id) for d in expected.docs]
-                assert [r.relevance_score for r in got.results] == pytest.approx([d.p_relevant for d in expected.docs])
-                meta = (got.meta.model_extra or {})["acurank"]
-                assert meta["relevance_score"] == "p_relevant" and meta["grade"] == 2
-                assert meta["p_none"] == pytest.approx(expected.p_none)
+                assert expected.k == 10
+                for method in ("acurank", "acurank-9"):  # the server's method, and one the request names
+                    got = v2.rerank(model=method, query=query, documents=texts, top_n=5)
+                    meta = (got.meta.model_extra or {})["acurank"]
+                    assert meta["relevance_score"] == "p_relevant" and meta["grade"] == 2 and meta["k"] == 10
+                    if method == "acurank":
+                        assert [r.index for r in got.results] == [int(d.id) for d in expected.docs]
+                        assert [r.relevance_score for r in got.results] == pytest.approx(
+                            [d.p_relevant for d in expected.docs])
+                        assert meta["p_none"] == pytest.approx(expected.p_none)
+            # a request the map cannot apply to is refused, naming its field, never answered with p_topk or a position
+            headers = {"Authorization": f"Bearer {KEY}"}
+            for extra, field in (({"method": "sw-1"}, "method"), ({"max_chunks_per_doc": 2}, "max_chunks_per_doc")):
+                reply = httpx.post(server.url + "/v2/rerank", headers=headers, timeout=60,
+                                   json={"query": query, "documents": texts[:3], **extra})
+                assert reply.status_code == 400 and reply.json()["field"] == field, reply.text
+            assert "keeps no ratings to calibrate" in httpx.post(
+                server.url + "/v2/rerank", headers=headers, timeout=60,
+                json={"query": query, "documents": texts[:3], "method": "sw-1"}).json()["message"]
+        # the API: a map at another k is refused as the command line refuses it (it was applied at k = 5 in silence)
+        with pytest.raises(InputError, match=r"^calibration: the map was fit on p_topk at k = 10 and this k is 5"):
+            Reranker("minilm", method="acurank", calibration=str(path), k=5)
     finally:
         assert server.stop() == 0
     pivoted = tmp_path / "pivoted.json"
