@@ -119,7 +119,8 @@ class Reranker:
         if instruction is not None and not getattr(self.reranker, "takes_instruction", False):
             raise InputError("instruction: the reranker puts no instruction in a prompt (a listwise LLM does: hf:, "
                              "vllm:, openai:)")
-        prepared = [prepare(q, docs, qid, instruction) for (q, docs), qid in zip(queries, qids)]
+        reads = self._session.needs_texts
+        prepared = [prepare(q, docs, qid, instruction, reads) for (q, docs), qid in zip(queries, qids)]
         strategy = self._pivoted(self.methods.for_call(top_k=top_k), pivots, prepared)
         group = [p for p in prepared if p.task.n > 0]
         outputs: dict[str, RerankOutput] = {}

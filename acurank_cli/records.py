@@ -58,6 +58,14 @@ class Doc:
             bad = "text" if not isinstance(self.text, str) else "title"
             raise TypeError(f"{bad} of document {self.docid!r} is {type(getattr(self, bad)).__name__}, expected a string")
 
+    @property
+    def blank(self) -> bool:
+        """Nothing for a model to read: its text and its title are empty or whitespace. The one rule for an empty
+        document at every entrance: refused where the reranker reads texts (the CLI names it, its query and file,
+        and --skip-missing holds it after the reranked ones; the API, the adapters, serve and MCP name
+        documents[i]); a reranker that reads no texts (simulated) ranks it."""
+        return not (self.text.strip() or self.title.strip())
+
 
 @dataclass(frozen=True)
 class RankingTask:
@@ -68,6 +76,9 @@ class RankingTask:
     candidates: tuple[Candidate, ...]
     #: a task instruction for this query's prompts (a served request's ``instruction``); None: the backend's own
     instruction: str | None = None
+    #: the candidates are the passages of long documents (``--passages`` split at least one): every rating starts
+    #: with the query's widest prior sigma (:func:`~acurank_cli.method.trueskill.task_priors`)
+    passages: bool = False
 
     @property
     def n(self) -> int:

@@ -91,6 +91,10 @@ def test_scores_and_errors():
         with pytest.raises(InputError, match="every document or for none"):
             rr.rerank(QUERY, [{"text": "x", "score": 1.0}, {"text": "y"}])
         assert len(rr.rerank(QUERY, [])) == 0
+        # an empty document: the CLI's rule (records.Doc.blank), named as the list has it; a title is something to read
+        with pytest.raises(InputError, match=r"^documents\[1\]: has no text \(its text and title are empty\)"):
+            rr.rerank(QUERY, ["a flea", {"text": " \n", "title": ""}])
+        assert len(rr.rerank(QUERY, ["a flea", {"text": "", "title": "Cats"}])) == 2
     with pytest.raises(InputError, match=r"^reranker 'minilm' has no option concurrency \(its options: device, batch_size\)$"):
         Reranker("minilm", concurrency=4)
     with Reranker("minilm", init="score") as rr, pytest.raises(InputError, match="not positive"):

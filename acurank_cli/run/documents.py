@@ -137,10 +137,12 @@ class Prepared:
     meta: dict[str, dict]
 
 
-def prepare(query: str, items: Sequence[DocLike], qid: str = "q", instruction: str | None = None) -> Prepared:
+def prepare(query: str, items: Sequence[DocLike], qid: str = "q", instruction: str | None = None,
+            reads_texts: bool = False) -> Prepared:
     """A RankingTask from API documents (ids unique; scores rank-based when missing, see module doc). Documents
     given with scores are taken in score order, highest first (ties in input order), whatever order they come
-    in: the first-stage ranking is the scores', as a run file's is."""
+    in: the first-stage ranking is the scores', as a run file's is. ``reads_texts``: the reranker reads the texts,
+    so an empty document (:attr:`~acurank_cli.records.Doc.blank`) is refused, named ``documents[i]``."""
     if not isinstance(query, str) or not query.strip():
         raise InputError("the query must be a non-empty string")
     check_id(str(qid), "qid", "")
@@ -148,6 +150,10 @@ def prepare(query: str, items: Sequence[DocLike], qid: str = "q", instruction: s
         raise TypeError(f"docs must be a sequence of strings, dicts or Docs, got {type(items).__name__} "
                         "(wrap a single document in a list)")
     parsed = [_doc(item, i) for i, item in enumerate(items)]
+    blank = next((i for i, (d, _, _) in enumerate(parsed) if d.blank), None) if reads_texts else None
+    if blank is not None:  # the CLI's rule for an empty document (run/inputs.py), said of the list
+        raise InputError("has no text (its text and title are empty): a model cannot judge it; give it a text or "
+                         "leave it out", f"documents[{blank}]")
     first: dict[str, int] = {}
     for i, (d, _, _) in enumerate(parsed):
         if first.setdefault(d.docid, i) != i:

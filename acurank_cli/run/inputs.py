@@ -289,11 +289,17 @@ class _Completion:
             return False
         kept: Columns = ((), ())
         if self.need_texts:
-            missing = [i for i, d in enumerate(docids) if d not in docs]
+            missing = [i for i, d in enumerate(docids) if d not in docs or docs[d].blank]
             if missing and not self.skip:
+                first = docids[missing[0]]
+                if first in docs:  # an empty document: the corpus has it, with nothing in it
+                    raise InputError(f"doc {first} of query {qid} has no text: its text and title are empty in "
+                                     f"{self.texts_from or 'the input'} ({len(missing)} without text in this query; "
+                                     "a model cannot judge it: give it a text, or --skip-missing to keep it after "
+                                     "the reranked ones)", self.name)
                 advice = (f"{self.texts_from} has no text for it: give the corpus of this run's collection"
                           if self.texts_from else "pass --corpus FILE or --index DIR")
-                raise InputError(f"no text for doc {docids[missing[0]]} of query {qid} ({len(missing)} missing in "
+                raise InputError(f"no text for doc {first} of query {qid} ({len(missing)} missing in "
                                  f"this query; {advice}, or --skip-missing)", self.name)
             inputs.skipped_docs += len(missing)
             if len(missing) == len(docids):  # every candidate lacked its text: nothing to rerank

