@@ -29,27 +29,17 @@ def mcp_cmd(
 ) -> None:
     """Serve acurank's tools to an MCP client over stdio: rerank (a query and its documents) and evaluate (a run
     against qrels)."""
-    from ..run import pipeline
-    from ..run.passages import Passages
     from ..serve.limits import DEFAULT_LIMITS
     from ..serve.mcp_tools import build_mcp  # the mcp SDK: a missing one names its extra (mcp), before any load
-    from ..serve.service import RerankService
+    from ..serve.service import start_service
 
-    cache = cache_choice(cache, no_cache)
-    options, backend_options = pipeline.split_options(generated)
-    methods, calibrated = pipeline.served_methods(method, options, calibration, passages)
-    session = pipeline.Session(methods.strategy, reranker, backend_options,
-                               passages=Passages.of(passages, passage_score, max_passages))  # checked, nothing built
-    import mcp.server.mcpserver  # noqa: F401 - checked before the backend is built
+    def sdk() -> None:
+        import mcp.server.mcpserver  # noqa: F401 - checked before the backend is built
 
-    try:
-        session.start(cache, None)
-    except BaseException:
-        session.close()
-        raise
-    service = RerankService(session, methods, DEFAULT_LIMITS, calibration=calibrated)
+    service = start_service(reranker, method, generated, DEFAULT_LIMITS, cache_choice(cache, no_cache), calibration,
+                            (passages, passage_score, max_passages), before_load=sdk)
     server = build_mcp(service, reranker, read_dir or ())
-    say(f"mcp: serving {methods.strategy.name} with {reranker} on stdio (tools: rerank, evaluate)")
+    say(f"mcp: serving {service.methods.strategy.name} with {reranker} on stdio (tools: rerank, evaluate)")
     try:
         server.run("stdio")
     finally:

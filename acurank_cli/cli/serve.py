@@ -55,35 +55,35 @@ def serve(
     **generated,
 ) -> None:
     """Serve reranking over HTTP: POST /v1/rerank and /v2/rerank (Cohere's and Jina's shapes), GET /health, /v1/models, /metrics."""
-    from ..run import pipeline
-    from ..run.passages import Passages
     from ..run.ray_executor import ray_options
 
     cache = cache_choice(cache, no_cache)
     import uvicorn  # noqa: F401 - a missing one: app.main names the extra (serve), before anything is built
 
     from ..serve.routes import create_app
-    from ..serve.service import RerankService
+    from ..serve.service import start_service
 
     keys = _keys(api_key)
     limits = Limits(max_documents=max_documents, max_request_bytes=max_request_bytes,
                     max_tokens_per_doc=max_tokens_per_doc, max_in_flight=max_in_flight, max_queued=max_queued,
                     timeout=request_timeout, max_calls=max_calls)
-    options, backend_options = pipeline.split_options(generated)
-    methods, calibrated = pipeline.served_methods(method, options, calibration, passages)
-    session = pipeline.Session(methods.strategy, reranker, backend_options,
-                               ray_options(ray, actors, gpus_per_actor, flags=True),
-                               Passages.of(passages, passage_score, max_passages))  # options checked, nothing built
-    sock = _bind(host, port)
-    if not keys and not _loopback(host):
-        say(f"warning: serving on {host} without --api-key: anyone who reaches it can spend your calls")
+    bound = []
+
+    def bind() -> None:  # after every check, before the backend loads: a busy port costs no load
+        bound.append(_bind(host, port))
+        if not keys and not _loopback(host):
+            say(f"warning: serving on {host} without --api-key: anyone who reaches it can spend your calls")
+
     try:
-        session.start(cache, None)
+        service = start_service(reranker, method, generated, limits, cache, calibration,
+                                (passages, passage_score, max_passages), ray_options(ray, actors, gpus_per_actor,
+                                                                                     flags=True), bind)
     except BaseException:
-        session.close()
-        sock.close()
+        for sock in bound:
+            sock.close()
         raise
-    service = RerankService(session, methods, limits, calibration=calibrated)
+    sock = bound[0]
+    methods = service.methods
     tools = mcp_tools(service, reranker, read_dir)
     app = create_app(service, reranker, keys, on_shutdown=lambda: service.close(limits.timeout), log=say, mcp=tools,
                      host=host)

@@ -48,6 +48,27 @@ class Ticket:
     split: Split | None = None
 
 
+def start_service(reranker: str, method: str | None, flags: dict, limits: Limits, cache: str | None,
+                  calibration: str | None = None, passages: tuple = (None, None, None), ray=None,
+                  before_load=lambda: None) -> "RerankService":
+    """The one start-up of ``acurank serve`` and ``acurank mcp``: the method and the map checked, the session
+    built (``passages``: the --passages, --passage-score and --max-passages flags; ``ray``: the cluster's options),
+    ``before_load`` called (serve binds its port, mcp imports the SDK: both fail before the backend loads), the
+    backend started behind the cache, and the service over it."""
+    from ..run import pipeline
+
+    options, backend_options = pipeline.split_options(flags)
+    methods, calibrated = pipeline.served_methods(method, options, calibration, passages[0])
+    session = Session(methods.strategy, reranker, backend_options, ray, Passages.of(*passages))  # checked, not built
+    try:
+        before_load()
+        session.start(cache, None)
+    except BaseException:
+        session.close()
+        raise
+    return RerankService(session, methods, limits, calibration=calibrated)
+
+
 class RerankService:
     """One backend and method, serving rerank requests from any number of threads."""
 
