@@ -76,9 +76,11 @@ class RankingTask:
     candidates: tuple[Candidate, ...]
     #: a task instruction for this query's prompts (a served request's ``instruction``); None: the backend's own
     instruction: str | None = None
-    #: the candidates are the passages of long documents (``--passages`` split at least one): every rating starts
-    #: with the query's widest prior sigma (:func:`~acurank_cli.method.trueskill.task_priors`)
-    passages: bool = False
+    #: a task of passages (``--passages`` split at least one document): each candidate's document's number of
+    #: passages, in candidate order (1: a document ranked whole); empty: documents ranked whole. A passage of a
+    #: document split into more passages than a window holds starts with the query's widest prior sigma
+    #: (:func:`~acurank_cli.method.trueskill.task_priors`)
+    passages: tuple[int, ...] = ()
 
     @property
     def n(self) -> int:

@@ -18,7 +18,7 @@ from ..params import ParameterError
 from ..records import DocRating, Phase, Ranked, RankingTask, RatingsSnapshot, Step, StopReason, pivot_id
 from .strategy import Plan, Strategy, chunks, query_rng, sort_by
 from .acurank_params import AcuRankParams, Partition, StopRule, Uncertainty
-from .trueskill import get_updater, initial_ratings, prior_scale_problem, update_groups
+from .trueskill import get_updater, prior_scale_problem, task_priors, update_groups
 from .thinking_gate import unsettled
 from .uncertainty import Assessment, assess, top_k_probabilities
 
@@ -183,7 +183,7 @@ class AcuRank(Strategy):
     def plan(self, task: RankingTask) -> Plan:
         """Initial pass, adaptive loop over the uncertain set, final order by mu."""
         p = self.params
-        mu, sigma = initial_ratings([c.score for c in task.candidates], p.init, task.qid, p.sigma)
+        mu, sigma = task_priors(task, p.init, p.sigma, p.m)
         pivot = None
         if self.pivot and len(mu):  # the pivot's prior: the candidates' mean mu, their widest sigma
             mu, sigma, pivot = np.append(mu, mu.mean()), np.append(sigma, sigma.max()), pivot_id(task.qid)

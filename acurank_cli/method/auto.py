@@ -58,7 +58,7 @@ from .strategy import Plan, Strategy, chunks, sort_by
 from .choices import Outcome, Pool, Uncertainty
 from .graph import ABOVE, BELOW, KNOWN, SAME, TournamentGraph
 from .acurank_params import AutoParams
-from .trueskill import confidence, get_row_updater, initial_ratings
+from .trueskill import confidence, get_row_updater, task_priors
 from .uncertainty import assess
 
 
@@ -270,7 +270,7 @@ class AcuRankAuto(Strategy):
 
     def plan(self, task: RankingTask) -> Plan:
         p = self.params
-        mu0, sigma0 = initial_ratings([c.score for c in task.candidates], p.init, task.qid, p.sigma)
+        mu0, sigma0 = task_priors(task, p.init, p.sigma, p.m)
         n = len(mu0)
         scale = float(np.median(sigma0)) if n else 1.0
         models = NoiseModels(mu0, sigma0, [c * scale for c in p.factors], self._update_rows, p.outcome)

@@ -124,10 +124,10 @@ class TrueSkillStatic(Strategy):
 
     def plan(self, task: RankingTask) -> Plan:
         """No initial pass; stage budgets c_j in windows of m over the current top."""
-        from .trueskill import get_updater, initial_ratings, update_groups
+        from .trueskill import get_updater, task_priors, update_groups
 
         docids = [c.docid for c in task.candidates]
-        mu, sigma = initial_ratings([c.score for c in task.candidates], self.init, task.qid)
+        mu, sigma = task_priors(task, self.init, m=self.m)
         update = get_updater(self.updater)
         order = list(range(len(docids)))
         for j, c in enumerate(self.stages, 1):

@@ -103,6 +103,21 @@ def initial_ratings(scores: Sequence[float], init: Init, qid: str, sigma: str = 
     return s.copy(), _sigma(s, kind, x)
 
 
+def task_priors(task: RankingTask, init: Init, sigma: str = "mu/3", m: int | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """A task's initial (mu, sigma): :func:`initial_ratings` of its first-stage scores, except that a passage of a
+    document split into more passages than a window holds (``m``; ``task.passages``) starts with the query's widest
+    sigma. A passage inherits its document's score, which says the document matches somewhere: for a document of a
+    few passages that speaks for each of them, for a long one it does not say which. Under sigma = mu/3 the passages
+    of a low-scored long document would start both low and nearly certain, so the one holding the answer could win
+    its windows and still never enter the uncertain set (docs/long-documents.md, "The passages' prior"); a short
+    document's passages keep the paper's prior (widening theirs cost nDCG@10 on SciFact, BENCHMARKS.md 27)."""
+    mu, s = initial_ratings([c.score for c in task.candidates], init, task.qid, sigma)
+    if task.passages and m is not None and len(s):
+        s = np.where(np.asarray(task.passages) > m, s.max(), s)
+    return mu, s
+
+
 def _sigma(mu: np.ndarray, kind: str, x: float) -> np.ndarray:
     return mu / x if kind == "ratio" else np.full(len(mu), x)
 

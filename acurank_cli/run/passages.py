@@ -9,7 +9,10 @@ Lao, Khmer, Myanmar) is one word, so such a text splits too. A passage keeps its
 score.
 
 The method ranks passages: each passage is a player with its own rating, so the uncertain set, the windows and
-the budget count passages. A document that is not split is its own one passage, under its own id: when no
+the budget count passages. A passage's prior is its document's first-stage score as mu; a passage of a document split
+into more passages than a window holds starts with the query's widest prior sigma (``RankingTask.passages``,
+:func:`~acurank_cli.method.trueskill.task_priors`), so a low-scored long document's passages are not also nearly
+certain. A document that is not split is its own one passage, under its own id: when no
 document is longer than WORDS words the task is the document task itself, and the run is byte-identical to one
 without ``--passages``. A split document's passages are named ``DOCID#J`` (J from 0) in windows, traces and the
 call cache.
@@ -226,6 +229,11 @@ def split(task: RankingTask, texts: Mapping[str, Doc], spec: Passages) -> Split:
     if not split_count:
         return Split(task, docs, owner, spec.aggregate)
     candidates = []
+    count = {c.docid: 1 for c in task.candidates}  # each document's passages
+    for group in rounds:
+        for c, span in group:
+            if span is not None:
+                count[c.docid] = span.index + 1
     for group in rounds:
         for c, span in group:
             if span is None:
@@ -240,7 +248,9 @@ def split(task: RankingTask, texts: Mapping[str, Doc], spec: Passages) -> Split:
             docs[pid] = Doc(pid, doc.text[span.char_start: span.char_end], doc.title)
             owner[pid] = (c.docid, span)
             candidates.append(Candidate(pid, c.score))
-    return Split(replace(task, candidates=tuple(candidates)), docs, owner, spec.aggregate, capped, split_count)
+    sizes = tuple(count[owner[c.docid][0]] for c in candidates)
+    return Split(replace(task, candidates=tuple(candidates), passages=sizes), docs, owner, spec.aggregate, capped,
+                 split_count)
 
 
 @dataclass

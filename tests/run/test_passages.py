@@ -6,6 +6,8 @@ MaxP, FirstP, sum, soft-max)."""
 from __future__ import annotations
 
 import math
+import random
+from dataclasses import replace
 
 import pytest
 
@@ -14,7 +16,11 @@ from acurank_cli.io.line_records import stats_line, stats_record
 from acurank_cli.params import ParameterError
 from acurank_cli.records import (CallTally, Candidate, Doc, DocRating, PassageSpan, QueryOutcome, Ranked, RankingTask,
                                  RatingsSnapshot, StatsRecord)
+from acurank_cli.method.choices import Init
+from acurank_cli.method.registry import build_strategy
+from acurank_cli.method.trueskill import task_priors
 from acurank_cli.run.passages import Aggregate, Passages, split
+from scripted import drive
 
 
 def words(n: int) -> str:
@@ -107,7 +113,54 @@ def test_passages_go_to_the_method_round_by_round_with_their_documents_scores():
 def test_nothing_longer_than_words_leaves_the_task_as_it_is():
     task = task_of(("A", 3.0), ("B", 2.0), ("C", 1.0))
     s = split(task, TEXTS, Passages(8, 4))
-    assert s.task is task and s.split == 0
+    assert s.task is task and s.split == 0 and s.task.passages == ()
+
+
+def test_a_long_documents_passages_start_with_the_querys_widest_sigma():
+    # B 3.0 (3 words: whole), C 2.0 (6 words: 2 passages), A 1.0 (8 words: 3 passages), by 4:2
+    s = split(task_of(("B", 3.0), ("C", 2.0), ("A", 1.0)), TEXTS, Passages(4, 2))
+    assert [c.docid for c in s.task.candidates] == ["B", "C#0", "A#0", "C#1", "A#1", "A#2"]
+    assert s.task.passages == (1, 2, 3, 2, 3, 3)  # each candidate's document's passages
+    mu, sigma = task_priors(s.task, Init.score, "mu/3", m=2)
+    # A has more passages (3) than a window holds (2): its passages start at the widest sigma, 3/3; the rest mu/3
+    assert list(mu) == [3.0, 2.0, 1.0, 2.0, 1.0, 1.0]
+    assert list(sigma) == pytest.approx([1.0, 2 / 3, 1.0, 2 / 3, 1.0, 1.0])
+    # a window of 3 holds all of A's: the paper's prior for every passage, as for documents ranked whole
+    _, paper = task_priors(s.task, Init.score, "mu/3", m=3)
+    assert list(paper) == pytest.approx([1.0, 2 / 3, 1 / 3, 2 / 3, 1 / 3, 1 / 3])
+    _, whole = task_priors(replace(s.task, passages=()), Init.score, "mu/3", m=2)
+    assert list(whole) == list(paper)
+    # under zscore: mu = 10 + z, and A's passages start at sigma = max(mu) / 3
+    mu, sigma = task_priors(s.task, Init.zscore, "mu/3", m=2)
+    assert [sigma[i] for i in (2, 4, 5)] == pytest.approx([mu.max() / 3] * 3) and sigma[1] == pytest.approx(mu[1] / 3)
+
+
+def test_the_answer_in_the_last_passage_of_the_last_document_comes_first():
+    """The trial's corpus (issue 81) in miniature: seven documents with its passage counts (48 ... 68, 389 in all),
+    first-stage scores 20 ... 14; the reranker prefers one passage, the last of the document scored lowest, and
+    orders the rest at random with a few on-topic passages of the other documents above the filler. Under the
+    paper's prior every passage of that document starts at mu 14 with sigma 4.7, the top document's at mu 20 with
+    sigma 6.7: the answer wins its windows (other late, low passages), stays far below the threshold and never
+    enters the uncertain set. Every document here has more passages than a window of 20 holds, so each passage
+    starts with the widest sigma, and it surfaces."""
+    counts = (48, 53, 56, 56, 48, 68, 60)
+    docs = [(f"D{j}", 20.0 - j) for j in range(7)]
+    texts = {d: Doc(d, words(4 * n)) for (d, _), n in zip(docs, counts)}  # 4:4 -> exactly n passages
+    s = split(task_of(*docs), texts, Passages(4, 4, max_per_doc=80))
+    assert s.task.n == 389 and s.task.passages
+    answer = "D6#59"
+    rng = random.Random(0)
+    hidden = {c.docid: rng.random() + (not c.docid.startswith("D6") and rng.random() < 0.05)
+              for c in s.task.candidates}
+    hidden[answer] = 3.0
+
+    def reranker(window):
+        return tuple(sorted(range(len(window)), key=lambda j: -hidden[window[j]]))
+
+    _, ranking = drive(build_strategy("acurank"), s.task, reranker)
+    assert ranking[0].docid == answer
+    _, before = drive(build_strategy("acurank"), replace(s.task, passages=()), reranker)
+    assert [r.docid for r in before].index(answer) > 80  # the paper's prior: far down (measured: 96th of 389)
 
 
 def test_a_passage_name_that_is_another_documents_id_is_refused():
