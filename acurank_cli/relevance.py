@@ -525,9 +525,10 @@ def keep_maps_k(calibration: CalibrationMap | None, method: str, options: dict, 
 def check_applicable(strategy: Any, passages: Any, flag: str = "--calibration",
                      calibration: CalibrationMap | None = None) -> None:
     """A map applies to a method with ratings (a cutoff k) over documents ranked whole (and, given here, one fit
-    without a pivot: the API and the server rate none): anything else is refused in one line, before any call."""
+    without a pivot: the server rates none): anything else is refused in one line, before any call."""
     if calibration is not None and calibration.pivoted:
-        raise InputError(f"{flag}: the map was fit with --pivot, and a pivot is rated only by acurank rerank so far")
+        raise InputError(f"{flag}: the map was fit with --pivot, and this server rates no pivot yet (acurank rerank "
+                         "--pivot and the Python API's rerank(..., pivot=...) do)")
     if strategy.cutoff is None:
         raise InputError(f"{flag}: method {strategy.name!r} keeps no ratings to calibrate (the acurank and "
                          "acurank-auto families do)")
