@@ -111,7 +111,7 @@ class Reranker:
                 raise ParameterError("min_p_topk", min_p_topk, between(0.0, 1.0).describe())
             if self.cutoff is None:
                 raise InputError(f"min_p_topk needs a method with ratings and a cutoff k (acurank...), not {self.method!r}")
-        relevant_cut = self._relevance_cuts(min_p_relevant, cut)
+        cuts = self._relevance_cuts(min_p_relevant, cut)
         queries = list(queries)
         qids = list(qids) if qids is not None else [str(i) for i in range(len(queries))]
         if len(set(qids)) != len(qids) or len(qids) != len(queries):
@@ -131,7 +131,7 @@ class Reranker:
         for outcome in self._session.run([p.task for p in group], None, None, strategy, texts_of):
             ratings, pivot = outcome.rated()
             outputs[outcome.qid] = output_of(by_qid[outcome.qid], outcome, ratings, strategy.cutoff, top_k, min_p_topk,
-                                             self.calibration, min_p_relevant, relevant_cut, pivot)
+                                             self.calibration, cuts=cuts, pivot=pivot)
         for p in prepared:
             if p.task.n == 0:
                 outputs[p.task.qid] = RerankOutput(qid=p.task.qid, query=p.task.query, docs=(), tally=CallTally(),
@@ -164,8 +164,9 @@ class Reranker:
             p.docs[pivot_id(p.task.qid)] = Doc(pivot_id(p.task.qid), text)
         return strategy.with_pivot()
 
-    def _relevance_cuts(self, min_p_relevant: float | None, cut: str | None):
-        """``min_p_relevant`` and ``cut`` checked (both need the calibration map); the cut parsed."""
+    def _relevance_cuts(self, min_p_relevant: float | None, cut: str | None) -> tuple:
+        """``min_p_relevant`` and ``cut`` checked (both need the calibration map), as the cuts they are:
+        ``min_p_relevant=X`` is the cut ``p:X`` (one rule, :class:`~acurank_cli.relevance.Cut`)."""
         from .relevance import Cut
 
         for name, value in (("min_p_relevant", min_p_relevant), ("cut", cut)):
@@ -174,7 +175,8 @@ class Reranker:
                                  "(docs/relevance.md)")
         if min_p_relevant is not None and not between(0.0, 1.0).contains(min_p_relevant):
             raise ParameterError("min_p_relevant", min_p_relevant, between(0.0, 1.0).describe())
-        return None if cut is None else Cut.parse(cut, "cut")
+        return tuple(c for c in (None if cut is None else Cut.parse(cut, "cut"),
+                                 None if min_p_relevant is None else Cut("p", float(min_p_relevant))) if c is not None)
 
     def strategy_for(self, top_k: int | None) -> Strategy:
         """The method that serves a call keeping ``top_k`` documents (:meth:`~acurank_cli.run.pipeline.Methods.for_call`)."""

@@ -56,7 +56,9 @@ def test_cut_and_min_p_relevant_stop_the_list(rr, tmp_path):
         assert [d.rank for d in cut] == sorted(d.rank for d in cut)  # still in the method's order
         kept = rr.rerank("q", docs, qid=qid, min_p_relevant=0.5)
         assert [d.id for d in kept] == [d.id for d in whole if d.p_relevant >= 0.5]
-        assert rr.rerank("q", docs, qid=qid, cut="p:0.5").docs == kept.docs
+        assert rr.rerank("q", docs, qid=qid, cut="p:0.5").docs == kept.docs  # min_p_relevant=X is the cut p:X
+        both = rr.rerank("q", docs, qid=qid, cut="f1", min_p_relevant=0.5)  # f1 over the whole list, then p:0.5
+        assert both.docs == tuple(d for d in cut.docs if d.p_relevant >= 0.5)
     assert rr.rerank("q", [], qid="none").p_none == 1.0
     with pytest.raises(InputError, match="cut 'top'"):
         rr.rerank("q", first_queries(1)[0][1], cut="top")

@@ -178,14 +178,14 @@ def relevance_scores(out: RerankOutput, n: int) -> list[float]:
 
 
 def output_of(p: Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: int | None = None,
-              top_k: int | None = None, min_p_topk: float | None = None, relevance: Any = None,
-              min_p_relevant: float | None = None, cut: Any = None,
-              pivot: tuple[float, float] | None = None) -> RerankOutput:
+              top_k: int | None = None, min_p_topk: float | None = None, relevance: Any = None, *,
+              cuts: Sequence[Any] = (), pivot: tuple[float, float] | None = None) -> RerankOutput:
     """The query's RerankOutput: its ranking with each document's text, metadata, first-stage rank and score, final
     rating (``ratings``: :meth:`~acurank_cli.records.QueryOutcome.final_ratings`) and p_topk at ``k``, and with a
-    calibration map (``relevance``, :class:`~acurank_cli.relevance.CalibrationMap`) P(relevant) and P(none); cut to
-    ``top_k``, to ``min_p_topk``, to ``min_p_relevant`` and by ``cut`` (a :class:`~acurank_cli.relevance.Cut`, over
-    the whole list); ``pivot``: the pivot's final (mu, sigma) where one was rated."""
+    calibration map (``relevance``, :class:`~acurank_cli.relevance.CalibrationMap`) P(relevant) and P(none); cut by
+    each of ``cuts`` (:class:`~acurank_cli.relevance.Cut`: the API's ``cut`` and its ``min_p_relevant``, the cut
+    ``p:X``, over the whole list), then to ``top_k`` and to ``min_p_topk``; ``pivot``: the pivot's final (mu, sigma)
+    where one was rated."""
     first = {c.docid: (r, c.score) for r, c in enumerate(p.task.candidates, start=1)}
     probs = {d: r.p_topk for d, r in ratings.items() if r.p_topk is not None} if k is not None else {}
     relevant: dict[str, float] = {}
@@ -206,15 +206,13 @@ def output_of(p: Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: in
                                 first_stage_rank=first[r.docid][0], first_stage_score=first[r.docid][1],
                                 metadata=p.meta.get(r.docid, {}), p_topk=probs.get(r.docid),
                                 passage=spans.get(r.docid), p_relevant=relevant.get(r.docid)))
-    if cut is not None:  # over the whole list, before the other cuts
+    for cut in cuts:  # over the whole list, before the other cuts (P(relevant) never rises down it: each keeps a prefix)
         keep = cut.positions([d.p_relevant for d in ranked])
         ranked = [d for i, d in enumerate(ranked) if i in keep]
     if top_k is not None:
         ranked = ranked[:top_k]
     if min_p_topk is not None:
         ranked = [d for d in ranked if d.p_topk is not None and d.p_topk >= min_p_topk]
-    if min_p_relevant is not None:
-        ranked = [d for d in ranked if d.p_relevant is not None and d.p_relevant >= min_p_relevant]
     note = None
     if probs and k is not None and p.task.n <= k:
         note = (f"{p.task.n} documents for k = {k}: every document is in the top {k} for certain, so every p_topk "
