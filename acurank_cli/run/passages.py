@@ -210,11 +210,13 @@ def split(task: RankingTask, texts: Mapping[str, Doc], spec: Passages) -> Split:
     rounds: list[list[tuple[Candidate, PassageSpan | None]]] = [[]]
     docs: dict[str, Doc] = {}
     owner: dict[str, tuple[str, PassageSpan | None]] = {}
+    count: dict[str, int] = {}
     capped = split_count = 0
     for c in task.candidates:
         doc = texts.get(c.docid)
         spans, cut = spec.spans(doc.text) if doc is not None else ((), False)
         capped += cut
+        count[c.docid] = max(1, len(spans))  # each document's passages
         if not spans:
             rounds[0].append((c, None))
             owner[c.docid] = (c.docid, None)
@@ -229,11 +231,6 @@ def split(task: RankingTask, texts: Mapping[str, Doc], spec: Passages) -> Split:
     if not split_count:
         return Split(task, docs, owner, spec.aggregate)
     candidates = []
-    count = {c.docid: 1 for c in task.candidates}  # each document's passages
-    for group in rounds:
-        for c, span in group:
-            if span is not None:
-                count[c.docid] = span.index + 1
     for group in rounds:
         for c, span in group:
             if span is None:
