@@ -40,7 +40,8 @@ class FakeServer:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length))
                 user = body["messages"][-1]["content"]
-                query = re.search(r"search query: (.*?)\.\n", user).group(1)
+                said = re.search(r"search query: (.*?)\.\n", user)  # the published prompt's; a template's: its opening
+                query = said.group(1) if said else user[:80]
                 n = len(re.findall(r"^\[(?:\d+|[A-Z])\] ", user, flags=re.MULTILINE))
                 with server.lock:
                     server.in_flight += 1

@@ -18,7 +18,7 @@ from ..io.plan import writing
 from ..params import typed_values
 from .. import redaction, signals
 from . import eval as eval_commands
-from . import baseline, convert, index, mcp, merge, report, rerank, retrieve, serve
+from . import baseline, convert, index, mcp, merge, prompt, report, rerank, retrieve, serve
 from .flags import say
 
 try:  # recent typer vendors click as typer._click; older ones use click itself
@@ -57,6 +57,7 @@ index.mount(app)
 retrieve.mount(app)
 convert.mount(app)
 report.mount(app)
+prompt.mount(app)
 serve.mount(app)
 mcp.mount(app)
 

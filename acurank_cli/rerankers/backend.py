@@ -18,7 +18,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Mapping, Sequence
 
-from ..errors import InputError
+from ..errors import InputError, OptionError
 from ..plugins import Declared, PluginModules, Registry, declared_options
 from ..params import NotAnOption, check_domains
 from ..records import RerankRequest, RerankResult
@@ -208,6 +208,10 @@ class BackendSpec:
     help: str
     needs_texts: bool = True
     options: type = NoOptions
+    #: a listwise LLM's prompts without its model (``acurank prompt render``): ``prompts(arg, options)`` -> a
+    #: :class:`~.listwise.reranker.ListwiseLLM` whose ``prompt`` and ``prompt_record`` work and whose model was never
+    #: loaded nor called; None: the backend reads no prompt
+    prompts: Callable[[str, Any], RerankerBase] | None = None
 
     @property
     def record(self) -> type:
@@ -258,18 +262,20 @@ BACKENDS: Registry[BackendSpec] = Registry(
 REGISTRY: dict[str, BackendSpec] = BACKENDS.entries
 
 
-def register(prefix: str, takes_arg: bool, help: str, needs_texts: bool = True, options: type = NoOptions):
+def register(prefix: str, takes_arg: bool, help: str, needs_texts: bool = True, options: type = NoOptions,
+             prompts: Callable[[str, Any], RerankerBase] | None = None):
     """Decorator registering a backend: a factory ``factory(arg, options_record) -> RerankerBase``, or a
     :class:`RerankerBase` subclass (built with the options record, see :func:`_as_factory`).
 
     This is the one line a new backend needs, a built-in's as a plug-in's; its module is found through
     :data:`BACKEND_MODULES` (built-ins), the ``acurank.rerankers`` entry-point group (installed plug-ins) or the
-    ``ACURANK_BACKENDS`` environment variable (comma-separated module names).
+    ``ACURANK_BACKENDS`` environment variable (comma-separated module names). ``prompts``: a listwise LLM's
+    prompt-only factory (:attr:`BackendSpec.prompts`).
     """
 
     def deco(factory):
         BACKENDS.register(prefix, BackendSpec(prefix, _as_factory(factory, takes_arg), takes_arg, help, needs_texts,
-                                              options))
+                                              options, prompts))
         return factory
 
     return deco
@@ -356,6 +362,16 @@ class BackendChoice:
         # carries that decision, whatever its class says
         reranker.needs_texts = self.needs_texts
         return reranker
+
+
+    def prompter(self) -> RerankerBase:
+        """The backend's prompts without its model (``acurank prompt render``): refused in one line for a backend
+        that reads no prompt."""
+        if self.backend.prompts is None:
+            takers = ", ".join(f"{b.prefix}:" for b in BACKENDS.entries.values() if b.prompts is not None)
+            raise OptionError(f"reranker {self.backend.prefix!r} reads no prompt ({OptionError.literal(self.backend.help)}); prompts are "
+                              f"rendered for {takers}", reranker="--reranker")
+        return self.backend.prompts(self.arg, self.options)
 
 
 def build_reranker(spec: str, **options: Any) -> RerankerBase:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Hashable, Iterable, Iterator, Mapping, Protocol
+from typing import Callable, Hashable, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from ..method.strategy import Strategy
 from ..records import (Answer, CallTally, Doc, IterationRecord, Phase, QueryOutcome, RankingTask, RerankRequest, RerankResult, pivot_id,
@@ -24,6 +24,22 @@ from ..rerankers.backend import RerankerBase
 from ..method.thinking_gate import ThinkingGate
 from .budget_grants import BudgetGrants
 from .lanes import Job, Lanes
+
+
+def task_scores(task: RankingTask) -> dict[str, float]:
+    """Each candidate's first-stage score, the prompt's view of it; a pivot (--pivot) is scored as its prior is rated:
+    the candidates' mean."""
+    scores = {c.docid: c.score for c in task.candidates}
+    if task.candidates:
+        scores[pivot_id(task.qid)] = sum(scores.values()) / len(scores)
+    return scores
+
+
+def window_request(task: RankingTask, window: Sequence[str], texts: Mapping[str, Doc], scores: Mapping[str, float],
+                   think: bool | None = None) -> RerankRequest:
+    """A window of a text backend's as the driver sends it (``acurank prompt render`` builds the same)."""
+    return RerankRequest(task.qid, task.query, tuple(window), tuple(texts[d] for d in window), think,
+                         scores=tuple(scores[d] for d in window), instruction=task.instruction)
 
 
 class Intake(Protocol):
@@ -109,11 +125,8 @@ class Driver:
         if not self.reranker.needs_texts:
             return RerankRequest(act.task.qid, act.task.query, tuple(window), (), think)
         if act.scores is None:
-            act.scores = {c.docid: c.score for c in act.task.candidates}
-            if act.task.candidates:  # a pivot (--pivot) is scored as its prior is rated: the candidates' mean
-                act.scores[pivot_id(act.task.qid)] = sum(act.scores.values()) / len(act.scores)
-        return RerankRequest(act.task.qid, act.task.query, tuple(window), tuple(texts[d] for d in window), think,
-                             scores=tuple(act.scores[d] for d in window), instruction=act.task.instruction)
+            act.scores = task_scores(act.task)
+        return window_request(act.task, window, texts, act.scores, think)
 
     def _advance(self, act: _Active, perms) -> QueryOutcome | None:
         """Send permutations into the plan; return the outcome when the plan has finished."""

@@ -190,6 +190,9 @@ COMMANDS: dict[str, Run | Skip] = {
     "--calibration dl19.pivot.map.json --cut f1 -o dl20.pivot.run": Run(),
     "acurank report calibration dl20.pivot.run --qrels sample_runs/dl20/qrels.txt": Run(
         expect=("expected calibration error",)),
+    # docs/rerankers.md: a prompt with no model (also prompt's help example)
+    "acurank prompt render sample_runs/dl19/bm25.run --reranker openai:gpt-4o-mini --qid 264014 --nth 1": Run(
+        expect=("window 1 of 5 in acurank's first round", "--- user ---")),
     # help examples
     "acurank report table --runs out/sim --baseline sw-1 -f latex": Run(expect=("\\begin{tabular}",)),
     "acurank report efficiency --runs out/sim --baseline sw-1 -f markdown": Run(),

@@ -76,10 +76,7 @@ class HFReranker(ListwiseLLM):
         self._last_only = {"logits_to_keep": 1} if takes else {}
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else (
             tok.eos_token_id if tok.eos_token_id is not None else 0)
-        builder = prompt_builder(
-            self.source, tok, prompt_format=prompt_format, context_size=options.context_size,
-            max_positions=getattr(self.model.config, "max_position_embeddings", None), double_bos=self.double_bos,
-            backend="hf", answer=options.answer, options=options, template=template)
+        builder = local_builder(self.source, tok, self.model.config, options, "hf", (prompt_format, template))
         self.answer = builder.answer
         self.decoding = AnswerDecoding(tok, self.answer, "hf")
         super().__init__(f"hf:{model}", builder, options.log_prompts, ThinkingOptions.of(options))
@@ -267,8 +264,45 @@ class HFOptions(TorchOptions, PromptOptions, WeightsOptions, ThinkingOptions):
                                          domain=at_least(0))(None)
 
 
+def local_builder(source: Any, tokenizer: Any, config: Any, options: Any, backend: str, prompt: tuple) -> Any:
+    """The prompt builder of a local model (``hf:``, ``vllm:``) from its tokenizer and its config (the context clamped
+    to the model's positions); ``prompt``: :func:`~..listwise.templates.template_of`'s (format, template)."""
+    prompt_format, template = prompt
+    return prompt_builder(source, tokenizer, prompt_format=prompt_format, context_size=options.context_size,
+                          max_positions=getattr(config, "max_position_embeddings", None),
+                          double_bos=bool(options.double_bos), backend=backend, answer=options.answer,
+                          options=options, template=template)
+
+
+class LocalPrompts(ListwiseLLM):
+    """A local model's prompts with no weights loaded (``acurank prompt render`` for ``hf:`` and ``vllm:``): its
+    tokenizer and config only, the builder the engine makes (:func:`local_builder`); it generates nothing."""
+
+    def __init__(self, model: str, options: Any, backend: str = "hf"):
+        prompt = template_of(options, backend)
+        if prompt[0]:
+            get_format(prompt[0])
+        check_thinking(options, backend, Effort.variable)
+        try:
+            from transformers import AutoConfig, AutoTokenizer
+        except ImportError as exc:  # pragma: no cover - transformers is a dependency
+            raise InputError(f"{backend}: prompts need transformers ({one_line(exc)})") from exc
+        source = resolve_model(model, backend)
+        try:
+            with quiet_loading():
+                tok = AutoTokenizer.from_pretrained(source.location, **source.load_kwargs())
+                config = AutoConfig.from_pretrained(source.location, **source.load_kwargs())
+        except (OSError, ValueError) as exc:
+            raise source.not_loaded(backend, exc) from None
+        super().__init__(f"{backend}:{model}", local_builder(source, tok, config, options, backend, prompt),
+                         thinking=ThinkingOptions.of(options))
+
+    def generate(self, prompts: Sequence[Prompt], deliver: Deliver) -> None:
+        raise InputError(f"{self.name}: prompts only (no weights were loaded)")
+
+
 @register("hf", takes_arg=True, help="causal LM through transformers: hf:MODEL_DIR or hf:HUB_ID (greedy, batched)",
-          options=HFOptions)
+          options=HFOptions, prompts=lambda arg, options: LocalPrompts(arg, options, "hf"))
 def _factory(arg: str, options: HFOptions) -> HFReranker:
     return HFReranker(arg, options)
 

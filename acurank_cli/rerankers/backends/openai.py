@@ -14,6 +14,8 @@ logged, stored in results, shown in ``repr`` or part of :meth:`OpenAIReranker.ca
 
 from __future__ import annotations
 
+import dataclasses
+
 import logging
 import os
 import time
@@ -406,8 +408,21 @@ class OpenAIOptions(PromptOptions, ThinkingOptions):
                                "last, in presented order, and counted as incomplete", domain=at_least(0))(20)
 
 
+#: where a prompt-only openai: backend points when no --base-url is given and no key is set (nothing is ever sent)
+UNSENT = "http://127.0.0.1:9/v1"
+
+
+def _prompts(arg: str, options: OpenAIOptions) -> OpenAIReranker:
+    """openai:MODEL's prompts (``acurank prompt render``): the backend as a run builds it, which contacts no server
+    when built; with neither --base-url nor a key, pointed at a loopback address it never calls (a key is for
+    calls, and none is made)."""
+    if options.base_url is None and not os.environ.get(API_KEY_ENV):
+        options = dataclasses.replace(options, base_url=UNSENT)
+    return OpenAIReranker(arg, options)
+
+
 @register("openai", takes_arg=True, help="OpenAI-compatible chat endpoint: openai:MODEL (--base-url for vLLM/SGLang)",
-          options=OpenAIOptions)
+          options=OpenAIOptions, prompts=_prompts)
 def _factory(arg: str, options: OpenAIOptions) -> OpenAIReranker:
     return OpenAIReranker(arg, options)
 

@@ -33,7 +33,8 @@ from ...params import Option, ANY_INT, at_least, between, positive
 from ..backend import register
 from ..option_groups import PromptOptions, WeightsOptions
 from .checkpoints import config_parameters, converted_folder, dtype_name, hub_kwargs, one_line, resolve_model
-from ..listwise.prompt_builder import Prompt, prompt_builder
+from ..listwise.prompt_builder import Prompt
+from .hf import LocalPrompts, local_builder
 from ..listwise.answers import LETTERS, AnswerDecoding, AnswerMode, logsumexp
 from ..listwise.reranker import Deliver, ListwiseLLM, Reply
 from ..listwise.prompts import HFTokenCounter, get_format
@@ -137,10 +138,7 @@ class VLLMReranker(ListwiseLLM):
             raise self.source.not_loaded("vllm", exc) from None
         self.tokenizer = tok
         self._parameters = config_parameters(config)
-        builder = prompt_builder(
-            self.source, tok, prompt_format=prompt_format, context_size=options.context_size,
-            max_positions=getattr(config, "max_position_embeddings", None), double_bos=self.double_bos,
-            backend="vllm", answer=options.answer, options=options, template=template)
+        builder = local_builder(self.source, tok, config, options, "vllm", (prompt_format, template))
         self.answer = builder.answer
         self.decoding = AnswerDecoding(tok, self.answer, "vllm")
         engine_args = self._engine_args(folder, builder.context_size, options)
@@ -304,7 +302,8 @@ class VLLMOptions(PromptOptions, WeightsOptions, ThinkingOptions):
 
 
 @register("vllm", takes_arg=True, help="vLLM's in-process engine: vllm:MODEL_DIR, vllm:HUB_ID or vllm:FILE.gguf "
-          "(continuous batching of every round)", options=VLLMOptions)
+          "(continuous batching of every round)", options=VLLMOptions,
+          prompts=lambda arg, options: LocalPrompts(arg, options, "vllm"))
 def _factory(arg: str, options: VLLMOptions) -> VLLMReranker:
     return VLLMReranker(arg, options)
 

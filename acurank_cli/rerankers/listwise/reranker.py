@@ -212,14 +212,18 @@ class ListwiseLLM(RerankerBase):
                             reasoning_tokens=int(reasoning), thinking=reply.thinking or bool(thought.thought) or thought.cut,
                             thought=redaction.values(thought.thought))
 
-    def _log(self, request: RerankRequest, prompt: Prompt, result: RerankResult) -> None:
+    def prompt_record(self, request: RerankRequest, prompt: Prompt) -> dict[str, Any]:
+        """What a window's prompt is, as ``--log-prompts`` records it before the call's answer (``acurank prompt
+        render`` prints this record: the two cannot differ)."""
         sent = {"text": prompt.text} if self.sends_text else {"messages": [dict(m) for m in prompt.messages]}
+        return {"qid": request.qid, "docids": list(request.docids), "backend": self.name,
+                "format": self.builder.format.name, "counter": self.builder.counter.name, **sent,
+                "prompt_tokens": prompt.tokens, "max_length": prompt.max_length, "answer_tokens": prompt.answer_tokens}
+
+    def _log(self, request: RerankRequest, prompt: Prompt, result: RerankResult) -> None:
         self.prompt_log.write({
-            "qid": request.qid, "docids": list(request.docids), "backend": self.name,
-            "format": self.builder.format.name, "counter": self.builder.counter.name, **sent,
-            "prompt_tokens": prompt.tokens, "input_tokens": result.input_tokens,
-            "output_tokens": result.output_tokens, "max_length": prompt.max_length,
-            "answer_tokens": prompt.answer_tokens, "answer": result.raw, "parse": result.parse,
+            **self.prompt_record(request, prompt), "input_tokens": result.input_tokens,
+            "output_tokens": result.output_tokens, "answer": result.raw, "parse": result.parse,
             **({} if not (result.thought or result.thinking) else {
                 "thinking": result.thinking, "thought": result.thought, "reasoning_tokens": result.reasoning_tokens}),
             **({} if result.scores is None else {"scores": list(result.scores)}),
