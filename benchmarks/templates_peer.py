@@ -143,7 +143,10 @@ def compare(template: Path, letters: bool, few_shot: Path | None, model: Path, s
             work: Path) -> dict:
     ids = [chr(64 + i) if letters else str(i) for i in range(1, 21)]
     text = template.read_text(encoding="utf-8")
-    if "PASSAGE" in text.split("output_extraction_regex")[-1]:
+    form = re.search(r"^# answer form: (.*)$", text, re.M)  # a shape of ours says how its answer is written
+    if form:
+        server.form = " > ".join(form.group(1).replace("{i}", i) for i in ids)
+    elif "PASSAGE" in text.split("output_extraction_regex")[-1]:
         server.form = "[" + ", ".join(f"PASSAGE{i}" for i in ids) + "]"
     elif "rankstart" in text:
         server.form = "[rankstart] " + " > ".join(f"[{i}]" for i in ids) + " [rankend]"

@@ -15,7 +15,7 @@ import typer
 
 from ..run.pipeline import DEFAULTS
 from .flags import (BACKEND, DEPTH_HELP, IO, PERFORMANCE, BatchQueries, Cache, Calibrate, Calibration, CutFlag, CutTarget, PivotFlag,
-                    MaxPassages, NoCache, Overwrite, RelevantGrade, ScoreColumn,
+                    DryRunFlag, MaxPassages, NoCache, Overwrite, PriceIn, PriceOut, RehearsalNoise, Rehearsals, RelevantGrade, ScoreColumn,
                     PanelledCommand, PassageScore, PassagesFlag, Qids, Quiet, RayActors, RayAddress, RayGpus, Reranker, cache_choice, err, method_option,
                     with_generated_flags)
 
@@ -58,6 +58,11 @@ def rerank(
     actors: RayActors = None,
     gpus_per_actor: RayGpus = None,
     quiet: Quiet = False,
+    dry_run: DryRunFlag = False,
+    price_in: PriceIn = None,
+    price_out: PriceOut = None,
+    rehearsals: Rehearsals = 20,
+    rehearsal_noise: RehearsalNoise = None,
     **generated,
 ) -> None:
     """Rerank a first-stage run with AcuRank (or a baseline) and write a TREC run."""
@@ -65,7 +70,7 @@ def rerank(
     from ..run import pipeline
     from ..run.inputs import InputSpec
     from ..io.run_files import RunFiles
-    from ..run.job import RerankJob, run_job
+    from ..run.job import DryRun, RerankJob, run_job
     from ..run.ray_executor import ray_options
     from ..run.passages import Passages
     from ..io.shards import Shard
@@ -99,6 +104,7 @@ def rerank(
         relevance=judged,
         calibrate=fitted,
         pivot=pivoted,
+        dry_run=DryRun.of(dry_run, (price_in, price_out), rehearsals, rehearsal_noise),
     )
     run_job(job, err())
 

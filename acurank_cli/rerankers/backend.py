@@ -368,7 +368,8 @@ class BackendChoice:
         """The backend's prompts without its model (``acurank prompt render``): refused in one line for a backend
         that reads no prompt."""
         if self.backend.prompts is None:
-            takers = ", ".join(f"{b.prefix}:" for b in BACKENDS.entries.values() if b.prompts is not None)
+            takers = ", ".join(f"{b.prefix}:" if b.takes_arg else b.prefix
+                               for b in BACKENDS.entries.values() if b.prompts is not None)
             raise OptionError(f"reranker {self.backend.prefix!r} reads no prompt ({OptionError.literal(self.backend.help)}); prompts are "
                               f"rendered for {takers}", reranker="--reranker")
         return self.backend.prompts(self.arg, self.options)

@@ -32,6 +32,7 @@ from .. import signals
 from . import provenance
 from .fingerprint import RunFingerprint, input_digest, strategy_params
 from .inputs import InputSpec
+from .dry_run import DryRun
 from .passages import Passages
 from ..relevance import Calibrate, Pivot, Relevance
 from .. import relevance as rel
@@ -63,6 +64,8 @@ class RerankJob:
     calibrate: Calibrate | None = None
     #: a reference player in every window (--pivot; the strategy is already pivoted), or None
     pivot: Pivot | None = None
+    #: --dry-run: check, call no model, print the bill (:mod:`.dry_run`), or None: run
+    dry_run: DryRun | None = None
 
 
 @dataclass
@@ -92,6 +95,11 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     Everything is checked before the first model call: output paths, every input, every score
     under the method's rating init, and (on resume) that the run was made with the same settings.
     """
+    if job.dry_run is not None:
+        from .dry_run import run_dry
+
+        run_dry(job, err, _check_fit)
+        return _Totals()
     started = time.perf_counter()
     files = job.outputs
     plan = _checked_outputs(job)

@@ -193,6 +193,9 @@ COMMANDS: dict[str, Run | Skip] = {
     # docs/rerankers.md: a prompt with no model (also prompt's help example)
     "acurank prompt render sample_runs/dl19/bm25.run --reranker openai:gpt-4o-mini --qid 264014 --nth 1": Run(
         expect=("window 1 of 5 in acurank's first round", "--- user ---")),
+    # docs/rerank.md: the bill before the first call
+    "acurank rerank sample_runs/dl19/bm25.run --reranker simulated --qrels sample_runs/dl19/qrels.txt --sim-tokens "
+    "gpt-4o --dry-run --price-in 2.5 --price-out 10": Run(expect=("total", "money")),
     # help examples
     "acurank report table --runs out/sim --baseline sw-1 -f latex": Run(expect=("\\begin{tabular}",)),
     "acurank report efficiency --runs out/sim --baseline sw-1 -f markdown": Run(),

@@ -86,7 +86,7 @@ def test_the_nth_window_and_the_text_form(tmp_path):
 def test_refusals_are_one_line_before_any_model(tmp_path):
     for args, words in (
         (["--reranker", "simulated"], "reranker 'simulated' reads no prompt"),
-        (["--reranker", "minilm"], "prompts are rendered for hf:, vllm:, openai:"),
+        (["--reranker", "minilm"], "prompts are rendered for simulated, hf:, vllm:, openai:"),
         (["--nth", "6"], "--nth 6: query 264014's first round under acurank has 5 windows (1-5)"),
         (["--format", "yaml"], "--format yaml: must be text or json"),
     ):

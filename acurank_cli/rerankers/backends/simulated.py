@@ -33,10 +33,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from ...errors import InputError
+from ...errors import InputError, OptionError
 from ...records import PIVOT_PREFIX, RerankRequest, RerankResult
 from ...params import ANY_INT, Domain, Option, at_least
 from ..backend import RerankerBase, register
+from ..listwise.reranker import ListwiseLLM
 from ..listwise.thinking import Effort, ThinkingOptions, check_thinking
 
 _NORMAL = statistics.NormalDist()
@@ -187,31 +188,52 @@ def grades_of(qrels: Any) -> dict[str, dict[str, int]]:
     return out
 
 
+def _token_builder(model: str):
+    """--sim-tokens MODEL: the published prompt's builder, fitted to 4,096 tokens as openai: fits it, counted for
+    MODEL; and a note when the count is not MODEL's own."""
+    from .openai import resolve_counter
+    from ..listwise.prompt_builder import PromptBuilder
+    from ..listwise.prompts import CHAT_MESSAGES
+
+    counter, _, note = resolve_counter(model, model if model.startswith("tiktoken:") else None)
+    return PromptBuilder(CHAT_MESSAGES, counter, 4096, fix_rendered=False), note
+
+
+class CountedPrompts(ListwiseLLM):
+    """The prompts --sim-tokens counts (``acurank prompt render``, ``--dry-run``): no model behind them."""
+
+    sends_text = False
+
+    def generate(self, prompts, deliver) -> None:
+        raise InputError("simulated: the counted prompts are never sent")
+
+
+def _prompts(arg: str, options: SimulatedOptions) -> CountedPrompts:
+    if options.sim_tokens is None:
+        raise OptionError("reranker 'simulated' reads no prompt; with {sim_tokens} it counts the tokens of the "
+                          "published prompt each call would send", sim_tokens="--sim-tokens MODEL")
+    return CountedPrompts("simulated", _token_builder(options.sim_tokens)[0])
+
+
 @register("simulated", takes_arg=False, help="noisy qrels oracle (needs --qrels)", needs_texts=False,
-          options=SimulatedOptions)
+          options=SimulatedOptions, prompts=_prompts)
 def _factory(arg: str, options: SimulatedOptions) -> SimulatedReranker:
     check_thinking(options, "simulated", Effort.refused)
     qrels = {} if options.qrels is None else grades_of(options.qrels)
     if not qrels:
         raise InputError("the simulated reranker needs qrels: it orders windows by noisy grades (CLI: --qrels FILE; "
                          "API: qrels={qid: {docid: grade}} or a qrels file's path)")
-    builder = None
+    builder, note = None, None
     extra = "".join(f",{what}={value}" for what, value in (("persistent", options.sim_persistent),
                                                              ("position", options.sim_position)) if value)
     name = f"simulated(noise={options.sim_noise},seed={options.sim_seed}{extra})"
     if options.sim_tokens is not None:
-        from .openai import resolve_counter
-        from ..listwise.prompt_builder import PromptBuilder
-        from ..listwise.prompts import CHAT_MESSAGES
-
-        tokenizer = options.sim_tokens if options.sim_tokens.startswith("tiktoken:") else None
-        counter, _, note = resolve_counter(options.sim_tokens, tokenizer)
-        builder = PromptBuilder(CHAT_MESSAGES, counter, 4096, fix_rendered=False)
-        name = f"{name[:-1]},tokens={counter.name})"
+        builder, note = _token_builder(options.sim_tokens)
+        name = f"{name[:-1]},tokens={builder.counter.name})"
     return SimulatedReranker(qrels, noise=options.sim_noise, seed=options.sim_seed, name=name,
                              persistent=options.sim_persistent, position=options.sim_position,
                              builder=builder,
-                             note=None if builder is None else f"--sim-tokens: {note or 'counting with ' + counter.name}",
+                             note=None if builder is None else f"--sim-tokens: {note or 'counting with ' + builder.counter.name}",
                              thinking=ThinkingOptions.of(options), think_noise=options.sim_think_noise,
                              think_tokens=min(options.sim_think_tokens, options.thinking_budget or options.sim_think_tokens),
                              pivot_grade=options.sim_pivot_grade)

@@ -1,0 +1,155 @@
+"""``rerank --dry-run`` (and ``baseline``): every check the run makes, no model call, and the bill
+(:mod:`.estimate`) as a table on stdout and, with ``--stats FILE``, as JSON lines (one a query, then the total)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+
+from ..errors import InputError
+from ..io.plan import FilePlan, replacing
+from . import pipeline
+from .estimate import REHEARSALS, Bill, Spread, estimate, rehearsal_grades
+
+if TYPE_CHECKING:
+    from .job import RerankJob
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """``--dry-run`` and its settings: prices a million tokens (in, out), rehearsals, the rehearsal's noise."""
+
+    prices: tuple[float, float] | None = None
+    rehearsals: int = REHEARSALS
+    noise: float | None = None
+
+    @classmethod
+    def of(cls, wanted: bool, prices: tuple[float | None, float | None], rehearsals: int = REHEARSALS,
+           noise: float | None = None) -> "DryRun | None":
+        """The record of the flags, or None without ``--dry-run`` (a price or a rehearsal flag without it: refused)."""
+        given = [f for f, v in (("--price-in", prices[0]), ("--price-out", prices[1]), ("--rehearsal-noise", noise))
+                 if v is not None] + (["--rehearsals"] if rehearsals != REHEARSALS else [])
+        if not wanted:
+            if given:
+                raise InputError(f"{given[0]} prices or rehearses the bill of --dry-run; add --dry-run")
+            return None
+        if (prices[0] is None) != (prices[1] is None):
+            raise InputError("--price-in and --price-out go together (a million input tokens, a million output tokens)")
+        return cls(None if prices[0] is None else (float(prices[0]), float(prices[1])), int(rehearsals), noise)
+
+
+def run_dry(job: "RerankJob", err: Console, check_fit: Any) -> Bill:
+    """Read and check as the run does (``check_fit``: the run's check of its first window's fit, given the
+    backend's prompt-only form), rehearse, print the bill; nothing is written but ``--stats``."""
+    files = job.outputs
+    plan = job.inputs.read_by(FilePlan())
+    if files.stats:
+        plan.write("--stats", files.stats)
+    plan.check(files.overwrite)
+    session = pipeline.Session(job.strategy, job.backend, job.backend_options, None, job.passages)
+    if job.passages is not None:
+        raise InputError("--dry-run bills documents ranked whole; rehearse without --passages")
+    inputs = job.inputs.load(session.needs_texts)
+    tasks = list(inputs.tasks)
+    session.check(tasks, inputs.source, docs=inputs.docs)
+    for note in inputs.notes:
+        err.print(f"acurank: {note}", markup=False)
+    simulated = session.choice.backend.prefix == "simulated"
+    if simulated and not inputs.qrels:
+        raise InputError("the simulated reranker needs qrels: it orders windows by noisy grades (--qrels FILE)")
+    options = session.choice.options
+    prompter = session.choice.prompter() if _prompts(session.choice) else None
+    try:
+        if prompter is not None:
+            check_fit(job, session, prompter, inputs, err)
+        grades = (inputs.qrels if simulated else None) or rehearsal_grades(tasks, inputs.qrels or None)
+        noise = job.dry_run.noise if job.dry_run.noise is not None else (
+            float(options.sim_noise) if simulated else 1.0)
+        base = int(options.sim_seed) + 1 if simulated else 0
+        seeds = range(base, base + job.dry_run.rehearsals)
+        source = ("the run's qrels and noise" if simulated else "the qrels given (--qrels)" if inputs.qrels
+                  else "each query's first-stage scores, standardised")
+        what = (f"{job.dry_run.rehearsals} rehearsals of {job.strategy.name} against the simulated reranker "
+                f"(noise {noise:g}, seeds {seeds.start}-{seeds.stop - 1}; grades: {source})")
+        bill = estimate(job.strategy, tasks, inputs.docs, prompter, grades=grades, noise=noise, seeds=seeds,
+                        prices=job.dry_run.prices, what=what)
+    finally:
+        if prompter is not None:
+            prompter.close()
+    _print(bill, job, err)
+    if files.stats:
+        with replacing(files.stats) as fh:
+            for line in _json_lines(bill):
+                fh.write(line + "\n")
+    return bill
+
+
+def _prompts(choice: Any) -> bool:
+    """Whether the backend has a prompt to count (a listwise LLM; the simulated reranker with --sim-tokens)."""
+    if choice.backend.prompts is None:
+        return False
+    return choice.backend.prefix != "simulated" or choice.options.sim_tokens is not None
+
+
+def _fmt(s: Spread, exact: bool, money: bool = False) -> str:
+    f = (lambda v: f"{v:,.4f}") if money else (lambda v: f"{v:,.0f}")
+    return f(s.median) if exact else f"{f(s.median)} [{f(s.low)}-{f(s.high)}]"
+
+
+def _print(bill: Bill, job: "RerankJob", err: Console) -> None:
+    import typer
+
+    priced = bill.prices is not None and bill.tokens() is not None
+    head = ["query", "calls", "input tokens", "output tokens"] + (["money"] if priced else [])
+    rows = []
+    for q in bill.queries:
+        exact = bill.exact
+        tokens = bill.tokens(q)
+        row = [q.qid, _fmt(q.calls, exact)]
+        row += ["-", "-"] if tokens is None else [_fmt(tokens[0], exact), _fmt(tokens[1], exact)]
+        if priced:
+            row.append(_fmt(bill.money(q), exact, money=True))
+        rows.append(row)
+    tokens = bill.tokens()
+    total = ["total", _fmt(bill.total_calls, bill.exact)]
+    total += ["-", "-"] if tokens is None else [_fmt(tokens[0], bill.exact), _fmt(tokens[1], bill.exact)]
+    if priced:
+        total.append(_fmt(bill.money(), bill.exact, money=True))
+    widths = [max(len(str(r[i])) for r in [head, *rows, total]) for i in range(len(head))]
+    for r in [head, *rows, total]:
+        typer.echo("  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+    how = ("exact calls: the same in every rehearsal (the method's calls do not depend on the answers); tokens "
+           "estimated from each query's first-round prompts" if bill.exact else
+           "median [90% interval] of each query's calls; tokens from each query's first-round prompts")
+    err.print(f"acurank: dry run, no model called: {bill.rehearsal}; {how}"
+              + ("" if tokens is not None else "; the backend reads no prompt, so no tokens are counted")
+              + ("" if bill.prices is None or tokens is not None else ": no money either"), markup=False,
+              soft_wrap=True)
+
+
+def _json_lines(bill: Bill) -> list[str]:
+    out = []
+    for q in bill.queries:
+        rec: dict[str, Any] = {"qid": q.qid, "calls": q.calls.as_dict()}
+        tokens = bill.tokens(q)
+        if tokens is not None:
+            rec.update(input_tokens=tokens[0].as_dict(0), output_tokens=tokens[1].as_dict(0))
+        money = bill.money(q)
+        if money is not None:
+            rec["money"] = money.as_dict(6)
+        out.append(json.dumps(rec))
+    tokens = bill.tokens()
+    total: dict[str, Any] = {"queries": len(bill.queries), "calls": bill.total_calls.as_dict(), "exact": bill.exact,
+                             "rehearsal": bill.rehearsal}
+    if tokens is not None:
+        total.update(input_tokens=tokens[0].as_dict(0), output_tokens=tokens[1].as_dict(0))
+    if bill.money() is not None:
+        total["money"] = bill.money().as_dict(6)
+    out.append(json.dumps({"total": total}))
+    return out
+
+
+__all__ = ["DryRun", "run_dry"]

@@ -1,0 +1,87 @@
+"""``rerank --dry-run``: every check, no model call, no file but ``--stats``, and the bill. Its rehearsals are the
+simulated reranker's runs at other seeds, so the expected figures are real runs' stats (``--sim-seed``), and a
+method whose calls never depend on the answers is billed exactly (sliding windows: 9 windows of 20, step 10, over
+100 candidates)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+from conftest import ROOT, acurank
+from fake_chat_server import FakeServer
+
+DL19 = ROOT / "sample_runs" / "dl19"
+QIDS = "264014,104861,130510,1114819,1110199,1129237"
+SIM = ["--reranker", "simulated", "--qrels", DL19 / "qrels.txt", "--qids", QIDS]
+
+
+def _stats(path) -> tuple[dict, dict]:
+    lines = [json.loads(l) for l in path.read_text().splitlines()]
+    return {r["qid"]: r for r in lines[:-1]}, lines[-1]["total"]
+
+
+def test_an_adaptive_methods_bill_is_its_rehearsals_which_are_runs_at_other_seeds(tmp_path):
+    bill = tmp_path / "bill.jsonl"
+    ran = acurank("rerank", DL19 / "bm25.run", "--method", "acurank", *SIM, "--dry-run", "--rehearsals", "3",
+                  "--stats", bill, "-o", tmp_path / "never.run")
+    assert not (tmp_path / "never.run").exists() and "no model called" in ran.stderr
+    per_query, total = _stats(bill)
+    actual: dict[str, list[int]] = {}
+    totals = []
+    for seed in (1, 2, 3):  # the rehearsals' seeds: the run's --sim-seed (0) + 1, 2, 3
+        stats = tmp_path / f"s{seed}.jsonl"
+        acurank("rerank", DL19 / "bm25.run", "--method", "acurank", *SIM, "--sim-seed", str(seed), "--no-cache",
+                "-o", tmp_path / f"s{seed}.run", "--stats", stats)
+        rows = [json.loads(l) for l in stats.read_text().splitlines()]
+        totals.append(sum(r["calls"] for r in rows))
+        for r in rows:
+            actual.setdefault(r["qid"], []).append(r["calls"])
+    for qid, calls in actual.items():
+        assert per_query[qid]["calls"] == {"low": min(calls), "median": statistics.median(calls), "high": max(calls)}
+    assert total["calls"] == {"low": min(totals), "median": statistics.median(totals), "high": max(totals)}
+    assert total["queries"] == 6 and "noise 1, seeds 1-3" in total["rehearsal"]
+    assert any(len(set(c)) > 1 for c in actual.values()) and total["exact"] is False
+
+
+def test_sliding_windows_are_billed_exactly_and_money_is_tokens_times_prices(tmp_path):
+    bill = tmp_path / "bill.jsonl"
+    ran = acurank("baseline", DL19 / "bm25.run", "--method", "sw-1", *SIM, "--sim-tokens", "gpt-4o", "--dry-run",
+                  "--price-in", "2.5", "--price-out", "10", "--stats", bill)
+    per_query, total = _stats(bill)
+    assert all(r["calls"] == {"low": 9, "median": 9, "high": 9} for r in per_query.values())
+    assert total["calls"] == {"low": 54, "median": 54, "high": 54} and total["exact"] is True
+    for r in per_query.values():
+        t_in, t_out, money = r["input_tokens"]["median"], r["output_tokens"]["median"], r["money"]["median"]
+        assert abs(money - (t_in * 2.5 + t_out * 10) / 1e6) < 1e-5
+    lines = ran.stdout.splitlines()
+    assert lines[0].split() == ["query", "calls", "input", "tokens", "output", "tokens", "money"]
+    assert lines[-1].split()[:2] == ["total", "54"] and "exact calls" in ran.stderr
+    # the actual run: the same calls, and input tokens within 3% of the bill (later windows hold other passages)
+    stats = tmp_path / "real.jsonl"
+    acurank("baseline", DL19 / "bm25.run", "--method", "sw-1", *SIM, "--sim-tokens", "gpt-4o", "--no-cache",
+            "-o", tmp_path / "real.run", "--stats", stats)
+    for r in (json.loads(l) for l in stats.read_text().splitlines()):
+        assert r["calls"] == 9
+        predicted = per_query[r["qid"]]["input_tokens"]["median"]
+        assert abs(r["input_tokens"] - predicted) / r["input_tokens"] < 0.03, (r["qid"], r["input_tokens"], predicted)
+
+
+def test_an_llm_dry_run_sends_nothing_and_counts_the_backends_own_prompts(tmp_path):
+    with FakeServer(lambda q, a: ("ok", 0.0)) as srv:
+        ran = acurank("rerank", DL19 / "bm25.run", "--method", "acurank-9", "--reranker", "openai:gpt-4o-mini",
+                      "--base-url", srv.base_url, "--qids", QIDS, "--dry-run", "--instruction", "Prefer numbers.")
+        assert srv.bodies == []
+    rows = ran.stdout.splitlines()
+    assert len(rows) == 1 + 6 + 1 and rows[-1].startswith("total")
+    first = rows[1].split()
+    assert first[0] == "264014" and int(first[2].replace(",", "")) > 0  # input tokens counted
+
+
+def test_bill_flags_without_a_dry_run_and_half_a_price_are_refused_in_one_line(tmp_path):
+    for args, words in ((["--price-in", "1"], "--price-in prices or rehearses the bill of --dry-run; add --dry-run"),
+                        (["--dry-run", "--price-in", "1"], "--price-in and --price-out go together"),
+                        (["--dry-run", "--rehearsals", "1"], "--rehearsals")):
+        ran = acurank("rerank", DL19 / "bm25.run", *SIM, *args, check=False)
+        assert ran.returncode == 2 and len(ran.stderr.strip().splitlines()) == 1, ran.stderr
+        assert words in ran.stderr, ran.stderr
