@@ -47,16 +47,19 @@ class Reranker:
                  *, cache: str | None = pipeline.DEFAULTS.cache, batch_queries: int | None = pipeline.DEFAULTS.batch_queries,
                  ray: str | None = None, actors: int | None = None, gpus_per_actor: float | None = None,
                  passages: str | int | None = None, passage_score: str | None = None,
-                 max_passages: int | None = None, calibration: Any = None, **options: Any):
+                 max_passages: int | None = None, calibration: Any = None, allow_map_mismatch: bool = False,
+                 **options: Any):
         from .run.passages import Passages
         from .run.ray_executor import ray_options
 
         self.method = method
         pipeline.check_batch_queries(batch_queries)
         method_options, backend_options = pipeline.split_options(options)
-        from .relevance import keep_maps_k, loaded
+        from .relevance import check_origin, keep_maps_k, loaded
 
         calibrated = loaded(calibration)
+        check_origin(calibrated, backend if isinstance(backend, str) else None, method, allowed=allow_map_mismatch,
+                     api=True)
         keep_maps_k(calibrated, method, method_options)
         #: the method as built and the ones calls ask for (top_k, a server's per-request method and budget)
         self.methods = pipeline.Methods(method, method_options, pipeline.ScoreSource.documents)

@@ -522,6 +522,32 @@ def keep_maps_k(calibration: CalibrationMap | None, method: str, options: dict, 
     options["k"] = int(k)
 
 
+#: how a user says a map may be applied where it was not fit for (another reranker or method, or its own queries)
+MISMATCH = {"cli": "--allow-map-mismatch", "api": "allow_map_mismatch=True"}
+
+
+def check_origin(calibration: CalibrationMap | None, backend: str | None, method: str, qids: Sequence[str] = (),
+                 allowed: bool = False, api: bool = False) -> None:
+    """A map applies to runs of the reranker and method it was fit with, on queries it was not fit on: its
+    P(relevant) reads ratings that one reranker's answers under one method made, and measured on its own fitting
+    queries it flatters itself (their ECE is a fraction of held-out queries'). Refused in one line, before any call,
+    unless ``allowed``. A map written before it recorded these (no ``backend``, no ``qids``) is not checked for them,
+    nor is the reranker of a backend given built (the API's instance: None)."""
+    if calibration is None or allowed:
+        return
+    flag, allow = ("calibration", MISMATCH["api"]) if api else ("--calibration", MISMATCH["cli"])
+    fit = calibration.fit
+    for what, was, now in (("reranker", fit.get("backend"), backend), ("method", fit.get("method"), method)):
+        if was is not None and now is not None and str(was) != str(now):
+            raise InputError(f"{flag}: the map was fit with {what} {was} and this run's {what} is {now}: its "
+                             f"P(relevant) reads the ratings one {what} makes; fit a map with {now}, or say {allow}")
+    seen = sorted(set(fit.get("qids") or ()) & set(qids))
+    if seen:
+        raise InputError(f"{flag}: the map was fit on {len(seen)} of these queries (e.g. {seen[0]}), and on its own "
+                         f"fitting queries it looks better calibrated than it is; apply it to other queries, or say "
+                         f"{allow}")
+
+
 def check_applicable(strategy: Any, passages: Any, flag: str = "--calibration",
                      calibration: CalibrationMap | None = None) -> None:
     """A map applies to a method with ratings (a cutoff k) over documents ranked whole (and, given here, one fit

@@ -14,7 +14,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..run.pipeline import DEFAULTS
-from .flags import (BACKEND, DEPTH_HELP, IO, PERFORMANCE, BatchQueries, Cache, Calibrate, Calibration, CutFlag, CutTarget, PivotFlag,
+from .flags import (BACKEND, DEPTH_HELP, IO, PERFORMANCE, AllowMapMismatch, BatchQueries, Cache, Calibrate, Calibration, CutFlag, CutTarget, PivotFlag,
                     DryRunFlag, MaxPassages, NoCache, Overwrite, PriceIn, PriceOut, RehearsalNoise, Rehearsals, RelevantGrade, ScoreColumn,
                     PanelledCommand, PassageScore, PassagesFlag, Qids, Quiet, RayActors, RayAddress, RayGpus, Reranker, cache_choice, err, method_option,
                     with_generated_flags)
@@ -45,6 +45,7 @@ def rerank(
     max_passages: MaxPassages = None,
     calibration: Calibration = None,
     calibrate: Calibrate = None,
+    allow_map_mismatch: AllowMapMismatch = False,
     relevant_grade: RelevantGrade = None,
     cut: CutFlag = None,
     cut_target: CutTarget = None,
@@ -104,6 +105,7 @@ def rerank(
         relevance=judged,
         calibrate=fitted,
         pivot=pivoted,
+        allow_map_mismatch=allow_map_mismatch,
         dry_run=DryRun.of(dry_run, (price_in, price_out), rehearsals, rehearsal_noise),
     )
     run_job(job, err())

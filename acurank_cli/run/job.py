@@ -66,6 +66,8 @@ class RerankJob:
     pivot: Pivot | None = None
     #: --dry-run: check, call no model, print the bill (:mod:`.dry_run`), or None: run
     dry_run: DryRun | None = None
+    #: --allow-map-mismatch: apply --calibration with another reranker or method, or to its own fitting queries
+    allow_map_mismatch: bool = False
 
 
 @dataclass
@@ -106,6 +108,9 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     judged = _checked_relevance(job)
     session = pipeline.Session(job.strategy, job.backend, job.backend_options, job.ray, job.passages)  # options checked
     inputs = job.inputs.load(session.needs_texts)
+    if job.relevance is not None and job.calibrate is None:  # the map's reranker, method and fitting queries
+        rel.check_origin(job.relevance.calibration, job.backend, job.strategy.name, list(inputs.expected),
+                         job.allow_map_mismatch)
     if job.pivot is not None:
         job.pivot.add_texts(session.needs_texts, job.backend, list(inputs.expected), inputs.docs)
     checked = session.check(inputs.tasks, inputs.source, docs=inputs.docs)
@@ -277,8 +282,9 @@ def _fit(calibrate: Calibrate, qrels, features: list, job: RerankJob, backend, s
     from .. import redaction
 
     about = {"queries": queries, "method": job.strategy.name, "k": job.strategy.cutoff,  # no secret in the file
-             "reranker": redaction.text(backend.name), "run": redaction.text(str(job.inputs.run)),
-             "qrels": redaction.text(calibrate.qrels)}
+             "reranker": redaction.text(backend.name), "backend": redaction.text(job.backend),
+             "run": redaction.text(str(job.inputs.run)), "qrels": redaction.text(calibrate.qrels),
+             "qids": sorted({qid for qid, _, _ in features if qid in qrels})}
     fitted = rel.fit(rows, labels, calibrate.grade, about)
     fitted.save(calibrate.output)
     status.print(f"acurank: calibration map (grade >= {calibrate.grade}) fit on {queries} judged queries, "

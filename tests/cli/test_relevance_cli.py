@@ -299,3 +299,34 @@ def test_faults_are_one_line_and_exit_2_before_any_call(fitted, tmp_path, extra,
     assert said.replace("missing.json", str(tmp_path / "missing.json")) in err, err
     assert len(err.splitlines()) == 1, err
     assert not (tmp_path / "x.run").exists()  # refused before any output (and so before any call)
+
+
+def test_a_map_refuses_its_own_queries_another_reranker_or_method_unless_allowed(fitted, tmp_path):
+    """Measured on its fitting queries a map flatters itself, and it reads the ratings of one reranker and method:
+    each is refused in one line before any call, naming the flag that allows it (issue 83, item 5)."""
+    from acurank_cli.api import Reranker
+    from acurank_cli.errors import InputError
+
+    tmp, _ = fitted
+    mp = tmp / "map.json"
+    m = CalibrationMap.load(mp)
+    assert m.fit["backend"] == "simulated"
+    assert m.fit["qids"] == sorted(set(run_blocks(DL19 / "bm25.run")) & set(qrels(DL19)))
+    out = tmp_path / "x.run"
+    for args, said in (
+        (sim(DL19, "--qids", "264014,1110199", "--calibration", mp, "-o", out),
+         "the map was fit on 2 of these queries (e.g. 1110199)"),
+        (sim(DL20, "--method", "acurank-9", "--calibration", mp, "-o", out),
+         "the map was fit with method acurank and this run's method is acurank-9"),
+        (("rerank", DL20 / "bm25.run", "--reranker", "minilm", "--calibration", mp, "--no-cache", "-o", out),
+         "the map was fit with reranker simulated and this run's reranker is minilm"),
+    ):
+        ran = acurank(*args, check=False)
+        err = ran.stderr.strip()
+        assert ran.returncode == 2 and len(err.splitlines()) == 1, err
+        assert said in err and "--allow-map-mismatch" in err, err
+        assert not out.exists()
+    acurank(*sim(DL19, "--qids", "264014", "--calibration", mp, "--allow-map-mismatch", "-o", out))
+    assert len(out.read_text().splitlines()) == 100
+    with pytest.raises(InputError, match="reranker simulated and this run's reranker is minilm.*allow_map_mismatch=True"):
+        Reranker("minilm", "acurank", calibration=mp, cache=None)

@@ -64,8 +64,15 @@ def test_a_signal_ends_a_run_that_loaded_lucene_cleanly(sample, tmp_path):
     import time
 
     src = sample / "dl19"
-    cli("index", "--input", src / "passages.jsonl.gz", "--index", tmp_path / "index")
-    qids = ",".join(list(dict.fromkeys(l.split()[0] for l in (src / "bm25.run").read_text().splitlines()))[:6])
+    # four queries (the signals land after the first and the second; two are left) and an index of their candidates
+    # only: each of the four processes loads the JVM, torch and MiniLM and encodes its passages anew (--no-cache)
+    lines = (src / "bm25.run").read_text().splitlines()
+    qids = ",".join(list(dict.fromkeys(l.split()[0] for l in lines))[:4])
+    wanted = {l.split()[2] for l in lines if l.split()[0] in qids.split(",")}
+    with gzip.open(src / "passages.jsonl.gz", "rt") as fh:
+        kept = [l for l in fh if json.loads(l)["_id"] in wanted]
+    (tmp_path / "corpus.jsonl").write_text("".join(kept))
+    cli("index", "--input", tmp_path / "corpus.jsonl", "--index", tmp_path / "index")
     args = [sys.executable, "-m", "acurank_cli", "rerank", src / "bm25.run", "--method", "acurank", "--reranker",
             "minilm", "--no-cache", "--index", tmp_path / "index", "--topics", src / "topics.tsv", "--qids", qids]
     out = tmp_path / "sig.run"
