@@ -55,14 +55,13 @@ class Reranker:
         self.method = method
         pipeline.check_batch_queries(batch_queries)
         method_options, backend_options = pipeline.split_options(options)
-        from .relevance import check_origin, keep_maps_k, loaded
+        from .relevance import check_origin, loaded
 
         calibrated = loaded(calibration)
         check_origin(calibrated, backend if isinstance(backend, str) else None, method, allowed=allow_map_mismatch,
                      api=True)
-        keep_maps_k(calibrated, method, method_options)
         #: the method as built and the ones calls ask for (top_k, a server's per-request method and budget)
-        self.methods = pipeline.Methods(method, method_options, pipeline.ScoreSource.documents)
+        self.methods = pipeline.Methods(method, method_options, pipeline.ScoreSource.documents, calibrated)
         self.strategy = self.methods.strategy
         #: long documents by their passages (``passages="WORDS[:STRIDE]"``, ``passage_score``, ``max_passages``:
         #: :mod:`acurank_cli.run.passages`), or None

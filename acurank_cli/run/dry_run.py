@@ -12,7 +12,7 @@ from rich.console import Console
 from ..errors import InputError
 from ..io.plan import FilePlan, replacing
 from . import pipeline
-from .estimate import REHEARSALS, Bill, Spread, estimate, rehearsal_grades
+from .estimate import REHEARSALS, Bill, QueryBill, Spread, estimate, rehearsal_grades
 
 if TYPE_CHECKING:
     from .job import RerankJob
@@ -99,55 +99,49 @@ def _fmt(s: Spread, exact: bool, money: bool = False) -> str:
     return f(s.median) if exact else f"{f(s.median)} [{f(s.low)}-{f(s.high)}]"
 
 
+def _row(bill: Bill, q: QueryBill, priced: bool) -> list[str]:
+    row = [q.qid, _fmt(q.calls, bill.exact)]
+    if q.input_tokens is None:
+        return row + ["-", "-"]
+    row += [_fmt(q.input_tokens, bill.exact and q.input_tokens.low == q.input_tokens.high),
+            _fmt(q.output_tokens, bill.exact and q.output_tokens.low == q.output_tokens.high)]
+    if priced:
+        money = bill.money(q)
+        row.append(_fmt(money, money.low == money.high, money=True))
+    return row
+
+
 def _print(bill: Bill, job: "RerankJob", err: Console) -> None:
     import typer
 
-    priced = bill.prices is not None and bill.tokens() is not None
+    tokens = bill.total.input_tokens is not None
+    priced = bill.prices is not None and tokens
     head = ["query", "calls", "input tokens", "output tokens"] + (["money"] if priced else [])
-    rows = []
-    for q in bill.queries:
-        exact = bill.exact
-        tokens = bill.tokens(q)
-        row = [q.qid, _fmt(q.calls, exact)]
-        row += ["-", "-"] if tokens is None else [_fmt(tokens[0], exact), _fmt(tokens[1], exact)]
-        if priced:
-            row.append(_fmt(bill.money(q), exact, money=True))
-        rows.append(row)
-    tokens = bill.tokens()
-    total = ["total", _fmt(bill.total_calls, bill.exact)]
-    total += ["-", "-"] if tokens is None else [_fmt(tokens[0], bill.exact), _fmt(tokens[1], bill.exact)]
-    if priced:
-        total.append(_fmt(bill.money(), bill.exact, money=True))
-    widths = [max(len(str(r[i])) for r in [head, *rows, total]) for i in range(len(head))]
-    for r in [head, *rows, total]:
+    rows = [head, *(_row(bill, q, priced) for q in bill.queries), _row(bill, bill.total, priced)]
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(head))]
+    for r in rows:
         typer.echo("  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
-    how = ("exact calls: the same in every rehearsal (the method's calls do not depend on the answers); tokens "
-           "estimated from each query's first-round prompts" if bill.exact else
-           "median [90% interval] of each query's calls; tokens from each query's first-round prompts")
+    how = ("exact calls: the same in every rehearsal (the method's calls do not depend on the answers)" if bill.exact
+           else "median [90% interval] of each query's calls")
     err.print(f"acurank: dry run, no model called: {bill.rehearsal}; {how}"
-              + ("" if tokens is not None else "; the backend reads no prompt, so no tokens are counted")
-              + ("" if bill.prices is None or tokens is not None else ": no money either"), markup=False,
-              soft_wrap=True)
+              + ("; tokens counted by the backend's prompts at each rehearsal's calls and documents" if tokens else
+                 "; the backend reads no prompt, so no tokens are counted")
+              + ("" if bill.prices is None or tokens else ": no money either"), markup=False, soft_wrap=True)
+
+
+def _record(bill: Bill, q: QueryBill) -> dict[str, Any]:
+    rec: dict[str, Any] = {"calls": q.calls.as_dict()}
+    if q.input_tokens is not None:
+        rec.update(input_tokens=q.input_tokens.as_dict(0), output_tokens=q.output_tokens.as_dict(0))
+    money = bill.money(q)
+    if money is not None:
+        rec["money"] = money.as_dict(6)
+    return rec
 
 
 def _json_lines(bill: Bill) -> list[str]:
-    out = []
-    for q in bill.queries:
-        rec: dict[str, Any] = {"qid": q.qid, "calls": q.calls.as_dict()}
-        tokens = bill.tokens(q)
-        if tokens is not None:
-            rec.update(input_tokens=tokens[0].as_dict(0), output_tokens=tokens[1].as_dict(0))
-        money = bill.money(q)
-        if money is not None:
-            rec["money"] = money.as_dict(6)
-        out.append(json.dumps(rec))
-    tokens = bill.tokens()
-    total: dict[str, Any] = {"queries": len(bill.queries), "calls": bill.total_calls.as_dict(), "exact": bill.exact,
-                             "rehearsal": bill.rehearsal}
-    if tokens is not None:
-        total.update(input_tokens=tokens[0].as_dict(0), output_tokens=tokens[1].as_dict(0))
-    if bill.money() is not None:
-        total["money"] = bill.money().as_dict(6)
+    out = [json.dumps({"qid": q.qid, **_record(bill, q)}) for q in bill.queries]
+    total = {"queries": len(bill.queries), **_record(bill, bill.total), "exact": bill.exact, "rehearsal": bill.rehearsal}
     out.append(json.dumps({"total": total}))
     return out
 

@@ -14,10 +14,11 @@ Rehearsals run in parallel processes, one a core. A method whose calls are the s
 answers.
 
 **Tokens.** Each query's candidates, in windows of the method's size (its first round's, :func:`~.render.first_round`)
-that hold each candidate once, are prompted by the backend's prompt-only form
-(:meth:`~acurank_cli.rerankers.backend.BackendChoice.prompter`, counted with the backend's own tokenizer); a query's
-input tokens are its calls times their mean, and its output tokens its calls times the tokens of a full answer for
-a window of that size, counted the same way. Later windows hold
+and of half that size, each candidate once, are prompted by the backend's prompt-only form
+(:meth:`~acurank_cli.rerankers.backend.BackendChoice.prompter`, counted with the backend's own tokenizer), and a full
+answer for each window counted the same way: the line through the two sizes' means gives the tokens a call and a
+document (:class:`Cost`), in and out. Each rehearsal's tokens are its calls and documents sent on that line, so the
+tokens have their own median and interval (an adaptive method's later windows are smaller than its first). Later windows hold
 documents that the answers decide, so even an exact method's tokens are an estimate (within a few percent:
 BENCHMARKS.md 28). Money: tokens times ``--price-in``/``--price-out`` (currency per million tokens).
 """
@@ -60,13 +61,24 @@ class Spread:
 
 
 @dataclass(frozen=True)
+class Cost:
+    """A query's tokens as a line in its rehearsal's counts: ``per_call`` + ``per_doc`` x documents, in and out."""
+
+    per_call: tuple[float, float]
+    per_doc: tuple[float, float]
+
+    def of(self, calls: int, docs: int) -> tuple[float, float]:
+        return (self.per_call[0] * calls + self.per_doc[0] * docs, self.per_call[1] * calls + self.per_doc[1] * docs)
+
+
+@dataclass(frozen=True)
 class QueryBill:
-    """One query's predicted cost."""
+    """One query's predicted cost (tokens None: the backend reads no prompt)."""
 
     qid: str
     calls: Spread
-    #: tokens of a call, in and out (None: the backend reads no prompt, so no tokens are counted)
-    per_call: tuple[float, float] | None
+    input_tokens: Spread | None = None
+    output_tokens: Spread | None = None
 
 
 @dataclass(frozen=True)
@@ -74,30 +86,16 @@ class Bill:
     """The run's predicted cost: per query, in total, and how it was predicted."""
 
     queries: tuple[QueryBill, ...]
-    total_calls: Spread
+    total: QueryBill
     #: every rehearsal gave every query the same calls: the method's calls do not depend on the answers
     exact: bool
     rehearsal: str
     prices: tuple[float, float] | None = None
 
-    def tokens(self, bill: QueryBill | None = None) -> tuple[Spread, Spread] | None:
-        """Input and output tokens of a query (None: the whole run)."""
-        rows = self.queries if bill is None else (bill,)
-        if any(r.per_call is None for r in rows):
+    def money(self, bill: QueryBill) -> Spread | None:
+        if bill.input_tokens is None or self.prices is None:
             return None
-        if bill is not None:
-            return bill.calls.times(bill.per_call[0]), bill.calls.times(bill.per_call[1])
-        calls = sum(r.calls.median for r in rows) or 1.0  # the total's tokens a call: the queries' own, weighted
-        per_in = sum(r.calls.median * r.per_call[0] for r in rows) / calls
-        per_out = sum(r.calls.median * r.per_call[1] for r in rows) / calls
-        return self.total_calls.times(per_in), self.total_calls.times(per_out)
-
-    def money(self, bill: QueryBill | None = None) -> Spread | None:
-        tokens = self.tokens(bill)
-        if tokens is None or self.prices is None:
-            return None
-        t_in, t_out = tokens
-        p_in, p_out = (p / 1e6 for p in self.prices)
+        (p_in, p_out), t_in, t_out = (p / 1e6 for p in self.prices), bill.input_tokens, bill.output_tokens
         return Spread(t_in.low * p_in + t_out.low * p_out, t_in.median * p_in + t_out.median * p_out,
                       t_in.high * p_in + t_out.high * p_out)
 
@@ -118,9 +116,10 @@ def rehearsal_grades(tasks: Sequence[RankingTask], qrels: Mapping[str, Mapping[s
 
 
 def rehearse(strategy: Strategy, tasks: Sequence[RankingTask], grades: Mapping[str, Mapping[str, float]],
-             noise: float, seeds: Sequence[int]) -> dict[str, list[int]]:
-    """Each query's calls in each rehearsal (the driver playing the method against the simulated reranker)."""
-    calls: dict[str, list[int]] = {t.qid: [] for t in tasks}
+             noise: float, seeds: Sequence[int]) -> dict[str, list[tuple[int, int]]]:
+    """Each query's calls and documents sent in each rehearsal (the driver playing the method against the
+    simulated reranker)."""
+    calls: dict[str, list[tuple[int, int]]] = {t.qid: [] for t in tasks}
     workers = min(len(seeds), os.cpu_count() or 1)
     global _REHEARSED
     if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
@@ -142,52 +141,74 @@ def rehearse(strategy: Strategy, tasks: Sequence[RankingTask], grades: Mapping[s
 _REHEARSED: tuple | None = None
 
 
-def _forked(seed: int) -> dict[str, int]:
+def _forked(seed: int) -> dict[str, tuple[int, int]]:
     return _play(*_REHEARSED, seed)
 
 
 def _play(strategy: Strategy, tasks: Sequence[RankingTask], grades: Mapping[str, Mapping[str, float]], noise: float,
-          seed: int) -> dict[str, int]:
-    """One rehearsal: each query's calls."""
+          seed: int) -> dict[str, tuple[int, int]]:
+    """One rehearsal: each query's calls and documents sent."""
     from ..rerankers.backends.simulated import SimulatedReranker
     from .driver import Driver
 
     oracle = SimulatedReranker(dict(grades), noise=noise, seed=seed)
-    return {o.qid: o.tally.calls for o in Driver(strategy.for_run(), oracle, None, max(1, len(tasks))).run(tasks)}
+    return {o.qid: (o.tally.calls, o.tally.docs_sent)
+            for o in Driver(strategy.for_run(), oracle, None, max(1, len(tasks))).run(tasks)}
 
 
-def per_call_tokens(strategy: Strategy, task: RankingTask, docs: Mapping[str, Doc], prompter: Any
-                    ) -> tuple[float, float] | None:
-    """A call's input and output tokens for this query: the mean over windows of the method's size that hold every
-    candidate once, prompted by the backend's prompt-only form (None: no prompter, or no window)."""
+def cost_of(strategy: Strategy, task: RankingTask, docs: Mapping[str, Doc], prompter: Any) -> Cost | None:
+    """A query's tokens a call and a document, in and out: its candidates in windows of the method's size (its first
+    round's) and of half that size, each candidate once in each, prompted by the backend's prompt-only form; the
+    line through the two means (None: no prompter, or no window)."""
     if prompter is None:
         return None
     from ..rerankers.listwise.prompts import answer_text, counted_text
-    from .render import first_round
     from .driver import task_scores, window_request
+    from .render import first_round
 
     first = first_round(strategy, task)
     if not first:
         return None
-    size = max(len(w) for w in first)  # the method's window: every candidate once, in windows of that size
     ids = [c.docid for c in task.candidates]
-    windows = [w for w in (tuple(ids[j:j + size]) for j in range(0, len(ids), size)) if len(w) >= 2]
     scores = task_scores(task)
-    prompts = [prompter.prompt(window_request(task, w, docs, scores)) for w in windows]
-    answer = counted_text(answer_text(size), prompter.builder.counter)
-    return statistics.fmean(p.tokens for p in prompts), float(answer)
+    counter = prompter.builder.counter
+    points = []
+    for size in sorted({max(2, max(len(w) for w in first) // 2), max(len(w) for w in first)}):
+        windows = [w for w in (tuple(ids[j:j + size]) for j in range(0, len(ids), size)) if len(w) >= 2]
+        prompts = [prompter.prompt(window_request(task, w, docs, scores)) for w in windows]
+        points.append((statistics.fmean(len(w) for w in windows), statistics.fmean(p.tokens for p in prompts),
+                       statistics.fmean(counted_text(answer_text(len(w)), counter) for w in windows)))
+    if len(points) == 1:  # windows of two: the whole cost a call
+        return Cost((points[0][1], points[0][2]), (0.0, 0.0))
+    (s1, i1, o1), (s2, i2, o2) = points
+    slope = ((i2 - i1) / (s2 - s1), (o2 - o1) / (s2 - s1))
+    return Cost((i2 - slope[0] * s2, o2 - slope[1] * s2), slope)
 
 
 def estimate(strategy: Strategy, tasks: Sequence[RankingTask], docs: Mapping[str, Doc], prompter: Any, *,
              grades: Mapping[str, Mapping[str, float]], noise: float, seeds: Sequence[int],
              prices: tuple[float, float] | None, what: str) -> Bill:
     """The bill of running ``strategy`` over ``tasks`` (see the module's doc)."""
-    calls = rehearse(strategy, tasks, grades, noise, seeds)
-    rows = tuple(QueryBill(t.qid, Spread.of(calls[t.qid]), per_call_tokens(strategy, t, docs, prompter))
-                 for t in tasks)
-    totals = [sum(calls[t.qid][i] for t in tasks) for i in range(len(seeds))]
-    exact = all(len(set(v)) == 1 for v in calls.values())
-    return Bill(rows, Spread.of(totals), exact, what, prices)
+    played = rehearse(strategy, tasks, grades, noise, seeds)
+    costs = {t.qid: cost_of(strategy, t, docs, prompter) for t in tasks}
+    priced = all(c is not None for c in costs.values())
+    rows, totals = [], [[0.0, 0.0, 0.0] for _ in seeds]
+    for t in tasks:
+        draws = played[t.qid]
+        tokens = [costs[t.qid].of(c, d) for c, d in draws] if priced else None
+        rows.append(QueryBill(t.qid, Spread.of([c for c, _ in draws]),
+                              None if tokens is None else Spread.of([x for x, _ in tokens]),
+                              None if tokens is None else Spread.of([y for _, y in tokens])))
+        for r, (c, _) in enumerate(draws):
+            totals[r][0] += c
+            if tokens is not None:
+                totals[r][1] += tokens[r][0]
+                totals[r][2] += tokens[r][1]
+    total = QueryBill("total", Spread.of([t[0] for t in totals]),
+                      Spread.of([t[1] for t in totals]) if priced else None,
+                      Spread.of([t[2] for t in totals]) if priced else None)
+    exact = all(len({c for c, _ in v}) == 1 for v in played.values())
+    return Bill(tuple(rows), total, exact, what, prices)
 
 
-__all__ = ["Bill", "QueryBill", "REHEARSALS", "Spread", "estimate", "rehearsal_grades"]
+__all__ = ["Bill", "Cost", "QueryBill", "REHEARSALS", "Spread", "estimate", "rehearsal_grades"]

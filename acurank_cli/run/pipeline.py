@@ -113,12 +113,10 @@ def served_methods(method: str | None, options: dict, calibration: str | None = 
                    ) -> tuple["Methods", Any]:
     """A server's methods (``serve``, ``mcp``) and its calibration map (``--calibration``; None without one), checked
     before anything is built: the method servable, the map loaded, its k kept, the map applicable."""
-    from ..relevance import check_applicable, keep_maps_k, loaded
+    from ..relevance import check_applicable, loaded
 
     calibrated = loaded(calibration, "--calibration")
-    keep_maps_k(calibrated, method or DEFAULTS.method, options, "--calibration")
-    methods = Methods(method, options, ScoreSource.documents,  # an unknown method: before any load
-                      None if calibrated is None else calibrated.fit.get("k"))
+    methods = Methods(method, options, ScoreSource.documents, calibrated, "--calibration")  # before any load
     check_servable(methods.strategy)
     if calibrated is not None:
         check_applicable(methods.strategy, passages, calibration=calibrated)
@@ -129,14 +127,20 @@ class Methods:
     """The methods a session's calls use: its own method as built, with k = ``top_k`` where the method has a cutoff
     and k was not given (so that its uncertainty, its stop and p_topk are about the documents kept), or another
     method by its ``--method`` name with a ``budget`` (a server's request); each built once. Documents' scores
-    (``ScoreSource.documents``) decide the default rating init."""
+    (``ScoreSource.documents``) decide the default rating init. With a calibration map, the one owner of the map's
+    k at every entrance that serves calls (the API, serve, MCP): the map's k for every call, another k given refused
+    (:func:`~acurank_cli.relevance.keep_maps_k`, the rule; ``flag``: how the map was named)."""
 
     def __init__(self, name: str | None, options: Mapping[str, Any] | None = None,
-                 source: ScoreSource | None = None, fixed_k: int | None = None):
+                 source: ScoreSource | None = None, calibration: Any = None, flag: str = "calibration"):
+        from ..relevance import keep_maps_k
+
         self.source = source or ScoreSource.documents
         self.options = {k: v for k, v in (options or {}).items() if v is not None}
+        keep_maps_k(calibration, name or DEFAULTS.method, self.options, flag)
+        k = None if calibration is None else calibration.fit.get("k")
         #: the k every call keeps, whichever method it names (a calibration map's): top_k then only cuts the list
-        self.fixed_k = None if fixed_k is None else int(fixed_k)
+        self.fixed_k = None if k is None else int(k)
         self.strategy = method(name, self.options, self.source)
         self.name = name or self.strategy.name
         self._chosen: dict[tuple, Strategy] = {}

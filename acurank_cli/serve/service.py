@@ -176,7 +176,7 @@ class RerankService:
     def _calibrable(self, call: RerankCall, strategy: Strategy) -> None:
         """On a server with a map, a request the map cannot apply to is refused (400 naming its field), never
         answered with another quantity under the name relevance_score: a method without ratings, or documents split
-        into passages. The map's k holds for every request (top_n only cuts the list: Methods.fixed_k)."""
+        into passages. The map's k holds for every request (top_n only cuts the list: pipeline.Methods owns it)."""
         from ..relevance import check_applicable
 
         try:
