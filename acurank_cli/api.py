@@ -118,9 +118,7 @@ class Reranker:
         qids = list(qids) if qids is not None else [str(i) for i in range(len(queries))]
         if len(set(qids)) != len(qids) or len(qids) != len(queries):
             raise InputError("give one unique qid per query")
-        if instruction is not None and not getattr(self.reranker, "takes_instruction", False):
-            raise InputError("instruction: the reranker puts no instruction in a prompt (a listwise LLM does: hf:, "
-                             "vllm:, openai:)")
+        self._session.check_instruction(instruction)
         reads = self._session.needs_texts
         prepared = [prepare(q, docs, qid, instruction, reads) for (q, docs), qid in zip(queries, qids)]
         strategy = self._pivoted(self.methods.for_call(top_k=top_k), pivots, prepared)

@@ -270,13 +270,18 @@ class Session:
         own, refused where the backend puts none in a prompt)."""
         from .documents import prepare
 
-        if instruction is not None and not getattr(self.pipeline.reranker, "takes_instruction", False):
-            raise OptionError("instruction: the reranker puts no instruction in a prompt (a listwise LLM does: hf:, "
-                              "vllm:, openai:)")
+        self.check_instruction(instruction)
         p = prepare(query, docs, qid, instruction, reads_texts=self.needs_texts)
         if p.task.n > 0:
             self.check([p.task], "the documents' scores", strategy)
         return p
+
+    def check_instruction(self, instruction: str | None) -> None:
+        """A query's own instruction needs a backend that puts one in its prompt (refused before any call): the one
+        place the rule is said, for the API's queries and the server's requests."""
+        if instruction is not None and not getattr(self.pipeline.reranker, "takes_instruction", False):
+            raise OptionError("instruction: the reranker puts no instruction in a prompt (a listwise LLM does: hf:, "
+                              "vllm:, openai:)")
 
     def serve(self, feed: Any, in_flight: int, on_step: StepHook | None = None,
               around: Callable[[RerankerBase], RerankerBase] | None = None) -> Iterator[QueryOutcome]:
