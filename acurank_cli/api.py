@@ -26,7 +26,7 @@ start every rating far below TrueSkill's beta = 25/6, where the reranker's answe
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .errors import InputError
@@ -191,6 +191,40 @@ class Reranker:
         """One query's documents as a task, checked under ``strategy`` before any call
         (:meth:`~acurank_cli.run.pipeline.Session.prepared`)."""
         return self._session.prepared(query, docs, strategy, qid)
+
+    def estimate(self, queries: Iterable[tuple[str, Sequence[DocLike]]], *, qids: Sequence[str] | None = None,
+                 qrels: Mapping[str, Mapping[str, int]] | None = None, rehearsals: int = 20, noise: float = 1.0,
+                 price_in: float | None = None, price_out: float | None = None, top_k: int | None = None):
+        """The bill of :meth:`rerank_batch` over ``queries`` before any call (``rerank --dry-run``'s,
+        :mod:`acurank_cli.run.estimate`): a :class:`~acurank_cli.run.estimate.Bill` of calls, tokens (a listwise
+        LLM's own prompts, built with no call) and, with both prices (a million tokens'), money; each a median and
+        the least and most of ``rehearsals`` rehearsals against the simulated reranker at ``noise``, whose grades are
+        ``qrels`` ({qid: {document id: grade}}) where given, else each query's first-stage scores standardised."""
+        from .rerankers.listwise.reranker import ListwiseLLM
+        from .run.estimate import estimate, rehearsal_grades
+
+        if not at_least(2).contains(rehearsals):
+            raise ParameterError("rehearsals", rehearsals, at_least(2).describe())
+        if (price_in is None) != (price_out is None):
+            raise InputError("price_in and price_out go together (a million input tokens, a million output tokens)")
+        queries = list(queries)
+        qids = list(qids) if qids is not None else [str(i) for i in range(len(queries))]
+        if len(set(qids)) != len(qids) or len(qids) != len(queries):
+            raise InputError("give one unique qid per query")
+        prepared = [self._session.prepared(q, docs, self.strategy, qid=qid)
+                    for (q, docs), qid in zip(queries, qids)]
+        tasks = [p.task for p in prepared if p.task.n > 0]
+        by_qid = {p.task.qid: p.docs for p in prepared}
+        inner = self.backend
+        while not isinstance(inner, ListwiseLLM) and getattr(inner, "inner", None) is not None:
+            inner = inner.inner
+        prompter = inner if isinstance(inner, ListwiseLLM) else None
+        source = "the qrels given" if qrels else "each query's first-stage scores, standardised"
+        return estimate(self.methods.for_call(top_k=top_k), tasks, lambda task: by_qid[task.qid], prompter,
+                        grades=rehearsal_grades(tasks, qrels), noise=noise, seeds=range(rehearsals),
+                        prices=None if price_in is None else (float(price_in), float(price_out)),
+                        what=f"{rehearsals} rehearsals against the simulated reranker (noise {noise:g}; grades: "
+                             f"{source})")
 
     @property
     def cutoff(self) -> int | None:

@@ -185,12 +185,14 @@ def cost_of(strategy: Strategy, task: RankingTask, docs: Mapping[str, Doc], prom
     return Cost((i2 - slope[0] * s2, o2 - slope[1] * s2), slope)
 
 
-def estimate(strategy: Strategy, tasks: Sequence[RankingTask], docs: Mapping[str, Doc], prompter: Any, *,
+def estimate(strategy: Strategy, tasks: Sequence[RankingTask], docs: Any, prompter: Any, *,
              grades: Mapping[str, Mapping[str, float]], noise: float, seeds: Sequence[int],
              prices: tuple[float, float] | None, what: str) -> Bill:
-    """The bill of running ``strategy`` over ``tasks`` (see the module's doc)."""
+    """The bill of running ``strategy`` over ``tasks`` (see the module's doc); ``docs``: the passages by id, one
+    mapping for every query (a run's), or a function of a task giving its own (the API's)."""
     played = rehearse(strategy, tasks, grades, noise, seeds)
-    costs = {t.qid: cost_of(strategy, t, docs, prompter) for t in tasks}
+    texts_of = docs if callable(docs) else (lambda task: docs)
+    costs = {t.qid: cost_of(strategy, t, texts_of(t), prompter) for t in tasks}
     priced = all(c is not None for c in costs.values())
     rows, totals = [], [[0.0, 0.0, 0.0] for _ in seeds]
     for t in tasks:

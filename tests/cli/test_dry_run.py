@@ -85,3 +85,33 @@ def test_bill_flags_without_a_dry_run_and_half_a_price_are_refused_in_one_line(t
         ran = acurank("rerank", DL19 / "bm25.run", *SIM, *args, check=False)
         assert ran.returncode == 2 and len(ran.stderr.strip().splitlines()) == 1, ran.stderr
         assert words in ran.stderr, ran.stderr
+
+
+def test_the_api_estimates_the_same_bill_before_any_call(tmp_path):
+    """Reranker.estimate: the API's door to the bill; sw-1 exact at 9 calls a query, tokens from the openai:
+    backend's own prompts, nothing sent to the server; money from both prices."""
+    import gzip
+
+    from acurank_cli.api import Reranker
+
+    texts = {}
+    with gzip.open(DL19 / "passages.jsonl.gz", "rt") as fh:
+        for line in fh:
+            o = json.loads(line)
+            texts[o["_id"]] = o["text"]
+    topics = dict(l.split("\t", 1) for l in (DL19 / "topics.tsv").read_text().splitlines())
+    run = [l.split() for l in (DL19 / "bm25.run").read_text().splitlines()]
+    queries, qids = [], ["264014", "104861"]
+    for q in qids:
+        docs = [{"id": d, "text": texts[d], "score": float(s)} for qq, _, d, _, s, _ in run if qq == q]
+        queries.append((topics[q], docs))
+    with FakeServer(lambda q, a: ("ok", 0.0)) as srv:
+        with Reranker("openai:gpt-4o-mini", "sw-1", base_url=srv.base_url, cache=None) as rr:
+            bill = rr.estimate(queries, qids=qids, price_in=2.5, price_out=10, rehearsals=3)
+        assert srv.bodies == []
+    assert [q.qid for q in bill.queries] == qids and bill.exact
+    assert all((q.calls.low, q.calls.high) == (9, 9) for q in bill.queries) and bill.total.calls.median == 18
+    one = bill.queries[0]
+    assert one.input_tokens.median > 9 * 1000 and one.output_tokens.median > 0
+    money = bill.money(one)
+    assert abs(money.median - (one.input_tokens.median * 2.5 + one.output_tokens.median * 10) / 1e6) < 1e-9
