@@ -15,7 +15,7 @@ import typer
 
 from ..run.pipeline import DEFAULTS
 from .flags import (BACKEND, DEPTH_HELP, IO, PERFORMANCE, AllowMapMismatch, BatchQueries, Cache, Calibrate, Calibration, CutFlag, CutTarget, PivotFlag,
-                    DryRunFlag, MaxPassages, NoCache, Overwrite, PriceIn, PriceOut, RehearsalNoise, Rehearsals, RelevantGrade, ScoreColumn,
+                    DryRunFlag, MaxCost, MaxPassages, NoCache, Overwrite, PriceIn, PriceOut, RehearsalNoise, Rehearsals, RelevantGrade, ScoreColumn,
                     PanelledCommand, PassageScore, PassagesFlag, Qids, Quiet, RayActors, RayAddress, RayGpus, Reranker, cache_choice, err, method_option,
                     with_generated_flags)
 
@@ -60,6 +60,7 @@ def rerank(
     gpus_per_actor: RayGpus = None,
     quiet: Quiet = False,
     dry_run: DryRunFlag = False,
+    max_cost: MaxCost = None,
     price_in: PriceIn = None,
     price_out: PriceOut = None,
     rehearsals: Rehearsals = 20,
@@ -72,6 +73,7 @@ def rerank(
     from ..run.inputs import InputSpec
     from ..io.run_files import RunFiles
     from ..run.job import DryRun, RerankJob, run_job
+    from ..run.money import Prices
     from ..run.ray_executor import ray_options
     from ..run.passages import Passages
     from ..io.shards import Shard
@@ -106,7 +108,9 @@ def rerank(
         calibrate=fitted,
         pivot=pivoted,
         allow_map_mismatch=allow_map_mismatch,
-        dry_run=DryRun.of(dry_run, (price_in, price_out), rehearsals, rehearsal_noise),
+        dry_run=DryRun.of(dry_run, rehearsals, rehearsal_noise),
+        prices=Prices.of(price_in, price_out),
+        max_cost=max_cost,
     )
     run_job(job, err())
 

@@ -180,6 +180,11 @@ class AcuRank(Strategy):
 
     # -- Algorithm 1 ---------------------------------------------------------------------------
 
+    def most_calls(self, task: RankingTask) -> int:
+        """The initial pass's windows plus the adaptive groups its budget allows (the final pass is among them): the
+        call cap N for acurank-N, ceil(n/m) + B otherwise."""
+        return len(chunks(range(task.n), self.params.m)) + self.adaptive_budget(task.n)
+
     def plan(self, task: RankingTask) -> Plan:
         """Initial pass, adaptive loop over the uncertain set, final order by mu."""
         p = self.params

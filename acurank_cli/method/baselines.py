@@ -41,6 +41,10 @@ class SlidingWindows(Strategy):
             starts.append(0)
         return starts
 
+    def most_calls(self, task: RankingTask) -> int:
+        """Every pass sends a window at each start: the calls never depend on the answers."""
+        return self.passes * len(self.starts(task.n)) if task.n >= 2 else 0
+
     def plan(self, task: RankingTask) -> Plan:
         """Each window rewrites its slice of the current list in the returned order."""
         ranking = [c.docid for c in task.candidates]

@@ -48,6 +48,11 @@ class Strategy:
         """Yield steps of windows, receive permutations, return the final ranking."""
         raise NotImplementedError
 
+    def most_calls(self, task: RankingTask) -> int | None:
+        """The most calls the method can make on ``task``, whatever the answers (what ``--max-cost`` reserves for a
+        query in flight); None: the method does not say."""
+        return None
+
     def check(self, task: RankingTask) -> None:
         """Raise InputError, before any call, for a task the method's parameters cannot honour."""
 

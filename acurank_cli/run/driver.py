@@ -248,6 +248,7 @@ class Driver:
         intake.wake = flight.lanes.wake
         try:
             while True:
+                yield from flight.released()  # first: what a finished query frees (--max-cost) is known to the intake
                 while len(flight.flying) < self.batch_queries and len(flight.finished) < 4 * self.batch_queries:
                     admission = intake.take()
                     if admission is None:

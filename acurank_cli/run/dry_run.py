@@ -20,25 +20,21 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class DryRun:
-    """``--dry-run`` and its settings: prices a million tokens (in, out), rehearsals, the rehearsal's noise."""
+    """``--dry-run`` and its settings: rehearsals and the rehearsal's noise (the prices are the job's)."""
 
-    prices: tuple[float, float] | None = None
     rehearsals: int = REHEARSALS
     noise: float | None = None
 
     @classmethod
-    def of(cls, wanted: bool, prices: tuple[float | None, float | None], rehearsals: int = REHEARSALS,
-           noise: float | None = None) -> "DryRun | None":
-        """The record of the flags, or None without ``--dry-run`` (a price or a rehearsal flag without it: refused)."""
-        given = [f for f, v in (("--price-in", prices[0]), ("--price-out", prices[1]), ("--rehearsal-noise", noise))
-                 if v is not None] + (["--rehearsals"] if rehearsals != REHEARSALS else [])
+    def of(cls, wanted: bool, rehearsals: int = REHEARSALS, noise: float | None = None) -> "DryRun | None":
+        """The record of the flags, or None without ``--dry-run`` (a rehearsal flag without it: refused)."""
+        given = (["--rehearsal-noise"] if noise is not None else []) + (
+            ["--rehearsals"] if rehearsals != REHEARSALS else [])
         if not wanted:
             if given:
-                raise InputError(f"{given[0]} prices or rehearses the bill of --dry-run; add --dry-run")
+                raise InputError(f"{given[0]} rehearses the bill of --dry-run; add --dry-run")
             return None
-        if (prices[0] is None) != (prices[1] is None):
-            raise InputError("--price-in and --price-out go together (a million input tokens, a million output tokens)")
-        return cls(None if prices[0] is None else (float(prices[0]), float(prices[1])), int(rehearsals), noise)
+        return cls(int(rehearsals), noise)
 
 
 def run_dry(job: "RerankJob", err: Console, check_fit: Any) -> Bill:
@@ -75,7 +71,8 @@ def run_dry(job: "RerankJob", err: Console, check_fit: Any) -> Bill:
         what = (f"{job.dry_run.rehearsals} rehearsals of {job.strategy.name} against the simulated reranker "
                 f"(noise {noise:g}, seeds {seeds.start}-{seeds.stop - 1}; grades: {source})")
         bill = estimate(job.strategy, tasks, inputs.docs, prompter, grades=grades, noise=noise, seeds=seeds,
-                        prices=job.dry_run.prices, what=what)
+                        prices=None if job.prices is None else (job.prices.per_million_in, job.prices.per_million_out),
+                        what=what)
     finally:
         if prompter is not None:
             prompter.close()

@@ -33,6 +33,7 @@ from . import provenance
 from .fingerprint import RunFingerprint, input_digest, strategy_params
 from .inputs import InputSpec
 from .dry_run import DryRun
+from .money import Cap, Prices, call_bound, check_cap
 from .passages import Passages
 from ..relevance import Calibrate, Pivot, Relevance
 from .. import relevance as rel
@@ -68,6 +69,10 @@ class RerankJob:
     dry_run: DryRun | None = None
     #: --allow-map-mismatch: apply --calibration with another reranker or method, or to its own fitting queries
     allow_map_mismatch: bool = False
+    #: --price-in/--price-out (money in the stats and the summary), or None
+    prices: Prices | None = None
+    #: --max-cost: a query-set budget in money (:mod:`.money`), or None
+    max_cost: float | None = None
 
 
 @dataclass
@@ -79,6 +84,9 @@ class _Totals(CallTally):
     #: --passages: passages ranked, documents split, and documents capped (more passages than --max-passages: only
     #: their first ones ranked), over the queries (None: documents ranked whole)
     passages: tuple[int, int, int] | None = None
+    #: with prices: what the queries' calls cost (None: no prices); --max-cost: the queries it left unstarted
+    money: float | None = None
+    left: int = 0
 
     def add(self, outcome: QueryOutcome) -> None:
         self.queries += 1
@@ -121,6 +129,12 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     for note in backend.notes():
         status.print(f"acurank: {note}", markup=False, soft_wrap=True)
     _check_fit(job, session, backend, inputs, err)
+    if job.max_cost is not None:  # a backend that counts no tokens is refused before the outputs open
+        try:
+            call_bound(backend, 2)
+        except InputError:
+            session.close()
+            raise
     fingerprint = _fingerprint(job, backend, inputs, session.needs_texts)
     read = [(n.flag, n.path) for n in plan.reads]
     made = provenance.collect(backend, read if inputs.source != "<stdin>" else [("RUN", "-"), *read])
@@ -184,6 +198,7 @@ def _checked_outputs(job: RerankJob) -> FilePlan:
     nothing is opened for writing before this holds. Returns the plan (what the job reads). With --overwrite, a
     --log-prompts log restarts with the run (else it is continued)."""
     files = job.outputs
+    check_cap(job.strategy, job.prices, job.max_cost)
     if job.model_params is not None and not positive().contains(job.model_params):
         raise ParameterError("model_params", job.model_params, positive().describe(), flag="--model-params")
     if files.trace and job.strategy.cutoff is None:  # its file would stay empty
@@ -302,15 +317,35 @@ def _drive(job: RerankJob, session: pipeline.Session, outputs: RunWriter, inputs
         done = set(outputs.done)
         tasks = inputs.tasks if replay else (t for t in inputs.tasks if t.qid not in done)  # read as the driver asks
         count = len(inputs.tasks) if replay else len(inputs.tasks) - len(done)
-        return _rerank(job, session, outputs, inputs, tasks, count, done, about, err, features)
+        cap = _cap(job, backend, outputs)
+        if cap is not None:
+            tasks = cap.gate(tasks, count)
+        return _rerank(job, session, outputs, inputs, tasks, count, done, about, err, features, cap=cap)
     finally:
         outputs.close()
         session.close()
         inputs.tasks.close()
 
 
+def _cap(job: RerankJob, backend, outputs: RunWriter) -> Cap | None:
+    """--max-cost: the cap, with what this output's finished queries cost already (a resume continues under it)."""
+    if job.max_cost is None:
+        return None
+    m = int(getattr(job.strategy.parameters(), "m", 20) or 20)
+    cap = Cap(job.max_cost, job.prices, job.strategy, call_bound(backend, m))
+    stats = job.outputs.stats_path()
+    if outputs.done and stats and Path(stats).is_file():
+        from ..io.run_files import read_stats
+
+        for qid, rec in read_stats(stats).items():
+            if qid in outputs.done:
+                cap.spent += job.prices.cost(rec.input_tokens or 0, (rec.output_tokens or 0) + (rec.reasoning_tokens or 0))
+    return cap
+
+
 def _rerank(job: RerankJob, session: pipeline.Session, outputs: RunWriter, inputs, tasks: Iterable[RankingTask],
-            count: int, done: set[str], about: RunAbout, err: Console, features: list) -> _Totals:
+            count: int, done: set[str], about: RunAbout, err: Console, features: list, *, cap: Cap | None = None
+            ) -> _Totals:
     """Rerank the tasks, writing each finished query (run block, stats, trace) as it ends; a stop (an input
     error, an interruption) says its one line and raises :class:`Stopped`, the finished work kept."""
     files = job.outputs
@@ -332,9 +367,15 @@ def _rerank(job: RerankJob, session: pipeline.Session, outputs: RunWriter, input
                     ranked = [ratings[r.docid] for r in outcome.ranking]
                     features.append((outcome.qid, [r.docid for r in ranked], rel.features(ranked, pivot)))
                 block, stats = _written(outcome, inputs.tail(outcome.qid), about, files.tag, job.relevance)
+                if job.prices is not None:
+                    stats["money"] = round(cap.finished(outcome) if cap is not None else
+                                           job.prices.of_tally(outcome.tally), 6)
+                    totals.money = (totals.money or 0.0) + stats["money"]
                 outputs.write_query(outcome.qid, block, stats, traces.pop(outcome.qid, []))
                 totals.add(outcome)
                 view.query_done(outcome.qid, totals)
+            if cap is not None:
+                totals.left = cap.left
         except BaseException as exc:
             signum = signals.received()
             if isinstance(exc, (InputError, Interrupted, KeyboardInterrupt)) or signum is not None:
@@ -446,6 +487,13 @@ def _summary(err: Console, job: RerankJob, t: _Totals, wall: float, inputs) -> N
             last = job.passages.stride * (job.passages.max_per_doc - 1) + job.passages.words
             parts.append(f"{t.passages[2]} documents capped at --max-passages {job.passages.max_per_doc} (words "
                          f"past {last} not read; a larger --max-passages reads them)")
+    if t.money is not None:
+        parts.append(f"money {t.money:.4f} (a million tokens in {job.prices.per_million_in:g}, out "
+                     f"{job.prices.per_million_out:g})")
+    if job.max_cost is not None:
+        parts.append(f"--max-cost {job.max_cost:g}: " + (
+            f"{t.left} queries left unstarted (the next one's bound would pass it; rerun with a higher --max-cost to "
+            "go on)" if t.left else "every query started within it"))
     if inputs.skipped_docs or inputs.skipped_queries:
         parts.append(_skipped(inputs))
     parts.append(f"{wall:.1f} s wall")

@@ -81,6 +81,8 @@ class ProgressView:
                 parts.append(f"{totals.reasoning_tokens / q:.0f} thinking tokens/q")
             if totals.thoughts_cut:
                 parts.append(f"thought cut {totals.thoughts_cut}")
+            if getattr(totals, "money", None) is not None:  # --price-in/--price-out: what the calls cost so far
+                parts.append(f"money {totals.money:.4f}")
             if totals.stops:
                 capped = sum(v for k, v in totals.stops.items() if StopReason(k).capped)
                 parts.append(f"capped {capped}/{q}")

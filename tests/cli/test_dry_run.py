@@ -78,8 +78,9 @@ def test_an_llm_dry_run_sends_nothing_and_counts_the_backends_own_prompts(tmp_pa
     assert first[0] == "264014" and int(first[2].replace(",", "")) > 0  # input tokens counted
 
 
-def test_bill_flags_without_a_dry_run_and_half_a_price_are_refused_in_one_line(tmp_path):
-    for args, words in ((["--price-in", "1"], "--price-in prices or rehearses the bill of --dry-run; add --dry-run"),
+def test_rehearsal_flags_without_a_dry_run_and_half_a_price_are_refused_in_one_line(tmp_path):
+    for args, words in ((["--rehearsals", "3"], "--rehearsals rehearses the bill of --dry-run; add --dry-run"),
+                        (["--price-in", "1"], "--price-in and --price-out go together"),
                         (["--dry-run", "--price-in", "1"], "--price-in and --price-out go together"),
                         (["--dry-run", "--rehearsals", "1"], "--rehearsals")):
         ran = acurank("rerank", DL19 / "bm25.run", *SIM, *args, check=False)

@@ -1,0 +1,114 @@
+"""Money: ``--price-in``/``--price-out`` (a million tokens' price) and the cap ``--max-cost X``.
+
+With prices, each query's stats record holds ``money``: its calls' input and output tokens at those prices (a call
+taken from the call cache counts at what it cost when it was made: the figure is what the query's answers cost).
+
+The cap is a query-set budget in money beside ``--budget-total`` in calls. A query starts only when what is spent
+(the finished queries of this output, resumed ones included), what the queries in flight may still spend (each one's
+bound), and the next query's bound together stay within X; otherwise no further query starts, the queries in
+flight finish, and the summary says how many were left. A query's bound is the most it can cost whatever the
+answers: the method's most calls (:meth:`~acurank_cli.method.strategy.Strategy.most_calls`) times the most a call
+can cost (the context's tokens at the input price, the answer's budget and the thought's at the output price), so
+the cap holds across kills and resumes: a killed query's paid calls are in the call cache, and its bound, reserved
+again when it restarts, covers them. The bound is far above what a query usually spends (a call's prompt is rarely
+the whole context): a tight cap leaves queries for a resume under a higher one, and ``--batch-queries 1`` keeps
+fewer bounds in flight.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+from ..errors import InputError
+from ..method.strategy import Strategy
+from ..records import CallTally, QueryOutcome, RankingTask
+
+
+@dataclass(frozen=True)
+class Prices:
+    """A million input tokens' price and a million output tokens'."""
+
+    per_million_in: float
+    per_million_out: float
+
+    @classmethod
+    def of(cls, price_in: float | None, price_out: float | None) -> "Prices | None":
+        if price_in is None and price_out is None:
+            return None
+        if price_in is None or price_out is None:
+            raise InputError("--price-in and --price-out go together (a million input tokens, a million output tokens)")
+        return cls(float(price_in), float(price_out))
+
+    def cost(self, input_tokens: float, output_tokens: float) -> float:
+        return (input_tokens * self.per_million_in + output_tokens * self.per_million_out) / 1e6
+
+    def of_tally(self, tally: CallTally) -> float:
+        """What a query's calls cost (thought tokens are output tokens)."""
+        return self.cost(tally.input_tokens, tally.output_tokens + tally.reasoning_tokens)
+
+
+def call_bound(backend: Any, m: int) -> tuple[int, int]:
+    """The most tokens a call can take, in and out: the backend's context, and its answer's budget for a window of
+    ``m`` plus its thought's (a backend that counts no prompt tokens: refused)."""
+    inner = backend
+    while getattr(inner, "builder", None) is None and getattr(inner, "inner", None) is not None:
+        inner = inner.inner
+    builder = getattr(inner, "builder", None)
+    if builder is None:
+        raise InputError(f"--max-cost prices tokens, and reranker {backend.name} counts none (a listwise LLM does: "
+                         "hf:, vllm:, openai:; the simulated reranker with --sim-tokens)")
+    return int(builder.context_size), int(builder.answer_tokens(m)) + int(builder.thought_budget)
+
+
+@dataclass
+class Cap:
+    """``--max-cost``: which queries may start (see the module's doc)."""
+
+    limit: float
+    prices: Prices
+    strategy: Strategy
+    per_call: tuple[int, int]
+    spent: float = 0.0
+    reserved: dict[str, float] = field(default_factory=dict)
+    left: int = 0
+
+    def bound(self, task: RankingTask) -> float:
+        most = self.strategy.most_calls(task)
+        if most is None:  # checked before the run; a plug-in that says nothing of a task is refused here
+            raise InputError(f"--max-cost: method {self.strategy.name!r} does not say the most calls it makes")
+        return most * self.prices.cost(*self.per_call)
+
+    def gate(self, tasks: Iterable[RankingTask], count: int) -> Iterator[RankingTask]:
+        """The tasks that may start, in order; the first that would pass the cap ends them (``left``: the rest)."""
+        for started, task in enumerate(tasks):
+            bound = self.bound(task)
+            if self.spent + sum(self.reserved.values()) + bound > self.limit + 1e-12:
+                self.left = count - started
+                return
+            self.reserved[task.qid] = bound
+            yield task
+
+    def finished(self, outcome: QueryOutcome) -> float:
+        """A query's outcome: its reservation released, its cost spent; returns the cost."""
+        cost = self.prices.of_tally(outcome.tally)
+        self.reserved.pop(outcome.qid, None)
+        self.spent += cost
+        return cost
+
+
+def check_cap(strategy: Strategy, prices: Prices | None, limit: float | None) -> None:
+    """``--max-cost`` needs prices and a method that says its most calls (before anything is read)."""
+    if limit is None:
+        return
+    if prices is None:
+        raise InputError("--max-cost is money: give --price-in and --price-out (a million tokens' price)")
+    if type(strategy).most_calls is Strategy.most_calls:
+        raise InputError(f"--max-cost: method {strategy.name!r} does not say the most calls it makes on a query (the "
+                         "acurank methods and sliding windows do), so no query's cost can be bounded")
+    if strategy.lockstep:
+        raise InputError(f"--max-cost: method {strategy.name!r} advances every query together, so no query can be "
+                         "left unstarted; give a per-query budget")
+
+
+__all__ = ["Cap", "Prices", "call_bound", "check_cap"]

@@ -1,0 +1,79 @@
+"""``--max-cost``: a query-set budget in money that is never passed, across a kill and a resume, against a loopback
+server whose every answer costs the same (usage: 100 prompt tokens, 7 completion tokens).
+
+By hand: sw-1 over 100 candidates sends 9 windows a query, whatever the answers, so a query's bound is 9 calls x
+(4,096 context tokens x 1,000 a million input tokens) = 36.864 (the output price is 0), and a query costs
+9 x 100 x 1,000 / 10^6 = 0.9. One query in flight (--batch-queries 1): the k-th query starts while
+(k - 1) x 0.9 + 36.864 <= 50, so k <= 15: 15 queries start and 28 of DL19's 43 are left."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+from conftest import ENV, ROOT, acurank
+from fake_chat_server import FakeServer
+
+DL19 = ROOT / "sample_runs" / "dl19"
+
+
+def _args(srv, tmp_path, cap="50"):
+    return ["baseline", DL19 / "bm25.run", "--method", "sw-1", "--reranker", "openai:gpt-4o-mini", "--base-url",
+            srv.base_url, "--batch-queries", "1", "--price-in", "1000", "--price-out", "0", "--max-cost", cap,
+            "--cache", tmp_path / "calls.sqlite", "-o", tmp_path / "x.run"]
+
+
+def _money(tmp_path) -> list[float]:
+    return [json.loads(l)["money"] for l in (tmp_path / "x.stats.jsonl").read_text().splitlines()]
+
+
+def test_the_cap_stops_starting_queries_where_the_next_bound_would_pass_it(tmp_path):
+    with FakeServer(lambda q, a: ("ok", 0.0)) as srv:
+        ran = acurank(*_args(srv, tmp_path))
+        sent = len(srv.bodies)
+        assert _money(tmp_path) == [0.9] * 15 and sent == 15 * 9
+        assert "money 13.5000" in ran.stderr and "--max-cost 50: 28 queries left unstarted" in ran.stderr, ran.stderr
+        # the same command again: what is spent (13.5) counts, so the next bound still does not fit
+        ran = acurank(*_args(srv, tmp_path))
+        assert len(srv.bodies) == sent and "28 queries left unstarted" in ran.stderr
+        # under a higher cap the resume goes on: k-th query while 13.5 + (k - 1) x 0.9 + 36.864 <= 80, all 28 fit
+        ran = acurank(*_args(srv, tmp_path, "80"))
+        assert len(srv.bodies) == 43 * 9 and len(_money(tmp_path)) == 43
+    assert "every query started within it" in ran.stderr and sum(_money(tmp_path)) <= 80
+
+
+def test_the_cap_holds_across_a_kill_and_a_resume(tmp_path):
+    """SIGKILL mid-run, then the same command: 15 queries in all, and what the server was paid for (each request
+    costs 0.1) never passes the cap; the killed query's answered windows come from the call cache."""
+    with FakeServer(lambda q, a: ("ok", 0.02)) as srv:
+        args = [sys.executable, "-m", "acurank_cli", *map(str, _args(srv, tmp_path))]
+        proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env=ENV, cwd=tmp_path)
+        stats = tmp_path / "x.stats.jsonl"
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None:
+            if stats.exists() and len(stats.read_text().splitlines()) >= 5:
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None, "finished before the kill"
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+        acurank(*_args(srv, tmp_path))
+        paid = len(srv.bodies) * 9 * 100 * 1000 / 1e6 / 9  # 0.1 a request
+    assert len(_money(tmp_path)) == 15 and len((tmp_path / "x.run").read_text().splitlines()) == 1500
+    assert paid <= 50 and len(srv.bodies) == 15 * 9  # no answered window paid twice
+
+
+def test_a_cap_without_prices_or_a_bound_is_refused_in_one_line(tmp_path):
+    for args, words in ((["--max-cost", "5"], "--max-cost is money: give --price-in and --price-out"),
+                        (["--max-cost", "5", "--price-in", "1", "--price-out", "1", "--method", "tourrank-1"],
+                         "method 'tourrank-1' does not say the most calls it makes"),
+                        (["--max-cost", "5", "--price-in", "1", "--price-out", "1"],
+                         "reranker simulated(noise=1.0,seed=0) counts none")):
+        ran = acurank("baseline" if "tourrank-1" in args else "rerank", DL19 / "bm25.run", "--reranker", "simulated",
+                      "--qrels", DL19 / "qrels.txt", "--no-cache", "-o", tmp_path / "y.run", *args, check=False)
+        said = [l for l in ran.stderr.strip().splitlines() if not l.startswith("acurank: using ")]  # inputs' notes
+        assert ran.returncode == 2 and len(said) == 1 and words in said[0], ran.stderr
+        assert not (tmp_path / "y.run").exists()  # before the outputs open, and so before any call
