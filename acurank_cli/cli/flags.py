@@ -27,9 +27,9 @@ from ..run.pipeline import BATCH_QUERIES_DEFAULT, DEFAULTS
 #: The --help panels of rerank, baseline and serve, in the order they are shown: a job's own flags name theirs
 #: (``rich_help_panel``), a method's options are under METHOD, a backend's under the panel of the options record that
 #: declares them (``help_panel``; a plug-in's own: BACKEND).
-IO, LONG, RELEVANCE, METHOD, BACKEND, PROMPT, THINKING, REMOTE, SIMULATED, PERFORMANCE, SERVER = PANELS = (
-    "Input and output", "Long documents", "Where relevance ends", "Method", "Backend", "LLM prompt and answers", "Thinking", "Remote servers",
-    "Simulated reranker", "Performance", "Server")
+IO, COST, LONG, RELEVANCE, METHOD, BACKEND, PROMPT, THINKING, REMOTE, SIMULATED, PERFORMANCE, SERVER = PANELS = (
+    "Input and output", "The bill and money", "Long documents", "Where relevance ends", "Method", "Backend",
+    "LLM prompt and answers", "Thinking", "Remote servers", "Simulated reranker", "Performance", "Server")
 
 
 class PanelledCommand(TyperCommand):
@@ -123,12 +123,12 @@ CutTarget = Annotated[Optional[str], typer.Option("--cut-target", metavar="cut|t
 PivotFlag = Annotated[Optional[str], typer.Option("--pivot", metavar="FILE|simulated", rich_help_panel=RELEVANCE, help="A reference player in every window, rated in the same game, that anchors the relevance boundary: a file of 'qid<TAB>pivot passage' (a passage at the boundary, written for each query), or simulated (the simulated reranker's document of grade --sim-pivot-grade). A map fit with it reads where each document stands against it. See docs/relevance.md.")]
 ScoreColumn = Annotated[Optional[str], typer.Option("--score", metavar="mu|p_relevant", rich_help_panel=RELEVANCE, help="The run's score column: mu (default) or p_relevant (--calibration; the run is then ordered by it, as trec_eval reads scores).")]
 ReadDirs = Annotated[Optional[list[str]], typer.Option("--read-dir", rich_help_panel=SERVER, help="MCP: a folder whose files the evaluate tool may read (repeatable; default none: runs and qrels are given inline).")]
-DryRunFlag = Annotated[bool, typer.Option("--dry-run", metavar="", rich_help_panel=IO, help="Check everything the run would check, call no model, and print the bill: calls, tokens (the backend's own count) and money per query and in total, from rehearsals of the method against the simulated reranker (a median and a 90% interval; exact where the method's calls never depend on the answers); --stats FILE: the same as JSON lines. See docs/rerank.md.")]
-PriceIn = Annotated[Optional[float], typer.Option("--price-in", metavar="PRICE", min=0.0, rich_help_panel=IO, help="Price of a million input tokens: each query's money in the stats and the summary, the bill of --dry-run in money, and what --max-cost counts.")]
-PriceOut = Annotated[Optional[float], typer.Option("--price-out", metavar="PRICE", min=0.0, rich_help_panel=IO, help="Price of a million output tokens (thought tokens included).")]
-MaxCost = Annotated[Optional[float], typer.Option("--max-cost", metavar="MONEY", min=0.0, rich_help_panel=IO, help="A query-set budget in money (with --price-in/--price-out): no query starts whose most possible cost, with what is spent and what the queries in flight may still spend, would pass it; the queries in flight finish, and a resume continues under the same cap. See docs/rerank.md.")]
-Rehearsals = Annotated[int, typer.Option("--rehearsals", min=2, rich_help_panel=IO, help="--dry-run: rehearsals of the method, each with another seed of the simulated reranker.")]
-RehearsalNoise = Annotated[Optional[float], typer.Option("--rehearsal-noise", min=0.0, rich_help_panel=IO, help="--dry-run: the rehearsal's noise (default: --sim-noise with the simulated reranker, else 1.0).")]
+DryRunFlag = Annotated[bool, typer.Option("--dry-run", metavar="", rich_help_panel=COST, help="Check everything the run would check, call no model, and print the bill: calls, tokens (the backend's own count) and money per query and in total, from rehearsals of the method against the simulated reranker (a median and a 90% interval; exact where the method's calls never depend on the answers); --stats FILE: the same as JSON lines. See docs/rerank.md.")]
+PriceIn = Annotated[Optional[float], typer.Option("--price-in", metavar="PRICE", min=0.0, rich_help_panel=COST, help="Price of a million input tokens: each query's money in the stats and the summary, the bill of --dry-run in money, and what --max-cost counts.")]
+PriceOut = Annotated[Optional[float], typer.Option("--price-out", metavar="PRICE", min=0.0, rich_help_panel=COST, help="Price of a million output tokens (thought tokens included).")]
+MaxCost = Annotated[Optional[float], typer.Option("--max-cost", metavar="MONEY", min=0.0, rich_help_panel=COST, help="A query-set budget in money (with --price-in/--price-out): no query starts whose most possible cost, with what is spent and what the queries in flight may still spend, would pass it; the queries in flight finish, and a resume continues under the same cap. See docs/rerank.md.")]
+Rehearsals = Annotated[int, typer.Option("--rehearsals", min=2, rich_help_panel=COST, help="--dry-run: rehearsals of the method, each with another seed of the simulated reranker.")]
+RehearsalNoise = Annotated[Optional[float], typer.Option("--rehearsal-noise", min=0.0, rich_help_panel=COST, help="--dry-run: the rehearsal's noise (default: --sim-noise with the simulated reranker, else 1.0).")]
 Reranker = Annotated[str, typer.Option("--reranker", rich_help_panel=BACKEND, help="Backend: {backends}. Which methods, prompt formats and answer modes combine with each: docs/support-matrix.md.")]
 
 

@@ -77,3 +77,20 @@ def test_a_cap_without_prices_or_a_bound_is_refused_in_one_line(tmp_path):
         said = [l for l in ran.stderr.strip().splitlines() if not l.startswith("acurank: using ")]  # inputs' notes
         assert ran.returncode == 2 and len(said) == 1 and words in said[0], ran.stderr
         assert not (tmp_path / "y.run").exists()  # before the outputs open, and so before any call
+
+
+def test_most_calls_is_the_most_a_run_makes(tmp_path):
+    """By hand: acurank over 100 candidates sends 5 initial windows of 20 and at most B = 100 adaptive groups (the
+    final pass among them): 105; acurank-9 at most its cap, 9; sw-1 its 9 windows (starts 80, 70, ..., 0). The
+    simulated runs of DL19 never make more."""
+    from acurank_cli.records import Candidate, RankingTask
+    from acurank_cli.run.pipeline import ScoreSource, method
+
+    task = RankingTask("q", "q", tuple(Candidate(f"d{i}", 100.0 - i) for i in range(100)))
+    bounds = {name: method(name, {}, ScoreSource.run_file).most_calls(task) for name in ("acurank", "acurank-9", "sw-1")}
+    assert bounds == {"acurank": 105, "acurank-9": 9, "sw-1": 9}
+    for name, bound in bounds.items():
+        acurank("baseline" if name == "sw-1" else "rerank", DL19 / "bm25.run", "--method", name, "--reranker",
+                      "simulated", "--qrels", DL19 / "qrels.txt", "--sim-noise", "2", "--no-cache", "-o", tmp_path / f"{name}.run")
+        calls = [json.loads(l)["calls"] for l in (tmp_path / f"{name}.stats.jsonl").read_text().splitlines()]
+        assert calls and max(calls) <= bound, (name, max(calls))
