@@ -545,6 +545,8 @@ class TraceRecord:
     docs: tuple[DocRating, ...]
     #: gated thinking: which of the step's windows were sent thinking (None: not gated)
     think: tuple[bool, ...] | None = None
+    #: the pivot's rating (mu, sigma) where a reference player joined every window (``--pivot``); None otherwise
+    pivot: tuple[float, float] | None = None
 
     @functools.cached_property
     def by_docid(self) -> dict[str, DocRating]:
@@ -555,7 +557,7 @@ class TraceRecord:
     def of(cls, qid: str, method: str, step: Step) -> "TraceRecord":
         snap = step.snapshot()
         return cls(qid=qid, method=method, iteration=step.iteration, phase=step.phase, t=snap.t, docs=snap.docs,
-                   think=step.think)
+                   think=step.think, pivot=snap.pivot)
 
 
 # -- run-file scores ---------------------------------------------------------------------------------

@@ -131,6 +131,8 @@ def trace_line(r: TraceRecord) -> dict[str, Any]:
            "t": r.t, "docs": [_rating_line(d) for d in r.docs]}
     if r.think is not None:
         out["think"] = list(r.think)
+    if r.pivot is not None:  # only with --pivot: a trace without one is unchanged
+        out["pivot"] = {"mu": r.pivot[0], "sigma": r.pivot[1]}
     return out
 
 
@@ -141,6 +143,8 @@ def trace_record(rec: Mapping[str, Any]) -> TraceRecord:
                            p_topk=None if d.get("p_topk") is None else float(d["p_topk"])) for d in rec["docs"])
     t = rec.get("t")
     think = rec.get("think")
+    pivot = rec.get("pivot")
     return TraceRecord(qid=str(rec["qid"]), method=str(rec.get("method", "")), iteration=int(rec["iteration"]),
                        phase=Phase(rec["phase"]), t=None if t is None else float(t), docs=docs,
-                       think=None if think is None else tuple(bool(x) for x in think))
+                       think=None if think is None else tuple(bool(x) for x in think),
+                       pivot=None if pivot is None else (float(pivot["mu"]), float(pivot["sigma"])))

@@ -2,7 +2,8 @@
 paper-style per-iteration table (mu, sigma, s = P(x > t), rank) for chosen documents.
 
 A trace file holds one JSON record per query and AcuRank iteration:
-``{"qid", "method", "iteration", "phase", "t", "docs": [{"docid", "mu", "sigma", "s", "rank"}]}``;
+``{"qid", "method", "iteration", "phase", "t", "docs": [{"docid", "mu", "sigma", "s", "rank"}]}`` (and, with
+``--pivot``, ``"pivot": {"mu", "sigma"}``: the reference player's rating, drawn dotted with its band);
 iteration 0 is the state after the initial pass. When a query's iteration counter goes back (a
 resumed run recorded the query again), the later sequence replaces the earlier one.
 """
@@ -112,6 +113,13 @@ def plot_trace(
             ax.plot(px, mu, marker="o", markersize=2.5, linewidth=1.3, color=color, label=label, zorder=3)
             ax.fill_between(px, [m - s for m, s in zip(mu, sd)], [m + s for m, s in zip(mu, sd)],
                             color=color, alpha=0.10, linewidth=0, zorder=2)
+        pv = [(x, s.pivot) for x, s in zip(xs, steps) if s.pivot is not None]
+        if pv:  # --pivot: the reference player, rated in the same game (the relevance boundary it stands for)
+            px, pmu, psd = [p[0] for p in pv], [p[1][0] for p in pv], [p[1][1] for p in pv]
+            ax.plot(px, pmu, linestyle=":", marker="s", markersize=2.5, color="dimgray", linewidth=1.3, label="pivot",
+                    zorder=4)
+            ax.fill_between(px, [m - s for m, s in zip(pmu, psd)], [m + s for m, s in zip(pmu, psd)], color="gray",
+                            alpha=0.12, linewidth=0, zorder=1)
         tx = [(x, s.t) for x, s in zip(xs, steps) if s.t is not None and math.isfinite(s.t)]
         if tx:
             ax.plot([p[0] for p in tx], [p[1] for p in tx], linestyle="--", color="black", linewidth=1.1,
@@ -144,7 +152,9 @@ def build_trace_report(steps: Sequence[TraceRecord], qid: str, method: str, doci
     data = {
         "qid": qid,
         "method": method,
-        "iterations": [{"iteration": s.iteration, "phase": s.phase.value, "t": s.t} for s in steps],
+        "iterations": [{"iteration": s.iteration, "phase": s.phase.value, "t": s.t,
+                        **({} if s.pivot is None else {"pivot": {"mu": s.pivot[0], "sigma": s.pivot[1]}})}
+                       for s in steps],
     }
     records = []
     if docids:

@@ -330,3 +330,20 @@ def test_a_map_refuses_its_own_queries_another_reranker_or_method_unless_allowed
     assert len(out.read_text().splitlines()) == 100
     with pytest.raises(InputError, match="reranker simulated and this run's reranker is minilm.*allow_map_mismatch=True"):
         Reranker("minilm", "acurank", calibration=mp, cache=None)
+
+
+def test_the_trace_records_the_pivots_rating_and_report_trace_draws_it(tmp_path):
+    """Issue 83, item 6: with --pivot every trace line holds the pivot's rating; it plays in every window, so its
+    sigma shrinks from its prior (the candidates' widest); a trace without a pivot holds none (unchanged)."""
+    acurank(*sim(DL19, "--qids", "264014", "--pivot", "simulated", "--trace", tmp_path / "t.jsonl", "-o",
+                 tmp_path / "p.run"))
+    lines = [json.loads(l) for l in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert lines and all(set(l["pivot"]) == {"mu", "sigma"} for l in lines)
+    assert lines[-1]["pivot"]["sigma"] < lines[0]["pivot"]["sigma"]
+    ran = acurank("report", "trace", tmp_path / "t.jsonl", "--qid", "264014", "--format", "json", "--plot",
+                  tmp_path / "trace.png")
+    data = json.loads(ran.stdout)
+    assert [i["pivot"] for i in data["iterations"]] == [l["pivot"] for l in lines]
+    assert (tmp_path / "trace.png").stat().st_size > 10_000
+    acurank(*sim(DL19, "--qids", "264014", "--trace", tmp_path / "plain.jsonl", "-o", tmp_path / "plain.run"))
+    assert all("pivot" not in json.loads(l) for l in (tmp_path / "plain.jsonl").read_text().splitlines())
