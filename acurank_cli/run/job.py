@@ -151,15 +151,11 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
         else:
             status.print(f"acurank: note: {note}", markup=False, soft_wrap=True)
     status.print(f"acurank: {job.strategy.name} with reranker {backend.name} on {len(inputs.tasks)} queries", markup=False)
-    if job.calibrate is not None and outputs.done:
-        outputs.close()
-        session.close()
-        raise InputError(f"--calibrate fits on the queries of one invocation, and {len(outputs.done)} of "
-                         f"{job.outputs.output} are finished already; start afresh with --overwrite (their calls come "
-                         "from the call cache)")
-    features: list = []
+    features: list = _fitted_so_far(job, outputs) if job.calibrate is not None else []
     totals = _drive(job, session, outputs, inputs, backend, fingerprint, status, err, features)
-    if job.calibrate is not None:
+    if job.calibrate is not None:  # in input order, however many invocations finished them: one fit, one map
+        place = {qid: i for i, qid in enumerate(inputs.expected)}
+        features.sort(key=lambda f: place.get(f[0], len(place)))
         _fit(job.calibrate, judged, features, job, backend, status)
     _summary(status, job, totals, time.perf_counter() - started, inputs)
     if job.quiet and (inputs.skipped_docs or inputs.skipped_queries):  # the summary says it otherwise
@@ -284,6 +280,29 @@ def _checked_relevance(job: RerankJob) -> dict[str, dict[str, int]] | None:
     return read_qrels(job.calibrate.qrels)
 
 
+def _fitted_so_far(job: RerankJob, outputs: RunWriter) -> list:
+    """--calibrate resumed: the finished queries' features, as their stats records keep them (a query whose record
+    lacks them, written before they were kept, cannot be fit on: refused, naming the remedy)."""
+    if not outputs.done:
+        return []
+    path = job.outputs.stats_path()
+    records = {}
+    if path and Path(path).is_file():
+        import json
+
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                rec = json.loads(line) if line.strip() else None
+                if rec and rec.get("qid") in outputs.done and "calibration_features" in rec:
+                    records[rec["qid"]] = rec["calibration_features"]
+    missing = sorted(outputs.done - set(records))
+    if missing:
+        raise InputError(f"--calibrate: {len(missing)} finished queries of {job.outputs.output} have no features in "
+                         f"their stats (e.g. {missing[0]}); start afresh with --overwrite (their calls come from the "
+                         "call cache)")
+    return [(qid, list(rec["docids"]), [tuple(x) for x in rec["x"]]) for qid, rec in records.items()]
+
+
 def _fit(calibrate: Calibrate, qrels, features: list, job: RerankJob, backend, status: Console) -> None:
     """Fit the map on the finished queries that ``qrels`` judges and write it (one status line)."""
     rows, labels, queries = [], [], 0
@@ -362,11 +381,12 @@ def _rerank(job: RerankJob, session: pipeline.Session, outputs: RunWriter, input
             for outcome in session.run(tasks, inputs.docs, on_step):
                 if outcome.qid in done:
                     continue  # replayed (set budget): already written
-                if job.calibrate is not None:  # what the map is fit on, once every query is done
-                    ratings, pivot = outcome.rated()
+                block, stats = _written(outcome, inputs.tail(outcome.qid), about, files.tag, job.relevance)
+                if job.calibrate is not None:  # what the map is fit on, once every query is done (kept in the stats:
+                    ratings, pivot = outcome.rated()  # a resumed run reads the finished queries' back)
                     ranked = [ratings[r.docid] for r in outcome.ranking]
                     features.append((outcome.qid, [r.docid for r in ranked], rel.features(ranked, pivot)))
-                block, stats = _written(outcome, inputs.tail(outcome.qid), about, files.tag, job.relevance)
+                    stats["calibration_features"] = {"docids": features[-1][1], "x": [list(x) for x in features[-1][2]]}
                 if job.prices is not None:
                     stats["money"] = round(cap.finished(outcome) if cap is not None else
                                            job.prices.of_tally(outcome.tally), 6)

@@ -347,3 +347,40 @@ def test_the_trace_records_the_pivots_rating_and_report_trace_draws_it(tmp_path)
     assert (tmp_path / "trace.png").stat().st_size > 10_000
     acurank(*sim(DL19, "--qids", "264014", "--trace", tmp_path / "plain.jsonl", "-o", tmp_path / "plain.run"))
     assert all("pivot" not in json.loads(l) for l in (tmp_path / "plain.jsonl").read_text().splitlines())
+
+
+def test_a_calibrate_run_survives_sigkill_and_resumes_to_the_same_map(tmp_path):
+    """Issue 83 (left by 74): --calibrate resumes like any run. Each finished query's features are kept in its stats
+    record; the resumed run reads them back and fits on every query in input order: the map's bytes equal an
+    uninterrupted run's."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ENV
+
+    def command(out, mapfile):
+        return [sys.executable, "-m", "acurank_cli", *map(str, sim(
+            DL19, "--sim-tokens", "gpt-4o", "--batch-queries", "1", "--calibrate", DL19 / "qrels.txt",
+            "--relevant-grade", "2", "--calibration", mapfile, "-o", out))]
+
+    whole = tmp_path / "whole"
+    subprocess.run(command(whole / "x.run", whole / "map.json"), check=True, capture_output=True, env=ENV)
+    part = tmp_path / "part"
+    proc = subprocess.Popen(command(part / "x.run", part / "map.json"), stderr=subprocess.DEVNULL, env=ENV)
+    stats = part / "x.stats.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if stats.exists() and len(stats.read_text().splitlines()) >= 8:
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, "finished before the kill"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(60)
+    assert not (part / "map.json").exists()
+    done = len(stats.read_text().splitlines())
+    ran = subprocess.run(command(part / "x.run", part / "map.json"), capture_output=True, text=True, env=ENV)
+    assert ran.returncode == 0, ran.stderr
+    assert f"{done} of 43 queries already done" in ran.stderr
+    assert (part / "map.json").read_bytes().replace(b"part", b"whole") == (whole / "map.json").read_bytes()
