@@ -79,6 +79,22 @@ def acurank(*args, stdin: str | None = None, check: bool = True, env: dict | Non
     return ran
 
 
+def kill_after_lines(proc: subprocess.Popen, path: Path, lines: int, timeout: float = 120) -> None:
+    """SIGKILL ``proc`` once ``path`` (a stats file it appends to) holds ``lines`` lines; the test fails if the
+    process ended first (nothing was left to interrupt)."""
+    import signal
+    import time
+
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        if path.exists() and len(path.read_text().splitlines()) >= lines:
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, "finished before the kill"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(60)
+
+
 def documentation() -> str:
     """The README and every docs page, one text (what a statement "the docs say" is checked against)."""
     return "\n".join(p.read_text(encoding="utf-8") for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])

@@ -9,12 +9,10 @@ By hand: sw-1 over 100 candidates sends 9 windows a query, whatever the answers,
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
-import time
 
-from conftest import ENV, ROOT, acurank
+from conftest import ENV, ROOT, acurank, kill_after_lines
 from fake_chat_server import FakeServer
 
 DL19 = ROOT / "sample_runs" / "dl19"
@@ -50,16 +48,8 @@ def test_the_cap_holds_across_a_kill_and_a_resume(tmp_path):
     costs 0.1) never passes the cap; the killed query's answered windows come from the call cache."""
     with FakeServer(lambda q, a: ("ok", 0.02)) as srv:
         args = [sys.executable, "-m", "acurank_cli", *map(str, _args(srv, tmp_path))]
-        proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env=ENV, cwd=tmp_path)
-        stats = tmp_path / "x.stats.jsonl"
-        deadline = time.time() + 120
-        while time.time() < deadline and proc.poll() is None:
-            if stats.exists() and len(stats.read_text().splitlines()) >= 5:
-                break
-            time.sleep(0.02)
-        assert proc.poll() is None, "finished before the kill"
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=60)
+        proc = subprocess.Popen(args, stderr=subprocess.DEVNULL, env=ENV, cwd=tmp_path)
+        kill_after_lines(proc, tmp_path / "x.stats.jsonl", 5)
         acurank(*_args(srv, tmp_path))
         paid = len(srv.bodies) * 9 * 100 * 1000 / 1e6 / 9  # 0.1 a request
     assert len(_money(tmp_path)) == 15 and len((tmp_path / "x.run").read_text().splitlines()) == 1500

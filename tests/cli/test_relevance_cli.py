@@ -353,12 +353,10 @@ def test_a_calibrate_run_survives_sigkill_and_resumes_to_the_same_map(tmp_path):
     """Issue 83 (left by 74): --calibrate resumes like any run. Each finished query's features are kept in its stats
     record; the resumed run reads them back and fits on every query in input order: the map's bytes equal an
     uninterrupted run's."""
-    import signal
     import subprocess
     import sys
-    import time
 
-    from conftest import ENV
+    from conftest import ENV, kill_after_lines
 
     def command(out, mapfile):
         return [sys.executable, "-m", "acurank_cli", *map(str, sim(
@@ -370,14 +368,7 @@ def test_a_calibrate_run_survives_sigkill_and_resumes_to_the_same_map(tmp_path):
     part = tmp_path / "part"
     proc = subprocess.Popen(command(part / "x.run", part / "map.json"), stderr=subprocess.DEVNULL, env=ENV)
     stats = part / "x.stats.jsonl"
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        if stats.exists() and len(stats.read_text().splitlines()) >= 8:
-            break
-        time.sleep(0.01)
-    assert proc.poll() is None, "finished before the kill"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(60)
+    kill_after_lines(proc, stats, 8)
     assert not (part / "map.json").exists()
     done = len(stats.read_text().splitlines())
     ran = subprocess.run(command(part / "x.run", part / "map.json"), capture_output=True, text=True, env=ENV)
