@@ -200,6 +200,7 @@ class Reranker:
         LLM's own prompts, built with no call) and, with both prices (a million tokens'), money; each a median and
         the least and most of ``rehearsals`` rehearsals against the simulated reranker at ``noise``, whose grades are
         ``qrels`` ({qid: {document id: grade}}) where given, else each query's first-stage scores standardised."""
+        from .rerankers.backend import innermost
         from .rerankers.listwise.reranker import ListwiseLLM
         from .run.estimate import estimate, rehearsal_grades
 
@@ -215,10 +216,7 @@ class Reranker:
                     for (q, docs), qid in zip(queries, qids)]
         tasks = [p.task for p in prepared if p.task.n > 0]
         by_qid = {p.task.qid: p.docs for p in prepared}
-        inner = self.backend
-        while not isinstance(inner, ListwiseLLM) and getattr(inner, "inner", None) is not None:
-            inner = inner.inner
-        prompter = inner if isinstance(inner, ListwiseLLM) else None
+        prompter = innermost(self.backend, lambda b: isinstance(b, ListwiseLLM))
         source = "the qrels given" if qrels else "each query's first-stage scores, standardised"
         return estimate(self.methods.for_call(top_k=top_k), tasks, lambda task: by_qid[task.qid], prompter,
                         grades=rehearsal_grades(tasks, qrels), noise=noise, seeds=range(rehearsals),

@@ -502,6 +502,9 @@ class StatsRecord:
     passages: PassageSummary | None = None
     #: P(relevant) and the cut (``--calibration``; None: not asked, not written)
     relevance: RelevanceSummary | None = None
+    #: what ``--calibrate`` fits on, kept for a resume: ``{"docids": [...], "x": [[...], ...]}`` in rank order (read
+    #: back here; the job writes it beside the record's other fields); None: not fitting
+    calibration_features: Mapping[str, Any] | None = None
 
     @classmethod
     def of(cls, outcome: QueryOutcome, about: RunAbout = RunAbout()) -> "StatsRecord":

@@ -114,6 +114,7 @@ def stats_record(rec: Mapping[str, Any]) -> StatsRecord:
         flops=num("flops", float, None), beta=num("beta", float, None),
         reasoning_tokens=num("reasoning_tokens", int, None), thinking_calls=num("thinking_calls", int, None),
         passages=_passages(rec.get("passages")), relevance=_relevance(rec.get("relevance")),
+        calibration_features=rec.get("calibration_features"),
     )
 
 

@@ -164,6 +164,14 @@ class BackendWrapper(RerankerBase):
         return getattr(self.inner, name)
 
 
+def innermost(backend: RerankerBase, wanted: Callable[[Any], bool]) -> Any:
+    """The first of ``backend`` and the backends it wraps (``inner``: the call cache, counters) that ``wanted``
+    accepts, or None."""
+    while backend is not None and not wanted(backend):
+        backend = getattr(backend, "inner", None)
+    return backend
+
+
 class LRU(OrderedDict):
     """A small bounded mapping (least recently used entries go first)."""
 
@@ -208,9 +216,9 @@ class BackendSpec:
     help: str
     needs_texts: bool = True
     options: type = NoOptions
-    #: a listwise LLM's prompts without its model (``acurank prompt render``): ``prompts(arg, options)`` -> a
-    #: :class:`~.listwise.reranker.ListwiseLLM` whose ``prompt`` and ``prompt_record`` work and whose model was never
-    #: loaded nor called; None: the backend reads no prompt
+    #: a listwise LLM's prompts without its model (``acurank prompt render``, ``--dry-run``): ``prompts(arg,
+    #: options)`` -> a :class:`~.listwise.reranker.ListwiseLLM` whose ``prompt`` and ``prompt_record`` work and whose
+    #: model was never loaded nor called, or None where those options read no prompt; None: the backend reads none
     prompts: Callable[[str, Any], RerankerBase] | None = None
 
     @property
@@ -364,15 +372,20 @@ class BackendChoice:
         return reranker
 
 
+    def prompts(self) -> RerankerBase | None:
+        """The backend's prompts without its model, or None where it reads none with these options."""
+        return None if self.backend.prompts is None else self.backend.prompts(self.arg, self.options)
+
     def prompter(self) -> RerankerBase:
         """The backend's prompts without its model (``acurank prompt render``): refused in one line for a backend
         that reads no prompt."""
-        if self.backend.prompts is None:
+        prompts = self.prompts()
+        if prompts is None:
             takers = ", ".join(f"{b.prefix}:" if b.takes_arg else b.prefix
                                for b in BACKENDS.entries.values() if b.prompts is not None)
             raise OptionError(f"reranker {self.backend.prefix!r} reads no prompt ({OptionError.literal(self.backend.help)}); prompts are "
                               f"rendered for {takers}", reranker="--reranker")
-        return self.backend.prompts(self.arg, self.options)
+        return prompts
 
 
 def build_reranker(spec: str, **options: Any) -> RerankerBase:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from ..errors import InputError
-from ..io.plan import FilePlan, replacing
+from ..io.plan import replacing
 from . import pipeline
 from .estimate import REHEARSALS, Bill, QueryBill, Spread, estimate, rehearsal_grades
 
@@ -37,27 +37,19 @@ class DryRun:
         return cls(int(rehearsals), noise)
 
 
-def run_dry(job: "RerankJob", err: Console, check_fit: Any) -> Bill:
-    """Read and check as the run does (``check_fit``: the run's check of its first window's fit, given the
-    backend's prompt-only form), rehearse, print the bill; nothing is written but ``--stats``."""
+def run_dry(job: "RerankJob", session: pipeline.Session, inputs: Any, err: Console, check_fit: Any) -> Bill:
+    """After every check the run makes before its backend is built (:func:`~.job.run_job`'s, the inputs read):
+    the first window's fit (``check_fit``, given the backend's prompt-only form), the rehearsals and the bill;
+    nothing is written but ``--stats``."""
     files = job.outputs
-    plan = job.inputs.read_by(FilePlan())
-    if files.stats:
-        plan.write("--stats", files.stats)
-    plan.check(files.overwrite)
-    session = pipeline.Session(job.strategy, job.backend, job.backend_options, None, job.passages)
     if job.passages is not None:
         raise InputError("--dry-run bills documents ranked whole; rehearse without --passages")
-    inputs = job.inputs.load(session.needs_texts)
     tasks = list(inputs.tasks)
-    session.check(tasks, inputs.source, docs=inputs.docs)
-    for note in inputs.notes:
-        err.print(f"acurank: {note}", markup=False)
     simulated = session.choice.backend.prefix == "simulated"
     if simulated and not inputs.qrels:
         raise InputError("the simulated reranker needs qrels: it orders windows by noisy grades (--qrels FILE)")
     options = session.choice.options
-    prompter = session.choice.prompter() if _prompts(session.choice) else None
+    prompter = session.choice.prompts()
     try:
         if prompter is not None:
             check_fit(job, session, prompter, inputs, err)
@@ -82,13 +74,6 @@ def run_dry(job: "RerankJob", err: Console, check_fit: Any) -> Bill:
             for line in _json_lines(bill):
                 fh.write(line + "\n")
     return bill
-
-
-def _prompts(choice: Any) -> bool:
-    """Whether the backend has a prompt to count (a listwise LLM; the simulated reranker with --sim-tokens)."""
-    if choice.backend.prompts is None:
-        return False
-    return choice.backend.prefix != "simulated" or choice.options.sim_tokens is not None
 
 
 def _fmt(s: Spread, exact: bool, money: bool = False) -> str:

@@ -53,9 +53,6 @@ class Spread:
         the least and the most with probability (n - 1) / (n + 1), 90.5% for 20."""
         return cls(float(min(values)), float(statistics.median(values)), float(max(values)))
 
-    def times(self, factor: float) -> "Spread":
-        return Spread(self.low * factor, self.median * factor, self.high * factor)
-
     def as_dict(self, digits: int = 2) -> dict[str, float]:
         return {"low": round(self.low, digits), "median": round(self.median, digits), "high": round(self.high, digits)}
 

@@ -105,11 +105,6 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     Everything is checked before the first model call: output paths, every input, every score
     under the method's rating init, and (on resume) that the run was made with the same settings.
     """
-    if job.dry_run is not None:
-        from .dry_run import run_dry
-
-        run_dry(job, err, _check_fit)
-        return _Totals()
     started = time.perf_counter()
     files = job.outputs
     plan = _checked_outputs(job)
@@ -125,6 +120,11 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     status = text_console(stderr=True, quiet=True) if job.quiet else err  # --quiet: errors and warnings only
     for note in inputs.notes:
         (err if note.startswith("warning:") else status).print(f"acurank: {note}", markup=False)
+    if job.dry_run is not None:  # every check above, then the bill instead of the run (no backend built)
+        from .dry_run import run_dry
+
+        run_dry(job, session, inputs, err, _check_fit)
+        return _Totals()
     backend = session.load(context={"qrels": inputs.qrels})
     for note in backend.notes():
         status.print(f"acurank: {note}", markup=False, soft_wrap=True)
@@ -218,7 +218,7 @@ def _checked_outputs(job: RerankJob) -> FilePlan:
         cache = default_cache_path() if job.cache == pipeline.DEFAULTS.cache else Path(job.cache)
         plan.write("--cache", cache, store=True).write("(the embedding store beside --cache)", store_path(cache), store=True)
     plan.check(files.overwrite)
-    if files.overwrite and log and Path(log).is_file():
+    if files.overwrite and log and Path(log).is_file() and job.dry_run is None:  # a dry run writes no log
         Path(log).write_bytes(b"")
     return plan
 
@@ -288,13 +288,10 @@ def _fitted_so_far(job: RerankJob, outputs: RunWriter) -> list:
     path = job.outputs.stats_path()
     records = {}
     if path and Path(path).is_file():
-        import json
+        from ..io.run_files import read_stats
 
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                rec = json.loads(line) if line.strip() else None
-                if rec and rec.get("qid") in outputs.done and "calibration_features" in rec:
-                    records[rec["qid"]] = rec["calibration_features"]
+        records = {qid: r.calibration_features for qid, r in read_stats(path).items()
+                   if qid in outputs.done and r.calibration_features is not None}
     missing = sorted(outputs.done - set(records))
     if missing:
         raise InputError(f"--calibrate: {len(missing)} finished queries of {job.outputs.output} have no features in "

@@ -51,13 +51,13 @@ class Prices:
 def call_bound(backend: Any, m: int) -> tuple[int, int]:
     """The most tokens a call can take, in and out: the backend's context, and its answer's budget for a window of
     ``m`` plus its thought's (a backend that counts no prompt tokens: refused)."""
-    inner = backend
-    while getattr(inner, "builder", None) is None and getattr(inner, "inner", None) is not None:
-        inner = inner.inner
-    builder = getattr(inner, "builder", None)
-    if builder is None:
+    from ..rerankers.backend import innermost
+
+    counting = innermost(backend, lambda b: getattr(b, "builder", None) is not None)
+    if counting is None:
         raise InputError(f"--max-cost prices tokens, and reranker {backend.name} counts none (a listwise LLM does: "
                          "hf:, vllm:, openai:; the simulated reranker with --sim-tokens)")
+    builder = counting.builder
     return int(builder.context_size), int(builder.answer_tokens(m)) + int(builder.thought_budget)
 
 

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from ...errors import InputError, OptionError
+from ...errors import InputError
 from ...records import PIVOT_PREFIX, RerankRequest, RerankResult
 from ...params import ANY_INT, Domain, Option, at_least
 from ..backend import RerankerBase, register
@@ -208,10 +208,10 @@ class CountedPrompts(ListwiseLLM):
         raise InputError("simulated: the counted prompts are never sent")
 
 
-def _prompts(arg: str, options: SimulatedOptions) -> CountedPrompts:
+def _prompts(arg: str, options: SimulatedOptions) -> CountedPrompts | None:
+    """The prompts --sim-tokens counts; None without it (the oracle reads no prompt)."""
     if options.sim_tokens is None:
-        raise OptionError("reranker 'simulated' reads no prompt; with {sim_tokens} it counts the tokens of the "
-                          "published prompt each call would send", sim_tokens="--sim-tokens MODEL")
+        return None
     return CountedPrompts("simulated", _token_builder(options.sim_tokens)[0])
 
 

@@ -19,7 +19,7 @@ from ... import redaction
 from ...io.prompt_log import PromptLog
 from ...records import ParseStatus, RerankRequest, RerankResult
 from .answers import AnswerMode, rank_by_scores
-from ..backend import LRU, RerankerBase, ResultSink
+from ..backend import LRU, RerankerBase, ResultSink, innermost
 from .prompt_builder import Prompt, PromptBuilder
 from .thinking import ThinkingOptions, opens_thought, read_thought
 
@@ -68,9 +68,8 @@ def fit_problem(backend: RerankerBase, request) -> tuple[str, bool] | None:
     cuts them below :data:`SQUEEZE_FLOOR` words: (the message, whether nothing useful is left, i.e. below
     :data:`USEFUL_FLOOR`); None when the passages keep their words or the backend fits no prompt (not a listwise LLM
     here: a server's model, Ray actors). Building a prompt calls no model."""
-    while not isinstance(backend, ListwiseLLM) and getattr(backend, "inner", None) is not None:
-        backend = backend.inner
-    if not isinstance(backend, ListwiseLLM) or not request.docs:
+    backend = innermost(backend, lambda b: isinstance(b, ListwiseLLM))
+    if backend is None or not request.docs:
         return None
     prompt = backend.prompt(request)
     if not prompt.clipped or prompt.max_length >= SQUEEZE_FLOOR:
