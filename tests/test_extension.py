@@ -168,6 +168,51 @@ def test_readme_custom_method_runs_as_written_and_as_a_plug_in(sample, tmp_path)
     assert bad.returncode == 2 and "--passes" in bad.stderr and "Traceback" not in bad.stderr
 
 
+def test_an_installed_distribution_s_entry_point_registers_its_method_and_none_costs_a_metadata_scan(sample, tmp_path):
+    """A plug-in installed as a distribution (its ``entry_points.txt`` declaring ``acurank.methods``) is found and
+    runs; where no distribution declares acurank's groups, no entry-point scan is made for them (issue 85: the scan
+    and importlib.metadata's import cost every command about 0.1 s of start-up), and ``--version`` imports
+    importlib.metadata not at all."""
+    import subprocess
+    import sys
+
+    from conftest import ENV, run_readme_block
+
+    site = tmp_path / "site"
+    site.mkdir()
+    assert run_readme_block("custom-method", site / "blocks_method.py").returncode == 0
+    info = site / "acurank_blocks-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acurank-blocks\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[console_scripts]\nblocks = blocks_method:main\n")
+    clean = {k: v for k, v in ENV.items() if k not in ("ACURANK_METHODS", "ACURANK_BACKENDS")}
+    env = {**clean, "PYTHONPATH": f"{site}:{ENV.get('PYTHONPATH', '')}"}
+    # every scan of an acurank group is counted (importlib.metadata's own entry_points, wrapped)
+    probe = ("import sys, importlib.metadata as m; seen = []; scan = m.entry_points\n"
+             "def counted(**kw):\n    seen.append(kw.get('group'))\n    return scan(**kw)\n"
+             "m.entry_points = counted\nfrom acurank_cli.cli.app import main; code = main(sys.argv[1:])\n"
+             "print('scanned', sorted(g for g in seen if str(g).startswith('acurank')), code)")
+
+    def cli(*args, script=probe):
+        return subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True,
+                              env=env, cwd=tmp_path)
+
+    version = cli("--version", script="import sys; from acurank_cli.cli.app import main; main(sys.argv[1:]); "
+                                      "print('importlib.metadata' in sys.modules)")
+    assert version.stdout.split() == ["acurank", "0.1.0", "False"], version.stderr
+    other_group = cli("baseline", "--help")
+    assert other_group.stdout.strip().endswith("scanned [] 0") and "--passes" not in other_group.stdout
+    (info / "entry_points.txt").write_text("[console_scripts]\nblocks = blocks_method:main\n\n"
+                                           "[acurank.methods]\nblocks = blocks_method\n")
+    declared = cli("baseline", "--help")
+    assert "--passes" in declared.stdout and declared.stdout.strip().endswith("scanned ['acurank.methods'] 0")
+    run, _ = small_run(sample, tmp_path, queries=2, depth=40)
+    ok = cli("baseline", run, "--method", "blocks", "--passes", "3", "--reranker", "simulated", "--qrels",
+             sample / "dl19" / "qrels.txt", "-o", tmp_path / "b.run")
+    assert ok.returncode == 0 and ok.stdout.strip().endswith("0"), ok.stderr
+    assert all('"calls": 6' in line for line in (tmp_path / "b.stats.jsonl").read_text().splitlines())  # 3 x 2
+
+
 def test_methods_and_backends_are_one_registry_type(monkeypatch):
     """Built-ins register as plug-ins do (one call each), both kinds fill one options table the same way, and an
     option declared twice differently is refused in the same words for a method and for a backend."""

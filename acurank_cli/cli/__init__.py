@@ -6,8 +6,17 @@
     eval      eval
     retrieve  index, retrieve, convert
     report    report table | pareto | allocation | trace
+
+``main`` and ``run`` are loaded on first use, so that importing one command's module does not import
+every other command's (a command line mounts only the command it names: :data:`app.COMMANDS`).
 """
 
-from .app import app, main, run
+__all__ = ["main", "run"]
 
-__all__ = ["app", "main", "run"]
+
+def __getattr__(name: str):
+    if name in __all__:
+        from . import app as module
+
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

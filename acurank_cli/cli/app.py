@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import gc
+import importlib
 import sys
 from functools import lru_cache
 from typing import Annotated, Sequence
@@ -17,23 +18,19 @@ from ..errors import InputError, Stopped, WriteFailed
 from ..io.plan import writing
 from ..params import typed_values
 from .. import redaction, signals
-from . import eval as eval_commands
-from . import baseline, convert, index, mcp, merge, prompt, report, rerank, retrieve, serve
-from .flags import say
 
 try:  # recent typer vendors click as typer._click; older ones use click itself
     from typer._click import exceptions as click_errors
 except ImportError:  # pragma: no cover
     from click import exceptions as click_errors
 
-app = typer.Typer(
-    name="acurank",
-    help="Uncertainty-aware adaptive listwise reranking (AcuRank) between retrieval and evaluation.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,  # help text is plain text: no Markdown parser loaded to print it
-)
+#: Every command, in the order of the help's list, and the module of this package that mounts it (``mount(app)``).
+#: A command line mounts only the command it names (its flags are made from every method's and backend's options,
+#: which imports them: issue 85, 0.2 s of start-up saved on ``rerank --help``); the help's list, a name that is no
+#: command and a line that names none mount them all.
+COMMANDS = {"rerank": "rerank", "baseline": "baseline", "merge": "merge", "eval": "eval", "index": "index",
+            "retrieve": "retrieve", "convert": "convert", "report": "report", "prompt": "prompt", "serve": "serve",
+            "mcp": "mcp"}
 
 
 def _version(value: bool) -> None:
@@ -42,24 +39,52 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def main_callback(
     version: Annotated[bool, typer.Option("--version", metavar="", callback=_version, is_eager=True, help="Show the version.")] = False,
 ) -> None:
     """AcuRank: TrueSkill ratings, adaptive reranking of the uncertain set, honest call accounting."""
 
 
-rerank.mount(app)
-baseline.mount(app)
-merge.mount(app)
-app.command("eval", help="Evaluate runs through ir_measures/pytrec_eval (trec_eval semantics).")(eval_commands.eval_cmd)
-index.mount(app)
-retrieve.mount(app)
-convert.mount(app)
-report.mount(app)
-prompt.mount(app)
-serve.mount(app)
-mcp.mount(app)
+def build(names: Sequence[str] = tuple(COMMANDS)) -> typer.Typer:
+    """The Typer app with the commands ``names`` mounted (every command by default: the whole CLI)."""
+    built = typer.Typer(
+        name="acurank",
+        help="Uncertainty-aware adaptive listwise reranking (AcuRank) between retrieval and evaluation.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,  # help text is plain text: no Markdown parser loaded to print it
+    )
+    built.callback()(main_callback)
+    for name in names:
+        importlib.import_module(f"{__package__}.{COMMANDS[name]}").mount(built)
+    return built
+
+
+def mounted(argv: Sequence[str]) -> tuple[str, ...]:
+    """The commands a command line can reach: the one it names first; none for ``--version`` alone (an eager
+    option that ends the line before any command is looked up); every command otherwise (the help's list, a
+    mistyped name that click then refuses)."""
+    if argv and argv[0] in COMMANDS:
+        return (argv[0],)
+    if list(argv) == ["--version"]:
+        return ()
+    return tuple(COMMANDS)
+
+
+def say(message: str) -> None:
+    """:func:`flags.say`, imported when a line is said (the flags module makes every command's flags: a command line
+    that ends at ``--version`` never loads it)."""
+    from .flags import say as said
+
+    said(message)
+
+
+def __getattr__(name: str):
+    if name == "app":  # the whole CLI (docs/cli-reference.md is made from it)
+        return build()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: The system errors of a write that the environment causes (disk full, quota, read-only, I/O, file too big).
 WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG})
@@ -71,10 +96,11 @@ EXTRAS = {"torch": "llm", "transformers": "llm", "tokenizers": "llm", "httpx": "
           "fastapi": "serve", "uvicorn": "serve", "prometheus_client": "serve", "ray": "ray", "mcp": "mcp"}
 
 
-@lru_cache(maxsize=1)
-def command():
-    """The click command Typer builds from the app (built once per process: flags and help do not change)."""
-    return typer.main.get_command(app)
+@lru_cache(maxsize=None)
+def command(names: tuple[str, ...] = tuple(COMMANDS)):
+    """The click command Typer builds from the app with ``names`` mounted (built once per process and set of
+    commands: flags and help do not change)."""
+    return typer.main.get_command(build(names))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -89,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     typed_values(given)  # messages quote a value as it was typed
     try:
         with signals.handled():
-            code = command().main(args=list(argv) if argv is not None else None, standalone_mode=False)
+            code = command(mounted(given)).main(args=list(argv) if argv is not None else None, standalone_mode=False)
             with writing("(standard output)"):
                 sys.stdout.flush()  # here, not at the interpreter's exit: a full disk under `> file` is one line
         return code if isinstance(code, int) else 0

@@ -271,3 +271,7 @@ def _gate(rows: list[EvalRow], floor_gates: list, base_name: str | None, base, m
     for row in rows:
         mine = [r.summary for r in results if r.run == row.run]
         say(f"gates held on {row.run}: {'; '.join(mine)}")
+
+
+def mount(app: typer.Typer) -> None:
+    app.command("eval", help="Evaluate runs through ir_measures/pytrec_eval (trec_eval semantics).")(eval_cmd)

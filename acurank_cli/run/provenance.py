@@ -22,7 +22,6 @@ import platform
 import shlex
 import subprocess
 import sys
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -44,6 +43,8 @@ def _in_use(module: str) -> bool:
 
 
 def _version(distributions: tuple[str, ...]) -> tuple[str, str] | None:
+    from importlib import metadata  # here, not at the top: the CLI imports this module at every start
+
     for dist in distributions:
         try:
             return dist, metadata.version(dist)
