@@ -24,13 +24,14 @@ try:  # recent typer vendors click as typer._click; older ones use click itself
 except ImportError:  # pragma: no cover
     from click import exceptions as click_errors
 
-#: Every command, in the order of the help's list, and the module of this package that mounts it (``mount(app)``).
+#: Every command, in the order of the help's list (Typer lists the command groups, report and prompt, after the
+#: rest), and the module of this package that mounts it (``mount(app)``).
 #: A command line mounts only the command it names (its flags are made from every method's and backend's options,
 #: which imports them: issue 85, 0.2 s of start-up saved on ``rerank --help``); the help's list, a name that is no
 #: command and a line that names none mount them all.
 COMMANDS = {"rerank": "rerank", "baseline": "baseline", "merge": "merge", "eval": "eval", "index": "index",
-            "retrieve": "retrieve", "convert": "convert", "report": "report", "prompt": "prompt", "serve": "serve",
-            "mcp": "mcp"}
+            "retrieve": "retrieve", "convert": "convert", "serve": "serve", "mcp": "mcp", "report": "report",
+            "prompt": "prompt"}
 
 
 def _version(value: bool) -> None:

@@ -462,6 +462,24 @@ def test_the_cli_starts_without_numpy(argv):
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout[-500:] + out.stderr[-500:]
 
 
+def test_a_command_mounted_alone_is_the_command_of_the_whole_cli(capsys):
+    """A command line mounts only the command it names (issue 85: start-up); each command so mounted has the help,
+    hence the flags, defaults and panels, it has in the whole CLI, and ``--version`` alone mounts none."""
+    from acurank_cli.cli.app import COMMANDS, command, mounted
+
+    def help_of(names, argv):
+        command(names).main(args=argv, prog_name="acurank", standalone_mode=False)
+        return capsys.readouterr().out
+
+    assert mounted(["--version"]) == () and mounted(["rerank", "x.run"]) == ("rerank",)
+    assert mounted(["--help"]) == mounted([]) == mounted(["rerun"]) == tuple(COMMANDS)
+    assert [c.name for c in command(()).commands.values()] == []
+    for name in COMMANDS:
+        alone = help_of((name,), [name, "--help"])
+        assert alone == help_of(tuple(COMMANDS), [name, "--help"]) and f"Usage: acurank {name} " in alone, name
+    assert list(command(tuple(COMMANDS)).commands) == list(COMMANDS)  # the help's list, in the table's order
+
+
 def test_a_k_every_candidate_list_is_within_is_said_before_the_run(tmp_path):
     common = ("rerank", "sample_runs/dl19/bm25.run", "--qids", "264014,1110199", "--reranker", "simulated", "--qrels",
               "sample_runs/dl19/qrels.txt", "--no-cache", "--overwrite", "-o", tmp_path / "k.run")
