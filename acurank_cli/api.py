@@ -130,8 +130,9 @@ class Reranker:
         self._session.check([p.task for p in group], "the documents' scores", strategy, texts_of=texts_of)
         for outcome in self._session.run([p.task for p in group], None, None, strategy, texts_of):
             ratings, pivot = outcome.rated()
-            outputs[outcome.qid] = output_of(by_qid[outcome.qid], outcome, ratings, strategy.cutoff, top_k, min_p_topk,
-                                             self.calibration, cuts=cuts, pivot=pivot)
+            outputs[outcome.qid] = output_of(by_qid[outcome.qid], outcome, ratings, strategy.cutoff, top_k=top_k,
+                                             min_p_topk=min_p_topk, relevance=self.calibration, cuts=cuts,
+                                             pivot=pivot)
         for p in prepared:
             if p.task.n == 0:
                 outputs[p.task.qid] = RerankOutput(qid=p.task.qid, query=p.task.query, docs=(), tally=CallTally(),

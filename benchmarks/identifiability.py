@@ -87,8 +87,8 @@ def first_pass_tau(out: Path, m: int = 20, seed: int = 0) -> dict[str, dict[str,
             windows += [(task, ranked[s:s + m]) for s in range(0, len(ranked), m) if len(ranked[s:s + m]) >= 2]
         for name, f in flags.items():
             table[name][ds] = float(np.mean([tau(simulated_order(
-                t.qid, w, inputs.qrels.get(t.qid, {}), f.get("--sim-noise", 0.0), seed, f.get("--sim-persistent", 0.0),
-                f.get("--sim-position", 0.0))) for t, w in windows]))
+                t.qid, w, inputs.qrels.get(t.qid, {}), f.get("--sim-noise", 0.0), seed,
+                persistent=f.get("--sim-persistent", 0.0), position=f.get("--sim-position", 0.0))) for t, w in windows]))
         answers = minilm.rerank_batch([RerankRequest(t.qid, t.query, tuple(w), tuple(inputs.docs[d] for d in w))
                                        for t, w in windows])
         table["minilm"][ds] = float(np.mean([tau(a.order) for a in answers]))

@@ -125,6 +125,7 @@ def _check_against_qrels(path: str, run: dict, judged: dict, qrels: str, fill: b
 @renders(EVAL_FORMATS, None, " (default: terminal on a terminal, tsv otherwise)", "Write here instead of stdout.")
 def eval_cmd(
     runs: Annotated[List[str], typer.Argument(help="One or more TREC runs ('-' = stdin).")],
+    *,
     qrels: Annotated[str, typer.Option("--qrels", help="TREC qrels file, a Pyserini qrels name, or irds:<id> (ir_datasets).")],
     measure: Measures = [DEFAULT_MEASURE],  # noqa: B006 - typer reads the default
     rel_level: RelLevel = 1,
@@ -159,7 +160,7 @@ def eval_cmd(
         _check_wanted(wanted, judged, qrels)
         judged = {q: v for q, v in judged.items() if q in wanted}
     fill = not no_fill
-    rows, gated = _evaluated(runs, judged, qrels, wanted, stats, measure, rel_level, fill)
+    rows, gated = _evaluated(runs, judged, qrels, wanted, stats=stats, measure=measure, rel_level=rel_level, fill=fill)
     base = None if base_run is None else evaluate(_covering(base_run, _scores(base_run, wanted)[0], gated), judged,
                                                    measure, rel_level, fill=fill)
     averaging = rows[0].evaluation.averaging if rows else ""
@@ -168,7 +169,7 @@ def eval_cmd(
     out.emit(eval_report(rows, [m.label for m in parsed], per_query, f"{qrels}: averaged over {averaging}",
                          {m.label: m.name for m in parsed}))
     if floor_gates or base is not None:
-        _gate(rows, floor_gates, base_run, base, [(m.name, m.label) for m in parsed], max_drop, alpha)
+        _gate(rows, floor_gates, base_run, base, [(m.name, m.label) for m in parsed], max_drop=max_drop, alpha=alpha)
 
 
 def _scores(path: str, wanted: set[str] | None) -> tuple[dict, set[str]]:
@@ -180,7 +181,7 @@ def _scores(path: str, wanted: set[str] | None) -> tuple[dict, set[str]]:
     return ({q: d for q, d in parsed.items() if q in wanted} if wanted is not None else parsed), set(parsed)
 
 
-def _evaluated(runs: list[str], judged: dict, qrels: str, wanted: set[str] | None, stats: str | None,
+def _evaluated(runs: list[str], judged: dict, qrels: str, wanted: set[str] | None, *, stats: str | None,
                measure: list[str], rel_level: int, fill: bool) -> tuple[list[EvalRow], dict[str, set]]:
     """Each run evaluated (checked against the qrels, its mean calls from its stats), and the queries of each
     (what --against must cover)."""
@@ -253,7 +254,7 @@ def _floor(text: str, rel_level: int, shown: dict[str, str]):
     return Floor(found[0].name, shown.get(str(found[0].measure), found[0].label), value)
 
 
-def _gate(rows: list[EvalRow], floor_gates: list, base_name: str | None, base, measures: list[tuple[str, str]],
+def _gate(rows: list[EvalRow], floor_gates: list, base_name: str | None, base, measures: list[tuple[str, str]], *,
           max_drop: float, alpha: float) -> None:
     """Check every gate on every run: one line per failed gate and exit 1, or one "gates held" line."""
     from ..report.gates import against, floors
@@ -262,7 +263,7 @@ def _gate(rows: list[EvalRow], floor_gates: list, base_name: str | None, base, m
     for row in rows:
         results += floors(row.run, row.evaluation, floor_gates)
         if base is not None:
-            results += against(row.run, row.evaluation, base_name, base, measures, max_drop, alpha)
+            results += against(row.run, row.evaluation, base_name, base, measures, max_drop=max_drop, alpha=alpha)
     failed = [r for r in results if not r.held]
     for r in failed:
         say(f"gate failed: {r.line}")

@@ -17,6 +17,7 @@ from .flags import Overwrite, Quiet, status
 
 
 def index_cmd(
+    *,
     corpus: Annotated[str, typer.Option("--input", "-i", help="Corpus: JSONL {_id,title,text} or {id,contents} (.gz ok), or a folder of such files.")],
     index: Annotated[Path, typer.Option("--index", help="Output Lucene index folder: new or empty (an existing index is replaced with --overwrite; no input may be inside it).")],
     threads: Annotated[int, typer.Option("--threads", help="Indexing threads.")] = 2,

@@ -16,6 +16,7 @@ from .flags import (ServedCalibration, Cache, MaxPassages, NoCache, PanelledComm
 
 def mcp_cmd(
     ctx: typer.Context,
+    *,
     method: method_option(f"Default method of the calls (a call may name another in its 'method' argument; default {DEFAULTS.method}): {{methods}}.") = None,
     reranker: Reranker = DEFAULTS.backend,
     cache: Cache = None,
@@ -36,8 +37,9 @@ def mcp_cmd(
     def sdk() -> None:
         import mcp.server.mcpserver  # noqa: F401 - checked before the backend is built
 
-    service = start_service(reranker, method, generated, DEFAULT_LIMITS, cache_choice(cache, no_cache), calibration,
-                            (passages, passage_score, max_passages), before_load=sdk)
+    service = start_service(reranker, method, generated, DEFAULT_LIMITS, cache_choice(cache, no_cache),
+                            calibration=calibration, passages=(passages, passage_score, max_passages),
+                            before_load=sdk)
     server = build_mcp(service, reranker, read_dir or ())
     say(f"mcp: serving {service.methods.strategy.name} with {reranker} on stdio (tools: rerank, evaluate)")
     try:

@@ -23,6 +23,7 @@ prompt_app = typer.Typer(name="prompt", help=HELP, no_args_is_help=True, add_com
 def render(
     ctx: typer.Context,
     run: Annotated[str, typer.Argument(help="TREC run, or a candidate file (as rerank reads it); '-' = stdin.")],
+    *,
     method: method_option(f"Method whose first round is shown (default {DEFAULTS.method}): {{methods}}.") = None,
     reranker: Reranker = "openai:gpt-4o-mini",
     qid: Annotated[Optional[str], typer.Option("--qid", rich_help_panel=IO, help="The query (default: the run's first).")] = None,

@@ -139,6 +139,7 @@ Example: acurank report table --runs out/sim --baseline sw-1 -f latex   (out/sim
 @renders(REPORT_FORMATS)
 def table_cmd(
     sources: RunSources,
+    *,
     method: methods_option("Methods (rows) to show, in this order (repeatable; default: first stage, then by calls).") = None,
     measure: measure_option(list[str] | None, "Measure (repeatable: one column per measure): {names}; default nDCG@10.") = None,
     rel_level: RelOpt = 1,
@@ -159,7 +160,7 @@ def table_cmd(
     colls = [first, *(first.measured_by(m) for m in measures[1:])]
     _writes(colls[0], out)
     out.emit(build_table(colls, parse_baselines(baseline or [], list(colls[0].datasets)), test, resamples, seed,
-                         percent, correction, ci))
+                         percent=percent, correction=correction, ci=ci))
 
 
 # --------------------------------------------------------------------------------- efficiency
@@ -199,6 +200,7 @@ Example: acurank report pareto --runs out/sim --view all --plot pareto-all.png
 @renders(REPORT_FORMATS)
 def pareto_cmd(
     sources: RunSources,
+    *,
     method: methods_option("Methods to plot (repeatable; default all).") = None,
     measure: MeasureOpt = DEFAULT_MEASURE,
     rel_level: RelOpt = 1,
@@ -242,6 +244,7 @@ Example: acurank report allocation --runs out/sim --method acurank
 @renders(REPORT_FORMATS)
 def allocation_cmd(
     sources: RunSources,
+    *,
     method: methods_option("Methods to analyse (repeatable; default: every method with stats but the first stage and the baseline).") = None,
     measure: MeasureOpt = DEFAULT_MEASURE,
     rel_level: RelOpt = 1,
@@ -292,6 +295,7 @@ Example: acurank report trace dl23.trace.jsonl --qid 2025253 --docid msmarco_pas
 @renders(REPORT_FORMATS)
 def trace_cmd(
     file: Annotated[Path, typer.Argument(help="Trace JSONL written by rerank --trace ('-' = stdin, .gz ok).")],
+    *,
     qid: Annotated[str, typer.Option("--qid", "-q", help="Query to show.")],
     method: method_option("Method, when the trace holds several for the query.") = None,
     docid: Annotated[list[str] | None, typer.Option("--docid", help="Documents for the per-iteration table (repeatable; also plotted).")] = None,
@@ -324,6 +328,7 @@ Example: acurank report calibration dl20.run --qrels sample_runs/dl20/qrels.txt 
 @renders(REPORT_FORMATS)
 def calibration_cmd(
     run: Annotated[str, typer.Argument(help="The run (rerank --calibration); its stats beside it as X.stats.jsonl.")],
+    *,
     qrels: Annotated[str, typer.Option("--qrels", help="Qrels of the run's queries (not those the map was fit on).")],
     stats: Annotated[Optional[str], typer.Option("--stats", help="The run's stats JSONL (default: X.stats.jsonl beside RUN).")] = None,
     grade: Annotated[Optional[int], typer.Option("--relevant-grade", metavar="G", min=0, help="Relevant means grade >= G (default: the map's grade).")] = None,

@@ -23,6 +23,7 @@ from .flags import (BACKEND, DEPTH_HELP, IO, PERFORMANCE, AllowMapMismatch, Batc
 def rerank(
     ctx: typer.Context,
     run: Annotated[str, typer.Argument(help="TREC run, or a candidate file (RankGPT JSON, AcuRank/RankLLM JSONL); '-' = stdin.")],
+    *,
     method: method_option(f"Method (default {DEFAULTS.method}): {{methods}}.") = None,
     reranker: Reranker = DEFAULTS.backend,
     output: Annotated[Optional[str], typer.Option("--output", "-o", rich_help_panel=IO, help="Output run (default stdout). An existing file is resumed.")] = None,

@@ -36,6 +36,7 @@ def _process_age() -> float | None:
 
 
 def retrieve_cmd(
+    *,
     index: Annotated[str, typer.Option("--index", help="Lucene index folder, or a Pyserini prebuilt index name (downloads once).")],
     topics: Annotated[str | None, typer.Option("--topics", help="Topics 'qid<TAB>text' (.gz ok, '-' = stdin), or a Pyserini topic name.")] = None,
     dataset: Annotated[str | None, typer.Option("--dataset", help="Topics from ir_datasets instead: irds:<id> (e.g. irds:beir/scifact/test).")] = None,

@@ -30,6 +30,7 @@ KEYS_ENV = "ACURANK_API_KEYS"
 
 def serve(
     ctx: typer.Context,
+    *,
     method: method_option(f"Default method of the requests (a request may name another in its 'method' field; default {DEFAULTS.method}): {{methods}}.") = None,
     reranker: Reranker = DEFAULTS.backend,
     host: Annotated[str, typer.Option("--host", rich_help_panel=SERVER, help="Address to listen on (default loopback only; another address should come with --api-key).")] = "127.0.0.1",
@@ -75,9 +76,9 @@ def serve(
             say(f"warning: serving on {host} without --api-key: anyone who reaches it can spend your calls")
 
     try:
-        service = start_service(reranker, method, generated, limits, cache, calibration,
-                                (passages, passage_score, max_passages), ray_options(ray, actors, gpus_per_actor,
-                                                                                     flags=True), bind)
+        service = start_service(reranker, method, generated, limits, cache, calibration=calibration,
+                                passages=(passages, passage_score, max_passages),
+                                ray=ray_options(ray, actors, gpus_per_actor, flags=True), before_load=bind)
     except BaseException:
         for sock in bound:
             sock.close()

@@ -211,7 +211,7 @@ class AcuRank(Strategy):
             phase = Phase.final if choice.final else Phase.adaptive
             value = self.expected_misses(order, a, r) if p.budget_total is not None else None
             perms = yield from self._rerank(r, choice.groups, phase, iteration, choice.uncertain,
-                                            r.snapshot(p.k, p.eps, p.uncertainty, a), value)
+                                            snap=r.snapshot(p.k, p.eps, p.uncertainty, a), value=value)
             if perms is None:  # not granted under the query-set budget
                 stop = StopReason.set_budget
                 break
@@ -273,7 +273,7 @@ class AcuRank(Strategy):
         top = sort_by(order, r.mu)[: self.params.k]
         return float(self.params.k - sum(a.prob[i] for i in top))
 
-    def _rerank(self, r: Ratings, groups, phase: Phase, iteration: int, uncertain: int | None, snap=None,
+    def _rerank(self, r: Ratings, groups, phase: Phase, iteration: int, uncertain: int | None, *, snap=None,
                 value: float | None = None):
         """Send the groups as one step; update the ratings from the returned orders (None: not granted). With a pivot,
         every group of two or more candidates is sent with the pivot last."""

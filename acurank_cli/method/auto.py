@@ -47,6 +47,7 @@ the final order is by the chosen model's mu.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -212,6 +213,18 @@ def _certified_top(tally, mu, k):  # pragma: no cover - compiled (exact: counts 
     return top
 
 
+
+@dataclass(frozen=True)
+class _Play:
+    """One query's state under acurank-auto, as every step reads it: its document ids, the noise models' ratings,
+    the tournament graph, the run's (or the query's) evidence, and the prior sigmas."""
+
+    docids: list[str]
+    models: "NoiseModels"
+    graph: TournamentGraph
+    evidence: "Evidence"
+    prior: np.ndarray
+
 class AcuRankAuto(Strategy):
     """acurank-auto and acurank-auto-N (at most N calls a query)."""
 
@@ -251,11 +264,11 @@ class AcuRankAuto(Strategy):
         p = self.params
         return p.budget if p.cap is None else max(0, p.cap - p.initial_calls(n))
 
-    def _step(self, docids: list[str], models: "NoiseModels", graph: TournamentGraph, evidence: "Evidence",
-              prior: np.ndarray, groups, phase: Phase, iteration: int, uncertain: int | None, snapshot=None):
+    def _step(self, play: "_Play", groups, phase: Phase, iteration: int, uncertain: int | None, snapshot=None):
         """Send the groups; score and update every model, grow the graph; then (pooled) wait for the run."""
+        docids, models, graph, evidence = play.docids, play.models, play.graph, play.evidence
         chosen = evidence.choice()
-        gate = Ratings(docids, models.mu[chosen], models.sigma[chosen], prior).unsettled(groups)
+        gate = Ratings(docids, models.mu[chosen], models.sigma[chosen], play.prior).unsettled(groups)
         perms = yield Step(windows=tuple(tuple(docids[i] for i in g) for g in groups), phase=phase,
                            iteration=iteration, uncertain=uncertain, snapshot=snapshot, unsettled=gate)
         scores = np.zeros(len(self.params.factors))
@@ -277,7 +290,7 @@ class AcuRankAuto(Strategy):
         evidence = self._evidence if self._evidence is not None else Evidence(len(p.factors), p.start)
         graph = TournamentGraph(n)
         docids = [c.docid for c in task.candidates]
-        step = functools.partial(self._step, docids, models, graph, evidence, sigma0)
+        step = functools.partial(self._step, _Play(docids, models, graph, evidence, sigma0))
         windows = chunks(range(n), p.m)
         yield from step(windows, Phase.initial, 0, None)
         g = evidence.choice()

@@ -179,9 +179,10 @@ def build_allocation(
             s = r["split"]
             split.rules.add(len(split.rows))
             for bucket, v in s["buckets"].items():
-                split.add(r["dataset"], r["method"], bucket, str(v["queries"]), num(v[f"baseline_{coll.measure}"]),
-                          num(v[coll.measure]), _signed(v[f"delta_{coll.measure}"], 4), num(v["baseline_calls"], 2),
-                          num(v["calls"], 2), _signed(v["delta_calls"], 2))
+                cells = [r["dataset"], r["method"], bucket, str(v["queries"]), num(v[f"baseline_{coll.measure}"]),
+                         num(v[coll.measure]), _signed(v[f"delta_{coll.measure}"], 4), num(v["baseline_calls"], 2),
+                         num(v["calls"], 2), _signed(v["delta_calls"], 2)]
+                split.add(*cells)
                 records.append({"table": "split", "dataset": r["dataset"], "method": r["method"], "baseline": s["baseline"],
                                 "threshold": s["threshold"], "bucket": bucket, **v})
         split.rules.discard(0)

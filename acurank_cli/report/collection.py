@@ -377,6 +377,7 @@ def _named_files(found: dict[str, DatasetRuns], qrels: Sequence[str], topics: Se
 
 
 def build_collection(
+    *,
     dirs: Sequence[str] = (),
     runs: Sequence[str] = (),
     qrels: Sequence[str] = (),

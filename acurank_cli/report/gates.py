@@ -74,7 +74,7 @@ def floors(run: str, evaluation: Evaluation, gates: Sequence[Floor]) -> list[Gat
 
 
 def against(run: str, evaluation: Evaluation, base_name: str, base: Evaluation, measures: Sequence[tuple[str, str]],
-            max_drop: float, alpha: float) -> list[GateResult]:
+            *, max_drop: float, alpha: float) -> list[GateResult]:
     """``measures``: (name as given, output label). The paired test runs over the queries both evaluations
     hold (with the default fill, every judged query)."""
     out = []

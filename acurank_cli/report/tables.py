@@ -141,7 +141,7 @@ class MethodRow:
                 "macro": {self.measure: self.macro, "calls": self.macro_calls, "rounds": self.macro_rounds}}
 
 
-def compare(coll: Collection, dataset: str, method: str, baseline: str, resamples: int, seed: int,
+def compare(coll: Collection, dataset: str, method: str, baseline: str, resamples: int, seed: int, *,
             ci: str = "none") -> Comparison:
     """Both paired tests of ``method`` against ``baseline`` on one dataset (and the CI of the difference)."""
     qids, a, b = paired_values(coll.per_query(dataset, method), coll.per_query(dataset, baseline))
@@ -169,7 +169,7 @@ def check_options(test: str, correction: str, ci: str) -> None:
 UP, DOWN = "▲", "▼"
 
 
-def measure_rows(coll: Collection, baselines: dict[str, str], test: str, resamples: int, seed: int,
+def measure_rows(coll: Collection, baselines: dict[str, str], test: str, resamples: int, seed: int, *,
                  correction: str = "none", ci: str = "none") -> list[MethodRow]:
     """Per method (table order): per dataset its mean measure, costs and comparison with the baseline, and
     the macro averages. The marks follow the chosen test's p-value after the correction, applied per dataset
@@ -187,7 +187,7 @@ def measure_rows(coll: Collection, baselines: dict[str, str], test: str, resampl
                 coll.mean(ds, m), len(coll.per_query(ds, m)),
                 *(coll.mean_cost(ds, m, k) for k in ("calls", "tokens", "seconds", "rounds")),
                 None if calls is None else len(calls),
-                compare(coll, ds, m, b, resamples, seed, ci) if b and b != m else None)
+                compare(coll, ds, m, b, resamples, seed, ci=ci) if b and b != m else None)
         scores = list(per_ds.values())
         rows.append(MethodRow(m, coll.measure, per_ds, macro([e and e.value for e in scores]),
                               macro([e and e.calls for e in scores]), macro([e and e.rounds for e in scores])))
@@ -263,6 +263,7 @@ def build_table(
     test: str = "ttest",
     resamples: int = 10_000,
     seed: int = 0,
+    *,
     percent: bool = False,
     correction: str = "none",
     ci: str = "none",
@@ -276,12 +277,12 @@ def build_table(
     lay = _Layout(list(coll.datasets), [c.measure for c in colls],
                   {c.measure: measure_label(c.measure, c.rel_level) for c in colls}, *((100.0, 2) if percent else (1.0, 4)))
     methods = ordered_methods(coll)
-    rows_by = {c.measure: measure_rows(c, baselines, test, resamples, seed, correction, ci) for c in colls}
+    rows_by = {c.measure: measure_rows(c, baselines, test, resamples, seed, correction=correction, ci=ci) for c in colls}
     table = _main_table(lay, rows_by, methods)
     records = [_record(lay, rows_by, i, m, correction) for i, m in enumerate(methods)]
     if coll.first_stage in methods and len(methods) > 1 and methods[0] == coll.first_stage:
         table.rules.add(1)
-    table.notes = _notes(lay, baselines, test, resamples, seed, correction, percent)
+    table.notes = _notes(lay, baselines, test, resamples, seed, correction=correction, percent=percent)
     tables = [table]
     if ci != "none" and baselines:
         tables.append(_ci_table(lay, rows_by, methods, ci, baselines))
@@ -351,7 +352,7 @@ def _record(lay: _Layout, rows_by: dict[str, list[MethodRow]], i: int, method: s
     return rec
 
 
-def _notes(lay: _Layout, baselines: dict[str, str], test: str, resamples: int, seed: int, correction: str,
+def _notes(lay: _Layout, baselines: dict[str, str], test: str, resamples: int, seed: int, *, correction: str,
            percent: bool) -> list[str]:
     """What the marks mean (test, correction, baseline) and what the figures are."""
     notes = []

@@ -172,8 +172,9 @@ def build_trace_report(steps: Sequence[TraceRecord], qid: str, method: str, doci
                 r = s.by_docid.get(d)
                 if r is None:
                     continue
-                table.add(d, str(s.iteration), s.phase.value, num(s.t, 3), num(r.mu, 3), num(r.sigma, 3), num(r.s, 4),
-                          str(r.rank))
+                cells = [d, str(s.iteration), s.phase.value, num(s.t, 3), num(r.mu, 3), num(r.sigma, 3), num(r.s, 4),
+                         str(r.rank)]
+                table.add(*cells)
                 row = {"iteration": s.iteration, "phase": s.phase.value, "t": s.t, **_rating(r)}
                 data["docs"][d].append(row)
                 records.append({"qid": qid, "method": method, "docid": d, **row})

@@ -282,8 +282,8 @@ def register(prefix: str, takes_arg: bool, help: str, needs_texts: bool = True, 
     """
 
     def deco(factory):
-        BACKENDS.register(prefix, BackendSpec(prefix, _as_factory(factory, takes_arg), takes_arg, help, needs_texts,
-                                              options, prompts))
+        BACKENDS.register(prefix, BackendSpec(prefix, _as_factory(factory, takes_arg), takes_arg, help,
+                                              needs_texts=needs_texts, options=options, prompts=prompts))
         return factory
 
     return deco

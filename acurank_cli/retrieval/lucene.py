@@ -91,7 +91,7 @@ def build_index(
     return index_records(lambda: _collection_records(files), corpus_path, out_dir, threads, optimize)
 
 
-def index_records(records, source: PathLike, out_dir: PathLike, threads: int, optimize: bool,
+def index_records(records, source: PathLike, out_dir: PathLike, threads: int, optimize: bool, *,
                   collection: str = "JsonCollection", impact: bool = False) -> IndexStats:
     """Check ``out_dir``, stage ``records()`` (JSONL lines from ``source``) and run Anserini's indexer on them:
     the one indexing path of BM25 and impact indexes."""

@@ -178,7 +178,7 @@ def relevance_scores(out: RerankOutput, n: int) -> list[float]:
 
 
 def output_of(p: Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: int | None = None,
-              top_k: int | None = None, min_p_topk: float | None = None, relevance: Any = None, *,
+              *, top_k: int | None = None, min_p_topk: float | None = None, relevance: Any = None,
               cuts: Sequence[Any] = (), pivot: tuple[float, float] | None = None) -> RerankOutput:
     """The query's RerankOutput: its ranking with each document's text, metadata, first-stage rank and score, final
     rating (``ratings``: :meth:`~acurank_cli.records.QueryOutcome.final_ratings`) and p_topk at ``k``, and with a

@@ -125,16 +125,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
 
         run_dry(job, session, inputs, err, _check_fit)
         return _Totals()
-    backend = session.load(context={"qrels": inputs.qrels})
-    for note in backend.notes():
-        status.print(f"acurank: {note}", markup=False, soft_wrap=True)
-    _check_fit(job, session, backend, inputs, err)
-    if job.max_cost is not None:  # a backend that counts no tokens is refused before the outputs open
-        try:
-            call_bound(backend, 2)
-        except InputError:
-            session.close()
-            raise
+    backend = _loaded(job, session, inputs, status, err)
     fingerprint = _fingerprint(job, backend, inputs, session.needs_texts)
     read = [(n.flag, n.path) for n in plan.reads]
     made = provenance.collect(backend, read if inputs.source != "<stdin>" else [("RUN", "-"), *read])
@@ -152,7 +143,8 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
             status.print(f"acurank: note: {note}", markup=False, soft_wrap=True)
     status.print(f"acurank: {job.strategy.name} with reranker {backend.name} on {len(inputs.tasks)} queries", markup=False)
     features: list = _fitted_so_far(job, outputs) if job.calibrate is not None else []
-    totals = _drive(job, session, outputs, inputs, backend, fingerprint, status, err, features)
+    running = _Running(job, session, outputs, inputs, status=status, err=err, features=features)
+    totals = _drive(running, backend, fingerprint)
     if job.calibrate is not None:  # in input order, however many invocations finished them: one fit, one map
         place = {qid: i for i, qid in enumerate(inputs.expected)}
         features.sort(key=lambda f: place.get(f[0], len(place)))
@@ -323,10 +315,41 @@ def _fit(calibrate: Calibrate, qrels, features: list, job: RerankJob, backend, s
                  soft_wrap=True)
 
 
-def _drive(job: RerankJob, session: pipeline.Session, outputs: RunWriter, inputs, backend, fingerprint: RunFingerprint,
-           status: Console, err: Console, features: list) -> _Totals:
+def _loaded(job: RerankJob, session: pipeline.Session, inputs, status: Console, err: Console):
+    """The backend built, its notes said, the prompt's fit checked; under --max-cost, a backend that counts no
+    tokens refused (before the outputs open)."""
+    backend = session.load(context={"qrels": inputs.qrels})
+    for note in backend.notes():
+        status.print(f"acurank: {note}", markup=False, soft_wrap=True)
+    _check_fit(job, session, backend, inputs, err)
+    if job.max_cost is not None:
+        try:
+            call_bound(backend, 2)
+        except InputError:
+            session.close()
+            raise
+    return backend
+
+
+@dataclass(frozen=True)
+class _Running:
+    """A started run's parts, as its steps read them: the job, the session, the outputs (open), the inputs, the two
+    consoles (``status``: quiet under --quiet) and the calibration features gathered so far (--calibrate)."""
+
+    job: RerankJob
+    session: pipeline.Session
+    outputs: RunWriter
+    inputs: Any
+    status: Console
+    err: Console
+    features: list
+
+
+def _drive(running: _Running, backend, fingerprint: RunFingerprint) -> _Totals:
     """Rerank the queries not finished yet (a lockstep method's finished ones replayed), then close the outputs,
     the session and the spooled tasks, whatever happened."""
+    job, session, outputs, inputs = running.job, running.session, running.outputs, running.inputs
+    status, err = running.status, running.err
     try:
         replay = _resuming(job, backend.cache_identity() is not None, outputs, inputs, status, err)
         about = _about(job, backend, fingerprint, status)
@@ -336,7 +359,7 @@ def _drive(job: RerankJob, session: pipeline.Session, outputs: RunWriter, inputs
         cap = _cap(job, backend, outputs)
         if cap is not None:
             tasks = cap.gate(tasks, count)
-        return _rerank(job, session, outputs, inputs, tasks, count, done, about, err, features, cap=cap)
+        return _rerank(running, tasks, count, done, about, cap=cap)
     finally:
         outputs.close()
         session.close()
@@ -359,11 +382,12 @@ def _cap(job: RerankJob, backend, outputs: RunWriter) -> Cap | None:
     return cap
 
 
-def _rerank(job: RerankJob, session: pipeline.Session, outputs: RunWriter, inputs, tasks: Iterable[RankingTask],
-            count: int, done: set[str], about: RunAbout, err: Console, features: list, *, cap: Cap | None = None
-            ) -> _Totals:
+def _rerank(running: _Running, tasks: Iterable[RankingTask], count: int, done: set[str], about: RunAbout, *,
+            cap: Cap | None = None) -> _Totals:
     """Rerank the tasks, writing each finished query (run block, stats, trace) as it ends; a stop (an input
     error, an interruption) says its one line and raises :class:`Stopped`, the finished work kept."""
+    job, session, outputs, inputs = running.job, running.session, running.outputs, running.inputs
+    err, features = running.err, running.features
     files = job.outputs
     traces: dict[str, list[dict]] = {}
     totals = _Totals()

@@ -59,7 +59,7 @@ def build_mcp(service: RerankService, model: str, read_dirs: Sequence[str | Path
 
     # the signatures publish each tool's input schema; the arguments reach the tools as sent (_as_sent)
     @server.tool(name="rerank", description=RERANK_HELP)
-    async def rerank(query: str, documents: list[str | dict[str, Any]], top_n: int | None = None,
+    async def rerank(query: str, documents: list[str | dict[str, Any]], *, top_n: int | None = None,
                      method: str | None = None, budget: int | None = None, return_documents: bool | None = None,
                      rank_fields: list[str] | None = None, instruction: str | None = None,
                      max_tokens_per_doc: int | None = None, max_chunks_per_doc: int | None = None) -> dict[str, Any]:

@@ -34,7 +34,7 @@ BODY_SECONDS = 30.0
 KNOWN_PATHS = frozenset({"/v1/rerank", "/v2/rerank", "/health", "/v1/models", "/metrics", "/mcp"})
 
 
-def create_app(service: RerankService, model: str, keys: Sequence[str] = (), on_shutdown=None,
+def create_app(service: RerankService, model: str, keys: Sequence[str] = (), *, on_shutdown=None,
                log: Callable[[str], None] = lambda line: print(redaction.text(line), file=sys.stderr),
                mcp: Any = None, host: str = "127.0.0.1") -> FastAPI:
     """The app over ``service``; ``keys``: bearer keys (none: no authentication); ``model``: the name answered in

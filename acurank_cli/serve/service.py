@@ -48,7 +48,7 @@ class Ticket:
     split: Split | None = None
 
 
-def start_service(reranker: str, method: str | None, flags: dict, limits: Limits, cache: str | None,
+def start_service(reranker: str, method: str | None, flags: dict, limits: Limits, cache: str | None, *,
                   calibration: str | None = None, passages: tuple = (None, None, None), ray=None,
                   before_load=lambda: None) -> "RerankService":
     """The one start-up of ``acurank serve`` and ``acurank mcp``: the method and the map checked, the session
@@ -202,8 +202,8 @@ class RerankService:
         if ticket.split is not None:
             outcome = ticket.split.gather(outcome)
         calibrated = self.calibration  # every admitted request can be calibrated (_calibrable)
-        out = output_of(ticket.prepared, outcome, outcome.final_ratings(), ticket.strategy.cutoff, ticket.call.top_n,
-                        relevance=calibrated)
+        out = output_of(ticket.prepared, outcome, outcome.final_ratings(), ticket.strategy.cutoff,
+                        top_k=ticket.call.top_n, relevance=calibrated)
         order = [int(d.id) for d in out.docs]
         scores = relevance_scores(out, len(ticket.call.texts))
         passages = [None if d.passage is None else {"index": d.passage.index, "text": d.passage_text,

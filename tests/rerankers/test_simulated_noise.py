@@ -57,7 +57,8 @@ def test_defaults_are_the_specified_oracle_and_its_fingerprint():
     both = build_reranker("simulated", qrels=qrels, sim_persistent=0.35, sim_position=1.0)
     assert both.fingerprint()["persistent"] == 0.35 and both.fingerprint()["position"] == 1.0
     assert both.name == "simulated(noise=1.0,seed=0,persistent=0.35,position=1.0)"
-    assert both.rerank_batch([request])[0].order == simulated_order("q", window, qrels["q"], 1.0, 0, 0.35, 1.0)
+    assert both.rerank_batch([request])[0].order == simulated_order("q", window, qrels["q"], 1.0, 0, persistent=0.35,
+                                                                                position=1.0)
     for bad in ({"sim_persistent": -0.1}, {"sim_position": float("nan")}):
         with pytest.raises(ParameterError):
             build_reranker("simulated", qrels=qrels, **bad)

@@ -49,7 +49,7 @@ def _z(key: str) -> float:
     return _NORMAL.inv_cdf(min(max(u, 1e-12), 1 - 1e-12))
 
 
-def simulated_scores(qid: str, window: Sequence[str], grades: dict[str, int], noise: float, seed: int,
+def simulated_scores(qid: str, window: Sequence[str], grades: dict[str, int], noise: float, seed: int, *,
                      persistent: float = 0.0, position: float = 0.0) -> list[float]:
     """score(d) = g(d) + noise * z, z from sha256("acurank-sim|seed|qid|window|d"); plus, when set, the
     persistent error persistent * z_d (sha256("acurank-sim-doc|seed|qid|d")) and the primacy bias
@@ -67,10 +67,10 @@ def simulated_scores(qid: str, window: Sequence[str], grades: dict[str, int], no
     return scores
 
 
-def simulated_order(qid: str, window: Sequence[str], grades: dict[str, int], noise: float, seed: int,
+def simulated_order(qid: str, window: Sequence[str], grades: dict[str, int], noise: float, seed: int, *,
                     persistent: float = 0.0, position: float = 0.0) -> tuple[int, ...]:
     """Positions by score descending, ties by smaller position."""
-    scores = simulated_scores(qid, window, grades, noise, seed, persistent, position)
+    scores = simulated_scores(qid, window, grades, noise, seed, persistent=persistent, position=position)
     return tuple(sorted(range(len(window)), key=lambda i: (-scores[i], i)))
 
 
@@ -125,7 +125,8 @@ class SimulatedReranker(RerankerBase):
             grades = self.qrels.get(r.qid, {})
             if r.docids and r.docids[-1].startswith(PIVOT_PREFIX):  # the pivot (--pivot): a document of its grade
                 grades = {**grades, r.docids[-1]: self.pivot_grade}
-            scores = simulated_scores(r.qid, r.docids, grades, noise, self.seed, self.persistent, self.position)
+            scores = simulated_scores(r.qid, r.docids, grades, noise, self.seed, persistent=self.persistent,
+                                      position=self.position)
             order = tuple(sorted(range(len(scores)), key=lambda i: (-scores[i], i)))
             thought = {"reasoning_tokens": self.think_tokens, "thinking": True} if think else {}
             if self.builder is None:

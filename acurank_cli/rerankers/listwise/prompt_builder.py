@@ -54,7 +54,7 @@ class PromptBuilder:
     ``fix_text`` (``fix_rendered``); ``counter`` counts it.
     """
 
-    def __init__(self, fmt: PromptFormat, counter: TokenCounter, context_size: int = 4096,
+    def __init__(self, fmt: PromptFormat, counter: TokenCounter, context_size: int = 4096, *,
                  tokenizer: Any = None, fix_rendered: bool = True, answer: AnswerMode = AnswerMode.text,
                  thought_budget: int = 0, template: Any = None):
         self.format = fmt
