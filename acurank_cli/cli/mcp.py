@@ -10,7 +10,7 @@ from __future__ import annotations
 import typer
 
 from ..run.pipeline import DEFAULTS
-from .flags import (ServedCalibration, Cache, MaxPassages, NoCache, PanelledCommand, PassageScore, PassagesFlag, ReadDirs, Reranker,
+from .flags import (ServedAllowMapMismatch, ServedCalibration, Cache, MaxPassages, NoCache, PanelledCommand, PassageScore, PassagesFlag, ReadDirs, Reranker,
                     cache_choice, method_option, say, with_generated_flags)
 
 
@@ -26,6 +26,7 @@ def mcp_cmd(
     passage_score: PassageScore = None,
     max_passages: MaxPassages = None,
     calibration: ServedCalibration = None,
+    allow_map_mismatch: ServedAllowMapMismatch = False,
     **generated,
 ) -> None:
     """Serve acurank's tools to an MCP client over stdio: rerank (a query and its documents) and evaluate (a run
@@ -38,7 +39,8 @@ def mcp_cmd(
         import mcp.server.mcpserver  # noqa: F401 - checked before the backend is built
 
     service = start_service(reranker, method, generated, DEFAULT_LIMITS, cache_choice(cache, no_cache),
-                            calibration=calibration, passages=(passages, passage_score, max_passages),
+                            calibration=calibration, allow_map_mismatch=allow_map_mismatch,
+                            passages=(passages, passage_score, max_passages),
                             before_load=sdk)
     server = build_mcp(service, reranker, read_dir or ())
     say(f"mcp: serving {service.methods.strategy.name} with {reranker} on stdio (tools: rerank, evaluate)")

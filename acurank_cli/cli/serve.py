@@ -21,7 +21,7 @@ from .. import redaction
 from ..errors import InputError, Stopped
 from ..run.pipeline import DEFAULTS
 from ..serve.limits import DEFAULT_LIMITS as LIMITS, Limits
-from .flags import (ServedCalibration, SERVER, Cache, MaxPassages, NoCache, PanelledCommand, PassageScore, PassagesFlag, RayActors,
+from .flags import (ServedAllowMapMismatch, ServedCalibration, SERVER, Cache, MaxPassages, NoCache, PanelledCommand, PassageScore, PassagesFlag, RayActors,
                     RayAddress, RayGpus, ReadDirs, Reranker, cache_choice, method_option, say, with_generated_flags)
 
 #: where bearer keys come from when no --api-key is given (comma-separated)
@@ -50,6 +50,7 @@ def serve(
     passage_score: PassageScore = None,
     max_passages: MaxPassages = None,
     calibration: ServedCalibration = None,
+    allow_map_mismatch: ServedAllowMapMismatch = False,
     ray: RayAddress = None,
     actors: RayActors = None,
     gpus_per_actor: RayGpus = None,
@@ -77,6 +78,7 @@ def serve(
 
     try:
         service = start_service(reranker, method, generated, limits, cache, calibration=calibration,
+                                allow_map_mismatch=allow_map_mismatch,
                                 passages=(passages, passage_score, max_passages),
                                 ray=ray_options(ray, actors, gpus_per_actor, flags=True), before_load=bind)
     except BaseException:

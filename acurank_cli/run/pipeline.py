@@ -109,17 +109,19 @@ def check_servable(strategy: Strategy) -> None:
                             else ""))
 
 
-def served_methods(method: str | None, options: dict, calibration: str | None = None, passages: str | None = None
-                   ) -> tuple["Methods", Any]:
+def served_methods(method: str | None, options: dict, calibration: str | None = None, passages: str | None = None,
+                   *, reranker: str | None = None, allow_map_mismatch: bool = False) -> tuple["Methods", Any]:
     """A server's methods (``serve``, ``mcp``) and its calibration map (``--calibration``; None without one), checked
-    before anything is built: the method servable, the map loaded, its k kept, the map applicable."""
-    from ..relevance import check_applicable, loaded
+    before anything is built: the method servable, the map loaded, its k kept, the map applicable, and fit with this
+    reranker and method (unless ``allow_map_mismatch``: --allow-map-mismatch, as ``rerank`` takes it)."""
+    from ..relevance import check_applicable, check_origin, loaded
 
     calibrated = loaded(calibration, "--calibration")
     methods = Methods(method, options, ScoreSource.documents, calibrated, "--calibration")  # before any load
     check_servable(methods.strategy)
     if calibrated is not None:
         check_applicable(methods.strategy, passages, calibration=calibrated)
+        check_origin(calibrated, reranker, methods.strategy.name, allowed=allow_map_mismatch)
     return methods, calibrated
 
 

@@ -50,7 +50,7 @@ class Ticket:
 
 def start_service(reranker: str, method: str | None, flags: dict, limits: Limits, cache: str | None, *,
                   calibration: str | None = None, passages: tuple = (None, None, None), ray=None,
-                  before_load=lambda: None) -> "RerankService":
+                  before_load=lambda: None, allow_map_mismatch: bool = False) -> "RerankService":
     """The one start-up of ``acurank serve`` and ``acurank mcp``: the method and the map checked, the session
     built (``passages``: the --passages, --passage-score and --max-passages flags; ``ray``: the cluster's options),
     ``before_load`` called (serve binds its port, mcp imports the SDK: both fail before the backend loads), the
@@ -58,7 +58,8 @@ def start_service(reranker: str, method: str | None, flags: dict, limits: Limits
     from ..run import pipeline
 
     options, backend_options = pipeline.split_options(flags)
-    methods, calibrated = pipeline.served_methods(method, options, calibration, passages[0])
+    methods, calibrated = pipeline.served_methods(method, options, calibration, passages[0], reranker=reranker,
+                                                  allow_map_mismatch=allow_map_mismatch)
     session = Session(methods.strategy, reranker, backend_options, ray, Passages.of(*passages))  # checked, not built
     try:
         before_load()
@@ -66,18 +67,19 @@ def start_service(reranker: str, method: str | None, flags: dict, limits: Limits
     except BaseException:
         session.close()
         raise
-    return RerankService(session, methods, limits, calibration=calibrated)
+    return RerankService(session, methods, limits, calibration=calibrated, allow_map_mismatch=allow_map_mismatch)
 
 
 class RerankService:
     """One backend and method, serving rerank requests from any number of threads."""
 
     def __init__(self, session: Session, methods: Methods, limits: Limits, metrics: Metrics | None = None,
-                 calibration=None):
+                 calibration=None, allow_map_mismatch: bool = False):
         """``session``: started (its backend built behind the cache); ``methods``: the server's method and those a
-        request may name; ``calibration``: the map that makes relevance_score P(relevant) (``--calibration``), or None."""
+        request may name; ``calibration``: the map that makes relevance_score P(relevant) (``--calibration``), or None;
+        ``allow_map_mismatch``: a request may name another method than the map's (--allow-map-mismatch)."""
         self.session, self.methods, self.limits = session, methods, limits
-        self.calibration = calibration
+        self.calibration, self.allow_map_mismatch = calibration, allow_map_mismatch
         self.metrics = metrics or Metrics()
         self.feed = Feed()
         self.lock = threading.Lock()
@@ -176,11 +178,14 @@ class RerankService:
     def _calibrable(self, call: RerankCall, strategy: Strategy) -> None:
         """On a server with a map, a request the map cannot apply to is refused (400 naming its field), never
         answered with another quantity under the name relevance_score: a method without ratings, or documents split
-        into passages. The map's k holds for every request (top_n only cuts the list: pipeline.Methods owns it)."""
-        from ..relevance import check_applicable
+        into passages, or another method than the map was fit with (unless --allow-map-mismatch: rerank's rule,
+        relevance.check_origin). The map's k holds for every request (top_n only cuts the list: pipeline.Methods
+        owns it)."""
+        from ..relevance import check_applicable, check_origin
 
         try:
             check_applicable(strategy, None, "this server's --calibration map")
+            check_origin(self.calibration, None, strategy.name, allowed=self.allow_map_mismatch)
         except InputError as exc:
             raise BadRequest(exc.message, "method") from None
         if self.passages_for(call) is not None:

@@ -689,3 +689,45 @@ def test_a_server_with_a_calibration_map_answers_p_relevant_and_p_none(tmp_path)
         ran = subprocess.run([sys.executable, "-m", "acurank_cli", "serve", "--port", "0", "--reranker", "minilm",
                               *flags], capture_output=True, text=True, env=ENV, timeout=120)
         assert ran.returncode == 2 and said in ran.stderr and len(ran.stderr.strip().splitlines()) == 1, ran.stderr
+
+
+def test_a_served_map_is_checked_for_its_reranker_and_method_as_rerank_checks_it(tmp_path):
+    """serve and mcp check a map's reranker and method as ``rerank`` does (issue 82: the CLI's rule at every
+    entrance): another reranker stops the server before it starts, in one line naming both; a request naming another
+    method than the map's is a 400 naming 'method'; --allow-map-mismatch lets both through."""
+    from acurank_cli.relevance import CalibrationMap
+
+    def fit_with(backend: str) -> str:
+        path = tmp_path / f"{backend}.json"
+        CalibrationMap(2, (0.0, 0.0, 0.0), (1.0, 1.0, 1.0), (0.8, 1.5, -0.3), -1.0,
+                       {"k": 10, "backend": backend, "method": "acurank"}).save(path)
+        return str(path)
+
+    for command in ("serve", "mcp"):
+        ran = subprocess.run([sys.executable, "-m", "acurank_cli", command, "--reranker", "minilm", "--calibration",
+                              fit_with("simulated"), *(["--port", "0"] if command == "serve" else [])],
+                             capture_output=True, text=True, env=ENV, timeout=120, stdin=subprocess.DEVNULL)
+        assert ran.returncode == 2 and ran.stderr.strip().splitlines() == [
+            "acurank: error: --calibration: the map was fit with reranker simulated and this run's reranker is "
+            "minilm: its P(relevant) reads the ratings one reranker makes; fit a map with minilm, or say "
+            "--allow-map-mismatch"], ran.stderr
+    headers = {"Authorization": f"Bearer {KEY}"}
+    query, texts = dl19_queries(1, depth=5)[0]
+    for allowed in (False, True):
+        flags = ("--allow-map-mismatch",) if allowed else ()
+        server = Server("--reranker", "minilm", "--no-cache", "--api-key", KEY, "--calibration",
+                        fit_with("simulated" if allowed else "minilm"), *flags)
+        try:
+            same = httpx.post(server.url + "/v2/rerank", headers=headers, timeout=60,
+                              json={"query": query, "documents": texts})
+            other = httpx.post(server.url + "/v2/rerank", headers=headers, timeout=60,
+                               json={"query": query, "documents": texts, "method": "acurank-9"})
+        finally:
+            assert server.stop() == 0
+        assert same.status_code == 200 and same.json()["meta"]["acurank"]["relevance_score"] == "p_relevant"
+        if allowed:
+            assert other.status_code == 200, other.text
+        else:
+            assert other.status_code == 400 and other.json()["field"] == "method", other.text
+            assert other.json()["message"].startswith("--calibration: the map was fit with method acurank and this "
+                                                      "run's method is acurank-9"), other.text
