@@ -58,8 +58,6 @@ class Reranker:
         from .relevance import check_origin, loaded
 
         calibrated = loaded(calibration)
-        check_origin(calibrated, backend if isinstance(backend, str) else None, method, allowed=allow_map_mismatch,
-                     api=True)
         #: the method as built and the ones calls ask for (top_k, a server's per-request method and budget)
         self.methods = pipeline.Methods(method, method_options, pipeline.ScoreSource.documents, calibrated)
         self.strategy = self.methods.strategy
@@ -69,6 +67,8 @@ class Reranker:
         #: the calibration map that gives P(relevant) (``calibration=``: a map file or a
         #: :class:`~acurank_cli.relevance.CalibrationMap`; docs/relevance.md), or None
         self.calibration = _calibration(calibrated, self.strategy, self.passages)
+        check_origin(calibrated, backend if isinstance(backend, str) else None, method, allowed=allow_map_mismatch,
+                     api=True)  # after its k and its method's ratings: the order of every entrance's checks
         self._session = pipeline.Session(self.strategy, backend, backend_options,
                                          ray_options(ray, actors, gpus_per_actor), self.passages)
         built = self._session.start(cache, batch_queries)

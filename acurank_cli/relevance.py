@@ -509,15 +509,17 @@ def loaded(value: Any, flag: str = "calibration") -> CalibrationMap | None:
 
 def keep_maps_k(calibration: CalibrationMap | None, method: str, options: dict, flag: str = "calibration") -> None:
     """A map is fit at one k (p_topk's): a method that takes k and was given none keeps the map's for every call
-    (a call's ``top_k`` or ``top_n`` then cuts the list but does not change k); another k given is refused, as the
-    command line refuses it."""
+    (a call's ``top_k`` or ``top_n`` then cuts the list but does not change k); another k given is refused. The one
+    owner of the rule at every entrance: ``rerank``/``baseline`` (``--calibration``), the API, serve and MCP
+    (through :class:`~acurank_cli.run.pipeline.Methods`)."""
     from .method.registry import method_options
 
     k = None if calibration is None else calibration.fit.get("k")
     if k is None or "k" not in method_options(method):
         return
     if options.get("k") is not None and int(options["k"]) != int(k):
-        raise InputError(f"{flag}: the map was fit on p_topk at k = {k} and this k is {options['k']}: give k = {k}, "
+        give = f"--k {k}" if flag.startswith("-") else f"k = {k}"  # the flag, or the keyword, as the entrance takes it
+        raise InputError(f"{flag}: the map was fit on p_topk at k = {k} and this k is {options['k']}: give {give}, "
                          f"or fit a map at k = {options['k']}")
     options["k"] = int(k)
 

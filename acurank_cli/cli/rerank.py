@@ -78,13 +78,15 @@ def rerank(
     from ..run.ray_executor import ray_options
     from ..run.passages import Passages
     from ..io.shards import Shard
-    from ..relevance import Pivot, options as relevance_options
+    from ..relevance import Pivot, keep_maps_k, options as relevance_options
 
     baseline_only = ctx.info_name == "baseline"
     cache = cache_choice(cache, no_cache)
     options, backend_options = pipeline.split_options(generated)
-    strategy = pipeline.method(method, options, pipeline.ScoreSource.run_file, baseline_only)
     judged, fitted = relevance_options(calibration, calibrate, relevant_grade, cut, score, cut_target)
+    if judged is not None:  # the map's k, kept as at every entrance (relevance.keep_maps_k)
+        keep_maps_k(judged.calibration, method or pipeline.DEFAULTS.method, options, "--calibration")
+    strategy = pipeline.method(method, options, pipeline.ScoreSource.run_file, baseline_only)
     pivoted = Pivot.of(pivot)
     if pivoted is not None:
         strategy = pivoted.pivoted(strategy)

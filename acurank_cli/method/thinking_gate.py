@@ -61,7 +61,8 @@ class ThinkingGate:
         if not strategy.knows_uncertainty:
             raise OptionError(f"{{thinking}} lets a method's uncertainty decide which windows think: method "
                               f"{OptionError.literal(repr(strategy.name))} has none (use the acurank family or "
-                              "acurank-auto, or --thinking on|off)", thinking=("--thinking", "gated"))
+                              "acurank-auto, or {other})", thinking=("--thinking", "gated"),
+                              other={"api": "thinking='on' or 'off'", "cli": "--thinking on|off"})
 
     def apply(self, step: Step, tally: CallTally) -> Step:
         """The step as it is sent: each window's decision (``Step.think``) from its measure (``Step.unsettled``) and

@@ -261,11 +261,7 @@ def _checked_relevance(job: RerankJob) -> dict[str, dict[str, int]] | None:
     if job.calibrate is None and job.relevance.calibration.pivoted != (job.pivot is not None):
         raise InputError("--calibration: " + ("the map was fit with --pivot; give it here too" if job.pivot is None else
                                               "the map was fit without --pivot; fit one with it"))
-    if job.calibrate is None:
-        fit_k = job.relevance.calibration.fit.get("k")
-        if fit_k is not None and int(fit_k) != job.strategy.cutoff:
-            raise InputError(f"--calibration: the map was fit on p_topk at k = {fit_k} and this run's k is "
-                             f"{job.strategy.cutoff}: give --k {fit_k}, or fit a map at k = {job.strategy.cutoff}")
+    if job.calibrate is None:  # the map's k: kept where the method was built (relevance.keep_maps_k)
         return None
     from ..io.collection_files import read_qrels
 

@@ -1,0 +1,125 @@
+"""One rule, one refusal, at every entrance (issue 82): the parity table. Each row is a rule whose input must be
+refused before any model call; each column an entrance (the command line's ``rerank``, the Python API's
+``Reranker``, ``acurank serve`` and ``acurank mcp`` at start). Every cell is the same one line: the command-line
+entrances (CLI, serve, MCP) word for word, the API with its keywords where the others name flags. The messages
+below are written from the rules (docs/relevance.md, docs/long-documents.md), not recorded; the table in
+docs/parity.md is made from ROWS and checked here.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conftest import ENV, ROOT, acurank
+
+DL19 = ROOT / "sample_runs" / "dl19"
+
+
+@dataclass(frozen=True)
+class Row:
+    """A rule: its flags (CLI, serve, MCP), its keywords (API), the reranker, and its refusal in both spellings."""
+
+    rule: str
+    flags: tuple[str, ...]
+    keywords: dict
+    cli: str
+    api: str
+    reranker: str = "minilm"
+
+
+MAP = "{map}"  # the map fit with minilm and acurank at k = 10 (made per test)
+SIM_MAP = "{sim_map}"  # the same map, fit with the simulated reranker
+CALIBRATED = "P(relevant) is calibrated on documents ranked whole; rank them whole, or without a map"
+PASSAGES = "must be WORDS or WORDS:STRIDE, whole numbers of at least 1 (e.g. 150 or 150:75)"
+ROWS = (
+    Row("a map at another k", ("--calibration", MAP, "--k", "5"), {"calibration": MAP, "k": 5},
+        "--calibration: the map was fit on p_topk at k = 10 and this k is 5: give --k 10, or fit a map at k = 5",
+        "calibration: the map was fit on p_topk at k = 10 and this k is 5: give k = 10, or fit a map at k = 5"),
+    Row("a map on a method without ratings", ("--calibration", MAP, "--method", "sw-1"),
+        {"calibration": MAP, "method": "sw-1"},
+        "--calibration: method 'sw-1' keeps no ratings to calibrate (the acurank and acurank-auto families do)",
+        "calibration: method 'sw-1' keeps no ratings to calibrate (the acurank and acurank-auto families do)"),
+    Row("a map with passages", ("--calibration", MAP, "--passages", "100"), {"calibration": MAP, "passages": "100"},
+        f"--calibration with --passages: {CALIBRATED}", f"calibration with passages: {CALIBRATED}"),
+    Row("a map fit with another reranker", ("--calibration", SIM_MAP), {"calibration": SIM_MAP},
+        "--calibration: the map was fit with reranker simulated and this run's reranker is minilm: its P(relevant) "
+        "reads the ratings one reranker makes; fit a map with minilm, or say --allow-map-mismatch",
+        "calibration: the map was fit with reranker simulated and this run's reranker is minilm: its P(relevant) "
+        "reads the ratings one reranker makes; fit a map with minilm, or say allow_map_mismatch=True"),
+    Row("a bad --passages", ("--passages", "abc"), {"passages": "abc"},
+        f"--passages abc: {PASSAGES}", f"passages='abc': {PASSAGES}"),
+    Row("gated thinking on a method without uncertainty", ("--method", "sw-1", "--thinking", "gated"),
+        {"method": "sw-1", "thinking": "gated"},
+        "--thinking gated lets a method's uncertainty decide which windows think: method 'sw-1' has none (use the "
+        "acurank family or acurank-auto, or --thinking on|off)",
+        "thinking='gated' lets a method's uncertainty decide which windows think: method 'sw-1' has none (use the "
+        "acurank family or acurank-auto, or thinking='on' or 'off')",
+        reranker="openai:gpt-4o-mini"),
+)
+ENTRANCES = ("CLI", "API", "HTTP (serve)", "MCP")
+#: flags every entrance of a row's reranker needs that are not the rule's (a server that is never called)
+BACKEND = {"openai:gpt-4o-mini": ("--base-url", "http://127.0.0.1:9/v1")}
+
+
+def table() -> str:
+    """The parity table as docs/parity.md shows it."""
+    lines = ["| rule | " + " | ".join(ENTRANCES) + " |", "|---|" + "---|" * len(ENTRANCES)]
+    for row in ROWS:
+        lines.append(f"| {row.rule} | " + " | ".join(["refused: `" + row.cli + "`", "refused: `" + row.api + "`",
+                                                       "refused at start, as the CLI", "refused at start, as the CLI"])
+                     + " |")
+    return "\n".join(lines).replace("{map}", "MAP").replace("{sim_map}", "MAP")
+
+
+@pytest.fixture(scope="module")
+def maps(tmp_path_factory) -> dict[str, str]:
+    from acurank_cli.relevance import CalibrationMap
+
+    folder = tmp_path_factory.mktemp("maps")
+    paths = {}
+    for name, backend in (("map", "minilm"), ("sim_map", "simulated")):
+        paths[name] = str(folder / f"{name}.json")
+        CalibrationMap(2, (0.0,) * 3, (1.0,) * 3, (0.8, 1.5, -0.3), -1.0,
+                       {"k": 10, "backend": backend, "method": "acurank"}).save(paths[name])
+    return paths
+
+
+def _filled(values, maps: dict[str, str]):
+    return [maps.get(v.strip("{}"), v) if isinstance(v, str) and v.startswith("{") else v for v in values]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.rule for r in ROWS])
+def test_every_entrance_refuses_in_the_same_line(row, maps, tmp_path):
+    flags = [*_filled(row.flags, maps), *BACKEND.get(row.reranker, ())]
+    ran = acurank("rerank", DL19 / "bm25.run", "--qids", "264014", "--reranker", row.reranker, "--topics",
+                  DL19 / "topics.tsv", "--corpus", DL19 / "passages.jsonl.gz", *flags, "-o", tmp_path / "x.run",
+                  check=False)
+    assert (ran.returncode, ran.stderr.strip().splitlines()) == (2, [f"acurank: error: {row.cli}"]), ran.stderr
+    assert not (tmp_path / "x.run").exists()
+
+    from acurank_cli.api import Reranker
+    from acurank_cli.errors import InputError
+
+    keywords = {k: _filled([v], maps)[0] for k, v in row.keywords.items()}
+    if row.reranker.startswith("openai:"):
+        keywords["base_url"] = BACKEND[row.reranker][1]
+    with pytest.raises(InputError) as refused:
+        Reranker(row.reranker, **{"method": "acurank", **keywords})
+    assert str(refused.value) == row.api
+
+    for command in ("serve", "mcp"):
+        started = subprocess.run([sys.executable, "-m", "acurank_cli", command, "--reranker", row.reranker, *flags,
+                                  *(["--port", "0"] if command == "serve" else [])], capture_output=True, text=True,
+                                 env=ENV, timeout=120, stdin=subprocess.DEVNULL)
+        assert (started.returncode, started.stderr.strip().splitlines()) == (2, [f"acurank: error: {row.cli}"]), \
+            (command, started.stderr)
+
+
+def test_the_docs_show_the_parity_table():
+    text = (Path(ROOT) / "docs" / "parity.md").read_text(encoding="utf-8")
+    assert table() in text, "docs/parity.md: the table differs from tests/test_parity.py's ROWS:\n" + table()
