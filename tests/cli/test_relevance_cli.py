@@ -375,3 +375,28 @@ def test_a_calibrate_run_survives_sigkill_and_resumes_to_the_same_map(tmp_path):
     assert ran.returncode == 0, ran.stderr
     assert f"{done} of 43 queries already done" in ran.stderr
     assert (part / "map.json").read_bytes().replace(b"part", b"whole") == (whole / "map.json").read_bytes()
+
+
+def test_a_map_s_k_is_kept_when_no_k_is_given_as_every_entrance_keeps_it(tmp_path):
+    """A map fit at k = 5 applied without --k runs at k = 5 (it was refused for the default k = 10, where the API and
+    the servers kept the map's k: issue 82), and its stats are the run given --k 5 (the same windows, the same
+    P(relevant)); --k 10 is refused in one line naming --k 5."""
+    import json
+
+    from acurank_cli.relevance import CalibrationMap
+
+    path = tmp_path / "k5.json"
+    CalibrationMap(2, (0.0,) * 3, (1.0,) * 3, (0.8, 1.5, -0.3), -1.0,
+                   {"k": 5, "backend": "simulated", "method": "acurank"}).save(path)
+    common = ("rerank", "sample_runs/dl19/bm25.run", "--qids", "264014", "--reranker", "simulated", "--qrels",
+              "sample_runs/dl19/qrels.txt", "--no-cache", "--calibration", path)
+    acurank(*common, "-o", tmp_path / "kept.run")
+    acurank(*common, "--k", "5", "-o", tmp_path / "given.run")
+    kept, given = ([json.loads(line) for line in (tmp_path / f"{n}.stats.jsonl").read_text().splitlines()]
+                   for n in ("kept", "given"))
+    assert [r["iterations"] for r in kept] == [r["iterations"] for r in given] and kept[0]["relevance"] == given[0]["relevance"]
+    assert json.loads((tmp_path / "kept.run.meta.json").read_text())["fingerprint"]["params"]["k"] == 5
+    other = acurank(*common, "--k", "10", "-o", tmp_path / "other.run", check=False)
+    assert other.returncode == 2 and other.stderr.strip() == (
+        "acurank: error: --calibration: the map was fit on p_topk at k = 5 and this k is 10: give --k 5, or fit a map "
+        "at k = 10")
