@@ -12,7 +12,7 @@ RERANKER ?= minilm
 ENGINES_VENV ?= .venv-engines
 EPY := $(ENGINES_VENV)/bin/python
 
-.PHONY: setup demo test docs bench bench-latency clean setup-engines test-engines bench-engines setup-peer bench-peer bench-templates
+.PHONY: setup demo test test-browser docs bench bench-latency clean setup-engines test-engines bench-engines setup-peer bench-peer bench-templates
 
 setup: $(VENV)/.installed
 
@@ -93,3 +93,8 @@ bench-latency: setup
 
 clean:
 	rm -rf $(VENV) $(ENGINES_VENV) $(PEER_VENV) $(OUT) site
+
+# the run explorer in headless Chromium (Debian: apt-get install chromium); skipped by make test where it is missing
+test-browser: setup
+	@command -v chromium >/dev/null || { echo "make test-browser needs Chromium: apt-get install chromium"; exit 2; }
+	$(PY) -m pytest -p no:xdist tests/report/test_explorer.py

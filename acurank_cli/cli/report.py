@@ -371,5 +371,56 @@ def provenance_cmd(
     out.emit(provenance_report(runs))
 
 
+@report_app.command("html", help="""A run explorer: one self-contained HTML file (no network: opens from
+file://). The overview: each run's measure with its significance mark against the baseline (report table's
+figures), the per-query difference as a sorted bar chart, calls and tokens per query, calls against the baseline's
+measure (allocation); filter (hurt by reranking, most calls, unjudged in the top 10), find by qid or text, j/k and
+Enter. Per query (#q=QID): the rankings side by side with grades coloured and each document's move, P(relevant)
+and the cut, the uncertain set per step, thinking tokens, and from a trace each top document's mu ± sigma over the
+steps. Stats are read beside each run (X.stats.jsonl), traces beside it too (X.trace.jsonl) or from --trace.
+
+Example: acurank report html sample_runs/dl19/bm25.run acurank.run --qrels sample_runs/dl19/qrels.txt --topics sample_runs/dl19/topics.tsv -o explorer.html""")
+def html_cmd(
+    runs: Annotated[list[str], typer.Argument(help="TREC runs, the first the baseline unless --baseline (NAME=PATH, or PATH: the name is the file's without .run).")],
+    *,
+    qrels: Annotated[str, typer.Option("--qrels", help="Qrels of the runs' queries.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")] = Path("explorer.html"),
+    topics: Annotated[Optional[str], typer.Option("--topics", help="Topics 'qid<TAB>text': the queries' texts (to show and to find).")] = None,
+    trace: Annotated[Optional[list[str]], typer.Option("--trace", help="NAME=PATH: a run's --trace (repeatable; default X.trace.jsonl beside X.run when there).")] = None,
+    baseline: Annotated[Optional[str], typer.Option("--baseline", "-b", help="The run the others are compared with (default the first).")] = None,
+    measure: MeasureOpt = DEFAULT_MEASURE,
+    rel_level: RelOpt = 1,
+    overwrite: Annotated[bool, typer.Option("--overwrite", metavar="", help="Replace the output if it exists.")] = False,
+) -> None:
+    from ..io.collection_files import read_topics
+    from ..io.run_files import stats_path_for
+    from ..report.explorer import ExplorerRun, write_explorer
+    from .flags import say
+
+    named = [tuple(r.split("=", 1)) if "=" in r else (_method_name(r), r) for r in runs]
+    traces = dict(t.split("=", 1) for t in trace or () if "=" in t)
+    bad = [t for t in trace or () if "=" not in t] + [n for n in traces if n not in dict(named)]
+    if bad:
+        raise InputError(f"--trace {bad[0]}: give NAME=PATH, NAME one of the runs ({', '.join(n for n, _ in named)})")
+    if baseline is not None and baseline not in dict(named):
+        raise InputError(f"--baseline {baseline}: not one of the runs ({', '.join(n for n, _ in named)})")
+    chosen = []
+    plan = FilePlan().read("--qrels", qrels)
+    for name, path in named:
+        plan.read("RUN", path)
+        stats, beside = stats_path_for(path), str(Path(path).with_suffix(".trace.jsonl"))
+        found = traces.get(name) or (beside if Path(beside).is_file() else None)
+        chosen.append(ExplorerRun(name, path, stats if stats and Path(stats).is_file() else None, found))
+        for flag, extra in (("--stats", chosen[-1].stats), ("--trace", found)):
+            if extra:
+                plan.read(flag, extra)
+    if topics:
+        plan.read("--topics", topics)
+    plan.write("--output", str(output)).check(overwrite)
+    size = write_explorer(chosen, qrels, output, measure=measure, rel_level=rel_level, baseline=baseline,
+                          topics=read_topics(topics) if topics else None)
+    say(f"wrote {output} ({size / 1024:.0f} KB, {len(chosen)} runs)")
+
+
 def mount(app: typer.Typer) -> None:
     app.add_typer(report_app, name="report")

@@ -99,6 +99,14 @@ COMMANDS: dict[str, Run | Skip] = {
         expect=("0.5058", "0.8800")),
     "acurank eval out/tour/dl19.acurank.run --qrels sample_runs/dl19/qrels.txt --min nDCG@10=0.85 --against "
     "sample_runs/dl19/bm25.run": Run(expect=("gates held on out/tour/dl19.acurank.run",)),
+    # README's tour, then docs/evaluation.md and report html's help: the explorer of the tour's runs
+    "acurank report html sample_runs/dl19/bm25.run out/tour/dl19.acurank.run --qrels sample_runs/dl19/qrels.txt "
+    "--topics sample_runs/dl19/topics.tsv -o out/tour/explorer.html": Run(expect=("wrote out/tour/explorer.html",)),
+    "acurank report html sample_runs/dl19/bm25.run out/tour/dl19.acurank.run --qrels sample_runs/dl19/qrels.txt "
+    "--topics sample_runs/dl19/topics.tsv -o out/tour/explorer.html --overwrite": Run(expect=("2 runs)",)),
+    "acurank report html sample_runs/dl19/bm25.run acurank.run --qrels sample_runs/dl19/qrels.txt --topics "
+    "sample_runs/dl19/topics.tsv -o explorer.html": Run(setup="cp out/tour/dl19.acurank.run acurank.run && cp "
+                                                              "out/tour/dl19.acurank.stats.jsonl acurank.stats.jsonl"),
     "acurank rerank bm25.run --method acurank-H --reranker hf:castorini/rank_zephyr_7b_v1_full --prompt rankzephyr "
     "--dtype bf16": Skip(GPU),
     "acurank rerank bm25.run --method acurank --reranker openai:Qwen/Qwen2.5-7B-Instruct --base-url "

@@ -1,0 +1,103 @@
+"""``acurank report html``: the run explorer, read as data and opened in a real browser (headless Chromium, when
+installed: ``make test-browser``; the README says how to get it)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, acurank
+
+DL19 = ROOT / "sample_runs" / "dl19"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def explorer(tmp_path_factory) -> dict:
+    """DL19's BM25 run, acurank (with its trace) and sw-1 with the simulated reranker, and their explorer."""
+    work = tmp_path_factory.mktemp("explorer")
+    common = (DL19 / "bm25.run", "--reranker", "simulated", "--qrels", DL19 / "qrels.txt", "--no-cache", "-q")
+    acurank("rerank", *common, "--trace", work / "acurank.trace.jsonl", "-o", work / "acurank.run")
+    acurank("baseline", *common, "--method", "sw-1", "-o", work / "sw-1.run")
+    runs = [DL19 / "bm25.run", work / "acurank.run", work / "sw-1.run"]
+    made = acurank("report", "html", *runs, "--qrels", DL19 / "qrels.txt", "--topics", DL19 / "topics.tsv", "-o",
+                   work / "explorer.html")
+    evaluated = acurank("eval", *runs, "--qrels", DL19 / "qrels.txt", "-m", "nDCG@10", "-f", "tsv").stdout
+    means = {Path(line.split("\t")[3]).name[: -len(".run")]: float(line.split("\t")[2])
+             for line in evaluated.splitlines() if line.startswith("nDCG@10\tall\t")}
+    return {"page": work / "explorer.html", "said": made.stderr, "means": means, "work": work}
+
+
+def _blocks(page: Path) -> dict:
+    text = page.read_text(encoding="utf-8")
+    return {m.group(1): json.loads(m.group(2).replace("<\\/", "</"))
+            for m in re.finditer(r'<script type="application/json" id="([^"]+)">(.*?)</script>', text, re.S)}
+
+
+def test_the_page_is_one_file_whose_figures_are_eval_s(explorer):
+    """One file, nothing fetched (no URL in a src or href, no external script); each run's mean is what ``acurank
+    eval`` prints; each query's block holds the rankings with the qrels' grades, the trace's ratings and the stats'
+    uncertain set; the size is said."""
+    from acurank_cli.io.collection_files import read_qrels
+    from acurank_cli.io.runs import read_scores
+
+    text = explorer["page"].read_text(encoding="utf-8")
+    assert not re.search(r"""(src|href)\s*=\s*["'](https?:|//)""", text) and "<link" not in text
+    assert re.fullmatch(r"acurank: wrote \S+explorer.html \(\d+ KB, 3 runs\)\n", explorer["said"])
+    blocks = _blocks(explorer["page"])
+    overview = blocks["overview"]
+    assert {r["run"]: round(r["mean"], 4) for r in overview["summary"]} == explorer["means"]
+    assert overview["baseline"] == "bm25" and len(overview["queries"]) == 43
+    marks = {r["run"]: r["mark"] for r in overview["summary"]}
+    assert marks["bm25"] == "" and marks["acurank"].startswith("▲")
+    qrels = read_qrels(DL19 / "qrels.txt")
+    run = read_scores(explorer["work"] / "acurank.run")
+    view = blocks["q:264014"]
+    order = sorted(run["264014"], key=lambda d: (run["264014"][d], d), reverse=True)[:20]
+    assert [d["docid"] for d in view["rankings"]["acurank"]] == order
+    assert [d["grade"] for d in view["rankings"]["acurank"]] == [qrels["264014"].get(d) for d in order]
+    trace = view["trace"]["acurank"]
+    assert len(trace["docs"]) == 8 and len(trace["steps"]) == len(trace["docs"][0]["mu"]) > 1
+    assert view["iterations"]["acurank"][0]["phase"] == "initial" and "sw-1" not in view["trace"]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (apt-get install chromium)")
+def test_the_page_in_a_real_browser(explorer, tmp_path):
+    """Opened from disk in headless Chromium: the overview's figures are eval's, a query shows both rankings with
+    their grades, the trace chart drew its lines, and the browser's console said nothing (no error)."""
+    def opened(fragment: str = "") -> tuple[str, str]:
+        ran = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                              "--disable-component-update", "--disable-sync", "--no-first-run",
+                              f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+                              "--virtual-time-budget=5000", "--dump-dom", explorer["page"].as_uri() + fragment],
+                             capture_output=True, text=True, timeout=120)
+        return ran.stdout, ran.stderr
+
+    def rendered(dom: str) -> str:  # the page as drawn: the data blocks and the script's own text left out
+        return re.sub(r"<script.*?</script>", "", dom, flags=re.S)
+
+    dom, console = opened()
+    shown = rendered(dom)
+    summary = re.search(r'<table class="summary">(.*?)</table>', shown, re.S).group(1)
+    cells = dict(re.findall(r'<tr><td class="l">([^<]+)</td><td>([0-9.]+)', summary))
+    assert {k: float(v) for k, v in cells.items()} == explorer["means"]
+    assert shown.count('<tr class="q') == 43 and '<svg id="delta-chart"' in shown
+    assert "CONSOLE" not in console, console
+    dom, console = opened("#q=264014")
+    shown = rendered(dom)
+    sides = dict(re.findall(r'<section class="ranking" data-run="([^"]+)">(.*?)</section>', shown, re.S))
+    assert set(sides) == {"bm25", "acurank", "sw-1"}
+    blocks = _blocks(explorer["page"])["q:264014"]["rankings"]
+    for name, section in sides.items():
+        rows = re.findall(r'<tr class="(g\d|gu)"><td class="l">(\d+)</td><td class="l">([^<]+)</td><td>([^<]+)</td>',
+                          section)
+        assert [r[2] for r in rows] == [d["docid"] for d in blocks[name]]
+        assert [r[3] for r in rows] == ["unjudged" if d["grade"] is None else str(d["grade"]) for d in blocks[name]]
+    chart = re.search(r'<svg id="trace-chart".*?</svg>', shown, re.S).group(0)
+    assert chart.count('<path class="mu"') == 8 and re.search(r'd="M[0-9.]+,[0-9.]+L', chart)
+    assert "CONSOLE" not in console, console
