@@ -17,7 +17,7 @@ from ..errors import InputError
 from ..io.plan import FilePlan
 from ..evaluation import DEFAULT_MEASURE
 from ..report.render import REPORT_FORMATS
-from .flags import (Rendering, declared, measure_option, method_option, methods_option, plot_option, rel_level_option,
+from .flags import (Overwrite, Rendering, declared, measure_option, method_option, methods_option, plot_option, rel_level_option,
                     renders, resolved_parameters)
 
 RUNS_HELP = """Naming runs (the same options for table, pareto and allocation):
@@ -390,7 +390,7 @@ def html_cmd(
     baseline: Annotated[Optional[str], typer.Option("--baseline", "-b", help="The run the others are compared with (default the first).")] = None,
     measure: MeasureOpt = DEFAULT_MEASURE,
     rel_level: RelOpt = 1,
-    overwrite: Annotated[bool, typer.Option("--overwrite", metavar="", help="Replace the output if it exists.")] = False,
+    overwrite: Overwrite = False,
 ) -> None:
     from ..io.collection_files import read_topics
     from ..io.run_files import stats_path_for
