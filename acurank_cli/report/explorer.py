@@ -34,8 +34,10 @@ class ExplorerRun:
 
 
 def _ordered(scores: dict[str, float]) -> list[str]:
-    """A query's documents in trec_eval's order (score descending, ties by docid descending)."""
-    return [d for d, _ in sorted(scores.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)]
+    """A query's documents in trec_eval's order (:func:`acurank_cli.io.runs.in_trec_order`)."""
+    from ..io.runs import in_trec_order
+
+    return list(in_trec_order(list(scores), list(scores.values()))[0])
 
 
 def _trace_of(path: str | None) -> dict[str, list]:
@@ -81,40 +83,36 @@ def _summary(table, measure: str) -> list[dict[str, Any]]:
 
 def build_explorer(runs: Sequence[ExplorerRun], qrels_path: str, *, measure: str, rel_level: int = 1,
                    baseline: str | None = None, topics: dict[str, str] | None = None) -> tuple[dict, dict]:
-    """The overview and every query's view, as the page reads them."""
-    from ..evaluation import evaluate
-    from ..io.collection_files import read_qrels
-    from ..io.run_files import read_stats
-    from ..io.runs import read_scores
+    """The overview and every query's view, as the page reads them: the runs, their stats and per-query measures
+    held and read once by ``report table``'s :class:`~.collection.Collection` (the first run without stats is the
+    first stage, 0 calls)."""
     from .collection import build_collection
     from .tables import build_table, measure_label
 
-    judged = read_qrels(qrels_path)
     base = baseline or runs[0].name
-    scores = {r.name: read_scores(r.path) for r in runs}
-    per_query = {r.name: evaluate(scores[r.name], judged, [measure], rel_level).per_query for r in runs}
-    stats = {r.name: read_stats(r.stats) if r.stats else {} for r in runs}
-    traces = {r.name: _trace_of(r.trace) for r in runs}
+    first = next((r.name for r in runs if r.stats is None), "")
     coll = build_collection(runs=[f"runs:{r.name}={r.path}" for r in runs], qrels=[f"runs={qrels_path}"],
-                            stats=[f"runs:{r.name}={r.stats}" for r in runs if r.stats], first_stage=base,
+                            stats=[f"runs:{r.name}={r.stats}" for r in runs if r.stats], first_stage=first,
                             measure=measure, rel_level=rel_level)
+    judged = coll.datasets["runs"].qrels()
+    scores = {r.name: coll.run("runs", r.name).run_dict() for r in runs}
+    per_query = {r.name: coll.per_query("runs", r.name) for r in runs}
+    stats = {r.name: coll.run("runs", r.name).stats() or {} for r in runs}
+    traces = {r.name: _trace_of(r.trace) for r in runs}
     table = build_table([coll], {"runs": base})
     label = measure_label(measure, rel_level)
     qids = sorted(set().union(*(set(s) for s in scores.values())) & set(judged))
-
-    def value(name: str, q: str) -> float | None:
-        got = per_query[name].get(q, {})
-        return next(iter(got.values()), None) if got else None
+    other = next((r.name for r in runs if r.name != base), base)  # the run the page compares with the baseline
 
     queries, views = [], {}
     for q in qids:
         row: dict[str, Any] = {"qid": q, "text": (topics or {}).get(q, ""), "values": {}, "calls": {}, "tokens": {}}
         for r in runs:
-            row["values"][r.name] = value(r.name, q)
+            row["values"][r.name] = per_query[r.name].get(q)
             rec = stats[r.name].get(q)
             row["calls"][r.name] = None if rec is None else rec.calls
             row["tokens"][r.name] = None if rec is None else (rec.input_tokens or 0) + (rec.output_tokens or 0)
-        top = _ordered(scores[runs[-1].name].get(q, {}))[:10]
+        top = _ordered(scores[other].get(q, {}))[:10]
         row["unjudged_top10"] = sum(1 for d in top if d not in judged.get(q, {}))
         queries.append(row)
         views[q] = _query_view(q, runs, scores, judged, stats, base)
