@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any
+from typing import Any, Iterable
 
 from .errors import InputError, name_options
 
@@ -90,6 +90,11 @@ def typed_values(argv: list[str]) -> None:
             _TYPED[flag] = value
         elif arg.startswith("-") and i + 1 < len(argv):
             _TYPED[arg] = argv[i + 1]
+
+
+def typed_value(flags: Iterable[str]) -> str | None:
+    """What the command line typed for the first of ``flags`` (one option's names) it gave, or None."""
+    return next((_TYPED[flag] for flag in flags if flag in _TYPED), None)
 
 
 def as_typed(flag: str, value: Any) -> str:

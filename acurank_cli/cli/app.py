@@ -9,14 +9,14 @@ import gc
 import importlib
 import sys
 from functools import lru_cache
-from typing import Annotated, Sequence
+from typing import Annotated, Any, Sequence
 
 import typer
 
 from .. import __version__
 from ..errors import InputError, Stopped, WriteFailed
 from ..io.plan import writing
-from ..params import typed_values
+from ..params import typed_value, typed_values
 from .. import redaction, signals
 
 try:  # recent typer vendors click as typer._click; older ones use click itself
@@ -162,12 +162,23 @@ _KINDS = {"int_parsing": "an integer", "int_from_float": "an integer", "float_pa
 def bad_value(exc: Exception) -> str | None:
     """A flag value typer could not convert, in the words of every other parameter error (``--k abc: must be an
     integer``, ``--depth 0: must be an integer >= 1``, ``--init foo: must be one of 'score', ...``) instead of
-    its validation library's (``Invalid value for '--k': Input should be a valid integer, ...``); None when the
-    error is of another kind (it is then shown as typer words it)."""
-    param, cause = getattr(exc, "param", None), exc.__cause__
+    its parser's (click's ``Invalid value for '--k': 'abc' is not a valid int.``, or, on typer 0.29 and later,
+    pydantic's ``Input should be a valid integer, ...``); None when the error is of another kind (it is then
+    shown as typer words it)."""
+    param = getattr(exc, "param", None)
+    if not getattr(param, "opts", None):
+        return None
+    found = _validation_words(exc.__cause__) or _type_words(param)
+    if found is None:
+        return None
+    value, what = found
+    return f"{max(param.opts, key=len)} {value}: must be {what}"
+
+
+def _validation_words(cause: BaseException | None) -> tuple[str, str] | None:
+    """(value, what it must be) from pydantic's ValidationError, which typer 0.29 and later convert through."""
     try:
-        first = cause.errors()[0]  # pydantic's ValidationError, which typer converts through
-        flag = max(param.opts, key=len)
+        first = cause.errors()[0]
     except (AttributeError, IndexError, TypeError, ValueError):
         return None
     kind, ctx = first.get("type"), first.get("ctx") or {}
@@ -180,7 +191,26 @@ def bad_value(exc: Exception) -> str | None:
         what = "one of " + str(ctx["error"]).split(" is not one of ", 1)[1].rstrip(".")
     else:
         return None
-    return f"{flag} {first.get('input')}: must be {what}"
+    return str(first.get("input")), what
+
+
+#: click's type names (typer 0.26-0.28 vendor it as typer._click and say "int"; click itself says "integer")
+_CLICK_KINDS = {"int": "an integer", "int range": "an integer", "integer": "an integer", "integer range": "an integer",
+                "float": "a number", "float range": "a number", "boolean": "true or false"}
+
+
+def _type_words(param: Any) -> tuple[str, str] | None:
+    """(value as typed, what it must be) from the flag's own click type: its kind, its range, its choices."""
+    value = typed_value(param.opts)
+    kind, choices = getattr(param.type, "name", None), getattr(param.type, "choices", None)
+    if value is None or (kind not in _CLICK_KINDS and not choices):
+        return None
+    if choices:
+        return value, "one of " + ", ".join(repr(str(getattr(c, "value", c))) for c in choices)
+    low, high = getattr(param.type, "min", None), getattr(param.type, "max", None)
+    bounds = [f"{'>' if param.type.min_open else '>='} {low}"] if low is not None else []
+    bounds += [f"{'<' if param.type.max_open else '<='} {high}"] if high is not None else []
+    return value, " ".join([_CLICK_KINDS[kind], " and ".join(bounds)]).strip()
 
 
 def import_failure(exc: ImportError) -> str:
