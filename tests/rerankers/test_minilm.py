@@ -164,3 +164,28 @@ def test_bad_device_is_one_line_before_weights_load(sample, tmp_path, monkeypatc
         with pytest.raises(ParameterError, match=rf"^device='{device}': must be "):
             build_reranker("minilm", device=device)
     assert str(module.MiniLMOptions(device="cpu").torch_device()) == "cpu"
+
+
+@pytest.mark.parametrize("given, expected", [("1", 1), ("3", 3), (None, "cores"), ("", "cores"), ("0", "cores"),
+                                             ("two", "cores"), (" 2 ", 2)])
+def test_encoding_threads_follow_omp_num_threads_where_the_user_set_it(monkeypatch, given, expected):
+    """A user's OMP_NUM_THREADS (several processes sharing the cores) is kept; unset or not a whole number above
+    0, every core this process may use."""
+    import os
+
+    import torch
+
+    from acurank_cli.rerankers.backends import minilm as module
+
+    if given is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", given)
+    cores = len(os.sched_getaffinity(0))
+    want = cores if expected == "cores" else expected
+    before = torch.get_num_threads()
+    try:
+        build_reranker("minilm")
+        assert torch.get_num_threads() == want
+    finally:
+        torch.set_num_threads(before)

