@@ -175,8 +175,6 @@ def test_encoding_threads_follow_omp_num_threads_where_the_user_set_it(monkeypat
 
     import torch
 
-    from acurank_cli.rerankers.backends import minilm as module
-
     if given is None:
         monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     else:
