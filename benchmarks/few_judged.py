@@ -161,14 +161,20 @@ def _cell(value, se, digits: int = 4) -> str:
     return "-" if value is None else f"{value:.{digits}f}" + ("" if se is None else f" ({se:.{digits}f})")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+def arguments(description: str, settings: list[str], draws: int) -> argparse.Namespace:
+    """The command line of this study and of those that reuse its runs (``--work``: where the runs are kept)."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--settings", nargs="+", default=settings, choices=list(SETTINGS))
     ap.add_argument("--datasets", nargs="+", default=list(GRADES), choices=list(GRADES))
-    ap.add_argument("--draws", type=int, default=20)
+    ap.add_argument("--draws", type=int, default=draws)
     ap.add_argument("--work", type=Path, default=Path("/tmp/acurank-few-judged"))
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
+    return args
+
+
+def main() -> None:
+    args = arguments(__doc__.splitlines()[0], list(SETTINGS), 20)
     results = [study(s, ds, args.draws, args.work) for s in args.settings for ds in args.datasets]
     print("| setting | dataset | N | draws (unfit) | ECE (s.e.) | Brier (s.e.) | cut F1 / oracle (s.e.) | P(none) AUC (s.e.) |")
     print("|---|---|---:|---:|---|---|---|---|")
