@@ -223,6 +223,8 @@ class RatingsSnapshot:
     docs: tuple[DocRating, ...]
     #: the pivot's rating (mu, sigma) where a reference player joined every window (``--pivot``); None otherwise
     pivot: tuple[float, float] | None = None
+    #: the windows the step sends (docids, as presented; windows of one document are never sent): () on the last
+    windows: tuple[tuple[str, ...], ...] = ()
 
 
 #: the pivot's document id in a query's windows (``--pivot``): a reference player rated in the same game
@@ -505,6 +507,8 @@ class StatsRecord:
     #: what ``--calibrate`` fits on, kept for a resume: ``{"docids": [...], "x": [[...], ...]}`` in rank order (read
     #: back here; the job writes it beside the record's other fields); None: not fitting
     calibration_features: Mapping[str, Any] | None = None
+    #: what the query's calls cost at ``--price-in``/``--price-out`` (:mod:`acurank_cli.run.money`); None: no prices
+    money: float | None = None
 
     @classmethod
     def of(cls, outcome: QueryOutcome, about: RunAbout = RunAbout()) -> "StatsRecord":
@@ -550,6 +554,8 @@ class TraceRecord:
     think: tuple[bool, ...] | None = None
     #: the pivot's rating (mu, sigma) where a reference player joined every window (``--pivot``); None otherwise
     pivot: tuple[float, float] | None = None
+    #: the windows the step sends (docids, as presented; windows of one document are never sent): () on the last
+    windows: tuple[tuple[str, ...], ...] = ()
 
     @functools.cached_property
     def by_docid(self) -> dict[str, DocRating]:
@@ -560,7 +566,7 @@ class TraceRecord:
     def of(cls, qid: str, method: str, step: Step) -> "TraceRecord":
         snap = step.snapshot()
         return cls(qid=qid, method=method, iteration=step.iteration, phase=step.phase, t=snap.t, docs=snap.docs,
-                   think=step.think, pivot=snap.pivot)
+                   think=step.think, pivot=snap.pivot, windows=tuple(tuple(w) for w in step.windows if len(w) >= 2))
 
 
 # -- run-file scores ---------------------------------------------------------------------------------

@@ -54,6 +54,8 @@ def stats_line(r: StatsRecord) -> dict[str, Any]:
         out["passages"] = _passages_line(r.passages)
     if r.relevance is not None:
         out["relevance"] = _relevance_line(r.relevance)
+    if r.money is not None:
+        out["money"] = r.money
     return out
 
 
@@ -114,7 +116,7 @@ def stats_record(rec: Mapping[str, Any]) -> StatsRecord:
         flops=num("flops", float, None), beta=num("beta", float, None),
         reasoning_tokens=num("reasoning_tokens", int, None), thinking_calls=num("thinking_calls", int, None),
         passages=_passages(rec.get("passages")), relevance=_relevance(rec.get("relevance")),
-        calibration_features=rec.get("calibration_features"),
+        calibration_features=rec.get("calibration_features"), money=num("money", float, None),
     )
 
 
@@ -134,6 +136,8 @@ def trace_line(r: TraceRecord) -> dict[str, Any]:
         out["think"] = list(r.think)
     if r.pivot is not None:  # only with --pivot: a trace without one is unchanged
         out["pivot"] = {"mu": r.pivot[0], "sigma": r.pivot[1]}
+    if r.windows:  # the windows the step sends (none on the last step)
+        out["windows"] = [list(w) for w in r.windows]
     return out
 
 
@@ -145,7 +149,9 @@ def trace_record(rec: Mapping[str, Any]) -> TraceRecord:
     t = rec.get("t")
     think = rec.get("think")
     pivot = rec.get("pivot")
+    windows = tuple(tuple(str(d) for d in w) for w in rec.get("windows") or ())
     return TraceRecord(qid=str(rec["qid"]), method=str(rec.get("method", "")), iteration=int(rec["iteration"]),
                        phase=Phase(rec["phase"]), t=None if t is None else float(t), docs=docs,
                        think=None if think is None else tuple(bool(x) for x in think),
-                       pivot=None if pivot is None else (float(pivot["mu"]), float(pivot["sigma"])))
+                       pivot=None if pivot is None else (float(pivot["mu"]), float(pivot["sigma"])),
+                       windows=windows)

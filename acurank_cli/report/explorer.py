@@ -56,14 +56,27 @@ def _trace_of(path: str | None) -> dict[str, list]:
     return steps
 
 
+def _windows_of(steps: list) -> dict[str, list[int]]:
+    """The steps (1, 2, ... as the trace lists them) at which each document was sent in a window, once per window."""
+    out: dict[str, list[int]] = {}
+    for i, step in enumerate(steps, 1):
+        for window in step.windows:
+            for docid in window:
+                out.setdefault(docid, []).append(i)
+    return out
+
+
 def _trace_view(steps: list) -> dict[str, Any] | None:
-    """mu and sigma per step of the top documents by final mu, and the threshold t."""
+    """mu and sigma per step of the top documents by final mu, the threshold t, and whether each of those documents
+    was sent in a window at each step."""
     if not steps:
         return None
     final = sorted(steps[-1].docs, key=lambda d: -d.mu)[:TRACE_TOP]
+    sent = _windows_of(steps)
     return {"steps": [f"{s.phase.value} {s.iteration}" for s in steps], "t": [s.t for s in steps],
             "docs": [{"docid": d.docid, "mu": [s.by_docid[d.docid].mu if d.docid in s.by_docid else None for s in steps],
-                      "sigma": [s.by_docid[d.docid].sigma if d.docid in s.by_docid else None for s in steps]}
+                      "sigma": [s.by_docid[d.docid].sigma if d.docid in s.by_docid else None for s in steps],
+                      "sent": [i in sent.get(d.docid, ()) for i in range(1, len(steps) + 1)]}
                      for d in final]}
 
 
@@ -106,20 +119,28 @@ def build_explorer(runs: Sequence[ExplorerRun], qrels_path: str, *, measure: str
 
     queries, views = [], {}
     for q in qids:
-        row: dict[str, Any] = {"qid": q, "text": (topics or {}).get(q, ""), "values": {}, "calls": {}, "tokens": {}}
+        row: dict[str, Any] = {"qid": q, "text": (topics or {}).get(q, ""), "values": {}, "calls": {}, "tokens": {},
+                               "money": {}}
         for r in runs:
             row["values"][r.name] = per_query[r.name].get(q)
             rec = stats[r.name].get(q)
             row["calls"][r.name] = None if rec is None else rec.calls
             row["tokens"][r.name] = None if rec is None else (rec.input_tokens or 0) + (rec.output_tokens or 0)
+            row["money"][r.name] = None if rec is None else rec.money
         top = _ordered(scores[other].get(q, {}))[:10]
         row["unjudged_top10"] = sum(1 for d in top if d not in judged.get(q, {}))
         queries.append(row)
         views[q] = _query_view(q, runs, scores, judged, stats, base)
         views[q]["trace"] = {name: shown for name, steps in traces.items()
                              if (shown := _trace_view(steps.get(q, []))) is not None}
+        for name, steps in traces.items():  # each listed document's windows, where the run has a trace
+            if steps.get(q):
+                sent = _windows_of(steps[q])
+                for d in views[q]["rankings"][name]:
+                    d["windows"] = len(sent.get(d["docid"], ()))
+    priced = any(m is not None for row in queries for m in row["money"].values())
     overview = {"measure": label, "baseline": base, "runs": [r.name for r in runs],
-                "summary": _summary(table, coll.measure),
+                "summary": _summary(table, coll.measure), "priced": priced,
                 "queries": queries}
     return overview, views
 
@@ -132,6 +153,11 @@ def _query_view(q: str, runs: Sequence[ExplorerRun], scores: dict, judged: dict,
         view["rankings"][r.name] = [{"docid": d, "grade": judged.get(q, {}).get(d), "was": base_rank.get(d)}
                                     for d in order]
         rec = stats[r.name].get(q)
+        best = rec.passages.best if rec is not None and rec.passages is not None else {}
+        for d in view["rankings"][r.name]:  # --passages: the passage that scored a split document, by its words
+            if d["docid"] in best:
+                span = best[d["docid"]]
+                d["passage"] = [span.index, span.start, span.end]
         if rec is not None:
             view["iterations"][r.name] = [{"step": it.step, "phase": it.phase.value, "uncertain": it.uncertain,
                                            "windows": len(it.window_sizes)} for it in rec.iterations]
@@ -230,7 +256,7 @@ function overview() {
   if (filter === "hurt") shown.sort((a, b) => delta(a) - delta(b));
   selected = Math.min(selected, Math.max(0, shown.length - 1));
   const rows = shown.map((q, i) => `<tr class="q${i === selected ? " sel" : ""}" data-qid="${esc(q.qid)}"><td class="l"><a href="#q=${encodeURIComponent(q.qid)}">${esc(q.qid)}</a> ${esc(q.text)}</td>` +
-    O.runs.map((r) => `<td>${fmt(q.values[r])}</td>`).join("") + `<td>${fmt(delta(q))}</td>` + O.runs.map((r) => `<td>${fmt(q.calls[r], 0)}</td><td>${fmt(q.tokens[r], 0)}</td>`).join("") + `<td>${q.unjudged_top10}</td></tr>`);
+    O.runs.map((r) => `<td>${fmt(q.values[r])}</td>`).join("") + `<td>${fmt(delta(q))}</td>` + O.runs.map((r) => `<td>${fmt(q.calls[r], 0)}</td><td>${fmt(q.tokens[r], 0)}</td>` + (O.priced ? `<td>${fmt(q.money[r], 4)}</td>` : "")).join("") + `<td>${q.unjudged_top10}</td></tr>`);
   $("#main").innerHTML = `<h2>Overview (${esc(O.measure)}, against ${esc(O.baseline)})</h2>` +
     table(["run", O.measure + " (mark against the baseline)", "calls a query", "p (paired t-test)"], s, "summary") +
     `<h3>Per-query difference, ${esc(other)} minus ${esc(O.baseline)}, sorted</h3>${bars(d.map((x) => x[1]), 600, 120)}` +
@@ -238,7 +264,7 @@ function overview() {
     `<h3>Queries</h3><div class="controls"><label>Show <select id="filter"><option value="all">all</option><option value="hurt">hurt by reranking</option>` +
     `<option value="calls">most calls</option><option value="unjudged">unjudged in the top 10</option></select></label>` +
     `<label>Find <input id="find" type="search" placeholder="qid or text"></label> <span>j/k or arrows to move, Enter to open</span></div>` +
-    table(["query", ...O.runs, "difference", ...O.runs.flatMap((r) => [r + " calls", r + " tokens"]), "unjudged in top 10"], rows, "queries");
+    table(["query", ...O.runs, "difference", ...O.runs.flatMap((r) => [r + " calls", r + " tokens", ...(O.priced ? [r + " money"] : [])]), "unjudged in top 10"], rows, "queries");
   $("#filter").value = filter; $("#find").value = find;
   $("#filter").onchange = overview; $("#find").oninput = overview;
   document.querySelectorAll("tr.q").forEach((tr) => tr.onclick = () => { location.hash = "q=" + encodeURIComponent(tr.dataset.qid); });
@@ -249,22 +275,25 @@ function query(qid) {
   if (!el) { $("#main").innerHTML = `<p>No query ${esc(qid)} in this file. <a href="#">Overview</a></p>`; return; }
   const v = JSON.parse(el.textContent), q = O.queries.find((x) => x.qid === qid);
   const ranking = (r) => {
-    const rel = v.relevance[r];
+    const rel = v.relevance[r], traced = v.rankings[r].length > 0 && v.rankings[r][0].windows !== undefined;
+    const split = v.rankings[r].some((d) => d.passage);
     const rows = v.rankings[r].map((d, i) => {
       const g = d.grade === null ? "gu" : "g" + Math.min(3, d.grade), move = d.was === null ? "" : d.was - (i + 1);
       const p = rel ? `<td>${fmt(rel.p[d.docid], 3)}${rel.kept !== null && i >= rel.kept ? " (cut)" : ""}</td>` : "";
+      const w = (traced ? `<td>${d.windows}</td>` : "") + (split ? `<td>${d.passage ? `${d.passage[0]} (words ${d.passage[1]}-${d.passage[2]})` : ""}</td>` : "");
       return `<tr class="${g}"><td class="l">${i + 1}</td><td class="l">${esc(d.docid)}</td><td>${d.grade === null ? "unjudged" : d.grade}</td>` +
-        `<td class="${move > 0 ? "up" : move < 0 ? "down" : ""}">${move === "" ? "" : (move > 0 ? "+" : "") + move}</td>${p}</tr>`;
+        `<td class="${move > 0 ? "up" : move < 0 ? "down" : ""}">${move === "" ? "" : (move > 0 ? "+" : "") + move}</td>${w}${p}</tr>`;
     });
     return `<section class="ranking" data-run="${esc(r)}"><h3>${esc(r)}: ${fmt(q ? q.values[r] : null)}</h3>` +
-      table(["rank", "docid", "grade", "move", ...(rel ? ["P(relevant) (the cut: where the run's list stops)"] : [])], rows, "rank") +
+      table(["rank", "docid", "grade", "move", ...(traced ? ["windows"] : []), ...(split ? ["scoring passage"] : []), ...(rel ? ["P(relevant) (the cut: where the run's list stops)"] : [])], rows, "rank") +
       (rel ? `<p>P(no relevant document): ${fmt(rel.p_none, 3)}</p>` : "") + "</section>";
   };
   const iters = Object.entries(v.iterations).map(([r, its]) => `<h3>${esc(r)}: the uncertain set per step` +
     (v.thinking[r] ? `, ${v.thinking[r]} thinking tokens` : "") + `</h3>` +
     table(["step", "phase", "uncertain", "windows"], its.map((it) => `<tr><td class="l">${it.step}</td><td>${esc(it.phase)}</td><td>${fmt(it.uncertain, 0)}</td><td>${it.windows}</td></tr>`), "iterations"));
   const traces = Object.entries(v.trace).map(([r, t]) => `<h3>${esc(r)}: mu over the steps (top ${t.docs.length} by final mu; t dashed)</h3>` +
-    lines(t.docs, 600, 200, t.t) + table(["docid", ...t.steps], t.docs.map((d) => `<tr><td class="l">${esc(d.docid)}</td>${d.mu.map((m, i) => `<td>${fmt(m, 2)} ± ${fmt(d.sigma[i], 2)}</td>`).join("")}</tr>`), "trace"));
+    lines(t.docs, 600, 200, t.t) + `<p>mu ± sigma at each step; ▪: sent in a window at that step</p>` +
+    table(["docid", ...t.steps], t.docs.map((d) => `<tr><td class="l">${esc(d.docid)}</td>${d.mu.map((m, i) => `<td>${fmt(m, 2)} ± ${fmt(d.sigma[i], 2)}${d.sent && d.sent[i] ? " ▪" : ""}</td>`).join("")}</tr>`), "trace"));
   $("#main").innerHTML = `<h2>Query ${esc(qid)}${q && q.text ? ": " + esc(q.text) : ""}</h2>` +
     `<div class="side">${O.runs.map(ranking).join("")}</div>${iters.join("")}${traces.join("")}`;
 }

@@ -40,6 +40,27 @@ def test_rerank_then_eval(sample, tmp_path):
     assert ev["ndcg_cut_10"] > base["ndcg_cut_10"]  # missing queries count 0 for both
 
 
+def test_the_trace_names_each_steps_windows_as_the_paper_chooses_them(sample, tmp_path):
+    """Each trace line is the ratings a step chose its windows from, and now lists those windows: the uncertain set
+    C = {eps < s_i < 1 - eps} (the final pass: {s_i > eps}) in s_i order, cut into groups of m = 20 (a prefix of them
+    where the budget cuts). Their sizes are the stats' window_sizes of the steps after the first pass (which rates
+    from the first-stage prior and has no trace line); the last line ("done") sends none."""
+    run, _ = small_run(sample, tmp_path, queries=2)
+    stats, trace = tmp_path / "a.stats.jsonl", tmp_path / "a.trace.jsonl"
+    acurank("rerank", run, "--method", "acurank", "--reranker", "simulated", "--qrels", sample / "dl19" / "qrels.txt",
+            "--output", tmp_path / "a.run", "--stats", stats, "--trace", trace)
+    steps = [json.loads(l) for l in trace.read_text().splitlines()]
+    for rec in map(json.loads, stats.read_text().splitlines()):
+        mine = [t for t in steps if t["qid"] == rec["qid"]]
+        assert mine[-1]["phase"] == "done" and "windows" not in mine[-1]
+        assert [[len(w) for w in t["windows"]] for t in mine[:-1]] == [it["window_sizes"] for it in rec["iterations"][1:]]
+        for t in mine[:-1]:
+            by_s = sorted(t["docs"], key=lambda d: -d["s"])
+            chosen = [d["docid"] for d in by_s if 0.01 < d["s"] and (t["phase"] == "final" or d["s"] < 0.99)]
+            groups = [chosen[i:i + 20] for i in range(0, len(chosen), 20)]
+            assert t["windows"] and t["windows"] == groups[:len(t["windows"])], (t["phase"], t["iteration"])
+
+
 def test_stdin_and_baseline(sample, tmp_path):
     run, _ = small_run(sample, tmp_path, queries=2)
     qrels = sample / "dl19" / "qrels.txt"

