@@ -40,20 +40,41 @@ def _ordered(scores: dict[str, float]) -> list[str]:
     return list(in_trec_order(list(scores), list(scores.values()))[0])
 
 
-def _trace_of(path: str | None) -> dict[str, list]:
-    """Each query's trace steps (the one trace reader), keyed by qid."""
+@dataclass(frozen=True)
+class _Traced:
+    """What the page keeps of one query's trace: the view of its top documents' ratings, and every document's count
+    of windows."""
+
+    view: dict[str, Any]
+    windows: dict[str, int]
+
+
+def _trace_of(path: str | None) -> dict[str, _Traced]:
+    """Each query's trace (the one trace reader), read a query at a time: a query's lines are written together, and
+    only what the page shows of them is kept (a later block of a qid wins, as in the stats), so a trace of any
+    length costs the memory of one query's steps."""
     if path is None:
         return {}
     from ..io.line_records import trace_record
     from ..io.sources import open_text
 
-    steps: dict[str, list] = {}
+    out: dict[str, _Traced] = {}
+    steps: list = []
+
+    def done() -> None:
+        if steps:
+            out[steps[0].qid] = _Traced(_trace_view(steps), {d: len(s) for d, s in _windows_of(steps).items()})
+            steps.clear()
+
     with open_text(path) as lines:
         for line in lines:
             if line.strip():
                 rec = trace_record(json.loads(line))
-                steps.setdefault(rec.qid, []).append(rec)
-    return steps
+                if steps and rec.qid != steps[0].qid:
+                    done()
+                steps.append(rec)
+    done()
+    return out
 
 
 def _windows_of(steps: list) -> dict[str, list[int]]:
@@ -66,11 +87,9 @@ def _windows_of(steps: list) -> dict[str, list[int]]:
     return out
 
 
-def _trace_view(steps: list) -> dict[str, Any] | None:
+def _trace_view(steps: list) -> dict[str, Any]:
     """mu and sigma per step of the top documents by final mu, the threshold t, and whether each of those documents
     was sent in a window at each step."""
-    if not steps:
-        return None
     final = sorted(steps[-1].docs, key=lambda d: -d.mu)[:TRACE_TOP]
     sent = _windows_of(steps)
     return {"steps": [f"{s.phase.value} {s.iteration}" for s in steps], "t": [s.t for s in steps],
@@ -131,13 +150,11 @@ def build_explorer(runs: Sequence[ExplorerRun], qrels_path: str, *, measure: str
         row["unjudged_top10"] = sum(1 for d in top if d not in judged.get(q, {}))
         queries.append(row)
         views[q] = _query_view(q, runs, scores, judged, stats, base)
-        views[q]["trace"] = {name: shown for name, steps in traces.items()
-                             if (shown := _trace_view(steps.get(q, []))) is not None}
-        for name, steps in traces.items():  # each listed document's windows, where the run has a trace
-            if steps.get(q):
-                sent = _windows_of(steps[q])
+        views[q]["trace"] = {name: traced[q].view for name, traced in traces.items() if q in traced}
+        for name, traced in traces.items():  # each listed document's windows, where the run has a trace
+            if q in traced:
                 for d in views[q]["rankings"][name]:
-                    d["windows"] = len(sent.get(d["docid"], ()))
+                    d["windows"] = traced[q].windows.get(d["docid"], 0)
     priced = any(m is not None for row in queries for m in row["money"].values())
     overview = {"measure": label, "baseline": base, "runs": [r.name for r in runs],
                 "summary": _summary(table, coll.measure), "priced": priced,

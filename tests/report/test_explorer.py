@@ -155,3 +155,24 @@ def test_a_split_documents_scoring_passage_is_the_stats_own(tmp_path):
             shown += span is not None
         assert all("passage" not in d for d in blocks[f"q:{q}"]["rankings"]["two"])
     assert shown > 0
+
+
+def test_the_trace_is_read_a_query_at_a_time_and_a_later_block_of_a_query_wins(tmp_path):
+    """The explorer keeps only each query's view of its trace, made when the query's lines end; a query whose lines
+    come again later (a second block) is shown from that block, as the stats reader keeps a later record."""
+    from acurank_cli.io.line_records import trace_line
+    from acurank_cli.records import DocRating, Phase, TraceRecord
+    from acurank_cli.report.explorer import _trace_of
+
+    def step(qid: str, mu: float, windows=(("a", "b"),), phase=Phase.adaptive) -> str:
+        docs = (DocRating(docid="a", mu=mu, sigma=1.0, s=0.5, rank=1), DocRating(docid="b", mu=mu - 1, sigma=1.0,
+                                                                                s=0.4, rank=2))
+        return json.dumps(trace_line(TraceRecord(qid=qid, method="acurank", iteration=0, phase=phase, t=0.0, docs=docs,
+                                                 windows=windows)))
+
+    path = tmp_path / "t.trace.jsonl"
+    path.write_text("\n".join([step("q1", 5), step("q1", 6, ()), step("q2", 7), step("q1", 9), step("q1", 9.5),
+                               step("q1", 10, (), Phase.done)]) + "\n")
+    traced = _trace_of(str(path))
+    assert traced["q1"].view["docs"][0]["mu"] == [9, 9.5, 10] and traced["q1"].windows == {"a": 2, "b": 2}
+    assert traced["q2"].view["docs"][0]["mu"] == [7] and traced["q2"].view["docs"][0]["sent"] == [True]
