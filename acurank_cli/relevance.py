@@ -386,8 +386,7 @@ class Relevance:
 class CutTarget:
     """Where AcuRank's uncertain set is aimed when a cut is asked (``--cut``): the boundary at the cut's size K under
     the current ratings, so that the calls decide which documents fall on either side of the cut rather than which
-    make the top k. P(relevant) is read as the map reads final ratings, with the assessment's probability of being in
-    the top k in place of the exact p_topk (the threshold rule's s_i; the exact p_i under --uncertainty exact)."""
+    make the top k. P(relevant) is read as the map reads final ratings, from the exact p_topk under the ratings now."""
 
     calibration: CalibrationMap
     cut: Cut

@@ -116,13 +116,15 @@ class AcuRank(Strategy):
 
     def _boundary(self, r: Ratings, a: Assessment) -> tuple[int, Assessment]:
         """The k the uncertain set is about and the assessment at it: the method's k, or the cut's size K under the
-        ratings now (the target reads P(relevant) from ``a``, the assessment at the method's k), kept within
-        1..n-1 so that a boundary exists."""
+        ratings now, kept within 1..n-1 so that a boundary exists. The target reads P(relevant) as the map reads
+        final ratings: from the exact p_topk = P(rank <= k) (``a``'s own under --uncertainty exact, computed here
+        under the threshold rule, whose s_i are another quantity)."""
         if self.target is None:
             return self.params.k, a
         mu, sigma = r.candidates
         pivot = None if r.pivot is None else (float(r.mu[r.n]), float(r.sigma[r.n]))
-        size = min(max(1, self.target.size(mu, a.prob, sigma, pivot)), max(1, r.n - 1))
+        p_topk = a.prob if self.params.uncertainty is Uncertainty.exact else top_k_probabilities(mu, sigma, self.params.k)
+        size = min(max(1, self.target.size(mu, p_topk, sigma, pivot)), max(1, r.n - 1))
         if size == self.params.k:
             return size, a
         return size, assess(self.params.uncertainty, mu, sigma, size, self.params.eps)

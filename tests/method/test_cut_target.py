@@ -43,6 +43,33 @@ def test_the_uncertain_set_is_around_the_cuts_boundary(size, boundary):
             assert sum(d.s for d in snap.docs) == pytest.approx(10, abs=1e-6)
 
 
+class Recording(Fixed):
+    """A fixed target that keeps what each call was given."""
+
+    def __init__(self, k: int):
+        super().__init__(k)
+        self.given: list[tuple] = []
+
+    def size(self, mu, prob, sigma=None, pivot=None) -> int:
+        self.given.append((np.array(mu), np.array(prob), np.array(sigma)))
+        return self.k
+
+
+@pytest.mark.parametrize("rule", ["threshold", "exact"])
+def test_the_target_reads_the_exact_p_topk_the_map_was_fit_on(rule):
+    """A map is fit on the final ratings' exact p_topk = P(rank <= k); aimed at a cut, AcuRank hands the target that
+    same quantity under the ratings of each step (not the threshold rule's s_i, which differ from it)."""
+    from acurank_cli.method.uncertainty import top_k_probabilities
+
+    target = Recording(4)
+    steps, _ = drive(build_strategy("acurank", uncertainty=rule).aimed_at(target), task(60), reverse)
+    assert target.given
+    for mu, prob, sigma in target.given:
+        assert prob == pytest.approx(top_k_probabilities(mu, sigma, 10), abs=1e-9)
+    s_i = [np.array(sorted(d.s for d in snap.docs)) for step, snap in steps if snap is not None]
+    assert rule == "exact" or not any(np.allclose(np.sort(p), s, atol=1e-3) for _, p, _ in target.given for s in s_i)
+
+
 def test_cut_target_size_by_hand():
     # P(relevant) = sigmoid(1 - log(rank)): >= 0.5 exactly for rank <= e, so ranks 1 and 2
     m = CalibrationMap(2, (0.0, 0.0, 0.0), (1.0, 1.0, 1.0), (0.0, 0.0, -1.0), 1.0)
