@@ -87,7 +87,7 @@ class RunSources:
     def collection(self, method=None, measure: str = DEFAULT_MEASURE, rel_level: int = 1):
         from ..report.collection import build_collection
 
-        named = [f"{_method_name(path)}={path}" for path in self.files or ()]  # RUN... as eval takes them
+        named = [f"{_method_name(path, i)}={path}" for i, path in enumerate(self.files or (), 1)]  # as eval takes them
         return build_collection(
             dirs=[str(p) for p in self.runs or ()], runs=[*named, *(self.run or ())], qrels=self.qrels or (), stats=self.stats or (),
             topics=self.topics or (), datasets=self.dataset or (), methods=method or (), first_stage=self.first_stage,
@@ -95,8 +95,18 @@ class RunSources:
         )
 
 
-def _method_name(path: str) -> str:
-    """A run file's method: its name without ``.run`` (``out/acurank-9.run`` -> ``acurank-9``)."""
+def _method_name(path: str, position: int) -> str:
+    """A run file's method: its name without ``.run`` (``out/acurank-9.run`` -> ``acurank-9``); a run read from a
+    stream (``-``, a pipe, a FIFO, ``<(...)``, whose name is a descriptor's number) by its position: ``run2``."""
+    import os
+    import stat
+
+    try:
+        streamed = path == "-" or not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:  # no such file: its reader says so, naming the path
+        streamed = False
+    if streamed:
+        return f"run{position}"
     name = Path(path).name
     return name[: -len(".run")] if name.endswith(".run") else name
 
@@ -381,7 +391,7 @@ steps. Stats are read beside each run (X.stats.jsonl), traces beside it too (X.t
 
 Example: acurank report html sample_runs/dl19/bm25.run acurank.run --qrels sample_runs/dl19/qrels.txt --topics sample_runs/dl19/topics.tsv -o explorer.html""")
 def html_cmd(
-    runs: Annotated[list[str], typer.Argument(help="TREC runs, the first the baseline unless --baseline (NAME=PATH, or PATH: the name is the file's without .run).")],
+    runs: Annotated[list[str], typer.Argument(help="TREC runs, the first the baseline unless --baseline (NAME=PATH, or PATH: the name is the file's without .run; a pipe or <(...) is named by its position, run2).")],
     *,
     qrels: Annotated[str, typer.Option("--qrels", help="Qrels of the runs' queries.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")] = Path("explorer.html"),
@@ -397,7 +407,7 @@ def html_cmd(
     from ..report.explorer import ExplorerRun, write_explorer
     from .flags import say
 
-    named = [tuple(r.split("=", 1)) if "=" in r else (_method_name(r), r) for r in runs]
+    named = [tuple(r.split("=", 1)) if "=" in r else (_method_name(r, i), r) for i, r in enumerate(runs, 1)]
     traces = dict(t.split("=", 1) for t in trace or () if "=" in t)
     bad = [t for t in trace or () if "=" not in t] + [n for n in traces if n not in dict(named)]
     if bad:

@@ -176,3 +176,24 @@ def test_the_trace_is_read_a_query_at_a_time_and_a_later_block_of_a_query_wins(t
     traced = _trace_of(str(path))
     assert traced["q1"].view["docs"][0]["mu"] == [9, 9.5, 10] and traced["q1"].windows == {"a": 2, "b": 2}
     assert traced["q2"].view["docs"][0]["mu"] == [7] and traced["q2"].view["docs"][0]["sent"] == [True]
+
+
+def test_a_run_read_from_a_pipe_is_named_by_its_position(tmp_path):
+    """A run given as a FIFO (as ``<(...)`` gives one: /dev/fd/63) has no name of its own: it is ``run2``, not ``63``
+    or the FIFO's name."""
+    import os
+    import threading
+
+    fifo = tmp_path / "63"
+    os.mkfifo(fifo)
+    text = (DL19 / "bm25.run").read_text()
+
+    def feed() -> None:
+        with open(fifo, "w") as fh:
+            fh.write(text)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    acurank("report", "html", DL19 / "bm25.run", fifo, "--qrels", DL19 / "qrels.txt", "-o", tmp_path / "p.html")
+    writer.join(timeout=30)
+    assert _blocks(tmp_path / "p.html")["overview"]["runs"] == ["bm25", "run2"]
