@@ -216,18 +216,21 @@ def _checked_outputs(job: RerankJob) -> FilePlan:
 
 
 def _check_fit(job: RerankJob, session: pipeline.Session, backend, inputs, err: Console) -> None:
-    """Before any call: the run's first window fitted to the context as an LLM backend fits it; passages cut below
-    the floor are said once (a warning), and a fit that leaves nothing useful is refused (both were silent)."""
+    """Before any call: the longest window (in characters) of the method's first round for the run's first query,
+    fitted to the context as an LLM backend fits it; passages cut below the floor are said once (a warning), and a
+    fit that leaves nothing useful is refused (both were silent)."""
     if job.passages is not None or not inputs.tasks or not getattr(backend, "needs_texts", False):
         return
+    from .render import first_round
+
     task = inputs.tasks[0]
-    m = int(getattr(job.strategy.parameters(), "m", 20) or 20)
-    window = [c for c in task.candidates if c.docid in inputs.docs][:m]
+    score = {c.docid: c.score for c in task.candidates}
+    windows = [[d for d in w if d in inputs.docs and d in score] for w in first_round(job.strategy, task)]  # no pivot
+    window = max(windows, key=lambda w: sum(len(inputs.docs[d].text) for d in w), default=[])
     if len(window) < 2:
         return
-    request = RerankRequest(task.qid, task.query, tuple(c.docid for c in window),
-                            tuple(inputs.docs[c.docid] for c in window), scores=tuple(c.score for c in window),
-                            instruction=task.instruction)
+    request = RerankRequest(task.qid, task.query, tuple(window), tuple(inputs.docs[d] for d in window),
+                            scores=tuple(score[d] for d in window), instruction=task.instruction)
     problem = fit_problem(backend, request)
     if problem is None:
         return

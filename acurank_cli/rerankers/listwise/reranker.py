@@ -78,7 +78,7 @@ def fit_problem(backend: RerankerBase, request) -> tuple[str, bool] | None:
     instruction = b.template.additions.instruction if b.template is not None else None
     why = (f"the instruction ({len(instruction):,} characters) and " if instruction else "") + "the prompt's own words"
     text = (f"fitting a window of {prompt.num} passages into --context-size {b.context_size} cuts each passage to "
-            f"{prompt.max_length} words (the run's first window; {why} take the rest)")
+            f"{prompt.max_length} words (the longest window of the run's first round; {why} take the rest)")
     if prompt.max_length < USEFUL_FLOOR:
         return (f"{text}: nothing useful is left to rank; give a larger --context-size, a smaller --window, or a "
                 "shorter --instruction", True)
