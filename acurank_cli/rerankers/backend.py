@@ -220,6 +220,9 @@ class BackendSpec:
     #: options)`` -> a :class:`~.listwise.reranker.ListwiseLLM` whose ``prompt`` and ``prompt_record`` work and whose
     #: model was never loaded nor called, or None where those options read no prompt; None: the backend reads none
     prompts: Callable[[str, Any], RerankerBase] | None = None
+    #: the backend is the rehearsals' own oracle (the simulated reranker): ``--dry-run`` rehearses it with its own
+    #: noise, seed and qrels (its options' ``sim_noise``, ``sim_seed``), which its calls then reproduce
+    oracle: bool = False
 
     @property
     def record(self) -> type:
@@ -271,19 +274,20 @@ REGISTRY: dict[str, BackendSpec] = BACKENDS.entries
 
 
 def register(prefix: str, takes_arg: bool, help: str, needs_texts: bool = True, options: type = NoOptions,
-             prompts: Callable[[str, Any], RerankerBase] | None = None):
+             prompts: Callable[[str, Any], RerankerBase] | None = None, oracle: bool = False):
     """Decorator registering a backend: a factory ``factory(arg, options_record) -> RerankerBase``, or a
     :class:`RerankerBase` subclass (built with the options record, see :func:`_as_factory`).
 
     This is the one line a new backend needs, a built-in's as a plug-in's; its module is found through
     :data:`BACKEND_MODULES` (built-ins), the ``acurank.rerankers`` entry-point group (installed plug-ins) or the
     ``ACURANK_BACKENDS`` environment variable (comma-separated module names). ``prompts``: a listwise LLM's
-    prompt-only factory (:attr:`BackendSpec.prompts`).
+    prompt-only factory (:attr:`BackendSpec.prompts`); ``oracle``: :attr:`BackendSpec.oracle`.
     """
 
     def deco(factory):
         BACKENDS.register(prefix, BackendSpec(prefix, _as_factory(factory, takes_arg), takes_arg, help,
-                                              needs_texts=needs_texts, options=options, prompts=prompts))
+                                              needs_texts=needs_texts, options=options, prompts=prompts,
+                                              oracle=oracle))
         return factory
 
     return deco

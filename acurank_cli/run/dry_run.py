@@ -45,7 +45,7 @@ def run_dry(job: "RerankJob", session: pipeline.Session, inputs: Any, err: Conso
     if job.passages is not None:
         raise InputError("--dry-run bills documents ranked whole; rehearse without --passages")
     tasks = list(inputs.tasks)
-    simulated = session.choice.backend.prefix == "simulated"
+    simulated = session.choice.backend.oracle  # rehearsed with its own noise, seed and qrels
     if simulated and not inputs.qrels:
         raise InputError("the simulated reranker needs qrels: it orders windows by noisy grades (--qrels FILE)")
     options = session.choice.options

@@ -217,7 +217,7 @@ def _prompts(arg: str, options: SimulatedOptions) -> CountedPrompts | None:
 
 
 @register("simulated", takes_arg=False, help="noisy qrels oracle (needs --qrels)", needs_texts=False,
-          options=SimulatedOptions, prompts=_prompts)
+          options=SimulatedOptions, prompts=_prompts, oracle=True)
 def _factory(arg: str, options: SimulatedOptions) -> SimulatedReranker:
     check_thinking(options, "simulated", Effort.refused)
     qrels = {} if options.qrels is None else grades_of(options.qrels)
