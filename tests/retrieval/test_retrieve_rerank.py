@@ -65,7 +65,8 @@ def test_a_signal_ends_a_run_that_loaded_lucene_cleanly(sample, tmp_path):
 
     src = sample / "dl19"
     # four queries (the signals land after the first and the second; two are left) and an index of their candidates
-    # only: each of the four processes loads the JVM, torch and MiniLM and encodes its passages anew (--no-cache)
+    # only: each of the four processes loads the JVM, torch and MiniLM and encodes its passages anew (--no-cache),
+    # each query's top 30 (the top 100 tripled the encoding and checked nothing more)
     lines = (src / "bm25.run").read_text().splitlines()
     qids = ",".join(list(dict.fromkeys(l.split()[0] for l in lines))[:4])
     wanted = {l.split()[2] for l in lines if l.split()[0] in qids.split(",")}
@@ -74,7 +75,8 @@ def test_a_signal_ends_a_run_that_loaded_lucene_cleanly(sample, tmp_path):
     (tmp_path / "corpus.jsonl").write_text("".join(kept))
     cli("index", "--input", tmp_path / "corpus.jsonl", "--index", tmp_path / "index")
     args = [sys.executable, "-m", "acurank_cli", "rerank", src / "bm25.run", "--method", "acurank", "--reranker",
-            "minilm", "--no-cache", "--index", tmp_path / "index", "--topics", src / "topics.tsv", "--qids", qids]
+            "minilm", "--no-cache", "--index", tmp_path / "index", "--topics", src / "topics.tsv", "--qids", qids,
+            "--depth", "30"]
     out = tmp_path / "sig.run"
     for sig, code in ((signal.SIGTERM, 143), (signal.SIGINT, 130)):
         proc = subprocess.Popen([*map(str, args), "--output", str(out)], stderr=subprocess.PIPE, text=True, env=ENV,
