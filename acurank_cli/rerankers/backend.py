@@ -274,7 +274,7 @@ REGISTRY: dict[str, BackendSpec] = BACKENDS.entries
 
 
 def register(prefix: str, takes_arg: bool, help: str, needs_texts: bool = True, options: type = NoOptions,
-             prompts: Callable[[str, Any], RerankerBase] | None = None, oracle: bool = False):
+             prompts: Callable[[str, Any], RerankerBase] | None = None, *, oracle: bool = False):
     """Decorator registering a backend: a factory ``factory(arg, options_record) -> RerankerBase``, or a
     :class:`RerankerBase` subclass (built with the options record, see :func:`_as_factory`).
 
