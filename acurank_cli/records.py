@@ -223,8 +223,6 @@ class RatingsSnapshot:
     docs: tuple[DocRating, ...]
     #: the pivot's rating (mu, sigma) where a reference player joined every window (``--pivot``); None otherwise
     pivot: tuple[float, float] | None = None
-    #: the windows the step sends (docids, as presented; windows of one document are never sent): () on the last
-    windows: tuple[tuple[str, ...], ...] = ()
 
 
 #: the pivot's document id in a query's windows (``--pivot``): a reference player rated in the same game

@@ -98,14 +98,9 @@ class RunSources:
 def _method_name(path: str, position: int) -> str:
     """A run file's method: its name without ``.run`` (``out/acurank-9.run`` -> ``acurank-9``); a run read from a
     stream (``-``, a pipe, a FIFO, ``<(...)``, whose name is a descriptor's number) by its position: ``run2``."""
-    import os
-    import stat
+    from ..io.sources import streamed
 
-    try:
-        streamed = path == "-" or not stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:  # no such file: its reader says so, naming the path
-        streamed = False
-    if streamed:
+    if streamed(path):  # a missing file too: its reader then says so, naming the path
         return f"run{position}"
     name = Path(path).name
     return name[: -len(".run")] if name.endswith(".run") else name

@@ -117,11 +117,17 @@ def open_text(src: Source) -> Iterator[TextIO]:
             raise InputError(f"cannot read ({exc.strerror or exc})", name) from None
 
 
+def streamed(src: Source) -> bool:
+    """Whether ``src`` is read as a stream rather than a file: ``-``, a pipe, a FIFO, ``<(...)`` (``/dev/fd/63``), or a
+    name that is no regular file. A stream cannot be read again, and its name (a descriptor's number) says nothing."""
+    return str(src) == "-" or not Path(src).is_file()
+
+
 def _not_utf8(src, name: str) -> InputError:
     """Where a file stops being UTF-8: its line and byte, and the remedy (a file in another encoding is converted
     with iconv); a file with NUL bytes is said to be binary. Standard input, a pipe or a FIFO cannot be read again:
     said without the place."""
-    if str(src) == "-" or not Path(src).is_file():  # a stream, a pipe or a FIFO cannot be read again
+    if streamed(src):  # cannot be read again
         return InputError("not UTF-8 text (a binary file, or another encoding: convert it with iconv -t UTF-8)", name)
     opener = gzip.open if Path(src).open("rb").read(2) == b"\x1f\x8b" else open
     offset = 0

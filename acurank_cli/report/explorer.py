@@ -63,7 +63,8 @@ def _trace_of(path: str | None) -> dict[str, _Traced]:
 
     def done() -> None:
         if steps:
-            out[steps[0].qid] = _Traced(_trace_view(steps), {d: len(s) for d, s in _windows_of(steps).items()})
+            sent = _windows_of(steps)
+            out[steps[0].qid] = _Traced(_trace_view(steps, sent), {d: len(s) for d, s in sent.items()})
             steps.clear()
 
     with open_text(path) as lines:
@@ -87,11 +88,10 @@ def _windows_of(steps: list) -> dict[str, list[int]]:
     return out
 
 
-def _trace_view(steps: list) -> dict[str, Any]:
+def _trace_view(steps: list, sent: dict[str, list[int]]) -> dict[str, Any]:
     """mu and sigma per step of the top documents by final mu, the threshold t, and whether each of those documents
-    was sent in a window at each step."""
+    was sent in a window at each step (``sent``: :func:`_windows_of` the steps)."""
     final = sorted(steps[-1].docs, key=lambda d: -d.mu)[:TRACE_TOP]
-    sent = _windows_of(steps)
     return {"steps": [f"{s.phase.value} {s.iteration}" for s in steps], "t": [s.t for s in steps],
             "docs": [{"docid": d.docid, "mu": [s.by_docid[d.docid].mu if d.docid in s.by_docid else None for s in steps],
                       "sigma": [s.by_docid[d.docid].sigma if d.docid in s.by_docid else None for s in steps],

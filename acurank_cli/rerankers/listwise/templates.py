@@ -461,11 +461,9 @@ def _echoed(text: str) -> str:
 def _shown_name(path: str | Path) -> str:
     """How a template is named in the notes and the identity: its file's name, or the path as given for a pipe or
     ``<(...)`` (whose file name is a bare descriptor number: "template 63" said nothing)."""
-    try:
-        regular = Path(path).is_file()
-    except OSError:
-        regular = False
-    return Path(path).name if regular else f"{path} (a pipe)"
+    from ...io.sources import streamed
+
+    return f"{path} (a pipe)" if streamed(path) else Path(path).name
 
 
 def load_few_shot(path: str | Path, count: int | None = None) -> tuple[dict[str, str], ...]:
