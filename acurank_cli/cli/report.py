@@ -96,13 +96,14 @@ class RunSources:
 
 
 def _method_name(path: str, position: int) -> str:
-    """A run file's method: its name without ``.run`` (``out/acurank-9.run`` -> ``acurank-9``); a run read from a
+    """A run file's method: its name without ``.run`` or ``.run.gz`` (``out/acurank-9.run`` -> ``acurank-9``); a run read from a
     stream (``-``, a pipe, a FIFO, ``<(...)``, whose name is a descriptor's number) by its position: ``run2``."""
     from ..io.sources import streamed
 
     if streamed(path):  # a missing file too: its reader then says so, naming the path
         return f"run{position}"
     name = Path(path).name
+    name = name[: -len(".gz")] if name.endswith(".gz") else name  # a gzipped run is named as the run
     return name[: -len(".run")] if name.endswith(".run") else name
 
 

@@ -197,3 +197,14 @@ def test_a_run_read_from_a_pipe_is_named_by_its_position(tmp_path):
     acurank("report", "html", DL19 / "bm25.run", fifo, "--qrels", DL19 / "qrels.txt", "-o", tmp_path / "p.html")
     writer.join(timeout=30)
     assert _blocks(tmp_path / "p.html")["overview"]["runs"] == ["bm25", "run2"]
+
+
+def test_a_gzipped_run_is_named_as_the_run(tmp_path):
+    """``acurank.run.gz`` is the run ``acurank``, read through gzip like any input."""
+    import gzip
+
+    packed = tmp_path / "acurank.run.gz"
+    with gzip.open(packed, "wt") as fh:
+        fh.write((DL19 / "bm25.run").read_text())
+    acurank("report", "html", DL19 / "bm25.run", packed, "--qrels", DL19 / "qrels.txt", "-o", tmp_path / "p.html")
+    assert _blocks(tmp_path / "p.html")["overview"]["runs"] == ["bm25", "acurank"]
