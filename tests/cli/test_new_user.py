@@ -374,17 +374,34 @@ def test_provenance_records_the_command_time_source_inputs_and_numba(tmp_path):
 
 # -- every window size the flags accept: double precision, and mpmath where double cannot rate ------------------------
 
-@pytest.mark.parametrize("command, method, queries", [("rerank", "acurank", 43), ("rerank", "acurank-auto", 8),
-                                                      ("baseline", "ts-1-1", 43)])
-def test_a_window_of_95_rates_every_query_and_both_updaters_agree(command, method, queries):
+#: DL19 queries in run order: the first (264014) double precision rates at --window 95; 1121709 (the 7th, where the
+#: run used to stop) and 855410 (the 29th) each have a window only mpmath rates, for acurank and ts-1-1 alike;
+#: acurank-auto rates every query's first window (95 documents under 9 noise models) by mpmath, so its three are the
+#: three it rates fastest (about 2 s each with the library updater: measured)
+WINDOW_95_QUERIES = "264014,1121709,855410"
+
+
+@pytest.mark.parametrize("command, method, qids", [("rerank", "acurank", WINDOW_95_QUERIES),
+                                                   ("rerank", "acurank-auto", "130510,1110199,1129237"),
+                                                   ("baseline", "ts-1-1", WINDOW_95_QUERIES)])
+def test_a_window_of_95_rates_every_query_and_both_updaters_agree(command, method, qids, monkeypatch):
     """DL19 with --window 95 stopped on its 7th query (FloatingPointError from the TrueSkill update); now the window
-    double precision cannot rate is rated by the library's mpmath backend, by either updater alike. acurank-auto
-    rates every query's first window of 95 by mpmath (43 precise updates a run, 2 to 3 s each: measured), so its
-    first 8 queries, past the 7th, check the same path in a fifth of the time."""
-    qids = ",".join(list(dict.fromkeys(line.split()[0] for line in (DL19 / "bm25.run").read_text().splitlines()))[:queries])
-    runs = [acurank(command, DL19 / "bm25.run", "--method", method, "--window", "95", "--updater", updater, *SIM,
-                    "--qids", qids, "--quiet").stdout for updater in ("fast", "library")]
-    assert runs[0] == runs[1] and len({line.split()[0] for line in runs[0].splitlines()}) == queries
+    double precision cannot rate is rated by the library's mpmath backend, by either updater alike. Three queries,
+    each in its run order: one that double precision rates throughout, then two that reach the mpmath update (counted
+    here, so the test fails if they stop reaching it), and every query is in both runs, byte for byte the same."""
+    from acurank_cli.method import trueskill
+
+    precise = []
+    update = trueskill.precise_update
+    monkeypatch.setattr(trueskill, "precise_update", lambda *a, **kw: (precise.append(len(a[2])), update(*a, **kw)))
+    runs = []
+    for updater in ("fast", "library"):
+        precise.clear()
+        runs.append(acurank(command, DL19 / "bm25.run", "--method", method, "--window", "95", "--updater", updater,
+                            *SIM, "--qids", qids, "--quiet").stdout)
+        assert len(precise) >= 2 and set(precise) == {95}, (updater, precise)
+    assert runs[0] == runs[1]
+    assert list(dict.fromkeys(line.split()[0] for line in runs[0].splitlines())) == qids.split(",")
 
 
 def test_the_precise_update_is_the_same_rating_where_double_precision_rates():
