@@ -223,6 +223,9 @@ class BackendSpec:
     #: the backend is the rehearsals' own oracle (the simulated reranker): ``--dry-run`` rehearses it with its own
     #: noise, seed and qrels (its options' ``sim_noise``, ``sim_seed``), which its calls then reproduce
     oracle: bool = False
+    #: what the backend keeps on disk at the call cache's path: "calls" (the call cache), "embeddings" (the store
+    #: beside it); each is opened before the backend is built, so a path it refuses costs no model load
+    keeps: tuple[str, ...] = ()
 
     @property
     def record(self) -> type:
@@ -274,20 +277,22 @@ REGISTRY: dict[str, BackendSpec] = BACKENDS.entries
 
 
 def register(prefix: str, takes_arg: bool, help: str, needs_texts: bool = True, options: type = NoOptions,
-             prompts: Callable[[str, Any], RerankerBase] | None = None, *, oracle: bool = False):
+             prompts: Callable[[str, Any], RerankerBase] | None = None, *, oracle: bool = False,
+             keeps: tuple[str, ...] = ()):
     """Decorator registering a backend: a factory ``factory(arg, options_record) -> RerankerBase``, or a
     :class:`RerankerBase` subclass (built with the options record, see :func:`_as_factory`).
 
     This is the one line a new backend needs, a built-in's as a plug-in's; its module is found through
     :data:`BACKEND_MODULES` (built-ins), the ``acurank.rerankers`` entry-point group (installed plug-ins) or the
     ``ACURANK_BACKENDS`` environment variable (comma-separated module names). ``prompts``: a listwise LLM's
-    prompt-only factory (:attr:`BackendSpec.prompts`); ``oracle``: :attr:`BackendSpec.oracle`.
+    prompt-only factory (:attr:`BackendSpec.prompts`); ``oracle``: :attr:`BackendSpec.oracle`; ``keeps``:
+    :attr:`BackendSpec.keeps` (a backend that keeps none is never wrapped in the call cache before it is built).
     """
 
     def deco(factory):
         BACKENDS.register(prefix, BackendSpec(prefix, _as_factory(factory, takes_arg), takes_arg, help,
                                               needs_texts=needs_texts, options=options, prompts=prompts,
-                                              oracle=oracle))
+                                              oracle=oracle, keeps=keeps))
         return factory
 
     return deco

@@ -61,22 +61,28 @@ class CachedReranker(BackendWrapper):
     def __init__(self, inner: RerankerBase, path: str | Path):
         super().__init__(inner)
         self.path = Path(path)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = self._open()
-        except (OSError, sqlite3.Error) as exc:
-            raise refused("the call cache", exc, path) from None
+        self.db = self.opened(self.path)
         self._lock = threading.Lock()
         self.identity = json.dumps(inner.cache_identity(), sort_keys=True)
         self.hits = 0
         self.misses = 0
 
-    def _open(self) -> sqlite3.Connection:
+    @classmethod
+    def opened(cls, path: Path) -> sqlite3.Connection:
+        """The cache at ``path`` connected (the file and its folder made where missing), or the one-line refusal."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return cls._open(path)
+        except (OSError, sqlite3.Error) as exc:
+            raise refused("the call cache", exc, path) from None
+
+    @classmethod
+    def _open(cls, path: Path) -> sqlite3.Connection:
         """Connect, switch to WAL and create the table. SQLite answers "database is locked" at once
         (without its busy handler) while another process switches a new file to WAL, so retry briefly."""
-        deadline = time.monotonic() + self.BUSY_SECONDS
+        deadline = time.monotonic() + cls.BUSY_SECONDS
         while True:
-            db = sqlite3.connect(self.path, timeout=self.BUSY_SECONDS, check_same_thread=False)
+            db = sqlite3.connect(path, timeout=cls.BUSY_SECONDS, check_same_thread=False)
             try:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")  # a commit survives a killed process (not a power cut)
@@ -165,6 +171,19 @@ def refused(what: str, exc: BaseException, path: str | Path) -> OptionError:
     """The error for a cache file that cannot be opened or made (``what``: the call cache, its embedding store)."""
     return OptionError(f"cannot use {what} ({OptionError.literal(str(exc))}); give another {{cache}} or {{no_cache}}",
                        str(path), cache="--cache", no_cache={"api": "cache=None", "cli": "--no-cache"})
+
+
+def check_usable(cache: str | Path | None, keeps: Sequence[str]) -> None:
+    """Open and close what a backend that ``keeps`` them will open at ``cache`` (the call cache, the embedding store
+    beside it) before the backend is built: a path either refuses is the same one line, without first loading a
+    model's weights. Each is made where missing, as the run would make it."""
+    if cache is None or "calls" not in keeps:
+        return
+    CachedReranker.opened(Path(cache)).close()
+    if "embeddings" in keeps:
+        from .backends.embeddings import opened_store
+
+        opened_store(cache, {}).close()
 
 
 def with_cache(reranker: RerankerBase, cache: str | None) -> RerankerBase:

@@ -317,7 +317,7 @@ def _fit(calibrate: Calibrate, qrels, features: list, job: RerankJob, backend, s
 def _loaded(job: RerankJob, session: pipeline.Session, inputs, status: Console, err: Console):
     """The backend built, its notes said, the prompt's fit checked; under --max-cost, a backend that counts no
     tokens refused (before the outputs open)."""
-    backend = session.load(context={"qrels": inputs.qrels})
+    backend = session.load(context={"qrels": inputs.qrels}, cache=job.cache)
     for note in backend.notes():
         status.print(f"acurank: {note}", markup=False, soft_wrap=True)
     _check_fit(job, session, backend, inputs, err)

@@ -20,7 +20,7 @@ from ..method.registry import build_strategy, method_options
 from ..params import Domain, ParameterError, at_least
 from ..records import Doc, QueryOutcome, RankingTask
 from ..rerankers.backend import BackendChoice, RerankerBase
-from ..rerankers.cache import default_cache_path, with_cache
+from ..rerankers.cache import check_usable, default_cache_path, with_cache
 from ..rerankers.listwise.thinking import gate_of
 from .driver import Driver, StepHook
 from .lanes import QUERIES_PER_LANE
@@ -183,6 +183,11 @@ def check_batch_queries(batch_queries: int | None) -> int | None:
     return batch_queries
 
 
+def cache_path(cache: str | None) -> str | None:
+    """``--cache``'s value as a path: "default" is :func:`~acurank_cli.rerankers.cache.default_cache_path`."""
+    return str(default_cache_path()) if cache == "default" else cache
+
+
 def _build(built: RerankerBase, cache: str | None = DEFAULTS.cache,
            batch_queries: int | None = DEFAULTS.batch_queries) -> Pipeline:
     """Put the backend behind the call cache (when it can be cached and one is wanted); ``batch_queries``
@@ -190,7 +195,7 @@ def _build(built: RerankerBase, cache: str | None = DEFAULTS.cache,
     check_batch_queries(batch_queries)
     if batch_queries is None:  # the backend's own, and enough queries in flight to keep its lanes fed to the end
         batch_queries = max(1, int(built.batch_queries), QUERIES_PER_LANE * int(built.lanes) if built.lanes > 1 else 1)
-    path = str(default_cache_path()) if cache == "default" else cache
+    path = cache_path(cache)
     reranker = built
     try:
         reranker = with_cache(built, path)  # first: a cache path it refuses leaves no embedding store beside it
@@ -292,10 +297,12 @@ class Session:
         reranker = self.pipeline.reranker if around is None else around(self.pipeline.reranker)
         return Driver(self.strategy, reranker, None, in_flight, on_step=on_step, gate=self.gate).serve(feed)
 
-    def load(self, context: Mapping[str, Any] | None = None) -> RerankerBase:
+    def load(self, context: Mapping[str, Any] | None = None, cache: str | None = None) -> RerankerBase:
         """Build the backend (once). ``context``: what the run knows that the backend may take as an option (the
-        qrels), given only where it declares that option and the caller did not set it."""
+        qrels), given only where it declares that option and the caller did not set it; ``cache``: the call cache
+        it will run behind, opened first where the backend keeps one (a path refused before any model loads)."""
         if self.backend is None:
+            check_usable(cache_path(cache), self.choice.backend.keeps)
             choice = self.choice.with_context(context)
             if self.ray is not None:
                 from .ray_executor import RayPool
@@ -308,7 +315,7 @@ class Session:
     def start(self, cache: str | None = DEFAULTS.cache, batch_queries: int | None = DEFAULTS.batch_queries) -> Pipeline:
         """The backend behind the call cache (when one is wanted), ready to drive; ``batch_queries`` None: the
         backend's own default."""
-        self.pipeline = _build(self.load(), cache, batch_queries)
+        self.pipeline = _build(self.load(cache=cache), cache, batch_queries)
         return self.pipeline
 
     def run(self, tasks: Sequence[RankingTask], docs: Mapping[str, Doc] | None, on_step: StepHook | None = None,

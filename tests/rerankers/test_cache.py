@@ -157,3 +157,37 @@ def test_unusable_cache_is_one_line_and_leaves_nothing_beside_it(sample, tmp_pat
     assert not out.exists()
     if bad != "store-blocked":
         assert sorted(p.name for p in tmp_path.glob("*.embeddings.sqlite")) == []
+
+
+@pytest.mark.parametrize("bad", ["folder", "not-a-database", "store-blocked"])
+def test_an_unusable_cache_is_refused_before_the_backend_is_built_by_the_cli_and_the_api(sample, tmp_path, bad,
+                                                                                           monkeypatch):
+    """A backend that keeps a call cache (and minilm its embedding store beside it) has both opened before it is
+    built: the refusal costs no model load (minilm's weights took 8 s of this line's wait; a 7B model's, minutes).
+    Building is made to fail here, so a refusal that came after it would be that failure instead."""
+    from acurank_cli.api import Reranker
+    from acurank_cli.errors import OptionError
+    from acurank_cli.rerankers.backends import minilm
+
+    from conftest import acurank
+
+    def never(self, *a, **kw):
+        raise AssertionError("the backend was built before its cache was checked")
+
+    monkeypatch.setattr(minilm.MiniLMReranker, "__init__", never)
+    cache = {"folder": tmp_path / "adir", "not-a-database": tmp_path / "notes.txt",
+             "store-blocked": tmp_path / "c.sqlite"}[bad]
+    if bad == "folder":
+        cache.mkdir()
+    if bad == "not-a-database":
+        cache.write_text("not sqlite\n" * 100)
+    if bad == "store-blocked":
+        (tmp_path / "c.embeddings.sqlite").mkdir()
+    named = tmp_path / "c.embeddings.sqlite" if bad == "store-blocked" else cache
+    run, _ = small_run(sample, tmp_path, queries=1, depth=5)
+    ran = acurank("rerank", run, "--method", "acurank-9", "--reranker", "minilm", "--topics",
+                  sample / "dl19" / "topics.tsv", "--corpus", sample / "dl19" / "passages.jsonl.gz", "--cache", cache,
+                  "-o", tmp_path / "o.run", check=False)
+    assert ran.returncode == 2 and ran.stderr.startswith(f"acurank: error: {named}: cannot use "), ran.stderr
+    with pytest.raises(OptionError, match="cannot use the (call cache|embedding store beside the call cache)"):
+        Reranker("minilm", "acurank-9", cache=str(cache))

@@ -84,6 +84,15 @@ class EmbeddingStore:
         self.conn.close()
 
 
+def opened_store(call_cache: str | Path, identity: Mapping[str, Any]) -> EmbeddingStore:
+    """The store beside ``call_cache`` opened (made where missing), or the one-line refusal naming it."""
+    path = store_path(call_cache)
+    try:
+        return EmbeddingStore(path, identity)
+    except (OSError, sqlite3.Error) as exc:
+        raise refused("the embedding store beside the call cache", exc, path) from None
+
+
 class StoreUser:
     """A local backend that keeps per-text results (embeddings, pair scores) in an :class:`EmbeddingStore`
     beside the call cache, keyed by its ``cache_identity()``; mixed in before :class:`~.base.RerankerBase`."""
@@ -93,11 +102,7 @@ class StoreUser:
     def use_store(self, call_cache: str | None) -> None:
         """Open the store beside the call cache (none without a cache)."""
         if call_cache is not None:
-            path = store_path(call_cache)
-            try:
-                self.store = EmbeddingStore(path, self.cache_identity())
-            except (OSError, sqlite3.Error) as exc:
-                raise refused("the embedding store beside the call cache", exc, path) from None
+            self.store = opened_store(call_cache, self.cache_identity())
 
     def close(self) -> None:
         if self.store is not None:

@@ -302,7 +302,7 @@ class LocalPrompts(ListwiseLLM):
 
 
 @register("hf", takes_arg=True, help="causal LM through transformers: hf:MODEL_DIR or hf:HUB_ID (greedy, batched)",
-          options=HFOptions, prompts=lambda arg, options: LocalPrompts(arg, options, "hf"))
+          options=HFOptions, prompts=lambda arg, options: LocalPrompts(arg, options, "hf"), keeps=("calls",))
 def _factory(arg: str, options: HFOptions) -> HFReranker:
     return HFReranker(arg, options)
 

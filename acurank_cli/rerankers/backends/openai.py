@@ -422,7 +422,7 @@ def _prompts(arg: str, options: OpenAIOptions) -> OpenAIReranker:
 
 
 @register("openai", takes_arg=True, help="OpenAI-compatible chat endpoint: openai:MODEL (--base-url for vLLM/SGLang)",
-          options=OpenAIOptions, prompts=_prompts)
+          options=OpenAIOptions, prompts=_prompts, keeps=("calls",))
 def _factory(arg: str, options: OpenAIOptions) -> OpenAIReranker:
     return OpenAIReranker(arg, options)
 

@@ -303,7 +303,7 @@ class VLLMOptions(PromptOptions, WeightsOptions, ThinkingOptions):
 
 @register("vllm", takes_arg=True, help="vLLM's in-process engine: vllm:MODEL_DIR, vllm:HUB_ID or vllm:FILE.gguf "
           "(continuous batching of every round)", options=VLLMOptions,
-          prompts=lambda arg, options: LocalPrompts(arg, options, "vllm"))
+          prompts=lambda arg, options: LocalPrompts(arg, options, "vllm"), keeps=("calls",))
 def _factory(arg: str, options: VLLMOptions) -> VLLMReranker:
     return VLLMReranker(arg, options)
 
