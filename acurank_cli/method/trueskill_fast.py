@@ -38,7 +38,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .compiled import jit  # numba, with Intel's SVML off (its pow/exp are not libm's)
+from .compiled import interpreted, jit  # numba, with Intel's SVML off (its pow/exp are not libm's)
 
 __all__ = ["BETA", "DRAW_MARGIN", "DRAW_PROBABILITY", "MIN_DELTA", "MU", "SIGMA", "TAU", "fast_update"]
 
@@ -468,7 +468,7 @@ def fast_update(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int], beta: f
     """
     idx, soft = _window(sigma, order, confidence)
     beta2, dm = _noise(beta)
-    _raise_for(_rate(mu, sigma, idx, beta2, dm, soft, confidence is not None, _POWERS))
+    _raise_for(_rated(_rate, 1, mu, sigma, (idx, beta2, dm, soft, confidence is not None, _POWERS)))
 
 
 def fast_update_rows(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int], betas: Sequence[float],
@@ -478,7 +478,27 @@ def fast_update_rows(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int], be
     each, rated by the same answer. The numbers are those of the loop of updates."""
     idx, soft = _window(sigma, order, confidence)
     beta2, dm = _noise_rows(betas if type(betas) is tuple else tuple(float(b) for b in betas))
-    _raise_for(_rate_rows(mu, sigma, idx, beta2, dm, soft, confidence is not None, _POWERS))
+    _raise_for(_rated(_rate_rows, len(beta2), mu, sigma, (idx, beta2, dm, soft, confidence is not None, _POWERS)))
+
+
+def _rated(kernel, work: int, mu: np.ndarray, sigma: np.ndarray, args: tuple) -> int:
+    """The kernel's status, ``mu`` and ``sigma`` updated in place (``args``: the kernel's after them): by its Python
+    source while
+    :func:`~.compiled.interpreted` allows ``work`` (on copies, kept where it returns: the compiled kernel's bits;
+    where Python raises, the compiled kernel decides), else compiled."""
+    source = interpreted(kernel, work)
+    if source is not None:
+        m, s = mu.copy(), sigma.copy()
+        try:
+            with np.errstate(all="ignore"):  # numpy scalars: numba's error_model="numpy" (inf and nan, no warning)
+                status = source(m, s, *args)
+        except (ArithmeticError, ValueError):
+            pass  # a Python float divided by zero, an overflowing pow: numba returns inf or a status instead
+        else:
+            mu[...] = m
+            sigma[...] = s
+            return status
+    return kernel(mu, sigma, *args)
 
 
 def _window(sigma: np.ndarray, order: Sequence[int], confidence: Sequence[float] | None):

@@ -183,6 +183,15 @@ def check_batch_queries(batch_queries: int | None) -> int | None:
     return batch_queries
 
 
+def expect_kernels(strategy: Strategy, tasks: Sequence[RankingTask]) -> None:
+    """Tell the compiled kernels what the run may ask of them (its queries' most calls; unknown where the method does
+    not say): a small run rates its windows before numba would have loaded (:mod:`acurank_cli.method.compiled`)."""
+    from ..method.compiled import expect
+
+    most = [strategy.most_calls(t) for t in tasks]
+    expect(None if any(m is None for m in most) else sum(most))
+
+
 def cache_path(cache: str | None) -> str | None:
     """``--cache``'s value as a path: "default" is :func:`~acurank_cli.rerankers.cache.default_cache_path`."""
     return str(default_cache_path()) if cache == "default" else cache
@@ -262,7 +271,9 @@ class Session:
         if self.passages is not None:
             splitter = self._splitter(docs, texts_of)
             tasks = list(splitter.tasks(tasks))
-        return check_tasks(strategy, tasks)
+        notes = check_tasks(strategy, tasks)
+        expect_kernels(strategy, tasks)
+        return notes
 
     def _splitter(self, docs: Mapping[str, Doc] | None,
                   texts_of: Callable[[RankingTask], Mapping[str, Doc]] | None):
