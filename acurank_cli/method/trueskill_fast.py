@@ -483,10 +483,10 @@ def fast_update_rows(mu: np.ndarray, sigma: np.ndarray, order: Sequence[int], be
 
 def _rated(kernel, work: int, mu: np.ndarray, sigma: np.ndarray, args: tuple) -> int:
     """The kernel's status, ``mu`` and ``sigma`` updated in place (``args``: the kernel's after them): by its Python
-    source while
-    :func:`~.compiled.interpreted` allows ``work`` (on copies, kept where it returns: the compiled kernel's bits;
-    where Python raises, the compiled kernel decides), else compiled."""
-    source = interpreted(kernel, work)
+    source while :func:`~.compiled.interpreted` allows ``work`` (on copies, kept where it returns: the compiled
+    kernel's bits; where Python raises, the compiled kernel decides), else compiled."""
+    # float64 only: numpy's float32 scalars would round where numba's typed code widens to float64
+    source = interpreted(kernel, work) if mu.dtype == sigma.dtype == np.float64 else None
     if source is not None:
         m, s = mu.copy(), sigma.copy()
         try:
