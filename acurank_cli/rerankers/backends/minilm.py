@@ -10,6 +10,7 @@ query, so this covers every (query, text) pair and re-presented documents are ne
 disk beside the call cache (:mod:`.embeddings`), so the next run over the same passages encodes none of them;
 all uncached texts of a whole batch of requests, queries included, are encoded together, sorted
 by length, in chunks of ``batch_size`` texts (default 8: small forward batches run fastest on a CPU).
+The encoder is :mod:`.bert` (transformers' BertModel forward, bit for bit, without importing transformers).
 """
 
 from __future__ import annotations
@@ -76,18 +77,16 @@ class MiniLMReranker(StoreUser, RerankerBase):
     def __init__(self, options: "MiniLMOptions | None" = None):
         options = options or MiniLMOptions()
         import torch
-        from transformers import AutoModel, AutoTokenizer
+
+        from .bert import BertEncoder, BertTokenizer
 
         self._torch = torch
         self.path = model_dir()
         self.device = options.torch_device()
         if self.device.type == "cpu":
             torch.set_num_threads(_threads())
-        from .checkpoints import quiet_loading
-
-        with quiet_loading():
-            self.tokenizer = AutoTokenizer.from_pretrained(str(self.path))
-            self.model = AutoModel.from_pretrained(str(self.path)).to(self.device).eval()
+        self.tokenizer = BertTokenizer(self.path, MAX_TOKENS)
+        self.model = BertEncoder(self.path, self.device)
         self.chunk = max(1, int(options.batch_size))  # measured: 4-8 passages per forward pass are fastest on 2 CPU threads
         self.cache_size = int(options.embed_cache_size)
         self._cache: LRU = LRU(self.cache_size)  # text -> (unit vector, tokens)
@@ -127,7 +126,7 @@ class MiniLMReranker(StoreUser, RerankerBase):
 
     def parameters(self) -> int | None:
         """all-MiniLM-L6-v2's parameter count (an encoder: FLOPs = 2 x parameters x tokens encoded)."""
-        return int(self.model.num_parameters())
+        return self.model.parameters()
 
     # -- encoding -----------------------------------------------------------------------------
 
@@ -138,10 +137,9 @@ class MiniLMReranker(StoreUser, RerankerBase):
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), self.chunk):
             batch = [texts[i] for i in order[start : start + self.chunk]]
-            enc = self.tokenizer(batch, padding=True, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")
-            enc = {k: v.to(self.device) for k, v in enc.items()}
+            enc = {k: v.to(self.device) for k, v in self.tokenizer(batch).items()}
             with torch.inference_mode():
-                hidden = self.model(**enc).last_hidden_state
+                hidden = self.model(**enc)
                 mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
                 vectors = torch.nn.functional.normalize(pooled, p=2, dim=1).float().cpu().numpy()
