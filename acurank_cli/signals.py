@@ -9,6 +9,12 @@ later signals are ignored so that clean-up (closing outputs, the call cache) can
 queries are on disk and every finished model call is in the call cache, so a rerun of the same
 command resumes without paying twice.
 
+A signal can also land where Python cannot raise: in a finaliser or a weakref callback (an import's module-lock
+callback, once), where Python prints "Exception ignored" and goes on. The handler has recorded it all the same, and
+:func:`check`, called where a run next sends work or finishes a query, raises it there: no call is paid after the
+signal, and the run still ends with its one line and 130 / 143. While handled, such an ignored
+:class:`Interrupted` is not printed.
+
 An HTTP backend's event loop runs in a thread of its own (:mod:`acurank_cli.rerankers.backends.openai_transport`), so a signal
 never lands inside the loop: the waiting caller is interrupted, its batch cancelled on the loop.
 """
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 from typing import Iterator
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -47,6 +54,24 @@ def received() -> int | None:
     return _state.signum
 
 
+def check() -> None:
+    """Raise :class:`Interrupted` if a signal was received while handled: one whose exception Python could not
+    raise where it landed (see the module's doc). Where work goes on after a delivered signal, nothing calls this."""
+    if _state.active and _state.signum is not None:
+        raise Interrupted(_state.signum)
+
+
+def _unraisable(saved):
+    """``sys.unraisablehook`` while handled: an :class:`Interrupted` ignored in a finaliser is not printed (the
+    signal is raised again at the next :func:`check`); anything else goes to the hook that was there."""
+
+    def hook(unraisable) -> None:
+        if not isinstance(unraisable.exc_value, Interrupted):
+            saved(unraisable)
+
+    return hook
+
+
 @contextlib.contextmanager
 def handled() -> Iterator[None]:
     """Turn SIGINT/SIGTERM into :class:`Interrupted` for the duration (main thread only)."""
@@ -64,10 +89,14 @@ def handled() -> Iterator[None]:
         saved = {}
     _state.signum = None
     _state.active = bool(saved)
+    hook = sys.unraisablehook
+    if saved:
+        sys.unraisablehook = _unraisable(hook)
     try:
         yield
     finally:
         for sig, old in saved.items():
             signal.signal(sig, old)
+        sys.unraisablehook = hook
         _state.signum = None
         _state.active = False

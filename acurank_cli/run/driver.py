@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Iterable, Iterator, Mapping, Protocol, Sequence
 
+from .. import signals
 from ..method.strategy import Strategy
 from ..records import (Answer, CallTally, Doc, IterationRecord, Phase, QueryOutcome, RankingTask, RerankRequest, RerankResult, pivot_id,
                        Step, StopReason, final_ranking)
@@ -225,6 +226,7 @@ class Driver:
                     owners.append((act, j))
         if not requests:
             return
+        signals.check()  # a signal Python could not raise where it landed: no call after it
         t0 = time.perf_counter()
         results: list[RerankResult] = self.reranker.rerank(requests)
         share = (time.perf_counter() - t0) / len(requests)
@@ -310,6 +312,7 @@ class _Flight:
             jobs = [Job(act, j, self.driver._request(act, j), rank)
                     for j, w in enumerate(act.step.windows) if len(w) >= 2]
             if jobs:
+                signals.check()  # a signal Python could not raise where it landed: no call after it
                 act.pending = len(jobs)
                 self.flying[id(act)] = act
                 self.lanes.put(jobs)

@@ -414,6 +414,8 @@ def _rerank(running: _Running, tasks: Iterable[RankingTask], count: int, done: s
                 outputs.write_query(outcome.qid, block, stats, traces.pop(outcome.qid, []))
                 totals.add(outcome)
                 view.query_done(outcome.qid, totals)
+                signals.check()  # the query is on disk; a signal that could not be raised ends the run here
+            signals.check()
             if cap is not None:
                 totals.left = cap.left
         except BaseException as exc:

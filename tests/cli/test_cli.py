@@ -379,6 +379,55 @@ def test_ctrl_c_exits_130_keeps_finished_queries_and_resumes(sample, tmp_path, s
     assert out.read_text() == ref.read_text()
 
 
+SWALLOWING_BACKEND = """
+import os, signal
+from acurank_cli import RerankerBase, RerankResult, register
+
+CALLS = []
+
+
+class Finaliser:
+    def __del__(self):  # a signal that lands here cannot be raised: Python prints "Exception ignored" and goes on
+        os.kill(os.getpid(), signal.SIGINT)
+        sum(range(10_000))
+
+
+@register("swallow", takes_arg=False, help="the second query's first call gets a SIGINT inside a finaliser",
+          needs_texts=False)
+class Swallow(RerankerBase):
+    name = "swallow"
+
+    def rerank_batch(self, requests):
+        qids = [r.qid for r in requests]
+        print(*qids, flush=True)
+        if CALLS and qids[0] not in CALLS:
+            Finaliser()
+        CALLS.extend(qids)
+        return [RerankResult(order=tuple(reversed(range(len(r.docids))))) for r in requests]
+"""
+
+
+def test_a_signal_that_lands_in_a_finaliser_still_stops_the_run_before_the_next_call(sample, tmp_path):
+    """SIGINT raised where Python cannot raise it (a finaliser, as an import's module-lock callback once was, and
+    the run went on to exit 0): the run stops before its next model call, with the one line and 130, the query
+    already done kept, and nothing of Python's "Exception ignored" on stderr."""
+    (tmp_path / "swallowing.py").write_text(SWALLOWING_BACKEND)
+    run, _ = small_run(sample, tmp_path, queries=4)
+    env = {**ENV, "PYTHONPATH": f"{tmp_path}:{ENV.get('PYTHONPATH', '')}", "ACURANK_BACKENDS": "swallowing"}
+    out = tmp_path / "o.run"
+    proc = subprocess.run([sys.executable, "-m", "acurank_cli", "baseline", str(run), "--method", "sw-1",
+                           "--reranker", "swallow", "--batch-queries", "1", "-o", str(out)],
+                          capture_output=True, text=True, env=env, cwd=tmp_path,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert proc.returncode == 130, proc.stderr
+    first, second = list(dict.fromkeys(line.split("\t")[0].split()[0] for line in run.read_text().splitlines()))[:2]
+    calls = proc.stdout.split()
+    assert calls[-1] == second and calls[:-1] == [first] * 9  # 100 docs: 9 windows; none after the signal
+    assert [line.split()[0] for line in out.read_text().splitlines()] == [first] * 100  # the finished query is kept
+    assert "interrupted" in proc.stderr and "rerun the same command to resume" in proc.stderr.splitlines()[-1]
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
+
+
 @pytest.mark.parametrize("blocked,args,extra", [
     ("torch", ["rerank", "RUN", "--reranker", "minilm", "--depth", "5"], "llm"),
     ("jnius_config", ["retrieve", "--index", "IDX", "--topics", "TOPICS"], "retrieval"),
