@@ -383,7 +383,8 @@ figures), the per-query difference as a sorted bar chart, calls and tokens per q
 measure (allocation); filter (hurt by reranking, most calls, unjudged in the top 10), find by qid or text, j/k and
 Enter. Per query (#q=QID): the rankings side by side with grades coloured and each document's move, P(relevant)
 and the cut, the uncertain set per step, thinking tokens, and from a trace each top document's mu ± sigma over the
-steps. Stats are read beside each run (X.stats.jsonl), traces beside it too (X.trace.jsonl) or from --trace.
+steps; with --corpus each document's text (a split document's scoring passage) opens beside its row. Stats are read
+beside each run (X.stats.jsonl), traces beside it too (X.trace.jsonl) or from --trace.
 
 Example: acurank report html sample_runs/dl19/bm25.run acurank.run --qrels sample_runs/dl19/qrels.txt --topics sample_runs/dl19/topics.tsv -o explorer.html""")
 def html_cmd(
@@ -392,6 +393,7 @@ def html_cmd(
     qrels: Annotated[str, typer.Option("--qrels", help="Qrels of the runs' queries.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")] = Path("explorer.html"),
     topics: Annotated[Optional[str], typer.Option("--topics", help="Topics 'qid<TAB>text': the queries' texts (to show and to find).")] = None,
+    corpus: Annotated[Optional[str], typer.Option("--corpus", help="The documents' texts (JSONL, as rerank's --corpus): each listed document's opening words, and a split document's scoring passage (--passages), to open beside its row; read for the listed documents only.")] = None,
     trace: Annotated[Optional[list[str]], typer.Option("--trace", help="NAME=PATH: a run's --trace (repeatable; default X.trace.jsonl beside X.run when there).")] = None,
     baseline: Annotated[Optional[str], typer.Option("--baseline", "-b", help="The run the others are compared with (default the first).")] = None,
     measure: MeasureOpt = DEFAULT_MEASURE,
@@ -420,11 +422,12 @@ def html_cmd(
         for flag, extra in (("--stats", chosen[-1].stats), ("--trace", found)):
             if extra:
                 plan.read(flag, extra)
-    if topics:
-        plan.read("--topics", topics)
+    for flag, given in (("--topics", topics), ("--corpus", corpus)):
+        if given:
+            plan.read(flag, given)
     plan.write("--output", str(output)).check(overwrite)
     size = write_explorer(chosen, qrels, output, measure=measure, rel_level=rel_level, baseline=baseline,
-                          topics=read_topics(topics) if topics else None)
+                          topics=read_topics(topics) if topics else None, corpus=corpus)
     say(f"wrote {output} ({size / 1024:.0f} KB, {len(chosen)} runs)")
 
 

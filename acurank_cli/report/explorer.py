@@ -8,7 +8,10 @@ navigates. No network: the script and the styles are inline, and the page opens 
 
 The file holds the overview as one JSON block and each query as its own JSON block, parsed when the query is opened,
 so a large run set costs the browser one query at a time (the HTML grows with the runs' size: about 1 KB a query per
-run without a trace; a trace adds its ratings, kept for the top ``TRACE_TOP`` documents by final mu).
+run without a trace; a trace adds its ratings, kept for the top ``TRACE_TOP`` documents by final mu). With the
+documents' texts (``--corpus``), each listed document carries its opening ``OPENING`` words, once a query, and a split
+document its scoring passage as the run ranked it (its characters of the document's text, from the stats' span); the
+corpus is read for the listed documents only.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from typing import Any, Sequence
 
 #: how many documents of each ranking the per-query view lists, and how many documents' ratings a trace keeps
 SHOWN, TRACE_TOP = 20, 8
+#: the words of a listed document's text the page keeps (--corpus); a split document's scoring passage is kept whole
+OPENING = 100
 
 
 @dataclass(frozen=True)
@@ -114,10 +119,11 @@ def _summary(table, measure: str) -> list[dict[str, Any]]:
 
 
 def build_explorer(runs: Sequence[ExplorerRun], qrels_path: str, *, measure: str, rel_level: int = 1,
-                   baseline: str | None = None, topics: dict[str, str] | None = None) -> tuple[dict, dict]:
+                   baseline: str | None = None, topics: dict[str, str] | None = None,
+                   corpus: str | None = None) -> tuple[dict, dict]:
     """The overview and every query's view, as the page reads them: the runs, their stats and per-query measures
     held and read once by ``report table``'s :class:`~.collection.Collection` (the first run without stats is the
-    first stage, 0 calls)."""
+    first stage, 0 calls); ``corpus``: the documents' texts (see the module's doc)."""
     from .collection import build_collection
     from .tables import build_table, measure_label
 
@@ -155,6 +161,8 @@ def build_explorer(runs: Sequence[ExplorerRun], qrels_path: str, *, measure: str
             if q in traced:
                 for d in views[q]["rankings"][name]:
                     d["windows"] = traced[q].windows.get(d["docid"], 0)
+    if corpus is not None:
+        _add_texts(views, stats, corpus)
     priced = any(m is not None for row in queries for m in row["money"].values())
     overview = {"measure": label, "baseline": base, "runs": [r.name for r in runs],
                 "summary": _summary(table, coll.measure), "priced": priced,
@@ -185,6 +193,33 @@ def _query_view(q: str, runs: Sequence[ExplorerRun], scores: dict, judged: dict,
     return view
 
 
+def _opening(text: str) -> str:
+    words = text.split()
+    return " ".join(words[:OPENING]) + (" …" if len(words) > OPENING else "")
+
+
+def _add_texts(views: dict[str, dict], stats: dict, corpus: str) -> None:
+    """Each query's listed documents' openings (``texts``, by docid) and each split document's scoring passage
+    (``passage_text``: the characters of the document's text that the stats' span names), from ``corpus``, read
+    for the listed documents only (the one corpus reader)."""
+    from ..io.collection_files import read_corpus
+
+    docs = read_corpus(corpus, {d["docid"] for v in views.values() for r in v["rankings"].values() for d in r})
+    for q, view in views.items():
+        view["texts"] = {}
+        for name, ranking in view["rankings"].items():
+            rec = stats[name].get(q)
+            best = rec.passages.best if rec is not None and rec.passages is not None else {}
+            for d in ranking:
+                doc = docs.get(d["docid"])
+                if doc is None:
+                    continue
+                view["texts"][d["docid"]] = {"title": doc.title, "text": _opening(doc.text)}
+                if d["docid"] in best:
+                    span = best[d["docid"]]
+                    d["passage_text"] = doc.text[span.char_start: span.char_end]
+
+
 def render_explorer(overview: dict, views: dict[str, dict], title: str) -> str:
     """The page: the overview and each query's view as JSON blocks, the script and the styles inline."""
     def block(ident: str, data: Any) -> str:
@@ -197,10 +232,11 @@ def render_explorer(overview: dict, views: dict[str, dict], title: str) -> str:
 
 
 def write_explorer(runs: Sequence[ExplorerRun], qrels: str, output: str | Path, *, measure: str, rel_level: int = 1,
-                   baseline: str | None = None, topics: dict[str, str] | None = None) -> int:
+                   baseline: str | None = None, topics: dict[str, str] | None = None,
+                   corpus: str | None = None) -> int:
     """Build and write the page; returns its size in bytes."""
     overview, views = build_explorer(runs, qrels, measure=measure, rel_level=rel_level, baseline=baseline,
-                                     topics=topics)
+                                     topics=topics, corpus=corpus)
     text = render_explorer(overview, views, f"acurank runs: {', '.join(r.name for r in runs)}")
     Path(output).write_text(text, encoding="utf-8")
     return len(text.encode("utf-8"))
@@ -220,7 +256,7 @@ table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding
 th{background:#f3f3f3}td.l,th.l{text-align:left}tr.sel{outline:2px solid #06c}tr.q{cursor:pointer}
 .g0{background:#fff}.g1{background:#fde9b6}.g2{background:#c9ecc0}.g3{background:#8fd68a}.gu{background:#eee;color:#777}
 .up{color:#070}.down{color:#b00}.side{display:flex;gap:1.5em;flex-wrap:wrap}svg{border:1px solid #ddd;margin:.3em 0}
-.controls{margin:.5em 0}.controls>*{margin-right:.8em}"""
+.controls{margin:.5em 0}.controls>*{margin-right:.8em}td.t{text-align:left;max-width:26em}td.t summary{cursor:pointer}"""
 
 _SCRIPT = r"""
 const $ = (s) => document.querySelector(s);
@@ -293,16 +329,25 @@ function query(qid) {
   const v = JSON.parse(el.textContent), q = O.queries.find((x) => x.qid === qid);
   const ranking = (r) => {
     const rel = v.relevance[r], traced = v.rankings[r].length > 0 && v.rankings[r][0].windows !== undefined;
-    const split = v.rankings[r].some((d) => d.passage);
+    const split = v.rankings[r].some((d) => d.passage), texts = v.texts || {}, texted = Object.keys(texts).length > 0;
+    const shown = (d) => {  // the text a reader opens: the scoring passage of a split document, else its opening
+      const t = texts[d.docid], body = d.passage_text !== undefined ? d.passage_text : (t ? t.text : "");
+      if (!t && d.passage_text === undefined) return "<td></td>";
+      const words = body.split(/\s+/).filter((x) => x), head = words.slice(0, 8).join(" ") + (words.length > 8 ? " …" : "");
+      return `<td class="l t"><details><summary>${esc(head)}</summary>${t && t.title ? `<b>${esc(t.title)}</b> ` : ""}${esc(body)}</details></td>`;
+    };
     const rows = v.rankings[r].map((d, i) => {
       const g = d.grade === null ? "gu" : "g" + Math.min(3, d.grade), move = d.was === null ? "" : d.was - (i + 1);
       const p = rel ? `<td>${fmt(rel.p[d.docid], 3)}${rel.kept !== null && i >= rel.kept ? " (cut)" : ""}</td>` : "";
-      const w = (traced ? `<td>${d.windows}</td>` : "") + (split ? `<td>${d.passage ? `${d.passage[0]} (words ${d.passage[1]}-${d.passage[2]})` : ""}</td>` : "");
+      const w = (traced ? `<td>${d.windows}</td>` : "") + (split ? `<td>${d.passage ? `${d.passage[0]} (words ${d.passage[1]}-${d.passage[2]})` : ""}</td>` : "") +
+        (texted ? shown(d) : "");
       return `<tr class="${g}"><td class="l">${i + 1}</td><td class="l">${esc(d.docid)}</td><td>${d.grade === null ? "unjudged" : d.grade}</td>` +
         `<td class="${move > 0 ? "up" : move < 0 ? "down" : ""}">${move === "" ? "" : (move > 0 ? "+" : "") + move}</td>${w}${p}</tr>`;
     });
     return `<section class="ranking" data-run="${esc(r)}"><h3>${esc(r)}: ${fmt(q ? q.values[r] : null)}</h3>` +
-      table(["rank", "docid", "grade", "move", ...(traced ? ["windows"] : []), ...(split ? ["scoring passage"] : []), ...(rel ? ["P(relevant) (the cut: where the run's list stops)"] : [])], rows, "rank") +
+      table(["rank", "docid", "grade", "move", ...(traced ? ["windows"] : []), ...(split ? ["scoring passage"] : []),
+             ...(texted ? [split ? "text (a split document: its scoring passage)" : "text"] : []),
+             ...(rel ? ["P(relevant) (the cut: where the run's list stops)"] : [])], rows, "rank") +
       (rel ? `<p>P(no relevant document): ${fmt(rel.p_none, 3)}</p>` : "") + "</section>";
   };
   const iters = Object.entries(v.iterations).map(([r, its]) => `<h3>${esc(r)}: the uncertain set per step` +

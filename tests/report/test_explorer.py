@@ -3,6 +3,8 @@ installed: ``make test-browser``; the README says how to get it)."""
 
 from __future__ import annotations
 
+import gzip
+import html
 import json
 import re
 import shutil
@@ -26,8 +28,8 @@ def explorer(tmp_path_factory) -> dict:
             "--price-in", "2.5", "--price-out", "10")
     acurank("baseline", *common, "--method", "sw-1", "-o", work / "sw-1.run")
     runs = [DL19 / "bm25.run", work / "acurank.run", work / "sw-1.run"]
-    made = acurank("report", "html", *runs, "--qrels", DL19 / "qrels.txt", "--topics", DL19 / "topics.tsv", "-o",
-                   work / "explorer.html")
+    made = acurank("report", "html", *runs, "--qrels", DL19 / "qrels.txt", "--topics", DL19 / "topics.tsv", "--corpus",
+                   DL19 / "passages.jsonl.gz", "-o", work / "explorer.html")
     evaluated = acurank("eval", *runs, "--qrels", DL19 / "qrels.txt", "-m", "nDCG@10", "-f", "tsv").stdout
     means = {Path(line.split("\t")[3]).name[: -len(".run")]: float(line.split("\t")[2])
              for line in evaluated.splitlines() if line.startswith("nDCG@10\tall\t")}
@@ -126,6 +128,14 @@ def test_the_page_in_a_real_browser(explorer, tmp_path):
         assert [r[2] for r in rows] == [d["docid"] for d in blocks[name]]
         assert [r[3] for r in rows] == ["unjudged" if d["grade"] is None else str(d["grade"]) for d in blocks[name]]
     assert '<th class="" scope="col">windows</th>' in sides["acurank"] and "windows</th>" not in sides["sw-1"]
+    # --corpus: each listed document's text opens beside its row, as the corpus has it
+    corpus = {json.loads(line)["_id"]: json.loads(line)["text"] for line in
+              gzip.open(DL19 / "passages.jsonl.gz", "rt", encoding="utf-8")}
+    for name, section in sides.items():
+        opened_texts = re.findall(r'<td class="l t"><details><summary>[^<]*</summary>([^<]*)</details></td>', section)
+        want = [" ".join(corpus[d["docid"]].split()[:100]) + (" …" if len(corpus[d["docid"]].split()) > 100 else "")
+                for d in blocks[name]]
+        assert [html.unescape(t) for t in opened_texts] == want and len(want) == 20
     chart = re.search(r'<svg id="trace-chart".*?</svg>', shown, re.S).group(0)
     assert chart.count('<path class="mu"') == 8 and re.search(r'd="M[0-9.]+,[0-9.]+L', chart)
     assert "CONSOLE" not in console, console
@@ -143,17 +153,25 @@ def test_a_split_documents_scoring_passage_is_the_stats_own(tmp_path):
     acurank("rerank", run, "--method", "acurank-9", "--reranker", "minilm", "--no-cache", "--depth", "10", "--corpus",
             DL19 / "passages.jsonl.gz", "--topics", DL19 / "topics.tsv", "--passages", "30:15", "-q",
             "-o", tmp_path / "p.run")
-    acurank("report", "html", run, tmp_path / "p.run", "--qrels", DL19 / "qrels.txt", "-o", tmp_path / "p.html")
+    acurank("report", "html", run, tmp_path / "p.run", "--qrels", DL19 / "qrels.txt", "--corpus",
+            DL19 / "passages.jsonl.gz", "-o", tmp_path / "p.html")
     stats = read_stats(tmp_path / "p.stats.jsonl")
     blocks = _blocks(tmp_path / "p.html")
+    corpus = {json.loads(line)["_id"]: json.loads(line)["text"] for line in
+              gzip.open(DL19 / "passages.jsonl.gz", "rt", encoding="utf-8")}
     shown = 0
     for q in ("1037798", "104861"):
         best = stats[q].passages.best
         for d in blocks[f"q:{q}"]["rankings"]["p"]:
             span = best.get(d["docid"])
             assert d.get("passage") == (None if span is None else [span.index, span.start, span.end])
+            if span is not None:  # the scoring passage's text: its 30 words of the document, as the run ranked them
+                words = corpus[d["docid"]].split()
+                assert d["passage_text"].split() == words[span.start: span.end] and len(words) > 30
+            else:
+                assert "passage_text" not in d
             shown += span is not None
-        assert all("passage" not in d for d in blocks[f"q:{q}"]["rankings"]["two"])
+        assert all("passage" not in d and "passage_text" not in d for d in blocks[f"q:{q}"]["rankings"]["two"])
     assert shown > 0
 
 
