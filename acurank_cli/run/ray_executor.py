@@ -196,18 +196,28 @@ def _messages_to_stderr() -> None:
 def _actor_class(ray):
     @ray.remote(max_restarts=-1, max_task_retries=0, max_concurrency=64)
     class BackendActor:
-        """One backend, built once in this actor's process from its ``--reranker`` spec and options."""
+        """One backend, built once in this actor's process from its ``--reranker`` spec and options, at its first
+        call: every call carries ``held``, the driver's one reference to the choice (inside a list, so that Ray passes
+        it unread), and a process Ray has restarted builds it again from there."""
 
-        def __init__(self, choice: BackendChoice):
-            self.error = None
-            try:
-                self.backend = choice.build()  # the choice as the driver parsed and checked it: not parsed again
-            except InputError as exc:
-                self.backend, self.error = None, exc.cli()
-            except ImportError as exc:
-                self.backend, self.error = None, f"importing failed in the actor: {exc}"
+        def __init__(self):
+            self.backend, self.error, self.built = None, None, False
+            self.building = threading.Lock()
 
-        def describe(self) -> dict[str, Any]:
+        def _build(self, held: list) -> None:
+            with self.building:
+                if self.built:
+                    return
+                try:  # the choice as the driver parsed and checked it: not parsed again
+                    self.backend = ray.get(held[0]).build()
+                except InputError as exc:
+                    self.error = exc.cli()
+                except ImportError as exc:
+                    self.error = f"importing failed in the actor: {exc}"
+                self.built = True
+
+        def describe(self, held: list) -> dict[str, Any]:
+            self._build(held)
             if self.backend is None:
                 return {"error": self.error}
             b = self.backend
@@ -216,10 +226,12 @@ def _actor_class(ray):
                     "node": ray.get_runtime_context().get_node_id(),
                     "lanes": int(getattr(b, "lanes", 1)), "lane_batch": getattr(b, "lane_batch", None)}
 
-        def prompt_keys(self, requests: Sequence[RerankRequest]) -> list[str]:
+        def prompt_keys(self, held: list, requests: Sequence[RerankRequest]) -> list[str]:
+            self._build(held)
             return self.backend.prompt_keys(requests)
 
-        def rerank(self, requests: Sequence[RerankRequest]) -> list[RerankResult]:
+        def rerank(self, held: list, requests: Sequence[RerankRequest]) -> list[RerankResult]:
+            self._build(held)
             return self.backend.rerank(list(requests))
 
 
@@ -264,7 +276,12 @@ class RayPool(BackendWrapper):
         self.choice_note = (f"ray: {count} actors x {per:g} GPU on {options.address} (cluster: "
                             f"{resources.get('CPU', 0):g} CPUs, {gpus:g} GPUs)")
         actor = _actor_class(ray)
-        self.actors = [actor.options(num_gpus=per, num_cpus=0 if per else 1).remote(choice) for _ in range(count)]
+        # the choice (the simulated reranker's qrels: megabytes) is put once and held here for the pool's life, its
+        # reference going with every call (see BackendActor): an actor Ray restarts builds the backend again from
+        # this owner, and an actor has no constructor argument in the object store for Ray's core to warn about on
+        # every run ("has constructor arguments in the object store and max_restarts > 0", ray-project/ray#53727)
+        self.held = [ray.put(choice)]
+        self.actors = [actor.options(num_gpus=per, num_cpus=0 if per else 1).remote() for _ in range(count)]
         self.actors, described = self._started(ray)
         failed = next((d["error"] for d in described if d["error"]), None)
         if failed:
@@ -304,7 +321,7 @@ class RayPool(BackendWrapper):
         limit = start_seconds()
         deadline = time.monotonic() + limit
         for a in self.actors:
-            asked = a.describe.remote()
+            asked = a.describe.remote(self.held)
             for _ in range(ATTEMPTS):
                 ready, _ = ray.wait([asked], timeout=max(0.0, deadline - time.monotonic()))
                 if not ready:
@@ -316,7 +333,7 @@ class RayPool(BackendWrapper):
                     break
                 except (ray_errors.RayActorError, ray_errors.RpcError) as exc:
                     last = exc  # died while starting: restarted by Ray (max_restarts=-1), asked again
-                    asked = a.describe.remote()
+                    asked = a.describe.remote(self.held)
                 except Exception as exc:  # noqa: BLE001 - a worker that cannot start at all: one line
                     last = exc
                     break
@@ -348,7 +365,7 @@ class RayPool(BackendWrapper):
         for _ in range(ATTEMPTS):
             actor = self._lane()
             try:
-                keys = ray.get(actor.prompt_keys.remote(list(requests)))
+                keys = ray.get(actor.prompt_keys.remote(self.held, list(requests)))
             except (ray_errors.RayActorError, ray_errors.ActorUnavailableError):
                 self._failed(actor)  # dead or restarting: out of rotation until it is back; ask another
                 continue
@@ -364,7 +381,7 @@ class RayPool(BackendWrapper):
         for _ in range(ATTEMPTS):
             actor = self._lane()
             try:
-                results = ray.get(actor.rerank.remote(list(requests)))
+                results = ray.get(actor.rerank.remote(self.held, list(requests)))
             except (ray_errors.RayActorError, ray_errors.ActorUnavailableError):
                 with self._lock:
                     self.resent += len(requests)
@@ -411,7 +428,7 @@ class RayPool(BackendWrapper):
         deadline, back = time.monotonic() + start_seconds(), False
         while not back and time.monotonic() < deadline and self.actors:
             try:
-                ray.get(actor.describe.remote(), timeout=max(1.0, deadline - time.monotonic()))
+                ray.get(actor.describe.remote(self.held), timeout=max(1.0, deadline - time.monotonic()))
                 back = True
             except ray_errors.GetTimeoutError:
                 break
