@@ -100,7 +100,7 @@ def remember_given(argv: Sequence[str], environ: dict[str, str] | None = None) -
 def _known() -> tuple[str, ...]:
     """Every secret value to mask, longest first: the remembered ones and the secret environment variables' values,
     each in its encodings. Made again only when either changes (a model's every answer is masked)."""
-    env = tuple(value for name, value in os.environ.items() if SECRET_ENV.search(name))
+    env = _secret_environment()
     key = (env, len(_remembered))
     if _cache.get("key") != key:
         found = set(_remembered)
@@ -113,6 +113,23 @@ def _known() -> tuple[str, ...]:
 
 
 _cache: dict = {}
+#: the environment's names (as the process holds them) -> those of them that name a secret
+_secret_names: dict[frozenset, tuple] = {}
+
+
+def _secret_environment() -> tuple[str, ...]:
+    """The values of the environment variables whose names say they are secrets. The names are read as the process
+    holds them (bytes, not decoded) and matched once for each set of names; only the secret ones' values are read:
+    masking runs on every answer, and decoding and matching every variable each time cost 0.3 ms a line."""
+    raw = getattr(os.environ, "_data", None)
+    if not isinstance(raw, dict):  # not CPython's os._Environ: read it all
+        return tuple(value for name, value in os.environ.items() if SECRET_ENV.search(name))
+    names = frozenset(raw)
+    secret = _secret_names.get(names)
+    if secret is None:
+        _secret_names.clear()
+        secret = _secret_names[names] = tuple(n for n in raw if SECRET_ENV.search(os.environ.decodekey(n)))
+    return tuple(os.environ.decodevalue(raw[n]) for n in secret)
 
 
 def url(text: str) -> str:

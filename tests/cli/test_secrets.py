@@ -209,3 +209,21 @@ def test_redaction_by_value_and_by_name_in_any_text():
     assert redaction.text('"GET /v2/rerank?x=1&access_token=zz9&k=2 HTTP/1.1"') == \
         '"GET /v2/rerank?x=1&access_token=***&k=2 HTTP/1.1"'
     assert redaction.text("a passage about keys?and=locks") == "a passage about keys?and=locks"
+
+
+def test_a_secret_variable_set_changed_or_removed_mid_process_is_masked_as_it_is_now(monkeypatch):
+    """Masking reads the environment's secret variables on every line (their names matched once for each set of
+    names): one added, changed or removed after lines were masked is masked, or no longer, from the next line on;
+    a variable whose name says nothing of secrets is left alone."""
+    from acurank_cli import redaction
+
+    monkeypatch.setenv("ACME_API_KEY", "FIRSTSECRET001")
+    monkeypatch.setenv("ACME_COLOUR", "PLAINVALUE0001")
+    assert redaction.text("FIRSTSECRET001 PLAINVALUE0001") == "*** PLAINVALUE0001"
+    monkeypatch.setenv("ACME_API_KEY", "SECONDSECRET02")  # changed: the same names, another value
+    assert redaction.text("FIRSTSECRET001 SECONDSECRET02") == "FIRSTSECRET001 ***"
+    monkeypatch.setenv("LATE_TOKEN", "LATESECRET0003")  # added
+    monkeypatch.delenv("ACME_COLOUR")  # and one removed: the set of names is another
+    assert redaction.text("LATESECRET0003 SECONDSECRET02") == "*** ***"
+    monkeypatch.delenv("LATE_TOKEN")
+    assert redaction.text("LATESECRET0003") == "LATESECRET0003"
