@@ -43,9 +43,13 @@ from ..listwise.thinking import Effort, ThinkingOptions, check_thinking
 _NORMAL = statistics.NormalDist()
 
 
-def _z(key: str) -> float:
-    """A standard normal draw from sha256(key): u from the first 16 hex digits, z = Phi^-1(u) (u clipped)."""
-    u = int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:16], 16) / 2**64
+def _z(key: str, prefix: "hashlib._Hash | None" = None) -> float:
+    """A standard normal draw from sha256(key): u from the first 16 hex digits (the digest's first 8 bytes, big-endian),
+    z = Phi^-1(u) (u clipped). ``prefix``: sha256 already fed the text before ``key`` (a window's keys share all but
+    their last field; the digest of the whole text is the same)."""
+    hashed = prefix.copy() if prefix is not None else hashlib.sha256()
+    hashed.update(key.encode("utf-8"))
+    u = int.from_bytes(hashed.digest()[:8], "big") / 2**64
     return _NORMAL.inv_cdf(min(max(u, 1e-12), 1 - 1e-12))
 
 
@@ -54,11 +58,11 @@ def simulated_scores(qid: str, window: Sequence[str], grades: dict[str, int], no
     """score(d) = g(d) + noise * z, z from sha256("acurank-sim|seed|qid|window|d"); plus, when set, the
     persistent error persistent * z_d (sha256("acurank-sim-doc|seed|qid|d")) and the primacy bias
     position * (L - 1 - p) / (L - 1)."""
-    joined = ",".join(window)
+    shared = hashlib.sha256(f"acurank-sim|{seed}|{qid}|{','.join(window)}|".encode("utf-8"))
     last = max(1, len(window) - 1)
     scores = []
     for p, d in enumerate(window):
-        score = grades.get(d, 0) + noise * _z(f"acurank-sim|{seed}|{qid}|{joined}|{d}")
+        score = grades.get(d, 0) + noise * _z(d, shared)
         if persistent:
             score += persistent * _z(f"acurank-sim-doc|{seed}|{qid}|{d}")
         if position:
