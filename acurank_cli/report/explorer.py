@@ -170,6 +170,11 @@ def build_explorer(runs: Sequence[ExplorerRun], qrels_path: str, *, measure: str
     return overview, views
 
 
+def _scoring_passages(rec) -> dict:
+    """A query's split documents' scoring passages (docid -> span) as its stats record them; none without passages."""
+    return dict(rec.passages.best) if rec is not None and rec.passages is not None else {}
+
+
 def _query_view(q: str, runs: Sequence[ExplorerRun], scores: dict, judged: dict, stats: dict, base: str) -> dict:
     base_rank = {d: i + 1 for i, d in enumerate(_ordered(scores[base].get(q, {})))}
     view: dict[str, Any] = {"qid": q, "rankings": {}, "iterations": {}, "thinking": {}, "relevance": {}, "trace": {}}
@@ -178,7 +183,7 @@ def _query_view(q: str, runs: Sequence[ExplorerRun], scores: dict, judged: dict,
         view["rankings"][r.name] = [{"docid": d, "grade": judged.get(q, {}).get(d), "was": base_rank.get(d)}
                                     for d in order]
         rec = stats[r.name].get(q)
-        best = rec.passages.best if rec is not None and rec.passages is not None else {}
+        best = _scoring_passages(rec)
         for d in view["rankings"][r.name]:  # --passages: the passage that scored a split document, by its words
             if d["docid"] in best:
                 span = best[d["docid"]]
@@ -208,8 +213,7 @@ def _add_texts(views: dict[str, dict], stats: dict, corpus: str) -> None:
     for q, view in views.items():
         view["texts"] = {}
         for name, ranking in view["rankings"].items():
-            rec = stats[name].get(q)
-            best = rec.passages.best if rec is not None and rec.passages is not None else {}
+            best = _scoring_passages(stats[name].get(q))
             for d in ranking:
                 doc = docs.get(d["docid"])
                 if doc is None:

@@ -36,6 +36,12 @@ def explorer(tmp_path_factory) -> dict:
     return {"page": work / "explorer.html", "said": made.stderr, "means": means, "work": work}
 
 
+def _corpus_texts() -> dict[str, str]:
+    """DL19's passages by id, read here as the test's own reference."""
+    with gzip.open(DL19 / "passages.jsonl.gz", "rt", encoding="utf-8") as lines:
+        return {row["_id"]: row["text"] for row in map(json.loads, lines)}
+
+
 def _blocks(page: Path) -> dict:
     text = page.read_text(encoding="utf-8")
     return {m.group(1): json.loads(m.group(2).replace("<\\/", "</"))
@@ -129,8 +135,7 @@ def test_the_page_in_a_real_browser(explorer, tmp_path):
         assert [r[3] for r in rows] == ["unjudged" if d["grade"] is None else str(d["grade"]) for d in blocks[name]]
     assert '<th class="" scope="col">windows</th>' in sides["acurank"] and "windows</th>" not in sides["sw-1"]
     # --corpus: each listed document's text opens beside its row, as the corpus has it
-    corpus = {json.loads(line)["_id"]: json.loads(line)["text"] for line in
-              gzip.open(DL19 / "passages.jsonl.gz", "rt", encoding="utf-8")}
+    corpus = _corpus_texts()
     for name, section in sides.items():
         opened_texts = re.findall(r'<td class="l t"><details><summary>[^<]*</summary>([^<]*)</details></td>', section)
         want = [" ".join(corpus[d["docid"]].split()[:100]) + (" …" if len(corpus[d["docid"]].split()) > 100 else "")
@@ -157,8 +162,7 @@ def test_a_split_documents_scoring_passage_is_the_stats_own(tmp_path):
             DL19 / "passages.jsonl.gz", "-o", tmp_path / "p.html")
     stats = read_stats(tmp_path / "p.stats.jsonl")
     blocks = _blocks(tmp_path / "p.html")
-    corpus = {json.loads(line)["_id"]: json.loads(line)["text"] for line in
-              gzip.open(DL19 / "passages.jsonl.gz", "rt", encoding="utf-8")}
+    corpus = _corpus_texts()
     shown = 0
     for q in ("1037798", "104861"):
         best = stats[q].passages.best
