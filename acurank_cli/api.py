@@ -142,28 +142,27 @@ class Reranker:
 
     def _pivoted(self, strategy: Strategy, pivots: Sequence[str] | None, prepared: list[Prepared]) -> Strategy:
         """The call's strategy with a pivot in every window where ``pivots`` are given (one per query), each query's
-        pivot passage among its documents; a calibration map fit with a pivot needs them, one fit without refuses
-        them."""
-        from .records import Doc, pivot_id
+        pivot passage among its documents: the pivot's rules as every entrance says them (:mod:`acurank_cli.relevance`:
+        the method rates a pivot, documents ranked whole, a map fit with a pivot needs one and one fit without
+        refuses it, the pivot fits the backend)."""
+        from .records import pivot_id
+        from .relevance import SAID, Pivot, check_pivot, pivoted
 
-        pivoted = self.calibration is not None and self.calibration.pivoted
-        if pivots is None:
-            if pivoted:
-                raise InputError("pivot: the calibration map was fit with a pivot; give each query's pivot passage "
-                                 "(pivot=...)")
-            return strategy
-        if self.calibration is not None and not pivoted:
-            raise InputError("pivot: the calibration map was fit without a pivot; fit one with --pivot")
-        pivots = list(pivots)
-        if len(pivots) != len(prepared) or not all(isinstance(p, str) and p.strip() for p in pivots):
-            raise InputError("pivot: give one non-empty pivot passage per query")
-        if not hasattr(strategy, "with_pivot"):
-            raise InputError(f"pivot: method {strategy.name!r} rates no pivot (the acurank methods do)")
-        if self.passages is not None:
-            raise InputError("pivot with passages: a pivot joins windows of documents ranked whole")
-        for p, text in zip(prepared, pivots):
-            p.docs[pivot_id(p.task.qid)] = Doc(pivot_id(p.task.qid), text)
-        return strategy.with_pivot()
+        if pivots is not None:
+            pivots = list(pivots)
+            if len(pivots) != len(prepared) or not all(isinstance(p, str) and p.strip() for p in pivots):
+                raise InputError("pivot: give one non-empty pivot passage per query")
+            strategy = pivoted(strategy, SAID["api"])
+        check_pivot(pivots is not None, self.passages, self.calibration, SAID["api"])
+        if pivots is not None:
+            docs = {}
+            Pivot.given({p.task.qid: text for p, text in zip(prepared, pivots)}, SAID["api"]).add_texts(
+                self._session.needs_texts, self._session.spec or type(self.backend).__name__,
+                [p.task.qid for p in prepared], docs, SAID["api"])
+            for p in prepared:  # each query's own pivot among its own documents (none: the simulated reranker's)
+                if pivot_id(p.task.qid) in docs:
+                    p.docs[pivot_id(p.task.qid)] = docs[pivot_id(p.task.qid)]
+        return strategy
 
     def _relevance_cuts(self, min_p_relevant: float | None, cut: str | None) -> tuple:
         """``min_p_relevant`` and ``cut`` checked (both need the calibration map), as the cuts they are:

@@ -90,8 +90,14 @@ def test_a_pivot_per_call_and_a_map_fit_with_one():
     pivoted = CalibrationMap(2, (0.0,) * 5, (1.0,) * 5, (0.0, 0.0, 0.0, 1.0, 0.0), 0.0)
     qid, docs = first_queries(1)[0]
     with Reranker("simulated", cache=None, qrels=str(DL19 / "qrels.txt"), calibration=pivoted, init="score") as rr:
-        with pytest.raises(InputError, match="fit with a pivot; give each query's pivot passage"):
+        with pytest.raises(InputError) as refused:
             rr.rerank("q", docs, qid=qid)
+        assert str(refused.value) == ("calibration: the map was fit with a pivot in every window, and this call has "
+                                      "none: give pivot")
+        with pytest.raises(InputError) as refused:  # a passage for a reranker that reads none (the CLI's rule)
+            rr.rerank("q", docs, qid=qid, pivot="a passage at the boundary")
+        assert str(refused.value) == ("pivot: the simulated reranker reads no texts; give pivot='simulated' (its "
+                                      "grade: sim_pivot_grade)")
         out = rr.rerank("q", docs, qid=qid, pivot="simulated")
         assert len(out) == len(docs) and all(not d.id.startswith("acurank-pivot") for d in out)
         assert out.calls == rr.rerank("q", docs, qid=qid, pivot="simulated").calls
@@ -99,11 +105,20 @@ def test_a_pivot_per_call_and_a_map_fit_with_one():
         ps = [d.p_relevant for d in out]
         assert ps[0] > 0.5 > ps[-1] and sum(ps[:10]) > sum(ps[-10:])
     with Reranker("simulated", cache=None, qrels=str(DL19 / "qrels.txt"), calibration=MAP) as rr:
-        with pytest.raises(InputError, match="fit without a pivot"):
+        with pytest.raises(InputError) as refused:
             rr.rerank("q", docs, qid=qid, pivot="simulated")
+        assert str(refused.value) == ("calibration: the map was fit without a pivot, and this call has one: leave "
+                                      "pivot out, or fit a map with one")
     with Reranker("simulated", method="sw-1", cache=None, qrels=str(DL19 / "qrels.txt")) as rr:
-        with pytest.raises(InputError, match="rates no pivot"):
+        with pytest.raises(InputError) as refused:
             rr.rerank("q", docs, qid=qid, pivot="simulated")
+        assert str(refused.value) == "pivot: method 'sw-1' rates no pivot (the acurank methods do)"
+    # a reranker that reads texts takes a passage, not the simulated reranker's pivot (a server never called)
+    with Reranker("openai:gpt-4o-mini", base_url="http://127.0.0.1:9/v1", cache=None) as rr:
+        with pytest.raises(InputError) as refused:
+            rr.rerank("q", docs, qid=qid, pivot="simulated")
+        assert str(refused.value) == ("pivot='simulated' is the simulated reranker's pivot; reranker "
+                                      "openai:gpt-4o-mini reads texts: give each query's pivot passage")
 
 
 def test_a_maps_k_is_kept_for_every_call():

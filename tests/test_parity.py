@@ -62,6 +62,49 @@ ROWS = (
         reranker="openai:gpt-4o-mini"),
 )
 ENTRANCES = ("CLI", "API", "HTTP (serve)", "MCP")
+
+PIVOT_MAP = "{pivot_map}"  # a map fit with a pivot (the per-request rows' reranker, acurank, k = 10)
+JOINS = "a pivot joins windows of documents ranked whole"
+TEXTS = "is the simulated reranker's pivot; reranker openai:gpt-4o-mini reads texts: give"
+
+
+@dataclass(frozen=True)
+class Call:
+    """A rule a call breaks, refused at every entrance in its own words: the command line's flags, the API's
+    keywords (``pivot`` among the call's), a request's fields (``serve``'s ``POST /v2/rerank`` and the MCP ``rerank``
+    tool of the server started with ``server`` flags, a 400 naming ``field``). The reranker reads texts and is never
+    called (openai: at a closed port)."""
+
+    rule: str
+    flags: tuple[str, ...]
+    keywords: dict
+    call: dict
+    server: tuple[str, ...]
+    fields: dict
+    cli: str
+    api: str
+    http: str
+
+
+CALLS = (
+    Call("a map fit with a pivot, given none", ("--calibration", PIVOT_MAP), {"calibration": PIVOT_MAP}, {},
+         ("--calibration", PIVOT_MAP), {},
+         "--calibration: the map was fit with a pivot in every window, and this run has none: give --pivot",
+         "calibration: the map was fit with a pivot in every window, and this call has none: give pivot",
+         "this server's --calibration map: the map was fit with a pivot in every window, and this request has none: "
+         "give pivot"),
+    Call("a pivot with passages", ("--pivot", "{pivots}", "--passages", "100"), {"passages": "100"},
+         {"pivot": "{text}"}, (), {"pivot": "{text}", "max_chunks_per_doc": 2},
+         f"--pivot with --passages: {JOINS}", f"pivot with passages: {JOINS}", f"pivot with max_chunks_per_doc: {JOINS}"),
+    Call("a pivot that does not fit the backend", ("--pivot", "simulated"), {}, {"pivot": "simulated"}, (),
+         {"pivot": "simulated"}, f"--pivot simulated {TEXTS} a file of 'qid<TAB>pivot passage'",
+         f"pivot='simulated' {TEXTS} each query's pivot passage", f'pivot "simulated" {TEXTS} the query\'s pivot passage'),
+    Call("a pivot on a method that rates none", ("--pivot", "{pivots}", "--method", "sw-1"), {"method": "sw-1"},
+         {"pivot": "{text}"}, (), {"pivot": "{text}", "method": "sw-1"},
+         "--pivot: method 'sw-1' rates no pivot (the acurank methods do)",
+         "pivot: method 'sw-1' rates no pivot (the acurank methods do)",
+         "pivot: method 'sw-1' rates no pivot (the acurank methods do)"),
+)
 #: flags every entrance of a row's reranker needs that are not the rule's (a server that is never called)
 BACKEND = {"openai:gpt-4o-mini": ("--base-url", "http://127.0.0.1:9/v1")}
 
@@ -73,6 +116,9 @@ def table() -> str:
         lines.append(f"| {row.rule} | " + " | ".join(["refused: `" + row.cli + "`", "refused: `" + row.api + "`",
                                                        "refused at start, as the CLI", "refused at start, as the CLI"])
                      + " |")
+    for call in CALLS:
+        lines.append(f"| {call.rule} | refused: `{call.cli}` | refused: `{call.api}` | refused: `{call.http}` (400, "
+                     f"field `pivot`) | refused: the same line, a tool error |")
     return "\n".join(lines).replace("{map}", "MAP").replace("{sim_map}", "MAP")
 
 
@@ -123,3 +169,71 @@ def test_every_entrance_refuses_in_the_same_line(row, maps, tmp_path):
 def test_the_docs_show_the_parity_table():
     text = (Path(ROOT) / "docs" / "parity.md").read_text(encoding="utf-8")
     assert table() in text, "docs/parity.md: the table differs from tests/test_parity.py's ROWS:\n" + table()
+
+
+@pytest.fixture(scope="module")
+def per_call(tmp_path_factory) -> dict[str, str]:
+    """What the per-call rows name: a map fit with a pivot, a pivot passage (and its file for the command line)."""
+    from acurank_cli.relevance import CalibrationMap
+
+    folder = tmp_path_factory.mktemp("pivots")
+    CalibrationMap(2, (0.0,) * 5, (1.0,) * 5, (0.0, 0.0, -0.2, 1.0, 0.0), 0.0,
+                   {"k": 10, "backend": "openai:gpt-4o-mini", "method": "acurank"}).save(folder / "pivoted.json")
+    text = "a passage on the question's words that does not answer it"
+    (folder / "pivots.tsv").write_text(f"264014\t{text}\n")
+    return {"pivot_map": str(folder / "pivoted.json"), "pivots": str(folder / "pivots.tsv"), "text": text}
+
+
+def test_every_entrance_refuses_a_calls_pivot_in_the_same_line(per_call, tmp_path):
+    """Issue 82: the pivot's rules (relevance.pivoted, check_pivot, Pivot.add_texts) said once, asked by every
+    entrance: the command line, the API's call, and each request of a running server, through HTTP and MCP."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp import ClientSession
+    import asyncio
+    import httpx
+    import httpx2
+
+    sys.path.insert(0, str(ROOT / "tests" / "serve"))
+    from test_serve import KEY, Server
+
+    from acurank_cli.api import Reranker
+    from acurank_cli.errors import InputError
+
+    fill = lambda values: [per_call.get(v.strip("{}"), v) if isinstance(v, str) and v.startswith("{") else v  # noqa: E731
+                           for v in values]
+    fields = lambda d: dict(zip(d, fill(d.values())))  # noqa: E731
+    docs = ["fleas live for weeks", "cats sleep a lot", "a flea's life cycle has four stages"]
+    servers = {flags: None for flags in {c.server for c in CALLS}}
+    try:
+        for flags in servers:
+            servers[flags] = Server("--reranker", "openai:gpt-4o-mini", *BACKEND["openai:gpt-4o-mini"], "--no-cache",
+                                    "--api-key", KEY, *fill(flags))
+        for row in CALLS:
+            ran = acurank("rerank", DL19 / "bm25.run", "--qids", "264014", "--reranker", "openai:gpt-4o-mini",
+                          *BACKEND["openai:gpt-4o-mini"], "--topics", DL19 / "topics.tsv", "--corpus",
+                          DL19 / "passages.jsonl.gz", *fill(row.flags), "-o", tmp_path / "x.run", check=False)
+            assert (ran.returncode, ran.stderr.strip().splitlines()) == (2, [f"acurank: error: {row.cli}"]), ran.stderr
+            with pytest.raises(InputError) as refused:
+                with Reranker("openai:gpt-4o-mini", base_url=BACKEND["openai:gpt-4o-mini"][1], cache=None,
+                              **fields(row.keywords)) as rr:
+                    rr.rerank("how long do fleas live", docs, **fields(row.call))
+            assert str(refused.value) == row.api
+            server = servers[row.server]
+            body = {"query": "how long do fleas live", "documents": docs, **fields(row.fields)}
+            reply = httpx.post(server.url + "/v2/rerank", headers={"Authorization": f"Bearer {KEY}"}, json=body,
+                               timeout=60)
+            assert (reply.status_code, reply.json()) == (400, {"message": row.http, "field": "pivot"}), reply.text
+
+            async def tool(url: str, arguments: dict):
+                client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}, timeout=60)
+                async with client, streamable_http_client(url, http_client=client) as streams:
+                    async with ClientSession(streams[0], streams[1]) as session:
+                        await session.initialize()
+                        return await session.call_tool("rerank", arguments)
+
+            result = asyncio.run(tool(server.url + "/mcp", body))
+            assert (result.is_error, result.content[0].text) == (True, f"Error executing tool rerank: {row.http}")
+    finally:
+        for server in servers.values():
+            if server is not None:
+                assert server.stop() == 0, server.stderr

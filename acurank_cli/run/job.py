@@ -256,14 +256,11 @@ def _pooled_shard(strategy: Strategy) -> str:
 def _checked_relevance(job: RerankJob) -> dict[str, dict[str, int]] | None:
     """--calibration, --calibrate, --cut and --score against the method and --passages (before any call); the qrels
     --calibrate fits on, read (None without it)."""
-    if job.pivot is not None and job.passages is not None:
-        raise InputError("--pivot with --passages: a pivot joins windows of documents ranked whole")
-    if job.relevance is None and job.calibrate is None:
-        return None
-    rel.check_applicable(job.strategy, job.passages, "--calibrate" if job.calibrate is not None else "--calibration")
-    if job.calibrate is None and job.relevance.calibration.pivoted != (job.pivot is not None):
-        raise InputError("--calibration: " + ("the map was fit with --pivot; give it here too" if job.pivot is None else
-                                              "the map was fit without --pivot; fit one with it"))
+    if job.relevance is not None or job.calibrate is not None:
+        rel.check_applicable(job.strategy, job.passages, "--calibrate" if job.calibrate is not None else "--calibration")
+    # the pivot's rules as every entrance says them (the method's: where the method was built, Pivot.pivoted)
+    rel.check_pivot(job.pivot is not None, job.passages, None if job.relevance is None else job.relevance.calibration,
+                    rel.SAID["cli"])
     if job.calibrate is None:  # the map's k: kept where the method was built (relevance.keep_maps_k)
         return None
     from ..io.collection_files import read_qrels

@@ -120,7 +120,7 @@ def served_methods(method: str | None, options: dict, calibration: str | None = 
     methods = Methods(method, options, ScoreSource.documents, calibrated, "--calibration")  # before any load
     check_servable(methods.strategy)
     if calibrated is not None:
-        check_applicable(methods.strategy, passages, calibration=calibrated)
+        check_applicable(methods.strategy, passages)
         check_origin(calibrated, reranker, methods.strategy.name, allowed=allow_map_mismatch)
     return methods, calibrated
 

@@ -39,7 +39,9 @@ RERANK_HELP = (
     "to return), method (acurank, acurank-9, sw-1, ...; default: the server's), budget (reranker calls at most), "
     "return_documents (echo each document), rank_fields (the object fields to rank by), instruction (the task, for "
     "LLM rerankers), max_tokens_per_doc (cut each document to that many words), max_chunks_per_doc (rank a long document "
-    "by its passages, at most that many; with return_documents, each split document's best 'passage' is returned).")
+    "by its passages, at most that many; with return_documents, each split document's best 'passage' is returned), pivot "
+    "(a passage at the relevance boundary written for this query, rated in every window as a reference; a server "
+    "whose calibration map was fit with a pivot needs one).")
 
 EVALUATE_HELP = (
     "Evaluate a TREC run against relevance judgments (qrels), as trec_eval does. 'run' and 'qrels' are either the "
@@ -62,7 +64,8 @@ def build_mcp(service: RerankService, model: str, read_dirs: Sequence[str | Path
     async def rerank(query: str, documents: list[str | dict[str, Any]], *, top_n: int | None = None,
                      method: str | None = None, budget: int | None = None, return_documents: bool | None = None,
                      rank_fields: list[str] | None = None, instruction: str | None = None,
-                     max_tokens_per_doc: int | None = None, max_chunks_per_doc: int | None = None) -> dict[str, Any]:
+                     max_tokens_per_doc: int | None = None, max_chunks_per_doc: int | None = None,
+                     pivot: str | None = None) -> dict[str, Any]:
         raise AssertionError("replaced by _as_sent")  # pragma: no cover
 
     @server.tool(name="evaluate", description=EVALUATE_HELP)

@@ -65,6 +65,8 @@ class _Body(BaseModel):
     budget: int | None = Field(default=None, ge=0)
     #: a task instruction for this request's prompts (listwise LLM backends)
     instruction: str | None = Field(default=None, min_length=1, max_length=4096)
+    #: a reference passage at the relevance boundary, rated in every window ("simulated": the simulated reranker's)
+    pivot: str | None = Field(default=None, min_length=1)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,6 +89,8 @@ class RerankCall:
     truncated: int  # documents cut to the token limit
     #: passages a document may be split into (Cohere v1's field); None: the server's --passages, or whole
     max_chunks_per_doc: int | None = None
+    #: the request's pivot passage (a reference player in every window), or None
+    pivot: str | None = None
 
 
 def _field(loc: Sequence[Any]) -> str:
@@ -141,6 +145,8 @@ def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
         raise BadRequest("query must not be empty", "query")
     if body.method is not None and not body.method.strip():
         raise BadRequest("method must not be empty (leave it out for the server's method)", "method")
+    if body.pivot is not None and not body.pivot.strip():
+        raise BadRequest("pivot must not be blank (leave it out for none)", "pivot")
     if not body.documents:
         raise BadRequest("documents must hold at least one document", "documents")
     if len(body.documents) > limits.max_documents:
@@ -168,7 +174,7 @@ def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
                       return_documents=bool(body.return_documents),
                       method=body.method, budget=body.budget, model=body.model, warnings=tuple(warnings),
                       instruction=body.instruction, truncated=truncated,
-                      max_chunks_per_doc=body.max_chunks_per_doc)
+                      max_chunks_per_doc=body.max_chunks_per_doc, pivot=body.pivot)
 
 
 def _finite(value: Any, field: str) -> None:

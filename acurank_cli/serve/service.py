@@ -21,6 +21,7 @@ from ..errors import InputError, OptionError
 from ..method.registry import method_options
 from ..method.strategy import Strategy
 from ..params import ParameterError
+from ..relevance import SAID, Pivot, check_pivot, pivoted
 from ..records import QueryOutcome, RankingTask, Step
 from ..rerankers.counted import Counted
 from ..run.documents import Prepared, output_of, relevance_scores
@@ -112,6 +113,7 @@ class RerankService:
             raise BadRequest(str(exc), "method") from None
         if self.calibration is not None:  # relevance_score is P(relevant) for every request, or the request is refused
             self._calibrable(call, strategy)
+        strategy = self._pivoted(call, strategy)
         run = strategy.for_run()
         docs = [{"text": t, "title": title} if title else {"text": t} for t, title in zip(call.texts, call.titles)]
         try:
@@ -124,6 +126,12 @@ class RerankService:
             said = " ".join(str(exc).split()).replace(f"query {call.id} ", "the request ")
             said = said.replace(call.id, "the request")
             raise BadRequest(f"documents: {said}", "documents") from None
+        if call.pivot is not None:  # the pivot fits the backend: its passage among the request's documents
+            try:
+                Pivot.given({call.id: call.pivot}, SAID["request"]).add_texts(
+                    self.session.needs_texts, self.session.spec or "", [call.id], prepared.docs, SAID["request"])
+            except InputError as exc:
+                raise BadRequest(exc.message, "pivot") from None
         task, docs, parts = self._split(call, prepared, run)
         ticket = Ticket(call, prepared, run, Future(), time.perf_counter(), parts)
         with self.lock:
@@ -193,6 +201,19 @@ class RerankService:
                              "documents ranked whole; send the request without max_chunks_per_doc",
                              "max_chunks_per_doc" if call.max_chunks_per_doc is not None else "documents")
 
+    def _pivoted(self, call: RerankCall, strategy: Strategy) -> Strategy:
+        """The request's method with its pivot in every window (``pivot``): the pivot's rules as every entrance says
+        them (:mod:`acurank_cli.relevance`), each refusal a 400 naming ``pivot``."""
+        said = SAID["request"]  # the passages: the request's max_chunks_per_doc, or this server's --passages
+        said = replace(said, passages=said.passages if call.max_chunks_per_doc is not None else "this server's --passages")
+        try:
+            if call.pivot is not None:
+                strategy = pivoted(strategy, said)
+            check_pivot(call.pivot is not None, self.passages_for(call), self.calibration, said)
+        except InputError as exc:
+            raise BadRequest(exc.message, "pivot") from None
+        return strategy
+
     def withdraw(self, ticket: Ticket) -> None:
         """The caller is gone: its windows not yet sent are dropped, its answer will not be waited for."""
         with self.lock:
@@ -207,8 +228,9 @@ class RerankService:
         if ticket.split is not None:
             outcome = ticket.split.gather(outcome)
         calibrated = self.calibration  # every admitted request can be calibrated (_calibrable)
-        out = output_of(ticket.prepared, outcome, outcome.final_ratings(), ticket.strategy.cutoff,
-                        top_k=ticket.call.top_n, relevance=calibrated)
+        ratings, pivot = outcome.rated()
+        out = output_of(ticket.prepared, outcome, ratings, ticket.strategy.cutoff, top_k=ticket.call.top_n,
+                        relevance=calibrated, pivot=pivot)
         order = [int(d.id) for d in out.docs]
         scores = relevance_scores(out, len(ticket.call.texts))
         passages = [None if d.passage is None else {"index": d.passage.index, "text": d.passage_text,

@@ -278,7 +278,8 @@ def test_a_cut_run_is_resumed_with_its_empty_queries_done(fitted, tmp_path):
     (("--calibration", "MAP", "--cut-target", "cut"), "--cut-target says where a cut's calls go; give --cut"),
     (("--calibration", "MAP", "--cut", "f1", "--cut-target", "middle"), "--cut-target 'middle'"),
     (("--calibration", "MAP", "--k", "5"), "the map was fit on p_topk at k = 10 and this k is 5: give --k 10, or fit a map at k = 5"),
-    (("--calibration", "MAP", "--pivot", "simulated"), "the map was fit without --pivot"),
+    (("--calibration", "MAP", "--pivot", "simulated"), "acurank: error: --calibration: the map was fit without a pivot, "
+                                                       "and this run has one: leave --pivot out, or fit a map with one"),
     (("--pivot", "TOPICS"), "the simulated reranker reads no texts; give --pivot simulated"),
     (("--pivot", "simulated", "--method", "sw-1"), "--pivot: method 'sw-1' rates no pivot"),
     (("--pivot", "missing.json"), "missing.json: no such file"),

@@ -69,7 +69,7 @@ def check(seen: dict) -> None:
     assert set(tools) == {"rerank", "evaluate"}
     rerank, evaluate = tools["rerank"], tools["evaluate"]
     assert set(rerank.input_schema["required"]) == {"query", "documents"}
-    assert {"top_n", "method", "budget", "return_documents", "max_chunks_per_doc"} <= set(rerank.input_schema["properties"])
+    assert {"top_n", "method", "budget", "return_documents", "max_chunks_per_doc", "pivot"} <= set(rerank.input_schema["properties"])
     assert set(evaluate.input_schema["required"]) == {"run", "qrels"} and "measures" in evaluate.input_schema["properties"]
     assert "best first" in rerank.description and "trec_eval" in evaluate.description
     assert len(seen["ranked"]["results"]) == 5 and seen["again"]["results"] == seen["ranked"]["results"]
@@ -200,3 +200,62 @@ def test_an_mcp_call_in_flight_at_sigterm_is_answered_and_the_stop_line_counts_i
     assert len(results) == 3
     assert code == 0 and "Traceback" not in server.stderr, server.stderr
     assert "every request it held (1) was answered" in server.stderr, server.stderr
+
+
+def test_a_pivot_per_request_through_http_and_mcp_as_the_api_rates_it(tmp_path):
+    """Issue 82: serve and MCP take a request's ``pivot`` (a passage at the relevance boundary, rated in every window),
+    so a map fit with a pivot is served: each request's P(relevant) equals the API's for the same query, documents and
+    pivot, through ``POST /v2/rerank`` and the MCP ``rerank`` tool alike. A request the pivot's rules refuse is a 400
+    naming ``pivot`` (and the same line as a tool error), in the words the CLI and the API use for the same rule."""
+    from mcp.client.streamable_http import streamable_http_client
+    import httpx2
+
+    from acurank_cli.api import Reranker
+    from acurank_cli.relevance import CalibrationMap
+
+    path = tmp_path / "pivoted.json"  # P = sigmoid(z_pivot - 0.2 log rank): the document's distance above the pivot
+    CalibrationMap(2, (0.0,) * 5, (1.0,) * 5, (0.0, 0.0, -0.2, 1.0, 0.0), 0.0,
+                   {"k": 10, "backend": "minilm", "method": "acurank"}).save(path)
+    query, texts = dl19_queries(1, depth=12)[0]
+    pivot = "a passage about the question's words that does not answer it"
+    with Reranker("minilm", method="acurank", cache=None, calibration=str(path)) as rr:
+        expected = rr.rerank(query, texts, pivot=pivot, top_k=5)
+    server = Server("--reranker", "minilm", "--no-cache", "--api-key", KEY, "--calibration", str(path))
+    headers = {"Authorization": f"Bearer {KEY}"}
+    try:
+        def post(**extra):
+            return httpx.post(server.url + "/v2/rerank", headers=headers, timeout=120,
+                              json={"query": query, "documents": texts, "top_n": 5, **extra})
+
+        async def tool(extras):
+            client = httpx2.AsyncClient(headers=headers, timeout=120)
+            async with client, streamable_http_client(server.url + "/mcp", http_client=client) as streams:
+                async with ClientSession(streams[0], streams[1]) as session:
+                    await session.initialize()
+                    return [await session.call_tool("rerank", {"query": query, "documents": texts, "top_n": 5, **e})
+                            for e in extras]
+
+        got = post(pivot=pivot)
+        assert got.status_code == 200, got.text
+        body = got.json()
+        assert [r["index"] for r in body["results"]] == [int(d.id) for d in expected.docs]
+        assert [r["relevance_score"] for r in body["results"]] == pytest.approx([d.p_relevant for d in expected.docs])
+        assert body["meta"]["acurank"]["relevance_score"] == "p_relevant"
+        assert body["meta"]["acurank"]["p_none"] == pytest.approx(expected.p_none)
+        refusals = {  # the rule broken -> the one line every entrance says (the request's words)
+            "none": ("this server's --calibration map: the map was fit with a pivot in every window, and this request "
+                     "has none: give pivot"),
+            "simulated": ('pivot "simulated" is the simulated reranker\'s pivot; reranker minilm reads texts: give the '
+                          "query's pivot passage"),
+            " ": "pivot must not be blank (leave it out for none)",
+        }
+        for case, said in refusals.items():
+            reply = post() if case == "none" else post(pivot=case)
+            assert (reply.status_code, reply.json()) == (400, {"message": said, "field": "pivot"}), reply.text
+        answered, *refused = asyncio.run(tool([{"pivot": pivot}, {}, {"pivot": "simulated"}, {"pivot": " "}]))
+        assert text_of(answered)["results"] == body["results"]
+        assert [(r.is_error, r.content[0].text) for r in refused] == [  # the SDK's prefix, then the same line
+            (True, f"Error executing tool rerank: {said}") for said in refusals.values()]
+    finally:
+        code = server.stop()
+    assert code == 0 and "Traceback" not in server.stderr, server.stderr
