@@ -8,6 +8,7 @@ docs/parity.md is made from ROWS and checked here.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -60,6 +61,10 @@ ROWS = (
         "thinking='gated' lets a method's uncertainty decide which windows think: method 'sw-1' has none (use the "
         "acurank family or acurank-auto, or thinking='on' or 'off')",
         reranker="openai:gpt-4o-mini"),
+    Row("an instruction the reranker cannot take", ("--instruction", "Rank by recency"),
+        {"instruction": "Rank by recency"},
+        "reranker 'minilm' has no option --instruction (its options: --device, --batch-size)",
+        "reranker 'minilm' has no option instruction (its options: device, batch_size)"),
 )
 ENTRANCES = ("CLI", "API", "HTTP (serve)", "MCP")
 
@@ -81,9 +86,13 @@ class Call:
     call: dict
     server: tuple[str, ...]
     fields: dict
-    cli: str
+    cli: str | None  # None: the command line has no such input
     api: str
     http: str
+    field: str = "pivot"
+    reranker: tuple[str, ...] = ("openai:gpt-4o-mini", "--base-url", "http://127.0.0.1:9/v1")
+    #: the command line's inputs (default: DL19's query 264014 with its topics and passages)
+    inputs: tuple[str, ...] | None = None
 
 
 CALLS = (
@@ -104,6 +113,18 @@ CALLS = (
          "--pivot: method 'sw-1' rates no pivot (the acurank methods do)",
          "pivot: method 'sw-1' rates no pivot (the acurank methods do)",
          "pivot: method 'sw-1' rates no pivot (the acurank methods do)"),
+    Call("an empty document", (), {}, {"documents": ["fleas live for weeks", " ", "cats sleep a lot"]}, (),
+         {"documents": ["fleas live for weeks", " ", "cats sleep a lot"]},
+         "{run}: doc d2 of query q1 has no text: its text and title are empty in {corpus} (1 without text in this "
+         "query; a model cannot judge it: give it a text, or --skip-missing to keep it after the reranked ones)",
+         "documents[1]: has no text (its text and title are empty): a model cannot judge it; give it a text or leave it "
+         "out", "documents[1]: has no text (its text and title are empty): a model cannot judge it; give it a text or "
+         "leave it out", field="documents[1]", inputs=("{run}", "--topics", "{topics}", "--corpus", "{corpus}")),
+    Call("an instruction for one query the reranker cannot take", (), {}, {"instruction": "Rank by recency"}, (),
+         {"instruction": "Rank by recency"}, None,
+         "instruction: the reranker puts no instruction in a prompt (a listwise LLM does: hf:, vllm:, openai:)",
+         "instruction: the reranker puts no instruction in a prompt (a listwise LLM does: hf:, vllm:, openai:)",
+         field="instruction", reranker=("minilm",)),
 )
 #: flags every entrance of a row's reranker needs that are not the rule's (a server that is never called)
 BACKEND = {"openai:gpt-4o-mini": ("--base-url", "http://127.0.0.1:9/v1")}
@@ -117,9 +138,12 @@ def table() -> str:
                                                        "refused at start, as the CLI", "refused at start, as the CLI"])
                      + " |")
     for call in CALLS:
-        lines.append(f"| {call.rule} | refused: `{call.cli}` | refused: `{call.api}` | refused: `{call.http}` (400, "
-                     f"field `pivot`) | refused: the same line, a tool error |")
-    return "\n".join(lines).replace("{map}", "MAP").replace("{sim_map}", "MAP")
+        cli = ("no such input (a run's instruction is `--instruction`: the row above)" if call.cli is None
+               else f"refused: `{call.cli}`")
+        lines.append(f"| {call.rule} | {cli} | refused: `{call.api}` | refused: `{call.http}` (400, field "
+                     f"`{call.field}`) | refused: the same line, a tool error |")
+    return "\n".join(lines).replace("{map}", "MAP").replace("{sim_map}", "MAP").replace("{run}", "RUN").replace(
+        "{corpus}", "CORPUS")
 
 
 @pytest.fixture(scope="module")
@@ -181,12 +205,18 @@ def per_call(tmp_path_factory) -> dict[str, str]:
                    {"k": 10, "backend": "openai:gpt-4o-mini", "method": "acurank"}).save(folder / "pivoted.json")
     text = "a passage on the question's words that does not answer it"
     (folder / "pivots.tsv").write_text(f"264014\t{text}\n")
-    return {"pivot_map": str(folder / "pivoted.json"), "pivots": str(folder / "pivots.tsv"), "text": text}
+    (folder / "q.run").write_text("".join(f"q1 Q0 d{i} {i} {4 - i} bm25\n" for i in (1, 2, 3)))
+    (folder / "topics.tsv").write_text("q1\thow long do fleas live\n")
+    (folder / "corpus.jsonl").write_text("".join(json.dumps({"id": f"d{i}", "contents": t}) + "\n" for i, t in
+                                                 ((1, "fleas live for weeks"), (2, " "), (3, "cats sleep a lot"))))
+    return {"pivot_map": str(folder / "pivoted.json"), "pivots": str(folder / "pivots.tsv"), "text": text,
+            "run": str(folder / "q.run"), "topics": str(folder / "topics.tsv"), "corpus": str(folder / "corpus.jsonl")}
 
 
-def test_every_entrance_refuses_a_calls_pivot_in_the_same_line(per_call, tmp_path):
-    """Issue 82: the pivot's rules (relevance.pivoted, check_pivot, Pivot.add_texts) said once, asked by every
-    entrance: the command line, the API's call, and each request of a running server, through HTTP and MCP."""
+def test_every_entrance_refuses_a_call_in_the_same_line(per_call, tmp_path):
+    """Issue 82: a call's rules (a pivot's: relevance.pivoted, check_pivot, Pivot.add_texts; an empty document's:
+    Doc.blank; a query's instruction: Session.check_instruction) said once, asked by every entrance: the command line,
+    the API's call, and each request of a running server, through HTTP and MCP."""
     from mcp.client.streamable_http import streamable_http_client
     from mcp import ClientSession
     import asyncio
@@ -202,27 +232,31 @@ def test_every_entrance_refuses_a_calls_pivot_in_the_same_line(per_call, tmp_pat
     fill = lambda values: [per_call.get(v.strip("{}"), v) if isinstance(v, str) and v.startswith("{") else v  # noqa: E731
                            for v in values]
     fields = lambda d: dict(zip(d, fill(d.values())))  # noqa: E731
+    said = lambda text: text.format(**per_call)  # noqa: E731
     docs = ["fleas live for weeks", "cats sleep a lot", "a flea's life cycle has four stages"]
-    servers = {flags: None for flags in {c.server for c in CALLS}}
+    servers = {(c.reranker, c.server): None for c in CALLS}
     try:
-        for flags in servers:
-            servers[flags] = Server("--reranker", "openai:gpt-4o-mini", *BACKEND["openai:gpt-4o-mini"], "--no-cache",
-                                    "--api-key", KEY, *fill(flags))
+        for reranker, flags in servers:
+            servers[reranker, flags] = Server("--reranker", *reranker, "--no-cache", "--api-key", KEY, *fill(flags))
         for row in CALLS:
-            ran = acurank("rerank", DL19 / "bm25.run", "--qids", "264014", "--reranker", "openai:gpt-4o-mini",
-                          *BACKEND["openai:gpt-4o-mini"], "--topics", DL19 / "topics.tsv", "--corpus",
-                          DL19 / "passages.jsonl.gz", *fill(row.flags), "-o", tmp_path / "x.run", check=False)
-            assert (ran.returncode, ran.stderr.strip().splitlines()) == (2, [f"acurank: error: {row.cli}"]), ran.stderr
+            if row.cli is not None:
+                inputs = fill(row.inputs) if row.inputs else (DL19 / "bm25.run", "--qids", "264014", "--topics",
+                                                              DL19 / "topics.tsv", "--corpus", DL19 / "passages.jsonl.gz")
+                ran = acurank("rerank", *inputs, "--reranker", *row.reranker, *fill(row.flags), "-o", tmp_path / "x.run",
+                              check=False)
+                assert (ran.returncode, ran.stderr.strip().splitlines()) == (2, [f"acurank: error: {said(row.cli)}"]), \
+                    ran.stderr
+            backend = dict(zip((o.lstrip("-").replace("-", "_") for o in row.reranker[1::2]), row.reranker[2::2]))
+            call = fields(row.call)
             with pytest.raises(InputError) as refused:
-                with Reranker("openai:gpt-4o-mini", base_url=BACKEND["openai:gpt-4o-mini"][1], cache=None,
-                              **fields(row.keywords)) as rr:
-                    rr.rerank("how long do fleas live", docs, **fields(row.call))
+                with Reranker(row.reranker[0], cache=None, **backend, **fields(row.keywords)) as rr:
+                    rr.rerank("how long do fleas live", call.pop("documents", docs), **call)
             assert str(refused.value) == row.api
-            server = servers[row.server]
+            server = servers[row.reranker, row.server]
             body = {"query": "how long do fleas live", "documents": docs, **fields(row.fields)}
             reply = httpx.post(server.url + "/v2/rerank", headers={"Authorization": f"Bearer {KEY}"}, json=body,
                                timeout=60)
-            assert (reply.status_code, reply.json()) == (400, {"message": row.http, "field": "pivot"}), reply.text
+            assert (reply.status_code, reply.json()) == (400, {"message": row.http, "field": row.field}), reply.text
 
             async def tool(url: str, arguments: dict):
                 client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}, timeout=60)
