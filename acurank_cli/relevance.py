@@ -432,12 +432,13 @@ class Spelling:
 
 
 SAID = {
-    "cli": Spelling("--pivot", "--calibration", "--passages", "this run", "--pivot simulated", "--sim-pivot-grade",
-                    "a file of 'qid<TAB>pivot passage'"),
-    "api": Spelling("pivot", "calibration", "passages", "this call", "pivot='simulated'", "sim_pivot_grade",
-                    "each query's pivot passage"),
-    "request": Spelling("pivot", "this server's --calibration map", "max_chunks_per_doc", "this request",
-                        "pivot \"simulated\"", "the server's --sim-pivot-grade", "the query's pivot passage"),
+    "cli": Spelling(pivot="--pivot", calibration="--calibration", passages="--passages", this="this run",
+                    simulated="--pivot simulated", grade="--sim-pivot-grade", texts="a file of 'qid<TAB>pivot passage'"),
+    "api": Spelling(pivot="pivot", calibration="calibration", passages="passages", this="this call",
+                    simulated="pivot='simulated'", grade="sim_pivot_grade", texts="each query's pivot passage"),
+    "request": Spelling(pivot="pivot", calibration="this server's --calibration map", passages="max_chunks_per_doc",
+                        this="this request", simulated="pivot \"simulated\"", grade="the server's --sim-pivot-grade",
+                        texts="the query's pivot passage"),
 }
 
 

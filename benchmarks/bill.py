@@ -41,14 +41,17 @@ def _lines(path: Path) -> list[dict]:
     return [json.loads(l) for l in path.read_text().splitlines()]
 
 
-def one(dataset: str, method: str, backend: list[str], label: str, work: Path) -> dict:
+def one(dataset: str, method: str, backend: list[str], label: str, work: Path, cache: Path | None = None) -> dict:
+    """One row; ``cache``: the run's call cache (MiniLM's: one per dataset, so that its methods encode each passage
+    once; the calls a query makes are the method's whether an answer comes from the model or the cache)."""
     data = ROOT / "sample_runs" / dataset
     command = "baseline" if method.startswith("sw-") else "rerank"
     common = [command, data / "bm25.run", "--method", method, *backend, "--qrels", data / "qrels.txt"]
     bill = work / f"{dataset}.{method}.{label}.bill.jsonl"
     seconds = _run(*common, "--dry-run", "--stats", bill)
     stats = work / f"{dataset}.{method}.{label}.stats.jsonl"
-    _run(*common, "--no-cache", "-o", work / f"{dataset}.{method}.{label}.run", "--stats", stats)
+    _run(*common, *(["--cache", cache] if cache else ["--no-cache"]), "-o", work / f"{dataset}.{method}.{label}.run",
+         "--stats", stats)
     predicted = _lines(bill)
     total = predicted[-1]["total"]
     per_query = {r["qid"]: r for r in predicted[:-1]}
@@ -84,7 +87,8 @@ def main() -> None:
                 rows.append(one(dataset, method, backend, f"simulated noise {noise}", work))
                 print(rows[-1], flush=True)
             if dataset in args.minilm.split(","):
-                rows.append(one(dataset, method, ["--reranker", "minilm"], "minilm", work))
+                rows.append(one(dataset, method, ["--reranker", "minilm"], "minilm", work,
+                                work / f"minilm-{dataset}.sqlite"))
                 print(rows[-1], flush=True)
     save(args.name, {"rows": rows})
     print(table(rows, ["dataset", "method", "reranker", "queries", "covered", "calls predicted", "calls actual",
