@@ -82,7 +82,7 @@ def main() -> None:
     rows = []
     for dataset in args.datasets.split(","):
         for method in args.methods.split(","):
-            for noise in args.noises.split(","):
+            for noise in filter(None, args.noises.split(",")):
                 backend = ["--reranker", "simulated", "--sim-noise", noise, "--sim-tokens", "gpt-4o"]
                 rows.append(one(dataset, method, backend, f"simulated noise {noise}", work))
                 print(rows[-1], flush=True)
