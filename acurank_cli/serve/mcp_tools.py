@@ -17,15 +17,15 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import time
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import InputError
-from .protocol import BadRequest, explain, parse, response
-from .service import BackendFailed, RerankService
+from .exchange import exchange
+from .protocol import BadRequest, explain
+from .service import RerankService
 
 INSTRUCTIONS = ("Listwise reranking with AcuRank (uncertainty-aware: LLM calls go where the top of the ranking is "
                 "still uncertain). Call `rerank` to order candidate documents for a query, best first, with a "
@@ -120,39 +120,17 @@ def _as_sent(server: Any, name: str, take: Callable[[dict[str, Any]], Any]) -> N
 
 
 async def reranked(service: RerankService, model: str, body: dict[str, Any]) -> dict[str, Any]:
-    """One rerank request, as ``POST /v2/rerank`` answers it; refused: a tool error with the API's message."""
+    """One rerank request, as ``POST /v2/rerank`` answers it (the one exchange, :func:`~.exchange.exchange`);
+    refused: a tool error with the API's message."""
     from mcp.server.mcpserver.exceptions import ToolError
 
-    endpoint, status, started = "mcp:rerank", "200", time.perf_counter()
     try:
-        call = parse(json.dumps(body).encode(), "v2", service.limits)
-        ticket = await asyncio.to_thread(service.submit, call)
-        outcome = await _outcome(service, ticket)
-        order, scores, usage, passages = service.answer(ticket, outcome)
-        return response(call, order, scores, usage, model, passages)
+        async def sent() -> bytes:
+            return json.dumps(body).encode()
+
+        return await exchange(service, model, sent, "v2", "mcp:rerank")
     except BadRequest as exc:
-        status = str(exc.status)
-        said = exc.body()
-        raise ToolError(said["message"]) from None
-    finally:
-        service.metrics.requests.labels(endpoint, status).inc()
-        if status == "200":
-            service.metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
-
-
-async def _outcome(service: RerankService, ticket) -> Any:
-    """The request's outcome within the server's time limit (then withdrawn: its windows are not sent)."""
-    try:
-        return await asyncio.wait_for(asyncio.wrap_future(ticket.future), service.limits.timeout)
-    except asyncio.TimeoutError:
-        service.withdraw(ticket)
-        raise BadRequest(f"the request took more than this server's limit of {service.limits.timeout:g} s",
-                         None, 504) from None
-    except asyncio.CancelledError:
-        service.withdraw(ticket)
-        raise
-    except BackendFailed:
-        raise BadRequest("the reranker failed (the server's log says why)", None, 502) from None
+        raise ToolError(exc.body()["message"]) from None
 
 
 def evaluated(run: str, qrels: str, measures: list[str], rel_level: int, per_query: bool,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import hmac
 import sys
-import time
 from contextlib import asynccontextmanager
 from typing import Any, Callable, Sequence
 
@@ -20,13 +19,11 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import redaction
-from . import protocol
+from .exchange import exchange
 from .metrics import CONTENT_TYPE
 from .protocol import BadRequest
-from .service import BackendFailed, RerankService, Ticket
+from .service import RerankService
 
-#: how often a waiting request looks whether its caller is still there
-POLL_SECONDS = 0.1
 #: how long a request's body may take to arrive (then 408): a client that sends half a body and waits holds a
 #: connection, and a stop, no longer than this
 BODY_SECONDS = 30.0
@@ -172,64 +169,24 @@ class _Routes:
             raise BadRequest(f"the body did not arrive within {BODY_SECONDS:g} s", "body", 408) from None
         return b"".join(chunks)
 
-    async def wait(self, ticket: Ticket, request: Request):
-        """The request's outcome; its caller gone or its time up: withdrawn."""
-        pending = asyncio.wrap_future(ticket.future)
-        deadline = time.monotonic() + self.limits.timeout
-        try:
-            while True:
-                done, _ = await asyncio.wait({pending}, timeout=POLL_SECONDS)
-                if done:
-                    return pending.result()
-                if await request.is_disconnected():
-                    self.service.withdraw(ticket)
-                    raise BadRequest("the client disconnected", None, 499)
-                if time.monotonic() > deadline:
-                    self.service.withdraw(ticket)
-                    raise BadRequest(f"the request took more than this server's limit of {self.limits.timeout:g} s",
-                                     None, 504)
-        except asyncio.CancelledError:
-            self.service.withdraw(ticket)
-            raise
-
-    async def answer(self, request: Request, api: str) -> Response:
-        """A rerank request answered: checked, submitted, waited for; a backend's failure is a 502 that keeps its
-        details (a backend's address) in the server's log."""
-        self.authorised(request)
-        call = protocol.parse(await self.body_of(request), api, self.limits)
-        ticket = await asyncio.to_thread(self.service.submit, call)
-        try:
-            outcome = await self.wait(ticket, request)
-        except BackendFailed as exc:
-            self.log(f"serve: request {call.id}: the reranker failed: {exc}")
-            raise BadRequest(f"the reranker failed (request {call.id}; the server's log says why)", None, 502) from None
-        order, scores, usage, passages = self.service.answer(ticket, outcome)
-        return JSONResponse(protocol.response(call, order, scores, usage, self.model, passages))
-
     async def rerank(self, request: Request, api: str) -> Response:
-        """``/v1/rerank`` and ``/v2/rerank``: the answer, or a refusal as JSON (never a traceback), counted."""
-        started = time.perf_counter()
-        endpoint = f"/{api}/rerank"
-        status = 200
-        metrics = self.service.metrics
+        """``/v1/rerank`` and ``/v2/rerank``: the exchange (:func:`~.exchange.exchange`, the MCP tool's too), or a
+        refusal as JSON (never a traceback); a caller that disconnects withdraws its request."""
+        async def body() -> bytes:
+            self.authorised(request)
+            return await self.body_of(request)
+
         try:
-            return await self.answer(request, api)
+            return JSONResponse(await exchange(self.service, self.model, body, api, f"/{api}/rerank",
+                                               gone=request.is_disconnected, log=self.log))
         except BadRequest as exc:
-            status = exc.status
             return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
         except asyncio.CancelledError:  # a forced stop cuts the request off: said, not a traceback
-            status = 503
-            metrics.cut_off.inc()
             return JSONResponse({"message": "the server stopped before answering"}, status_code=503)
         except Exception as exc:  # noqa: BLE001 - one line, never a traceback
-            status = 500
             return JSONResponse({"message": redaction.text(f"internal error: {type(exc).__name__}: "
                                                            f"{' '.join(str(exc).split())}")},
                                 status_code=500)
-        finally:
-            metrics.requests.labels(endpoint, str(status)).inc()
-            if status == 200:
-                metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
 
     def guarded(self, endpoint: str, request: Request, answer) -> Response:
         try:

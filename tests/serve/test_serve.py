@@ -34,6 +34,25 @@ def dl19_queries(count: int, depth: int = 30) -> list[tuple[str, list[str]]]:
     return [(query, texts) for _, query, _, texts in dl19_texts(count, depth)]
 
 
+def mcp_rerank(url: str, key: str | None, arguments: dict):
+    """One call of the MCP ``rerank`` tool at a running server's ``/mcp`` (the official client)."""
+    pytest.importorskip("mcp.server.mcpserver")
+    import asyncio
+
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def call():
+        client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"} if key else {}, timeout=120)
+        async with client, streamable_http_client(url + "/mcp", http_client=client) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                await session.initialize()
+                return await session.call_tool("rerank", arguments)
+
+    return asyncio.run(call())
+
+
 class Server:
     """``acurank serve`` in a subprocess on 127.0.0.1 and a free port; its stderr kept."""
 
@@ -377,14 +396,19 @@ def test_a_failing_backend_is_a_502_and_serving_goes_on():
             assert reply.status_code == 502, reply.text
             message = reply.json()["message"]
             assert message.startswith("the reranker failed (request ") and "127.0.0.1" not in message, message
+        # the MCP tool goes through the same exchange: the same line as a tool error, the same log line and count
+        said = mcp_rerank(server.url, None, {"query": "q", "documents": ["a", "b", "c"]})
+        assert said.is_error and said.content[0].text.startswith(
+            "Error executing tool rerank: the reranker failed (request ") and "127.0.0.1" not in said.content[0].text
         assert httpx.get(server.url + "/health", timeout=10).json() == {
             "status": "ok", "model": "openai:fake", "method": "sw-1", "in_flight": 0, "queued": 0}
         metrics = httpx.get(server.url + "/metrics", timeout=10).text
-        assert _metric(metrics, "acurank_backend_failures_total") == 2
+        assert _metric(metrics, "acurank_backend_failures_total") == 3
+        assert 'acurank_requests_total{endpoint="mcp:rerank",status="502"} 1.0' in metrics
     finally:
         code = server.stop()
     assert code == 0 and "Traceback" not in server.stderr, server.stderr
-    assert server.stderr.count("the reranker failed: openai:") == 2  # why, in the server's log
+    assert server.stderr.count("the reranker failed: openai:") == 3  # why, in the server's log
 
 
 def test_the_call_cache_answers_a_repeated_request_and_a_slow_one_is_504(tmp_path):
