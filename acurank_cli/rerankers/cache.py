@@ -173,19 +173,6 @@ def refused(what: str, exc: BaseException, path: str | Path) -> OptionError:
                        str(path), cache="--cache", no_cache={"api": "cache=None", "cli": "--no-cache"})
 
 
-def check_usable(cache: str | Path | None, keeps: Sequence[str]) -> None:
-    """Open and close what a backend that ``keeps`` them will open at ``cache`` (the call cache, the embedding store
-    beside it) before the backend is built: a path either refuses is the same one line, without first loading a
-    model's weights. Each is made where missing, as the run would make it."""
-    if cache is None or "calls" not in keeps:
-        return
-    CachedReranker.opened(Path(cache)).close()
-    if "embeddings" in keeps:
-        from .backends.embeddings import opened_store
-
-        opened_store(cache, {}).close()
-
-
 def with_cache(reranker: RerankerBase, cache: str | None) -> RerankerBase:
     """Wrap ``reranker`` in the call cache when it supports caching and a cache is wanted."""
     if cache is None or reranker.cache_identity() is None:

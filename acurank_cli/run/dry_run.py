@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import Console
 
@@ -13,9 +13,6 @@ from ..errors import InputError
 from ..io.plan import replacing
 from . import pipeline
 from .estimate import REHEARSALS, Bill, QueryBill, Spread, estimate, rehearsal_grades
-
-if TYPE_CHECKING:
-    from .job import RerankJob
 
 
 @dataclass(frozen=True)
@@ -37,8 +34,10 @@ class DryRun:
         return cls(int(rehearsals), noise)
 
 
-def run_dry(job: "RerankJob", session: pipeline.Session, inputs: Any, err: Console, check_fit: Any) -> Bill:
-    """After every check the run makes before its backend is built (:func:`~.job.run_job`'s, the inputs read):
+def run_dry(job: Any, session: pipeline.Session, inputs: Any, err: Console, check_fit: Any) -> Bill:
+    """``job``'s bill (a :class:`~.job.RerankJob`: its method, --dry-run settings, prices and files; the job imports
+    this module, not the reverse), after every check the run makes before its backend is built
+    (:func:`~.job.run_job`'s, the inputs read):
     the first window's fit (``check_fit``, given the backend's prompt-only form), the rehearsals and the bill;
     nothing is written but ``--stats``."""
     files = job.outputs
@@ -68,7 +67,7 @@ def run_dry(job: "RerankJob", session: pipeline.Session, inputs: Any, err: Conso
     finally:
         if prompter is not None:
             prompter.close()
-    _print(bill, job, err)
+    _print(bill, err)
     if files.stats:
         with replacing(files.stats) as fh:
             for line in _json_lines(bill):
@@ -93,7 +92,7 @@ def _row(bill: Bill, q: QueryBill, priced: bool) -> list[str]:
     return row
 
 
-def _print(bill: Bill, job: "RerankJob", err: Console) -> None:
+def _print(bill: Bill, err: Console) -> None:
     import typer
 
     tokens = bill.total.input_tokens is not None

@@ -20,7 +20,8 @@ from ..method.registry import build_strategy, method_options
 from ..params import Domain, ParameterError, at_least
 from ..records import Doc, QueryOutcome, RankingTask
 from ..rerankers.backend import BackendChoice, RerankerBase
-from ..rerankers.cache import check_usable, default_cache_path, with_cache
+from ..rerankers.backends.embeddings import check_usable
+from ..rerankers.cache import default_cache_path, with_cache
 from ..rerankers.listwise.thinking import gate_of
 from .driver import Driver, StepHook
 from .lanes import QUERIES_PER_LANE

@@ -109,3 +109,17 @@ class StoreUser:
             self.store.close()
             self.store = None
         super().close()
+
+
+def check_usable(cache: str | Path | None, keeps: Sequence[str]) -> None:
+    """Open and close what a backend that ``keeps`` them will open at ``cache`` (the call cache, the embedding store
+    beside it) before the backend is built: a path either refuses is the same one line, without first loading a
+    model's weights. Each is made where missing, as the run would make it. (Here, beside the store, so that the call
+    cache's module need not know of it.)"""
+    from ..cache import CachedReranker
+
+    if cache is None or "calls" not in keeps:
+        return
+    CachedReranker.opened(Path(cache)).close()
+    if "embeddings" in keeps:
+        opened_store(cache, {}).close()
