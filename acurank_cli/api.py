@@ -202,7 +202,7 @@ class Reranker:
         ``qrels`` ({qid: {document id: grade}}) where given, else each query's first-stage scores standardised."""
         from .rerankers.backend import innermost
         from .rerankers.listwise.reranker import ListwiseLLM
-        from .run.estimate import estimate, rehearsal_grades
+        from .run.estimate import PERSISTENT, estimate, rehearsal_grades
 
         if not at_least(2).contains(rehearsals):
             raise ParameterError("rehearsals", rehearsals, at_least(2).describe())
@@ -218,11 +218,12 @@ class Reranker:
         by_qid = {p.task.qid: p.docs for p in prepared}
         prompter = innermost(self.backend, lambda b: isinstance(b, ListwiseLLM))
         source = "the qrels given" if qrels else "each query's first-stage scores, standardised"
+        persistent = self._session.choice is not None and self._session.choice.backend.pointwise
         return estimate(self.methods.for_call(top_k=top_k), tasks, lambda task: by_qid[task.qid], prompter,
                         grades=rehearsal_grades(tasks, qrels), noise=noise, seeds=range(rehearsals),
                         prices=None if price_in is None else (float(price_in), float(price_out)),
-                        what=f"{rehearsals} rehearsals against the simulated reranker (noise {noise:g}; grades: "
-                             f"{source})")
+                        what=f"{rehearsals} rehearsals against the simulated reranker (noise {noise:g}"
+                             f"{PERSISTENT if persistent else ''}; grades: {source})", persistent=persistent)
 
     @property
     def cutoff(self) -> int | None:

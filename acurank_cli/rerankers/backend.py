@@ -226,6 +226,10 @@ class BackendSpec:
     #: what the backend keeps on disk at the call cache's path: "calls" (the call cache), "embeddings" (the store
     #: beside it); each is opened before the backend is built, so a path it refuses costs no model load
     keeps: tuple[str, ...] = ()
+    #: the backend scores each document alone (a bi-encoder, a cross-encoder) and orders a window by those scores:
+    #: its answers agree across windows, so ``--dry-run`` rehearses it with an error drawn once per query and document
+    #: (the simulated reranker's persistent noise), not once per window as a listwise LLM's
+    pointwise: bool = False
 
     @property
     def record(self) -> type:
@@ -278,7 +282,7 @@ REGISTRY: dict[str, BackendSpec] = BACKENDS.entries
 
 def register(prefix: str, takes_arg: bool, help: str, needs_texts: bool = True, options: type = NoOptions,
              prompts: Callable[[str, Any], RerankerBase] | None = None, *, oracle: bool = False,
-             keeps: tuple[str, ...] = ()):
+             keeps: tuple[str, ...] = (), pointwise: bool = False):
     """Decorator registering a backend: a factory ``factory(arg, options_record) -> RerankerBase``, or a
     :class:`RerankerBase` subclass (built with the options record, see :func:`_as_factory`).
 
@@ -286,13 +290,14 @@ def register(prefix: str, takes_arg: bool, help: str, needs_texts: bool = True, 
     :data:`BACKEND_MODULES` (built-ins), the ``acurank.rerankers`` entry-point group (installed plug-ins) or the
     ``ACURANK_BACKENDS`` environment variable (comma-separated module names). ``prompts``: a listwise LLM's
     prompt-only factory (:attr:`BackendSpec.prompts`); ``oracle``: :attr:`BackendSpec.oracle`; ``keeps``:
-    :attr:`BackendSpec.keeps` (a backend that keeps none is never wrapped in the call cache before it is built).
+    :attr:`BackendSpec.keeps` (a backend that keeps none is never wrapped in the call cache before it is built);
+    ``pointwise``: :attr:`BackendSpec.pointwise`.
     """
 
     def deco(factory):
         BACKENDS.register(prefix, BackendSpec(prefix, _as_factory(factory, takes_arg), takes_arg, help,
                                               needs_texts=needs_texts, options=options, prompts=prompts,
-                                              oracle=oracle, keeps=keeps))
+                                              oracle=oracle, keeps=keeps, pointwise=pointwise))
         return factory
 
     return deco

