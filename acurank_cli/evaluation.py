@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import statistics
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -239,3 +239,61 @@ def provider_for(measure: Any) -> str:
     needs = f" (computed by the {', '.join(able)} provider of ir_measures, not installed here)" if able else ""
     raise InputError(f"measure {measure} cannot be computed here{needs}; measures pytrec_eval computes: nDCG@k, "
                      "AP, P@k, R@k, RR, Rprec, Bpref, NumRet, ... (trec_eval's); Judged@k with ir_measures' judged")
+
+
+# -- the calibration measures (report calibration, the benchmarks): F1 at a cut, AUC, ECE, Brier ---------------
+
+
+def f1_at(labels: Sequence[int], k: int) -> float:
+    """F1 of keeping the first ``k`` of a ranked list whose 0/1 labels are given, recall over the relevant
+    candidates; with none relevant, the empty answer scores 1 and any other 0."""
+    relevant = sum(labels)
+    if relevant == 0:
+        return 1.0 if k == 0 else 0.0
+    hit = sum(labels[:k])
+    return 0.0 if hit == 0 else 2.0 * hit / (k + relevant)
+
+
+def f1_kept(labels: Sequence[int], kept: Sequence[bool]) -> float:
+    """F1 of keeping the documents flagged in ``kept`` (any positions), recall over the relevant candidates; with none
+    relevant, the empty answer scores 1 and any other 0."""
+    relevant, size = sum(labels), sum(map(bool, kept))
+    if relevant == 0:
+        return 1.0 if size == 0 else 0.0
+    hit = sum(y for y, k in zip(labels, kept) if k)
+    return 0.0 if hit == 0 else 2.0 * hit / (size + relevant)
+
+
+def auc(pos: Sequence[float], neg: Sequence[float]) -> float | None:
+    """ROC AUC of scores where ``pos`` should be higher (ties count half); None without both kinds."""
+    if not pos or not neg:
+        return None
+    wins = sum((a > b) + 0.5 * (a == b) for a in pos for b in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def oracle_f1(labels: Sequence[int]) -> float:
+    """The best F1 any cut of this ranked list reaches (the oracle cut's)."""
+    return max(f1_at(labels, k) for k in range(len(labels) + 1))
+
+
+def calibration_error(p: Sequence[float], y: Sequence[int], bins: int = 10) -> tuple[float, list[dict[str, float]]]:
+    """Expected calibration error over ``bins`` equal-width bins (weighted by their documents) and the reliability
+    table: per non-empty bin its range, documents, mean P(relevant) and share relevant."""
+    table = []
+    n = len(p)
+    total = 0.0
+    for b in range(bins):
+        lo, hi = b / bins, (b + 1) / bins
+        members = [i for i, v in enumerate(p) if (lo <= v < hi) or (b == bins - 1 and v == 1.0)]
+        if not members:
+            continue
+        mean_p = sum(p[i] for i in members) / len(members)
+        share = sum(y[i] for i in members) / len(members)
+        total += len(members) * abs(mean_p - share)
+        table.append({"lo": lo, "hi": hi, "documents": len(members), "p": mean_p, "relevant": share})
+    return (total / n if n else 0.0), table
+
+
+def brier(p: Sequence[float], y: Sequence[int]) -> float:
+    return sum((a - b) ** 2 for a, b in zip(p, y)) / max(1, len(p))

@@ -1,5 +1,5 @@
-"""P(relevant), P(none), the cut rules and the calibration measures (acurank_cli/relevance.py), each against values
-worked by hand from the definitions in docs/relevance.md."""
+"""P(relevant), P(none), the cut rules and the calibration measures (the acurank_cli.relevance package; the measures
+in acurank_cli/evaluation.py), each against values worked by hand from the definitions in docs/relevance.md."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..records import StatsRecord
-from ..relevance import auc, brier, calibration_error, f1_at, f1_kept, oracle_f1
+from ..evaluation import auc, brier, calibration_error, f1_at, f1_kept, oracle_f1
 from .render import Report, Table, num
 
 

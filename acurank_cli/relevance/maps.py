@@ -1,0 +1,204 @@
+"""The calibration map: P(relevant) from a document's final rating (its features, the logistic map, its file),
+its fit on judged queries, and the isotonic step that keeps P(relevant) from rising down the ranking."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..errors import InputError
+
+#: the features of a document's final rating that the map reads, in order
+FEATURES = ("logit_p_topk", "z_mu", "log_rank")
+#: with a pivot in every window (``--pivot``), two more: the document's standardised distance above the pivot,
+#: (mu - mu_pivot) / sqrt(sigma^2 + sigma_pivot^2), and the share of the query's candidates rated above the pivot
+PIVOT_FEATURES = (*FEATURES, "z_pivot", "share_above_pivot")
+#: the format's name and version, the file's first key
+FORMAT = "acurank-calibration/1"
+#: p_topk is clipped to [CLIP, 1 - CLIP] before its logit (p_topk is exactly 0 or 1 for settled documents)
+CLIP = 1e-6
+#: the L2 penalty on the standardised coefficients (keeps a separable training set finite)
+L2 = 1e-4
+
+
+def features(ratings: Sequence[Any], pivot: tuple[float, float] | None = None) -> list[tuple[float, ...]]:
+    """Each document's features, in the order given: ``ratings`` are a query's final DocRatings (mu, sigma, p_topk,
+    rank); ``pivot`` the pivot's (mu, sigma) where one was rated (then :data:`PIVOT_FEATURES`)."""
+    if not ratings:
+        return []
+    x = feature_matrix([r.mu for r in ratings], [0.0 if r.p_topk is None else r.p_topk for r in ratings],
+                       [r.rank for r in ratings], [r.sigma for r in ratings], pivot)
+    return [tuple(map(float, row)) for row in x]
+
+
+def feature_matrix(mu: Sequence[float], p_topk: Sequence[float], rank: Sequence[int],
+                   sigma: Sequence[float] | None = None, pivot: tuple[float, float] | None = None):
+    """The features as a numpy matrix, one row a document: logit(p_topk) (clipped), (mu - mean) / sd within the
+    query (population sd; 0 where all mu are equal), log(rank by mu); with a ``pivot`` (mu, sigma), also
+    (mu - mu_pivot) / sqrt(sigma^2 + sigma_pivot^2) and the share of candidates with mu above the pivot's. The one
+    place they are defined."""
+    import numpy as np
+
+    mu = np.asarray(mu, dtype=float)
+    p = np.clip(np.asarray(p_topk, dtype=float), CLIP, 1.0 - CLIP)
+    sd = mu.std()
+    z = (mu - mu.mean()) / sd if sd > 0 else np.zeros_like(mu)
+    columns = [np.log(p / (1.0 - p)), z, np.log(np.asarray(rank, dtype=float))]
+    if pivot is not None:
+        pmu, psigma = pivot
+        spread = np.sqrt(np.asarray(sigma, dtype=float) ** 2 + psigma ** 2)
+        columns += [(mu - pmu) / spread, np.full(len(mu), float((mu > pmu).mean()))]
+    return np.column_stack(columns)
+
+
+@dataclass(frozen=True)
+class CalibrationMap:
+    """P(grade >= ``grade``) = sigmoid(intercept + sum_j coef_j (x_j - center_j) / scale_j) over :data:`FEATURES`;
+    ``fit`` says what it was fit on (queries, documents, relevant documents, the run's method, reranker and k)."""
+
+    grade: int
+    center: tuple[float, ...]
+    scale: tuple[float, ...]
+    coef: tuple[float, ...]
+    intercept: float
+    fit: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def pivoted(self) -> bool:
+        """Fit on runs with a pivot in every window (its features need one)."""
+        return len(self.coef) == len(PIVOT_FEATURES)
+
+    def probabilities(self, ratings: Sequence[Any], pivot: tuple[float, float] | None = None) -> list[float]:
+        """P(relevant) of each of a query's final ratings, in the order given (``pivot``: its rating, for a map fit
+        with one)."""
+        if self.pivoted != (pivot is not None):
+            raise InputError("a calibration map fit " + ("with a pivot needs a run with --pivot" if self.pivoted else
+                                                         "without a pivot cannot read a run with --pivot"))
+        if not ratings:
+            return []
+        raw = self.of_matrix(feature_matrix([r.mu for r in ratings],
+                                            [0.0 if r.p_topk is None else r.p_topk for r in ratings],
+                                            [r.rank for r in ratings], [r.sigma for r in ratings], pivot))
+        return monotone(raw, [r.rank for r in ratings]).tolist()
+
+    def of_matrix(self, X):
+        """P(relevant) of every row of a feature matrix (numpy, one row a document)."""
+        import numpy as np
+
+        z = self.intercept + ((np.asarray(X, dtype=float) - self.center) / self.scale) @ np.asarray(self.coef)
+        return 1.0 / (1.0 + np.exp(-z))
+
+    def probability(self, x: Sequence[float]) -> float:
+        """P(relevant) of one document's features."""
+        return float(self.of_matrix([x])[0])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": FORMAT, "grade": self.grade, "features": list(PIVOT_FEATURES if self.pivoted else FEATURES),
+                "center": list(self.center),
+                "scale": list(self.scale), "coef": list(self.coef), "intercept": self.intercept, "fit": dict(self.fit)}
+
+    @property
+    def digest(self) -> str:
+        """What a run's fingerprint records of the map (another map is another run)."""
+        return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()[:16]
+
+    def save(self, path: str | Path) -> None:
+        from ..io.plan import replacing
+
+        with replacing(Path(path)) as fh:
+            fh.write(json.dumps(self.to_json(), indent=1) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path, flag: str = "--calibration") -> "CalibrationMap":
+        """Read a map file; any fault is one line naming the file (and the flag)."""
+        name = str(path)
+        try:
+            rec = json.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise InputError(f"{flag}: no such file (fit one with --calibrate QRELS --calibration FILE)", name) from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InputError(f"{flag}: not a calibration map ({exc})", name) from None
+        return cls.of(rec, name, flag)
+
+    @classmethod
+    def of(cls, rec: Any, name: str = "calibration", flag: str = "calibration") -> "CalibrationMap":
+        """A map from its JSON object (what :meth:`to_json` writes), checked."""
+        if not isinstance(rec, dict) or rec.get("format") != FORMAT:
+            raise InputError(f"{flag}: not a calibration map (its \"format\" must be {FORMAT!r})", name)
+        names = list(rec.get("features") or ())
+        if names not in (list(FEATURES), list(PIVOT_FEATURES)):
+            raise InputError(f"{flag}: features {rec.get('features')!r}, this version reads {list(FEATURES)} (with "
+                             f"--pivot: {list(PIVOT_FEATURES)})", name)
+        try:
+            vectors = [tuple(float(v) for v in rec[key]) for key in ("center", "scale", "coef")]
+            grade, intercept = int(rec["grade"]), float(rec["intercept"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"{flag}: a calibration map needs grade, center, scale, coef and intercept ({exc!r})",
+                             name) from None
+        if any(len(v) != len(names) for v in vectors) or not all(s > 0 for s in vectors[1]):
+            raise InputError(f"{flag}: center, scale and coef need {len(names)} numbers each, scales > 0", name)
+        if not all(math.isfinite(v) for vec in vectors for v in vec) or not math.isfinite(intercept):
+            raise InputError(f"{flag}: a calibration map's numbers must be finite", name)
+        return cls(grade, *vectors, intercept, dict(rec.get("fit") or {}))
+
+
+def monotone(probabilities: Sequence[float], rank: Sequence[int]):
+    """P(relevant) that never rises down the ranking: the map's values in ``rank`` order (1 = first) replaced by their
+    decreasing isotonic fit (pool adjacent violators, scipy's ``isotonic_regression``): each run of documents whose
+    values rose down the order gets its mean, so the query's mean P(relevant) (its expected number of relevant
+    documents) is kept, the order is never contradicted, ``--score p_relevant`` keeps the method's order (ties keep
+    it: sorts are stable) and every cut keeps a prefix. The map's features (logit p_topk, z(mu), log rank) are
+    collinear, and a fit may give them opposite signs (z +2.54 with log rank +1.06 on DL19), which alone let a lower
+    rank read as more probable (issue 83)."""
+    import numpy as np
+    from scipy.optimize import isotonic_regression
+
+    p = np.asarray(probabilities, dtype=float)
+    if len(p) < 2:
+        return p
+    order = np.argsort(np.asarray(rank), kind="stable")
+    out = np.empty_like(p)
+    out[order] = isotonic_regression(p[order], increasing=False).x
+    return out
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
+def fit(rows: Sequence[tuple[float, ...]], labels: Sequence[int], grade: int, about: Mapping[str, Any] | None = None
+        ) -> CalibrationMap:
+    """The maximum-likelihood logistic map from feature rows to 0/1 labels (scipy's L-BFGS on the log-loss, a small
+    L2 penalty on the standardised coefficients). Needs relevant and non-relevant documents both."""
+    import numpy as np
+    from scipy.optimize import minimize
+
+    X = np.asarray(rows, dtype=float)
+    y = np.asarray(labels, dtype=float)
+    positives = int(y.sum())
+    if len(y) == 0 or positives in (0, len(y)):
+        raise InputError(f"--calibrate: the judged queries' candidates hold {positives} relevant (grade >= {grade}) "
+                         f"and {len(y) - positives} other documents; a map needs both")
+    center = X.mean(axis=0)
+    scale = X.std(axis=0)
+    scale[scale <= 0] = 1.0
+    Z = (X - center) / scale
+
+    def loss(w: np.ndarray) -> tuple[float, np.ndarray]:
+        z = w[0] + Z @ w[1:]
+        # log(1 + e^z) - y z, stably; its gradient sigmoid(z) - y
+        value = np.logaddexp(0.0, z) - y * z
+        g = 1.0 / (1.0 + np.exp(-z)) - y
+        grad = np.concatenate([[g.sum()], Z.T @ g]) / len(y)
+        grad[1:] += 2 * L2 * w[1:]
+        return float(value.mean() + L2 * (w[1:] @ w[1:])), grad
+
+    result = minimize(loss, np.zeros(X.shape[1] + 1), jac=True, method="L-BFGS-B")
+    w = result.x
+    info = {"documents": len(y), "relevant": positives, **dict(about or {})}
+    return CalibrationMap(grade, tuple(map(float, center)), tuple(map(float, scale)), tuple(map(float, w[1:])),
+                          float(w[0]), info)

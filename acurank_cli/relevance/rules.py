@@ -1,0 +1,172 @@
+"""What a run does with relevance, and the map's rules at every entrance: the flags read (``--calibration``,
+``--calibrate``, ``--cut``, ``--score``, ``--cut-target``), the map's k, where it was fit, whether it applies,
+and a query's ranking with its P(relevant) (:func:`judged`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ..errors import InputError
+from .cuts import Cut, CutTarget, p_none
+from .maps import CalibrationMap
+
+
+@dataclass(frozen=True)
+class Relevance:
+    """What a run does with relevance (``--calibration``, ``--cut``, ``--score p_relevant``): the map, the cut
+    (None: every document kept) and whether the run's score column is P(relevant)."""
+
+    calibration: CalibrationMap
+    cut: Cut | None = None
+    score: bool = False
+    #: the map's file (None: given as a map)
+    source: str | None = None
+    #: with a cut: aim AcuRank's uncertain set at the cut's boundary (``--cut-target cut``, the default with a map fit
+    #: with a pivot) or at the top k (``topk``, the default without: the cut's target then cost more calls for a lower
+    #: F1, BENCHMARKS.md section 25)
+    target: bool = False
+
+    def described(self) -> dict[str, Any]:
+        """What the run's fingerprint records."""
+        out: dict[str, Any] = {"calibration": self.calibration.digest, "grade": self.calibration.grade}
+        if self.cut is not None:
+            out["cut"] = str(self.cut)
+        if self.score:
+            out["score"] = "p_relevant"
+        if self.cut is not None:
+            out["target"] = "cut" if self.target else "topk"
+        return out
+
+    def aimed(self, strategy):
+        """``strategy`` with its uncertain set at the cut's boundary where a cut is asked and targeted and the method
+        can aim (AcuRank's family); otherwise the strategy itself."""
+        if self.cut is None or not self.target or not hasattr(strategy, "aimed_at"):
+            return strategy
+        return strategy.aimed_at(CutTarget(self.calibration, self.cut))
+
+
+@dataclass(frozen=True)
+class Calibrate:
+    """Fit a map on a run's judged queries (``--calibrate QRELS``): the qrels, the grade and the map file to write."""
+
+    qrels: str
+    grade: int
+    output: str
+
+
+SCORES = ("mu", "p_relevant")
+TARGETS = ("cut", "topk")
+
+
+def options(calibration: str | None, calibrate: str | None = None, grade: int | None = None, cut: str | None = None,
+            score: str | None = None, target: str | None = None) -> tuple[Relevance | None, Calibrate | None]:
+    """The relevance flags checked (each fault one line naming the flag) and the map read: what the run applies
+    and what it fits (at most one of them)."""
+    if score is not None and score not in SCORES:
+        raise InputError(f"--score {score!r}: must be one of {', '.join(SCORES)}")
+    if target is not None and target not in TARGETS:
+        raise InputError(f"--cut-target {target!r}: must be one of {', '.join(TARGETS)}")
+    if target is not None and cut is None:
+        raise InputError("--cut-target says where a cut's calls go; give --cut")
+    parsed = None if cut is None else Cut.parse(cut)
+    if grade is not None and calibrate is None:
+        raise InputError("--relevant-grade is the grade --calibrate fits for; a map applied has its own")
+    if calibration is None:
+        for flag, value in (("--calibrate", calibrate), ("--cut", cut), ("--score p_relevant", score == "p_relevant" or None)):
+            if value is not None:
+                raise InputError(f"{flag} needs --calibration MAP.json (the map {'to write' if flag == '--calibrate' else 'that gives P(relevant)'})")
+        return None, None
+    if calibrate is not None:
+        if parsed is not None or score == "p_relevant":
+            raise InputError("--calibrate fits --calibration on this run's queries, so it cannot also cut or score them "
+                             "(apply the map to other queries: a second run without --calibrate)")
+        return None, Calibrate(calibrate, 1 if grade is None else grade, calibration)
+    fitted = CalibrationMap.load(calibration)
+    aim = target == "cut" if target is not None else fitted.pivoted
+    return Relevance(fitted, parsed, score == "p_relevant", calibration, aim), None
+
+
+def loaded(value: Any, flag: str = "calibration") -> CalibrationMap | None:
+    """A map given as a file's path or as a CalibrationMap (None: none)."""
+    if value is None or isinstance(value, CalibrationMap):
+        return value
+    if isinstance(value, (str, bytes)) or hasattr(value, "__fspath__"):
+        return CalibrationMap.load(value, flag)
+    raise TypeError("calibration must be a map file's path or an acurank_cli.relevance.CalibrationMap")
+
+
+def keep_maps_k(calibration: CalibrationMap | None, method: str, options: dict, flag: str = "calibration") -> None:
+    """A map is fit at one k (p_topk's): a method that takes k and was given none keeps the map's for every call
+    (a call's ``top_k`` or ``top_n`` then cuts the list but does not change k); another k given is refused. The one
+    owner of the rule at every entrance: ``rerank``/``baseline`` (``--calibration``), the API, serve and MCP
+    (through :class:`~acurank_cli.run.pipeline.Methods`)."""
+    from ..method.registry import method_options
+
+    k = None if calibration is None else calibration.fit.get("k")
+    if k is None or "k" not in method_options(method):
+        return
+    if options.get("k") is not None and int(options["k"]) != int(k):
+        give = f"--k {k}" if flag.startswith("-") else f"k = {k}"  # the flag, or the keyword, as the entrance takes it
+        raise InputError(f"{flag}: the map was fit on p_topk at k = {k} and this k is {options['k']}: give {give}, "
+                         f"or fit a map at k = {options['k']}")
+    options["k"] = int(k)
+
+
+#: how a user says a map may be applied where it was not fit for (another reranker or method, or its own queries)
+MISMATCH = {"cli": "--allow-map-mismatch", "api": "allow_map_mismatch=True"}
+
+
+def check_origin(calibration: CalibrationMap | None, backend: str | None, method: str, qids: Sequence[str] = (),
+                 allowed: bool = False, api: bool = False) -> None:
+    """A map applies to runs of the reranker and method it was fit with, on queries it was not fit on: its
+    P(relevant) reads ratings that one reranker's answers under one method made, and measured on its own fitting
+    queries it flatters itself (their ECE is a fraction of held-out queries'). Refused in one line, before any call,
+    unless ``allowed``. A map written before it recorded these (no ``backend``, no ``qids``) is not checked for them,
+    nor is the reranker of a backend given built (the API's instance: None)."""
+    if calibration is None or allowed:
+        return
+    flag, allow = ("calibration", MISMATCH["api"]) if api else ("--calibration", MISMATCH["cli"])
+    fit = calibration.fit
+    for what, was, now in (("reranker", fit.get("backend"), backend), ("method", fit.get("method"), method)):
+        if was is not None and now is not None and str(was) != str(now):
+            raise InputError(f"{flag}: the map was fit with {what} {was} and this run's {what} is {now}: its "
+                             f"P(relevant) reads the ratings one {what} makes; fit a map with {now}, or say {allow}")
+    seen = sorted(set(fit.get("qids") or ()) & set(qids))
+    if seen:
+        raise InputError(f"{flag}: the map was fit on {len(seen)} of these queries (e.g. {seen[0]}), and on its own "
+                         f"fitting queries it looks better calibrated than it is; apply it to other queries, or say "
+                         f"{allow}")
+
+
+def check_applicable(strategy: Any, passages: Any, flag: str = "--calibration") -> None:
+    """A map applies to a method with ratings (a cutoff k) over documents ranked whole: anything else is refused in
+    one line, before any call."""
+    if strategy.cutoff is None:
+        raise InputError(f"{flag}: method {strategy.name!r} keeps no ratings to calibrate (the acurank and "
+                         "acurank-auto families do)")
+    if passages is not None:
+        raise InputError(f"{flag} with {'--' if flag.startswith('--') else ''}passages: P(relevant) is calibrated on "
+                         "documents ranked whole; rank them whole, or without a map")
+
+
+def judged(relevance: Relevance, ranking: Sequence[Any], ratings: Mapping[str, Any],
+           pivot: tuple[float, float] | None = None) -> tuple[list[Any], Any]:
+    """A query's ranking (Ranked, by mu) with its final ratings (and the pivot's, where one was rated): the ranking as
+    written (ordered by P(relevant) when that is the score column, cut when asked) and its
+    :class:`~acurank_cli.records.RelevanceSummary`."""
+    from ..records import Ranked, RelevanceSummary
+
+    probs = relevance.calibration.probabilities([ratings[r.docid] for r in ranking], pivot)
+    order = list(range(len(ranking)))
+    if relevance.score:
+        order.sort(key=lambda i: -probs[i])
+    kept: int | None = None
+    if relevance.cut is not None:
+        keep = relevance.cut.positions(probs)
+        order = [i for i in order if i in keep]
+        kept = len(order)
+    out = [Ranked(ranking[i].docid, probs[i] if relevance.score else ranking[i].score) for i in order]
+    summary = RelevanceSummary(grade=relevance.calibration.grade, p_none=p_none(probs),
+                               p={ranking[i].docid: probs[i] for i in range(len(ranking))}, kept=kept)
+    return out, summary
