@@ -66,7 +66,7 @@ ROWS = (
         "reranker 'minilm' has no option --instruction (its options: --device, --batch-size)",
         "reranker 'minilm' has no option instruction (its options: device, batch_size)"),
 )
-ENTRANCES = ("CLI", "API", "HTTP (serve)", "MCP")
+ENTRANCES = ("CLI", "API", "HTTP (serve)", "MCP", "PyTerrier")
 
 PIVOT_MAP = "{pivot_map}"  # a map fit with a pivot (the per-request rows' reranker, acurank, k = 10)
 JOINS = "a pivot joins windows of documents ranked whole"
@@ -135,13 +135,14 @@ def table() -> str:
     lines = ["| rule | " + " | ".join(ENTRANCES) + " |", "|---|" + "---|" * len(ENTRANCES)]
     for row in ROWS:
         lines.append(f"| {row.rule} | " + " | ".join(["refused: `" + row.cli + "`", "refused: `" + row.api + "`",
-                                                       "refused at start, as the CLI", "refused at start, as the CLI"])
-                     + " |")
+                                                       "refused at start, as the CLI", "refused at start, as the CLI",
+                                                       "refused when built, as the API"]) + " |")
     for call in CALLS:
         cli = ("no such input (a run's instruction is `--instruction`: the row above)" if call.cli is None
                else f"refused: `{call.cli}`")
         lines.append(f"| {call.rule} | {cli} | refused: `{call.api}` | refused: `{call.http}` (400, field "
-                     f"`{call.field}`) | refused: the same line, a tool error |")
+                     f"`{call.field}`) | refused: the same line, a tool error | not a cell yet (a frame goes "
+                     "through the API's rerank_batch) |")
     return "\n".join(lines).replace("{map}", "MAP").replace("{sim_map}", "MAP").replace("{run}", "RUN").replace(
         "{corpus}", "CORPUS")
 
@@ -180,6 +181,11 @@ def test_every_entrance_refuses_in_the_same_line(row, maps, tmp_path):
         keywords["base_url"] = BACKEND[row.reranker][1]
     with pytest.raises(InputError) as refused:
         Reranker(row.reranker, **{"method": "acurank", **keywords})
+    assert str(refused.value) == row.api
+    from acurank_cli.integrations.pyterrier import AcuRankReranker  # PyTerrier's transformer: the API's words
+
+    with pytest.raises(InputError) as refused:
+        AcuRankReranker(row.reranker, **{"method": "acurank", **keywords})
     assert str(refused.value) == row.api
 
     for command in ("serve", "mcp"):
