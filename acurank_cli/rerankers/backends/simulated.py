@@ -38,7 +38,7 @@ from ...records import PIVOT_PREFIX, RerankRequest, RerankResult
 from ...params import ANY_INT, Domain, Option, at_least
 from ..backend import RerankerBase, register
 from ..listwise.reranker import ListwiseLLM
-from ..listwise.thinking import Effort, ThinkingOptions, check_thinking
+from ..listwise.thinking import Effort, ThinkingOptions, check_thinking, thought_cost
 
 _NORMAL = statistics.NormalDist()
 
@@ -240,5 +240,5 @@ def _factory(arg: str, options: SimulatedOptions) -> SimulatedReranker:
                              builder=builder,
                              note=None if builder is None else f"--sim-tokens: {note or 'counting with ' + builder.counter.name}",
                              thinking=ThinkingOptions.of(options), think_noise=options.sim_think_noise,
-                             think_tokens=min(options.sim_think_tokens, options.thinking_budget or options.sim_think_tokens),
+                             think_tokens=thought_cost(options),
                              pivot_grade=options.sim_pivot_grade)

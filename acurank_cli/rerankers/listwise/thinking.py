@@ -433,13 +433,21 @@ def gate_of(options: object) -> ThinkingGate | None:
     if getattr(options, "thinking", None) is not Thinking.gated:
         return None
     settings = ThinkingOptions.of(options)
+    cost = thought_cost(options)
+    _check_some_thought(settings, cost)
+    return ThinkingGate(settings.gate_threshold, settings.think_share, settings.think_tokens, cost)
+
+
+def thought_cost(options: object) -> int:
+    """The most tokens one window's thought costs, the one place it is said: the simulated reranker's assumed cost
+    (``--sim-think-tokens``) capped by the thought's budget (``--thinking-budget``), else that budget (a local
+    model's default where none is given). The gate counts each thinking window at it, and the simulated reranker
+    bills each thought at it."""
+    settings = ThinkingOptions.of(options)
     cost = getattr(options, "sim_think_tokens", None)
     if cost is not None:
-        cost = min(int(cost), settings.thinking_budget or int(cost))
-    else:
-        cost = settings.local_budget()
-    _check_some_thought(settings, int(cost))
-    return ThinkingGate(settings.gate_threshold, settings.think_share, settings.think_tokens, int(cost))
+        return min(int(cost), settings.thinking_budget or int(cost))
+    return int(settings.local_budget())
 
 
 def _check_some_thought(settings: ThinkingOptions, cost: int) -> None:
