@@ -69,6 +69,10 @@ class Reranker:
         self.calibration = _calibration(calibrated, self.strategy, self.passages)
         check_origin(calibrated, backend if isinstance(backend, str) else None, method, allowed=allow_map_mismatch,
                      api=True)  # after its k and its method's ratings: the order of every entrance's checks
+        from .relevance.shift import ShiftWatch
+
+        #: the calls' queries against the map's fitting queries (a shift said once, as a CalibrationShiftWarning)
+        self._watch = None if self.calibration is None else ShiftWatch(self.calibration.fit)
         self._session = pipeline.Session(self.strategy, backend, backend_options,
                                          ray_options(ray, actors, gpus_per_actor), self.passages)
         built = self._session.start(cache, batch_queries)
@@ -128,6 +132,7 @@ class Reranker:
         # each query's own passages: documents without ids are numbered 0, 1, ... in every query
         texts_of = lambda task: by_qid[task.qid].docs  # noqa: E731
         self._session.check([p.task for p in group], "the documents' scores", strategy, texts_of=texts_of)
+        self._watched([p.task for p in group if p.scored])  # documents without scores: nothing to compare
         for outcome in self._session.run([p.task for p in group], None, None, strategy, texts_of):
             ratings, pivot = outcome.rated()
             outputs[outcome.qid] = output_of(by_qid[outcome.qid], outcome, ratings, strategy.cutoff, top_k=top_k,
@@ -139,6 +144,25 @@ class Reranker:
                                                    seconds=0.0, stop=None, k=strategy.cutoff,
                                                    p_none=None if self.calibration is None else 1.0)
         return [outputs[qid] for qid in qids]
+
+    @property
+    def calibration_shift(self):
+        """The first calls' queries (:data:`~acurank_cli.relevance.shift.WATCH_QUERIES`) compared with the map's
+        fitting queries by their first-stage scores (a :class:`~acurank_cli.relevance.shift.Shift`), or None: no
+        map, a map that recorded none, or too few queries yet."""
+        return None if self._watch is None else self._watch.shift
+
+    def _watched(self, tasks) -> None:
+        """The queries counted toward the shift's comparison; the comparison made, a shift is warned of once."""
+        if self._watch is None:
+            return
+        shift = self._watch.see(tasks)
+        if shift is not None and shift.shifted:
+            import warnings
+
+            from .relevance.shift import CalibrationShiftWarning
+
+            warnings.warn(shift.line("calibration"), CalibrationShiftWarning, stacklevel=3)
 
     def _pivoted(self, strategy: Strategy, pivots: Sequence[str] | None, prepared: list[Prepared]) -> Strategy:
         """The call's strategy with a pivot in every window where ``pivots`` are given (one per query), each query's

@@ -23,7 +23,8 @@ The design (and its assumptions, measured in BENCHMARKS.md section 25):
 
 The package's rooms: :mod:`.maps` (the map, its features and fit, the isotonic step), :mod:`.cuts` (P(none), the
 cuts, the cut's target), :mod:`.pivot` (the pivot and its rules), :mod:`.rules` (the flags and the map's rules at
-every entrance); the calibration measures are :mod:`acurank_cli.evaluation`'s.
+every entrance), :mod:`.shift` (whether a map meets queries unlike those it was fit on); the calibration measures
+are :mod:`acurank_cli.evaluation`'s.
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ from .cuts import Cut, CutTarget, expected_f1_cut, p_none
 from .maps import CLIP, FEATURES, FORMAT, L2, PIVOT_FEATURES, CalibrationMap, feature_matrix, features, fit, monotone
 from .maps import _sigmoid  # noqa: F401 - the tests check it against the library
 from .pivot import SAID, Pivot, Spelling, check_pivot, pivoted
+from .shift import Shift, signals_of
 from .rules import (MISMATCH, SCORES, TARGETS, Calibrate, Relevance, check_applicable, check_origin, judged,
                     keep_maps_k, loaded, options)
 
 __all__ = ["CLIP", "FEATURES", "FORMAT", "L2", "MISMATCH", "PIVOT_FEATURES", "SAID", "SCORES", "TARGETS", "Calibrate",
-           "CalibrationMap", "Cut", "CutTarget", "Pivot", "Relevance", "Spelling", "auc", "brier", "calibration_error",
+           "CalibrationMap", "Cut", "CutTarget", "Pivot", "Relevance", "Shift", "Spelling", "auc", "brier", "calibration_error",
            "check_applicable", "check_origin", "check_pivot", "expected_f1_cut", "f1_at", "f1_kept", "feature_matrix",
-           "features", "fit", "judged", "keep_maps_k", "loaded", "monotone", "oracle_f1", "options", "p_none", "pivoted"]
+           "features", "fit", "judged", "keep_maps_k", "loaded", "monotone", "oracle_f1", "options", "p_none", "pivoted", "signals_of"]

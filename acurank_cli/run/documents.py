@@ -135,6 +135,8 @@ class Prepared:
     task: RankingTask
     docs: dict[str, Doc]
     meta: dict[str, dict]
+    #: the documents came with first-stage scores (False: the scores are their input order's, n .. 1)
+    scored: bool = True
 
 
 def prepare(query: str, items: Sequence[DocLike], qid: str = "q", instruction: str | None = None,
@@ -160,14 +162,15 @@ def prepare(query: str, items: Sequence[DocLike], qid: str = "q", instruction: s
             raise InputError(f"query {qid}: document id {d.docid!r} is given twice (documents {first[d.docid]} and {i}): "
                              "ids must be unique within a query")
     scores = [s for _, s, _ in parsed]
-    if all(s is None for s in scores):
+    scored = not all(s is None for s in scores)
+    if not scored:
         scores = [float(len(parsed) - i) for i in range(len(parsed))]  # the input order
     elif any(s is None for s in scores):
         raise InputError("give a score for every document or for none")
     order = sorted(range(len(parsed)), key=lambda i: -scores[i])  # stable: ties keep the input order
     cands = tuple(Candidate(parsed[i][0].docid, float(scores[i])) for i in order)
     return Prepared(RankingTask(qid, query, cands, instruction), {d.docid: d for d, _, _ in parsed},
-                     {d.docid: m for d, _, m in parsed})
+                    {d.docid: m for d, _, m in parsed}, scored)
 
 
 def relevance_scores(out: RerankOutput, n: int) -> list[float]:

@@ -36,6 +36,7 @@ from .dry_run import DryRun
 from .money import Cap, Prices, call_bound, check_cap
 from .passages import Passages
 from ..relevance import Calibrate, Pivot, Relevance
+from ..relevance.shift import by_query, columns, compared
 from .. import relevance as rel
 from .progress import ProgressView
 from ..signals import Interrupted
@@ -111,9 +112,11 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     judged = _checked_relevance(job)
     session = pipeline.Session(job.strategy, job.backend, job.backend_options, job.ray, job.passages)  # options checked
     inputs = job.inputs.load(session.needs_texts)
+    shift = None
     if job.relevance is not None and job.calibrate is None:  # the map's reranker, method and fitting queries
         rel.check_origin(job.relevance.calibration, job.backend, job.strategy.name, list(inputs.expected),
                          job.allow_map_mismatch)
+        shift = compared(job.relevance.calibration.fit, inputs.tasks)  # before any call: queries unlike the map's
     if job.pivot is not None:
         job.pivot.add_texts(session.needs_texts, job.backend, list(inputs.expected), inputs.docs)
     checked = session.check(inputs.tasks, inputs.source, docs=inputs.docs)
@@ -129,13 +132,15 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     fingerprint = _fingerprint(job, backend, inputs, session.needs_texts)
     read = [(n.flag, n.path) for n in plan.reads]
     made = provenance.collect(backend, read if inputs.source != "<stdin>" else [("RUN", "-"), *read])
-    described = _described(job, inputs)
+    described = _described(job, inputs, shift)
     try:
         session.start(job.cache, job.batch_queries)  # before the outputs: a cache refused leaves no run file behind
         outputs = files.open(inputs.expected, fingerprint, described, made)
     except BaseException:
         session.close()
         raise
+    if shift is not None and shift.shifted:
+        err.print(f"acurank: {shift.line()}", markup=False, soft_wrap=True)
     for note in checked:  # about the run: said once it starts (a backend or cache refused says only its error)
         if note.startswith("warning:"):
             err.print(f"acurank: {note}", markup=False, soft_wrap=True)
@@ -143,12 +148,13 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
             status.print(f"acurank: note: {note}", markup=False, soft_wrap=True)
     status.print(f"acurank: {job.strategy.name} with reranker {backend.name} on {len(inputs.tasks)} queries", markup=False)
     features: list = _fitted_so_far(job, outputs) if job.calibrate is not None else []
+    signals = by_query(inputs.tasks) if job.calibrate is not None else {}  # the fit records its queries' (read now)
     running = _Running(job, session, outputs, inputs, status=status, err=err, features=features)
     totals = _drive(running, backend, fingerprint)
     if job.calibrate is not None:  # in input order, however many invocations finished them: one fit, one map
         place = {qid: i for i, qid in enumerate(inputs.expected)}
         features.sort(key=lambda f: place.get(f[0], len(place)))
-        _fit(job.calibrate, judged, features, job, backend, status)
+        _fit(job.calibrate, judged, features, job, backend, status, signals=signals)
     _summary(status, job, totals, time.perf_counter() - started, inputs)
     if job.quiet and (inputs.skipped_docs or inputs.skipped_queries):  # the summary says it otherwise
         err.print(f"acurank: warning: {_skipped(inputs)}", markup=False)
@@ -288,8 +294,11 @@ def _fitted_so_far(job: RerankJob, outputs: RunWriter) -> list:
     return [(qid, list(rec["docids"]), [tuple(x) for x in rec["x"]]) for qid, rec in records.items()]
 
 
-def _fit(calibrate: Calibrate, qrels, features: list, job: RerankJob, backend, status: Console) -> None:
-    """Fit the map on the finished queries that ``qrels`` judges and write it (one status line)."""
+def _fit(calibrate: Calibrate, qrels, features: list, job: RerankJob, backend, status: Console, *,
+         signals: dict) -> None:
+    """Fit the map on the finished queries that ``qrels`` judges and write it (one status line); it records their
+    first-stage signals (``signals``, by qid: :mod:`acurank_cli.relevance.shift`), which a run applying it compares
+    with its own."""
     rows, labels, queries = [], [], 0
     for qid, docids, xs in features:
         grades = qrels.get(qid)
@@ -304,6 +313,7 @@ def _fit(calibrate: Calibrate, qrels, features: list, job: RerankJob, backend, s
              "reranker": redaction.text(backend.name), "backend": redaction.text(job.backend),
              "run": redaction.text(str(job.inputs.run)), "qrels": redaction.text(calibrate.qrels),
              "qids": sorted({qid for qid, _, _ in features if qid in qrels})}
+    about["signals"] = columns(signals[qid] for qid, _, _ in features if qid in qrels and qid in signals)
     fitted = rel.fit(rows, labels, calibrate.grade, about)
     fitted.save(calibrate.output)
     status.print(f"acurank: calibration map (grade >= {calibrate.grade}) fit on {queries} judged queries, "
@@ -459,12 +469,16 @@ def _fingerprint(job: RerankJob, backend, inputs, needs_texts: bool) -> RunFinge
     )
 
 
-def _described(job: RerankJob, inputs) -> dict | None:
-    """More for the meta file: a shard's place and the unsharded input's query order (what a merge restores)."""
+def _described(job: RerankJob, inputs, shift=None) -> dict | None:
+    """More for the meta file: a shard's place and the unsharded input's query order (what a merge restores); the
+    comparison of these queries with the calibration map's (``shift``, where the map recorded its signals)."""
+    out: dict = {}
     shard = job.inputs.shard
-    if shard is None:
-        return None
-    return {"shard": {"index": shard.index, "of": shard.of, "queries": list(inputs.every_query)}}
+    if shard is not None:
+        out["shard"] = {"index": shard.index, "of": shard.of, "queries": list(inputs.every_query)}
+    if shift is not None:
+        out["calibration_shift"] = shift.as_dict()
+    return out or None
 
 
 def _written(outcome: QueryOutcome, tail: tuple, about: RunAbout, tag: str, relevance: Relevance | None = None

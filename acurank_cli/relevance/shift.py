@@ -1,0 +1,141 @@
+"""Whether a map meets queries unlike those it was fit on, from what its features cannot see: the first-stage
+scores. A map reads where each document stands among its query's candidates (relative features), so it cannot see
+a first stage or a collection whose scores sit elsewhere; its fit records, for each fitting query, the first-stage
+top score and median score (:data:`SIGNALS`), and a run that applies it compares its own queries' with a two-sided
+Mann-Whitney U test per signal (scipy's), Bonferroni-corrected over the signals: a shift is said when the smaller p,
+times the number of signals, is below :data:`ALPHA` (and each side has at least :data:`MIN_QUERIES` queries).
+
+What it cannot see: a collection with the first stage's scores of the fitting one but another share of relevant
+candidates (DL19 against DL20: even the true share separates them only at p = 0.09, Mann-Whitney); BENCHMARKS.md 35
+measures the alarms."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+#: the per-query first-stage statistics a map records and a run compares
+SIGNALS = ("top", "median")
+#: the family-wise false-alarm rate: same-collection queries are told a shift at most this often
+ALPHA = 0.01
+#: fewer queries on either side: too few to say
+MIN_QUERIES = 5
+
+
+def by_query(tasks: Iterable[Any]) -> dict[str, tuple[float, ...]]:
+    """Each query's signals (:data:`SIGNALS`: its first-stage top and median score), by qid (tasks with candidates):
+    two numbers a query, kept while a run's tasks stream by."""
+    out: dict[str, tuple[float, ...]] = {}
+    for task in tasks:
+        scores = [c.score for c in task.candidates]
+        if scores:
+            out[task.qid] = (float(max(scores)), float(statistics.median(scores)))
+    return out
+
+
+def signals_of(tasks: Iterable[Any]) -> dict[str, list[float]]:
+    """The signals of the queries given, in their order, each a list (what a map's fit records)."""
+    return columns(by_query(tasks).values())
+
+
+def columns(rows: Iterable[tuple[float, ...]]) -> dict[str, list[float]]:
+    rows = list(rows)
+    return {name: [r[i] for r in rows] for i, name in enumerate(SIGNALS)}
+
+
+@dataclass(frozen=True)
+class Shift:
+    """The comparison of a run's queries with the map's fitting queries: the signal that differs most, its medians
+    on both sides, its corrected p, and whether that is a shift."""
+
+    signal: str
+    here: float
+    fit: float
+    p: float
+    queries: int
+    fitted: int
+
+    @property
+    def shifted(self) -> bool:
+        return self.p < ALPHA
+
+    def line(self, flag: str = "--calibration") -> str:
+        """The one warning line."""
+        return (f"warning: {flag}: these {self.queries} queries' first-stage scores differ from the {self.fitted} the "
+                f"map was fit on ({self.signal} score of a query: median {self.here:.4g} here, {self.fit:.4g} there; "
+                f"Mann-Whitney p = {self.p:.2g}, corrected for {len(SIGNALS)} signals): its P(relevant) may not hold "
+                f"here; fit a map on some judged queries of this collection (docs/relevance.md)")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"signal": self.signal, "here": self.here, "fit": self.fit, "p": self.p, "queries": self.queries,
+                "fitted": self.fitted, "shifted": self.shifted}
+
+
+def compared(fit: Mapping[str, Any], tasks: Iterable[Any]) -> Shift | None:
+    """A run's queries (``tasks``) against the signals a map's fit recorded (``fit``: the map's ``fit`` record); None
+    where the map recorded none (written before it did) or either side has fewer than :data:`MIN_QUERIES` queries."""
+    recorded = fit.get("signals") or {}
+    if not all(len(recorded.get(name) or ()) >= MIN_QUERIES for name in SIGNALS):
+        return None
+    here = signals_of(tasks)
+    if len(here["top"]) < MIN_QUERIES:
+        return None
+    return _compared(recorded, here)
+
+
+def _compared(recorded: Mapping[str, Any], here: Mapping[str, list[float]]) -> Shift:
+    """The test: per signal, a two-sided Mann-Whitney U of the queries here against the recorded ones; the smallest
+    p, times the number of signals (Bonferroni)."""
+    from scipy.stats import mannwhitneyu
+
+    tests = []
+    for name in SIGNALS:
+        p = float(mannwhitneyu(here[name], recorded[name], alternative="two-sided").pvalue)
+        tests.append((min(1.0, p * len(SIGNALS)), name))
+    p, name = min(tests)
+    return Shift(name, statistics.median(here[name]), statistics.median(recorded[name]), p, len(here[name]),
+                 len(recorded[name]))
+
+
+class CalibrationShiftWarning(UserWarning):
+    """The API's warning that its map meets queries unlike those it was fit on (:class:`ShiftWatch`)."""
+
+
+#: queries a stream of calls (the API's, a server's requests) gathers before it is compared, once
+WATCH_QUERIES = 20
+
+
+class ShiftWatch:
+    """A stream of calls watched for a shift (the API's ``Reranker`` and ``serve``: queries come a few at a time): the
+    first :data:`WATCH_QUERIES` queries' signals are gathered, then compared once with the map's (one test, so the
+    false-alarm rate stays :data:`ALPHA`); :attr:`shift` holds the comparison from then on. Thread-safe."""
+
+    def __init__(self, fit: Mapping[str, Any]):
+        import threading
+
+        self.fit = fit
+        self.rows: dict[str, tuple[float, ...]] = {}
+        self.shift: Shift | None = None
+        self.lock = threading.Lock()
+        #: whether the map recorded signals (a map written before it did is not watched)
+        self.watching = all(len((fit.get("signals") or {}).get(name) or ()) >= MIN_QUERIES for name in SIGNALS)
+
+    def see(self, tasks: Iterable[Any]) -> Shift | None:
+        """Gather these queries' signals (keyed by qid: a query seen twice counts once); returns the comparison the
+        moment it is made (None before and after: it is made once)."""
+        if not self.watching:
+            return None
+        with self.lock:
+            if self.shift is not None:
+                return None
+            for qid, row in by_query(tasks).items():
+                if len(self.rows) < WATCH_QUERIES:
+                    self.rows.setdefault(qid, row)
+            if len(self.rows) < WATCH_QUERIES:
+                return None
+            self.shift = _compared(self.fit.get("signals"), columns(self.rows.values()))
+            return self.shift
+
+
+__all__ = ["ALPHA", "CalibrationShiftWarning", "ShiftWatch", "WATCH_QUERIES", "MIN_QUERIES", "SIGNALS", "Shift", "by_query", "columns", "compared", "signals_of"]
