@@ -106,8 +106,10 @@ def query_rng(seed: int, qid: str, salt: str) -> random.Random:
 
 
 def sort_by(order: list[int], key: np.ndarray) -> list[int]:
-    """Stable sort of candidate indices by ``key`` descending."""
-    return sorted(order, key=lambda i: -key[i])
+    """Stable sort of candidate indices by ``key`` descending (its values as Python floats: the same comparisons,
+    without indexing the array once per comparison key)."""
+    values = key.tolist() if hasattr(key, "tolist") else key
+    return sorted(order, key=lambda i: -values[i])
 
 
 def chunks(items: Sequence[int], m: int) -> list[list[int]]:

@@ -86,20 +86,20 @@ def threshold(mu: np.ndarray, sigma: np.ndarray, k: int) -> float:
     if n <= k:
         return float(np.min(mu - Z_999 * sigma))
     inv = 1.0 / sigma
-    lo = float(np.min(mu - 40.0 * sigma))
-    hi = float(np.max(mu + 40.0 * sigma))
+    lo = float((mu - 40.0 * sigma).min())  # the array's own reductions: np.min/np.sum's result, without their wrapper
+    hi = float((mu + 40.0 * sigma).max())
     # Start from the k-th largest mu: the root lies near it.
     t = float(np.partition(mu, n - k)[n - k])
     for _ in range(200):
         z = (mu - t) * inv
-        f = float(np.sum(ndtr(z))) - k
+        f = float(ndtr(z).sum()) - k
         if f > 0:
             lo = t
         else:
             hi = t
         if hi - lo <= 1e-12:
             break
-        slope = float(np.sum(np.exp(-0.5 * z * z) * inv)) * INV_SQRT_2PI
+        slope = float((np.exp(-0.5 * z * z) * inv).sum()) * INV_SQRT_2PI
         # Newton, overshooting the root by a hair so the bracket closes from both sides.
         nxt = t + f / slope + math.copysign(4e-13, f) if slope > 0 else 0.5 * (lo + hi)
         if not lo < nxt < hi:
