@@ -223,14 +223,10 @@ def test_every_entrance_refuses_a_call_in_the_same_line(per_call, tmp_path):
     """Issue 82: a call's rules (a pivot's: relevance.pivoted, check_pivot, Pivot.add_texts; an empty document's:
     Doc.blank; a query's instruction: Session.check_instruction) said once, asked by every entrance: the command line,
     the API's call, and each request of a running server, through HTTP and MCP."""
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp import ClientSession
-    import asyncio
     import httpx
-    import httpx2
 
     sys.path.insert(0, str(ROOT / "tests" / "serve"))
-    from test_serve import KEY, Server
+    from test_serve import KEY, Server, mcp_rerank
 
     from acurank_cli.api import Reranker
     from acurank_cli.errors import InputError
@@ -263,15 +259,7 @@ def test_every_entrance_refuses_a_call_in_the_same_line(per_call, tmp_path):
             reply = httpx.post(server.url + "/v2/rerank", headers={"Authorization": f"Bearer {KEY}"}, json=body,
                                timeout=60)
             assert (reply.status_code, reply.json()) == (400, {"message": row.http, "field": row.field}), reply.text
-
-            async def tool(url: str, arguments: dict):
-                client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}, timeout=60)
-                async with client, streamable_http_client(url, http_client=client) as streams:
-                    async with ClientSession(streams[0], streams[1]) as session:
-                        await session.initialize()
-                        return await session.call_tool("rerank", arguments)
-
-            result = asyncio.run(tool(server.url + "/mcp", body))
+            result = mcp_rerank(server.url, KEY, body)
             assert (result.is_error, result.content[0].text) == (True, f"Error executing tool rerank: {row.http}")
     finally:
         for server in servers.values():

@@ -207,8 +207,7 @@ def test_a_pivot_per_request_through_http_and_mcp_as_the_api_rates_it(tmp_path):
     so a map fit with a pivot is served: each request's P(relevant) equals the API's for the same query, documents and
     pivot, through ``POST /v2/rerank`` and the MCP ``rerank`` tool alike. A request the pivot's rules refuse is a 400
     naming ``pivot`` (and the same line as a tool error), in the words the CLI and the API use for the same rule."""
-    from mcp.client.streamable_http import streamable_http_client
-    import httpx2
+    from test_serve import mcp_rerank
 
     from acurank_cli.api import Reranker
     from acurank_cli.relevance import CalibrationMap
@@ -227,13 +226,6 @@ def test_a_pivot_per_request_through_http_and_mcp_as_the_api_rates_it(tmp_path):
             return httpx.post(server.url + "/v2/rerank", headers=headers, timeout=120,
                               json={"query": query, "documents": texts, "top_n": 5, **extra})
 
-        async def tool(extras):
-            client = httpx2.AsyncClient(headers=headers, timeout=120)
-            async with client, streamable_http_client(server.url + "/mcp", http_client=client) as streams:
-                async with ClientSession(streams[0], streams[1]) as session:
-                    await session.initialize()
-                    return [await session.call_tool("rerank", {"query": query, "documents": texts, "top_n": 5, **e})
-                            for e in extras]
 
         got = post(pivot=pivot)
         assert got.status_code == 200, got.text
@@ -252,7 +244,8 @@ def test_a_pivot_per_request_through_http_and_mcp_as_the_api_rates_it(tmp_path):
         for case, said in refusals.items():
             reply = post() if case == "none" else post(pivot=case)
             assert (reply.status_code, reply.json()) == (400, {"message": said, "field": "pivot"}), reply.text
-        answered, *refused = asyncio.run(tool([{"pivot": pivot}, {}, {"pivot": "simulated"}, {"pivot": " "}]))
+        answered, *refused = [mcp_rerank(server.url, KEY, {"query": query, "documents": texts, "top_n": 5, **extra})
+                              for extra in ({"pivot": pivot}, {}, {"pivot": "simulated"}, {"pivot": " "})]
         assert text_of(answered)["results"] == body["results"]
         assert [(r.is_error, r.content[0].text) for r in refused] == [  # the SDK's prefix, then the same line
             (True, f"Error executing tool rerank: {said}") for said in refusals.values()]
