@@ -88,26 +88,27 @@ class Reranker:
 
     def rerank(self, query: str, docs: Sequence[DocLike], *, qid: str = "q", top_k: int | None = None,
                min_p_topk: float | None = None, instruction: str | None = None, min_p_relevant: float | None = None,
-               cut: str | None = None, pivot: str | None = None) -> RerankOutput:
+               cut: str | None = None, pivot: str | None = None, cut_target: str | None = None) -> RerankOutput:
         """Rerank one query's documents (best first) with the method and backend; ``top_k`` keeps the best
         ``top_k`` and ``min_p_topk`` those whose p_topk is at least that; with a calibration map, ``min_p_relevant``
         keeps those whose P(relevant) is at least that and ``cut`` ("p:X" or "f1", as ``--cut``) stops the list where
-        relevance ends (maybe empty); ``pivot``: a passage at the relevance boundary written for this query, rated in
+        relevance ends (maybe empty), its calls aimed as ``cut_target`` says ("cut": at the cut's boundary; "topk": at
+        the top k; default: at the cut where the map was fit with a pivot, as ``--cut-target``); ``pivot``: a passage at the relevance boundary written for this query, rated in
         the same game as a reference player in every window (for the simulated reranker, which reads no texts:
         ``"simulated"``; a map fit with ``--pivot`` needs one); ``instruction``: this query's task instruction (a
         listwise LLM's prompt), in place of the Reranker's."""
         return self.rerank_batch([(query, docs)], qids=[qid], top_k=top_k, min_p_topk=min_p_topk,
                                  instruction=instruction, min_p_relevant=min_p_relevant, cut=cut,
-                                 pivots=None if pivot is None else [pivot])[0]
+                                 pivots=None if pivot is None else [pivot], cut_target=cut_target)[0]
 
     def rerank_batch(self, queries: Iterable[tuple[str, Sequence[DocLike]]], *,
                      qids: Sequence[str] | None = None, top_k: int | None = None,
                      min_p_topk: float | None = None, instruction: str | None = None,
                      min_p_relevant: float | None = None, cut: str | None = None,
-                     pivots: Sequence[str] | None = None) -> list[RerankOutput]:
+                     pivots: Sequence[str] | None = None, cut_target: str | None = None) -> list[RerankOutput]:
         """Rerank many queries; up to ``batch_queries`` advance together so their windows share batches.
-        ``top_k``, ``min_p_topk``, ``min_p_relevant`` and ``cut`` cut every query's output; ``pivots``: each query's
-        pivot passage (see :meth:`rerank`)."""
+        ``top_k``, ``min_p_topk``, ``min_p_relevant`` and ``cut`` cut every query's output (``cut_target``: where the
+        cut's calls go); ``pivots``: each query's pivot passage (see :meth:`rerank`)."""
         if self.reranker is None:
             raise InputError("this Reranker is closed: build a new one (Reranker(...)) to rerank again")
         if top_k is not None and not at_least(1).contains(top_k):
@@ -117,7 +118,7 @@ class Reranker:
                 raise ParameterError("min_p_topk", min_p_topk, between(0.0, 1.0).describe())
             if self.cutoff is None:
                 raise InputError(f"min_p_topk needs a method with ratings and a cutoff k (acurank...), not {self.method!r}")
-        cuts = self._relevance_cuts(min_p_relevant, cut)
+        cuts = self._relevance_cuts(min_p_relevant, cut, cut_target)
         queries = list(queries)
         qids = list(qids) if qids is not None else [str(i) for i in range(len(queries))]
         if len(set(qids)) != len(qids) or len(qids) != len(queries):
@@ -126,6 +127,10 @@ class Reranker:
         reads = self._session.needs_texts
         prepared = [prepare(q, docs, qid, instruction, reads) for (q, docs), qid in zip(queries, qids)]
         strategy = self._pivoted(self.methods.for_call(top_k=top_k), pivots, prepared)
+        if cuts:  # the cut's calls aimed as the command line aims --cut's (relevance.aims), the first cut's boundary
+            from .relevance import Relevance, aims
+
+            strategy = Relevance(self.calibration, cuts[0], target=aims(self.calibration, cut_target)).aimed(strategy)
         group = [p for p in prepared if p.task.n > 0]
         outputs: dict[str, RerankOutput] = {}
         by_qid = {p.task.qid: p for p in group}
@@ -188,10 +193,13 @@ class Reranker:
                     p.docs[pivot_id(p.task.qid)] = docs[pivot_id(p.task.qid)]
         return strategy
 
-    def _relevance_cuts(self, min_p_relevant: float | None, cut: str | None) -> tuple:
+    def _relevance_cuts(self, min_p_relevant: float | None, cut: str | None, target: str | None = None) -> tuple:
         """``min_p_relevant`` and ``cut`` checked (both need the calibration map), as the cuts they are:
-        ``min_p_relevant=X`` is the cut ``p:X`` (one rule, :class:`~acurank_cli.relevance.Cut`)."""
-        from .relevance import Cut
+        ``min_p_relevant=X`` is the cut ``p:X`` (one rule, :class:`~acurank_cli.relevance.Cut`); ``cut_target`` only
+        with one of them."""
+        from .relevance import SAID, Cut, check_target
+
+        check_target(target, cut is not None or min_p_relevant is not None, SAID["api"])
 
         for name, value in (("min_p_relevant", min_p_relevant), ("cut", cut)):
             if value is not None and self.calibration is None:

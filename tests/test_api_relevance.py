@@ -4,6 +4,7 @@ LangChain and LlamaIndex report it as their relevance score; PyTerrier adds a ``
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -119,6 +120,40 @@ def test_a_pivot_per_call_and_a_map_fit_with_one():
             rr.rerank("q", docs, qid=qid, pivot="simulated")
         assert str(refused.value) == ("pivot='simulated' is the simulated reranker's pivot; reranker "
                                       "openai:gpt-4o-mini reads texts: give each query's pivot passage")
+
+
+def test_a_cut_aims_its_calls_where_the_command_line_aims_them(tmp_path):
+    """One rule for where a cut's calls go (relevance.aims): with a map fit with a pivot, ``cut`` aims AcuRank's
+    uncertain set at the cut's boundary, as ``rerank --cut`` does; ``cut_target="topk"`` as ``--cut-target topk``.
+    The API's kept documents and calls equal the command line's, per target, and the two targets differ."""
+    from conftest import acurank
+
+    pivoted = CalibrationMap(2, (0.0,) * 5, (1.0,) * 5, (0.0, 0.0, -0.2, 1.0, 0.0), 0.0)
+    pivoted.save(tmp_path / "map.json")
+    qid, docs = first_queries(1, depth=40)[0]
+    runs = {}
+    for target in ("cut", "topk", None):
+        flags = () if target is None else ("--cut-target", target)
+        out, stats = tmp_path / f"{target}.run", tmp_path / f"{target}.stats.jsonl"
+        acurank("rerank", DL19 / "bm25.run", "--qids", qid, "--depth", "40", "--reranker", "simulated", "--qrels",
+                DL19 / "qrels.txt", "--pivot", "simulated", "--calibration", tmp_path / "map.json", "--cut", "f1",
+                *flags, "--stats", stats, "-o", out)
+        runs[target] = ([line.split()[2] for line in out.read_text().splitlines()],
+                        json.loads(stats.read_text().splitlines()[0])["calls"])
+    assert runs[None] == runs["cut"] != runs["topk"]  # the command line's default with a pivoted map: the cut's
+    with Reranker("simulated", cache=None, qrels=str(DL19 / "qrels.txt"), calibration=str(tmp_path / "map.json"),
+                  init="score") as rr:
+        for target in ("cut", "topk", None):
+            out = rr.rerank("q", docs, qid=qid, pivot="simulated", cut="f1", cut_target=target)
+            assert ([d.id for d in out], out.calls) == runs[target], target
+        kept = rr.rerank("q", docs, qid=qid, pivot="simulated", min_p_relevant=0.5)  # the cut p:0.5, aimed alike
+        assert kept.calls == rr.rerank("q", docs, qid=qid, pivot="simulated", cut="p:0.5").calls
+        with pytest.raises(InputError) as refused:
+            rr.rerank("q", docs, qid=qid, pivot="simulated", cut_target="cut")
+        assert str(refused.value) == "cut_target says where a cut's calls go; give cut"
+        with pytest.raises(InputError) as refused:
+            rr.rerank("q", docs, qid=qid, pivot="simulated", cut="f1", cut_target="boundary")
+        assert str(refused.value) == "cut_target 'boundary': must be one of cut, topk"
 
 
 def test_a_maps_k_is_kept_for_every_call():

@@ -28,16 +28,20 @@ class Spelling:
     grade: str
     #: how pivot passages are given, for a reranker that reads texts
     texts: str
+    #: the cut (``p:X`` or ``f1``) and where its calls go (``cut`` or ``topk``)
+    cut: str = "--cut"
+    target: str = "--cut-target"
 
 
 SAID = {
     "cli": Spelling(pivot="--pivot", calibration="--calibration", passages="--passages", this="this run",
                     simulated="--pivot simulated", grade="--sim-pivot-grade", texts="a file of 'qid<TAB>pivot passage'"),
     "api": Spelling(pivot="pivot", calibration="calibration", passages="passages", this="this call",
-                    simulated="pivot='simulated'", grade="sim_pivot_grade", texts="each query's pivot passage"),
+                    simulated="pivot='simulated'", grade="sim_pivot_grade", texts="each query's pivot passage",
+                    cut="cut", target="cut_target"),
     "request": Spelling(pivot="pivot", calibration="this server's --calibration map", passages="max_chunks_per_doc",
                         this="this request", simulated="pivot \"simulated\"", grade="the server's --sim-pivot-grade",
-                        texts="the query's pivot passage"),
+                        texts="the query's pivot passage", cut="cut", target="cut_target"),
 }
 
 

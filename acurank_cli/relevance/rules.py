@@ -63,12 +63,11 @@ def options(calibration: str | None, calibrate: str | None = None, grade: int | 
             score: str | None = None, target: str | None = None) -> tuple[Relevance | None, Calibrate | None]:
     """The relevance flags checked (each fault one line naming the flag) and the map read: what the run applies
     and what it fits (at most one of them)."""
+    from .pivot import SAID
+
     if score is not None and score not in SCORES:
         raise InputError(f"--score {score!r}: must be one of {', '.join(SCORES)}")
-    if target is not None and target not in TARGETS:
-        raise InputError(f"--cut-target {target!r}: must be one of {', '.join(TARGETS)}")
-    if target is not None and cut is None:
-        raise InputError("--cut-target says where a cut's calls go; give --cut")
+    check_target(target, cut is not None, SAID["cli"])
     parsed = None if cut is None else Cut.parse(cut)
     if grade is not None and calibrate is None:
         raise InputError("--relevant-grade is the grade --calibrate fits for; a map applied has its own")
@@ -83,8 +82,23 @@ def options(calibration: str | None, calibrate: str | None = None, grade: int | 
                              "(apply the map to other queries: a second run without --calibrate)")
         return None, Calibrate(calibrate, 1 if grade is None else grade, calibration)
     fitted = CalibrationMap.load(calibration)
-    aim = target == "cut" if target is not None else fitted.pivoted
-    return Relevance(fitted, parsed, score == "p_relevant", calibration, aim), None
+    return Relevance(fitted, parsed, score == "p_relevant", calibration, aims(fitted, target)), None
+
+
+def check_target(target: str | None, cut: bool, said: Any) -> None:
+    """Where a cut's calls go (``--cut-target``, the API's and a request's ``cut_target``): ``cut`` or ``topk``, and
+    only with a cut (``said``: the entrance's :class:`~acurank_cli.relevance.Spelling`)."""
+    if target is not None and target not in TARGETS:
+        raise InputError(f"{said.target} {target!r}: must be one of {', '.join(TARGETS)}")
+    if target is not None and not cut:
+        raise InputError(f"{said.target} says where a cut's calls go; give {said.cut}")
+
+
+def aims(calibration: CalibrationMap, target: str | None) -> bool:
+    """Whether a cut aims AcuRank's uncertain set at its boundary: as ``target`` says, else by the map (a map fit with
+    a pivot: at the cut; without one: at the top k, where the cut's target measured more calls for a lower F1,
+    BENCHMARKS.md section 25). The one rule at every entrance that cuts."""
+    return target == "cut" if target is not None else calibration.pivoted
 
 
 def loaded(value: Any, flag: str = "calibration") -> CalibrationMap | None:
