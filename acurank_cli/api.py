@@ -197,18 +197,14 @@ class Reranker:
         """``min_p_relevant`` and ``cut`` checked (both need the calibration map), as the cuts they are:
         ``min_p_relevant=X`` is the cut ``p:X`` (one rule, :class:`~acurank_cli.relevance.Cut`); ``cut_target`` only
         with one of them."""
-        from .relevance import SAID, Cut, check_target
+        from .relevance import SAID, Cut, cut_asked
 
-        check_target(target, cut is not None or min_p_relevant is not None, SAID["api"])
-
-        for name, value in (("min_p_relevant", min_p_relevant), ("cut", cut)):
-            if value is not None and self.calibration is None:
-                raise InputError(f"{name} needs P(relevant): build the Reranker with calibration=MAP.json "
-                                 "(docs/relevance.md)")
+        parsed = cut_asked(self.calibration, cut, target, SAID["api"],
+                           also=None if min_p_relevant is None else "min_p_relevant")
         if min_p_relevant is not None and not between(0.0, 1.0).contains(min_p_relevant):
             raise ParameterError("min_p_relevant", min_p_relevant, between(0.0, 1.0).describe())
-        return tuple(c for c in (None if cut is None else Cut.parse(cut, "cut"),
-                                 None if min_p_relevant is None else Cut("p", float(min_p_relevant))) if c is not None)
+        return tuple(c for c in (parsed, None if min_p_relevant is None else Cut("p", float(min_p_relevant)))
+                     if c is not None)
 
     def strategy_for(self, top_k: int | None) -> Strategy:
         """The method that serves a call keeping ``top_k`` documents (:meth:`~acurank_cli.run.pipeline.Methods.for_call`)."""

@@ -120,6 +120,13 @@ CALLS = (
          "documents[1]: has no text (its text and title are empty): a model cannot judge it; give it a text or leave it "
          "out", "documents[1]: has no text (its text and title are empty): a model cannot judge it; give it a text or "
          "leave it out", field="documents[1]", inputs=("{run}", "--topics", "{topics}", "--corpus", "{corpus}")),
+    Call("a cut without a map", ("--cut", "f1"), {}, {"cut": "f1"}, (), {"cut": "f1"},
+         "--cut needs --calibration MAP.json (the map that gives P(relevant))",
+         "cut needs P(relevant): build the Reranker with calibration=MAP.json (docs/relevance.md)",
+         "cut needs P(relevant): this server was started without --calibration MAP.json", field="cut"),
+    Call("a cut target without a cut", ("--cut-target", "cut"), {}, {"cut_target": "cut"}, (), {"cut_target": "cut"},
+         "--cut-target says where a cut's calls go; give --cut", "cut_target says where a cut's calls go; give cut",
+         "cut_target says where a cut's calls go; give cut", field="cut_target"),
     Call("an instruction for one query the reranker cannot take", (), {}, {"instruction": "Rank by recency"}, (),
          {"instruction": "Rank by recency"}, None,
          "instruction: the reranker puts no instruction in a prompt (a listwise LLM does: hf:, vllm:, openai:)",

@@ -31,6 +31,8 @@ class Spelling:
     #: the cut (``p:X`` or ``f1``) and where its calls go (``cut`` or ``topk``)
     cut: str = "--cut"
     target: str = "--cut-target"
+    #: what a cut needs where no map is given (after "CUT needs ")
+    no_map: str = "--calibration MAP.json (the map that gives P(relevant))"
 
 
 SAID = {
@@ -38,10 +40,12 @@ SAID = {
                     simulated="--pivot simulated", grade="--sim-pivot-grade", texts="a file of 'qid<TAB>pivot passage'"),
     "api": Spelling(pivot="pivot", calibration="calibration", passages="passages", this="this call",
                     simulated="pivot='simulated'", grade="sim_pivot_grade", texts="each query's pivot passage",
-                    cut="cut", target="cut_target"),
+                    cut="cut", target="cut_target",
+                    no_map="P(relevant): build the Reranker with calibration=MAP.json (docs/relevance.md)"),
     "request": Spelling(pivot="pivot", calibration="this server's --calibration map", passages="max_chunks_per_doc",
                         this="this request", simulated="pivot \"simulated\"", grade="the server's --sim-pivot-grade",
-                        texts="the query's pivot passage", cut="cut", target="cut_target"),
+                        texts="the query's pivot passage", cut="cut", target="cut_target",
+                        no_map="P(relevant): this server was started without --calibration MAP.json"),
 }
 
 

@@ -94,6 +94,18 @@ def check_target(target: str | None, cut: bool, said: Any) -> None:
         raise InputError(f"{said.target} says where a cut's calls go; give {said.cut}")
 
 
+def cut_asked(calibration: CalibrationMap | None, cut: str | None, target: str | None, said: Any,
+              also: str | None = None) -> Cut | None:
+    """A call's cut (the API's and a request's ``cut``; ``also``: another setting that cuts, the API's
+    ``min_p_relevant``), checked in one order: where its calls go (:func:`check_target`), that a map gives P(relevant),
+    the cut's spelling (:meth:`Cut.parse`). None: no ``cut``."""
+    check_target(target, cut is not None or also is not None, said)
+    for name in (said.cut if cut is not None else None, also):
+        if name is not None and calibration is None:
+            raise InputError(f"{name} needs {said.no_map}")
+    return None if cut is None else Cut.parse(cut, said.cut)
+
+
 def aims(calibration: CalibrationMap, target: str | None) -> bool:
     """Whether a cut aims AcuRank's uncertain set at its boundary: as ``target`` says, else by the map (a map fit with
     a pivot: at the cut; without one: at the top k, where the cut's target measured more calls for a lower F1,

@@ -41,7 +41,9 @@ RERANK_HELP = (
     "LLM rerankers), max_tokens_per_doc (cut each document to that many words), max_chunks_per_doc (rank a long document "
     "by its passages, at most that many; with return_documents, each split document's best 'passage' is returned), pivot "
     "(a passage at the relevance boundary written for this query, rated in every window as a reference; a server "
-    "whose calibration map was fit with a pivot needs one).")
+    "whose calibration map was fit with a pivot needs one), cut (on a server with a calibration map: 'p:X' keeps the "
+    "documents whose P(relevant) is at least X, 'f1' the ones that maximise the expected F1; the list may be empty) and "
+    "cut_target ('cut' or 'topk': where the cut's reranker calls go).")
 
 EVALUATE_HELP = (
     "Evaluate a TREC run against relevance judgments (qrels), as trec_eval does. 'run' and 'qrels' are either the "
@@ -65,7 +67,8 @@ def build_mcp(service: RerankService, model: str, read_dirs: Sequence[str | Path
                      method: str | None = None, budget: int | None = None, return_documents: bool | None = None,
                      rank_fields: list[str] | None = None, instruction: str | None = None,
                      max_tokens_per_doc: int | None = None, max_chunks_per_doc: int | None = None,
-                     pivot: str | None = None) -> dict[str, Any]:
+                     pivot: str | None = None, cut: str | None = None, cut_target: str | None = None
+                     ) -> dict[str, Any]:
         raise AssertionError("replaced by _as_sent")  # pragma: no cover
 
     @server.tool(name="evaluate", description=EVALUATE_HELP)

@@ -5,7 +5,8 @@ Requests are validated by pydantic in strict mode (a number is not a string, ``t
 a :class:`BadRequest` naming the field (``documents[3].text``), never a 500. Unknown fields are refused by name:
 a misspelt ``top_n`` would otherwise be ignored silently. Fields Cohere's clients send that do not apply here are
 accepted and said in ``meta.warnings`` (``priority``). ``max_chunks_per_doc`` splits long documents into passages
-(:mod:`acurank_cli.run.passages`), at most that many a document.
+(:mod:`acurank_cli.run.passages`), at most that many a document. ``cut`` and ``cut_target`` are rerank's ``--cut`` and
+``--cut-target`` on a server with a calibration map.
 """
 
 from __future__ import annotations
@@ -67,6 +68,10 @@ class _Body(BaseModel):
     instruction: str | None = Field(default=None, min_length=1, max_length=4096)
     #: a reference passage at the relevance boundary, rated in every window ("simulated": the simulated reranker's)
     pivot: str | None = Field(default=None, min_length=1)
+    #: with this server's --calibration map: where the list stops ("p:X" or "f1", as rerank's --cut) and where the
+    #: cut's calls go ("cut" or "topk", as --cut-target)
+    cut: str | None = None
+    cut_target: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,6 +96,9 @@ class RerankCall:
     max_chunks_per_doc: int | None = None
     #: the request's pivot passage (a reference player in every window), or None
     pivot: str | None = None
+    #: where the list stops ("p:X" or "f1") and where the cut's calls go ("cut" or "topk"), or None
+    cut: str | None = None
+    cut_target: str | None = None
 
 
 def _field(loc: Sequence[Any]) -> str:
@@ -174,7 +182,8 @@ def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
                       return_documents=bool(body.return_documents),
                       method=body.method, budget=body.budget, model=body.model, warnings=tuple(warnings),
                       instruction=body.instruction, truncated=truncated,
-                      max_chunks_per_doc=body.max_chunks_per_doc, pivot=body.pivot)
+                      max_chunks_per_doc=body.max_chunks_per_doc, pivot=body.pivot, cut=body.cut,
+                      cut_target=body.cut_target)
 
 
 def _finite(value: Any, field: str) -> None:

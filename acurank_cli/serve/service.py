@@ -21,7 +21,7 @@ from ..errors import InputError, OptionError
 from ..method.registry import method_options
 from ..method.strategy import Strategy
 from ..params import ParameterError
-from ..relevance import SAID, Pivot, check_pivot, pivoted
+from ..relevance import SAID, Cut, Pivot, Relevance, aims, check_pivot, cut_asked, pivoted
 from ..records import QueryOutcome, RankingTask, Step
 from ..rerankers.counted import Counted
 from ..run.documents import Prepared, output_of, relevance_scores
@@ -47,6 +47,8 @@ class Ticket:
     admitted: float
     #: the request's documents as passages (the server's --passages, or the request's max_chunks_per_doc); None: whole
     split: Split | None = None
+    #: where the request's list stops (its ``cut``), or None
+    cut: Cut | None = None
 
 
 def start_service(reranker: str, method: str | None, flags: dict, limits: Limits, cache: str | None, *,
@@ -113,7 +115,7 @@ class RerankService:
             raise BadRequest(str(exc), "method") from None
         if self.calibration is not None:  # relevance_score is P(relevant) for every request, or the request is refused
             self._calibrable(call, strategy)
-        strategy = self._pivoted(call, strategy)
+        strategy, cut = self._cut(call, self._pivoted(call, strategy))
         run = strategy.for_run()
         docs = [{"text": t, "title": title} if title else {"text": t} for t, title in zip(call.texts, call.titles)]
         try:
@@ -133,7 +135,7 @@ class RerankService:
             except InputError as exc:
                 raise BadRequest(exc.message, "pivot") from None
         task, docs, parts = self._split(call, prepared, run)
-        ticket = Ticket(call, prepared, run, Future(), time.perf_counter(), parts)
+        ticket = Ticket(call, prepared, run, Future(), time.perf_counter(), parts, cut)
         with self.lock:
             if len(self.tickets) >= self.limits.max_in_flight + self.limits.max_queued:
                 raise BadRequest(f"the server holds {len(self.tickets)} requests, as many as it takes "
@@ -214,6 +216,19 @@ class RerankService:
             raise BadRequest(exc.message, "pivot") from None
         return strategy
 
+    def _cut(self, call: RerankCall, strategy: Strategy) -> tuple[Strategy, Cut | None]:
+        """The request's cut (``cut`` and ``cut_target``: rerank's --cut and --cut-target, with this server's map) and
+        its method, the cut's calls aimed as every entrance aims them (:func:`~acurank_cli.relevance.aims`); each
+        refusal a 400 naming its field."""
+        said = SAID["request"]
+        try:
+            cut = cut_asked(self.calibration, call.cut, call.cut_target, said)
+        except InputError as exc:
+            raise BadRequest(exc.message, said.target if exc.message.startswith(said.target) else said.cut) from None
+        if cut is None:
+            return strategy, None
+        return Relevance(self.calibration, cut, target=aims(self.calibration, call.cut_target)).aimed(strategy), cut
+
     def withdraw(self, ticket: Ticket) -> None:
         """The caller is gone: its windows not yet sent are dropped, its answer will not be waited for."""
         with self.lock:
@@ -230,7 +245,7 @@ class RerankService:
         calibrated = self.calibration  # every admitted request can be calibrated (_calibrable)
         ratings, pivot = outcome.rated()
         out = output_of(ticket.prepared, outcome, ratings, ticket.strategy.cutoff, top_k=ticket.call.top_n,
-                        relevance=calibrated, pivot=pivot)
+                        relevance=calibrated, cuts=() if ticket.cut is None else (ticket.cut,), pivot=pivot)
         order = [int(d.id) for d in out.docs]
         scores = relevance_scores(out, len(ticket.call.texts))
         passages = [None if d.passage is None else {"index": d.passage.index, "text": d.passage_text,
@@ -243,6 +258,8 @@ class RerankService:
                  "k": out.k, "relevance_score": "p_topk" if out.k is not None else "position"}
         if calibrated is not None:  # relevance_score is P(relevant); P(none) beside it
             usage.update(relevance_score="p_relevant", grade=calibrated.grade, p_none=out.p_none)
+            if ticket.cut is not None:  # the list stops where relevance ends (maybe empty)
+                usage.update(cut=str(ticket.cut))
         if tally.thought:  # only where the backend thinks: other answers unchanged
             usage.update(thinking_calls=tally.thinking_calls, reasoning_tokens=tally.reasoning_tokens)
         if tally.thoughts_cut:

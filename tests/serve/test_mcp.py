@@ -202,6 +202,14 @@ def test_an_mcp_call_in_flight_at_sigterm_is_answered_and_the_stop_line_counts_i
     assert "every request it held (1) was answered" in server.stderr, server.stderr
 
 
+def rr_topk_calls(path, query, texts, pivot) -> int:
+    """The calls of the cut f1 aimed at the top k instead (the API, the same map and request)."""
+    from acurank_cli.api import Reranker
+
+    with Reranker("minilm", method="acurank", cache=None, calibration=str(path)) as rr:
+        return rr.rerank(query, texts, pivot=pivot, cut="f1", cut_target="topk").calls
+
+
 def test_a_pivot_per_request_through_http_and_mcp_as_the_api_rates_it(tmp_path):
     """Issue 82: serve and MCP take a request's ``pivot`` (a passage at the relevance boundary, rated in every window),
     so a map fit with a pivot is served: each request's P(relevant) equals the API's for the same query, documents and
@@ -219,12 +227,15 @@ def test_a_pivot_per_request_through_http_and_mcp_as_the_api_rates_it(tmp_path):
     pivot = "a passage about the question's words that does not answer it"
     with Reranker("minilm", method="acurank", cache=None, calibration=str(path)) as rr:
         expected = rr.rerank(query, texts, pivot=pivot, top_k=5)
+        # the cut (rerank's --cut, --cut-target): by default aimed at the cut's boundary by this map fit with a pivot
+        cuts = {(cut, target): rr.rerank(query, texts, pivot=pivot, cut=cut, cut_target=target)
+                for cut, target in (("f1", None), ("p:0.5", "topk"))}
     server = Server("--reranker", "minilm", "--no-cache", "--api-key", KEY, "--calibration", str(path))
     headers = {"Authorization": f"Bearer {KEY}"}
     try:
-        def post(**extra):
+        def post(top_n=5, **extra):
             return httpx.post(server.url + "/v2/rerank", headers=headers, timeout=120,
-                              json={"query": query, "documents": texts, "top_n": 5, **extra})
+                              json={"query": query, "documents": texts, "top_n": top_n, **extra})
 
 
         got = post(pivot=pivot)
@@ -249,6 +260,20 @@ def test_a_pivot_per_request_through_http_and_mcp_as_the_api_rates_it(tmp_path):
         assert text_of(answered)["results"] == body["results"]
         assert [(r.is_error, r.content[0].text) for r in refused] == [  # the SDK's prefix, then the same line
             (True, f"Error executing tool rerank: {said}") for said in refusals.values()]
+        for (cut, target), want in cuts.items():  # the API's kept documents, P(relevant) and calls, through both
+            extra = {"pivot": pivot, "cut": cut, **({} if target is None else {"cut_target": target})}
+            got = post(top_n=len(texts), **extra).json()
+            assert [r["index"] for r in got["results"]] == [int(d.id) for d in want.docs], (cut, got)
+            assert [r["relevance_score"] for r in got["results"]] == pytest.approx([d.p_relevant for d in want.docs])
+            assert (got["meta"]["acurank"]["calls"], got["meta"]["acurank"]["cut"]) == (want.calls, cut)
+            assert text_of(mcp_rerank(server.url, KEY, {"query": query, "documents": texts, "top_n": len(texts),
+                                                         **extra}))["results"] == got["results"]
+        assert cuts["f1", None].calls != rr_topk_calls(path, query, texts, pivot)  # the target matters here
+        for extra, said in (({"cut": "top"}, "cut 'top': must be p:X (keep P(relevant) >= X, 0 <= X <= 1) or f1 (the "
+                                              "cut that maximises the expected F1)"),
+                            ({"cut_target": "cut"}, "cut_target says where a cut's calls go; give cut")):
+            reply = post(pivot=pivot, **extra)
+            assert (reply.status_code, reply.json()) == (400, {"message": said, "field": next(iter(extra))}), reply.text
     finally:
         code = server.stop()
     assert code == 0 and "Traceback" not in server.stderr, server.stderr

@@ -198,6 +198,10 @@ BAD = [  # (body, the field the error must name)
     (b'{"query": "q", "documents": [{"a": 1}], "rank_fields": ["b"]}', "documents[0].b"),
     (b'{"query": "q", "documents": ["a"], "rank_fields": "a"}', "rank_fields"),
     (b'{"query": "q", "documents": ["' + b"w " * 10 + b'"], "extra": {"x": 1}}', "extra"),
+    # a cut needs this server's map (rerank's --cut needs --calibration): this server has none
+    (b'{"query": "q", "documents": ["a", "b"], "cut": "f1"}', "cut"),
+    (b'{"query": "q", "documents": ["a", "b"], "cut": 0.5}', "cut"),
+    (b'{"query": "q", "documents": ["a", "b"], "cut_target": "cut"}', "cut_target"),
 ]
 
 
