@@ -135,7 +135,7 @@ class RerankService:
             except InputError as exc:
                 raise BadRequest(exc.message, "pivot") from None
         task, docs, parts = self._split(call, prepared, run)
-        ticket = Ticket(call, prepared, run, Future(), time.perf_counter(), parts, cut)
+        ticket = Ticket(call, prepared, run, Future(), time.perf_counter(), parts, cut=cut)
         with self.lock:
             if len(self.tickets) >= self.limits.max_in_flight + self.limits.max_queued:
                 raise BadRequest(f"the server holds {len(self.tickets)} requests, as many as it takes "
