@@ -18,6 +18,8 @@ import pytest
 
 from conftest import ENV, ROOT, acurank
 
+from acurank_cli.errors import InputError
+
 DL19 = ROOT / "sample_runs" / "dl19"
 
 
@@ -93,6 +95,8 @@ class Call:
     reranker: tuple[str, ...] = ("openai:gpt-4o-mini", "--base-url", "http://127.0.0.1:9/v1")
     #: the command line's inputs (default: DL19's query 264014 with its topics and passages)
     inputs: tuple[str, ...] | None = None
+    #: what the API raises (a keyword Python itself refuses: TypeError)
+    error: type = InputError
 
 
 CALLS = (
@@ -127,6 +131,13 @@ CALLS = (
     Call("a cut target without a cut", ("--cut-target", "cut"), {}, {"cut_target": "cut"}, (), {"cut_target": "cut"},
          "--cut-target says where a cut's calls go; give --cut", "cut_target says where a cut's calls go; give cut",
          "cut_target says where a cut's calls go; give cut", field="cut_target"),
+    Call("a misspelt field", ("--cutt", "f1"), {}, {"cutt": "f1"}, (), {"cutt": "f1"},
+         "No such option: --cutt (Possible options: --cut, --cut-target, --output) (see 'acurank rerank --help')",
+         "Reranker.rerank() got an unexpected keyword argument 'cutt'", "cutt is not a field of this endpoint",
+         field="cutt", error=TypeError),
+    Call("a number sent as a string", ("--k", "1.0"), {}, {"top_k": "5"}, (), {"top_n": "5"},
+         "--k 1.0: must be an integer", "top_k='5': must be an integer >= 1", "top_n: Input should be a valid integer",
+         field="top_n"),
     Call("an instruction for one query the reranker cannot take", (), {}, {"instruction": "Rank by recency"}, (),
          {"instruction": "Rank by recency"}, None,
          "instruction: the reranker puts no instruction in a prompt (a listwise LLM does: hf:, vllm:, openai:)",
@@ -147,7 +158,8 @@ def table() -> str:
     for call in CALLS:
         cli = ("no such input (a run's instruction is `--instruction`: the row above)" if call.cli is None
                else f"refused: `{call.cli}`")
-        lines.append(f"| {call.rule} | {cli} | refused: `{call.api}` | refused: `{call.http}` (400, field "
+        api = f"refused: `{call.api}`" + (" (Python's TypeError)" if call.error is TypeError else "")
+        lines.append(f"| {call.rule} | {cli} | {api} | refused: `{call.http}` (400, field "
                      f"`{call.field}`) | refused: the same line, a tool error | not a cell yet (a frame goes "
                      "through the API's rerank_batch) |")
     return "\n".join(lines).replace("{map}", "MAP").replace("{sim_map}", "MAP").replace("{run}", "RUN").replace(
@@ -236,7 +248,6 @@ def test_every_entrance_refuses_a_call_in_the_same_line(per_call, tmp_path):
     from test_serve import KEY, Server, mcp_rerank
 
     from acurank_cli.api import Reranker
-    from acurank_cli.errors import InputError
 
     fill = lambda values: [per_call.get(v.strip("{}"), v) if isinstance(v, str) and v.startswith("{") else v  # noqa: E731
                            for v in values]
@@ -251,13 +262,17 @@ def test_every_entrance_refuses_a_call_in_the_same_line(per_call, tmp_path):
             if row.cli is not None:
                 inputs = fill(row.inputs) if row.inputs else (DL19 / "bm25.run", "--qids", "264014", "--topics",
                                                               DL19 / "topics.tsv", "--corpus", DL19 / "passages.jsonl.gz")
-                ran = acurank("rerank", *inputs, "--reranker", *row.reranker, *fill(row.flags), "-o", tmp_path / "x.run",
-                              check=False)
+                args = ("rerank", *inputs, "--reranker", *row.reranker, *fill(row.flags), "-o", tmp_path / "x.run")
+                if "(see 'acurank " in row.cli:  # a usage error names the program: the console script a user types
+                    ran = subprocess.run([str(Path(sys.executable).parent / "acurank"), *map(str, args)], env=ENV,
+                                         capture_output=True, text=True, timeout=120)
+                else:
+                    ran = acurank(*args, check=False)
                 assert (ran.returncode, ran.stderr.strip().splitlines()) == (2, [f"acurank: error: {said(row.cli)}"]), \
                     ran.stderr
             backend = dict(zip((o.lstrip("-").replace("-", "_") for o in row.reranker[1::2]), row.reranker[2::2]))
             call = fields(row.call)
-            with pytest.raises(InputError) as refused:
+            with pytest.raises(row.error) as refused:
                 with Reranker(row.reranker[0], cache=None, **backend, **fields(row.keywords)) as rr:
                     rr.rerank("how long do fleas live", call.pop("documents", docs), **call)
             assert str(refused.value) == row.api
