@@ -144,6 +144,24 @@ CALLS = (
          "instruction: the reranker puts no instruction in a prompt (a listwise LLM does: hf:, vllm:, openai:)",
          field="instruction", reranker=("minilm",)),
 )
+@dataclass(frozen=True)
+class Same:
+    """A rule whose answer is a run: what each entrance gives (the test says how each cell is compared)."""
+
+    rule: str
+    cli: str
+    api: str
+    http: str
+    mcp: str
+    pyterrier: str
+
+
+SAMES = (
+    Same("`top_k`/`top_n` with a map (fit at k = 10)",
+         "`--score p_relevant`: the run's first 5 lines are the API's `top_k=5` documents and P(relevant); k = 10",
+         "`rerank(..., top_k=5)`: 5 documents, `out.k` = 10", "`top_n: 5`: the API's 5 (documents without scores), "
+         "`relevance_score` = P(relevant), `meta.acurank.k` = 10", "the same results as HTTP", "not a cell yet"),
+)
 #: flags every entrance of a row's reranker needs that are not the rule's (a server that is never called)
 BACKEND = {"openai:gpt-4o-mini": ("--base-url", "http://127.0.0.1:9/v1")}
 
@@ -162,6 +180,8 @@ def table() -> str:
         lines.append(f"| {call.rule} | {cli} | {api} | refused: `{call.http}` (400, field "
                      f"`{call.field}`) | refused: the same line, a tool error | not a cell yet (a frame goes "
                      "through the API's rerank_batch) |")
+    for same in SAMES:
+        lines.append(f"| {same.rule} | {same.cli} | {same.api} | {same.http} | {same.mcp} | {same.pyterrier} |")
     return "\n".join(lines).replace("{map}", "MAP").replace("{sim_map}", "MAP").replace("{run}", "RUN").replace(
         "{corpus}", "CORPUS")
 
@@ -287,3 +307,49 @@ def test_every_entrance_refuses_a_call_in_the_same_line(per_call, tmp_path):
         for server in servers.values():
             if server is not None:
                 assert server.stop() == 0, server.stderr
+
+
+def test_top_k_and_top_n_with_a_map_cut_the_list_and_keep_the_maps_k(maps, tmp_path):
+    """The first run row (SAMES): a map fit at k = 10 keeps k = 10 at every entrance, and top_k/top_n only cut the
+    list. The command line's run scored by P(relevant) begins with the API's top_k=5 documents and values (the same
+    documents and first-stage scores, the CLI's init); a server's top_n=5, through HTTP and MCP, gives the API's for
+    the same texts without scores."""
+    import gzip
+
+    import httpx
+
+    sys.path.insert(0, str(ROOT / "tests" / "serve"))
+    from test_serve import KEY, Server, mcp_rerank
+
+    from acurank_cli.api import Reranker
+
+    qid, depth = "264014", 20
+    out = tmp_path / "cli.run"
+    acurank("rerank", DL19 / "bm25.run", "--qids", qid, "--depth", depth, "--drop-tail", "--reranker", "minilm",
+            "--topics", DL19 / "topics.tsv", "--corpus", DL19 / "passages.jsonl.gz", "--calibration", maps["map"],
+            "--score", "p_relevant", "--no-cache", "-o", out)
+    cli = [(line.split()[2], float(line.split()[4])) for line in out.read_text().splitlines()]
+    topics = dict(line.split("\t", 1) for line in (DL19 / "topics.tsv").read_text().splitlines())
+    with gzip.open(DL19 / "passages.jsonl.gz", "rt") as fh:
+        texts = {r["_id"]: r["text"] for r in map(json.loads, fh)}
+    head = [line.split() for line in (DL19 / "bm25.run").read_text().splitlines() if line.startswith(qid + " ")][:depth]
+    docs = [{"id": d, "text": texts[d], "score": float(score)} for _, _, d, _, score, _ in head]
+    with Reranker("minilm", method="acurank", cache=None, calibration=maps["map"], init="score") as rr:
+        api = rr.rerank(topics[qid], docs, qid=qid, top_k=5)
+    with Reranker("minilm", method="acurank", cache=None, calibration=maps["map"]) as rr:  # a server's defaults
+        plain = rr.rerank(topics[qid], [d["text"] for d in docs], top_k=5)  # what a server is sent: texts alone
+    assert (len(cli), len(api), api.k, plain.k) == (depth, 5, 10, 10)
+    assert [d for d, _ in cli[:5]] == [d.id for d in api]
+    assert [p for _, p in cli[:5]] == pytest.approx([d.p_relevant for d in api], abs=1e-5)  # the run's printed digits
+    server = Server("--reranker", "minilm", "--no-cache", "--api-key", KEY, "--calibration", maps["map"])
+    try:
+        body = {"query": topics[qid], "documents": [d["text"] for d in docs], "top_n": 5}
+        got = httpx.post(server.url + "/v2/rerank", headers={"Authorization": f"Bearer {KEY}"}, json=body,
+                         timeout=120).json()
+        assert [r["index"] for r in got["results"]] == [int(d.id) for d in plain]
+        assert [r["relevance_score"] for r in got["results"]] == pytest.approx([d.p_relevant for d in plain])
+        assert (got["meta"]["acurank"]["k"], got["meta"]["acurank"]["relevance_score"]) == (10, "p_relevant")
+        answered = mcp_rerank(server.url, KEY, body)
+        assert json.loads(answered.content[0].text)["results"] == got["results"]
+    finally:
+        assert server.stop() == 0, server.stderr

@@ -141,23 +141,23 @@ class Methods:
         self.source = source or ScoreSource.documents
         self.options = {k: v for k, v in (options or {}).items() if v is not None}
         keep_maps_k(calibration, name or DEFAULTS.method, self.options, flag)
-        k = None if calibration is None else calibration.fit.get("k")
-        #: the k every call keeps, whichever method it names (a calibration map's): top_k then only cuts the list
-        self.fixed_k = None if k is None else int(k)
+        #: the map whose k every call keeps, whichever method it names (top_k then only cuts the list)
+        self.calibration, self.flag = calibration, flag
         self.strategy = method(name, self.options, self.source)
         self.name = name or self.strategy.name
         self._chosen: dict[tuple, Strategy] = {}
 
     def for_call(self, name: str | None = None, top_k: int | None = None, budget: int | None = None) -> Strategy:
         """The method serving one call (see the class doc)."""
+        from ..relevance import keep_maps_k
+
         own = name is None or name == self.name
         if own and budget is None and (top_k is None or self.strategy.cutoff is None or "k" in self.options):
             return self.strategy
         key = (self.name if name is None else name, top_k, budget)
         if key not in self._chosen:
             options = dict(self.options) if own else {}
-            if self.fixed_k is not None and "k" in method_options(key[0]):
-                options["k"] = self.fixed_k
+            keep_maps_k(self.calibration, key[0], options, self.flag)  # the one rule, for the method the call names
             if budget is not None:
                 options["budget"] = budget
             strategy = method(key[0], options, self.source)
