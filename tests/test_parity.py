@@ -161,6 +161,11 @@ SAMES = (
          "`--score p_relevant`: the run's first 5 lines are the API's `top_k=5` documents and P(relevant); k = 10",
          "`rerank(..., top_k=5)`: 5 documents, `out.k` = 10", "`top_n: 5`: the API's 5 (documents without scores), "
          "`relevance_score` = P(relevant), `meta.acurank.k` = 10", "the same results as HTTP", "not a cell yet"),
+    Same("`min_p_relevant` and the cut `p:X`",
+         "`--cut p:0.3 --score p_relevant`: the documents with P(relevant) >= 0.3, the API's",
+         "`min_p_relevant=0.3` and `cut=\"p:0.3\"`: the same documents and P(relevant)",
+         "`cut: \"p:0.3\"`: the API's `cut=\"p:0.3\"` (documents without scores), `meta.acurank.cut`",
+         "the same results as HTTP", "not a cell yet"),
 )
 #: flags every entrance of a row's reranker needs that are not the rule's (a server that is never called)
 BACKEND = {"openai:gpt-4o-mini": ("--base-url", "http://127.0.0.1:9/v1")}
@@ -309,11 +314,12 @@ def test_every_entrance_refuses_a_call_in_the_same_line(per_call, tmp_path):
                 assert server.stop() == 0, server.stderr
 
 
-def test_top_k_and_top_n_with_a_map_cut_the_list_and_keep_the_maps_k(maps, tmp_path):
-    """The first run row (SAMES): a map fit at k = 10 keeps k = 10 at every entrance, and top_k/top_n only cut the
-    list. The command line's run scored by P(relevant) begins with the API's top_k=5 documents and values (the same
+def test_the_run_rows_give_the_same_run_at_every_entrance(maps, tmp_path):
+    """The run rows (SAMES). A map fit at k = 10 keeps k = 10 at every entrance, and top_k/top_n only cut the list:
+    the command line's run scored by P(relevant) begins with the API's top_k=5 documents and values (the same
     documents and first-stage scores, the CLI's init); a server's top_n=5, through HTTP and MCP, gives the API's for
-    the same texts without scores."""
+    the same texts without scores. The cut p:X keeps the same documents as --cut, min_p_relevant=X and cut="p:X"
+    alike, and a request's cut the API's."""
     import gzip
 
     import httpx
@@ -329,6 +335,10 @@ def test_top_k_and_top_n_with_a_map_cut_the_list_and_keep_the_maps_k(maps, tmp_p
             "--topics", DL19 / "topics.tsv", "--corpus", DL19 / "passages.jsonl.gz", "--calibration", maps["map"],
             "--score", "p_relevant", "--no-cache", "-o", out)
     cli = [(line.split()[2], float(line.split()[4])) for line in out.read_text().splitlines()]
+    acurank("rerank", DL19 / "bm25.run", "--qids", qid, "--depth", depth, "--drop-tail", "--reranker", "minilm",
+            "--topics", DL19 / "topics.tsv", "--corpus", DL19 / "passages.jsonl.gz", "--calibration", maps["map"],
+            "--score", "p_relevant", "--cut", "p:0.3", "--no-cache", "-o", tmp_path / "cut.run")
+    cli_cut = [(line.split()[2], float(line.split()[4])) for line in (tmp_path / "cut.run").read_text().splitlines()]
     topics = dict(line.split("\t", 1) for line in (DL19 / "topics.tsv").read_text().splitlines())
     with gzip.open(DL19 / "passages.jsonl.gz", "rt") as fh:
         texts = {r["_id"]: r["text"] for r in map(json.loads, fh)}
@@ -336,11 +346,17 @@ def test_top_k_and_top_n_with_a_map_cut_the_list_and_keep_the_maps_k(maps, tmp_p
     docs = [{"id": d, "text": texts[d], "score": float(score)} for _, _, d, _, score, _ in head]
     with Reranker("minilm", method="acurank", cache=None, calibration=maps["map"], init="score") as rr:
         api = rr.rerank(topics[qid], docs, qid=qid, top_k=5)
+        kept = [rr.rerank(topics[qid], docs, qid=qid, **how) for how in ({"min_p_relevant": 0.3}, {"cut": "p:0.3"})]
     with Reranker("minilm", method="acurank", cache=None, calibration=maps["map"]) as rr:  # a server's defaults
         plain = rr.rerank(topics[qid], [d["text"] for d in docs], top_k=5)  # what a server is sent: texts alone
+        plain_cut = rr.rerank(topics[qid], [d["text"] for d in docs], cut="p:0.3")
     assert (len(cli), len(api), api.k, plain.k) == (depth, 5, 10, 10)
     assert [d for d, _ in cli[:5]] == [d.id for d in api]
     assert [p for _, p in cli[:5]] == pytest.approx([d.p_relevant for d in api], abs=1e-5)  # the run's printed digits
+    assert 0 < len(cli_cut) < depth and all(p >= 0.3 for _, p in cli_cut)  # the cut keeps some and drops some
+    for out_ in kept:
+        assert [d.id for d in out_] == [d for d, _ in cli_cut]
+        assert [d.p_relevant for d in out_] == pytest.approx([p for _, p in cli_cut], abs=1e-5)
     server = Server("--reranker", "minilm", "--no-cache", "--api-key", KEY, "--calibration", maps["map"])
     try:
         body = {"query": topics[qid], "documents": [d["text"] for d in docs], "top_n": 5}
@@ -351,5 +367,12 @@ def test_top_k_and_top_n_with_a_map_cut_the_list_and_keep_the_maps_k(maps, tmp_p
         assert (got["meta"]["acurank"]["k"], got["meta"]["acurank"]["relevance_score"]) == (10, "p_relevant")
         answered = mcp_rerank(server.url, KEY, body)
         assert json.loads(answered.content[0].text)["results"] == got["results"]
+        body = {"query": topics[qid], "documents": [d["text"] for d in docs], "cut": "p:0.3"}
+        got = httpx.post(server.url + "/v2/rerank", headers={"Authorization": f"Bearer {KEY}"}, json=body,
+                         timeout=120).json()
+        assert [r["index"] for r in got["results"]] == [int(d.id) for d in plain_cut] and got["results"]
+        assert [r["relevance_score"] for r in got["results"]] == pytest.approx([d.p_relevant for d in plain_cut])
+        assert got["meta"]["acurank"]["cut"] == "p:0.3"
+        assert json.loads(mcp_rerank(server.url, KEY, body).content[0].text)["results"] == got["results"]
     finally:
         assert server.stop() == 0, server.stderr
