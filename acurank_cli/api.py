@@ -128,9 +128,9 @@ class Reranker:
         prepared = [prepare(q, docs, qid, instruction, reads) for (q, docs), qid in zip(queries, qids)]
         strategy = self._pivoted(self.methods.for_call(top_k=top_k), pivots, prepared)
         if cuts:  # the cut's calls aimed as the command line aims --cut's (relevance.aims), the first cut's boundary
-            from .relevance import Relevance, aims
+            from .relevance import aim_cut
 
-            strategy = Relevance(self.calibration, cuts[0], target=aims(self.calibration, cut_target)).aimed(strategy)
+            strategy = aim_cut(strategy, self.calibration, cuts[0], cut_target)
         group = [p for p in prepared if p.task.n > 0]
         outputs: dict[str, RerankOutput] = {}
         by_qid = {p.task.qid: p for p in group}

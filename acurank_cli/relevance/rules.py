@@ -113,6 +113,12 @@ def aims(calibration: CalibrationMap, target: str | None) -> bool:
     return target == "cut" if target is not None else calibration.pivoted
 
 
+def aim_cut(strategy, calibration: CalibrationMap, cut: Cut, target: str | None):
+    """A call's method with its cut's calls aimed where :func:`aims` says (the API's ``cut=`` and a request's
+    ``cut``, as :meth:`Relevance.aimed` aims ``--cut``'s)."""
+    return Relevance(calibration, cut, target=aims(calibration, target)).aimed(strategy)
+
+
 def loaded(value: Any, flag: str = "calibration") -> CalibrationMap | None:
     """A map given as a file's path or as a CalibrationMap (None: none)."""
     if value is None or isinstance(value, CalibrationMap):

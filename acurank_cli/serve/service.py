@@ -21,7 +21,7 @@ from ..errors import InputError, OptionError
 from ..method.registry import method_options
 from ..method.strategy import Strategy
 from ..params import ParameterError
-from ..relevance import SAID, Cut, Pivot, Relevance, aims, check_pivot, cut_asked, pivoted
+from ..relevance import SAID, Cut, Pivot, aim_cut, check_pivot, cut_asked, pivoted
 from ..records import QueryOutcome, RankingTask, Step
 from ..rerankers.counted import Counted
 from ..run.documents import Prepared, output_of, relevance_scores
@@ -227,7 +227,7 @@ class RerankService:
             raise BadRequest(exc.message, said.target if exc.message.startswith(said.target) else said.cut) from None
         if cut is None:
             return strategy, None
-        return Relevance(self.calibration, cut, target=aims(self.calibration, call.cut_target)).aimed(strategy), cut
+        return aim_cut(strategy, self.calibration, cut, call.cut_target), cut
 
     def withdraw(self, ticket: Ticket) -> None:
         """The caller is gone: its windows not yet sent are dropped, its answer will not be waited for."""
