@@ -20,7 +20,7 @@ from .strategy import Plan, Strategy, chunks, query_rng, sort_by
 from .acurank_params import AcuRankParams, Partition, StopRule, Uncertainty
 from .trueskill import get_updater, prior_scale_problem, task_priors, update_groups
 from .thinking_gate import unsettled
-from .uncertainty import Assessment, assess, top_k_probabilities
+from .uncertainty import Assessment, assess, prefetch, top_k_probabilities
 
 
 @dataclass(frozen=True)
@@ -236,6 +236,7 @@ class AcuRank(Strategy):
     def _initial_pass(self, r: Ratings) -> Generator[Step, object, list[int]]:
         """Disjoint windows of m in first-stage order; returns the candidates ordered by the new mu."""
         windows = chunks(range(r.n), self.params.m)
+        prefetch()  # scipy's ndtr is first needed when these windows answer
         yield from self._rerank(r, windows, Phase.initial, 0, None)
         return sort_by([i for w in windows for i in sort_by(w, r.mu)], r.mu)
 

@@ -44,21 +44,35 @@ from typing import Callable
 
 import numpy as np
 
+from .. import idle
 from .acurank_params import Uncertainty
 from .trueskill_fast import INV_SQRT_2PI
 
 
 _phi = None
+_PHI_LOCK = threading.Lock()
+
+
+def _import_ndtr() -> None:
+    global _phi
+    with _PHI_LOCK:
+        if _phi is None:
+            from scipy.special import ndtr as phi
+
+            _phi = phi
+
+
+def prefetch() -> None:
+    """Import scipy's ``ndtr`` while the process waits on the model (:mod:`acurank_cli.idle`): its import is 0.2-0.3 s
+    of a start, and no rating is assessed before a run's first windows answer."""
+    if _phi is None:
+        idle.when_waiting(_import_ndtr)
 
 
 def ndtr(x):
-    """Phi(x): scipy's ``special.ndtr``, imported at the first use (its import is 0.2 s of a start, and a run's
-    first windows are sent before any rating is assessed)."""
-    global _phi
+    """Phi(x): scipy's ``special.ndtr``, imported at the first use if :func:`prefetch`'s import has not been done."""
     if _phi is None:
-        from scipy.special import ndtr as phi
-
-        _phi = phi
+        _import_ndtr()
     return _phi(x)
 
 #: Phi(-8.5) is about 1e-17: beyond 8.5 sigma a document's mass is below float64 resolution.

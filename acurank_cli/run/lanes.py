@@ -12,8 +12,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from .. import idle
 from ..records import RerankRequest, RerankResult
 from ..rerankers.backend import RerankerBase
+
+#: seconds without an answer after which a process waiting on its model starts the work kept for such a wait
+#: (:mod:`acurank_cli.idle`): by then the requests are out, and the sending no longer needs the interpreter
+IDLE_AFTER = 0.05
 
 #: Queries in flight per lane of a backend with several (a server's requests in flight): with 2, the last queries
 #: to start were left with their chains of steps while slots sat idle (sw-1, lognormal sd 0.8: 1.24x the ideal
@@ -91,10 +96,14 @@ class Lanes:
         (:meth:`wake`); a backend's error raised."""
         if not self.threads and self.done.empty():  # the one lane, inline: every waiting window (or a batch)
             self._call(self._take())
+        waited = 0
         while True:
-            try:
-                arrived = self.done.get(timeout=0.2)  # short waits: a signal is handled at once
+            try:  # short waits: a signal is handled at once; after the first, the process is idle on the model
+                arrived = self.done.get(timeout=IDLE_AFTER if waited == 0 else 0.2)
             except queue.Empty:
+                waited += 1
+                if waited == 1:
+                    idle.waiting()
                 continue
             if arrived is _WAKE:
                 return None

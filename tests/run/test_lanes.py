@@ -9,7 +9,9 @@ from types import SimpleNamespace
 
 from acurank_cli.records import RerankRequest, RerankResult
 from acurank_cli.rerankers.backend import RerankerBase
-from acurank_cli.run.lanes import Job, Lanes
+from acurank_cli import idle
+from acurank_cli.run import lanes as lanes_module
+from acurank_cli.run.lanes import IDLE_AFTER, Job, Lanes
 
 
 class Batching(RerankerBase):
@@ -55,3 +57,68 @@ def test_one_lane_still_takes_every_waiting_window_as_one_batch():
     backend = Batching(lanes=1)
     _answers(backend, 16)
     assert backend.calls == [(16, threading.current_thread().name)]
+
+
+class Slow(RerankerBase):
+    """Two lanes (a server's requests in flight); each window answered after ``seconds``."""
+
+    name, needs_texts, lane_batch, lanes = "slow", False, 1, 2
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+
+    def rerank(self, requests, on_result=None):
+        time.sleep(self.seconds)
+        return [RerankResult(order=(1, 0)) for _ in requests]
+
+
+def _kept_for_a_wait(monkeypatch) -> list:
+    """A piece of work kept for the process's next wait on a model (acurank_cli.idle), recording when and where it
+    ran; the module's state fresh for the test."""
+    monkeypatch.setattr(idle, "_pending", [])
+    monkeypatch.setattr(idle, "_done", set())
+    ran: list = []
+    idle.when_waiting(lambda: ran.append((time.perf_counter(), threading.current_thread().name)))
+    return ran
+
+
+def test_work_kept_for_a_wait_runs_while_the_windows_are_out(monkeypatch):
+    """The driver waits on a window that takes 0.5 s: once no answer has come for IDLE_AFTER, the kept work (scipy's
+    import in a run) runs in a thread of its own, before the answer arrives; it runs once."""
+    ran = _kept_for_a_wait(monkeypatch)
+    put = time.perf_counter()
+    answered = _answers(Slow(0.5), 1)
+    arrived = time.perf_counter()
+    assert len(answered) == 1 and len(ran) == 1
+    (when, thread), = ran
+    assert put + IDLE_AFTER <= when < arrived - 0.25  # during the wait, not before the sending had its time
+    assert thread == "acurank-while-waiting"
+    _answers(Slow(0.2), 1)
+    assert len(ran) == 1  # done once a process
+
+
+def test_a_wait_shorter_than_idle_after_leaves_the_kept_work_for_later(monkeypatch):
+    """Windows answered within IDLE_AFTER (here 1 s, so that a loaded machine's late threads still answer within
+    it): the process never sat idle, so the kept work is not started (the sending and the answers keep the
+    interpreter); it runs at a later wait."""
+    ran = _kept_for_a_wait(monkeypatch)
+    monkeypatch.setattr(lanes_module, "IDLE_AFTER", 1.0)
+    _answers(Slow(0.001), 4)
+    time.sleep(0.1)
+    assert ran == [] and len(idle._pending) == 1
+    _answers(Slow(1.3), 1)
+    assert len(ran) == 1
+
+
+def test_kept_work_that_fails_is_left_to_its_owner(monkeypatch):
+    """A piece of work that raises is dropped in silence (its owner does it again when it needs it, and raises
+    there); the others still run."""
+    ran = _kept_for_a_wait(monkeypatch)
+
+    def fails():
+        raise RuntimeError("no scipy")
+
+    idle.when_waiting(fails)
+    idle.when_waiting(lambda: ran.append("after"))
+    _answers(Slow(0.3), 1)
+    assert len(ran) == 2 and ran[1] == "after"
