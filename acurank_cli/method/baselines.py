@@ -28,9 +28,6 @@ class SlidingWindows(Strategy):
     #: m / 2 (from m, not an option)
     stride: int = Option(domain=at_least(1), cli=False)(10)
 
-    def __post_init__(self) -> None:
-        check_domains(self)
-
     def check(self, task: RankingTask) -> None:
         """Any list can be reranked."""
 
@@ -65,9 +62,6 @@ class TourRank(Strategy):
     name: str
     tournaments: int = Option(domain=at_least(1), cli=False)(1)
     seed: int = SEED(0)
-
-    def __post_init__(self) -> None:
-        check_domains(self)
 
     def check(self, task: RankingTask) -> None:
         """Every stage runs only above its size (the last one above 2): 2 candidates would get no call."""

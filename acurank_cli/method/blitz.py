@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..params import Option, at_least, check_domains
+from ..params import Option, at_least
 from .shared_options import K, MAX_ROUNDS
 from ..records import Phase, Ranked, RankingTask, Step, StopReason
 from .strategy import Plan, Strategy
@@ -41,9 +41,6 @@ class BlitzRank(Strategy):
     m: int = Option(domain=at_least(2), flag="--window", cli=False)(20)
     k: int = K(10)
     max_rounds: int = MAX_ROUNDS(50)
-
-    def __post_init__(self) -> None:
-        check_domains(self)
 
     def check(self, task: RankingTask) -> None:
         """Any list can be reranked (k > n certifies all n)."""

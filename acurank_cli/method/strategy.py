@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, ClassVar, Generator, Sequence
 
+from ..params import check_domains
 from ..records import Ranked, RankingTask, Step
 
 if TYPE_CHECKING:
@@ -32,6 +33,11 @@ class Strategy:
     #: Its steps say how unsettled each window's ratings are (``Step.unsettled``): what gated thinking
     #: (``--thinking gated``) needs; a method without an uncertainty refuses it.
     knows_uncertainty: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        """A strategy that is its own parameter record (a frozen dataclass whose fields are options, as the
+        baselines are) refuses a value outside a field's domain when it is built."""
+        check_domains(self)
 
     @property
     def lockstep(self) -> bool:

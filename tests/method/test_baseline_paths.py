@@ -88,3 +88,21 @@ def test_unknown_method_lists_what_is_known():
         build_strategy("acurank-9", baseline_only=True)  # a baseline command takes no AcuRank: it says where it goes
     assert str(exc.value) == ("method 'acurank-9' is not a baseline: use 'acurank rerank --method acurank-9' "
                               "(baselines: sw-1, sw-2, sw-3; tourrank-1, tourrank-2; ts-5-2-2-1; blitz-k20, blitz-k10)")
+
+
+@pytest.mark.parametrize("name, option, value, says", [
+    ("sw-1", "m", 1, "m=1: must be an integer >= 2"),
+    ("sw-1", "passes", 0, "passes=0: must be an integer >= 1"),
+    ("tourrank-1", "tournaments", 0, "tournaments=0: must be an integer >= 1"),
+    ("blitz-k20", "max_rounds", 0, "max_rounds=0: must be an integer >= 1"),
+    ("ts-5-2", "m", 1, "m=1: must be an integer >= 2"),
+])
+def test_a_baseline_record_refuses_a_value_outside_its_domain_when_built(name, option, value, says):
+    """The baselines are their own parameter records: building one with a field outside its declared domain is
+    refused at once (Strategy.__post_init__), in the record's words, before any task is seen."""
+    from dataclasses import replace
+
+    from acurank_cli.params import ParameterError
+
+    with pytest.raises(ParameterError, match=f"^{says}"):
+        replace(build_strategy(name), **{option: value})
