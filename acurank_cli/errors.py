@@ -6,12 +6,16 @@ from typing import Any
 
 
 class InputError(ValueError):
-    """Bad input: reported as ``file:line: message`` without a traceback (a ``ValueError`` for API callers)."""
+    """Bad input: reported as ``file:line: message`` without a traceback (a ``ValueError`` for API callers).
 
-    def __init__(self, message: str, source: str | None = None, line: int | None = None):
+    ``field``: the setting the message is about, as the entrance that raised it names it (a flag, an API keyword, a
+    request field), where an entrance reports it apart from the message (serve's 400 names its field)."""
+
+    def __init__(self, message: str, source: str | None = None, line: int | None = None, *, field: str | None = None):
         self.message = message
         self.source = source
         self.line = line
+        self.field = field
         super().__init__(str(self))
 
     def __str__(self) -> str:

@@ -37,7 +37,7 @@ class Cut:
             if 0.0 <= value <= 1.0:
                 return cls("p", value)
         raise InputError(f"{flag} {text!r}: must be p:X (keep P(relevant) >= X, 0 <= X <= 1) or f1 (the cut that "
-                         "maximises the expected F1)")
+                         "maximises the expected F1)", field=flag)
 
     def __str__(self) -> str:
         return "f1" if self.rule == "f1" else f"p:{self.value:g}"

@@ -89,9 +89,9 @@ def check_target(target: str | None, cut: bool, said: Any) -> None:
     """Where a cut's calls go (``--cut-target``, the API's and a request's ``cut_target``): ``cut`` or ``topk``, and
     only with a cut (``said``: the entrance's :class:`~acurank_cli.relevance.Spelling`)."""
     if target is not None and target not in TARGETS:
-        raise InputError(f"{said.target} {target!r}: must be one of {', '.join(TARGETS)}")
+        raise InputError(f"{said.target} {target!r}: must be one of {', '.join(TARGETS)}", field=said.target)
     if target is not None and not cut:
-        raise InputError(f"{said.target} says where a cut's calls go; give {said.cut}")
+        raise InputError(f"{said.target} says where a cut's calls go; give {said.cut}", field=said.target)
 
 
 def cut_asked(calibration: CalibrationMap | None, cut: str | None, target: str | None, said: Any,
@@ -102,7 +102,7 @@ def cut_asked(calibration: CalibrationMap | None, cut: str | None, target: str |
     check_target(target, cut is not None or also is not None, said)
     for name in (said.cut if cut is not None else None, also):
         if name is not None and calibration is None:
-            raise InputError(f"{name} needs {said.no_map}")
+            raise InputError(f"{name} needs {said.no_map}", field=name)
     return None if cut is None else Cut.parse(cut, said.cut)
 
 

@@ -224,7 +224,7 @@ class RerankService:
         try:
             cut = cut_asked(self.calibration, call.cut, call.cut_target, said)
         except InputError as exc:
-            raise BadRequest(exc.message, said.target if exc.message.startswith(said.target) else said.cut) from None
+            raise BadRequest(exc.message, exc.field) from None
         if cut is None:
             return strategy, None
         return aim_cut(strategy, self.calibration, cut, call.cut_target), cut
