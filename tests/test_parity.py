@@ -166,6 +166,12 @@ SAMES = (
          "`min_p_relevant=0.3` and `cut=\"p:0.3\"`: the same documents and P(relevant)",
          "`cut: \"p:0.3\"`: the API's `cut=\"p:0.3\"` (documents without scores), `meta.acurank.cut`",
          "the same results as HTTP", "not a cell yet"),
+    Same("an empty document, a reranker that reads no texts",
+         "ranked: a plug-in that reverses each window (`ACURANK_BACKENDS`) puts it in its place", "ranked: the same order",
+         "ranked: the same order; the simulated reranker, which orders by qrels, is refused at start: `--reranker "
+         "simulated: it orders windows by qrels, and a served request's documents are in none: serve a reranker that "
+         "reads the documents' texts`", "the same results as HTTP; the simulated reranker refused at start, as serve",
+         "not a cell yet"),
 )
 #: flags every entrance of a row's reranker needs that are not the rule's (a server that is never called)
 BACKEND = {"openai:gpt-4o-mini": ("--base-url", "http://127.0.0.1:9/v1")}
@@ -376,3 +382,68 @@ def test_the_run_rows_give_the_same_run_at_every_entrance(maps, tmp_path):
         assert json.loads(mcp_rerank(server.url, KEY, body).content[0].text)["results"] == got["results"]
     finally:
         assert server.stop() == 0, server.stderr
+
+
+REVERSE = """
+from acurank_cli import RerankerBase, RerankResult, register
+
+
+@register("reverse", takes_arg=False, help="answers every window in reverse presented order", needs_texts=False)
+class Reverse(RerankerBase):
+    name = "reverse"
+
+    def rerank_batch(self, requests):
+        return [RerankResult(order=tuple(reversed(range(len(r.docids))))) for r in requests]
+"""
+
+
+def test_an_empty_document_is_ranked_where_the_reranker_reads_no_texts(per_call, tmp_path):
+    """The run row of an empty document (records.Doc.blank): a reranker that reads no texts ranks it at every
+    entrance. A plug-in that answers each window reversed, on q1's three documents (d2's text is a blank): one window
+    in first-stage order d1 d2 d3, so d3 d2 d1 by hand, from the command line, the API, HTTP and MCP alike. The
+    simulated reranker (it reads no texts either, but orders by qrels) is refused at serve's and mcp's start."""
+    import os
+
+    import httpx
+
+    sys.path.insert(0, str(ROOT / "tests" / "serve"))
+    from test_serve import KEY, Server, mcp_rerank
+
+    from acurank_cli.api import Reranker
+
+    (tmp_path / "reverse_backend.py").write_text(REVERSE)
+    env = {**ENV, "ACURANK_BACKENDS": "reverse_backend",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(tmp_path), ENV.get("PYTHONPATH")) if p)}
+    out = tmp_path / "cli.run"
+    ran = subprocess.run([sys.executable, "-m", "acurank_cli", "rerank", per_call["run"], "--method", "sw-1",
+                          "--reranker", "reverse", "--topics", per_call["topics"], "--corpus", per_call["corpus"],
+                          "--no-cache", "-o", str(out)], env=env, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert [line.split()[2] for line in out.read_text().splitlines()] == ["d3", "d2", "d1"]
+
+    namespace: dict = {}
+    exec(REVERSE.replace('@register("reverse", takes_arg=False, help="answers every window in reverse presented '
+                         'order", needs_texts=False)', ""), namespace)  # the same class, not registered here
+    texts = ["fleas live for weeks", " ", "cats sleep a lot"]
+    docs = [{"id": f"d{i + 1}", "text": t, "score": float(3 - i)} for i, t in enumerate(texts)]
+    reverse = namespace["Reverse"]()
+    reverse.needs_texts = False
+    with Reranker(reverse, method="sw-1", cache=None) as rr:
+        assert [d.id for d in rr.rerank("how long do fleas live", docs)] == ["d3", "d2", "d1"]
+    server = Server("--reranker", "reverse", "--method", "sw-1", "--no-cache", "--api-key", KEY, env=env)
+    try:
+        body = {"query": "how long do fleas live", "documents": texts}
+        got = httpx.post(server.url + "/v2/rerank", headers={"Authorization": f"Bearer {KEY}"}, json=body,
+                         timeout=60)
+        assert got.status_code == 200, got.text
+        assert [r["index"] for r in got.json()["results"]] == [2, 1, 0]
+        assert json.loads(mcp_rerank(server.url, KEY, body).content[0].text)["results"] == got.json()["results"]
+    finally:
+        assert server.stop() == 0, server.stderr
+    for command in ("serve", "mcp"):
+        started = subprocess.run([sys.executable, "-m", "acurank_cli", command, "--reranker", "simulated",
+                                  *(["--port", "0"] if command == "serve" else [])], capture_output=True, text=True,
+                                 env=ENV, timeout=120, stdin=subprocess.DEVNULL)
+        assert (started.returncode, started.stderr.strip().splitlines()) == (2, [
+            "acurank: error: --reranker simulated: it orders windows by qrels, and a served request's documents are "
+            "in none: serve a reranker that reads the documents' texts"]), (command, started.stderr)

@@ -110,6 +110,17 @@ def check_servable(strategy: Strategy) -> None:
                             else ""))
 
 
+def check_served_backend(reranker: str | None) -> None:
+    """Refuse (:class:`Unservable`) a backend that orders windows by qrels (the simulated reranker, a qrels oracle):
+    a served request's documents are texts under ids of its own, in no qrels (the API and the command line take
+    qrels with the queries' and documents' ids)."""
+    from ..rerankers.backend import lookup
+
+    if reranker is not None and lookup(reranker)[0].oracle:
+        raise Unservable(f"--reranker {reranker}: it orders windows by qrels, and a served request's documents are in "
+                         "none: serve a reranker that reads the documents' texts")
+
+
 def served_methods(method: str | None, options: dict, calibration: str | None = None, passages: str | None = None,
                    *, reranker: str | None = None, allow_map_mismatch: bool = False) -> tuple["Methods", Any]:
     """A server's methods (``serve``, ``mcp``) and its calibration map (``--calibration``; None without one), checked
@@ -120,6 +131,7 @@ def served_methods(method: str | None, options: dict, calibration: str | None = 
     calibrated = loaded(calibration, "--calibration")
     methods = Methods(method, options, ScoreSource.documents, calibrated, "--calibration")  # before any load
     check_servable(methods.strategy)
+    check_served_backend(reranker)
     if calibrated is not None:
         check_applicable(methods.strategy, passages)
         check_origin(calibrated, reranker, methods.strategy.name, allowed=allow_map_mismatch)
