@@ -97,6 +97,9 @@ class Call:
     inputs: tuple[str, ...] | None = None
     #: what the API raises (a keyword Python itself refuses: TypeError)
     error: type = InputError
+    #: PyTerrier's transformer's refusal of a frame holding the call's documents (query q1, docnos d1, d2, ...); None:
+    #: a frame carries no such input (its transformer takes no pivot, cut or instruction of its own)
+    pyterrier: str | None = None
 
 
 CALLS = (
@@ -123,7 +126,9 @@ CALLS = (
          "query; a model cannot judge it: give it a text, or --skip-missing to keep it after the reranked ones)",
          "documents[1]: has no text (its text and title are empty): a model cannot judge it; give it a text or leave it "
          "out", "documents[1]: has no text (its text and title are empty): a model cannot judge it; give it a text or "
-         "leave it out", field="documents[1]", inputs=("{run}", "--topics", "{topics}", "--corpus", "{corpus}")),
+         "leave it out", field="documents[1]", inputs=("{run}", "--topics", "{topics}", "--corpus", "{corpus}"),
+         pyterrier="query q1, docno d2: has no text (its text and title are empty): a model cannot judge it; give it a "
+         "text or leave it out"),
     Call("a cut without a map", ("--cut", "f1"), {}, {"cut": "f1"}, (), {"cut": "f1"},
          "--cut needs --calibration MAP.json (the map that gives P(relevant))",
          "cut needs P(relevant): build the Reranker with calibration=MAP.json (docs/relevance.md)",
@@ -188,9 +193,10 @@ def table() -> str:
         cli = ("no such input (a run's instruction is `--instruction`: the row above)" if call.cli is None
                else f"refused: `{call.cli}`")
         api = f"refused: `{call.api}`" + (" (Python's TypeError)" if call.error is TypeError else "")
+        pyterrier = (f"refused: `{call.pyterrier}`" if call.pyterrier is not None
+                     else "no such input (a frame carries no pivot, cut or instruction)")
         lines.append(f"| {call.rule} | {cli} | {api} | refused: `{call.http}` (400, field "
-                     f"`{call.field}`) | refused: the same line, a tool error | not a cell yet (a frame goes "
-                     "through the API's rerank_batch) |")
+                     f"`{call.field}`) | refused: the same line, a tool error | {pyterrier} |")
     for same in SAMES:
         lines.append(f"| {same.rule} | {same.cli} | {same.api} | {same.http} | {same.mcp} | {same.pyterrier} |")
     return "\n".join(lines).replace("{map}", "MAP").replace("{sim_map}", "MAP").replace("{run}", "RUN").replace(
@@ -307,6 +313,17 @@ def test_every_entrance_refuses_a_call_in_the_same_line(per_call, tmp_path):
                 with Reranker(row.reranker[0], cache=None, **backend, **fields(row.keywords)) as rr:
                     rr.rerank("how long do fleas live", call.pop("documents", docs), **call)
             assert str(refused.value) == row.api
+            if row.pyterrier is not None:  # a frame of the call's documents, through the transformer
+                import pandas as pd
+
+                from acurank_cli.integrations.pyterrier import AcuRankReranker
+
+                texts = fill(row.call["documents"]) if "documents" in row.call else docs
+                frame = pd.DataFrame({"qid": "q1", "query": "how long do fleas live", "text": texts,
+                                      "docno": [f"d{i + 1}" for i in range(len(texts))]})
+                with pytest.raises(row.error) as refused:
+                    AcuRankReranker(row.reranker[0], cache=None, **backend).transform(frame)
+                assert str(refused.value) == row.pyterrier
             server = servers[row.reranker, row.server]
             body = {"query": "how long do fleas live", "documents": docs, **fields(row.fields)}
             reply = httpx.post(server.url + "/v2/rerank", headers={"Authorization": f"Bearer {KEY}"}, json=body,

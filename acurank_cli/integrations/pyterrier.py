@@ -36,6 +36,8 @@ from ..api import Reranker
 from ..errors import InputError
 from ..io.collection_files import passage_text
 from ..method.registry import method_options
+from ..records import Doc
+from ..run.documents import BLANK
 
 #: columns the transformer adds (and returns, empty, for an empty frame)
 OUTPUT_COLUMNS = ("score", "rank", "p_topk", "mu", "sigma")
@@ -112,7 +114,7 @@ class AcuRankReranker(pt.Transformer):
     def _texts(self, inp: pd.DataFrame) -> "_Texts":
         """Where each row's passage comes from: the frame's ``text_field``, else the corpus or dataset's."""
         if self.text_field in inp.columns:
-            return _Texts(self.text_field)
+            return _Texts(self.text_field, reads=self.reranker.reranker.needs_texts)
         if not self.reranker.reranker.needs_texts:
             return _Texts(None, {})
         wanted = set(inp["docno"].astype(str))
@@ -138,10 +140,12 @@ class AcuRankReranker(pt.Transformer):
 class _Texts:
     """A query's passages: the frame's text column (any column name: read by name, not as an attribute), checked
     as every reader checks a text (a NaN or None cell is one error naming the query, docno and column), or the
-    docs looked up in a corpus or dataset (``docs``; empty: a backend that reads no text)."""
+    docs looked up in a corpus or dataset (``docs``; empty: a backend that reads no text). An empty passage
+    (:attr:`~acurank_cli.records.Doc.blank`) where the reranker ``reads`` texts is refused naming its query and docno,
+    the frame's words for the API's ``documents[i]``."""
 
-    def __init__(self, field: str | None, docs: dict | None = None):
-        self.field, self.docs = field, docs
+    def __init__(self, field: str | None, docs: dict | None = None, reads: bool = False):
+        self.field, self.docs, self.reads = field, docs, reads
 
     def column(self, rows: pd.DataFrame):
         return rows[self.field] if self.field is not None else [None] * len(rows)
@@ -151,9 +155,12 @@ class _Texts:
             doc = self.docs.get(docno)
             return {"text": ""} if doc is None else {"text": doc.text, "title": doc.title}
         try:
-            return {"text": passage_text(value, f"column {self.field!r}")}
+            text = passage_text(value, f"column {self.field!r}")
         except TypeError as exc:
             raise InputError(f"query {qid}, docno {docno}: {exc}") from None
+        if self.reads and Doc(docno, text).blank:
+            raise InputError(BLANK, f"query {qid}, docno {docno}")
+        return {"text": text}
 
 
 def _num(value: float | None) -> float:

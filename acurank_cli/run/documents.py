@@ -139,6 +139,10 @@ class Prepared:
     scored: bool = True
 
 
+#: what the API, serve, MCP and PyTerrier say of an empty document (records.Doc.blank) where the reranker reads texts
+BLANK = "has no text (its text and title are empty): a model cannot judge it; give it a text or leave it out"
+
+
 def prepare(query: str, items: Sequence[DocLike], qid: str = "q", instruction: str | None = None,
             reads_texts: bool = False) -> Prepared:
     """A RankingTask from API documents (ids unique; scores rank-based when missing, see module doc). Documents
@@ -154,8 +158,7 @@ def prepare(query: str, items: Sequence[DocLike], qid: str = "q", instruction: s
     parsed = [_doc(item, i) for i, item in enumerate(items)]
     blank = next((i for i, (d, _, _) in enumerate(parsed) if d.blank), None) if reads_texts else None
     if blank is not None:  # the CLI's rule for an empty document (run/inputs.py), said of the list
-        raise InputError("has no text (its text and title are empty): a model cannot judge it; give it a text or "
-                         "leave it out", f"documents[{blank}]")
+        raise InputError(BLANK, f"documents[{blank}]")
     first: dict[str, int] = {}
     for i, (d, _, _) in enumerate(parsed):
         if first.setdefault(d.docid, i) != i:
