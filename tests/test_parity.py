@@ -165,18 +165,19 @@ SAMES = (
     Same("`top_k`/`top_n` with a map (fit at k = 10)",
          "`--score p_relevant`: the run's first 5 lines are the API's `top_k=5` documents and P(relevant); k = 10",
          "`rerank(..., top_k=5)`: 5 documents, `out.k` = 10", "`top_n: 5`: the API's 5 (documents without scores), "
-         "`relevance_score` = P(relevant), `meta.acurank.k` = 10", "the same results as HTTP", "not a cell yet"),
+         "`relevance_score` = P(relevant), `meta.acurank.k` = 10", "the same results as HTTP",
+         "`AcuRankReranker(calibration=MAP) % 5` (PyTerrier's rank cutoff): the API's 5 docnos and `p_relevant`"),
     Same("`min_p_relevant` and the cut `p:X`",
          "`--cut p:0.3 --score p_relevant`: the documents with P(relevant) >= 0.3, the API's",
          "`min_p_relevant=0.3` and `cut=\"p:0.3\"`: the same documents and P(relevant)",
          "`cut: \"p:0.3\"`: the API's `cut=\"p:0.3\"` (documents without scores), `meta.acurank.cut`",
-         "the same results as HTTP", "not a cell yet"),
+         "the same results as HTTP", "no such input (a frame is cut with PyTerrier's own operators)"),
     Same("an empty document, a reranker that reads no texts",
          "ranked: a plug-in that reverses each window (`ACURANK_BACKENDS`) puts it in its place", "ranked: the same order",
          "ranked: the same order; the simulated reranker, which orders by qrels, is refused at start: `--reranker "
          "simulated: it orders windows by qrels, and a served request's documents are in none: serve a reranker that "
          "reads the documents' texts`", "the same results as HTTP; the simulated reranker refused at start, as serve",
-         "not a cell yet"),
+         "ranked: the same order (a frame with a blank `text`)"),
 )
 #: flags every entrance of a row's reranker needs that are not the rule's (a server that is never called)
 BACKEND = {"openai:gpt-4o-mini": ("--base-url", "http://127.0.0.1:9/v1")}
@@ -373,6 +374,14 @@ def test_the_run_rows_give_the_same_run_at_every_entrance(maps, tmp_path):
     with Reranker("minilm", method="acurank", cache=None, calibration=maps["map"]) as rr:  # a server's defaults
         plain = rr.rerank(topics[qid], [d["text"] for d in docs], top_k=5)  # what a server is sent: texts alone
         plain_cut = rr.rerank(topics[qid], [d["text"] for d in docs], cut="p:0.3")
+    from acurank_cli.integrations.pyterrier import AcuRankReranker
+    import pandas as pd
+
+    frame = pd.DataFrame({"qid": qid, "query": topics[qid], "docno": [d["id"] for d in docs],
+                          "text": [d["text"] for d in docs], "score": [d["score"] for d in docs]})
+    terrier = (AcuRankReranker("minilm", "acurank", cache=None, calibration=maps["map"]) % 5).transform(frame)
+    assert list(terrier["docno"]) == [d.id for d in api]
+    assert list(terrier["p_relevant"]) == pytest.approx([d.p_relevant for d in api])
     assert (len(cli), len(api), api.k, plain.k) == (depth, 5, 10, 10)
     assert [d for d, _ in cli[:5]] == [d.id for d in api]
     assert [p for _, p in cli[:5]] == pytest.approx([d.p_relevant for d in api], abs=1e-5)  # the run's printed digits
@@ -447,6 +456,13 @@ def test_an_empty_document_is_ranked_where_the_reranker_reads_no_texts(per_call,
     reverse.needs_texts = False
     with Reranker(reverse, method="sw-1", cache=None) as rr:
         assert [d.id for d in rr.rerank("how long do fleas live", docs)] == ["d3", "d2", "d1"]
+        import pandas as pd
+
+        from acurank_cli.integrations.pyterrier import AcuRankReranker
+
+        frame = pd.DataFrame({"qid": "q1", "query": "how long do fleas live", "docno": [d["id"] for d in docs],
+                              "text": texts, "score": [d["score"] for d in docs]})
+        assert list(AcuRankReranker(rr).transform(frame)["docno"]) == ["d3", "d2", "d1"]
     server = Server("--reranker", "reverse", "--method", "sw-1", "--no-cache", "--api-key", KEY, env=env)
     try:
         body = {"query": "how long do fleas live", "documents": texts}
