@@ -23,6 +23,13 @@ $(VENV)/.installed: pyproject.toml
 	# the bytecode pip writes for an installed package (an editable install gets none): where PYTHONDONTWRITEBYTECODE
 	# is set, every process would otherwise compile acurank's modules again (about 0.1-0.3 s a command)
 	$(PY) -m compileall -q acurank_cli
+	# numba's kernels compiled into their cache (beside the source, as numba keeps it) by one small run of each
+	# method family that loads them (acurank-auto, acurank, blitz: every kernel): a fresh clone's first command
+	# otherwise compiles them, about 13 s of CPU, and a first `make test` pays that in each of its workers
+	@warm=$$(mktemp -d) && for m in acurank-auto-9 acurank blitz-k20; do \
+		$(ACURANK) rerank sample_runs/dl19/bm25.run --method $$m --reranker simulated \
+			--qrels sample_runs/dl19/qrels.txt --no-cache --quiet -o $$warm/$$m.run || exit 1; \
+	done; rm -rf $$warm
 	touch $@
 
 demo: setup
