@@ -19,6 +19,8 @@ import pytest
 from conftest import ENV, ROOT, acurank
 
 from acurank_cli.errors import InputError
+from acurank_cli.records import RerankResult
+from acurank_cli.rerankers.backend import RerankerBase
 
 DL19 = ROOT / "sample_runs" / "dl19"
 
@@ -410,6 +412,15 @@ def test_the_run_rows_give_the_same_run_at_every_entrance(maps, tmp_path):
         assert server.stop() == 0, server.stderr
 
 
+class Reverse(RerankerBase):
+    """The plug-in below, as an instance the API is given: each window answered reversed, no text read."""
+
+    name, needs_texts = "reverse", False
+
+    def rerank_batch(self, requests):
+        return [RerankResult(order=tuple(reversed(range(len(r.docids))))) for r in requests]
+
+
 REVERSE = """
 from acurank_cli import RerankerBase, RerankResult, register
 
@@ -447,13 +458,9 @@ def test_an_empty_document_is_ranked_where_the_reranker_reads_no_texts(per_call,
     assert ran.returncode == 0, ran.stderr
     assert [line.split()[2] for line in out.read_text().splitlines()] == ["d3", "d2", "d1"]
 
-    namespace: dict = {}
-    exec(REVERSE.replace('@register("reverse", takes_arg=False, help="answers every window in reverse presented '
-                         'order", needs_texts=False)', ""), namespace)  # the same class, not registered here
     texts = ["fleas live for weeks", " ", "cats sleep a lot"]
     docs = [{"id": f"d{i + 1}", "text": t, "score": float(3 - i)} for i, t in enumerate(texts)]
-    reverse = namespace["Reverse"]()
-    reverse.needs_texts = False
+    reverse = Reverse()  # the plug-in's class, not registered in this process
     with Reranker(reverse, method="sw-1", cache=None) as rr:
         assert [d.id for d in rr.rerank("how long do fleas live", docs)] == ["d3", "d2", "d1"]
         import pandas as pd
