@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
 
 from ..errors import InputError
 from ..params import Option, at_least, check_domains
@@ -18,18 +17,14 @@ from .acurank_params import coerce_choices
 
 @dataclass(frozen=True)
 class SlidingWindows(Strategy):
-    """sw-x: x bottom-up passes of window m, stride m/2 (RankGPT / RankZephyr style)."""
-
-    init: ClassVar[None] = None  # first-stage scores only order the input
+    """sw-x: x bottom-up passes of window m, stride m/2 (RankGPT / RankZephyr style); first-stage scores only
+    order the input (no ratings: ``Strategy.init`` None), and any list can be reranked (``Strategy.check``)."""
 
     name: str
     passes: int = Option(domain=at_least(1), cli=False)(1)
     m: int = WINDOW(20)
     #: m / 2 (from m, not an option)
     stride: int = Option(domain=at_least(1), cli=False)(10)
-
-    def check(self, task: RankingTask) -> None:
-        """Any list can be reranked."""
 
     def starts(self, n: int) -> list[int]:
         """Window starts from the bottom: n-m, n-m-stride, ..., and 0 if missing."""
@@ -55,9 +50,8 @@ class SlidingWindows(Strategy):
 
 @dataclass(frozen=True)
 class TourRank(Strategy):
-    """tourrank-x: x tournaments of five stages; documents score points per stage advanced."""
-
-    init: ClassVar[None] = None  # first-stage scores only order the input
+    """tourrank-x: x tournaments of five stages; documents score points per stage advanced (first-stage scores
+    only order the input)."""
 
     name: str
     tournaments: int = Option(domain=at_least(1), cli=False)(1)
@@ -116,9 +110,6 @@ class TrueSkillStatic(Strategy):
         """Check the domains; accept plain strings for the enum-valued parameters, as AcuRankParams does."""
         check_domains(self)
         coerce_choices(self)
-
-    def check(self, task: RankingTask) -> None:
-        """Any list can be reranked."""
 
     def plan(self, task: RankingTask) -> Plan:
         """No initial pass; stage budgets c_j in windows of m over the current top."""

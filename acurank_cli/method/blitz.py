@@ -22,7 +22,6 @@ the query stops with L as it stands and the stop reason says why (``round-cap``,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 from ..params import Option, at_least
 from .shared_options import K, MAX_ROUNDS
@@ -32,18 +31,14 @@ from .strategy import Plan, Strategy
 
 @dataclass(frozen=True)
 class BlitzRank(Strategy):
-    """blitz-kM: windows of m, one per round, until the top k of L are resolved (at most max_rounds calls)."""
-
-    init: ClassVar[None] = None  # first-stage scores only order the input
+    """blitz-kM: windows of m, one per round, until the top k of L are resolved (at most max_rounds calls); first-stage
+    scores only order the input, and any list can be reranked (k > n certifies all n)."""
 
     name: str
     #: the window (from the name: blitz-k20 has m = 20; not an option)
     m: int = Option(domain=at_least(2), flag="--window", cli=False)(20)
     k: int = K(10)
     max_rounds: int = MAX_ROUNDS(50)
-
-    def check(self, task: RankingTask) -> None:
-        """Any list can be reranked (k > n certifies all n)."""
 
     def plan(self, task: RankingTask) -> Plan:
         from .graph import TournamentGraph

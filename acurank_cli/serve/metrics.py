@@ -9,6 +9,24 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE  # noqa: F401 - the /metrics response's type
 
 
+#: the counters of the answered requests' work: attribute, metric name, help, labels
+COUNTERS = (
+    ("calls", "acurank_reranker_calls", "Reranker calls (windows) the answered requests made, cached ones included", ()),
+    ("cached_calls", "acurank_reranker_cached_calls", "Of those, answered from the call cache", ()),
+    ("tokens", "acurank_tokens", "Tokens of the answered requests' calls (kind input, output, and reasoning: a "
+     "thought's, apart from its answer)", ("kind",)),
+    ("thinking_calls", "acurank_thinking_calls", "Of the calls, those made thinking", ()),
+    ("thought_cut", "acurank_thought_cut", "Of the calls, those whose thought the token limit cut (parse status "
+     "thought-cut: the window kept its order)", ()),
+    ("batches", "acurank_backend_batches", "Calls of the backend: each a batch of windows (one window a request for "
+     "openai:)", ()),
+    ("windows", "acurank_backend_windows", "Windows sent to the backend", ()),
+    ("withdrawn", "acurank_requests_withdrawn", "Requests whose caller left (disconnect, timeout)", ()),
+    ("backend_failures", "acurank_backend_failures", "Backend failures (the requests in flight failed with 502)", ()),
+    ("cut_off", "acurank_requests_cut_off", "Requests in flight when a forced stop cut them off (answered 503)", ()),
+)
+
+
 class Metrics:
     def __init__(self):
         self.registry = CollectorRegistry()
@@ -17,24 +35,8 @@ class Metrics:
                                 registry=r)
         self.latency = Histogram("acurank_request_seconds", "Rerank requests' wall time", ["endpoint"], registry=r,
                                  buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300))
-        self.calls = Counter("acurank_reranker_calls", "Reranker calls (windows) the answered requests made, cached "
-                             "ones included", registry=r)
-        self.cached_calls = Counter("acurank_reranker_cached_calls", "Of those, answered from the call cache",
-                                    registry=r)
-        self.tokens = Counter("acurank_tokens", "Tokens of the answered requests' calls (kind input, output, and "
-                              "reasoning: a thought's, apart from its answer)", ["kind"], registry=r)
-        self.thinking_calls = Counter("acurank_thinking_calls", "Of the calls, those made thinking", registry=r)
-        self.thought_cut = Counter("acurank_thought_cut", "Of the calls, those whose thought the token limit cut "
-                                   "(parse status thought-cut: the window kept its order)", registry=r)
-        self.batches = Counter("acurank_backend_batches", "Calls of the backend: each a batch of windows (one window "
-                               "a request for openai:)", registry=r)
-        self.windows = Counter("acurank_backend_windows", "Windows sent to the backend", registry=r)
-        self.withdrawn = Counter("acurank_requests_withdrawn", "Requests whose caller left (disconnect, timeout)",
-                                 registry=r)
-        self.backend_failures = Counter("acurank_backend_failures", "Backend failures (the requests in flight "
-                                        "failed with 502)", registry=r)
-        self.cut_off = Counter("acurank_requests_cut_off", "Requests in flight when a forced stop cut them off "
-                               "(answered 503)", registry=r)
+        for attr, name, about, labels in COUNTERS:
+            setattr(self, attr, Counter(name, about, list(labels), registry=r))
         self.queued = Gauge("acurank_queue_depth", "Requests admitted and waiting for a place in flight", registry=r)
         self.in_flight = Gauge("acurank_in_flight", "Requests admitted and not yet answered, queued ones included",
                                registry=r)
