@@ -327,6 +327,11 @@ def test_every_entrance_refuses_a_call_in_the_same_line(per_call, tmp_path):
                 with pytest.raises(row.error) as refused:
                     AcuRankReranker(row.reranker[0], cache=None, **backend).transform(frame)
                 assert str(refused.value) == row.pyterrier
+                if "--corpus" in row.inputs:  # the same documents looked up in the command line's corpus file
+                    with pytest.raises(row.error) as refused:
+                        AcuRankReranker(row.reranker[0], cache=None, corpus=per_call["corpus"], **backend).transform(
+                            frame.drop(columns="text"))
+                    assert str(refused.value) == row.pyterrier
             server = servers[row.reranker, row.server]
             body = {"query": "how long do fleas live", "documents": docs, **fields(row.fields)}
             reply = httpx.post(server.url + "/v2/rerank", headers={"Authorization": f"Bearer {KEY}"}, json=body,

@@ -134,15 +134,15 @@ class AcuRankReranker(pt.Transformer):
         if lacking:
             raise InputError(f"no text for docno {lacking[0]} ({len(lacking)} missing) in "
                              f"{self.corpus or self.dataset}")
-        return _Texts(None, docs)
+        return _Texts(None, docs, reads=True)
 
 
 class _Texts:
     """A query's passages: the frame's text column (any column name: read by name, not as an attribute), checked
     as every reader checks a text (a NaN or None cell is one error naming the query, docno and column), or the
     docs looked up in a corpus or dataset (``docs``; empty: a backend that reads no text). An empty passage
-    (:attr:`~acurank_cli.records.Doc.blank`) where the reranker ``reads`` texts is refused naming its query and docno,
-    the frame's words for the API's ``documents[i]``."""
+    (:attr:`~acurank_cli.records.Doc.blank`), in the column or the corpus, where the reranker ``reads`` texts is
+    refused naming its query and docno, the frame's words for the API's ``documents[i]``."""
 
     def __init__(self, field: str | None, docs: dict | None = None, reads: bool = False):
         self.field, self.docs, self.reads = field, docs, reads
@@ -153,7 +153,11 @@ class _Texts:
     def __call__(self, qid: str, docno: str, value: Any) -> dict[str, str]:
         if self.field is None:
             doc = self.docs.get(docno)
-            return {"text": ""} if doc is None else {"text": doc.text, "title": doc.title}
+            if doc is None:
+                return {"text": ""}
+            if self.reads and doc.blank:
+                raise InputError(BLANK, f"query {qid}, docno {docno}")
+            return {"text": doc.text, "title": doc.title}
         try:
             text = passage_text(value, f"column {self.field!r}")
         except TypeError as exc:
