@@ -17,11 +17,10 @@ from typing import Any
 from ...errors import InputError, OptionError
 from ...records import Doc
 from .answers import LETTERS, AnswerMode
-from .parsing import parse_ranking
 from .prompts import (BASE_WINDOW, BASE_WORDS, HFTokenCounter, Message, PromptFormat, TokenCounter, counted_text,
-                      answer_text, default_format, fix_text, get_format, messages_for, passage_content,
+                      answer_text, default_format, fix_text, get_format, passage_content,
                       passage_words)
-from .templates import PUBLISHED
+from .templates import PUBLISHED, PromptTemplate
 from .thinking import FORCED_CLOSE, OPEN_TAG, ThinkingOptions, opens_thought
 
 
@@ -56,10 +55,10 @@ class PromptBuilder:
 
     def __init__(self, fmt: PromptFormat, counter: TokenCounter, context_size: int = 4096, *,
                  tokenizer: Any = None, fix_rendered: bool = True, answer: AnswerMode = AnswerMode.text,
-                 thought_budget: int = 0, template: Any = None):
+                 thought_budget: int = 0, template: PromptTemplate = PUBLISHED):
         self.format = fmt
-        #: the window's messages (:class:`~.templates.PromptTemplate`: a template file, or the published prompt with
-        #: an instruction, few-shot turns or a system message); None: the published prompt as it is
+        #: the window's messages (:class:`~.templates.PromptTemplate`): a template file, or the published prompt (one
+        #: built-in template), each with the run's instruction, few-shot turns or system message
         self.template = template
         self.counter = counter
         self.context_size = int(context_size)
@@ -84,16 +83,14 @@ class PromptBuilder:
             return 1
         if self.answer is AnswerMode.constrained:
             return len(answer_text(num)) + 1
-        if self.template is not None and self.template.is_file:  # the answer in the form the template asks for
+        if self.template.is_file:  # the answer in the form the template asks for
             return counted_text(self.template.answer_sample(num), self.counter)
         return self.format.answer_tokens(num, self.counter)
 
     def parse(self, answer: str, n: int) -> Any:
-        """The window's order from an answer (:class:`~.parsing.ParsedRanking`): the template's reading, or the
-        published parser."""
-        if self.template is not None:
-            return self.template.parse(answer, n)
-        return parse_ranking(answer, n)
+        """The window's order from an answer (:class:`~.parsing.ParsedRanking`), as the template reads it (the
+        published prompt's: the published parser)."""
+        return self.template.parse(answer, n)
 
     def text(self, messages: Sequence[Message], think: bool | None = None) -> str:
         """The model text. ``think`` (None: nothing said): the template's switch ``enable_thinking``; and the model
@@ -121,15 +118,8 @@ class PromptBuilder:
         """Messages, text and token count at one cap (``scores``: the documents' first-stage scores;
         ``instruction``: the query's own, in place of the run's)."""
         contents = [passage_content(d, max_length) for d in docs]
-        template = self.template
-        if instruction is not None:
-            if template is None:
-                template = PUBLISHED
-            template = template.with_instruction(instruction)
-        if template is None:
-            messages = messages_for(query, contents, self.letters)
-        else:
-            messages = template.messages(query, contents, scores, self.letters)
+        template = self.template if instruction is None else self.template.with_instruction(instruction)
+        messages = template.messages(query, contents, scores, self.letters)
         text = self.text(messages, think)
         return messages, text, self.counter.count(text)
 
@@ -147,7 +137,7 @@ class PromptBuilder:
         thought = self.thought_budget if think else 0
         budget = self.context_size - out - thought
         # a template file starts where RankLLM starts (its max_passage_words, 300), whatever the window's size
-        max_length = float(BASE_WORDS) if self.template is not None and self.template.is_file else start_max_length(num)
+        max_length = float(BASE_WORDS) if self.template.is_file else start_max_length(num)
         while True:
             messages, text, tokens = self.make(query, docs, max_length, think, scores, instruction)
             if tokens <= budget:
@@ -169,14 +159,14 @@ class PromptBuilder:
 
 def prompt_builder(source: Any, tokenizer: Any, *, prompt_format: str | None, context_size: int, max_positions: Any,
                    double_bos: bool, backend: str, answer: Any = "text", options: Any = None,
-                   template: Any = None) -> PromptBuilder:
+                   template: PromptTemplate = PUBLISHED) -> PromptBuilder:
     """The one prompt builder of the local backends (``source``: the model's
     :class:`~acurank_cli.rerankers.backends.checkpoints.ModelSource`): format (given, else ``chat`` when the tokenizer
     has a template, else ``rankvicuna``; a template file's messages are rendered by the chat template), context
     clamped to the model's positions, the model's tokenizer as counter (one BOS unless ``double_bos``; its answer
     budget ``--answer-budget``, read from the backend's ``options``, as are its thinking settings), the answer mode
     (``--answer``), the window's messages (``template``: :func:`~.templates.template_of`'s)."""
-    if template is not None and template.is_file:
+    if template.is_file:
         if not getattr(tokenizer, "chat_template", None):
             raise OptionError(f"{backend}: a template file's messages are rendered by the model's chat template, and "
                               f"{OptionError.literal(repr(source.spec))} has none", prompt_format="--prompt")

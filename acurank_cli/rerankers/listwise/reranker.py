@@ -75,7 +75,7 @@ def fit_problem(backend: RerankerBase, request) -> tuple[str, bool] | None:
     if not prompt.clipped or prompt.max_length >= SQUEEZE_FLOOR:
         return None
     b = backend.builder
-    instruction = b.template.additions.instruction if b.template is not None else None
+    instruction = b.template.additions.instruction
     why = (f"the instruction ({len(instruction):,} characters) and " if instruction else "") + "the prompt's own words"
     text = (f"fitting a window of {prompt.num} passages into --context-size {b.context_size} cuts each passage to "
             f"{prompt.max_length} words (the longest window of the run's first round; {why} take the rest)")
@@ -142,15 +142,13 @@ class ListwiseLLM(RerankerBase):
         if self.builder.answer is not AnswerMode.text:
             out["answer"] = self.builder.answer.value
         out.update(self.thinking.identity())
-        if self.builder.template is not None:  # a template file's content hash, an instruction, few-shot turns
-            out.update(self.builder.template.identity())
+        out.update(self.builder.template.identity())  # a template file's hash, an instruction, few-shot turns
         return out
 
     def notes(self) -> list[str]:
         b = self.builder
         notes = [f"prompts: {b.format.name} ({b.format.source}); context {b.context_size} tokens counted with {b.counter.name}"]
-        if b.template is not None:
-            notes.extend(b.template.notes(self.thinking.thinking))
+        notes.extend(b.template.notes(self.thinking.thinking))
         if b.answer is not AnswerMode.text:
             notes.append(f"answers: {b.answer.value} ({ANSWER_NOTES[b.answer]})")
         return notes

@@ -45,7 +45,7 @@ from ...errors import InputError, OptionError
 from ...records import ParseStatus
 from .answers import LETTERS
 from .parsing import ParsedRanking, ascii_digits, parse_ranking, ranking_of
-from .prompts import PROMPT_FORMATS, SYSTEM_MESSAGE, answer_text, neutralize_markers, user_message
+from .prompts import PROMPT_FORMATS, answer_text, messages_for, neutralize_markers
 
 #: the file suffixes that make ``--prompt`` a template file rather than a format's name
 TEMPLATE_SUFFIXES = (".yaml", ".yml")
@@ -268,9 +268,9 @@ class PromptTemplate:
         ``scores`` their first-stage scores (``{score}``); ``letters``: ``--answer logits``'s letter identifiers (the
         published prompt only)."""
         add = self.additions
-        if self.sections is None:
-            system, turns = SYSTEM_MESSAGE, [{"role": "user", "content": user_message(query, contents, letters)}]
-            placed = False
+        if self.sections is None:  # the published prompt's messages (prompts.messages_for), and what is added
+            published_system, user = messages_for(query, contents, letters)
+            system, turns, placed = published_system["content"], [user], False
         else:
             system, turns, placed = self._file_messages(query, contents, scores)
         if add.system_message is not None:
@@ -529,10 +529,11 @@ def resolve(prompt: str | None, instruction: str | None = None, system_message: 
     return prompt, PUBLISHED.with_additions(additions)
 
 
-def template_of(options: Any, backend: str) -> tuple[str | None, "PromptTemplate | None"]:
+def template_of(options: Any, backend: str) -> tuple[str | None, PromptTemplate]:
     """A backend's prompt settings, read and checked before any model loads: (the format's name, or None for a
-    template file; the template, or None for the published prompt as it is). A template's answer is read through
-    its regexes: ``--answer logits`` and ``constrained`` (which write the published answer) are refused with one."""
+    template file; the template: a file's, or the published prompt's, with the run's additions). A template's answer
+    is read through its regexes: ``--answer logits`` and ``constrained`` (which write the published answer) are
+    refused with one."""
     from ...errors import OptionError
 
     fmt, template = resolve(getattr(options, "prompt_format", None), getattr(options, "instruction", None),
@@ -542,8 +543,6 @@ def template_of(options: Any, backend: str) -> tuple[str | None, "PromptTemplate
     if template.is_file and answer not in (None, "text"):
         raise OptionError(f"{backend}: a template's answer is read through its output_extraction_regex; "
                           "{answer} writes the published answer: use --answer text", answer=("--answer", answer))
-    if not template.is_file and not template.identity():
-        return fmt, None
     return fmt, template
 
 
