@@ -38,6 +38,12 @@ class AnswerMode(str, enum.Enum):
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
+def identifiers(num: int, letters: bool) -> list[str]:
+    """The identifiers of a window's ``num`` passages, in presented order: letters (``A``, ``B``, ...) or numbers
+    (``1``, ``2``, ...): the one place that decides, for the published prompt and every template."""
+    return [LETTERS[j] for j in range(num)] if letters else [str(j + 1) for j in range(num)]
+
+
 # -- logits ---------------------------------------------------------------------------------------
 
 

@@ -38,7 +38,7 @@ from typing import Any, Protocol
 
 from ...errors import InputError, OptionError
 from ...records import Doc
-from .answers import LETTERS
+from .answers import identifiers
 
 SYSTEM_MESSAGE = (
     "You are RankLLM, an intelligent assistant that can rank passages based on their relevancy to the query."
@@ -105,14 +105,14 @@ def user_message(query: str, contents: Sequence[str], letters: bool = False) -> 
     if letters:
         head = (f"I will provide you with {num} passages, each indicated by a letter identifier []. "
                 f"Rank the passages based on their relevance to the search query: {q}.\n\n")
-        body = "".join(f"[{LETTERS[j]}] {content}\n" for j, content in enumerate(contents))
+        body = "".join(f"[{i}] {content}\n" for i, content in zip(identifiers(num, letters), contents))
         fmt = "The output format should be the identifiers' letters, e.g., B > A, "
     else:
         head = (
             f"I will provide you with {num} passages, each indicated by  a numerical identifier []. "
             f"Rank the passages based on their relevance to the search query: {q}.\n\n"
         )
-        body = "".join(f"[{rank}] {content}\n" for rank, content in enumerate(contents, start=1))
+        body = "".join(f"[{i}] {content}\n" for i, content in zip(identifiers(num, letters), contents))
         fmt = "The output format should be [] > [], e.g., [2] > [1], "
     tail = (
         f"Search Query: {q}.\nRank the {num} passages above based on their relevance to the search query. "

@@ -43,7 +43,7 @@ from typing import Any
 
 from ...errors import InputError, OptionError
 from ...records import ParseStatus
-from .answers import LETTERS
+from .answers import LETTERS, identifiers
 from .parsing import ParsedRanking, ascii_digits, parse_ranking, ranking_of
 from .prompts import PROMPT_FORMATS, answer_text, messages_for, neutralize_markers
 
@@ -293,7 +293,7 @@ class PromptTemplate:
         instruction, placed = self._instruction()
         num = len(contents)
         values: dict[str, Any] = {"num": num, "query": neutralize_markers(query), "instruction": instruction}
-        ids = [LETTERS[j] if self.letters_ids else str(j + 1) for j in range(num)]
+        ids = identifiers(num, self.letters_ids)
         system = str(s.get("system_message", "") or "")
         if self.additions.instruction is not None or "instruction" in s:  # else kept as written, as RankLLM keeps it
             system = system.replace(_INSTRUCTION, instruction)
@@ -330,7 +330,7 @@ class PromptTemplate:
         form the template asks for."""
         if self.sections is None:
             return answer_text(num)
-        ids = [LETTERS[j] if self.letters_ids else str(j + 1) for j in range(num)]
+        ids = identifiers(num, self.letters_ids)
         forms = [" > ".join(f"[{i}]" for i in ids), "[" + ", ".join(f"PASSAGE{i}" for i in ids) + "]",
                  "[rankstart] " + " > ".join(f"[{i}]" for i in ids) + " [rankend]", " > ".join(ids)]
         opening, closing = _id_shape(_body(self.sections))  # the body's own marks (``<{rank}>``: <2> > <1>)
