@@ -117,6 +117,23 @@ def declared_options(record: type) -> list[tuple[dataclasses.Field, Option]]:
     return [(f, dataclasses.replace(o, name=o.name or f.name, kind=o.kind or hints[f.name])) for f, o in found]
 
 
+def declared_files(record: Any) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The files a checked options record's values name, as (flag, path): those read and those written (the
+    declarations' ``reads`` and ``writes``: :class:`~acurank_cli.params.Option`)."""
+    reads: list[tuple[str, str]] = []
+    writes: list[tuple[str, str]] = []
+    for f, option in declared_options(type(record)):
+        value = getattr(record, f.name)
+        if value is None:
+            continue
+        path = (option.reads(value) if callable(option.reads) else value) if option.reads else None
+        if path is not None:
+            reads.append((option.cli_flag, str(path)))
+        if option.writes:
+            writes.append((option.cli_flag, str(value)))
+    return reads, writes
+
+
 @dataclass(frozen=True)
 class Declared:
     """One option of a registry's table: its declaration and, per entry that takes it, that entry and its

@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import InputError, OptionError
-from ..plugins import Declared, PluginModules, Registry, declared_options
+from ..plugins import Declared, PluginModules, Registry, declared_files, declared_options
 from ..params import NotAnOption, check_domains
 from ..records import RerankRequest, RerankResult
 
@@ -367,6 +367,12 @@ class BackendChoice:
     @property
     def needs_texts(self) -> bool:
         return self.backend.texts_needed(self.options)
+
+    @property
+    def files(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """The files its options name, as (flag, path): read, and written (a log the run appends to), as its
+        option groups declare them (:func:`~acurank_cli.plugins.declared_files`)."""
+        return declared_files(self.options)
 
     def with_context(self, context: Mapping[str, Any] | None) -> "BackendChoice":
         """``context``: what a run knows that the backend may take as an option (the qrels), used only where the

@@ -12,6 +12,7 @@ from ..params import Option, at_least, between
 from .listwise.answers import AnswerMode
 
 from .listwise.prompts import MIN_CONTEXT, AnswerBudget
+from .listwise.templates import template_file
 
 
 class TorchDevice:
@@ -69,17 +70,17 @@ class PromptOptions:
     prompt_format: Optional[str] = Option(help="prompt format rankzephyr | rankvicuna | chat (local models: chat when "
                                           "the tokenizer has a template, else rankvicuna; openai: chat), or a "
                                           "template FILE.yaml (RankLLM's format, rendered by the model's chat "
-                                          "template)", flag="--prompt")(None)
+                                          "template)", flag="--prompt", reads=template_file)(None)
     instruction: Optional[str] = Option(help="a task instruction: at the template's {instruction}, else opening "
                                         "the user turn")(None)
     system_message: Optional[str] = Option(help="a system message in place of the template's")(None)
     few_shot: Optional[str] = Option(help="few-shot examples (RankLLM's JSON: [{\"conversations\": [{\"role\", "
-                                     "\"value\"}]}]) as earlier turns after the system message")(None)
+                                     "\"value\"}]}]) as earlier turns after the system message", reads=True)(None)
     few_shot_count: Optional[int] = Option(help="the first N examples of --few-shot (default: all)",
                                            domain=at_least(1))(None)
     temperature: float = Option(help="LLM sampling temperature (0 = greedy; the published OpenAI runs used 1.0)", domain=between(0.0, 2.0))(0.0)
     log_prompts: Optional[str] = Option(help="JSONL file, one line per model call (qid, docids, exact prompt, "
-                                        "tokens, word cap, answer)")(None)
+                                        "tokens, word cap, answer)", writes=True)(None)
     answer: AnswerMode = Option(help="how the model answers: text (writes the ranking, parsed as "
                                 "published), constrained (decoding can only write a valid permutation), logits "
                                 "(one forward pass: the window ranked by the first token's logits over letter "

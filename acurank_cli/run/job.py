@@ -13,7 +13,6 @@ from typing import Any, Iterable
 from rich.console import Console
 
 from ..rerankers.listwise.reranker import fit_problem
-from ..rerankers.listwise.templates import template_file
 from ..console import text_console
 
 from ..errors import InputError, Stopped
@@ -108,9 +107,9 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     """
     started = time.perf_counter()
     files = job.outputs
-    plan = _checked_outputs(job)
-    judged = _checked_relevance(job)
     session = pipeline.Session(job.strategy, job.backend, job.backend_options, job.ray, job.passages)  # options checked
+    plan = _checked_outputs(job, session.choice.files)
+    judged = _checked_relevance(job)
     inputs = job.inputs.load(session.needs_texts)
     shift = None
     if job.relevance is not None and job.calibrate is None:  # the map's reranker, method and fitting queries
@@ -187,10 +186,12 @@ def _resuming(job: RerankJob, backend_cached: bool, outputs: RunWriter, inputs, 
     return replay
 
 
-def _checked_outputs(job: RerankJob) -> FilePlan:
+def _checked_outputs(job: RerankJob, backend_files: tuple[list, list]) -> FilePlan:
     """--model-params, and every output against every input and every other output (see :class:`FilePlan`):
-    nothing is opened for writing before this holds. Returns the plan (what the job reads). With --overwrite, a
-    --log-prompts log restarts with the run (else it is continued)."""
+    nothing is opened for writing before this holds. Returns the plan (what the job reads). ``backend_files``: the
+    files the backend's options name (:attr:`~acurank_cli.rerankers.backend.BackendChoice.files`: a template and a
+    few-shot file read, a --log-prompts log written); with --overwrite, a log restarts with the run (else it is
+    continued)."""
     files = job.outputs
     check_cap(job.strategy, job.prices, job.max_cost)
     if job.model_params is not None and not positive().contains(job.model_params):
@@ -200,12 +201,12 @@ def _checked_outputs(job: RerankJob) -> FilePlan:
                          "acurank and acurank-auto families do)")
     if job.inputs.shard is not None and job.strategy.lockstep:
         raise InputError(_pooled_shard(job.strategy))
-    template = template_file(job.backend_options.get("prompt_format"))  # a template file and a few-shot file are read too
     plan = files.declare(job.inputs.read_by(FilePlan()))
-    plan.read("--prompt", template)
-    plan.read("--few-shot", job.backend_options.get("few_shot"))
-    log = job.backend_options.get("log_prompts")
-    plan.write("--log-prompts", log, may_exist=files.resumable())
+    reads, logs = backend_files
+    for flag, path in reads:
+        plan.read(flag, path)
+    for flag, path in logs:
+        plan.write(flag, path, may_exist=files.resumable())
     if job.pivot is not None and job.pivot.texts is not None:
         plan.read("--pivot", job.pivot.source)
     if job.calibrate is not None:
@@ -216,8 +217,9 @@ def _checked_outputs(job: RerankJob) -> FilePlan:
         cache = default_cache_path() if job.cache == pipeline.DEFAULTS.cache else Path(job.cache)
         plan.write("--cache", cache, store=True).write("(the embedding store beside --cache)", store_path(cache), store=True)
     plan.check(files.overwrite)
-    if files.overwrite and log and Path(log).is_file() and job.dry_run is None:  # a dry run writes no log
-        Path(log).write_bytes(b"")
+    for _, log in logs:
+        if files.overwrite and Path(log).is_file() and job.dry_run is None:  # a dry run writes no log
+            Path(log).write_bytes(b"")
     return plan
 
 
