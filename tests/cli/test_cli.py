@@ -196,6 +196,28 @@ def test_unwritable_output_paths_are_one_line(sample, tmp_path, flag):
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("read, written", [("--few-shot", "--output"), ("--prompt", "--log-prompts"),
+                                           ("--few-shot", "--log-prompts")])
+def test_a_file_a_backend_option_reads_is_never_written(sample, tmp_path, read, written):
+    """The files a backend's options name are declared by its option group (--prompt's template and --few-shot read,
+    --log-prompts written: plugins.declared_files), and checked with the run's own before any model loads: an output
+    on one of them is refused in one line, and the file is left as it was."""
+    if read == "--prompt":
+        path = tmp_path / "t.yaml"
+        path.write_text((Path(__file__).parents[2] / "docs" / "templates" / "scientific-claim.yaml").read_text())
+    else:
+        path = tmp_path / "fs.json"
+        path.write_text('[{"conversations": [{"role": "user", "value": "q"}, {"role": "assistant", "value": "[1]"}]}]')
+    before = path.read_bytes()
+    out = ["--output", tmp_path / "x.run"] if written != "--output" else []
+    proc = acurank("rerank", sample / "dl19" / "bm25.run", "--reranker", "hf:/nonexistent", read, path, written, path,
+                   *out, check=False)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        f"acurank: error: {written} {path} is the same file as {read} {path}, which the command reads; write "
+        "elsewhere"], proc.stderr
+    assert path.read_bytes() == before
+
+
 @pytest.mark.parametrize("args, line", [
     (["--k", "abc"], "--k abc: must be an integer"),
     (["--budget", "1.5"], "--budget 1.5: must be an integer"),
