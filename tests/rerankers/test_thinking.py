@@ -13,7 +13,7 @@ from acurank_cli.method.thinking_gate import ThinkingGate, unsettled
 from acurank_cli.records import Doc, ParseStatus, RerankRequest
 from acurank_cli.rerankers.backend import build_reranker
 from acurank_cli.rerankers.listwise.parsing import ascii_digits, parse_ranking
-from acurank_cli.rerankers.listwise.thinking import opens_thought, read_thought
+from acurank_cli.rerankers.listwise.thoughts import opens_thought, read_thought
 from fake_chat_server import FakeServer
 
 

@@ -24,7 +24,8 @@ from ..listwise.answers import AnswerDecoding, AnswerMode
 from ..listwise.reranker import Deliver, ListwiseLLM, Reply
 from ..listwise.prompts import HFTokenCounter, get_format
 from ..listwise.templates import template_of
-from ..listwise.thinking import CLOSE_TAG, Effort, LocalThought, ThinkingOptions, check_thinking, ended_thought
+from ..listwise.thinking import Effort, ThinkingOptions, check_thinking
+from ..listwise.thoughts import CLOSE_TAG, LocalThought, ended_thought
 
 class HFReranker(ListwiseLLM):
     """A transformers causal LM that reads the published RankLLM prompt and writes ``[i] > [j] > ...``."""

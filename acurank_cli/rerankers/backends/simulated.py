@@ -165,6 +165,10 @@ class SimulatedOptions(ThinkingOptions):
     sim_pivot_grade: float = Option(help="--pivot simulated: the pivot's grade, the relevance boundary it stands for "
                                     "(default 1.5: between TREC DL's grades 1 and 2)", domain=Domain(False))(1.5)
 
+    def thought_cost(self) -> int:
+        """A thinking window's assumed thought (``--sim-think-tokens``), capped by its budget (``--thinking-budget``)."""
+        return min(int(self.sim_think_tokens), self.thinking_budget or int(self.sim_think_tokens))
+
     @property
     def needs_texts(self) -> bool:
         """Counting prompt tokens needs the passages."""

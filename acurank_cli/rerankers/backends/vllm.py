@@ -39,7 +39,8 @@ from ..listwise.answers import LETTERS, AnswerDecoding, AnswerMode, logsumexp
 from ..listwise.reranker import Deliver, ListwiseLLM, Reply
 from ..listwise.prompts import HFTokenCounter, get_format
 from ..listwise.templates import template_of
-from ..listwise.thinking import CLOSE_TAG, Effort, LocalThought, ThinkingOptions, check_thinking, ended_thought
+from ..listwise.thinking import Effort, ThinkingOptions, check_thinking
+from ..listwise.thoughts import CLOSE_TAG, LocalThought, ended_thought
 
 
 def _import_vllm():
@@ -244,7 +245,7 @@ class VLLMReranker(ListwiseLLM):
 
     def _think(self, prompts: Sequence[Prompt], ids: list[list[int]]) -> dict[int, LocalThought]:
         """The thought of every prompt that thinks: generated until ``</think>`` or the end, at most
-        ``thought_budget`` tokens, and ended by :func:`~..listwise.thinking.ended_thought` (budget forcing)."""
+        ``thought_budget`` tokens, and ended by :func:`~..listwise.thoughts.ended_thought` (budget forcing)."""
         kw: dict[str, Any] = {"temperature": self.temperature, "stop": [CLOSE_TAG], "include_stop_str_in_output": True}
         if self.temperature > 0:
             kw["seed"] = self.engine_seed

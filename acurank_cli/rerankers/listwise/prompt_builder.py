@@ -21,7 +21,8 @@ from .prompts import (BASE_WINDOW, BASE_WORDS, HFTokenCounter, Message, PromptFo
                       answer_text, default_format, fix_text, get_format, passage_content,
                       passage_words)
 from .templates import PUBLISHED, PromptTemplate
-from .thinking import FORCED_CLOSE, OPEN_TAG, ThinkingOptions, opens_thought
+from .thinking import ThinkingOptions
+from .thoughts import FORCED_CLOSE, OPEN_TAG, opens_thought
 
 
 @dataclass(frozen=True, kw_only=True)

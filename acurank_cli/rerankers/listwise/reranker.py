@@ -21,7 +21,8 @@ from ...records import ParseStatus, RerankRequest, RerankResult
 from .answers import AnswerMode, rank_by_scores
 from ..backend import LRU, RerankerBase, ResultSink, innermost
 from .prompt_builder import Prompt, PromptBuilder
-from .thinking import ThinkingOptions, opens_thought, read_thought
+from .thinking import ThinkingOptions
+from .thoughts import opens_thought, read_thought
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,7 +43,7 @@ class Reply:
     reasoning_tokens: int | None = None
     #: the call was made with thinking on
     thinking: bool = False
-    #: the token limit ended the generation (finish_reason "length"): :func:`~.thinking.read_thought` decides whether
+    #: the token limit ended the generation (finish_reason "length"): :func:`~.thoughts.read_thought` decides whether
     #: it cut a thought or the answer
     truncated: bool = False
 
