@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..params import Domain
 from .limits import Limits
 
 
@@ -125,7 +126,18 @@ def explain(error: Mapping[str, Any]) -> BadRequest:
         return BadRequest(f"{field} is required", field)
     if kind == "extra_forbidden":
         return BadRequest(f"{field} is not a field of this endpoint", field)
+    bound = _BOUNDS.get(kind)
+    if bound is not None:  # a number outside its domain, in the words every entrance uses (params.Domain)
+        limit, open_ = float(error.get("ctx", {})[bound[0]]), bound[1]
+        integer = isinstance(error.get("input"), int)
+        domain = Domain(integer, limit, lo_open=open_) if bound[2] else Domain(integer, hi=limit, hi_open=open_)
+        return BadRequest(f"{field}: must be {domain.describe()}", field)
     return BadRequest(f"{field}: {error.get('msg', 'invalid')}", field)
+
+
+#: pydantic's bound errors -> (its limit's key, whether the bound is open, whether it is a lower bound)
+_BOUNDS = {"greater_than_equal": ("ge", False, True), "greater_than": ("gt", True, True),
+           "less_than_equal": ("le", False, False), "less_than": ("lt", True, False)}
 
 
 def _union_error(errors: list[Mapping[str, Any]]) -> Mapping[str, Any]:

@@ -205,6 +205,27 @@ BAD = [  # (body, the field the error must name)
 ]
 
 
+@pytest.mark.parametrize("field, value, said", [
+    ("top_n", 0, "top_n: must be an integer >= 1"),
+    ("budget", -1, "budget: must be an integer >= 0"),
+    ("max_chunks_per_doc", 0, "max_chunks_per_doc: must be an integer >= 1"),
+    ("max_tokens_per_doc", -3, "max_tokens_per_doc: must be an integer >= 1"),
+])
+def test_a_number_outside_its_bounds_is_refused_in_the_domains_words(field, value, said):
+    """A request's number outside its bounds reads as every other entrance's parameter error (params.Domain: the
+    command line's ``--k 0: must be an integer >= 1``), not in pydantic's words ("Input should be greater than or
+    equal to 1"); the same parse serves /v1, /v2 and MCP's rerank."""
+    import json
+
+    from acurank_cli.serve.limits import Limits
+    from acurank_cli.serve.protocol import BadRequest, parse
+
+    body = json.dumps({"query": "q", "documents": ["a", "b"], field: value}).encode()
+    with pytest.raises(BadRequest) as refused:
+        parse(body, "v2", Limits())
+    assert (str(refused.value), refused.value.field) == (said, field)
+
+
 def test_every_bad_request_is_a_4xx_naming_its_field(minilm):
     assert len(BAD) >= 25
     headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
