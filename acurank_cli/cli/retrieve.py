@@ -12,7 +12,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -69,21 +69,8 @@ def retrieve_cmd(
     vectors = None if encoded_queries is None else _encoded(encoded_queries, queries)
     jvm = start_jvm()
     started = time.perf_counter()
-    if sparse:
-        from ..retrieval.impact import encode_queries, num_impact_docs, retrieve_impact
-
-        docs = num_impact_docs(index)
-        if vectors is None:
-            status(f"encoding {len(queries)} queries with {encoder}", quiet)
-            vectors = encode_queries(encoder, queries)
-        runs = retrieve_impact(index, vectors, hits=hits, threads=threads)
-        what = f"impact ({'pre-encoded queries' if encoder is None else encoder})"
-    else:
-        from ..retrieval.lucene import num_docs, retrieve
-
-        docs = num_docs(index)
-        runs = retrieve(index, queries, hits=hits, k1=k1, b=b, threads=threads)
-        what = f"BM25(k1={k1:g}, b={b:g})"
+    runs, docs, what = _searched(index, queries, vectors, sparse=sparse, encoder=encoder, hits=hits, k1=k1, b=b,
+                                 threads=threads, quiet=quiet)
     seconds = time.perf_counter() - started
     age = _process_age()
     _write(runs, output, tag)
@@ -96,6 +83,25 @@ def retrieve_cmd(
         + (f"; results {age:.2f} s after command start" if age is not None else ""),
         quiet,
     )
+
+
+def _searched(index: str, queries: Any, vectors: Any, *, sparse: bool, encoder: str | None, hits: int, k1: float,
+              b: float, threads: int, quiet: bool) -> tuple[Any, int, str]:
+    """The search itself: (the runs, the index's document count, what searched), BM25 or impact (``sparse``: the
+    queries encoded by ``encoder`` where no ``vectors`` were given)."""
+    if sparse:
+        from ..retrieval.impact import encode_queries, num_impact_docs, retrieve_impact
+
+        docs = num_impact_docs(index)
+        if vectors is None:
+            status(f"encoding {len(queries)} queries with {encoder}", quiet)
+            vectors = encode_queries(encoder, queries)
+        runs = retrieve_impact(index, vectors, hits=hits, threads=threads)
+        return runs, docs, f"impact ({'pre-encoded queries' if encoder is None else encoder})"
+    from ..retrieval.lucene import num_docs, retrieve
+
+    docs = num_docs(index)
+    return retrieve(index, queries, hits=hits, k1=k1, b=b, threads=threads), docs, f"BM25(k1={k1:g}, b={b:g})"
 
 
 def _queries(topics: str | None, dataset: str | None, quiet: bool) -> dict[str, str] | None:

@@ -13,7 +13,7 @@ import logging
 import os
 import signal
 import socket
-from typing import Annotated, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
@@ -69,23 +69,10 @@ def serve(
     limits = Limits(max_documents=max_documents, max_request_bytes=max_request_bytes,
                     max_tokens_per_doc=max_tokens_per_doc, max_in_flight=max_in_flight, max_queued=max_queued,
                     timeout=request_timeout, max_calls=max_calls)
-    bound = []
-
-    def bind() -> None:  # after every check, before the backend loads: a busy port costs no load
-        bound.append(_bind(host, port))
-        if not keys and not _loopback(host):
-            say(f"warning: serving on {host} without --api-key: anyone who reaches it can spend your calls")
-
-    try:
-        service = start_service(reranker, method, generated, limits, cache, calibration=calibration,
-                                allow_map_mismatch=allow_map_mismatch,
-                                passages=(passages, passage_score, max_passages),
-                                ray=ray_options(ray, actors, gpus_per_actor, flags=True), before_load=bind)
-    except BaseException:
-        for sock in bound:
-            sock.close()
-        raise
-    sock = bound[0]
+    service, sock = _bound(host, port, keys, lambda bind: start_service(
+        reranker, method, generated, limits, cache, calibration=calibration, allow_map_mismatch=allow_map_mismatch,
+        passages=(passages, passage_score, max_passages), ray=ray_options(ray, actors, gpus_per_actor, flags=True),
+        before_load=bind))
     methods = service.methods
     tools = mcp_tools(service, reranker, read_dir)
     app = create_app(service, reranker, keys, on_shutdown=lambda: service.close(limits.timeout), log=say, mcp=tools,
@@ -96,6 +83,25 @@ def serve(
         f"{'bearer keys: ' + str(len(keys)) if keys else 'no authentication'}; "
         f"{limits.max_in_flight} in flight, {limits.max_queued} queued)")
     _run(app, sock, service, limits.timeout)
+
+
+def _bound(host: str, port: int, keys: list[str], start: Callable[[Callable[[], None]], Any]) -> tuple[Any, Any]:
+    """The service ``start(bind)`` makes, and the socket ``bind`` opened: after every check, before the backend
+    loads, so that a busy port costs no load (the socket closed again where the start fails)."""
+    bound = []
+
+    def bind() -> None:
+        bound.append(_bind(host, port))
+        if not keys and not _loopback(host):
+            say(f"warning: serving on {host} without --api-key: anyone who reaches it can spend your calls")
+
+    try:
+        service = start(bind)
+    except BaseException:
+        for sock in bound:
+            sock.close()
+        raise
+    return service, bound[0]
 
 
 def mcp_tools(service, model: str, read_dir: list[str] | None):

@@ -5,6 +5,7 @@ cut's and the fixed top-k's; how P(no relevant document) separates the queries w
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 from pathlib import Path
 
 from ..errors import InputError
@@ -57,22 +58,30 @@ def calibration_report(stats: Mapping[str, StatsRecord], run: Mapping[str, Mappi
                "fixed_k": {str(k): mean(v) for k, v in per_k.items() if k in (1, 3, 5, 10, 20)}},
         "nothing_here": {"queries_without_relevant": len(none_pos), "auc_p_none": auc(none_pos, none_neg)},
     }
-    summary = Table(f"{name}: P(relevant) (grade >= {g}) on {len(judged)} judged queries, {len(ps)} documents",
-                    ["Measure", "Value"])
-    summary.add("expected calibration error", num(ece))
-    summary.add("Brier score", num(score))
-    summary.add("share relevant / mean P(relevant)", f"{num(mean(ys))} / {num(mean(ps))}")
+    return _report(name, data)
+
+
+def _report(name: str, data: dict[str, Any]) -> Report:
+    """The report's tables (the summary, the reliability bins) and records, from its figures (``data``)."""
+    f1, none = data["f1"], data["nothing_here"]
+    summary = Table(f"{name}: P(relevant) (grade >= {data['grade']}) on {data['queries']} judged queries, "
+                    f"{data['documents']} documents", ["Measure", "Value"])
+    summary.add("expected calibration error", num(data["ece"]))
+    summary.add("Brier score", num(data["brier"]))
+    summary.add("share relevant / mean P(relevant)", f"{num(data['base_rate'])} / {num(data['mean_p'])}")
+    cut_queries = f1["cut_queries"]
     summary.add("F1 at the run's cut" + (f" ({cut_queries} queries cut)" if cut_queries else " (no cut)"),
-                num(mean(f1_cut)))
-    summary.add("F1 at the oracle cut", num(mean(f1_oracle)))
-    summary.add(f"F1 at the best fixed top-k here (k = {best_k}; chosen on these queries)", num(mean(per_k[best_k])))
-    area = data["nothing_here"]["auc_p_none"]
-    summary.add(f"ROC AUC of P(none) for the {len(none_pos)} queries with nothing relevant", num(area))
+                num(f1["cut"]))
+    summary.add("F1 at the oracle cut", num(f1["oracle"]))
+    summary.add(f"F1 at the best fixed top-k here (k = {f1['best_fixed_k']}; chosen on these queries)",
+                num(f1["best_fixed_k_f1"]))
+    summary.add(f"ROC AUC of P(none) for the {none['queries_without_relevant']} queries with nothing relevant",
+                num(none["auc_p_none"]))
     reliability = Table("reliability (equal-width bins of P(relevant))", ["Bin", "Documents", "Mean P", "Share relevant"])
-    for b in table:
+    for b in data["bins"]:
         reliability.add(f"[{b['lo']:.1f}, {b['hi']:.1f})", str(b["documents"]), num(b["p"]), num(b["relevant"]))
     records = [{"bin_lo": b["lo"], "bin_hi": b["hi"], "documents": b["documents"], "mean_p": b["p"],
-                "share_relevant": b["relevant"]} for b in table]
+                "share_relevant": b["relevant"]} for b in data["bins"]]
     return Report([summary, reliability], records, data)
 
 
