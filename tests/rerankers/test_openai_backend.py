@@ -132,12 +132,12 @@ def test_slow_reply_times_out_and_is_retried():
 
 
 def test_concurrency_bounds_requests_in_flight():
+    """--concurrency 4: the server holds four requests at once (each answered after 0.15 s), never a fifth; 1: one.
+    The overlap is read from the server's own count, not from a wall-clock bound (which failed on a loaded machine:
+    1.94 s against the 1.08 s it asked, with the four in flight all the same)."""
     with FakeServer(lambda q, a: ("ok", 0.15)) as srv:
-        t0 = time.perf_counter()
         results = _build(srv, concurrency=4).rerank(_reqs([f"q{i}" for i in range(12)]))
-        elapsed = time.perf_counter() - t0
     assert len(results) == 12 and srv.max_in_flight == 4
-    assert elapsed < 12 * 0.15 * 0.6  # really overlapped (serial would be 1.8 s)
     with FakeServer(lambda q, a: ("ok", 0.05)) as srv:
         _build(srv, concurrency=1).rerank(_reqs([f"q{i}" for i in range(4)]))
     assert srv.max_in_flight == 1
