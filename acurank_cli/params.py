@@ -130,11 +130,11 @@ class Option:
     ``name`` (the keyword; empty: the record field's own name), ``kind`` (what the flag parses: int, float, str or
     an enum; None: the field's annotation), ``help``, ``domain`` (checked when the record is made, before any
     model call), ``flag`` (when not ``--name``) and ``cli`` (False: a checked field that is no option, such as
-    the N a method's name carries). ``reads`` and ``writes`` declare a file the value names, so that a command checks
-    it with its other files before anything is written (:func:`~acurank_cli.plugins.declared_files`): ``reads`` True (the value is a path
-    read) or a function of the value giving the path read, or None where it names no file (``--prompt``: a template
-    file, or a format's name); ``writes`` True: the value is a path the run appends to (a log, continued when the
-    run resumes). ``Option(...)(default)`` is the record's field."""
+    the N a method's name carries). ``reads`` and ``writes`` declare a file the value names, so that a command
+    checks it with its other files before anything is written (:func:`~acurank_cli.plugins.declared_files`):
+    ``reads`` True (the value is a path read) or a function of the value giving the path read, or None where it
+    names no file (``--prompt``: a template file, or a format's name); ``writes`` True: the value is a path the run
+    appends to (a log, continued when the run resumes). ``Option(...)(default)`` is the record's field."""
 
     name: str = ""
     kind: type | None = None

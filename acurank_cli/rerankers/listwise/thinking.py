@@ -50,7 +50,6 @@ GATED_OFF_EFFORT = ReasoningEffort.low
 DEFAULT_LOCAL_BUDGET = 1024
 
 
-
 @dataclass(frozen=True)
 class ThinkingOptions:
     """Listwise LLMs that may think (hf:, vllm:, openai:, and the simulated reranker's thinking model)."""
