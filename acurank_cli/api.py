@@ -30,12 +30,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .errors import InputError
-from .params import ParameterError, at_least, between
+from .params import ParameterError, at_least
 from .method.strategy import Strategy
-from .records import CallTally
+from .relevance.pivot import SAID
 from .rerankers.backend import RerankerBase
+from .results import RankedDoc, RerankOutput, Tokens, relevance_scores
 from .run import pipeline
-from .run.documents import DocLike, Prepared, RankedDoc, RerankOutput, Tokens, output_of, prepare, relevance_scores
+from .run.documents import DocLike, Prepared, output_of, prepare
+from .run.request import Request
 
 _Prepared = Prepared  # the name the previous release's callers imported
 
@@ -74,7 +76,8 @@ class Reranker:
         #: the calls' queries against the map's fitting queries (a shift said once, as a CalibrationShiftWarning)
         self._watch = None if self.calibration is None else ShiftWatch(self.calibration.fit)
         self._session = pipeline.Session(self.strategy, backend, backend_options,
-                                         ray_options(ray, actors, gpus_per_actor), self.passages)
+                                         ray_options(ray, actors, gpus_per_actor), self.passages, methods=self.methods,
+                                         calibration=self.calibration, allow_map_mismatch=allow_map_mismatch)
         built = self._session.start(cache, batch_queries)
         self.backend, self.reranker, self.cache_path = built.backend, built.reranker, built.cache_path
         self.batch_queries = built.batch_queries
@@ -108,47 +111,26 @@ class Reranker:
                      pivots: Sequence[str] | None = None, cut_target: str | None = None) -> list[RerankOutput]:
         """Rerank many queries; up to ``batch_queries`` advance together so their windows share batches.
         ``top_k``, ``min_p_topk``, ``min_p_relevant`` and ``cut`` cut every query's output (``cut_target``: where the
-        cut's calls go); ``pivots``: each query's pivot passage (see :meth:`rerank`)."""
+        cut's calls go); ``pivots``: each query's pivot passage (see :meth:`rerank`). Each query is one
+        :class:`~acurank_cli.run.request.Request`, admitted by the session's rules as every entrance's is."""
         if self.reranker is None:
             raise InputError("this Reranker is closed: build a new one (Reranker(...)) to rerank again")
-        if top_k is not None and not at_least(1).contains(top_k):
-            raise ParameterError("top_k", top_k, at_least(1).describe())
-        if min_p_topk is not None:
-            if not between(0.0, 1.0).contains(min_p_topk):
-                raise ParameterError("min_p_topk", min_p_topk, between(0.0, 1.0).describe())
-            if self.cutoff is None:
-                raise InputError(f"min_p_topk needs a method with ratings and a cutoff k (acurank...), not {self.method!r}")
-        cuts = self._relevance_cuts(min_p_relevant, cut, cut_target)
         queries = list(queries)
         qids = list(qids) if qids is not None else [str(i) for i in range(len(queries))]
         if len(set(qids)) != len(qids) or len(qids) != len(queries):
             raise InputError("give one unique qid per query")
-        self._session.check_instruction(instruction)
-        reads = self._session.needs_texts
-        prepared = [prepare(q, docs, qid, instruction, reads) for (q, docs), qid in zip(queries, qids)]
-        strategy = self._pivoted(self.methods.for_call(top_k=top_k), pivots, prepared)
-        if cuts:  # the cut's calls aimed as the command line aims --cut's (relevance.aims), the first cut's boundary
-            from .relevance import aim_cut
-
-            strategy = aim_cut(strategy, self.calibration, cuts[0], cut_target)
-        group = [p for p in prepared if p.task.n > 0]
-        outputs: dict[str, RerankOutput] = {}
-        by_qid = {p.task.qid: p for p in group}
-        # each query's own passages: documents without ids are numbered 0, 1, ... in every query
-        texts_of = lambda task: by_qid[task.qid].docs  # noqa: E731
-        self._session.check([p.task for p in group], "the documents' scores", strategy, texts_of=texts_of)
-        self._watched([p.task for p in group if p.scored])  # documents without scores: nothing to compare
-        for outcome in self._session.run([p.task for p in group], None, None, strategy, texts_of):
-            ratings, pivot = outcome.rated()
-            outputs[outcome.qid] = output_of(by_qid[outcome.qid], outcome, ratings, strategy.cutoff, top_k=top_k,
-                                             min_p_topk=min_p_topk, relevance=self.calibration, cuts=cuts,
-                                             pivot=pivot)
-        for p in prepared:
-            if p.task.n == 0:
-                outputs[p.task.qid] = RerankOutput(qid=p.task.qid, query=p.task.query, docs=(), tally=CallTally(),
-                                                   seconds=0.0, stop=None, k=strategy.cutoff,
-                                                   p_none=None if self.calibration is None else 1.0)
-        return [outputs[qid] for qid in qids]
+        if pivots is not None:
+            pivots = list(pivots)
+            if len(pivots) != len(queries) or not all(isinstance(p, str) and p.strip() for p in pivots):
+                raise InputError("pivot: give one non-empty pivot passage per query")
+        requests = [Request(q, docs, qid, instruction=instruction, top_k=top_k, min_p_topk=min_p_topk,
+                            min_p_relevant=min_p_relevant, cut=cut, cut_target=cut_target,
+                            pivot=None if pivots is None else pivots[i])
+                    for i, ((q, docs), qid) in enumerate(zip(queries, qids))]
+        admitted = self._session.admit(requests, SAID["api"])
+        self._watched([a.prepared.task for a in admitted if a.prepared.task.n > 0 and a.prepared.scored])
+        outputs = {a.request.qid: self._session.answer(a, outcome) for a, outcome in self._session.drive(admitted)}
+        return [outputs.get(a.request.qid) or self._session.answer(a, None) for a in admitted]
 
     @property
     def calibration_shift(self):
@@ -168,43 +150,6 @@ class Reranker:
             from .relevance.shift import CalibrationShiftWarning
 
             warnings.warn(shift.line("calibration"), CalibrationShiftWarning, stacklevel=3)
-
-    def _pivoted(self, strategy: Strategy, pivots: Sequence[str] | None, prepared: list[Prepared]) -> Strategy:
-        """The call's strategy with a pivot in every window where ``pivots`` are given (one per query), each query's
-        pivot passage among its documents: the pivot's rules as every entrance says them (:mod:`acurank_cli.relevance`:
-        the method rates a pivot, documents ranked whole, a map fit with a pivot needs one and one fit without
-        refuses it, the pivot fits the backend)."""
-        from .records import pivot_id
-        from .relevance import SAID, Pivot, check_pivot, pivoted
-
-        if pivots is not None:
-            pivots = list(pivots)
-            if len(pivots) != len(prepared) or not all(isinstance(p, str) and p.strip() for p in pivots):
-                raise InputError("pivot: give one non-empty pivot passage per query")
-            strategy = pivoted(strategy, SAID["api"])
-        check_pivot(pivots is not None, self.passages, self.calibration, SAID["api"])
-        if pivots is not None:
-            docs = {}
-            Pivot.given({p.task.qid: text for p, text in zip(prepared, pivots)}, SAID["api"]).add_texts(
-                self._session.needs_texts, self._session.spec or type(self.backend).__name__,
-                [p.task.qid for p in prepared], docs, SAID["api"])
-            for p in prepared:  # each query's own pivot among its own documents (none: the simulated reranker's)
-                if pivot_id(p.task.qid) in docs:
-                    p.docs[pivot_id(p.task.qid)] = docs[pivot_id(p.task.qid)]
-        return strategy
-
-    def _relevance_cuts(self, min_p_relevant: float | None, cut: str | None, target: str | None = None) -> tuple:
-        """``min_p_relevant`` and ``cut`` checked (both need the calibration map), as the cuts they are:
-        ``min_p_relevant=X`` is the cut ``p:X`` (one rule, :class:`~acurank_cli.relevance.Cut`); ``cut_target`` only
-        with one of them."""
-        from .relevance import SAID, Cut, cut_asked
-
-        parsed = cut_asked(self.calibration, cut, target, SAID["api"],
-                           also=None if min_p_relevant is None else "min_p_relevant")
-        if min_p_relevant is not None and not between(0.0, 1.0).contains(min_p_relevant):
-            raise ParameterError("min_p_relevant", min_p_relevant, between(0.0, 1.0).describe())
-        return tuple(c for c in (parsed, None if min_p_relevant is None else Cut("p", float(min_p_relevant)))
-                     if c is not None)
 
     def strategy_for(self, top_k: int | None) -> Strategy:
         """The method that serves a call keeping ``top_k`` documents (:meth:`~acurank_cli.run.pipeline.Methods.for_call`)."""

@@ -11,6 +11,10 @@ class InputError(ValueError):
     ``field``: the setting the message is about, as the entrance that raised it names it (a flag, an API keyword, a
     request field), where an entrance reports it apart from the message (serve's 400 names its field)."""
 
+    #: the refusal is about a call's documents, as a list or as the tasks they make (a server says it of its request's
+    #: ``documents``): set where a call is admitted (:func:`acurank_cli.run.request.admit`)
+    of_documents = False
+
     def __init__(self, message: str, source: str | None = None, line: int | None = None, *, field: str | None = None):
         self.message = message
         self.source = source

@@ -101,6 +101,15 @@ def check_tasks(strategy: Strategy, tasks: Sequence[RankingTask]) -> list[str]:
             "decide a top k"]
 
 
+def expect_kernels(strategy: Strategy, tasks: Sequence[RankingTask]) -> None:
+    """Tell the compiled kernels what the run may ask of them (its queries' most calls; unknown where the method does
+    not say): a small run rates its windows before numba would have loaded (:mod:`acurank_cli.method.compiled`)."""
+    from .compiled import expect
+
+    most = [strategy.most_calls(t) for t in tasks]
+    expect(None if any(m is None for m in most) else sum(most))
+
+
 def apply(window: Sequence[str], perm: Permutation) -> list[str]:
     """The window's docids in the reranker's returned order."""
     return [window[i] for i in perm]

@@ -33,6 +33,10 @@ class Spelling:
     target: str = "--cut-target"
     #: what a cut needs where no map is given (after "CUT needs ")
     no_map: str = "--calibration MAP.json (the map that gives P(relevant))"
+    #: how many documents a call keeps (the API's ``top_k``, a request's ``top_n``: they cut the list, never k)
+    top_k: str = "top_k"
+    #: the documents as a whole (a refusal about them, or about the set of tasks they make)
+    documents: str = "documents"
 
 
 SAID = {
@@ -45,7 +49,7 @@ SAID = {
     "request": Spelling(pivot="pivot", calibration="this server's --calibration map", passages="max_chunks_per_doc",
                         this="this request", simulated="pivot \"simulated\"", grade="the server's --sim-pivot-grade",
                         texts="the query's pivot passage", cut="cut", target="cut_target",
-                        no_map="P(relevant): this server was started without --calibration MAP.json"),
+                        no_map="P(relevant): this server was started without --calibration MAP.json", top_k="top_n"),
 }
 
 

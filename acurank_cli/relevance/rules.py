@@ -171,15 +171,16 @@ def check_origin(calibration: CalibrationMap | None, backend: str | None, method
                          f"{allow}")
 
 
-def check_applicable(strategy: Any, passages: Any, flag: str = "--calibration") -> None:
+def check_applicable(strategy: Any, passages: Any, flag: str = "--calibration", split_by: str | None = None) -> None:
     """A map applies to a method with ratings (a cutoff k) over documents ranked whole: anything else is refused in
-    one line, before any call."""
+    one line, before any call (``split_by``: what asked for the passages, where not ``--passages``/``passages``)."""
     if strategy.cutoff is None:
         raise InputError(f"{flag}: method {strategy.name!r} keeps no ratings to calibrate (the acurank and "
                          "acurank-auto families do)")
     if passages is not None:
-        raise InputError(f"{flag} with {'--' if flag.startswith('--') else ''}passages: P(relevant) is calibrated on "
-                         "documents ranked whole; rank them whole, or without a map")
+        split_by = split_by or ("--passages" if flag.startswith("--") else "passages")
+        raise InputError(f"{flag} with {split_by}: P(relevant) is calibrated on documents ranked whole; rank them "
+                         "whole, or without a map", field=split_by)
 
 
 def judged(relevance: Relevance, ranking: Sequence[Any], ratings: Mapping[str, Any],

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from ..errors import InputError, OptionError
-from ..method.strategy import Strategy, check_tasks
+from ..method.strategy import Strategy, check_tasks, expect_kernels
 from ..method.choices import Init
 from ..method.registry import build_strategy, method_options
 from ..params import Domain, ParameterError, at_least
@@ -25,10 +25,13 @@ from ..rerankers.cache import default_cache_path, with_cache
 from ..rerankers.listwise.thinking import gate_of
 from .driver import Driver, StepHook
 from .lanes import QUERIES_PER_LANE
+from .request import Unservable, check_servable
 
 if TYPE_CHECKING:
+    from ..results import RerankOutput
     from .documents import Prepared
     from .passages import Passages
+    from .request import Admitted, Request
 
 
 @dataclass(frozen=True)
@@ -94,20 +97,6 @@ def method(name: str | None, options: Mapping[str, Any] | None = None, source: S
     if "init" not in options and "init" in method_options(name) and source.init is not Init.score:
         options["init"] = source.init
     return build_strategy(name, options, baseline_only=baseline_only)
-
-
-class Unservable(InputError):
-    """A method whose queries advance together cannot be served one request at a time."""
-
-
-def check_servable(strategy: Strategy) -> None:
-    """Refuse (:class:`Unservable`) a method that advances every query of a run together: the server's --method and
-    each request's ``method`` are checked here, the one place the rule is said."""
-    if strategy.for_run().lockstep:
-        raise Unservable(f"method {strategy.name!r} advances every query of a run together (a query-set budget or a "
-                         "pool shared by the run's queries) and cannot be served a request at a time"
-                         + (" (acurank-auto: give --beta-pool query)" if strategy.name.startswith("acurank-auto")
-                            else ""))
 
 
 def check_served_backend(reranker: str | None) -> None:
@@ -196,15 +185,6 @@ def check_batch_queries(batch_queries: int | None) -> int | None:
     return batch_queries
 
 
-def expect_kernels(strategy: Strategy, tasks: Sequence[RankingTask]) -> None:
-    """Tell the compiled kernels what the run may ask of them (its queries' most calls; unknown where the method does
-    not say): a small run rates its windows before numba would have loaded (:mod:`acurank_cli.method.compiled`)."""
-    from ..method.compiled import expect
-
-    most = [strategy.most_calls(t) for t in tasks]
-    expect(None if any(m is None for m in most) else sum(most))
-
-
 def cache_path(cache: str | None) -> str | None:
     """``--cache``'s value as a path: "default" is :func:`~acurank_cli.rerankers.cache.default_cache_path`."""
     return str(default_cache_path()) if cache == "default" else cache
@@ -238,8 +218,13 @@ class Session:
     ``passages``: long documents ranked by their passages (:mod:`.passages`), or None: documents whole."""
 
     def __init__(self, strategy: Strategy, backend: str | RerankerBase | None = None,
-                 options: Mapping[str, Any] | None = None, ray: Any = None, passages: "Passages | None" = None):
+                 options: Mapping[str, Any] | None = None, ray: Any = None, passages: "Passages | None" = None, *,
+                 methods: "Methods | None" = None, calibration: Any = None, allow_map_mismatch: bool = False):
         self.strategy = strategy
+        #: the methods its requests may ask for (:meth:`admit`; None: the session's own strategy for every call), the
+        #: map that gives P(relevant) (None: none), and whether a request may name another method than the map's
+        self.methods = methods
+        self.calibration, self.allow_map_mismatch = calibration, allow_map_mismatch
         #: where windows run (:class:`~acurank_cli.run.ray_executor.RayOptions`), or None: in this process
         self.ray = ray
         self.spec = backend if isinstance(backend, str) or backend is None else None
@@ -306,6 +291,30 @@ class Session:
         if p.task.n > 0:
             self.check([p.task], "the documents' scores", strategy)
         return p
+
+    def admit(self, requests: Sequence["Request"], said: Any, *, one_at_a_time: bool = False) -> list["Admitted"]:
+        """Every rule about each request, in one order, before any call (:func:`acurank_cli.run.request.admit`):
+        ``said``, how the entrance names its settings (:data:`acurank_cli.relevance.SAID`); ``one_at_a_time``: a
+        server's request."""
+        from .request import admit
+
+        return admit(self, requests, said, one_at_a_time=one_at_a_time)
+
+    def answer(self, admitted: "Admitted", outcome: QueryOutcome | None) -> "RerankOutput":
+        """An admitted request's output from its outcome (:func:`acurank_cli.run.request.answer`)."""
+        from .request import answer
+
+        return answer(self, admitted, outcome)
+
+    def drive(self, admitted: Sequence["Admitted"]) -> Iterator[tuple["Admitted", QueryOutcome]]:
+        """Drive admitted requests together (one call's: one method), each with its outcome as it completes."""
+        served = {a.task.qid: a for a in admitted if a.prepared.task.n > 0}
+        if not served:
+            return iter(())
+        first = next(iter(served.values()))
+        driver = Driver(first.strategy, self.pipeline.reranker, None, self.pipeline.batch_queries,
+                        texts_of=lambda task: served[task.qid].docs, gate=self.gate)
+        return ((served[o.qid], o) for o in driver.run([a.task for a in served.values()]))
 
     def check_instruction(self, instruction: str | None) -> None:
         """A query's own instruction needs a backend that puts one in its prompt (refused before any call): the one

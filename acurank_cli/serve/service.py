@@ -15,21 +15,33 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from ..errors import InputError, OptionError
+from ..errors import InputError
 from ..method.registry import method_options
 from ..method.strategy import Strategy
-from ..params import ParameterError
-from ..relevance import SAID, Cut, Pivot, aim_cut, check_pivot, cut_asked, pivoted
+from ..relevance import SAID
 from ..records import QueryOutcome, RankingTask, Step
 from ..rerankers.counted import Counted
-from ..run.documents import Prepared, output_of, relevance_scores
-from ..run.passages import DEFAULT_WORDS, Passages, Split, split
+from ..results import relevance_scores
+from ..run.passages import Passages
+from ..run.request import Admitted, Request
 from .admission import Admission, Feed
-from ..run.pipeline import Methods, Session, Unservable, check_servable
+from ..run.pipeline import Session
 from .metrics import Metrics
 from .protocol import BadRequest, Limits, RerankCall
+
+
+def _refused(exc: InputError, call: RerankCall) -> BadRequest:
+    """A refusal of the session's as the server says it: one line naming the request's field (``exc.field``); said
+    of the request, not of its internal query id, where it is about its documents."""
+    field = exc.field or "documents"
+    if (exc.source or "").startswith("documents["):  # one document: named
+        return BadRequest(" ".join(str(exc).split()), exc.source)
+    if exc.of_documents:
+        said = " ".join(str(exc).split()).replace(f"query {call.id} ", "the request ").replace(call.id, "the request")
+        return BadRequest(f"documents: {said}", field)
+    return BadRequest(" ".join(exc.message.split()), field)
 
 
 class BackendFailed(Exception):
@@ -38,17 +50,14 @@ class BackendFailed(Exception):
 
 @dataclass(frozen=True)
 class Ticket:
-    """An admitted request: what it asked, its task, the method planning it, and its answer to come."""
+    """An admitted request: what it asked, the session's admission of it (its task, passages and cut), the method
+    planning it (this request's own run of it), and its answer to come."""
 
     call: RerankCall
-    prepared: Prepared
+    admitted: Admitted
     strategy: Strategy
     future: Future
-    admitted: float
-    #: the request's documents as passages (the server's --passages, or the request's max_chunks_per_doc); None: whole
-    split: Split | None = None
-    #: where the request's list stops (its ``cut``), or None
-    cut: Cut | None = None
+    admitted_at: float
 
 
 def start_service(reranker: str, method: str | None, flags: dict, limits: Limits, cache: str | None, *,
@@ -63,26 +72,25 @@ def start_service(reranker: str, method: str | None, flags: dict, limits: Limits
     options, backend_options = pipeline.split_options(flags)
     methods, calibrated = pipeline.served_methods(method, options, calibration, passages[0], reranker=reranker,
                                                   allow_map_mismatch=allow_map_mismatch)
-    session = Session(methods.strategy, reranker, backend_options, ray, Passages.of(*passages))  # checked, not built
+    session = Session(methods.strategy, reranker, backend_options, ray, Passages.of(*passages), methods=methods,
+                      calibration=calibrated, allow_map_mismatch=allow_map_mismatch)  # checked, not built
     try:
         before_load()
         session.start(cache, None)
     except BaseException:
         session.close()
         raise
-    return RerankService(session, methods, limits, calibration=calibrated, allow_map_mismatch=allow_map_mismatch)
+    return RerankService(session, limits)
 
 
 class RerankService:
     """One backend and method, serving rerank requests from any number of threads."""
 
-    def __init__(self, session: Session, methods: Methods, limits: Limits, metrics: Metrics | None = None,
-                 calibration=None, allow_map_mismatch: bool = False):
-        """``session``: started (its backend built behind the cache); ``methods``: the server's method and those a
-        request may name; ``calibration``: the map that makes relevance_score P(relevant) (``--calibration``), or None;
-        ``allow_map_mismatch``: a request may name another method than the map's (--allow-map-mismatch)."""
-        self.session, self.methods, self.limits = session, methods, limits
-        self.calibration, self.allow_map_mismatch = calibration, allow_map_mismatch
+    def __init__(self, session: Session, limits: Limits, metrics: Metrics | None = None):
+        """``session``: started (its backend built behind the cache), with the server's method and those a request
+        may name (``session.methods``) and the map that makes relevance_score P(relevant) (``session.calibration``,
+        ``--calibration``; None: none)."""
+        self.session, self.methods, self.limits = session, session.methods, limits
         self.metrics = metrics or Metrics()
         self.feed = Feed()
         self.lock = threading.Lock()
@@ -104,130 +112,30 @@ class RerankService:
         return len(self.tickets)
 
     def submit(self, call: RerankCall) -> Ticket:
-        """Admit a request: its method and documents checked before any call (BadRequest naming the field), or
-        429 when the server holds as many as it may."""
+        """Admit a request: every rule of the session's (:meth:`~acurank_cli.run.pipeline.Session.admit`) before any
+        call, a refusal a 400 naming its field; 429 when the server holds as many as it may."""
         if self.draining:
             raise BadRequest("the server is shutting down", None, 503, {"Retry-After": "5"})
-        strategy = self._method(call)
-        try:
-            check_servable(strategy)
-        except Unservable as exc:
-            raise BadRequest(str(exc), "method") from None
-        if self.calibration is not None:  # relevance_score is P(relevant) for every request, or the request is refused
-            self._calibrable(call, strategy)
-        strategy, cut = self._cut(call, self._pivoted(call, strategy))
-        run = strategy.for_run()
         docs = [{"text": t, "title": title} if title else {"text": t} for t, title in zip(call.texts, call.titles)]
+        request = Request(call.query, docs, call.id, instruction=call.instruction, top_k=call.top_n, cut=call.cut,
+                          cut_target=call.cut_target, pivot=call.pivot, method=call.method, budget=call.budget,
+                          max_chunks=call.max_chunks_per_doc)
         try:
-            prepared = self.session.prepared(call.query, docs, run, qid=call.id, instruction=call.instruction)
-        except OptionError as exc:
-            raise BadRequest(" ".join(str(exc).split()), "instruction") from None
-        except (InputError, ParameterError) as exc:  # said of the request, not of its internal query id
-            if isinstance(exc, InputError) and (exc.source or "").startswith("documents["):  # one document: named
-                raise BadRequest(" ".join(str(exc).split()), exc.source) from None
-            said = " ".join(str(exc).split()).replace(f"query {call.id} ", "the request ")
-            said = said.replace(call.id, "the request")
-            raise BadRequest(f"documents: {said}", "documents") from None
-        if call.pivot is not None:  # the pivot fits the backend: its passage among the request's documents
-            try:
-                Pivot.given({call.id: call.pivot}, SAID["request"]).add_texts(
-                    self.session.needs_texts, self.session.spec or "", [call.id], prepared.docs, SAID["request"])
-            except InputError as exc:
-                raise BadRequest(exc.message, "pivot") from None
-        task, docs, parts = self._split(call, prepared, run)
-        ticket = Ticket(call, prepared, run, Future(), time.perf_counter(), parts, cut=cut)
+            [admitted] = self.session.admit([request], SAID["request"], one_at_a_time=True)
+        except InputError as exc:
+            raise _refused(exc, call) from None
+        run = admitted.strategy.for_run()
+        ticket = Ticket(call, admitted, run, Future(), time.perf_counter())
         with self.lock:
             if len(self.tickets) >= self.limits.max_in_flight + self.limits.max_queued:
                 raise BadRequest(f"the server holds {len(self.tickets)} requests, as many as it takes "
                                  f"({self.limits.max_in_flight} in flight, {self.limits.max_queued} queued): "
                                  "try again shortly", None, 429, {"Retry-After": "1"})
             self.tickets[call.id] = ticket
-        if prepared.task.n == 0:  # pragma: no cover - protocol.parse refuses an empty list
+        if admitted.prepared.task.n == 0:  # pragma: no cover - protocol.parse refuses an empty list
             raise BadRequest("documents must hold at least one document", "documents")
-        self.feed.admit(Admission(task, run, docs, call.id))
+        self.feed.admit(Admission(admitted.task, run, admitted.docs, call.id))
         return ticket
-
-    def passages_for(self, call: RerankCall) -> Passages | None:
-        """How the request's documents are split: the server's --passages, with at most the request's
-        ``max_chunks_per_doc`` passages a document (never more than the server's --max-passages); a request's
-        ``max_chunks_per_doc`` on a server started without --passages splits into passages of
-        :data:`~acurank_cli.run.passages.DEFAULT_WORDS` words. None: documents whole."""
-        server, asked = self.session.passages, call.max_chunks_per_doc
-        if asked is None or not self.session.needs_texts:
-            return server
-        if server is None:
-            return Passages(DEFAULT_WORDS, DEFAULT_WORDS // 2, max_per_doc=asked)
-        return replace(server, max_per_doc=min(asked, server.max_per_doc))
-
-    def _split(self, call: RerankCall, prepared: Prepared, strategy: Strategy):
-        """(task, texts, split) the request is served by: its passages where documents are split (checked by the
-        method as a task of passages, before any call)."""
-        spec = self.passages_for(call)
-        if spec is None:
-            return prepared.task, prepared.docs, None
-        try:
-            parts = split(prepared.task, prepared.docs, spec)
-            strategy.check(parts.task)
-        except (InputError, ParameterError) as exc:
-            raise BadRequest(f"documents: {' '.join(str(exc).split())}".replace(call.id, "the request"),
-                             "max_chunks_per_doc" if call.max_chunks_per_doc is not None else "documents") from None
-        return parts.task, parts.docs, parts
-
-    def _method(self, call: RerankCall) -> Strategy:
-        """The request's method: its name alone, then with its budget, then with k = top_n, each refusal naming
-        the field that caused it (each choice is built once)."""
-        steps = (("method", (call.method, None, None)), ("budget", (call.method, None, call.budget)),
-                 ("top_n", (call.method, call.top_n, call.budget)))
-        for field, (method, top_n, budget) in steps:
-            try:
-                strategy = self.methods.for_call(method, top_n, budget)
-            except (InputError, ParameterError) as exc:
-                raise BadRequest(" ".join(str(exc).split()), field) from None
-        return strategy
-
-    def _calibrable(self, call: RerankCall, strategy: Strategy) -> None:
-        """On a server with a map, a request the map cannot apply to is refused (400 naming its field), never
-        answered with another quantity under the name relevance_score: a method without ratings, or documents split
-        into passages, or another method than the map was fit with (unless --allow-map-mismatch: rerank's rule,
-        relevance.check_origin). The map's k holds for every request (top_n only cuts the list: pipeline.Methods
-        owns it)."""
-        from ..relevance import check_applicable, check_origin
-
-        try:
-            check_applicable(strategy, None, "this server's --calibration map")
-            check_origin(self.calibration, None, strategy.name, allowed=self.allow_map_mismatch)
-        except InputError as exc:
-            raise BadRequest(exc.message, "method") from None
-        if self.passages_for(call) is not None:
-            raise BadRequest("max_chunks_per_doc: this server answers P(relevant) (--calibration), calibrated on "
-                             "documents ranked whole; send the request without max_chunks_per_doc",
-                             "max_chunks_per_doc" if call.max_chunks_per_doc is not None else "documents")
-
-    def _pivoted(self, call: RerankCall, strategy: Strategy) -> Strategy:
-        """The request's method with its pivot in every window (``pivot``): the pivot's rules as every entrance says
-        them (:mod:`acurank_cli.relevance`), each refusal a 400 naming ``pivot``."""
-        said = SAID["request"]  # the passages: the request's max_chunks_per_doc, or this server's --passages
-        said = replace(said, passages=said.passages if call.max_chunks_per_doc is not None else "this server's --passages")
-        try:
-            if call.pivot is not None:
-                strategy = pivoted(strategy, said)
-            check_pivot(call.pivot is not None, self.passages_for(call), self.calibration, said)
-        except InputError as exc:
-            raise BadRequest(exc.message, "pivot") from None
-        return strategy
-
-    def _cut(self, call: RerankCall, strategy: Strategy) -> tuple[Strategy, Cut | None]:
-        """The request's cut (``cut`` and ``cut_target``: rerank's --cut and --cut-target, with this server's map) and
-        its method, the cut's calls aimed as every entrance aims them (:func:`~acurank_cli.relevance.aims`); each
-        refusal a 400 naming its field."""
-        said = SAID["request"]
-        try:
-            cut = cut_asked(self.calibration, call.cut, call.cut_target, said)
-        except InputError as exc:
-            raise BadRequest(exc.message, exc.field) from None
-        if cut is None:
-            return strategy, None
-        return aim_cut(strategy, self.calibration, cut, call.cut_target), cut
 
     def withdraw(self, ticket: Ticket) -> None:
         """The caller is gone: its windows not yet sent are dropped, its answer will not be waited for."""
@@ -240,26 +148,22 @@ class RerankService:
     def answer(self, ticket: Ticket, outcome: QueryOutcome) -> tuple[list[int], list[float], dict, list]:
         """(document indices best first, their 0-1 relevance scores, the request's accounting, each document's
         scoring passage where it was split: {index, text, words} or None)."""
-        if ticket.split is not None:
-            outcome = ticket.split.gather(outcome)
-        calibrated = self.calibration  # every admitted request can be calibrated (_calibrable)
-        ratings, pivot = outcome.rated()
-        out = output_of(ticket.prepared, outcome, ratings, ticket.strategy.cutoff, top_k=ticket.call.top_n,
-                        relevance=calibrated, cuts=() if ticket.cut is None else (ticket.cut,), pivot=pivot)
+        out = self.session.answer(ticket.admitted, outcome)
+        calibrated, cuts = self.session.calibration, ticket.admitted.cuts  # every admitted request is calibrable
         order = [int(d.id) for d in out.docs]
         scores = relevance_scores(out, len(ticket.call.texts))
         passages = [None if d.passage is None else {"index": d.passage.index, "text": d.passage_text,
                                                      "words": [d.passage.start, d.passage.end]} for d in out.docs]
-        tally = outcome.tally
+        tally = out.tally
         usage = {"method": ticket.strategy.name, "calls": tally.calls, "cached_calls": tally.cached_calls,
                  "input_tokens": tally.input_tokens, "output_tokens": tally.output_tokens,
-                 "rounds": tally.rounds, "seconds": round(outcome.seconds, 4),
-                 "stop": outcome.stop.value if outcome.stop is not None else None,
+                 "rounds": tally.rounds, "seconds": round(out.seconds, 4),
+                 "stop": out.stop.value if out.stop is not None else None,
                  "k": out.k, "relevance_score": "p_topk" if out.k is not None else "position"}
         if calibrated is not None:  # relevance_score is P(relevant); P(none) beside it
             usage.update(relevance_score="p_relevant", grade=calibrated.grade, p_none=out.p_none)
-            if ticket.cut is not None:  # the list stops where relevance ends (maybe empty)
-                usage.update(cut=str(ticket.cut))
+            if cuts:  # the list stops where relevance ends (maybe empty)
+                usage.update(cut=str(cuts[0]))
         if tally.thought:  # only where the backend thinks: other answers unchanged
             usage.update(thinking_calls=tally.thinking_calls, reasoning_tokens=tally.reasoning_tokens)
         if tally.thoughts_cut:
@@ -268,9 +172,9 @@ class RerankService:
             usage["note"] = out.note
         if ticket.call.truncated:
             usage["truncated_documents"] = ticket.call.truncated
-        if outcome.passages is not None:
-            usage["passages"] = {"ranked": outcome.passages.ranked, "split": outcome.passages.split,
-                                 "capped": outcome.passages.capped}
+        if ticket.admitted.split is not None:
+            usage["passages"] = {"ranked": ticket.admitted.split.task.n, "split": ticket.admitted.split.split,
+                                 "capped": ticket.admitted.split.capped}
         self.metrics.calls.inc(tally.calls)
         self.metrics.cached_calls.inc(tally.cached_calls)
         self.metrics.tokens.labels("input").inc(tally.input_tokens)

@@ -205,6 +205,26 @@ BAD = [  # (body, the field the error must name)
 ]
 
 
+def test_a_request_the_sessions_rules_refuse_is_one_line_naming_its_field(minilm):
+    """The rules a request meets in the session (Session.admit, the same for the API and every server request): a
+    method whose queries advance together cannot be served one request at a time; a method's check of the task (an
+    acurank-N whose N does not cover the first pass over the documents), said of the request, not of its internal
+    query id. Through HTTP and MCP alike."""
+    many = [f"passage {i} about fleas" for i in range(21)]
+    for extra, field, said in (
+            ({"method": "acurank-auto"}, "method",
+             "method 'acurank-auto' advances every query of a run together (a query-set budget or a pool shared by "
+             "the run's queries) and cannot be served a request at a time (acurank-auto: give --beta-pool query)"),
+            ({"method": "acurank-1", "documents": many}, "documents",
+             "documents: acurank-1: the request has 21 candidates, whose initial pass alone takes 2 calls of m = 20; "
+             "use acurank-N with N >= 2 or a smaller --depth")):
+        body = {"query": "how long do fleas live", "documents": ["a flea", "a cat"], **extra}
+        reply = httpx.post(minilm.url + "/v2/rerank", headers={"Authorization": f"Bearer {KEY}"}, json=body, timeout=60)
+        assert (reply.status_code, reply.json()) == (400, {"message": said, "field": field}), reply.text
+        result = mcp_rerank(minilm.url, KEY, body)
+        assert (result.is_error, result.content[0].text) == (True, f"Error executing tool rerank: {said}")
+
+
 @pytest.mark.parametrize("field, value, said", [
     ("top_n", 0, "top_n: must be an integer >= 1"),
     ("budget", -1, "budget: must be an integer >= 0"),

@@ -1,0 +1,291 @@
+"""One request, whichever entrance it came through: the Python API's ``rerank``/``rerank_batch`` (and the PyTerrier,
+LangChain and LlamaIndex adapters, which call it), a server's ``POST /v1/rerank`` and ``/v2/rerank`` and the MCP
+``rerank`` tool each translate their own form into :class:`Request` records, and
+:meth:`~acurank_cli.run.pipeline.Session.admit` applies every rule about a request, each in one place, in one order
+(:func:`admit`):
+
+1. the method serving it: the session's own, or another by name with a budget (a server's request), with the map's
+   k kept whatever ``top_k`` says (:class:`~acurank_cli.run.pipeline.Methods`); a request served alone refuses a
+   method whose queries advance together;
+2. ``top_k`` and ``min_p_topk`` in their domains;
+3. whether the session's calibration map applies: a method with ratings, the map's own method (unless allowed),
+   documents ranked whole;
+4. the pivot's rules (:mod:`acurank_cli.relevance.pivot`);
+5. the cut (``cut``, and ``min_p_relevant`` as the cut ``p:X``) and where its calls go;
+6. the query's instruction, the documents (:func:`~acurank_cli.run.documents.prepare`), the pivot's passage;
+7. the passages (the session's, or at most ``max_chunks`` a document);
+8. the set's check: every first-stage score under the method's rating init, every task (as the method runs it:
+   by passages where documents are split).
+
+A refusal is an :class:`~acurank_cli.errors.InputError` whose ``field`` names the request's setting it is about, in
+the entrance's words (:class:`~acurank_cli.relevance.Spelling`); the API raises it as it is, a server answers 400
+naming the field. :meth:`~acurank_cli.run.pipeline.Session.answer` turns an admitted request's outcome into its
+:class:`~acurank_cli.results.RerankOutput` (passages gathered back to documents, P(relevant), the cuts, top_k). The
+command line's run is a batch of a run file's queries (:mod:`acurank_cli.run.job`): the same owners decide its rules
+for the whole run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InputError
+from ..params import ParameterError, at_least, between
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..method.strategy import Strategy
+    from ..records import QueryOutcome
+    from ..relevance import Spelling
+    from ..results import RerankOutput
+    from .documents import Prepared
+    from .passages import Passages, Split
+
+
+#: the :class:`~acurank_cli.run.pipeline.Session` whose rules a request meets (its methods, map, passages, backend):
+#: named, not imported, as the session imports this module
+SessionLike = Any
+
+
+class Unservable(InputError):
+    """A method whose queries advance together cannot be served one request at a time."""
+
+
+def check_servable(strategy: Strategy) -> None:
+    """Refuse (:class:`Unservable`) a method that advances every query of a run together: the server's --method and
+    each request's ``method`` are checked here, the one place the rule is said."""
+    if strategy.for_run().lockstep:
+        raise Unservable(f"method {strategy.name!r} advances every query of a run together (a query-set budget or a "
+                         "pool shared by the run's queries) and cannot be served a request at a time"
+                         + (" (acurank-auto: give --beta-pool query)" if strategy.name.startswith("acurank-auto")
+                            else ""))
+
+
+@dataclass(frozen=True)
+class Request:
+    """One query to rerank as every entrance asks it: the query and its documents (strings, dicts or
+    :class:`~acurank_cli.records.Doc` records), and what the call asks of the session's method."""
+
+    query: str
+    documents: Sequence[Any]
+    qid: str = "q"
+    #: this query's task instruction (a listwise LLM's prompt), in place of the backend's
+    instruction: str | None = None
+    #: keep the best top_k (the API's ``top_k``, a request's ``top_n``): it cuts the list, never changes k
+    top_k: int | None = None
+    #: keep the documents whose p_topk is at least this
+    min_p_topk: float | None = None
+    #: with a map: keep the documents whose P(relevant) is at least this (the cut ``p:X``)
+    min_p_relevant: float | None = None
+    #: with a map: where the list stops ("p:X" or "f1") and where the cut's calls go ("cut" or "topk")
+    cut: str | None = None
+    cut_target: str | None = None
+    #: a passage at the relevance boundary written for this query, rated in every window ("simulated": the simulated
+    #: reranker's)
+    pivot: str | None = None
+    #: another of the session's methods by its ``--method`` name (a server's request), and its budget
+    method: str | None = None
+    budget: int | None = None
+    #: at most this many passages a document (a server's ``max_chunks_per_doc``); None: the session's passages
+    max_chunks: int | None = None
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """A request that passed every rule: its documents as a task, the method serving it, its cuts, and its passages
+    (None: documents ranked whole)."""
+
+    request: Request
+    prepared: "Prepared"
+    strategy: "Strategy"
+    cuts: tuple = ()
+    split: "Split | None" = None
+
+    @property
+    def task(self):
+        """The task the method runs: the query's passages where its documents are split."""
+        return self.prepared.task if self.split is None else self.split.task
+
+    @property
+    def docs(self):
+        """The texts the backend reads, by the task's ids."""
+        return self.prepared.docs if self.split is None else self.split.docs
+
+
+def _named(field: str, of_documents: bool = False):
+    """A context that names ``field`` on a refusal that names none yet (the entrance reports it beside the message);
+    ``of_documents``: the refusal is about the call's documents (:attr:`~acurank_cli.errors.InputError.of_documents`)."""
+
+    class _Naming:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, kind, exc, tb):
+            if isinstance(exc, InputError) and exc.field is None:
+                exc.field, exc.of_documents = field, of_documents
+            return False
+
+    return _Naming()
+
+
+def passages_for(session: "SessionLike", request: Request) -> "Passages | None":
+    """How the request's documents are split: the session's passages, with at most the request's ``max_chunks``
+    passages a document (never more than the session's --max-passages); ``max_chunks`` where the session splits
+    none: passages of :data:`~acurank_cli.run.passages.DEFAULT_WORDS` words. None: documents whole."""
+    from dataclasses import replace
+
+    from .passages import DEFAULT_WORDS, Passages
+
+    own, asked = session.passages, request.max_chunks
+    if asked is None or not session.needs_texts:
+        return own
+    if own is None:
+        return Passages(DEFAULT_WORDS, DEFAULT_WORDS // 2, max_per_doc=asked)
+    return replace(own, max_per_doc=min(asked, own.max_per_doc))
+
+
+def _method(session: "SessionLike", request: Request, said: "Spelling", one_at_a_time: bool) -> "Strategy":
+    """Rules 1 and 2: the method by its name, then with its budget, then with the call's top_k (each choice built
+    once), each refusal naming the setting that caused it."""
+    if request.top_k is not None and not at_least(1).contains(request.top_k):
+        raise ParameterError(said.top_k, request.top_k, at_least(1).describe())
+    steps = (("method", (request.method, None, None)), ("budget", (request.method, None, request.budget)),
+             (said.top_k, (request.method, request.top_k, request.budget)))
+    for field, (name, top_k, budget) in steps:
+        with _named(field):
+            strategy = session.methods.for_call(name, top_k, budget)
+    if one_at_a_time:
+        with _named("method"):
+            check_servable(strategy)
+    if request.min_p_topk is not None:
+        if not between(0.0, 1.0).contains(request.min_p_topk):
+            raise ParameterError("min_p_topk", request.min_p_topk, between(0.0, 1.0).describe())
+        if strategy.cutoff is None:
+            raise InputError(f"min_p_topk needs a method with ratings and a cutoff k (acurank...), not "
+                             f"{strategy.name!r}", field="min_p_topk")
+    return strategy
+
+
+def _calibrated(session: "SessionLike", request: Request, strategy: "Strategy", said: "Spelling") -> None:
+    """Rule 3: with a map, a request it cannot apply to is refused, never answered with another quantity under the
+    name of P(relevant): a method without ratings or another method than the map's (a request naming one; the
+    session's own was checked when it was built), or documents split into passages."""
+    from ..relevance import check_applicable, check_origin
+
+    if session.calibration is None:
+        return
+    if request.method is not None:
+        with _named("method"):
+            check_applicable(strategy, None, said.calibration)
+            check_origin(session.calibration, None, strategy.name, allowed=session.allow_map_mismatch)
+    check_applicable(strategy, passages_for(session, request), said.calibration, said.passages)
+
+
+def _pivoted(session: "SessionLike", request: Request, strategy: "Strategy", said: "Spelling") -> "Strategy":
+    """Rule 4: the method with the request's pivot in every window, the pivot's rules as every entrance says them
+    (documents ranked whole; a map fit with a pivot needs one, one fit without refuses it)."""
+    from ..relevance import check_pivot, pivoted
+
+    with _named(said.pivot):
+        if request.pivot is not None:
+            strategy = pivoted(strategy, said)
+        check_pivot(request.pivot is not None, passages_for(session, request), session.calibration, said)
+    return strategy
+
+
+def _cuts(session: "SessionLike", request: Request, strategy: "Strategy", said: "Spelling") -> tuple["Strategy", tuple]:
+    """Rule 5: the request's cuts (``cut``, then ``min_p_relevant`` as the cut ``p:X``: one rule), both needing the
+    map, and the method with the cut's calls aimed as every entrance aims them (:func:`~acurank_cli.relevance.aims`:
+    the first cut's boundary)."""
+    from ..relevance import Cut, aim_cut, cut_asked
+
+    also = None if request.min_p_relevant is None else "min_p_relevant"
+    parsed = cut_asked(session.calibration, request.cut, request.cut_target, said, also=also)
+    if request.min_p_relevant is not None and not between(0.0, 1.0).contains(request.min_p_relevant):
+        raise ParameterError("min_p_relevant", request.min_p_relevant, between(0.0, 1.0).describe())
+    cuts = tuple(c for c in (parsed, None if also is None else Cut("p", float(request.min_p_relevant)))
+                 if c is not None)
+    if cuts:
+        strategy = aim_cut(strategy, session.calibration, cuts[0], request.cut_target)
+    return strategy, cuts
+
+
+def _documents(session: "SessionLike", request: Request, said: "Spelling") -> "Prepared":
+    """Rule 6: the query's own instruction (a backend that puts one in its prompt), its documents as a task, and its
+    pivot's passage among them (the pivot fits the backend)."""
+    from ..relevance import Pivot
+    from .documents import prepare
+
+    with _named("instruction"):
+        session.check_instruction(request.instruction)
+    with _named(said.documents, of_documents=True):
+        prepared = prepare(request.query, request.documents, request.qid, request.instruction,
+                           reads_texts=session.needs_texts)
+    if request.pivot is not None:
+        with _named(said.pivot):
+            Pivot.given({request.qid: request.pivot}, said).add_texts(
+                session.needs_texts, session.spec or type(session.backend).__name__, [request.qid], prepared.docs,
+                said)
+    return prepared
+
+
+def _split(session: "SessionLike", request: Request, prepared: "Prepared", said: "Spelling") -> "Split | None":
+    """Rule 7: the request's documents as passages (None: whole)."""
+    from .passages import split
+
+    spec = passages_for(session, request)
+    if spec is None or prepared.task.n == 0:
+        return None
+    with _named(said.passages if request.max_chunks is not None else said.documents, of_documents=True):
+        return split(prepared.task, prepared.docs, spec)
+
+
+def admit(session: "SessionLike", requests: Sequence[Request], said: "Spelling", *,
+          one_at_a_time: bool = False) -> list[Admitted]:
+    """Every rule about each request, in the module's order, then the set's check (rule 8), before any call.
+    ``said``: how the entrance names its settings; ``one_at_a_time``: a server's request, served alone (a method
+    whose queries advance together refused)."""
+    from ..method.trueskill import check_scores  # numpy: not at the CLI's start
+    from ..method.strategy import check_tasks, expect_kernels
+
+    admitted = []
+    for request in requests:
+        strategy = _method(session, request, said, one_at_a_time)
+        _calibrated(session, request, strategy, said)
+        strategy, cuts = _cuts(session, request, _pivoted(session, request, strategy, said), said)
+        prepared = _documents(session, request, said)
+        admitted.append(Admitted(request, prepared, strategy, cuts, _split(session, request, prepared, said)))
+    served = [a for a in admitted if a.prepared.task.n > 0]
+    if served:
+        strategy = served[0].strategy
+        session.check_gate(strategy)
+        with _named(said.documents, of_documents=True):
+            check_scores([a.prepared.task for a in served], strategy.init, "the documents' scores")
+        asked = any(a.split is not None and a.request.max_chunks is not None for a in served)
+        with _named(said.passages if asked else said.documents, of_documents=True):
+            check_tasks(strategy, [a.task for a in served])
+        expect_kernels(strategy, [a.task for a in served])
+    return admitted
+
+
+def answer(session: "SessionLike", admitted: Admitted, outcome: "QueryOutcome | None") -> "RerankOutput":
+    """The request's output from its query's outcome (None: a request without documents, answered with none): its
+    passages gathered back to documents, each document's rating, p_topk and P(relevant) (with the session's map),
+    cut by the request's cuts, then to its top_k and min_p_topk."""
+    from ..records import CallTally
+    from ..results import RerankOutput
+    from .documents import output_of
+
+    request, calibration = admitted.request, session.calibration
+    if outcome is None:
+        return RerankOutput(qid=request.qid, query=admitted.prepared.task.query, docs=(), tally=CallTally(),
+                            seconds=0.0, stop=None, k=admitted.strategy.cutoff,
+                            p_none=None if calibration is None else 1.0)
+    if admitted.split is not None:
+        outcome = admitted.split.gather(outcome)
+    ratings, pivot = outcome.rated()
+    return output_of(admitted.prepared, outcome, ratings, admitted.strategy.cutoff, top_k=request.top_k,
+                     min_p_topk=request.min_p_topk, relevance=calibration, cuts=admitted.cuts, pivot=pivot)
+
+
+__all__ = ["Admitted", "Request", "Unservable", "admit", "answer", "check_servable", "passages_for"]
