@@ -73,6 +73,7 @@ def rerank(
     from ..run import pipeline
     from ..run.inputs import InputSpec
     from ..io.run_files import RunFiles
+    from ..run.dry_run import run_dry
     from ..run.job import DryRun, RerankJob, run_job
     from ..run.money import Prices
     from ..run.ray_executor import ray_options
@@ -115,7 +116,7 @@ def rerank(
         prices=Prices.of(price_in, price_out),
         max_cost=max_cost,
     )
-    run_job(job, err())
+    (run_job if job.dry_run is None else run_dry)(job, err())
 
 
 def _default_tag(method: str, reranker: str) -> str:

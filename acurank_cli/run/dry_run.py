@@ -11,8 +11,8 @@ from rich.console import Console
 
 from ..errors import InputError
 from ..io.plan import replacing
-from . import pipeline
 from .estimate import PERSISTENT, REHEARSALS, Bill, QueryBill, Spread, estimate, rehearsal_grades
+from .preflight import check_fit, preflight
 
 
 @dataclass(frozen=True)
@@ -34,12 +34,13 @@ class DryRun:
         return cls(int(rehearsals), noise)
 
 
-def run_dry(job: Any, session: pipeline.Session, inputs: Any, err: Console, check_fit: Any) -> Bill:
-    """``job``'s bill (a :class:`~.job.RerankJob`: its method, --dry-run settings, prices and files; the job imports
-    this module, not the reverse), after every check the run makes before its backend is built
-    (:func:`~.job.run_job`'s, the inputs read):
-    the first window's fit (``check_fit``, given the backend's prompt-only form), the rehearsals and the bill;
-    nothing is written but ``--stats``."""
+def run_dry(job: Any, err: Console) -> Bill:
+    """``job``'s bill (a :class:`~.job.RerankJob` with --dry-run: its method, --dry-run settings, prices and files;
+    the job imports this module, not the reverse), after every check the run makes before its backend is built
+    (:func:`~.preflight.preflight`): the first window's fit (given the backend's prompt-only form), the rehearsals and
+    the bill; nothing is written but ``--stats``."""
+    checked = preflight(job, err)
+    session, inputs = checked.session, checked.inputs
     files = job.outputs
     if job.passages is not None:
         raise InputError("--dry-run bills documents ranked whole; rehearse without --passages")
@@ -51,7 +52,7 @@ def run_dry(job: Any, session: pipeline.Session, inputs: Any, err: Console, chec
     prompter = session.choice.prompts()
     try:
         if prompter is not None:
-            check_fit(job, session, prompter, inputs, err)
+            check_fit(job, session, prompter, inputs, err)  # the run's own check, on the prompt-only form
         grades = (inputs.qrels if simulated else None) or rehearsal_grades(tasks, inputs.qrels or None)
         noise = job.dry_run.noise if job.dry_run.noise is not None else (
             float(options.sim_noise) if simulated else 1.0)

@@ -12,19 +12,13 @@ from typing import Any, Iterable
 
 from rich.console import Console
 
-from ..rerankers.listwise.reranker import fit_problem
-from ..console import text_console
 
 from ..errors import InputError, Stopped
-from ..params import ParameterError, positive
 from ..io.run_files import RunFiles, RunWriter
-from ..io.plan import FilePlan
-from ..rerankers.cache import default_cache_path
-from ..rerankers.backends.embeddings import store_path
 from ..io.line_records import stats_line, trace_line
 from ..io.writers import run_lines
 from ..method.strategy import Strategy
-from ..records import (CallTally, ParseStatus, QueryOutcome, Ranked, RankingTask, RerankRequest, RunAbout, StatsRecord, Step, StopReason,
+from ..records import (CallTally, ParseStatus, QueryOutcome, Ranked, RankingTask, RunAbout, StatsRecord, Step, StopReason,
                        TraceRecord)
 from . import pipeline
 from .. import signals
@@ -32,10 +26,11 @@ from . import provenance
 from .fingerprint import RunFingerprint, input_digest, strategy_params
 from .inputs import InputSpec
 from .dry_run import DryRun
-from .money import Cap, Prices, call_bound, check_cap
+from .money import Cap, Prices, call_bound
 from .passages import Passages
+from .preflight import check_fit, preflight
 from ..relevance import Calibrate, Pivot, Relevance
-from ..relevance.shift import by_query, columns, compared
+from ..relevance.shift import by_query, columns
 from .. import relevance as rel
 from .progress import ProgressView
 from ..signals import Interrupted
@@ -103,30 +98,15 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     """Run the job; returns totals (also printed as one summary line on stderr).
 
     Everything is checked before the first model call: output paths, every input, every score
-    under the method's rating init, and (on resume) that the run was made with the same settings.
+    under the method's rating init (:func:`~.preflight.preflight`), and (on resume) that the run was made with the
+    same settings. A job with ``--dry-run`` is :func:`~.dry_run.run_dry`'s.
     """
+    if job.dry_run is not None:
+        raise ValueError("a --dry-run job is run_dry's: it bills the run, run_job runs it")
     started = time.perf_counter()
     files = job.outputs
-    session = pipeline.Session(job.strategy, job.backend, job.backend_options, job.ray, job.passages)  # options checked
-    plan = _checked_outputs(job, session.choice.files)
-    judged = _checked_relevance(job)
-    inputs = job.inputs.load(session.needs_texts)
-    shift = None
-    if job.relevance is not None and job.calibrate is None:  # the map's reranker, method and fitting queries
-        rel.check_origin(job.relevance.calibration, job.backend, job.strategy.name, list(inputs.expected),
-                         job.allow_map_mismatch)
-        shift = compared(job.relevance.calibration.fit, inputs.tasks)  # before any call: queries unlike the map's
-    if job.pivot is not None:
-        job.pivot.add_texts(session.needs_texts, job.backend, list(inputs.expected), inputs.docs)
-    checked = session.check(inputs.tasks, inputs.source, docs=inputs.docs)
-    status = text_console(stderr=True, quiet=True) if job.quiet else err  # --quiet: errors and warnings only
-    for note in inputs.notes:
-        (err if note.startswith("warning:") else status).print(f"acurank: {note}", markup=False)
-    if job.dry_run is not None:  # every check above, then the bill instead of the run (no backend built)
-        from .dry_run import run_dry
-
-        run_dry(job, session, inputs, err, _check_fit)
-        return _Totals()
+    checked = preflight(job, err)
+    session, plan, inputs, shift, status = checked.session, checked.plan, checked.inputs, checked.shift, checked.status
     backend = _loaded(job, session, inputs, status, err)
     fingerprint = _fingerprint(job, backend, inputs, session.needs_texts)
     read = [(n.flag, n.path) for n in plan.reads]
@@ -140,7 +120,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
         raise
     if shift is not None and shift.shifted:
         err.print(f"acurank: {shift.line()}", markup=False, soft_wrap=True)
-    for note in checked:  # about the run: said once it starts (a backend or cache refused says only its error)
+    for note in checked.notes:  # about the run: said once it starts (a backend or cache refused says only its error)
         if note.startswith("warning:"):
             err.print(f"acurank: {note}", markup=False, soft_wrap=True)
         else:
@@ -153,7 +133,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     if job.calibrate is not None:  # in input order, however many invocations finished them: one fit, one map
         place = {qid: i for i, qid in enumerate(inputs.expected)}
         features.sort(key=lambda f: place.get(f[0], len(place)))
-        _fit(job.calibrate, judged, features, job, backend, status, signals=signals)
+        _fit(job.calibrate, checked.judged, features, job, backend, status, signals=signals)
     _summary(status, job, totals, time.perf_counter() - started, inputs)
     if job.quiet and (inputs.skipped_docs or inputs.skipped_queries):  # the summary says it otherwise
         err.print(f"acurank: warning: {_skipped(inputs)}", markup=False)
@@ -184,96 +164,6 @@ def _resuming(job: RerankJob, backend_cached: bool, outputs: RunWriter, inputs, 
         status.print(f"acurank: {job.strategy.name}: the finished queries are replayed (their calls from the call "
                      "cache) so that every query sees the same run as before", markup=False)
     return replay
-
-
-def _checked_outputs(job: RerankJob, backend_files: tuple[list, list]) -> FilePlan:
-    """--model-params, and every output against every input and every other output (see :class:`FilePlan`):
-    nothing is opened for writing before this holds. Returns the plan (what the job reads). ``backend_files``: the
-    files the backend's options name (:attr:`~acurank_cli.rerankers.backend.BackendChoice.files`: a template and a
-    few-shot file read, a --log-prompts log written); with --overwrite, a log restarts with the run (else it is
-    continued)."""
-    files = job.outputs
-    check_cap(job.strategy, job.prices, job.max_cost)
-    if job.model_params is not None and not positive().contains(job.model_params):
-        raise ParameterError("model_params", job.model_params, positive().describe(), flag="--model-params")
-    if files.trace and job.strategy.cutoff is None:  # its file would stay empty
-        raise InputError(f"method {job.strategy.name!r} does not use --trace: it keeps no ratings to trace (the "
-                         "acurank and acurank-auto families do)")
-    if job.inputs.shard is not None and job.strategy.lockstep:
-        raise InputError(_pooled_shard(job.strategy))
-    plan = files.declare(job.inputs.read_by(FilePlan()))
-    reads, logs = backend_files
-    for flag, path in reads:
-        plan.read(flag, path)
-    for flag, path in logs:
-        plan.write(flag, path, may_exist=files.resumable())
-    if job.pivot is not None and job.pivot.texts is not None:
-        plan.read("--pivot", job.pivot.source)
-    if job.calibrate is not None:
-        plan.read("--calibrate", job.calibrate.qrels).write("--calibration", job.calibrate.output)
-    elif job.relevance is not None:
-        plan.read("--calibration", job.relevance.source)
-    if job.cache is not None:
-        cache = default_cache_path() if job.cache == pipeline.DEFAULTS.cache else Path(job.cache)
-        plan.write("--cache", cache, store=True).write("(the embedding store beside --cache)", store_path(cache), store=True)
-    plan.check(files.overwrite)
-    for _, log in logs:
-        if files.overwrite and Path(log).is_file() and job.dry_run is None:  # a dry run writes no log
-            Path(log).write_bytes(b"")
-    return plan
-
-
-def _check_fit(job: RerankJob, session: pipeline.Session, backend, inputs, err: Console) -> None:
-    """Before any call: the longest window (in characters) of the method's first round for the run's first query,
-    fitted to the context as an LLM backend fits it; passages cut below the floor are said once (a warning), and a
-    fit that leaves nothing useful is refused (both were silent)."""
-    if job.passages is not None or not inputs.tasks or not getattr(backend, "needs_texts", False):
-        return
-    from .render import first_round
-
-    task = inputs.tasks[0]
-    score = {c.docid: c.score for c in task.candidates}
-    windows = [[d for d in w if d in inputs.docs and d in score] for w in first_round(job.strategy, task)]  # no pivot
-    window = max(windows, key=lambda w: sum(len(inputs.docs[d].text) for d in w), default=[])
-    if len(window) < 2:
-        return
-    request = RerankRequest(task.qid, task.query, tuple(window), tuple(inputs.docs[d] for d in window),
-                            scores=tuple(score[d] for d in window), instruction=task.instruction)
-    problem = fit_problem(backend, request)
-    if problem is None:
-        return
-    text, useless = problem
-    if useless:
-        session.close()
-        raise InputError(text)
-    err.print(f"acurank: warning: {text}", markup=False, soft_wrap=True)
-
-
-def _pooled_shard(strategy: Strategy) -> str:
-    """Why --shard is refused for a method that pools across the run's queries, and the ways out. Refused, not
-    warned: a sharded run must merge into the unsharded run byte for byte (what merge promises), and a warning in
-    one of a job array's logs is not read; the refusal comes before any call and costs nothing."""
-    what = ("its query-set budget (--budget-total) is spread over the whole run's queries"
-            if strategy.set_budget is not None else "it pools its noise model over the run's queries (--beta-pool run)")
-    way = ("give a per-query budget instead (acurank-N, --budget)" if strategy.set_budget is not None
-           else "pass --beta-pool query (each query alone: shards merge into the unsharded run)")
-    return (f"--shard with {strategy.name}: {what}, so each shard would pool only its own queries and the merged run "
-            f"would differ from the unsharded one; {way}, or rerank without --shard")
-
-
-def _checked_relevance(job: RerankJob) -> dict[str, dict[str, int]] | None:
-    """--calibration, --calibrate, --cut and --score against the method and --passages (before any call); the qrels
-    --calibrate fits on, read (None without it)."""
-    if job.relevance is not None or job.calibrate is not None:
-        rel.check_applicable(job.strategy, job.passages, "--calibrate" if job.calibrate is not None else "--calibration")
-    # the pivot's rules as every entrance says them (the method's: where the method was built, Pivot.pivoted)
-    rel.check_pivot(job.pivot is not None, job.passages, None if job.relevance is None else job.relevance.calibration,
-                    rel.SAID["cli"])
-    if job.calibrate is None:  # the map's k: kept where the method was built (relevance.keep_maps_k)
-        return None
-    from ..io.collection_files import read_qrels
-
-    return read_qrels(job.calibrate.qrels)
 
 
 def _fitted_so_far(job: RerankJob, outputs: RunWriter) -> list:
@@ -311,11 +201,11 @@ def _fit(calibrate: Calibrate, qrels, features: list, job: RerankJob, backend, s
         labels.extend(int(grades.get(d, 0) >= calibrate.grade) for d in docids)
     from .. import redaction
 
+    recorded = columns(signals[qid] for qid, _, _ in features if qid in qrels and qid in signals)
     about = {"queries": queries, "method": job.strategy.name, "k": job.strategy.cutoff,  # no secret in the file
              "reranker": redaction.text(backend.name), "backend": redaction.text(job.backend),
              "run": redaction.text(str(job.inputs.run)), "qrels": redaction.text(calibrate.qrels),
-             "qids": sorted({qid for qid, _, _ in features if qid in qrels})}
-    about["signals"] = columns(signals[qid] for qid, _, _ in features if qid in qrels and qid in signals)
+             "qids": sorted({qid for qid, _, _ in features if qid in qrels}), "signals": recorded}
     fitted = rel.fit(rows, labels, calibrate.grade, about)
     fitted.save(calibrate.output)
     status.print(f"acurank: calibration map (grade >= {calibrate.grade}) fit on {queries} judged queries, "
@@ -329,7 +219,7 @@ def _loaded(job: RerankJob, session: pipeline.Session, inputs, status: Console, 
     backend = session.load(context={"qrels": inputs.qrels}, cache=job.cache)
     for note in backend.notes():
         status.print(f"acurank: {note}", markup=False, soft_wrap=True)
-    _check_fit(job, session, backend, inputs, err)
+    check_fit(job, session, backend, inputs, err)
     if job.max_cost is not None:
         try:
             call_bound(backend, 2)

@@ -1,0 +1,164 @@
+"""What a rerank job checks before its backend is built, the same for the run (:func:`~.job.run_job`) and its dry run
+(:func:`~.dry_run.run_dry`): the backend's options (the session made), every output against every input, the
+relevance flags and the pivot, every input read, the calibration map's origin and whether these queries are unlike
+its own, and every task under the method; then, once a backend can build prompts, the first window's fit. Nothing is
+written and no model is called before all of it holds. ``job`` is a :class:`~.job.RerankJob` (read here, not
+imported: the job imports this module)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from .. import relevance as rel
+from ..console import text_console
+from ..errors import InputError
+from ..io.plan import FilePlan
+from ..params import ParameterError, positive
+from ..records import RerankRequest
+from ..relevance.shift import Shift, compared
+from ..rerankers.backends.embeddings import store_path
+from ..rerankers.cache import default_cache_path
+from ..rerankers.listwise.reranker import fit_problem
+from ..method.strategy import Strategy
+from . import pipeline
+from .money import check_cap
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What the checks leave for the run: the session (options checked, backend not built), the file plan (what the
+    job reads), the qrels ``--calibrate`` fits on (None without it), the inputs read, the comparison of these queries
+    with the map's (None: no map, or one that recorded none), the notes about the tasks to say once the run starts,
+    and the status console (quiet under --quiet)."""
+
+    session: pipeline.Session
+    plan: FilePlan
+    judged: dict | None
+    inputs: Any
+    shift: Shift | None
+    notes: list
+    status: Console
+
+
+def preflight(job: Any, err: Console) -> Checked:
+    """Every check before the backend is built (see the module doc); the inputs' own notes said."""
+    session = pipeline.Session(job.strategy, job.backend, job.backend_options, job.ray, job.passages)  # options checked
+    plan = _checked_outputs(job, session.choice.files)
+    _checked_relevance(job)
+    inputs = job.inputs.load(session.needs_texts)
+    judged, shift = _judged(job, inputs)
+    if job.pivot is not None:
+        job.pivot.add_texts(session.needs_texts, job.backend, list(inputs.expected), inputs.docs)
+    notes = session.check(inputs.tasks, inputs.source, docs=inputs.docs)
+    status = text_console(stderr=True, quiet=True) if job.quiet else err  # --quiet: errors and warnings only
+    for note in inputs.notes:
+        (err if note.startswith("warning:") else status).print(f"acurank: {note}", markup=False)
+    return Checked(session, plan, judged, inputs, shift=shift, notes=notes, status=status)
+
+
+def _checked_outputs(job: Any, backend_files: tuple[list, list]) -> FilePlan:
+    """--model-params, and every output against every input and every other output (see :class:`FilePlan`):
+    nothing is opened for writing before this holds. Returns the plan (what the job reads). ``backend_files``: the
+    files the backend's options name (:attr:`~acurank_cli.rerankers.backend.BackendChoice.files`: a template and a
+    few-shot file read, a --log-prompts log written); with --overwrite, a log restarts with the run (else it is
+    continued)."""
+    files = job.outputs
+    check_cap(job.strategy, job.prices, job.max_cost)
+    if job.model_params is not None and not positive().contains(job.model_params):
+        raise ParameterError("model_params", job.model_params, positive().describe(), flag="--model-params")
+    if files.trace and job.strategy.cutoff is None:  # its file would stay empty
+        raise InputError(f"method {job.strategy.name!r} does not use --trace: it keeps no ratings to trace (the "
+                         "acurank and acurank-auto families do)")
+    if job.inputs.shard is not None and job.strategy.lockstep:
+        raise InputError(_pooled_shard(job.strategy))
+    plan = files.declare(job.inputs.read_by(FilePlan()))
+    reads, logs = backend_files
+    for flag, path in reads:
+        plan.read(flag, path)
+    for flag, path in logs:
+        plan.write(flag, path, may_exist=files.resumable())
+    if job.pivot is not None and job.pivot.texts is not None:
+        plan.read("--pivot", job.pivot.source)
+    if job.calibrate is not None:
+        plan.read("--calibrate", job.calibrate.qrels).write("--calibration", job.calibrate.output)
+    elif job.relevance is not None:
+        plan.read("--calibration", job.relevance.source)
+    if job.cache is not None:
+        cache = default_cache_path() if job.cache == pipeline.DEFAULTS.cache else Path(job.cache)
+        plan.write("--cache", cache, store=True).write("(the embedding store beside --cache)", store_path(cache), store=True)
+    plan.check(files.overwrite)
+    for _, log in logs:
+        if files.overwrite and Path(log).is_file() and job.dry_run is None:  # a dry run writes no log
+            Path(log).write_bytes(b"")
+    return plan
+
+
+def _pooled_shard(strategy: Strategy) -> str:
+    """Why --shard is refused for a method that pools across the run's queries, and the ways out. Refused, not
+    warned: a sharded run must merge into the unsharded run byte for byte (what merge promises), and a warning in
+    one of a job array's logs is not read; the refusal comes before any call and costs nothing."""
+    what = ("its query-set budget (--budget-total) is spread over the whole run's queries"
+            if strategy.set_budget is not None else "it pools its noise model over the run's queries (--beta-pool run)")
+    way = ("give a per-query budget instead (acurank-N, --budget)" if strategy.set_budget is not None
+           else "pass --beta-pool query (each query alone: shards merge into the unsharded run)")
+    return (f"--shard with {strategy.name}: {what}, so each shard would pool only its own queries and the merged run "
+            f"would differ from the unsharded one; {way}, or rerank without --shard")
+
+
+def _checked_relevance(job: Any) -> None:
+    """--calibration, --calibrate, --cut and --score against the method and --passages, and the pivot's rules (before
+    any input is read)."""
+    if job.relevance is not None or job.calibrate is not None:
+        rel.check_applicable(job.strategy, job.passages, "--calibrate" if job.calibrate is not None else "--calibration")
+    # the pivot's rules as every entrance says them (the method's: where the method was built, Pivot.pivoted)
+    rel.check_pivot(job.pivot is not None, job.passages, None if job.relevance is None else job.relevance.calibration,
+                    rel.SAID["cli"])
+
+
+def _judged(job: Any, inputs: Any) -> tuple[dict[str, dict[str, int]] | None, Shift | None]:
+    """(the qrels --calibrate fits on, read; the comparison of these queries with --calibration's map's), each None
+    where not asked: a map applied has its reranker, method and fitting queries checked, and these queries compared
+    with its own by their first-stage signals, before any call. (The map's k was kept where the method was built:
+    relevance.keep_maps_k.)"""
+    if job.relevance is not None and job.calibrate is None:
+        rel.check_origin(job.relevance.calibration, job.backend, job.strategy.name, list(inputs.expected),
+                         job.allow_map_mismatch)
+        return None, compared(job.relevance.calibration.fit, inputs.tasks)
+    if job.calibrate is None:
+        return None, None
+    from ..io.collection_files import read_qrels
+
+    return read_qrels(job.calibrate.qrels), None
+
+
+def check_fit(job: Any, session: pipeline.Session, backend, inputs, err: Console) -> None:
+    """Before any call: the longest window (in characters) of the method's first round for the run's first query,
+    fitted to the context as an LLM backend fits it; passages cut below the floor are said once (a warning), and a
+    fit that leaves nothing useful is refused (both were silent)."""
+    if job.passages is not None or not inputs.tasks or not getattr(backend, "needs_texts", False):
+        return
+    from .render import first_round
+
+    task = inputs.tasks[0]
+    score = {c.docid: c.score for c in task.candidates}
+    windows = [[d for d in w if d in inputs.docs and d in score] for w in first_round(job.strategy, task)]  # no pivot
+    window = max(windows, key=lambda w: sum(len(inputs.docs[d].text) for d in w), default=[])
+    if len(window) < 2:
+        return
+    request = RerankRequest(task.qid, task.query, tuple(window), tuple(inputs.docs[d] for d in window),
+                            scores=tuple(score[d] for d in window), instruction=task.instruction)
+    problem = fit_problem(backend, request)
+    if problem is None:
+        return
+    text, useless = problem
+    if useless:
+        session.close()
+        raise InputError(text)
+    err.print(f"acurank: warning: {text}", markup=False, soft_wrap=True)
+
+
+__all__ = ["Checked", "check_fit", "preflight"]
