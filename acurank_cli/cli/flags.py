@@ -220,6 +220,16 @@ def resolved_parameters(command: Callable) -> list[inspect.Parameter]:
     return [p.replace(annotation=hints.get(p.name, p.annotation)) for p in inspect.signature(command).parameters.values()]
 
 
+def record_parameters(record: type) -> list[inspect.Parameter]:
+    """A command's flags declared as a record (a dataclass whose fields are ``Annotated`` flags with their defaults),
+    as the keyword-only parameters Typer reads (:func:`declared`)."""
+    import dataclasses
+
+    hints = typing.get_type_hints(record, include_extras=True)
+    return [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, annotation=hints[f.name], default=f.default)
+            for f in dataclasses.fields(record)]
+
+
 def declared(function: Callable, params: list[inspect.Parameter], doc: str | None = None) -> Callable:
     """``function`` as Typer will read it: with the parameters ``params`` (their annotations the ``Annotated``
     flags). The one place the CLI rewrites a command's signature: the generated method and backend flags,

@@ -9,6 +9,7 @@ records and the backends' options records). A flag left out is None: the default
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from typing import Annotated, Optional
 
 import typer
@@ -16,107 +17,129 @@ import typer
 from ..run.pipeline import DEFAULTS
 from .flags import (BACKEND, DEPTH_HELP, IO, PERFORMANCE, AllowMapMismatch, BatchQueries, Cache, Calibrate, Calibration, CutFlag, CutTarget, PivotFlag,
                     DryRunFlag, MaxCost, MaxPassages, NoCache, Overwrite, PriceIn, PriceOut, RehearsalNoise, Rehearsals, RelevantGrade, ScoreColumn,
-                    PanelledCommand, PassageScore, PassagesFlag, Qids, Quiet, RayActors, RayAddress, RayGpus, Reranker, cache_choice, err, method_option,
-                    with_generated_flags)
+                    PanelledCommand, PassageScore, PassagesFlag, Qids, Quiet, RayActors, RayAddress, RayGpus, Reranker, cache_choice, declared, err,
+                    method_option, record_parameters, resolved_parameters, with_generated_flags)
 
 
-def rerank(
+@dataclass(frozen=True)
+class RerankFlags:
+    """``rerank``'s own flags (and ``baseline``'s), declared once as a record: the command's signature is made from it
+    (:func:`~.flags.record_parameters`; Typer reads the flags there) and the job from its values (:func:`job_of`)."""
+
+    method: method_option(f"Method (default {DEFAULTS.method}): {{methods}}.") = None
+    reranker: Reranker = DEFAULTS.backend
+    output: Annotated[Optional[str], typer.Option("--output", "-o", rich_help_panel=IO, help="Output run (default stdout). An existing file is resumed.")] = None
+    overwrite: Overwrite = False
+    tag: Annotated[Optional[str], typer.Option("--tag", rich_help_panel=IO, help="Run tag (default: the method; METHOD.simulated with the simulated reranker).")] = None
+    stats: Annotated[Optional[str], typer.Option("--stats", rich_help_panel=IO, help="Per-query stats JSONL (calls, iterations, tokens, seconds); default X.stats.jsonl beside --output X.run.")] = None
+    trace: Annotated[Optional[str], typer.Option("--trace", rich_help_panel=IO, help="Per-iteration ratings (mu, sigma, s_i, rank) JSONL.")] = None
+    topics: Annotated[Optional[str], typer.Option("--topics", rich_help_panel=IO, help="Topics 'qid<TAB>text'.")] = None
+    corpus: Annotated[Optional[str], typer.Option("--corpus", rich_help_panel=IO, help="Doc texts: JSONL {_id,title,text} or {id,contents} (.gz ok).")] = None
+    index: Annotated[Optional[str], typer.Option("--index", rich_help_panel=IO, help="Take doc texts from a Lucene index (stored raw docs).")] = None
+    dataset: Annotated[Optional[str], typer.Option("--dataset", rich_help_panel=IO, help="irds:<id>: topics, qrels and texts from ir_datasets.")] = None
+    qrels: Annotated[Optional[str], typer.Option("--qrels", rich_help_panel=IO, help="Qrels (needed by the simulated reranker).")] = None
+    depth: Annotated[int, typer.Option("--depth", "--hits", min=1, rich_help_panel=IO, help=DEPTH_HELP["rerank"])] = DEFAULTS.depth
+    drop_tail: Annotated[bool, typer.Option("--drop-tail", metavar="", rich_help_panel=IO, help="Write only the reranked top --depth candidates (drop the rest of each list).")] = False
+    qids: Qids = None
+    shard: Annotated[Optional[str], typer.Option("--shard", metavar="I/N", rich_help_panel=PERFORMANCE, help="Rerank only shard I of N (1 <= I <= N; a split by a hash of the query id, the same on every machine); join the parts with 'acurank merge'.")] = None
+    skip_missing: Annotated[bool, typer.Option("--skip-missing", metavar="", rich_help_panel=IO, help="Skip candidates without text / queries without topic.")] = False
+    passages: PassagesFlag = None
+    passage_score: PassageScore = None
+    max_passages: MaxPassages = None
+    calibration: Calibration = None
+    calibrate: Calibrate = None
+    allow_map_mismatch: AllowMapMismatch = False
+    relevant_grade: RelevantGrade = None
+    cut: CutFlag = None
+    cut_target: CutTarget = None
+    score: ScoreColumn = None
+    pivot: PivotFlag = None
+    batch_queries: BatchQueries = DEFAULTS.batch_queries
+    cache: Cache = None
+    no_cache: NoCache = False
+    model_params: Annotated[Optional[float], typer.Option("--model-params", rich_help_panel=BACKEND, help="Model parameters for the stats' FLOPs estimate, 2 x parameters x (input + output tokens), e.g. 7.24e9 for a remote RankZephyr (default: counted from the model for hf:, vllm: and minilm; none otherwise).")] = None
+    ray: RayAddress = None
+    actors: RayActors = None
+    gpus_per_actor: RayGpus = None
+    quiet: Quiet = False
+    dry_run: DryRunFlag = False
+    max_cost: MaxCost = None
+    price_in: PriceIn = None
+    price_out: PriceOut = None
+    rehearsals: Rehearsals = 20
+    rehearsal_noise: RehearsalNoise = None
+
+
+def _rerank(
     ctx: typer.Context,
     run: Annotated[str, typer.Argument(help="TREC run, or a candidate file (RankGPT JSON, AcuRank/RankLLM JSONL); '-' = stdin.")],
-    *,
-    method: method_option(f"Method (default {DEFAULTS.method}): {{methods}}.") = None,
-    reranker: Reranker = DEFAULTS.backend,
-    output: Annotated[Optional[str], typer.Option("--output", "-o", rich_help_panel=IO, help="Output run (default stdout). An existing file is resumed.")] = None,
-    overwrite: Overwrite = False,
-    tag: Annotated[Optional[str], typer.Option("--tag", rich_help_panel=IO, help="Run tag (default: the method; METHOD.simulated with the simulated reranker).")] = None,
-    stats: Annotated[Optional[str], typer.Option("--stats", rich_help_panel=IO, help="Per-query stats JSONL (calls, iterations, tokens, seconds); default X.stats.jsonl beside --output X.run.")] = None,
-    trace: Annotated[Optional[str], typer.Option("--trace", rich_help_panel=IO, help="Per-iteration ratings (mu, sigma, s_i, rank) JSONL.")] = None,
-    topics: Annotated[Optional[str], typer.Option("--topics", rich_help_panel=IO, help="Topics 'qid<TAB>text'.")] = None,
-    corpus: Annotated[Optional[str], typer.Option("--corpus", rich_help_panel=IO, help="Doc texts: JSONL {_id,title,text} or {id,contents} (.gz ok).")] = None,
-    index: Annotated[Optional[str], typer.Option("--index", rich_help_panel=IO, help="Take doc texts from a Lucene index (stored raw docs).")] = None,
-    dataset: Annotated[Optional[str], typer.Option("--dataset", rich_help_panel=IO, help="irds:<id>: topics, qrels and texts from ir_datasets.")] = None,
-    qrels: Annotated[Optional[str], typer.Option("--qrels", rich_help_panel=IO, help="Qrels (needed by the simulated reranker).")] = None,
-    depth: Annotated[int, typer.Option("--depth", "--hits", min=1, rich_help_panel=IO, help=DEPTH_HELP["rerank"])] = DEFAULTS.depth,
-    drop_tail: Annotated[bool, typer.Option("--drop-tail", metavar="", rich_help_panel=IO, help="Write only the reranked top --depth candidates (drop the rest of each list).")] = False,
-    qids: Qids = None,
-    shard: Annotated[Optional[str], typer.Option("--shard", metavar="I/N", rich_help_panel=PERFORMANCE, help="Rerank only shard I of N (1 <= I <= N; a split by a hash of the query id, the same on every machine); join the parts with 'acurank merge'.")] = None,
-    skip_missing: Annotated[bool, typer.Option("--skip-missing", metavar="", rich_help_panel=IO, help="Skip candidates without text / queries without topic.")] = False,
-    passages: PassagesFlag = None,
-    passage_score: PassageScore = None,
-    max_passages: MaxPassages = None,
-    calibration: Calibration = None,
-    calibrate: Calibrate = None,
-    allow_map_mismatch: AllowMapMismatch = False,
-    relevant_grade: RelevantGrade = None,
-    cut: CutFlag = None,
-    cut_target: CutTarget = None,
-    score: ScoreColumn = None,
-    pivot: PivotFlag = None,
-    batch_queries: BatchQueries = DEFAULTS.batch_queries,
-    cache: Cache = None,
-    no_cache: NoCache = False,
-    model_params: Annotated[Optional[float], typer.Option("--model-params", rich_help_panel=BACKEND, help="Model parameters for the stats' FLOPs estimate, 2 x parameters x (input + output tokens), e.g. 7.24e9 for a remote RankZephyr (default: counted from the model for hf:, vllm: and minilm; none otherwise).")] = None,
-    ray: RayAddress = None,
-    actors: RayActors = None,
-    gpus_per_actor: RayGpus = None,
-    quiet: Quiet = False,
-    dry_run: DryRunFlag = False,
-    max_cost: MaxCost = None,
-    price_in: PriceIn = None,
-    price_out: PriceOut = None,
-    rehearsals: Rehearsals = 20,
-    rehearsal_noise: RehearsalNoise = None,
-    **generated,
+    **given,
 ) -> None:
     """Rerank a first-stage run with AcuRank (or a baseline) and write a TREC run."""
+    from ..run.dry_run import run_dry
+    from ..run.job import run_job
+
+    own = {f.name for f in fields(RerankFlags)}
+    flags = RerankFlags(**{k: v for k, v in given.items() if k in own})
+    job = job_of(run, flags, {k: v for k, v in given.items() if k not in own}, baseline_only=ctx.info_name == "baseline")
+    (run_job if job.dry_run is None else run_dry)(job, err())
+
+
+#: the command Typer reads: the run, then the record's flags (the method and backend flags are added to it by
+#: :func:`~.flags.with_generated_flags`)
+rerank = declared(_rerank, [*resolved_parameters(_rerank)[:2], *record_parameters(RerankFlags),
+                            *resolved_parameters(_rerank)[2:]])
+
+
+def job_of(run: str, flags: RerankFlags, generated: dict, *, baseline_only: bool = False):
+    """The :class:`~acurank_cli.run.job.RerankJob` the flags ask for (``generated``: the method's and the backend's
+    flags; ``baseline_only``: ``baseline``'s methods only): the method built, pivoted and aimed at the cut, the
+    inputs, the outputs and the backend's options (each checked where its record is made)."""
     from ..io.sources import check_tag
     from ..run import pipeline
     from ..run.inputs import InputSpec
     from ..io.run_files import RunFiles
-    from ..run.dry_run import run_dry
-    from ..run.job import DryRun, RerankJob, run_job
+    from ..run.job import DryRun, RerankJob
     from ..run.money import Prices
     from ..run.ray_executor import ray_options
     from ..run.passages import Passages
     from ..io.shards import Shard
     from ..relevance import Pivot, keep_maps_k, options as relevance_options
 
-    baseline_only = ctx.info_name == "baseline"
-    cache = cache_choice(cache, no_cache)
+    f = flags
     options, backend_options = pipeline.split_options(generated)
-    judged, fitted = relevance_options(calibration, calibrate, relevant_grade, cut, score, cut_target)
+    judged, fitted = relevance_options(f.calibration, f.calibrate, f.relevant_grade, f.cut, f.score, f.cut_target)
     if judged is not None:  # the map's k, kept as at every entrance (relevance.keep_maps_k)
-        keep_maps_k(judged.calibration, method or pipeline.DEFAULTS.method, options, "--calibration")
-    strategy = pipeline.method(method, options, pipeline.ScoreSource.run_file, baseline_only)
-    pivoted = Pivot.of(pivot)
+        keep_maps_k(judged.calibration, f.method or pipeline.DEFAULTS.method, options, "--calibration")
+    strategy = pipeline.method(f.method, options, pipeline.ScoreSource.run_file, baseline_only)
+    pivoted = Pivot.of(f.pivot)
     if pivoted is not None:
         strategy = pivoted.pivoted(strategy)
     if judged is not None:
         strategy = judged.aimed(strategy)
-    job = RerankJob(
-        inputs=InputSpec(run=run, depth=depth, topics=topics, corpus=corpus, index=index, dataset=dataset,
-                         qrels=qrels, qids=qids, skip_missing=skip_missing,
-                         shard=None if shard is None else Shard.parse(shard), keep_tail=not drop_tail),
+    return RerankJob(
+        inputs=InputSpec(run=run, depth=f.depth, topics=f.topics, corpus=f.corpus, index=f.index, dataset=f.dataset,
+                         qrels=f.qrels, qids=f.qids, skip_missing=f.skip_missing,
+                         shard=None if f.shard is None else Shard.parse(f.shard), keep_tail=not f.drop_tail),
         strategy=strategy,
-        backend=reranker,
-        outputs=RunFiles(output=output, overwrite=overwrite, stats=stats, trace=trace,
-                         tag=check_tag(tag) if tag is not None else _default_tag(strategy.name, reranker)),
+        backend=f.reranker,
+        outputs=RunFiles(output=f.output, overwrite=f.overwrite, stats=f.stats, trace=f.trace,
+                         tag=check_tag(f.tag) if f.tag is not None else _default_tag(strategy.name, f.reranker)),
         backend_options={key: v for key, v in backend_options.items() if v is not None},
-        cache=cache,
-        batch_queries=batch_queries,
-        quiet=quiet,
-        model_params=model_params,
-        ray=ray_options(ray, actors, gpus_per_actor, flags=True),
-        passages=Passages.of(passages, passage_score, max_passages),
+        cache=cache_choice(f.cache, f.no_cache),
+        batch_queries=f.batch_queries,
+        quiet=f.quiet,
+        model_params=f.model_params,
+        ray=ray_options(f.ray, f.actors, f.gpus_per_actor, flags=True),
+        passages=Passages.of(f.passages, f.passage_score, f.max_passages),
         relevance=judged,
         calibrate=fitted,
         pivot=pivoted,
-        allow_map_mismatch=allow_map_mismatch,
-        dry_run=DryRun.of(dry_run, rehearsals, rehearsal_noise),
-        prices=Prices.of(price_in, price_out),
-        max_cost=max_cost,
+        allow_map_mismatch=f.allow_map_mismatch,
+        dry_run=DryRun.of(f.dry_run, f.rehearsals, f.rehearsal_noise),
+        prices=Prices.of(f.price_in, f.price_out),
+        max_cost=f.max_cost,
     )
-    (run_job if job.dry_run is None else run_dry)(job, err())
 
 
 def _default_tag(method: str, reranker: str) -> str:
