@@ -107,7 +107,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     files = job.outputs
     checked = preflight(job, err)
     session, plan, inputs, shift, status = checked.session, checked.plan, checked.inputs, checked.shift, checked.status
-    backend = _loaded(job, session, inputs, status, err)
+    backend, per_call = _loaded(job, session, inputs, status, err)
     fingerprint = _fingerprint(job, backend, inputs, session.needs_texts)
     read = [(n.flag, n.path) for n in plan.reads]
     made = provenance.collect(backend, read if inputs.source != "<stdin>" else [("RUN", "-"), *read])
@@ -128,7 +128,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     status.print(f"acurank: {job.strategy.name} with reranker {backend.name} on {len(inputs.tasks)} queries", markup=False)
     features: list = _fitted_so_far(job, outputs) if job.calibrate is not None else []
     signals = by_query(inputs.tasks) if job.calibrate is not None else {}  # the fit records its queries' (read now)
-    running = _Running(job, session, outputs, inputs, status=status, err=err, features=features)
+    running = _Running(job, session, outputs, inputs, status=status, err=err, features=features, per_call=per_call)
     totals = _drive(running, backend, fingerprint)
     if job.calibrate is not None:  # in input order, however many invocations finished them: one fit, one map
         place = {qid: i for i, qid in enumerate(inputs.expected)}
@@ -214,19 +214,19 @@ def _fit(calibrate: Calibrate, qrels, features: list, job: RerankJob, backend, s
 
 
 def _loaded(job: RerankJob, session: pipeline.Session, inputs, status: Console, err: Console):
-    """The backend built, its notes said, the prompt's fit checked; under --max-cost, a backend that counts no
-    tokens refused (before the outputs open)."""
+    """(the backend built, its notes said, the prompt's fit checked; under --max-cost, the most tokens a call can take
+    in and out, else None): a backend that counts no tokens refused under --max-cost, before the outputs open."""
     backend = session.load(context={"qrels": inputs.qrels}, cache=job.cache)
     for note in backend.notes():
         status.print(f"acurank: {note}", markup=False, soft_wrap=True)
     check_fit(job, session, backend, inputs, err)
-    if job.max_cost is not None:
-        try:
-            call_bound(backend, 2)
-        except InputError:
-            session.close()
-            raise
-    return backend
+    if job.max_cost is None:
+        return backend, None
+    try:
+        return backend, call_bound(backend, int(getattr(job.strategy.parameters(), "m", 20) or 20))
+    except InputError:
+        session.close()
+        raise
 
 
 @dataclass(frozen=True)
@@ -241,6 +241,8 @@ class _Running:
     status: Console
     err: Console
     features: list
+    #: --max-cost: the most tokens a call can take, in and out (:func:`~.money.call_bound`); None without it
+    per_call: tuple[int, int] | None = None
 
 
 def _drive(running: _Running, backend, fingerprint: RunFingerprint) -> _Totals:
@@ -254,7 +256,7 @@ def _drive(running: _Running, backend, fingerprint: RunFingerprint) -> _Totals:
         done = set(outputs.done)
         tasks = inputs.tasks if replay else (t for t in inputs.tasks if t.qid not in done)  # read as the driver asks
         count = len(inputs.tasks) if replay else len(inputs.tasks) - len(done)
-        cap = _cap(job, backend, outputs)
+        cap = _cap(job, running.per_call, outputs)
         if cap is not None:
             tasks = cap.gate(tasks, count)
         return _rerank(running, tasks, count, done, about, cap=cap)
@@ -264,12 +266,11 @@ def _drive(running: _Running, backend, fingerprint: RunFingerprint) -> _Totals:
         inputs.tasks.close()
 
 
-def _cap(job: RerankJob, backend, outputs: RunWriter) -> Cap | None:
+def _cap(job: RerankJob, per_call: tuple[int, int] | None, outputs: RunWriter) -> Cap | None:
     """--max-cost: the cap, with what this output's finished queries cost already (a resume continues under it)."""
     if job.max_cost is None:
         return None
-    m = int(getattr(job.strategy.parameters(), "m", 20) or 20)
-    cap = Cap(job.max_cost, job.prices, job.strategy, call_bound(backend, m))
+    cap = Cap(job.max_cost, job.prices, job.strategy, per_call)
     stats = job.outputs.stats_path()
     if outputs.done and stats and Path(stats).is_file():
         from ..io.run_files import read_stats
