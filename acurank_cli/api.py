@@ -130,7 +130,8 @@ class Reranker:
         admitted = self._session.admit(requests, SAID["api"])
         self._watched([a.prepared.task for a in admitted if a.prepared.task.n > 0 and a.prepared.scored])
         outputs = {a.request.qid: self._session.answer(a, outcome) for a, outcome in self._session.drive(admitted)}
-        return [outputs.get(a.request.qid) or self._session.answer(a, None) for a in admitted]
+        return [outputs[a.request.qid] if a.request.qid in outputs else self._session.answer(a, None)
+                for a in admitted]  # a query without documents: answered with none
 
     @property
     def calibration_shift(self):

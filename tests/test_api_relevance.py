@@ -67,6 +67,17 @@ def test_cut_and_min_p_relevant_stop_the_list(rr, tmp_path):
         rr.rerank("q", first_queries(1)[0][1], min_p_relevant=1.5)
 
 
+def test_a_cut_that_keeps_nothing_still_accounts_for_its_calls(rr):
+    """A list cut to nothing is an answer, not a query without documents: its calls, P(none) and stop are the
+    query's (an empty RerankOutput is falsy, and was once taken for a query that had none)."""
+    qid, docs = first_queries(1)[0]
+    whole = rr.rerank("q", docs, qid=qid)
+    empty = rr.rerank("q", docs, qid=qid, min_p_relevant=1.0)
+    assert len(empty) == 0 and empty.calls == whole.calls > 0 and empty.stop == whole.stop is not None
+    assert empty.p_none == pytest.approx(whole.p_none) and empty.p_none < 1.0
+    assert rr.rerank("q", [], qid=qid).calls == 0 and rr.rerank("q", [], qid=qid).p_none == 1.0
+
+
 def test_without_a_map_the_new_cuts_are_refused_and_outputs_unchanged(tmp_path):
     with Reranker("simulated", cache=None, qrels=str(DL19 / "qrels.txt")) as plain:
         qid, docs = first_queries(1)[0]

@@ -37,6 +37,8 @@ class Spelling:
     top_k: str = "top_k"
     #: the documents as a whole (a refusal about them, or about the set of tasks they make)
     documents: str = "documents"
+    #: the passages the entrance itself was started or built with (``passages`` names what a call asks for)
+    own_passages: str = "--passages"
 
 
 SAID = {
@@ -45,11 +47,13 @@ SAID = {
     "api": Spelling(pivot="pivot", calibration="calibration", passages="passages", this="this call",
                     simulated="pivot='simulated'", grade="sim_pivot_grade", texts="each query's pivot passage",
                     cut="cut", target="cut_target",
-                    no_map="P(relevant): build the Reranker with calibration=MAP.json (docs/relevance.md)"),
+                    no_map="P(relevant): build the Reranker with calibration=MAP.json (docs/relevance.md)",
+                    own_passages="passages"),
     "request": Spelling(pivot="pivot", calibration="this server's --calibration map", passages="max_chunks_per_doc",
                         this="this request", simulated="pivot \"simulated\"", grade="the server's --sim-pivot-grade",
                         texts="the query's pivot passage", cut="cut", target="cut_target",
-                        no_map="P(relevant): this server was started without --calibration MAP.json", top_k="top_n"),
+                        no_map="P(relevant): this server was started without --calibration MAP.json", top_k="top_n",
+                        own_passages="this server's --passages"),
 }
 
 

@@ -184,8 +184,12 @@ def _calibrated(session: "SessionLike", request: Request, strategy: "Strategy", 
 def _pivoted(session: "SessionLike", request: Request, strategy: "Strategy", said: "Spelling") -> "Strategy":
     """Rule 4: the method with the request's pivot in every window, the pivot's rules as every entrance says them
     (documents ranked whole; a map fit with a pivot needs one, one fit without refuses it)."""
+    from dataclasses import replace
+
     from ..relevance import check_pivot, pivoted
 
+    if request.max_chunks is None:  # the passages, if any, are the session's own
+        said = replace(said, passages=said.own_passages)
     with _named(said.pivot):
         if request.pivot is not None:
             strategy = pivoted(strategy, said)

@@ -116,10 +116,16 @@ def test_stdio_with_the_official_client():
     async def go():
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
-                return await exercise(session)
+                seen = await exercise(session)
+                pivoted = await session.call_tool("rerank", {"query": "q", "documents": ["a flea", "a cat"],
+                                                             "pivot": "a passage near the boundary"})
+                return seen, pivoted
 
-    seen = asyncio.run(go())
+    seen, pivoted = asyncio.run(go())
     check(seen)
+    # a request's pivot on a server that splits documents: refused naming the server's own --passages
+    assert (pivoted.is_error, pivoted.content[0].text) == (True, "Error executing tool rerank: pivot with this "
+                                                          "server's --passages: a pivot joins windows of documents ranked whole")
     from acurank_cli.api import Reranker
     with Reranker("minilm", method="acurank", cache=None) as rr:
         expected = rr.rerank(seen["query"], seen["texts"], top_k=5)
