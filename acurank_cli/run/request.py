@@ -27,6 +27,7 @@ for the whole run."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -112,20 +113,16 @@ class Admitted:
         return self.prepared.docs if self.split is None else self.split.docs
 
 
+@contextmanager
 def _named(field: str, of_documents: bool = False):
-    """A context that names ``field`` on a refusal that names none yet (the entrance reports it beside the message);
+    """Name ``field`` on a refusal raised inside that names none yet (the entrance reports it beside the message);
     ``of_documents``: the refusal is about the call's documents (:attr:`~acurank_cli.errors.InputError.of_documents`)."""
-
-    class _Naming:
-        def __enter__(self):
-            return self
-
-        def __exit__(self, kind, exc, tb):
-            if isinstance(exc, InputError) and exc.field is None:
-                exc.field, exc.of_documents = field, of_documents
-            return False
-
-    return _Naming()
+    try:
+        yield
+    except InputError as exc:
+        if exc.field is None:
+            exc.field, exc.of_documents = field, of_documents
+        raise
 
 
 def passages_for(session: "SessionLike", request: Request) -> "Passages | None":
