@@ -85,10 +85,56 @@ def test_fit_needs_both_kinds_of_documents():
         fit([(0.0, 0.0, 0.0)] * 3, [0, 0, 0], 2)
 
 
+def test_a_fit_records_what_it_was_fit_on_with_no_secret_in_it():
+    """The map's record is redacted where the map is fit (whoever fits it: the CLI's --calibrate, a script): a URL's
+    user and password and a secret-looking query value are masked; names and numbers are kept as given."""
+    about = {"backend": "openai:gpt-4@https://bob:hunter2@api.example.com/v1?api_key=sk-live-abc",
+             "method": "acurank", "k": 10, "qids": ["q1", "q2"]}
+    m = fit([(0.0, 1.0, 0.0), (1.0, 0.0, 1.0), (0.5, 0.5, 0.5), (0.9, 0.1, 0.8)], [0, 1, 0, 1], 2, about)
+    said = json.dumps(m.to_json())
+    assert "hunter2" not in said and "sk-live-abc" not in said and "bob" not in said
+    assert m.fit["backend"].startswith("openai:gpt-4@https://") and "api.example.com/v1" in m.fit["backend"]
+    assert m.fit["method"] == "acurank" and m.fit["k"] == 10 and m.fit["qids"] == ["q1", "q2"]
+    assert m.fit["documents"] == 4 and m.fit["relevant"] == 2
+
+
 def test_p_none_is_the_product_of_the_complements():
     assert p_none([0.5, 0.2, 0.0]) == pytest.approx(0.5 * 0.8)
     assert p_none([]) == 1.0
     assert p_none([1.0]) < 1e-14  # clipped, not log(0)
+
+
+def test_one_judgement_composes_p_relevant_p_none_and_the_cuts_by_hand():
+    """rules.judge, the one place a map's answer is composed (the run's judged and a request's output_of): the map
+    gives p_topk back (coef on logit(p_topk) only), 0.9, 0.7, 0.35, 0.2 down ranks 1-4. P(none) = 0.1 * 0.3 * 0.65 *
+    0.8 = 0.0156. The cut p:0.3 keeps positions 0-2; f1 then applied to what it kept (0.9, 0.7, 0.35; S = 1.95):
+    K=1 1.8/2.95 = 0.610, K=2 3.2/3.95 = 0.810, K=3 3.9/4.95 = 0.788 > P(none) 0.0195: positions 0 and 1. The
+    cut p:0.75 after f1 keeps position 0 alone."""
+    from acurank_cli.relevance import judge, judged, Relevance
+
+    m = CalibrationMap(2, (0.0, 0.0, 0.0), (1.0, 1.0, 1.0), (1.0, 0.0, 0.0), 0.0)
+    rated = [rating(4.0 - i, p, i + 1) for i, p in enumerate([0.9, 0.7, 0.35, 0.2])]
+    got = judge(m, rated)
+    assert got.p == pytest.approx((0.9, 0.7, 0.35, 0.2)) and got.kept == (0, 1, 2, 3)
+    assert got.p_none == pytest.approx(0.1 * 0.3 * 0.65 * 0.8)
+    assert judge(m, rated, cuts=[Cut("p", 0.3)]).kept == (0, 1, 2)
+    assert judge(m, rated, cuts=[Cut("p", 0.3), Cut("f1")]).kept == (0, 1)
+    assert judge(m, rated, cuts=[Cut("f1"), Cut("p", 0.75)]).kept == (0,)
+    assert judge(m, rated, cuts=[Cut("p", 0.95)]).kept == ()
+    # the second cut sees only what the first kept: 0.9, 0.35, then six at 0.25. Over the whole list (S = 2.75) f1
+    # keeps two (K=1 1.8/3.75 = 0.480, K=2 2.5/4.75 = 0.526, K=3 3.0/5.75 = 0.522); after p:0.3 (0.9, 0.35; S =
+    # 1.25) it keeps one (K=1 1.8/2.25 = 0.800, K=2 2.5/3.25 = 0.769)
+    tail = [rating(9.0 - i, p, i + 1) for i, p in enumerate([0.9, 0.35] + [0.25] * 6)]
+    assert judge(m, tail, cuts=[Cut("f1")]).kept == (0, 1)
+    assert judge(m, tail, cuts=[Cut("p", 0.3), Cut("f1")]).kept == (0,)
+    # the run's form: the same P(relevant), the cut's documents, how many were kept
+    from acurank_cli.records import Ranked
+
+    ranking = [Ranked(r.docid, r.mu) for r in rated]
+    out, summary = judged(Relevance(m, Cut("p", 0.3)), ranking, {r.docid: r for r in rated})
+    assert [r.docid for r in out] == ["d1", "d2", "d3"] and summary.kept == 3
+    assert summary.p == pytest.approx({"d1": 0.9, "d2": 0.7, "d3": 0.35, "d4": 0.2})
+    assert summary.p_none == pytest.approx(got.p_none)
 
 
 def test_expected_f1_cut_by_hand():

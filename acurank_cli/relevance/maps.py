@@ -173,7 +173,8 @@ def _sigmoid(z: float) -> float:
 def fit(rows: Sequence[tuple[float, ...]], labels: Sequence[int], grade: int, about: Mapping[str, Any] | None = None
         ) -> CalibrationMap:
     """The maximum-likelihood logistic map from feature rows to 0/1 labels (scipy's L-BFGS on the log-loss, a small
-    L2 penalty on the standardised coefficients). Needs relevant and non-relevant documents both."""
+    L2 penalty on the standardised coefficients). Needs relevant and non-relevant documents both. ``about``: what
+    the map records of its fit (its text values redacted here: a map file holds no secret, whoever fits it)."""
     import numpy as np
     from scipy.optimize import minimize
 
@@ -199,6 +200,9 @@ def fit(rows: Sequence[tuple[float, ...]], labels: Sequence[int], grade: int, ab
 
     result = minimize(loss, np.zeros(X.shape[1] + 1), jac=True, method="L-BFGS-B")
     w = result.x
-    info = {"documents": len(y), "relevant": positives, **dict(about or {})}
+    from .. import redaction
+
+    said = {key: redaction.text(value) if isinstance(value, str) else value for key, value in dict(about or {}).items()}
+    info = {"documents": len(y), "relevant": positives, **said}
     return CalibrationMap(grade, tuple(map(float, center)), tuple(map(float, scale)), tuple(map(float, w[1:])),
                           float(w[0]), info)

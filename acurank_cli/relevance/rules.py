@@ -183,6 +183,30 @@ def check_applicable(strategy: Any, passages: Any, flag: str = "--calibration", 
                          "whole, or without a map", field=split_by)
 
 
+@dataclass(frozen=True)
+class Judgement:
+    """A query's ranking judged by a map: P(relevant) of each document in the ranking's order, P(none), and the
+    positions (in that order) that every cut asked keeps."""
+
+    p: tuple[float, ...]
+    p_none: float
+    kept: tuple[int, ...]
+
+
+def judge(calibration: CalibrationMap, rated: Sequence[Any], pivot: tuple[float, float] | None = None,
+          cuts: Sequence[Cut] = ()) -> Judgement:
+    """P(relevant), P(none) and what ``cuts`` keep, of a ranking whose final ratings are ``rated`` (in its order; the
+    pivot's rating where one was rated): the one place a map's answer is composed, for the command line's run
+    (:func:`judged`) and a request's answer (:func:`~acurank_cli.run.documents.output_of`). Each cut is applied to
+    what the cuts before it kept (the API's ``cut`` then its ``min_p_relevant``)."""
+    probs = tuple(calibration.probabilities(list(rated), pivot))
+    kept = list(range(len(probs)))
+    for cut in cuts:
+        keep = cut.positions([probs[i] for i in kept])
+        kept = [i for n, i in enumerate(kept) if n in keep]
+    return Judgement(p=probs, p_none=p_none(probs), kept=tuple(kept))
+
+
 def judged(relevance: Relevance, ranking: Sequence[Any], ratings: Mapping[str, Any],
            pivot: tuple[float, float] | None = None) -> tuple[list[Any], Any]:
     """A query's ranking (Ranked, by mu) with its final ratings (and the pivot's, where one was rated): the ranking as
@@ -190,16 +214,14 @@ def judged(relevance: Relevance, ranking: Sequence[Any], ratings: Mapping[str, A
     :class:`~acurank_cli.records.RelevanceSummary`."""
     from ..records import Ranked, RelevanceSummary
 
-    probs = relevance.calibration.probabilities([ratings[r.docid] for r in ranking], pivot)
-    order = list(range(len(ranking)))
+    cuts = () if relevance.cut is None else (relevance.cut,)
+    judgement = judge(relevance.calibration, [ratings[r.docid] for r in ranking], pivot, cuts)
+    probs, kept = judgement.p, set(judgement.kept)
+    order = [i for i in range(len(ranking)) if i in kept]
     if relevance.score:
         order.sort(key=lambda i: -probs[i])
-    kept: int | None = None
-    if relevance.cut is not None:
-        keep = relevance.cut.positions(probs)
-        order = [i for i in order if i in keep]
-        kept = len(order)
     out = [Ranked(ranking[i].docid, probs[i] if relevance.score else ranking[i].score) for i in order]
-    summary = RelevanceSummary(grade=relevance.calibration.grade, p_none=p_none(probs),
-                               p={ranking[i].docid: probs[i] for i in range(len(ranking))}, kept=kept)
+    summary = RelevanceSummary(grade=relevance.calibration.grade, p_none=judgement.p_none,
+                               p={ranking[i].docid: probs[i] for i in range(len(ranking))},
+                               kept=None if relevance.cut is None else len(order))
     return out, summary

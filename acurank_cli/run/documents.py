@@ -111,13 +111,13 @@ def output_of(p: Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: in
     first = {c.docid: (r, c.score) for r, c in enumerate(p.task.candidates, start=1)}
     probs = {d: r.p_topk for d, r in ratings.items() if r.p_topk is not None} if k is not None else {}
     relevant: dict[str, float] = {}
-    p_none = None
-    if relevance is not None:
-        from ..relevance import p_none as none_of
+    p_none, kept = None, None
+    if relevance is not None:  # P(relevant), P(none) and the cuts (over the whole list, before top_k): one owner
+        from ..relevance import judge
 
-        values = relevance.probabilities([ratings[r.docid] for r in outcome.ranking], pivot)
-        relevant = {r.docid: v for r, v in zip(outcome.ranking, values)}
-        p_none = none_of(values)
+        judgement = judge(relevance, [ratings[r.docid] for r in outcome.ranking], pivot, cuts)
+        relevant = {r.docid: v for r, v in zip(outcome.ranking, judgement.p)}
+        p_none, kept = judgement.p_none, set(judgement.kept)
     spans = outcome.passages.best if outcome.passages is not None else {}
     ranked = []
     for rank, r in enumerate(outcome.ranking, start=1):
@@ -128,9 +128,8 @@ def output_of(p: Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: in
                                 first_stage_rank=first[r.docid][0], first_stage_score=first[r.docid][1],
                                 metadata=p.meta.get(r.docid, {}), p_topk=probs.get(r.docid),
                                 passage=spans.get(r.docid), p_relevant=relevant.get(r.docid)))
-    for cut in cuts:  # over the whole list, before the other cuts (P(relevant) never rises down it: each keeps a prefix)
-        keep = cut.positions([d.p_relevant for d in ranked])
-        ranked = [d for i, d in enumerate(ranked) if i in keep]
+    if kept is not None:
+        ranked = [d for i, d in enumerate(ranked) if i in kept]
     if top_k is not None:
         ranked = ranked[:top_k]
     if min_p_topk is not None:

@@ -52,7 +52,7 @@ def run_dry(job: Any, err: Console) -> Bill:
     prompter = session.choice.prompts()
     try:
         if prompter is not None:
-            check_fit(job, session, prompter, inputs, err)  # the run's own check, on the prompt-only form
+            check_fit(job, prompter, inputs, err)  # the run's own check, on the prompt-only form
         grades = (inputs.qrels if simulated else None) or rehearsal_grades(tasks, inputs.qrels or None)
         noise = job.dry_run.noise if job.dry_run.noise is not None else (
             float(options.sim_noise) if simulated else 1.0)

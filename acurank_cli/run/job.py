@@ -199,12 +199,9 @@ def _fit(calibrate: Calibrate, qrels, features: list, job: RerankJob, backend, s
         queries += 1
         rows.extend(xs)
         labels.extend(int(grades.get(d, 0) >= calibrate.grade) for d in docids)
-    from .. import redaction
-
     recorded = columns(signals[qid] for qid, _, _ in features if qid in qrels and qid in signals)
-    about = {"queries": queries, "method": job.strategy.name, "k": job.strategy.cutoff,  # no secret in the file
-             "reranker": redaction.text(backend.name), "backend": redaction.text(job.backend),
-             "run": redaction.text(str(job.inputs.run)), "qrels": redaction.text(calibrate.qrels),
+    about = {"queries": queries, "method": job.strategy.name, "k": job.strategy.cutoff,  # redacted by rel.fit
+             "reranker": backend.name, "backend": job.backend, "run": str(job.inputs.run), "qrels": calibrate.qrels,
              "qids": sorted({qid for qid, _, _ in features if qid in qrels}), "signals": recorded}
     fitted = rel.fit(rows, labels, calibrate.grade, about)
     fitted.save(calibrate.output)
@@ -219,10 +216,10 @@ def _loaded(job: RerankJob, session: pipeline.Session, inputs, status: Console, 
     backend = session.load(context={"qrels": inputs.qrels}, cache=job.cache)
     for note in backend.notes():
         status.print(f"acurank: {note}", markup=False, soft_wrap=True)
-    check_fit(job, session, backend, inputs, err)
-    if job.max_cost is None:
-        return backend, None
-    try:
+    try:  # the backend built and refused: closed here (its model, its server's connections)
+        check_fit(job, backend, inputs, err)
+        if job.max_cost is None:
+            return backend, None
         return backend, call_bound(backend, int(getattr(job.strategy.parameters(), "m", 20) or 20))
     except InputError:
         session.close()

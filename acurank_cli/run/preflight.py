@@ -135,7 +135,7 @@ def _judged(job: Any, inputs: Any) -> tuple[dict[str, dict[str, int]] | None, Sh
     return read_qrels(job.calibrate.qrels), None
 
 
-def check_fit(job: Any, session: pipeline.Session, backend, inputs, err: Console) -> None:
+def check_fit(job: Any, backend, inputs, err: Console) -> None:
     """Before any call: the longest window (in characters) of the method's first round for the run's first query,
     fitted to the context as an LLM backend fits it; passages cut below the floor are said once (a warning), and a
     fit that leaves nothing useful is refused (both were silent)."""
@@ -155,8 +155,7 @@ def check_fit(job: Any, session: pipeline.Session, backend, inputs, err: Console
     if problem is None:
         return
     text, useless = problem
-    if useless:
-        session.close()
+    if useless:  # the caller closes the session
         raise InputError(text)
     err.print(f"acurank: warning: {text}", markup=False, soft_wrap=True)
 
