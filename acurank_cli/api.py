@@ -173,10 +173,11 @@ class Reranker:
         :mod:`acurank_cli.run.estimate`): a :class:`~acurank_cli.run.estimate.Bill` of calls, tokens (a listwise
         LLM's own prompts, built with no call) and, with both prices (a million tokens'), money; each a median and
         the least and most of ``rehearsals`` rehearsals against the simulated reranker at ``noise``, whose grades are
-        ``qrels`` ({qid: {document id: grade}}) where given, else each query's first-stage scores standardised."""
+        ``qrels`` ({qid: {document id: grade}}) and each query's first-stage scores standardised, in turn, where qrels are
+        given, else the first-stage scores alone (:func:`~acurank_cli.run.estimate.rehearsal_grades`)."""
         from .rerankers.backend import innermost
         from .rerankers.listwise.reranker import ListwiseLLM
-        from .run.estimate import PERSISTENT, estimate, rehearsal_grades
+        from .run.estimate import GRADES, PERSISTENT, estimate, rehearsal_grades
 
         if not at_least(2).contains(rehearsals):
             raise ParameterError("rehearsals", rehearsals, at_least(2).describe())
@@ -191,13 +192,13 @@ class Reranker:
         tasks = [p.task for p in prepared if p.task.n > 0]
         by_qid = {p.task.qid: p.docs for p in prepared}
         prompter = innermost(self.backend, lambda b: isinstance(b, ListwiseLLM))
-        source = "the qrels given" if qrels else "each query's first-stage scores, standardised"
+        models = rehearsal_grades(tasks, qrels)
         persistent = self._session.choice is not None and self._session.choice.backend.pointwise
         return estimate(self.methods.for_call(top_k=top_k), tasks, lambda task: by_qid[task.qid], prompter,
-                        grades=rehearsal_grades(tasks, qrels), noise=noise, seeds=range(rehearsals),
+                        models=models, noise=noise, seeds=range(rehearsals),
                         prices=None if price_in is None else (float(price_in), float(price_out)),
                         what=f"{rehearsals} rehearsals against the simulated reranker (noise {noise:g}"
-                             f"{PERSISTENT if persistent else ''}; grades: {source})", persistent=persistent)
+                             f"{PERSISTENT if persistent else ''}; grades: {GRADES[len(models)]})", persistent=persistent)
 
     @property
     def cutoff(self) -> int | None:

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from ..errors import InputError
 from ..io.plan import replacing
-from .estimate import PERSISTENT, REHEARSALS, Bill, QueryBill, Spread, estimate, rehearsal_grades
+from .estimate import GRADES, PERSISTENT, REHEARSALS, Bill, QueryBill, Spread, estimate, rehearsal_grades
 from .preflight import check_fit, preflight
 
 
@@ -53,18 +53,17 @@ def run_dry(job: Any, err: Console) -> Bill:
     try:
         if prompter is not None:
             check_fit(job, prompter, inputs, err)  # the run's own check, on the prompt-only form
-        grades = (inputs.qrels if simulated else None) or rehearsal_grades(tasks, inputs.qrels or None)
+        models = (inputs.qrels,) if simulated else rehearsal_grades(tasks, inputs.qrels or None)
         noise = job.dry_run.noise if job.dry_run.noise is not None else (
             float(options.sim_noise) if simulated else 1.0)
         base = int(options.sim_seed) + 1 if simulated else 0
         seeds = range(base, base + job.dry_run.rehearsals)
-        source = ("the run's qrels and noise" if simulated else "the qrels given (--qrels)" if inputs.qrels
-                  else "each query's first-stage scores, standardised")
+        source = "the run's qrels and noise" if simulated else GRADES[len(models)]
         persistent = session.choice.backend.pointwise
         what = (f"{job.dry_run.rehearsals} rehearsals of {job.strategy.name} against the simulated reranker "
                 f"(noise {noise:g}{PERSISTENT if persistent else ''}, seeds {seeds.start}-{seeds.stop - 1}; grades: "
                 f"{source})")
-        bill = estimate(job.strategy, tasks, inputs.docs, prompter, grades=grades, noise=noise, seeds=seeds,
+        bill = estimate(job.strategy, tasks, inputs.docs, prompter, models=models, noise=noise, seeds=seeds,
                         prices=None if job.prices is None else (job.prices.per_million_in, job.prices.per_million_out),
                         what=what, persistent=persistent)
     finally:

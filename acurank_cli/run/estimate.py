@@ -3,8 +3,9 @@
 **Calls.** The method is played ``rehearsals`` times over the run's queries against the simulated reranker (the
 specified oracle: grades plus seeded Gaussian noise, :mod:`~acurank_cli.rerankers.backends.simulated`), each time
 with another seed. Its grades are the run's own when it reranks with the simulated reranker (same qrels, same
-noise: the run is one more draw of the same rehearsal); else the qrels given with ``--qrels``; else each candidate's
-first-stage score, standardised per query (a model that mostly agrees with the first stage). Its noise is the
+noise: the run is one more draw of the same rehearsal); else, with ``--qrels``, the qrels and each candidate's
+first-stage score standardised per query, the rehearsals taking them in turn (a model's order lies between the two,
+nearer one or the other by a measure not known before the run); else the first-stage scores alone. Its noise is the
 run's ``--sim-noise`` for the simulated reranker, else ``--rehearsal-noise`` (default 1, the simulated reranker's
 own default). How the noise is drawn follows the backend: once per window for a listwise LLM, whose answers to
 overlapping windows need not agree; once per query and document for a pointwise backend (MiniLM, a cross-encoder:
@@ -42,6 +43,9 @@ from ..records import Doc, RankingTask
 
 #: rehearsals by default: the least and the most of 20 draws hold a 21st with probability 19/21 (a 90.5% interval)
 REHEARSALS = 20
+#: how a bill names its rehearsals' grades, by how many models they take in turn (:func:`rehearsal_grades`)
+GRADES = {1: "each query's first-stage scores, standardised",
+          2: "the qrels given and each query's first-stage scores standardised, in turn"}
 #: how a bill says that a pointwise backend's rehearsal drew its noise once per query and document
 PERSISTENT = " drawn once per query and document: a pointwise reranker's answers agree across windows"
 
@@ -105,11 +109,21 @@ class Bill:
 
 
 def rehearsal_grades(tasks: Sequence[RankingTask], qrels: Mapping[str, Mapping[str, int]] | None
-                     ) -> dict[str, dict[str, float]]:
-    """The rehearsal's grades: the qrels where given, else each query's first-stage scores standardised (a query
-    whose scores are all equal: every grade 0)."""
+                     ) -> tuple[dict[str, dict[str, float]], ...]:
+    """The rehearsals' grades, one mapping a model of the reranker, the rehearsals taking them in turn: with qrels,
+    the qrels and each query's first-stage scores standardised; without, the first-stage scores alone (a query
+    whose scores are all equal: every grade 0). A model's order lies between the judgements and the first stage,
+    nearer one or the other by a measure unknown before the run; rehearsing both makes the interval span both (the
+    qrels alone put MiniLM's ``acurank-H`` calls below the interval on 7 of DL19's 43 queries, the first stage alone
+    above it on 11: BENCHMARKS.md 28c)."""
+    first = _first_stage(tasks)
     if qrels:
-        return {t.qid: dict(qrels.get(t.qid, {})) for t in tasks}
+        return ({t.qid: dict(qrels.get(t.qid, {})) for t in tasks}, first)
+    return (first,)
+
+
+def _first_stage(tasks: Sequence[RankingTask]) -> dict[str, dict[str, float]]:
+    """Each query's first-stage scores, standardised within it (all equal: every grade 0)."""
     out: dict[str, dict[str, float]] = {}
     for t in tasks:
         scores = [c.score for c in t.candidates]
@@ -119,22 +133,24 @@ def rehearsal_grades(tasks: Sequence[RankingTask], qrels: Mapping[str, Mapping[s
     return out
 
 
-def rehearse(strategy: Strategy, tasks: Sequence[RankingTask], grades: Mapping[str, Mapping[str, float]],
+def rehearse(strategy: Strategy, tasks: Sequence[RankingTask], models: Sequence[Mapping[str, Mapping[str, float]]],
              noise: float, seeds: Sequence[int], *, persistent: bool = False) -> dict[str, list[tuple[int, int]]]:
     """Each query's calls and documents sent in each rehearsal (the driver playing the method against the
-    simulated reranker; ``persistent``: its error drawn once per query and document, for a pointwise backend)."""
+    simulated reranker; the n-th seed's grades are ``models[n % len(models)]``; ``persistent``: its error drawn once
+    per query and document, for a pointwise backend)."""
     calls: dict[str, list[tuple[int, int]]] = {t.qid: [] for t in tasks}
     workers = min(len(seeds), os.cpu_count() or 1)
+    turns = [(n % len(models), seed) for n, seed in enumerate(seeds)]
     global _REHEARSED
     if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
-        _REHEARSED = (strategy, tasks, grades, noise, persistent)  # a forked worker inherits it (a strategy need not pickle)
+        _REHEARSED = (strategy, tasks, models, noise, persistent)  # a forked worker inherits it (a strategy need not pickle)
         try:
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-                played = list(pool.map(_forked, seeds))
+                played = list(pool.map(_forked, turns))
         finally:
             _REHEARSED = None
     else:
-        played = [_play(strategy, tasks, grades, noise, persistent, s) for s in seeds]
+        played = [_play(strategy, tasks, models[m], noise, persistent, s) for m, s in turns]
     for one in played:
         for qid, n in one.items():
             calls[qid].append(n)
@@ -145,8 +161,9 @@ def rehearse(strategy: Strategy, tasks: Sequence[RankingTask], grades: Mapping[s
 _REHEARSED: tuple | None = None
 
 
-def _forked(seed: int) -> dict[str, tuple[int, int]]:
-    return _play(*_REHEARSED, seed)
+def _forked(turn: tuple[int, int]) -> dict[str, tuple[int, int]]:
+    strategy, tasks, models, noise, persistent = _REHEARSED
+    return _play(strategy, tasks, models[turn[0]], noise, persistent, turn[1])
 
 
 def _play(strategy: Strategy, tasks: Sequence[RankingTask], grades: Mapping[str, Mapping[str, float]], noise: float,
@@ -192,11 +209,12 @@ def cost_of(strategy: Strategy, task: RankingTask, docs: Mapping[str, Doc], prom
 
 
 def estimate(strategy: Strategy, tasks: Sequence[RankingTask], docs: Any, prompter: Any, *,
-             grades: Mapping[str, Mapping[str, float]], noise: float, seeds: Sequence[int],
+             models: Sequence[Mapping[str, Mapping[str, float]]], noise: float, seeds: Sequence[int],
              prices: tuple[float, float] | None, what: str, persistent: bool = False) -> Bill:
     """The bill of running ``strategy`` over ``tasks`` (see the module's doc); ``docs``: the passages by id, one
-    mapping for every query (a run's), or a function of a task giving its own (the API's)."""
-    played = rehearse(strategy, tasks, grades, noise, seeds, persistent=persistent)
+    mapping for every query (a run's), or a function of a task giving its own (the API's); ``models``: the grades
+    the rehearsals take in turn (:func:`rehearsal_grades`)."""
+    played = rehearse(strategy, tasks, models, noise, seeds, persistent=persistent)
     texts_of = docs if callable(docs) else (lambda task: docs)
     costs = {t.qid: cost_of(strategy, t, texts_of(t), prompter) for t in tasks}
     priced = all(c is not None for c in costs.values())
@@ -219,4 +237,4 @@ def estimate(strategy: Strategy, tasks: Sequence[RankingTask], docs: Any, prompt
     return Bill(tuple(rows), total, exact, what, prices)
 
 
-__all__ = ["Bill", "Cost", "QueryBill", "REHEARSALS", "Spread", "estimate", "rehearsal_grades"]
+__all__ = ["Bill", "Cost", "GRADES", "QueryBill", "REHEARSALS", "Spread", "estimate", "rehearsal_grades"]

@@ -48,22 +48,42 @@ def test_a_pointwise_backends_rehearsals_draw_each_documents_error_once(tmp_path
     """MiniLM scores each document alone, so its answers agree across windows: its rehearsals are the simulated
     reranker's runs with the error drawn once per query and document (--sim-persistent 1, no per-window noise), at
     seeds 0, 1, 2 (where noise drawn per window asked for about 2.8 times MiniLM's calls on DL19). A listwise LLM's
-    rehearsal keeps the per-window draw."""
+    rehearsal keeps the per-window draw. With qrels, the rehearsals take two models of the reranker in turn: the
+    qrels (seeds 0 and 2) and each query's BM25 scores standardised by hand here (seed 1)."""
+    from acurank_cli.io.candidates import read_candidates
+    from acurank_cli.method.registry import build_strategy
+    from acurank_cli.records import RankingTask
+    from acurank_cli.rerankers.backends.simulated import SimulatedReranker
+    from acurank_cli.run.driver import Driver
+
     bill = tmp_path / "bill.jsonl"
     qrels = ["--qrels", DL19 / "qrels.txt", "--qids", QIDS]
     ran = acurank("rerank", DL19 / "bm25.run", "--method", "acurank", "--reranker", "minilm", *qrels, "--dry-run",
                   "--rehearsals", "3", "--stats", bill)
     per_query, total = _stats(bill)
     actual: dict[str, list[int]] = {}
-    for seed in (0, 1, 2):
+    for seed in (0, 2):
         stats = tmp_path / f"p{seed}.jsonl"
         acurank("rerank", DL19 / "bm25.run", "--method", "acurank", *SIM, "--sim-noise", "0", "--sim-persistent", "1",
                 "--sim-seed", str(seed), "--no-cache", "-o", tmp_path / f"p{seed}.run", "--stats", stats)
         for r in map(json.loads, stats.read_text().splitlines()):
             actual.setdefault(r["qid"], []).append(r["calls"])
+    bundle, _ = read_candidates(DL19 / "bm25.run")
+    tasks = [RankingTask(q, "", c) for q, c in bundle.runs.items() if q in QIDS.split(",")]
+    first_stage = {}
+    for t in tasks:
+        scores = [c.score for c in t.candidates]
+        mean, sd = statistics.fmean(scores), statistics.pstdev(scores)
+        first_stage[t.qid] = {c.docid: (c.score - mean) / sd for c in t.candidates}
+    oracle = SimulatedReranker(first_stage, noise=0.0, seed=1, persistent=1.0)
+    for out in Driver(build_strategy("acurank"), oracle, None, len(tasks)).run(tasks):
+        actual[out.qid].append(out.tally.calls)
+    assert len(actual) == 6 and all(len(c) == 3 for c in actual.values())
     for qid, calls in actual.items():
         assert per_query[qid]["calls"] == {"low": min(calls), "median": statistics.median(calls), "high": max(calls)}
     assert "noise 1 drawn once per query and document" in total["rehearsal"] and "drawn once" in ran.stderr
+    assert "grades: the qrels given and each query's first-stage scores standardised, in turn" in total["rehearsal"]
+    assert any(c[2] != c[0] or c[1] != c[0] for c in actual.values())  # the models differ on some query
     with FakeServer(lambda q, a: ("ok", 0.0)) as server:  # openai: a listwise LLM (never called by a dry run)
         ran = acurank("rerank", DL19 / "bm25.run", "--method", "acurank", "--reranker", "openai:m", "--base-url",
                       server.base_url, *qrels, "--dry-run", "--rehearsals", "2")
