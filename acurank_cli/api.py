@@ -70,7 +70,7 @@ class Reranker:
         #: :class:`~acurank_cli.relevance.CalibrationMap`; docs/relevance.md), or None
         self.calibration = _calibration(calibrated, self.strategy, self.passages)
         check_origin(calibrated, backend if isinstance(backend, str) else None, method, allowed=allow_map_mismatch,
-                     api=True)  # after its k and its method's ratings: the order of every entrance's checks
+                     said=SAID["api"])  # after its k and its method's ratings: the order of every entrance's checks
         from .relevance.shift import ShiftWatch
 
         #: the calls' queries against the map's fitting queries (a shift said once, as a CalibrationShiftWarning)

@@ -98,7 +98,10 @@ def typed_value(flags: Iterable[str]) -> str | None:
 
 
 def as_typed(flag: str, value: Any) -> str:
-    """``value`` as the command line typed it for ``flag`` when it parses to that value, else as it is."""
+    """``value`` as the command line typed it for ``flag`` when it parses to that value, else as it is (a blank
+    string quoted, as a shell would need it: ``--method ''``)."""
+    if isinstance(value, str) and not value.strip():
+        return repr(value)
     typed = _TYPED.get(flag)
     if typed is None:
         return str(value)
@@ -122,6 +125,33 @@ class ParameterError(InputError):
         """The message with the flag (``--k 0: must be an integer >= 1``)."""
         flag = self.flag or flag_of(self.name)
         return f"{flag} {as_typed(flag, self.value)}: must be {name_options(self.domain, self.options, False)}{self.owner}"
+
+
+class TextError(ParameterError):
+    """A text parameter that is not a non-blank string: named without echoing the text (an instruction may run to
+    thousands of characters)."""
+
+    def __init__(self, name: str, got: str, flag: str | None = None):
+        self.name, self.value, self.flag, self.owner, self.options = name, got, flag, "", {}
+        self.got, self.domain = got, "a non-blank text"
+        InputError.__init__(self, f"{name}: must be {self.domain}, got {got}")
+
+    def cli(self) -> str:
+        return f"{self.flag or flag_of(self.name)}: must be {self.domain}, got {self.got}"
+
+
+def check_text(value: Any, name: str, flag: str | None = None) -> None:
+    """``value`` (None: not given) is a string, not blank, or :class:`TextError`. (No length bound: a long text is
+    the prompt's fit to say, warned or refused before any call.)"""
+    if value is None:
+        return
+    if not isinstance(value, str):
+        got = type(value).__name__
+    elif not value.strip():
+        got = repr(value)
+    else:
+        return
+    raise TextError(name, got, flag)
 
 
 @dataclass(frozen=True)

@@ -495,3 +495,23 @@ def test_a_long_documents_answer_deep_inside_is_found_by_its_passages():
     with Reranker("minilm", method="acurank", cache=None, passages="30:15") as capped:  # 10 passages: 165 words
         first = capped.rerank(QUERY, docs)
     assert next(d for d in first if d.id == "2").passage.index < 10
+
+
+def test_a_call_the_model_could_not_read_is_refused_in_one_line_naming_its_field():
+    """Held-out entrance cases (stop 99): a lone surrogate in the query or a document was admitted and failed in the
+    model's tokenizer; a qid of 7 or a cut of 0.3 failed inside (TypeError, AttributeError); a bad query was said to
+    be about the documents. Each is now one line before any call, naming its field."""
+    with Reranker("simulated", qrels={"q": {}}, cache=None) as rr:
+        cases = [(("a \ud800 b", ["x", "y"]), {}, "query",
+                  "the query: not valid Unicode text (a lone surrogate, '\\ud800', at character 2)"),
+                 (("q", ["x", "y \udfff"]), {}, "documents",
+                  "document 1: not valid Unicode text (a lone surrogate, '\\udfff', at character 2)"),
+                 (("q", ["x", "y"]), {"qid": 7}, "qid",
+                  "qid must be a string, got int (a run's query ids are strings: give '7')"),
+                 (("q", ["x", "y"]), {"cut": 0.3}, "cut", "cut must be a string, got float (give '0.3')"),
+                 ((" ", ["x", "y"]), {}, "query", "the query must be a non-empty string"),
+                 (("q", [{"page_content": "x"}]), {}, "documents", "document 0: needs a 'text' string")]
+        for (query, docs), keywords, field, said in cases:
+            with pytest.raises(InputError) as refused:
+                rr.rerank(query, docs, **keywords)
+            assert (str(refused.value), refused.value.field) == (said, field)

@@ -102,6 +102,9 @@ class Call:
     #: PyTerrier's transformer's refusal of a frame holding the call's documents (query q1, docnos d1, d2, ...); None:
     #: a frame carries no such input (its transformer takes no pivot, cut or instruction of its own)
     pyterrier: str | None = None
+    #: what the table says where the command line, or a frame, has no such input
+    no_cli: str = "no such input (a run's instruction is `--instruction`: the row above)"
+    no_frame: str = "no such input (a frame carries no pivot, cut or instruction)"
 
 
 CALLS = (
@@ -155,6 +158,28 @@ CALLS = (
     Call("a boolean sent as a number", ("--k", "true"), {}, {"top_k": True}, (), {"top_n": True},
          "--k true: must be an integer", "top_k=True: must be an integer >= 1",
          "top_n: Input should be a valid integer", field="top_n"),
+    Call("a blank method name", ("--method", " "), {"method": " "}, {}, (), {"method": " "},
+         "--method ' ': must be a method name (leave it out for the default)",
+         "method=' ': must be a method name (leave it out for the default)",
+         "method=' ': must be a method name (leave it out for the default)", field="method"),
+    Call("a blank instruction", ("--instruction", " "), {}, {"instruction": " "}, (), {"instruction": " "},
+         "--instruction: must be a non-blank text, got ' '", "instruction: must be a non-blank text, got ' '",
+         "instruction: must be a non-blank text, got ' '", field="instruction"),
+    Call("a document's score that is not a number", (), {},
+         {"documents": [{"text": "fleas live for weeks", "score": "high"}, {"text": "cats sleep a lot", "score": 1}]},
+         (), {"documents": [{"text": "fleas live for weeks", "score": "high"}, {"text": "cats sleep a lot", "score": 1}]},
+         None, "document 0: 'score' must be a number, got 'high'",
+         "documents: document 0: 'score' must be a number, got 'high'", field="documents",
+         no_cli="a run file's score column: its line named (io/runs.py)",
+         no_frame="refused: `query q1, docno d1: column 'score' 'high' is not a number` (the ids and scores test)"),
+    Call("a document object without a text", (), {}, {"documents": [{"content": "fleas live for weeks"}, "cats"]},
+         (), {"documents": [{"content": "fleas live for weeks"}, "cats"]}, None,
+         "document 0: needs a 'text' string",
+         "documents[0] needs a 'text' string (or name its fields in rank_fields)", field="documents[0].text",
+         no_cli="no such input (a run's texts are its corpus's)", no_frame="no such input (a frame's text is a column)"),
+    Call("a cut given as a number", (), {}, {"cut": 0.3}, (), {"cut": 0.3}, None,
+         "cut must be a string, got float (give '0.3')", "cut: Input should be a valid string", field="cut",
+         no_cli="no such input (`--cut` is text)"),
     Call("an instruction for one query the reranker cannot take", (), {}, {"instruction": "Rank by recency"}, (),
          {"instruction": "Rank by recency"}, None,
          "instruction: the reranker puts no instruction in a prompt (a listwise LLM does: hf:, vllm:, openai:)",
@@ -184,6 +209,11 @@ SAMES = (
          "`min_p_relevant=0.3` and `cut=\"p:0.3\"`: the same documents and P(relevant)",
          "`cut: \"p:0.3\"`: the API's `cut=\"p:0.3\"` (documents without scores), `meta.acurank.cut`",
          "the same results as HTTP", "no such input (a frame is cut with PyTerrier's own operators)"),
+    Same("documents with their own ids and first-stage scores",
+         "a run file's ids and scores", "`rerank(query, [{\"id\", \"text\", \"score\"}, ...], top_k=5)`",
+         "the same objects: the API's order (as `index`) and p_topk; `top_n` beyond the documents sets k no higher "
+         "than their number, as the API's `top_k`", "the same results as HTTP",
+         "a frame's `docno` and `score`: the API's (checked in the run rows above)"),
     Same("an empty document, a reranker that reads no texts",
          "ranked: a plug-in that reverses each window (`ACURANK_BACKENDS`) puts it in its place", "ranked: the same order",
          "ranked: the same order; the simulated reranker, which orders by qrels, is refused at start: `--reranker "
@@ -203,11 +233,9 @@ def table() -> str:
                                                        "refused at start, as the CLI", "refused at start, as the CLI",
                                                        "refused when built, as the API"]) + " |")
     for call in CALLS:
-        cli = ("no such input (a run's instruction is `--instruction`: the row above)" if call.cli is None
-               else f"refused: `{call.cli}`")
+        cli = call.no_cli if call.cli is None else f"refused: `{call.cli}`"
         api = f"refused: `{call.api}`" + (" (Python's TypeError)" if call.error is TypeError else "")
-        pyterrier = (f"refused: `{call.pyterrier}`" if call.pyterrier is not None
-                     else "no such input (a frame carries no pivot, cut or instruction)")
+        pyterrier = f"refused: `{call.pyterrier}`" if call.pyterrier is not None else call.no_frame
         lines.append(f"| {call.rule} | {cli} | {api} | refused: `{call.http}` (400, field "
                      f"`{call.field}`) | refused: the same line, a tool error | {pyterrier} |")
     for same in SAMES:
@@ -423,6 +451,63 @@ def test_the_run_rows_give_the_same_run_at_every_entrance(maps, tmp_path):
         assert [r["relevance_score"] for r in got["results"]] == pytest.approx([d.p_relevant for d in plain_cut])
         assert got["meta"]["acurank"]["cut"] == "p:0.3"
         assert json.loads(mcp_rerank(server.url, KEY, body).content[0].text)["results"] == got["results"]
+    finally:
+        assert server.stop() == 0, server.stderr
+
+
+def test_a_documents_own_id_and_score_are_taken_alike_at_every_entrance(tmp_path):
+    """Held-out entrance cases (stop 99): a server took a document object's ``score`` and ``id`` as metadata, where
+    the API takes them as the document's first-stage score and id; and a top_n beyond the documents set k at the
+    server to their number and at the API to top_n. Both are now the API's rule: the same order and p_topk from
+    DL19 documents given with their BM25 scores reversed (so that the scores, not the input order, decide the first
+    stage), and the same k for a top_n of 50 on 20 documents."""
+    import gzip
+
+    import httpx
+
+    sys.path.insert(0, str(ROOT / "tests" / "serve"))
+    from test_serve import KEY, Server, mcp_rerank
+
+    from acurank_cli.api import Reranker
+
+    qid, depth = "264014", 20
+    topics = dict(line.split("\t", 1) for line in (DL19 / "topics.tsv").read_text().splitlines())
+    with gzip.open(DL19 / "passages.jsonl.gz", "rt") as fh:
+        texts = {r["_id"]: r["text"] for r in map(json.loads, fh)}
+    head = [line.split() for line in (DL19 / "bm25.run").read_text().splitlines() if line.startswith(qid + " ")][:depth]
+    docs = [{"id": d, "text": texts[d], "score": float(score)} for _, _, d, _, score, _ in reversed(head)]
+    position = {d["id"]: i for i, d in enumerate(docs)}
+    with Reranker("minilm", method="acurank", cache=None) as rr:
+        api = rr.rerank(topics[qid], docs, top_k=5)
+        wide = rr.rerank(topics[qid], docs, top_k=50)
+        unscored = rr.rerank(topics[qid], [d["text"] for d in docs], top_k=5)
+    # the scores decide the first stage, not the input order: other ratings (p_topk), each document's BM25 score
+    assert [d.p_topk for d in api] != pytest.approx([d.p_topk for d in unscored])
+    assert all(d.first_stage_score == docs[position[d.id]]["score"] for d in api)
+    server = Server("--reranker", "minilm", "--no-cache", "--api-key", KEY)
+    try:
+        for top_n, out in ((5, api), (50, wide)):
+            body = {"query": topics[qid], "documents": docs, "top_n": top_n}
+            got = httpx.post(server.url + "/v2/rerank", headers={"Authorization": f"Bearer {KEY}"}, json=body,
+                             timeout=120).json()
+            assert [r["index"] for r in got["results"]] == [position[d.id] for d in out], got
+            assert [r["relevance_score"] for r in got["results"]] == pytest.approx([d.p_topk for d in out])
+            assert got["meta"]["acurank"]["k"] == out.k == min(top_n, depth)
+            assert json.loads(mcp_rerank(server.url, KEY, body).content[0].text)["results"] == got["results"]
+        twice = [{"id": "a", "text": "fleas live for weeks"}, {"id": "a", "text": "cats sleep a lot"}]
+        reply = httpx.post(server.url + "/v2/rerank", headers={"Authorization": f"Bearer {KEY}"}, timeout=60,
+                           json={"query": "how long do fleas live", "documents": twice})
+        assert reply.status_code == 400 and reply.json()["field"] == "documents", reply.text
+        assert "document id 'a' is given twice (documents 0 and 1)" in reply.json()["message"]
+        import pandas as pd
+
+        from acurank_cli.errors import InputError
+        from acurank_cli.integrations.pyterrier import AcuRankReranker
+
+        frame = pd.DataFrame({"qid": "q1", "query": "how long do fleas live", "docno": ["d1", "d2"],
+                              "text": ["fleas live for weeks", "cats sleep a lot"], "score": ["high", 1]})
+        with pytest.raises(InputError, match=r"^query q1, docno d1: column 'score' 'high' is not a number$"):
+            AcuRankReranker("minilm", cache=None).transform(frame)
     finally:
         assert server.stop() == 0, server.stderr
 

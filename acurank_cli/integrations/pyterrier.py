@@ -85,6 +85,7 @@ class AcuRankReranker(pt.Transformer):
             if rows["query"].nunique() != 1:
                 raise InputError(f"query {qid} has {rows['query'].nunique()} different query texts in the frame")
             if "score" in rows.columns:  # trec_eval's order: score descending, ties by docno descending
+                _numbers(rows, qid)
                 rows = rows.assign(_docno=rows["docno"].astype(str)).sort_values(
                     ["score", "_docno"], ascending=False, kind="stable")
             scores = rows["score"].map(float) if "score" in rows.columns else None
@@ -170,5 +171,15 @@ class _Texts:
 def _num(value: float | None) -> float:
     return math.nan if value is None else float(value)
 
+
+
+def _numbers(rows: Any, qid: str) -> None:
+    """A frame's ``score`` column holds numbers (the first-stage scores): a text there is refused naming its row,
+    as the API refuses a document's non-numeric ``score``."""
+    for docno, value in zip(rows["docno"].astype(str), rows["score"]):
+        try:
+            float(value)
+        except (TypeError, ValueError):
+            raise InputError(f"query {qid}, docno {docno}: column 'score' {value!r} is not a number") from None
 
 __all__ = ["AcuRankReranker", "OUTPUT_COLUMNS"]

@@ -35,10 +35,10 @@ from .maps import CLIP, FEATURES, FORMAT, L2, PIVOT_FEATURES, CalibrationMap, fe
 from .maps import _sigmoid  # noqa: F401 - the tests check it against the library
 from .pivot import SAID, Pivot, Spelling, check_pivot, pivoted
 from .shift import Shift, signals_of
-from .rules import (MISMATCH, SCORES, TARGETS, Calibrate, Relevance, aim_cut, aims, check_applicable, check_origin, check_target,
+from .rules import (SCORES, TARGETS, Calibrate, Relevance, aim_cut, aims, check_applicable, check_origin, check_target,
                     cut_asked, judge, judged, Judgement, keep_maps_k, loaded, options)
 
-__all__ = ["CLIP", "FEATURES", "FORMAT", "L2", "MISMATCH", "PIVOT_FEATURES", "SAID", "SCORES", "TARGETS", "Calibrate",
+__all__ = ["CLIP", "FEATURES", "FORMAT", "L2", "PIVOT_FEATURES", "SAID", "SCORES", "TARGETS", "Calibrate",
            "CalibrationMap", "Cut", "CutTarget", "Pivot", "Relevance", "Shift", "Spelling", "aim_cut", "aims", "auc", "brier", "calibration_error",
            "check_applicable", "check_origin", "check_pivot", "check_target", "cut_asked", "expected_f1_cut", "f1_at", "f1_kept", "feature_matrix",
            "features", "fit", "judge", "judged", "Judgement", "keep_maps_k", "loaded", "monotone", "oracle_f1", "options", "p_none", "pivoted", "signals_of"]

@@ -145,30 +145,35 @@ def keep_maps_k(calibration: CalibrationMap | None, method: str, options: dict, 
     options["k"] = int(k)
 
 
-#: how a user says a map may be applied where it was not fit for (another reranker or method, or its own queries)
-MISMATCH = {"cli": "--allow-map-mismatch", "api": "allow_map_mismatch=True"}
-
-
 def check_origin(calibration: CalibrationMap | None, backend: str | None, method: str, qids: Sequence[str] = (),
-                 allowed: bool = False, api: bool = False) -> None:
+                 allowed: bool = False, said: Any = None) -> None:
     """A map applies to runs of the reranker and method it was fit with, on queries it was not fit on: its
     P(relevant) reads ratings that one reranker's answers under one method made, and measured on its own fitting
     queries it flatters itself (their ECE is a fraction of held-out queries'). Refused in one line, before any call,
     unless ``allowed``. A map written before it recorded these (no ``backend``, no ``qids``) is not checked for them,
-    nor is the reranker of a backend given built (the API's instance: None)."""
+    nor is the reranker of a backend given built (the API's instance: None). ``said``: the entrance's words
+    (:class:`~acurank_cli.relevance.Spelling`; None: the command line's)."""
     if calibration is None or allowed:
         return
-    flag, allow = ("calibration", MISMATCH["api"]) if api else ("--calibration", MISMATCH["cli"])
+    from .pivot import SAID
+
+    said = said or SAID["cli"]
+    flag, allow, this = said.calibration, said.allow, said.applied_to
     fit = calibration.fit
     for what, was, now in (("reranker", fit.get("backend"), backend), ("method", fit.get("method"), method)):
         if was is not None and now is not None and str(was) != str(now):
-            raise InputError(f"{flag}: the map was fit with {what} {was} and this run's {what} is {now}: its "
-                             f"P(relevant) reads the ratings one {what} makes; fit a map with {now}, or say {allow}")
+            raise InputError(f"{flag}: the map was fit with {what} {was} and {this}'s {what} is {now}: its "
+                             f"P(relevant) reads the ratings one {what} makes; fit a map with {now}, or {_say(allow)}")
     seen = sorted(set(fit.get("qids") or ()) & set(qids))
     if seen:
         raise InputError(f"{flag}: the map was fit on {len(seen)} of these queries (e.g. {seen[0]}), and on its own "
-                         f"fitting queries it looks better calibrated than it is; apply it to other queries, or say "
-                         f"{allow}")
+                         f"fitting queries it looks better calibrated than it is; apply it to other queries, or "
+                         f"{_say(allow)}")
+
+
+def _say(allow: str) -> str:
+    """How a refusal ends: "say --allow-map-mismatch", or the entrance's own sentence ("start the server with ...")."""
+    return allow if " " in allow else f"say {allow}"
 
 
 def check_applicable(strategy: Any, passages: Any, flag: str = "--calibration", split_by: str | None = None) -> None:

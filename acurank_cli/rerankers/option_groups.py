@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..params import Option, at_least, between
+from ..params import Option, at_least, between, check_text
 from .listwise.answers import AnswerMode
 
 from .listwise.prompts import MIN_CONTEXT, AnswerBudget
@@ -85,6 +85,12 @@ class PromptOptions:
                                 "published), constrained (decoding can only write a valid permutation), logits "
                                 "(one forward pass: the window ranked by the first token's logits over letter "
                                 "identifiers, FIRST)")(AnswerMode.text)
+
+    def __post_init__(self) -> None:
+        check_text(self.instruction, "instruction")  # as a call's or a request's instruction is checked
+        after = getattr(super(), "__post_init__", None)  # the next group's checks (ThinkingOptions'), in a backend's
+        if after is not None:  # record made of several groups
+            after()
 
 
 @dataclass(frozen=True)

@@ -24,17 +24,29 @@ from ..results import RankedDoc, RerankOutput
 DocLike = Union[str, Mapping[str, Any], Doc]
 
 
+def _unicode(text: str, what: str, field: str | None = None) -> None:
+    """A text a model can read: refused where it holds a lone surrogate (no UTF-8 encodes it: a tokenizer, a request
+    body, a file would fail on it after the call began)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(f"{what}: not valid Unicode text (a lone surrogate, {text[exc.start]!r}, at character "
+                         f"{exc.start})", field=field) from None
+
+
 def _doc(item: DocLike, i: int) -> tuple[Doc, float | None, dict]:
     """(record, first-stage score or None, metadata) for one input document."""
     if isinstance(item, Doc):
         check_id(item.docid, f"document {i}: id", "")
         return item, None, {}
     if isinstance(item, str):
+        _unicode(item, f"document {i}")
         return Doc(str(i), item), None, {}
     if isinstance(item, Mapping):
-        text = item.get("text", item.get("content", item.get("page_content")))
+        text = item.get("text")
         if not isinstance(text, str):
             raise InputError(f"document {i}: needs a 'text' string")
+        _unicode(text, f"document {i}")
         try:
             title = passage_title(item.get("title"))
         except TypeError as exc:
@@ -73,8 +85,12 @@ def prepare(query: str, items: Sequence[DocLike], qid: str = "q", instruction: s
     in: the first-stage ranking is the scores', as a run file's is. ``reads_texts``: the reranker reads the texts,
     so an empty document (:attr:`~acurank_cli.records.Doc.blank`) is refused, named ``documents[i]``."""
     if not isinstance(query, str) or not query.strip():
-        raise InputError("the query must be a non-empty string")
-    check_id(str(qid), "qid", "")
+        raise InputError("the query must be a non-empty string", field="query")
+    _unicode(query, "the query", "query")
+    if not isinstance(qid, str):
+        raise InputError(f"qid must be a string, got {type(qid).__name__} (a run's query ids are strings: "
+                         f"give {str(qid)!r})", field="qid")
+    check_id(qid, "qid", "")
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
         raise TypeError(f"docs must be a sequence of strings, dicts or Docs, got {type(items).__name__} "
                         "(wrap a single document in a list)")

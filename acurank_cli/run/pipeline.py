@@ -17,7 +17,7 @@ from ..errors import InputError, OptionError
 from ..method.strategy import Strategy, check_tasks, expect_kernels
 from ..method.choices import Init
 from ..method.registry import build_strategy, method_options
-from ..params import Domain, ParameterError, at_least
+from ..params import Domain, ParameterError, at_least, check_text
 from ..records import Doc, QueryOutcome, RankingTask
 from ..rerankers.backend import BackendChoice, RerankerBase
 from ..rerankers.backends.embeddings import check_usable
@@ -92,11 +92,19 @@ def method(name: str | None, options: Mapping[str, Any] | None = None, source: S
            baseline_only: bool = False) -> Strategy:
     """The strategy for a method name (default: acurank, or sw-1 for ``baseline``) with its options (keyword
     -> value; None: not given), and the rating init the score source implies unless one was given."""
+    check_method_name(name)
     name = name or (DEFAULTS.baseline if baseline_only else DEFAULTS.method)
     options = {k: v for k, v in (options or {}).items() if v is not None}
     if "init" not in options and "init" in method_options(name) and source.init is not Init.score:
         options["init"] = source.init
     return build_strategy(name, options, baseline_only=baseline_only)
+
+
+def check_method_name(name: Any) -> None:
+    """A method's name given blank, or as anything but a string, is refused at every entrance (some took a blank
+    one for the default, others refused it)."""
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise ParameterError("method", name, "a method name (leave it out for the default)", flag="--method")
 
 
 def check_served_backend(reranker: str | None) -> None:
@@ -139,6 +147,7 @@ class Methods:
                  source: ScoreSource | None = None, calibration: Any = None, flag: str = "calibration"):
         from ..relevance import keep_maps_k
 
+        check_method_name(name)
         self.source = source or ScoreSource.documents
         self.options = {k: v for k, v in (options or {}).items() if v is not None}
         keep_maps_k(calibration, name or DEFAULTS.method, self.options, flag)
@@ -318,7 +327,9 @@ class Session:
 
     def check_instruction(self, instruction: str | None) -> None:
         """A query's own instruction needs a backend that puts one in its prompt (refused before any call): the one
-        place the rule is said, for the API's queries and the server's requests."""
+        place the rule is said, for the API's queries and the server's requests; the text itself as every entrance
+        bounds it (:func:`~acurank_cli.params.check_text`, the backend's ``--instruction`` too)."""
+        check_text(instruction, "instruction")
         if instruction is not None and not getattr(self.pipeline.reranker, "takes_instruction", False):
             raise OptionError("instruction: the reranker puts no instruction in a prompt (a listwise LLM does: hf:, "
                               "vllm:, openai:)")

@@ -141,13 +141,26 @@ def passages_for(session: "SessionLike", request: Request) -> "Passages | None":
     return replace(own, max_per_doc=min(asked, own.max_per_doc))
 
 
+def _typed(request: Request) -> None:
+    """Rule 0: the request's text settings are strings where given (a number or a list was taken by some entrances
+    and failed inside, after admission: a cut of 0.3; the qid is prepare's)."""
+    for name in ("cut", "cut_target", "pivot"):
+        value = getattr(request, name)
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"{name} must be a string, got {type(value).__name__}"
+                             + (f" (give {str(value)!r})" if isinstance(value, (int, float)) else ""), field=name)
+
+
 def _method(session: "SessionLike", request: Request, said: "Spelling", one_at_a_time: bool) -> "Strategy":
     """Rules 1 and 2: the method by its name, then with its budget, then with the call's top_k (each choice built
     once), each refusal naming the setting that caused it."""
     if request.top_k is not None and not at_least(1).contains(request.top_k):
         raise ParameterError(said.top_k, request.top_k, at_least(1).describe())
+    top_k = request.top_k  # k from top_k: never beyond the documents given (a top_n of 10**26 sets no k of 10**26)
+    if top_k is not None and hasattr(request.documents, "__len__"):
+        top_k = min(top_k, max(1, len(request.documents)))
     steps = (("method", (request.method, None, None)), ("budget", (request.method, None, request.budget)),
-             (said.top_k, (request.method, request.top_k, request.budget)))
+             (said.top_k, (request.method, top_k, request.budget)))
     for field, (name, top_k, budget) in steps:
         with _named(field):
             strategy = session.methods.for_call(name, top_k, budget)
@@ -174,7 +187,7 @@ def _calibrated(session: "SessionLike", request: Request, strategy: "Strategy", 
     if request.method is not None:
         with _named("method"):
             check_applicable(strategy, None, said.calibration)
-            check_origin(session.calibration, None, strategy.name, allowed=session.allow_map_mismatch)
+            check_origin(session.calibration, None, strategy.name, allowed=session.allow_map_mismatch, said=said)
     check_applicable(strategy, passages_for(session, request), said.calibration, said.passages)
 
 
@@ -251,6 +264,7 @@ def admit(session: "SessionLike", requests: Sequence[Request], said: "Spelling",
 
     admitted = []
     for request in requests:
+        _typed(request)
         strategy = _method(session, request, said, one_at_a_time)
         _calibrated(session, request, strategy, said)
         strategy, cuts = _cuts(session, request, _pivoted(session, request, strategy, said), said)

@@ -66,7 +66,7 @@ class _Body(BaseModel):
     method: str | None = None
     budget: int | None = Field(default=None, ge=0)
     #: a task instruction for this request's prompts (listwise LLM backends)
-    instruction: str | None = Field(default=None, min_length=1, max_length=4096)
+    instruction: str | None = None  # bounded where every entrance's is (Session.check_instruction)
     #: a reference passage at the relevance boundary, rated in every window ("simulated": the simulated reranker's)
     pivot: str | None = Field(default=None, min_length=1)
     #: with this server's --calibration map: where the list stops ("p:X" or "f1", as rerank's --cut) and where the
@@ -163,8 +163,6 @@ def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
         raise explain(_union_error(exc.errors(include_url=False))) from None
     if not body.query.strip():
         raise BadRequest("query must not be empty", "query")
-    if body.method is not None and not body.method.strip():
-        raise BadRequest("method must not be empty (leave it out for the server's method)", "method")
     if body.pivot is not None and not body.pivot.strip():
         raise BadRequest("pivot must not be blank (leave it out for none)", "pivot")
     if not body.documents:
@@ -190,7 +188,7 @@ def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
     for i, original in enumerate(originals):
         _finite(original, f"documents[{i}]")
     return RerankCall(id=str(uuid.uuid4()), api=api, query=body.query, texts=tuple(texts), titles=tuple(titles),
-                      originals=originals, top_n=None if body.top_n is None else min(body.top_n, len(texts)),
+                      originals=originals, top_n=body.top_n,
                       return_documents=bool(body.return_documents),
                       method=body.method, budget=body.budget, model=body.model, warnings=tuple(warnings),
                       instruction=body.instruction, truncated=truncated,

@@ -16,6 +16,7 @@ import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import InputError
 from ..method.registry import method_options
@@ -116,7 +117,8 @@ class RerankService:
         call, a refusal a 400 naming its field; 429 when the server holds as many as it may."""
         if self.draining:
             raise BadRequest("the server is shutting down", None, 503, {"Retry-After": "5"})
-        docs = [{"text": t, "title": title} if title else {"text": t} for t, title in zip(call.texts, call.titles)]
+        docs = [_document(text, title, original) for text, title, original in zip(call.texts, call.titles,
+                                                                                call.originals)]
         request = Request(call.query, docs, call.id, instruction=call.instruction, top_k=call.top_n, cut=call.cut,
                           cut_target=call.cut_target, pivot=call.pivot, method=call.method, budget=call.budget,
                           max_chunks=call.max_chunks_per_doc)
@@ -150,7 +152,8 @@ class RerankService:
         scoring passage where it was split: {index, text, words} or None)."""
         out = self.session.answer(ticket.admitted, outcome)
         calibrated, cuts = self.session.calibration, ticket.admitted.cuts  # every admitted request is calibrable
-        order = [int(d.id) for d in out.docs]
+        position = {docid: i for i, docid in enumerate(ticket.admitted.prepared.docs)}  # the request's order
+        order = [position[d.id] for d in out.docs]
         scores = relevance_scores(out, len(ticket.call.texts))
         passages = [None if d.passage is None else {"index": d.passage.index, "text": d.passage_text,
                                                      "words": [d.passage.start, d.passage.end]} for d in out.docs]
@@ -245,3 +248,13 @@ class RerankService:
             self.metrics.windows.inc(windows)
 
         return Counted(backend, count)
+
+
+def _document(text: str, title: str, original: Any) -> dict[str, Any]:
+    """A request's document as the session takes it (the API's form): its passage text and title as read, and an
+    object's own ``id`` and first-stage ``score`` where it gives them, taken as the API takes them (ids unique and
+    clean, scores numbers, every document's or none)."""
+    doc: dict[str, Any] = {"text": text, "title": title} if title else {"text": text}
+    if isinstance(original, dict):
+        doc.update({key: original[key] for key in ("id", "score") if key in original})
+    return doc
