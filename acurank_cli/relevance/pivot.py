@@ -99,6 +99,8 @@ class Pivot:
             return None
         if value == "simulated":
             return cls(value)
+        if not value.strip():  # a blank path reads as the working folder: said as the flag's, not as a folder's
+            raise InputError(f"--pivot {value!r}: give simulated or a file of 'qid<TAB>pivot passage'")
         from ..io.collection_files import read_topics
 
         return cls(value, read_topics(value))

@@ -283,6 +283,7 @@ def test_a_cut_run_is_resumed_with_its_empty_queries_done(fitted, tmp_path):
     (("--pivot", "TOPICS"), "the simulated reranker reads no texts; give --pivot simulated"),
     (("--pivot", "simulated", "--method", "sw-1"), "--pivot: method 'sw-1' rates no pivot"),
     (("--pivot", "missing.json"), "missing.json: no such file"),
+    (("--pivot", " "), "acurank: error: --pivot ' ': give simulated or a file of 'qid<TAB>pivot passage'"),
 ])
 def test_faults_are_one_line_and_exit_2_before_any_call(fitted, tmp_path, extra, said):
     tmp, _ = fitted
