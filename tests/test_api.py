@@ -515,3 +515,18 @@ def test_a_call_the_model_could_not_read_is_refused_in_one_line_naming_its_field
             with pytest.raises(InputError) as refused:
                 rr.rerank(query, docs, **keywords)
             assert (str(refused.value), refused.value.field) == (said, field)
+
+
+def test_a_batchs_k_is_its_top_k_bounded_by_its_largest_query_not_by_its_first():
+    """A top_k beyond a call's documents sets k no higher than their number (the server's rule, now every
+    entrance's); a batch's queries share one method, so the bound is its largest query's: a query of 20 documents
+    after one of 3 is answered at k = 5 in the batch as alone (the same p_topk), never at the first query's 3."""
+    docs = [f"passage {i} about fleas and how long they live" for i in range(20)]
+    with Reranker("minilm", method="acurank", cache=None) as rr:
+        alone = rr.rerank("how long do fleas live", docs, top_k=5)
+        small, large = rr.rerank_batch([("how long do fleas live", docs[:3]), ("how long do fleas live", docs)],
+                                       qids=["a", "b"], top_k=5)
+        few = rr.rerank("how long do fleas live", docs[:3], top_k=5)
+    assert (alone.k, small.k, large.k, few.k) == (5, 5, 5, 3)
+    assert [d.id for d in large] == [d.id for d in alone]
+    assert [d.p_topk for d in large] == pytest.approx([d.p_topk for d in alone])

@@ -151,14 +151,15 @@ def _typed(request: Request) -> None:
                              + (f" (give {str(value)!r})" if isinstance(value, (int, float)) else ""), field=name)
 
 
-def _method(session: "SessionLike", request: Request, said: "Spelling", one_at_a_time: bool) -> "Strategy":
+def _method(session: "SessionLike", request: Request, said: "Spelling", one_at_a_time: bool,
+            most: int | None = None) -> "Strategy":
     """Rules 1 and 2: the method by its name, then with its budget, then with the call's top_k (each choice built
     once), each refusal naming the setting that caused it."""
     if request.top_k is not None and not at_least(1).contains(request.top_k):
         raise ParameterError(said.top_k, request.top_k, at_least(1).describe())
-    top_k = request.top_k  # k from top_k: never beyond the documents given (a top_n of 10**26 sets no k of 10**26)
-    if top_k is not None and hasattr(request.documents, "__len__"):
-        top_k = min(top_k, max(1, len(request.documents)))
+    top_k = request.top_k  # k from top_k: never beyond the call's most documents (a top_n of 10**26 sets no such k)
+    if top_k is not None and most is not None:
+        top_k = min(top_k, max(1, most))
     steps = (("method", (request.method, None, None)), ("budget", (request.method, None, request.budget)),
              (said.top_k, (request.method, top_k, request.budget)))
     for field, (name, top_k, budget) in steps:
@@ -263,9 +264,11 @@ def admit(session: "SessionLike", requests: Sequence[Request], said: "Spelling",
     from ..method.strategy import check_tasks, expect_kernels
 
     admitted = []
+    sized = [len(r.documents) for r in requests if hasattr(r.documents, "__len__")]
+    most = max(sized) if len(sized) == len(requests) and sized else None  # one call's queries share one method
     for request in requests:
         _typed(request)
-        strategy = _method(session, request, said, one_at_a_time)
+        strategy = _method(session, request, said, one_at_a_time, most)
         _calibrated(session, request, strategy, said)
         strategy, cuts = _cuts(session, request, _pivoted(session, request, strategy, said), said)
         prepared = _documents(session, request, said)
