@@ -14,7 +14,9 @@ answers agree across windows and the ratings settle in fewer calls (the simulate
 DL19 with MiniLM: 729-737 calls predicted, 714 made, against 1,988 with noise drawn per window: BENCHMARKS.md 28).
 A query's calls are the median of its rehearsals and, as a 90% interval, the least and the most of
 them (of 20 exchangeable draws, a 21st, the run itself when it reranks with the simulated reranker, falls between
-the least and the most with probability 19/21 = 90.5%); the total's figures are those of the rehearsals' totals.
+the least and the most with probability 19/21 = 90.5%; with two models in turn the interval spans both, and its
+coverage of a real model's calls is measured, not derived: BENCHMARKS.md 28c); the total's figures are those of the
+rehearsals' totals.
 Rehearsals run in parallel processes, one a core. A method whose calls are the same in every rehearsal (sliding windows,
 ``acurank-N`` at its budget, TourRank, the static TrueSkill methods) is marked exact: its calls never depend on the
 answers.
