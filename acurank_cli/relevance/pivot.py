@@ -39,8 +39,9 @@ class Spelling:
     documents: str = "documents"
     #: the passages the entrance itself was started or built with (``passages`` names what a call asks for)
     own_passages: str = "--passages"
-    #: how a map is applied anyway to another reranker, method or its own fitting queries, and what it is applied to
-    allow: str = "--allow-map-mismatch"
+    #: how a refusal says to apply a map anyway (another reranker or method, its own fitting queries), and what it is
+    #: applied to
+    allow: str = "say --allow-map-mismatch"
     applied_to: str = "this run"
 
 
@@ -51,7 +52,7 @@ SAID = {
                     simulated="pivot='simulated'", grade="sim_pivot_grade", texts="each query's pivot passage",
                     cut="cut", target="cut_target",
                     no_map="P(relevant): build the Reranker with calibration=MAP.json (docs/relevance.md)",
-                    own_passages="passages", allow="allow_map_mismatch=True"),
+                    own_passages="passages", allow="say allow_map_mismatch=True"),
     "request": Spelling(pivot="pivot", calibration="this server's --calibration map", passages="max_chunks_per_doc",
                         this="this request", simulated="pivot \"simulated\"", grade="the server's --sim-pivot-grade",
                         texts="the query's pivot passage", cut="cut", target="cut_target",

@@ -163,17 +163,13 @@ def check_origin(calibration: CalibrationMap | None, backend: str | None, method
     for what, was, now in (("reranker", fit.get("backend"), backend), ("method", fit.get("method"), method)):
         if was is not None and now is not None and str(was) != str(now):
             raise InputError(f"{flag}: the map was fit with {what} {was} and {this}'s {what} is {now}: its "
-                             f"P(relevant) reads the ratings one {what} makes; fit a map with {now}, or {_say(allow)}")
+                             f"P(relevant) reads the ratings one {what} makes; fit a map with {now}, or {allow}")
     seen = sorted(set(fit.get("qids") or ()) & set(qids))
     if seen:
         raise InputError(f"{flag}: the map was fit on {len(seen)} of these queries (e.g. {seen[0]}), and on its own "
                          f"fitting queries it looks better calibrated than it is; apply it to other queries, or "
-                         f"{_say(allow)}")
+                         f"{allow}")
 
-
-def _say(allow: str) -> str:
-    """How a refusal ends: "say --allow-map-mismatch", or the entrance's own sentence ("start the server with ...")."""
-    return allow if " " in allow else f"say {allow}"
 
 
 def check_applicable(strategy: Any, passages: Any, flag: str = "--calibration", split_by: str | None = None) -> None:
