@@ -413,12 +413,15 @@ class PassageSummary:
 class RelevanceSummary:
     """Where relevance ends for one query (``--calibration``, docs/relevance.md): the grade the map is for, each
     ranked document's P(grade >= grade) by docid, P(no relevant candidate) and, when a cut was asked, how many
-    documents the run kept (0: nothing here)."""
+    documents the run kept (0: nothing here), and the run's comparison with the map's fitting queries."""
 
     grade: int
     p_none: float
     p: Mapping[str, float] = field(default_factory=dict)
     kept: int | None = None
+    #: the run's queries against the map's fitting queries (``relevance.shift.Shift.as_dict``), where the map recorded
+    #: its queries' signals: the same in every record of a run (a run written to stdout has no meta file to hold it)
+    shift: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

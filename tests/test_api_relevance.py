@@ -212,3 +212,30 @@ def test_pyterrier_adds_a_p_relevant_column(rr):
     direct = rr.rerank("q", docs, qid=qid)
     assert list(got["docno"]) == [d.id for d in direct]
     assert list(got["p_relevant"]) == pytest.approx([d.p_relevant for d in direct])
+
+
+def test_a_maps_init_is_kept_at_the_api_and_a_server_and_its_allow_flag_needs_a_map(tmp_path):
+    """A map that records the init it was fit with (the command line's: score) starts the API's and a server's
+    ratings from the scores as they are, where documents start from z-scores without one (a served map fit by the
+    command line gave another order and other P(relevant) in silence); another init is refused in one line, as
+    another k is. allow_map_mismatch is True or False, and only with a map."""
+    from acurank_cli.method.choices import Init
+    from acurank_cli.run import pipeline
+
+    path = tmp_path / "map.json"
+    CalibrationMap(2, (0.0,) * 3, (1.0,) * 3, (0.8, 1.5, -0.3), -1.0,
+                   {"k": 10, "init": "score", "method": "acurank"}).save(path)
+    qrels = str(DL19 / "qrels.txt")
+    assert Reranker("simulated", qrels=qrels).strategy.params.init is Init.zscore  # documents' default
+    assert Reranker("simulated", qrels=qrels, calibration=path).strategy.params.init is Init.score
+    methods, _ = pipeline.served_methods(None, {}, str(path), reranker="minilm")
+    assert methods.strategy.params.init is Init.score
+    with pytest.raises(InputError, match=r"^calibration: the map was fit on ratings started with init score and this "
+                                         r"init is zscore: give init = 'score', or fit a map with init zscore$"):
+        Reranker("simulated", qrels=qrels, calibration=path, init="zscore")
+    with pytest.raises(InputError, match=r"^allow_map_mismatch='no': must be True or False$"):
+        Reranker("simulated", qrels=qrels, calibration=path, allow_map_mismatch="no")
+    with pytest.raises(InputError, match=r"^allow_map_mismatch=True without a map"):
+        Reranker("simulated", qrels=qrels, allow_map_mismatch=True)
+    with pytest.raises(InputError, match=r"^--allow-map-mismatch without a map"):
+        pipeline.served_methods(None, {}, None, reranker="minilm", allow_map_mismatch=True)

@@ -191,6 +191,7 @@ def test_map_files_round_trip_and_faults_are_one_line(tmp_path):
         "scale.json": json.dumps({**rec, "scale": [1.0, 0.0, 1.0]}),
         "nan.json": json.dumps({**rec, "intercept": float("nan")}),
         "keys.json": json.dumps({k: v for k, v in rec.items() if k != "grade"}),
+        "grade.json": json.dumps({**rec, "grade": 0}),  # P(grade >= 0) is 1 for every document
     }
     for name, text in cases.items():
         bad = tmp_path / name
@@ -228,3 +229,35 @@ def test_the_stats_line_holds_p_relevant_and_reads_back():
     back = stats_record(json.loads(json.dumps(line))).relevance
     assert back.kept == 1 and back.p == {"a": 0.912346, "b": 0.1} and list(back.p) == ["a", "b"]
     assert "relevance" not in stats_line(StatsRecord(qid="q", method="acurank", calls=5))
+
+
+def test_a_maps_huge_coefficients_give_0_or_1_without_a_warning_and_inf_minus_inf_is_refused():
+    """sigmoid(z) at z = +-inf (a map's coefficients of 1e308 overflow the sum): 1 and 0, with no numpy warning on
+    stderr; where +inf and -inf meet in one sum (NaN) there is no probability: one line."""
+    import warnings
+
+    m = CalibrationMap(1, (0.0,) * 3, (1.0,) * 3, (1e308,) * 3, 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a RuntimeWarning fails the test
+        assert m.of_matrix([[1.0, 1.0, 1.0], [-1.0, -1.0, -1.0]]).tolist() == [1.0, 0.0]
+        with pytest.raises(InputError, match="^calibration: the map's coefficients overflow"):
+            CalibrationMap(1, (0.0,) * 3, (1.0,) * 3, (1.0, -1.0, 0.0), 0.0).of_matrix([[math.inf, math.inf, 0.0]])
+
+
+def test_a_map_is_fittable_is_checked_before_any_call_by_hand():
+    """check_fittable counts the judged queries' candidates as the fit labels them (an unjudged candidate of a judged
+    query is not relevant; an unjudged query is left out)."""
+    from acurank_cli.records import Candidate, RankingTask
+    from acurank_cli.relevance import check_fittable
+
+    tasks = [RankingTask("a", "qa", (Candidate("d1", 3.0), Candidate("d2", 2.0))),
+             RankingTask("b", "qb", (Candidate("d3", 1.0),))]
+    check_fittable({"a": {"d1": 2}}, tasks, 2, "Q")  # d1 relevant, d2 unjudged: other
+    with pytest.raises(InputError, match=r"^--calibrate: the judged queries' candidates hold 0 relevant \(grade >= 3\) "
+                                         r"and 2 other documents; a map needs both$"):
+        check_fittable({"a": {"d1": 2}}, tasks, 3, "Q")
+    with pytest.raises(InputError, match=r"^--calibrate: the judged queries' candidates hold 1 relevant \(grade >= 1\) "
+                                         r"and 0 other documents"):
+        check_fittable({"b": {"d3": 1}}, tasks, 1, "Q")
+    with pytest.raises(InputError, match="^--calibrate Q: it judges none of this run's queries"):
+        check_fittable({"c": {"d1": 2}}, tasks, 1, "Q")

@@ -118,7 +118,7 @@ ServedCalibration = Annotated[Optional[str], typer.Option("--calibration", metav
 ServedAllowMapMismatch = Annotated[bool, typer.Option("--allow-map-mismatch", metavar="", rich_help_panel=SERVER, help="Apply --calibration even with another reranker or method than it was fit with (the server's, or one a request names; refused otherwise, at start or as a 400 naming 'method': its P(relevant) would not mean what it says).")]
 AllowMapMismatch = Annotated[bool, typer.Option("--allow-map-mismatch", metavar="", rich_help_panel=RELEVANCE, help="Apply --calibration even with another reranker or method than it was fit with, or to the queries it was fit on (refused otherwise: its P(relevant) would not mean what it says).")]
 Calibrate = Annotated[Optional[str], typer.Option("--calibrate", metavar="QRELS", rich_help_panel=RELEVANCE, help="Fit the --calibration map on this run's queries judged in QRELS and write it when the run ends (apply it to other queries, never the same).")]
-RelevantGrade = Annotated[Optional[int], typer.Option("--relevant-grade", metavar="G", min=0, rich_help_panel=RELEVANCE, help="--calibrate: relevant means grade >= this (default 1, as trec_eval; TREC DL passages: 2).")]
+RelevantGrade = Annotated[Optional[int], typer.Option("--relevant-grade", metavar="G", min=1, rich_help_panel=RELEVANCE, help="--calibrate: relevant means grade >= this (default 1, as trec_eval; TREC DL passages: 2).")]
 CutFlag = Annotated[Optional[str], typer.Option("--cut", metavar="p:X|f1", rich_help_panel=RELEVANCE, help="--calibration: each query's list stops where relevance ends: p:X keeps P(relevant) >= X; f1 keeps the top K that maximise the expected F1 (none when P(no relevant document) is higher). A query may be left with no line.")]
 CutTarget = Annotated[Optional[str], typer.Option("--cut-target", metavar="cut|topk", rich_help_panel=RELEVANCE, help="--cut: where AcuRank's uncertain set lies: around the cut's boundary (cut: the calls decide which documents the cut keeps; the default with a map fit with --pivot) or around the top k's (topk: as without --cut; the default with a map fit without a pivot, where the cut's target measured more calls for a lower F1). See docs/relevance.md.")]
 PivotFlag = Annotated[Optional[str], typer.Option("--pivot", metavar="FILE|simulated", rich_help_panel=RELEVANCE, help="A reference player in every window, rated in the same game, that anchors the relevance boundary: a file of 'qid<TAB>pivot passage' (a passage at the boundary, written for each query), or simulated (the simulated reranker's document of grade --sim-pivot-grade). A map fit with it reads where each document stands against it. See docs/relevance.md.")]
@@ -151,7 +151,17 @@ def methods_option(help: str) -> Any:
 def plot_option(default: str) -> Any:
     """``--plot``, the plot file(s) a report draws (repeatable; .png, .svg or .pdf): ``default`` says which when none
     is given."""
-    return Annotated[Optional[list[Path]], typer.Option("--plot", help=f"Plot file(s): .png, .svg or .pdf (repeatable; {default}).")]
+    return Annotated[Optional[list[Path]], typer.Option("--plot", callback=_plots, help=f"Plot file(s): .png, .svg or .pdf (repeatable; {default}).")]
+
+
+def _plots(paths: list[Path] | None) -> list[Path] | None:
+    """Every report's --plot, checked as it is parsed: a suffix matplotlib would refuse after the report's work."""
+    from ..report.render import PLOT_SUFFIXES
+
+    for p in paths or ():
+        if p.suffix.lower() not in PLOT_SUFFIXES:
+            raise InputError(f"--plot {p}: plot files must end in {', '.join(PLOT_SUFFIXES)}")
+    return paths
 
 
 def cache_choice(cache: str | None, no_cache: bool) -> str | None:

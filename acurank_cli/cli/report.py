@@ -278,9 +278,6 @@ def allocation_cmd(
         methods = [m for m in coll.methods() if m != sources.first_stage and m not in baselines.values()
                    and any(coll.has(d, m) and coll.run(d, m).stats_path for d in coll.datasets)]
     rep = build_allocation(coll, methods, baselines, wig_k)
-    for p in plot or ():
-        if p.suffix.lower() not in (".png", ".svg", ".pdf"):
-            raise InputError(f"--plot {p}: plot files must end in .png, .svg or .pdf")
     if plot:
         plot_allocation(rep, [str(p) for p in plot], measure_label(coll.measure, coll.rel_level))
     out.emit(replace(rep, written=plot or ()))
@@ -337,7 +334,7 @@ def calibration_cmd(
     *,
     qrels: Annotated[str, typer.Option("--qrels", help="Qrels of the run's queries (not those the map was fit on).")],
     stats: Annotated[Optional[str], typer.Option("--stats", help="The run's stats JSONL (default: X.stats.jsonl beside RUN).")] = None,
-    grade: Annotated[Optional[int], typer.Option("--relevant-grade", metavar="G", min=0, help="Relevant means grade >= G (default: the map's grade).")] = None,
+    grade: Annotated[Optional[int], typer.Option("--relevant-grade", metavar="G", min=1, help="Relevant means grade >= G (default: the map's grade).")] = None,
     bins: Annotated[int, typer.Option("--bins", min=2, help="Equal-width bins of the calibration error and the diagram.")] = 10,
     plots: plot_option("none by default") = None,
     out: Rendering = None,

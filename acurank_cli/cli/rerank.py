@@ -104,13 +104,14 @@ def job_of(run: str, flags: RerankFlags, generated: dict, *, baseline_only: bool
     from ..run.ray_executor import ray_options
     from ..run.passages import Passages
     from ..io.shards import Shard
-    from ..relevance import Pivot, keep_maps_k, options as relevance_options
+    from ..relevance import Pivot, keep_maps_settings, options as relevance_options
 
     f = flags
     options, backend_options = pipeline.split_options(generated)
-    judged, fitted = relevance_options(f.calibration, f.calibrate, f.relevant_grade, f.cut, f.score, f.cut_target)
-    if judged is not None:  # the map's k, kept as at every entrance (relevance.keep_maps_k)
-        keep_maps_k(judged.calibration, f.method or pipeline.DEFAULTS.method, options, "--calibration")
+    judged, fitted = relevance_options(f.calibration, f.calibrate, f.relevant_grade, f.cut, f.score, f.cut_target,
+                                       allow=f.allow_map_mismatch)
+    if judged is not None:  # the map's k, kept as at every entrance (relevance.keep_maps_settings)
+        keep_maps_settings(judged.calibration, f.method or pipeline.DEFAULTS.method, options, "--calibration")
     strategy = pipeline.method(f.method, options, pipeline.ScoreSource.run_file, baseline_only)
     pivoted = Pivot.of(f.pivot)
     if pivoted is not None:

@@ -27,7 +27,9 @@ BUDGET = Option("budget", int, "AcuRank cap B on adaptive groups", at_least(0))
 MAX_ROUNDS = Option("max_rounds", int, "cap R on sequential reranker rounds (AcuRank: the initial pass is round 1, "
                     "each iteration one more, the last a final pass; BlitzRank: one call a round)", at_least(1),
                     "--max-rounds")
-INIT = Option("init", Init, "rating init: score (mu = score, sigma = mu/3), zscore, uniform")
+INIT = Option("init", Init, "rating init: score (mu = score, sigma = mu/3), zscore, uniform; a run file's scores "
+              "start as the default says, documents (the API, serve, mcp) from zscore; with a calibration map, as the "
+              "map's did")
 SIGMA = Option("sigma", str, "initial sigma: mu/3 (the paper), mu/2, mu/D or fixed:V (the variance ablation)")
 PARTITION = Option("partition", Partition, "cut C into groups in s_i order or shuffled")
 STOP = Option("stop", StopRule, "stop rule: uncertain (|C| < tau) or topk-stable")

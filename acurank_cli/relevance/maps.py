@@ -8,7 +8,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import InputError
 
@@ -89,8 +89,12 @@ class CalibrationMap:
         """P(relevant) of every row of a feature matrix (numpy, one row a document)."""
         import numpy as np
 
-        z = self.intercept + ((np.asarray(X, dtype=float) - self.center) / self.scale) @ np.asarray(self.coef)
-        return 1.0 / (1.0 + np.exp(-z))
+        with np.errstate(over="ignore", invalid="ignore"):  # a map's huge coefficients: z at +-inf, P at 1 or 0
+            z = self.intercept + ((np.asarray(X, dtype=float) - self.center) / self.scale) @ np.asarray(self.coef)
+            if np.isnan(z).any():  # +inf and -inf met in one sum: no probability to give
+                raise InputError("calibration: the map's coefficients overflow on these documents' features "
+                                 "(a map fit by --calibrate never does): fit the map again")
+            return 1.0 / (1.0 + np.exp(-z))
 
     def probability(self, x: Sequence[float]) -> float:
         """P(relevant) of one document's features."""
@@ -116,6 +120,8 @@ class CalibrationMap:
     def load(cls, path: str | Path, flag: str = "--calibration") -> "CalibrationMap":
         """Read a map file; any fault is one line naming the file (and the flag)."""
         name = str(path)
+        if not name.strip():  # a blank name reads as the working folder
+            raise InputError(f"{flag} {name!r}: give the map's file (fit one with --calibrate QRELS --calibration FILE)")
         try:
             rec = json.loads(Path(path).read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -143,6 +149,8 @@ class CalibrationMap:
             raise InputError(f"{flag}: center, scale and coef need {len(names)} numbers each, scales > 0", name)
         if not all(math.isfinite(v) for vec in vectors for v in vec) or not math.isfinite(intercept):
             raise InputError(f"{flag}: a calibration map's numbers must be finite", name)
+        if grade < 1:  # P(grade >= 0) is 1 for every document, judged or not: no map to fit or apply
+            raise InputError(f"{flag}: a calibration map's grade is {grade}; relevant means a grade of at least 1", name)
         return cls(grade, *vectors, intercept, dict(rec.get("fit") or {}))
 
 
@@ -166,6 +174,30 @@ def monotone(probabilities: Sequence[float], rank: Sequence[int]):
     return out
 
 
+def _check_both(relevant: int, other: int, grade: int) -> None:
+    if not relevant or not other:
+        raise InputError(f"--calibrate: the judged queries' candidates hold {relevant} relevant (grade >= {grade}) "
+                         f"and {other} other documents; a map needs both")
+
+
+def check_fittable(qrels: Mapping[str, Mapping[str, int]], tasks: Iterable[Any], grade: int, source: str) -> None:
+    """Before any call: a map can be fit on these tasks' candidates (``source``: the qrels' file), that is some query
+    judged, and relevant (grade >= ``grade``) and other candidates both among the judged queries' (an unjudged
+    candidate of a judged query is not relevant, as the fit counts it); refused after the run otherwise."""
+    judged = relevant = other = 0
+    for task in tasks:
+        grades = qrels.get(task.qid)
+        if grades is None:
+            continue
+        judged += 1
+        hits = sum(1 for c in task.candidates if grades.get(c.docid, 0) >= grade)
+        relevant, other = relevant + hits, other + len(task.candidates) - hits
+    if not judged:
+        raise InputError(f"--calibrate {source}: it judges none of this run's queries; a map is fit on judged queries "
+                         "(give the qrels of these queries)")
+    _check_both(relevant, other, grade)
+
+
 def _sigmoid(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
@@ -181,9 +213,7 @@ def fit(rows: Sequence[tuple[float, ...]], labels: Sequence[int], grade: int, ab
     X = np.asarray(rows, dtype=float)
     y = np.asarray(labels, dtype=float)
     positives = int(y.sum())
-    if len(y) == 0 or positives in (0, len(y)):
-        raise InputError(f"--calibrate: the judged queries' candidates hold {positives} relevant (grade >= {grade}) "
-                         f"and {len(y) - positives} other documents; a map needs both")
+    _check_both(positives, len(y) - positives, grade)
     center = X.mean(axis=0)
     scale = X.std(axis=0)
     scale[scale <= 0] = 1.0

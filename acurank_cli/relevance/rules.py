@@ -4,6 +4,7 @@ and a query's ranking with its P(relevant) (:func:`judged`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -60,11 +61,21 @@ TARGETS = ("cut", "topk")
 
 
 def options(calibration: str | None, calibrate: str | None = None, grade: int | None = None, cut: str | None = None,
-            score: str | None = None, target: str | None = None) -> tuple[Relevance | None, Calibrate | None]:
+            score: str | None = None, target: str | None = None, *, allow: bool = False
+            ) -> tuple[Relevance | None, Calibrate | None]:
     """The relevance flags checked (each fault one line naming the flag) and the map read: what the run applies
-    and what it fits (at most one of them)."""
+    and what it fits (at most one of them); ``allow``: --allow-map-mismatch."""
     from .pivot import SAID
 
+    for flag, path, what in (("--calibration", calibration, "the map's file"), ("--calibrate", calibrate, "the qrels")):
+        if path is not None and not str(path).strip():  # a blank name reads as the working folder
+            raise InputError(f"{flag} {path!r}: give {what}")
+    if calibrate is not None and Path(calibrate).is_dir():
+        raise InputError(f"--calibrate {calibrate}: is a directory, expected the qrels file the map is fit on")
+    if allow and (calibration is None or calibrate is not None):
+        raise InputError("--allow-map-mismatch without a map to apply: it lets a map apply with another reranker or "
+                         "method, or to its own fitting queries; give --calibration MAP.json (without --calibrate), or "
+                         "drop it")
     if score is not None and score not in SCORES:
         raise InputError(f"--score {score!r}: must be one of {', '.join(SCORES)}")
     check_target(target, cut is not None, SAID["cli"])
@@ -128,21 +139,32 @@ def loaded(value: Any, flag: str = "calibration") -> CalibrationMap | None:
     raise TypeError("calibration must be a map file's path or an acurank_cli.relevance.CalibrationMap")
 
 
-def keep_maps_k(calibration: CalibrationMap | None, method: str, options: dict, flag: str = "calibration") -> None:
-    """A map is fit at one k (p_topk's): a method that takes k and was given none keeps the map's for every call
-    (a call's ``top_k`` or ``top_n`` then cuts the list but does not change k); another k given is refused. The one
-    owner of the rule at every entrance: ``rerank``/``baseline`` (``--calibration``), the API, serve and MCP
-    (through :class:`~acurank_cli.run.pipeline.Methods`)."""
+def keep_maps_settings(calibration: CalibrationMap | None, method: str, options: dict, flag: str = "calibration"
+                       ) -> None:
+    """A map is fit at one k (p_topk's) on ratings started one way (the method's ``init``: a run file's scores as
+    they are, or their z-scores): a method that takes them and was given none keeps the map's for every call (a
+    call's ``top_k`` or ``top_n`` then cuts the list but does not change k; documents, which start from z-scores
+    where no init is given, start as the map's did); another given is refused. The one owner of the rule at every
+    entrance: ``rerank``/``baseline`` (``--calibration``), the API, serve and MCP (through
+    :class:`~acurank_cli.run.pipeline.Methods`). A map written before it recorded its init keeps only its k."""
     from ..method.registry import method_options
 
-    k = None if calibration is None else calibration.fit.get("k")
-    if k is None or "k" not in method_options(method):
+    if calibration is None:
         return
-    if options.get("k") is not None and int(options["k"]) != int(k):
-        give = f"--k {k}" if flag.startswith("-") else f"k = {k}"  # the flag, or the keyword, as the entrance takes it
-        raise InputError(f"{flag}: the map was fit on p_topk at k = {k} and this k is {options['k']}: give {give}, "
-                         f"or fit a map at k = {options['k']}")
-    options["k"] = int(k)
+    taken = method_options(method)
+    for key, kept in (("k", calibration.fit.get("k")), ("init", calibration.fit.get("init"))):
+        if kept is None or key not in taken:
+            continue
+        kept = int(kept) if key == "k" else str(kept)
+        given = options.get(key)
+        given = None if given is None else int(given) if key == "k" else str(getattr(given, "value", given))
+        if given is not None and given != kept:
+            give = f"--{key} {kept}" if flag.startswith("-") else f"{key} = {kept!r}"  # as the entrance takes it
+            what, other = ((f"on p_topk at k = {kept}", f"at k = {given}") if key == "k" else
+                           (f"on ratings started with init {kept}", f"with init {given}"))
+            raise InputError(f"{flag}: the map was fit {what} and this {key} is {given}: give {give}, or fit a map "
+                             f"{other}")
+        options[key] = kept
 
 
 def check_origin(calibration: CalibrationMap | None, backend: str | None, method: str, qids: Sequence[str] = (),
@@ -153,11 +175,12 @@ def check_origin(calibration: CalibrationMap | None, backend: str | None, method
     unless ``allowed``. A map written before it recorded these (no ``backend``, no ``qids``) is not checked for them,
     nor is the reranker of a backend given built (the API's instance: None). ``said``: the entrance's words
     (:class:`~acurank_cli.relevance.Spelling`; None: the command line's)."""
-    if calibration is None or allowed:
-        return
     from .pivot import SAID
 
     said = said or SAID["cli"]
+    check_allowed(allowed, calibration, said)
+    if calibration is None or allowed:
+        return
     flag, allow, this = said.calibration, said.allow, said.applied_to
     fit = calibration.fit
     for what, was, now in (("reranker", fit.get("backend"), backend), ("method", fit.get("method"), method)):
@@ -170,6 +193,15 @@ def check_origin(calibration: CalibrationMap | None, backend: str | None, method
                          f"fitting queries it looks better calibrated than it is; apply it to other queries, or "
                          f"{allow}")
 
+
+
+def check_allowed(allowed: Any, calibration: CalibrationMap | None, said: Any) -> None:
+    """The API's ``allow_map_mismatch`` (a server's --allow-map-mismatch) is True or False, and only with a map."""
+    if not isinstance(allowed, bool):
+        raise InputError(f"allow_map_mismatch={allowed!r}: must be True or False", field="allow_map_mismatch")
+    if allowed and calibration is None:
+        raise InputError(f"{said.allow.removeprefix('say ')} without a map: it lets a map apply with another reranker "
+                         "or method, or to its own fitting queries; give a map, or drop it")
 
 
 def check_applicable(strategy: Any, passages: Any, flag: str = "--calibration", split_by: str | None = None) -> None:

@@ -5,6 +5,10 @@ top score and median score (:data:`SIGNALS`), and a run that applies it compares
 Mann-Whitney U test per signal (scipy's), Bonferroni-corrected over the signals: a shift is said when the smaller p,
 times the number of signals, is below :data:`ALPHA` (and each side has at least :data:`MIN_QUERIES` queries).
 
+A map's lists and these must also be about as long (:data:`LENGTH_RATIO`): its features read where a document
+stands in its list, and a list's median first-stage score moves with its length, so lists of another length are said
+as such (not as another collection).
+
 What it cannot see: a collection with the first stage's scores of the fitting one but another share of relevant
 candidates (DL19 against DL20: even the true share separates them only at p = 0.09, Mann-Whitney); BENCHMARKS.md 35
 measures the alarms."""
@@ -23,14 +27,18 @@ ALPHA = 0.01
 MIN_QUERIES = 5
 
 
+#: a query's candidates: the map's lists and these must be about as long (their median counts within this ratio)
+LENGTH_RATIO = 0.9
+
+
 def by_query(tasks: Iterable[Any]) -> dict[str, tuple[float, ...]]:
-    """Each query's signals (:data:`SIGNALS`: its first-stage top and median score), by qid (tasks with candidates):
-    two numbers a query, kept while a run's tasks stream by."""
+    """Each query's signals (:data:`SIGNALS`: its first-stage top and median score) and its number of candidates,
+    by qid (tasks with candidates): three numbers a query, kept while a run's tasks stream by."""
     out: dict[str, tuple[float, ...]] = {}
     for task in tasks:
         scores = [c.score for c in task.candidates]
         if scores:
-            out[task.qid] = (float(max(scores)), float(statistics.median(scores)))
+            out[task.qid] = (float(max(scores)), float(statistics.median(scores)), len(scores))
     return out
 
 
@@ -41,7 +49,7 @@ def signals_of(tasks: Iterable[Any]) -> dict[str, list[float]]:
 
 def columns(rows: Iterable[tuple[float, ...]]) -> dict[str, list[float]]:
     rows = list(rows)
-    return {name: [r[i] for r in rows] for i, name in enumerate(SIGNALS)}
+    return {name: [r[i] for r in rows] for i, name in enumerate((*SIGNALS, "candidates"))}
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,11 @@ class Shift:
 
     def line(self, flag: str = "--calibration") -> str:
         """The one warning line."""
+        if self.signal == "candidates":
+            return (f"warning: {flag}: these {self.queries} queries have {self.here:g} candidates each (the median) and "
+                    f"the map was fit on lists of {self.fit:g}: its features read where a document stands in its list, "
+                    "so its P(relevant) may not hold here; rerank lists as long as the map's, or fit a map on lists "
+                    "of this length")
         return (f"warning: {flag}: these {self.queries} queries' first-stage scores differ from the {self.fitted} the "
                 f"map was fit on ({self.signal} score of a query: median {self.here:.4g} here, {self.fit:.4g} there; "
                 f"Mann-Whitney p = {self.p:.2g}, corrected for {len(SIGNALS)} signals): its P(relevant) may not hold "
@@ -85,10 +98,16 @@ def compared(fit: Mapping[str, Any], tasks: Iterable[Any]) -> Shift | None:
 
 
 def _compared(recorded: Mapping[str, Any], here: Mapping[str, list[float]]) -> Shift:
-    """The test: per signal, a two-sided Mann-Whitney U of the queries here against the recorded ones; the smallest
-    p, times the number of signals (Bonferroni)."""
+    """The test: lists of another length than the map's (their median number of candidates beyond
+    :data:`LENGTH_RATIO`; then the first-stage signals, whose median moves with a list's length, are not compared: p
+    0), else per signal a two-sided Mann-Whitney U of the queries here against the recorded ones; the smallest p,
+    times the number of signals (Bonferroni). A map written before it recorded its lists' lengths: the signals alone."""
     from scipy.stats import mannwhitneyu
 
+    if recorded.get("candidates") and here.get("candidates"):
+        mine, theirs = statistics.median(here["candidates"]), statistics.median(recorded["candidates"])
+        if not LENGTH_RATIO <= mine / theirs <= 1 / LENGTH_RATIO:
+            return Shift("candidates", mine, theirs, 0.0, len(here["candidates"]), len(recorded["candidates"]))
     tests = []
     for name in SIGNALS:
         p = float(mannwhitneyu(here[name], recorded[name], alternative="two-sided").pvalue)
@@ -138,4 +157,4 @@ class ShiftWatch:
             return self.shift
 
 
-__all__ = ["ALPHA", "CalibrationShiftWarning", "ShiftWatch", "WATCH_QUERIES", "MIN_QUERIES", "SIGNALS", "Shift", "by_query", "columns", "compared", "signals_of"]
+__all__ = ["ALPHA", "CalibrationShiftWarning", "LENGTH_RATIO", "ShiftWatch", "WATCH_QUERIES", "MIN_QUERIES", "SIGNALS", "Shift", "by_query", "columns", "compared", "signals_of"]

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..records import StatsRecord
 from ..evaluation import auc, brier, calibration_error, f1_at, f1_kept, oracle_f1
-from .render import Report, Table, num
+from .render import Report, Table, num, save_figure
 
 
 def calibration_report(stats: Mapping[str, StatsRecord], run: Mapping[str, Mapping[str, float]],
@@ -107,7 +107,7 @@ def plot_reliability(report: Report, paths: Sequence[Path], title: str) -> list[
     fig.tight_layout()
     written = []
     for p in paths:
-        fig.savefig(p, dpi=120)
+        save_figure(fig, p, dpi=120)  # written whole
         written.append(str(p))
     plt.close(fig)
     return written

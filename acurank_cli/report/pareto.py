@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from .collection import COST_KINDS, Collection, macro
-from .render import Table, num, save_figure
+from .render import PLOT_SUFFIXES, Table, num, save_figure
 from .panels import grid_shape, panel_axes
 from .render import Report
 from .tables import measure_label, ordered_methods
@@ -24,7 +24,6 @@ X_LABELS = {"calls": "mean reranker calls per query", "tokens": "mean tokens per
             "seconds": "mean wall seconds per query",
             "rounds": "mean sequential reranker rounds per query (latency)",
             "flops": "mean estimated FLOPs per query (2 x parameters x tokens)"}
-PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
 
 @dataclass(frozen=True)

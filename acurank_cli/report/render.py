@@ -282,6 +282,10 @@ class Report:
             write_whole(output, text)
 
 
+#: the formats a report's plot is written in, named by the file's suffix (every --plot is checked against them)
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
 def save_figure(fig, path: str | Path, **options) -> None:
     """A matplotlib figure written whole (a temporary file renamed over ``path``), in the format its suffix names."""
     from ..io.plan import replacing

@@ -128,7 +128,8 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     status.print(f"acurank: {job.strategy.name} with reranker {backend.name} on {len(inputs.tasks)} queries", markup=False)
     features: list = _fitted_so_far(job, outputs) if job.calibrate is not None else []
     signals = by_query(inputs.tasks) if job.calibrate is not None else {}  # the fit records its queries' (read now)
-    running = _Running(job, session, outputs, inputs, status=status, err=err, features=features, per_call=per_call)
+    running = _Running(job, session, outputs, inputs, status=status, err=err, features=features, per_call=per_call,
+                       shift=shift)
     totals = _drive(running, backend, fingerprint)
     if job.calibrate is not None:  # in input order, however many invocations finished them: one fit, one map
         place = {qid: i for i, qid in enumerate(inputs.expected)}
@@ -200,7 +201,9 @@ def _fit(calibrate: Calibrate, qrels, features: list, job: RerankJob, backend, s
         rows.extend(xs)
         labels.extend(int(grades.get(d, 0) >= calibrate.grade) for d in docids)
     recorded = columns(signals[qid] for qid, _, _ in features if qid in qrels and qid in signals)
+    init = getattr(job.strategy.parameters(), "init", None)  # how its ratings started: kept where it is applied
     about = {"queries": queries, "method": job.strategy.name, "k": job.strategy.cutoff,  # redacted by rel.fit
+             **({} if init is None else {"init": str(getattr(init, "value", init))}),
              "reranker": backend.name, "backend": job.backend, "run": str(job.inputs.run), "qrels": calibrate.qrels,
              "qids": sorted({qid for qid, _, _ in features if qid in qrels}), "signals": recorded}
     fitted = rel.fit(rows, labels, calibrate.grade, about)
@@ -240,6 +243,8 @@ class _Running:
     features: list
     #: --max-cost: the most tokens a call can take, in and out (:func:`~.money.call_bound`); None without it
     per_call: tuple[int, int] | None = None
+    #: these queries against the map's fitting queries (each stats record holds it); None: no map, or no comparison
+    shift: Any = None
 
 
 def _drive(running: _Running, backend, fingerprint: RunFingerprint) -> _Totals:
@@ -298,7 +303,8 @@ def _rerank(running: _Running, tasks: Iterable[RankingTask], count: int, done: s
             for outcome in session.run(tasks, inputs.docs, on_step):
                 if outcome.qid in done:
                     continue  # replayed (set budget): already written
-                block, stats = _written(outcome, inputs.tail(outcome.qid), about, files.tag, job.relevance)
+                block, stats = _written(outcome, inputs.tail(outcome.qid), about, files.tag, job.relevance,
+                                        shift=running.shift)
                 if job.calibrate is not None:  # what the map is fit on, once every query is done (kept in the stats:
                     ratings, pivot = outcome.rated()  # a resumed run reads the finished queries' back)
                     ranked = [ratings[r.docid] for r in outcome.ranking]
@@ -371,8 +377,8 @@ def _described(job: RerankJob, inputs, shift=None) -> dict | None:
     return out or None
 
 
-def _written(outcome: QueryOutcome, tail: tuple, about: RunAbout, tag: str, relevance: Relevance | None = None
-             ) -> tuple[str, dict]:
+def _written(outcome: QueryOutcome, tail: tuple, about: RunAbout, tag: str, relevance: Relevance | None = None, *,
+             shift: Any = None) -> tuple[str, dict]:
     """A finished query's run block and stats record; the candidates below --depth (``tail``) follow the reranked
     head in first-stage order, with scores below the head's last. With a calibration map the stats hold P(relevant);
     a cut drops the tail and what it cuts."""
@@ -380,6 +386,8 @@ def _written(outcome: QueryOutcome, tail: tuple, about: RunAbout, tag: str, rele
     head = list(outcome.ranking)
     if relevance is not None:
         head, summary = rel.judged(relevance, head, *outcome.rated())
+        if shift is not None:  # the run's comparison, in every record (a run to stdout has no meta file)
+            summary = dataclasses.replace(summary, shift=shift.as_dict())
         record = dataclasses.replace(record, relevance=summary)
         if relevance.cut is not None:
             tail = ()

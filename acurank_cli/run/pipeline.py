@@ -131,7 +131,7 @@ def served_methods(method: str | None, options: dict, calibration: str | None = 
     check_served_backend(reranker)
     if calibrated is not None:
         check_applicable(methods.strategy, passages)
-        check_origin(calibrated, reranker, methods.strategy.name, allowed=allow_map_mismatch)
+    check_origin(calibrated, reranker, methods.strategy.name, allowed=allow_map_mismatch)  # and its flag without a map
     return methods, calibrated
 
 
@@ -141,16 +141,16 @@ class Methods:
     method by its ``--method`` name with a ``budget`` (a server's request); each built once. Documents' scores
     (``ScoreSource.documents``) decide the default rating init. With a calibration map, the one owner of the map's
     k at every entrance that serves calls (the API, serve, MCP): the map's k for every call, another k given refused
-    (:func:`~acurank_cli.relevance.keep_maps_k`, the rule; ``flag``: how the map was named)."""
+    (:func:`~acurank_cli.relevance.keep_maps_settings`, the rule; ``flag``: how the map was named)."""
 
     def __init__(self, name: str | None, options: Mapping[str, Any] | None = None,
                  source: ScoreSource | None = None, calibration: Any = None, flag: str = "calibration"):
-        from ..relevance import keep_maps_k
+        from ..relevance import keep_maps_settings
 
         check_method_name(name)
         self.source = source or ScoreSource.documents
         self.options = {k: v for k, v in (options or {}).items() if v is not None}
-        keep_maps_k(calibration, name or DEFAULTS.method, self.options, flag)
+        keep_maps_settings(calibration, name or DEFAULTS.method, self.options, flag)
         #: the map whose k every call keeps, whichever method it names (top_k then only cuts the list)
         self.calibration, self.flag = calibration, flag
         self.strategy = method(name, self.options, self.source)
@@ -159,7 +159,7 @@ class Methods:
 
     def for_call(self, name: str | None = None, top_k: int | None = None, budget: int | None = None) -> Strategy:
         """The method serving one call (see the class doc)."""
-        from ..relevance import keep_maps_k
+        from ..relevance import keep_maps_settings
 
         own = name is None or name == self.name
         if own and budget is None and (top_k is None or self.strategy.cutoff is None or "k" in self.options):
@@ -167,7 +167,7 @@ class Methods:
         key = (self.name if name is None else name, top_k, budget)
         if key not in self._chosen:
             options = dict(self.options) if own else {}
-            keep_maps_k(self.calibration, key[0], options, self.flag)  # the one rule, for the method the call names
+            keep_maps_settings(self.calibration, key[0], options, self.flag)  # the one rule, for the method the call names
             if budget is not None:
                 options["budget"] = budget
             strategy = method(key[0], options, self.source)

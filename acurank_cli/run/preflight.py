@@ -123,7 +123,7 @@ def _judged(job: Any, inputs: Any) -> tuple[dict[str, dict[str, int]] | None, Sh
     """(the qrels --calibrate fits on, read; the comparison of these queries with --calibration's map's), each None
     where not asked: a map applied has its reranker, method and fitting queries checked, and these queries compared
     with its own by their first-stage signals, before any call. (The map's k was kept where the method was built:
-    relevance.keep_maps_k.)"""
+    relevance.keep_maps_settings.)"""
     if job.relevance is not None and job.calibrate is None:
         rel.check_origin(job.relevance.calibration, job.backend, job.strategy.name, list(inputs.expected),
                          job.allow_map_mismatch)
@@ -132,7 +132,9 @@ def _judged(job: Any, inputs: Any) -> tuple[dict[str, dict[str, int]] | None, Sh
         return None, None
     from ..io.collection_files import read_qrels
 
-    return read_qrels(job.calibrate.qrels), None
+    qrels = read_qrels(job.calibrate.qrels)
+    rel.check_fittable(qrels, inputs.tasks, job.calibrate.grade, job.calibrate.qrels)
+    return qrels, None
 
 
 def check_fit(job: Any, backend, inputs, err: Console) -> None:

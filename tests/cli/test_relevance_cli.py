@@ -284,11 +284,32 @@ def test_a_cut_run_is_resumed_with_its_empty_queries_done(fitted, tmp_path):
     (("--pivot", "simulated", "--method", "sw-1"), "--pivot: method 'sw-1' rates no pivot"),
     (("--pivot", "missing.json"), "missing.json: no such file"),
     (("--pivot", " "), "acurank: error: --pivot ' ': give simulated or a file of 'qid<TAB>pivot passage'"),
+    # held-out cases (stop 100): each was refused after the run, unclear, or taken in silence
+    (("--calibration", ""), "acurank: error: --calibration '': give the map's file"),
+    (("--calibration", "new.json", "--calibrate", ""), "acurank: error: --calibrate '': give the qrels"),
+    (("--calibration", "", "--calibrate", "QRELS"), "acurank: error: --calibration '': give the map's file"),
+    (("--calibration", "new.json", "--calibrate", "DIR"), "--calibrate DIR: is a directory, expected the qrels file"),
+    (("--calibration", "new.json", "--calibrate", "QRELS", "--relevant-grade", "0"),
+     "acurank: error: --relevant-grade 0: must be an integer >= 1"),
+    (("--calibration", "new.json", "--calibrate", "OTHER"),
+     "acurank: error: --calibrate OTHER: it judges none of this run's queries; a map is fit on judged queries"),
+    (("--calibration", "new.json", "--calibrate", "QRELS", "--relevant-grade", "5"),
+     "acurank: error: --calibrate: the judged queries' candidates hold 0 relevant (grade >= 5) and 4300 other "
+     "documents; a map needs both"),
+    (("--allow-map-mismatch",), "acurank: error: --allow-map-mismatch without a map to apply"),
+    (("--calibration", "new.json", "--calibrate", "QRELS", "--allow-map-mismatch"),
+     "acurank: error: --allow-map-mismatch without a map to apply"),
+    (("--calibration", "MAP", "--init", "zscore"), "acurank: error: --calibration: the map was fit on ratings started "
+                                                    "with init score and this init is zscore: give --init score, or "
+                                                    "fit a map with init zscore"),
 ])
 def test_faults_are_one_line_and_exit_2_before_any_call(fitted, tmp_path, extra, said):
     tmp, _ = fitted
+    other = tmp_path / "other.qrels"  # qrels of other queries: no run query judged
+    other.write_text("".join(f"X{line}\n" for line in (DL19 / "qrels.txt").read_text().splitlines()))
     subst = {"MAP": str(tmp / "map.json"), "QRELS": str(DL19 / "qrels.txt"), "TOPICS": str(DL19 / "topics.tsv"), "missing.json": str(tmp_path / "missing.json"),
-             "new.json": str(tmp_path / "new.json")}
+             "new.json": str(tmp_path / "new.json"), "DIR": str(tmp_path), "OTHER": str(other)}
+    said = said.replace("DIR", str(tmp_path)).replace("OTHER", str(other))
     args = [subst.get(a, a) for a in extra]
     if "--passages" in args:  # passages need texts: MiniLM's reranker never starts (the fault comes first)
         cmd = ("rerank", DL19 / "bm25.run", "--reranker", "minilm", "--corpus", DL19 / "passages.jsonl.gz",
@@ -402,3 +423,35 @@ def test_a_map_s_k_is_kept_when_no_k_is_given_as_every_entrance_keeps_it(tmp_pat
     assert other.returncode == 2 and other.stderr.strip() == (
         "acurank: error: --calibration: the map was fit on p_topk at k = 5 and this k is 10: give --k 5, or fit a map "
         "at k = 10")
+
+
+def test_a_map_records_its_init_and_lists_and_a_run_records_the_comparison_in_its_stats(fitted, tmp_path):
+    """The map records the init its ratings started with (kept where it is applied: above, another is refused) and
+    each fitting query's number of candidates; a run of lists of another length says so as such (not as another
+    collection), in one line, and every stats record holds the comparison, also when the run goes to stdout."""
+    tmp, _ = fitted
+    m = CalibrationMap.load(tmp / "map.json")
+    assert m.fit["init"] == "score"
+    assert m.fit["signals"]["candidates"] == [100] * 43  # DL19's BM25 top 100, each query's
+    ran = acurank(*sim(DL20, "--calibration", tmp / "map.json", "--depth", "30", "--stats", tmp_path / "s.jsonl"))
+    warned = [line for line in ran.stderr.splitlines() if "warning" in line]
+    assert warned == ["acurank: warning: --calibration: these 54 queries have 30 candidates each (the median) and the "
+                      "map was fit on lists of 100: its features read where a document stands in its list, so its "
+                      "P(relevant) may not hold here; rerank lists as long as the map's, or fit a map on lists of this "
+                      "length"]
+    records = stats(tmp_path / "s.jsonl")
+    assert len(records) == 54
+    assert all(r["relevance"]["shift"] == {"signal": "candidates", "here": 30, "fit": 100, "p": 0.0, "queries": 54,
+                                           "fitted": 43, "shifted": True} for r in records.values())
+    whole = acurank(*sim(DL20, "--calibration", tmp / "map.json", "-o", tmp_path / "whole.run"))
+    assert "warning" not in whole.stderr  # DL19's map on DL20's top 100: not told apart (docs/relevance.md)
+    shift = stats(tmp_path / "whole.stats.jsonl")["1030303"]["relevance"]["shift"]
+    assert shift["signal"] in ("top", "median") and shift["shifted"] is False and shift["p"] >= 0.01
+
+
+def test_report_calibration_refuses_a_plot_it_cannot_write_before_its_work(fitted, tmp_path):
+    tmp, _ = fitted
+    ran = acurank("report", "calibration", tmp / "dl19.run", "--qrels", DL19 / "qrels.txt", "--plot",
+                  tmp_path / "r.txt", check=False)
+    assert ran.returncode == 2 and ran.stderr.strip() == (
+        f"acurank: error: --plot {tmp_path / 'r.txt'}: plot files must end in .png, .svg, .pdf")
