@@ -398,6 +398,7 @@ def html_cmd(
     overwrite: Overwrite = False,
 ) -> None:
     from ..io.collection_files import read_topics
+    from ..io.meta_file import MetaFile
     from ..io.run_files import stats_path_for
     from ..report.explorer import ExplorerRun, write_explorer
     from .flags import say
@@ -416,12 +417,16 @@ def html_cmd(
         stats, beside = stats_path_for(path), str(Path(path).with_suffix(".trace.jsonl"))
         found = traces.get(name) or (beside if Path(beside).is_file() else None)
         chosen.append(ExplorerRun(name, path, stats if stats and Path(stats).is_file() else None, found))
-        for flag, extra in (("--stats", chosen[-1].stats), ("--trace", found)):
+        meta = MetaFile.path_for(path)  # read for the run's settings: never written over
+        for flag, extra in (("--stats", chosen[-1].stats), ("--trace", found),
+                            ("(the meta file beside RUN)", str(meta) if meta.is_file() else None)):
             if extra:
                 plan.read(flag, extra)
     for flag, given in (("--topics", topics), ("--corpus", corpus)):
         if given:
             plan.read(flag, given)
+    if str(output) == "-":  # one file that opens from disk, its scripts and data inline: not a stream
+        raise InputError("--output -: the explorer is one HTML file to open in a browser; give its name")
     plan.write("--output", str(output)).check(overwrite)
     size = write_explorer(chosen, qrels, output, measure=measure, rel_level=rel_level, baseline=baseline,
                           topics=read_topics(topics) if topics else None, corpus=corpus)

@@ -312,6 +312,9 @@ class RunFiles:
     def declare(self, plan: FilePlan) -> FilePlan:
         """Name the run's files in ``plan`` (each with its flag): the run and its meta file, which a resume
         continues, and the stats and trace, which exist already only on a resume."""
+        for flag, path in (("--stats", self.stats), ("--trace", self.trace)):
+            if path is not None and str(path) == "-":  # was written as a file named '-', over one that was there
+                raise InputError(f"{flag} -: it is written to a file, not to stdout (the run's stream); give its name")
         resumable = self.resumable()
         plan.write("--output", self.output, may_exist=True)  # continued when its meta file records this command
         if self.to_file:

@@ -25,6 +25,9 @@ class DryRun:
     @classmethod
     def of(cls, wanted: bool, rehearsals: int = REHEARSALS, noise: float | None = None) -> "DryRun | None":
         """The record of the flags, or None without ``--dry-run`` (a rehearsal flag without it: refused)."""
+        from .money import check_money
+
+        check_money("rehearsal_noise", noise, "--rehearsal-noise")
         given = (["--rehearsal-noise"] if noise is not None else []) + (
             ["--rehearsals"] if rehearsals != REHEARSALS else [])
         if not wanted:

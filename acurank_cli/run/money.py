@@ -17,10 +17,12 @@ fewer bounds in flight.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from ..errors import InputError
+from ..params import ParameterError
 from ..method.strategy import Strategy
 from ..records import CallTally, QueryOutcome, RankingTask
 
@@ -34,6 +36,8 @@ class Prices:
 
     @classmethod
     def of(cls, price_in: float | None, price_out: float | None) -> "Prices | None":
+        check_money("price_in", price_in, "--price-in")
+        check_money("price_out", price_out, "--price-out")
         if price_in is None and price_out is None:
             return None
         if price_in is None or price_out is None:
@@ -97,8 +101,16 @@ class Cap:
         return cost
 
 
+def check_money(name: str, value: float | None, flag: str) -> None:
+    """A price, a cap or a noise: a finite number >= 0 (NaN passes a bound, as every comparison with it is false:
+    ``--max-cost nan`` capped nothing and ``--price-in nan`` billed NaN)."""
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise ParameterError(name, value, "a finite number >= 0", flag=flag)
+
+
 def check_cap(strategy: Strategy, prices: Prices | None, limit: float | None) -> None:
     """``--max-cost`` needs prices and a method that says its most calls (before anything is read)."""
+    check_money("max_cost", limit, "--max-cost")
     if limit is None:
         return
     if prices is None:
@@ -111,4 +123,4 @@ def check_cap(strategy: Strategy, prices: Prices | None, limit: float | None) ->
                          "left unstarted; give a per-query budget")
 
 
-__all__ = ["Cap", "Prices", "call_bound", "check_cap"]
+__all__ = ["Cap", "Prices", "call_bound", "check_cap", "check_money"]

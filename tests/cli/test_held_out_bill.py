@@ -1,0 +1,46 @@
+"""Held-out cases of the bill, the cap and the explorer (stop 100): each wrote over a file, wrote a file named '-',
+or took a number no price can be, and is now one line and exit 2 before anything is written."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import SAMPLE, acurank
+
+DL19 = SAMPLE / "dl19"
+SIM = ("rerank", DL19 / "bm25.run", "--method", "sw-1", "--reranker", "simulated", "--qrels", DL19 / "qrels.txt",
+       "--no-cache", "--sim-tokens", "gpt-4o")
+
+
+@pytest.mark.parametrize("extra, said", [
+    (("--max-cost", "nan", "--price-in", "1", "--price-out", "1"), "--max-cost nan: must be a finite number >= 0"),
+    (("--price-in", "nan", "--price-out", "1"), "--price-in nan: must be a finite number >= 0"),
+    (("--price-in", "1", "--price-out", "inf"), "--price-out inf: must be a finite number >= 0"),
+    (("--price-in", "nan"), "--price-in nan: must be a finite number >= 0"),  # the value before the pair's rule
+    (("--dry-run", "--rehearsal-noise", "nan"), "--rehearsal-noise nan: must be a finite number >= 0"),
+    (("--stats", "-"), "--stats -: it is written to a file, not to stdout (the run's stream); give its name"),
+    (("--dry-run", "--stats", "-"), "--stats -: it is written to a file, not to stdout (the run's stream); give its name"),
+])
+def test_a_price_is_a_finite_number_and_stats_go_to_a_named_file(tmp_path, monkeypatch, extra, said):
+    monkeypatch.chdir(tmp_path)
+    held = tmp_path / "-"
+    held.write_text("kept\n")  # a file named '-' in the working folder: was replaced by the stats
+    ran = acurank(*SIM, "-o", tmp_path / "x.run", *extra, check=False)
+    assert ran.returncode == 2 and ran.stderr.strip() == f"acurank: error: {said}", ran.stderr
+    assert held.read_text() == "kept\n" and not (tmp_path / "x.run").exists()
+
+
+def test_the_explorer_never_writes_over_a_runs_meta_file_or_to_a_file_named_dash(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "acu.run"
+    acurank(*SIM, "--qids", "264014", "-o", run)
+    meta = tmp_path / "acu.run.meta.json"
+    before = meta.read_bytes()
+    ran = acurank("report", "html", run, "--qrels", DL19 / "qrels.txt", "-o", meta, "--overwrite", check=False)
+    assert ran.returncode == 2 and ran.stderr.strip() == (
+        f"acurank: error: --output {meta} is the same file as {meta} (the meta file beside RUN), which the command "
+        "reads; write elsewhere")
+    assert meta.read_bytes() == before
+    ran = acurank("report", "html", run, "--qrels", DL19 / "qrels.txt", "-o", "-", check=False)
+    assert ran.returncode == 2 and "--output -: the explorer is one HTML file" in ran.stderr
+    assert not (tmp_path / "-").exists()
