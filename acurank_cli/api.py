@@ -177,7 +177,7 @@ class Reranker:
         given, else the first-stage scores alone (:func:`~acurank_cli.run.estimate.rehearsal_grades`)."""
         from .rerankers.backend import innermost
         from .rerankers.listwise.reranker import ListwiseLLM
-        from .run.estimate import GRADES, PERSISTENT, estimate, rehearsal_grades
+        from .run.estimate import GRADES, PERSISTENT, estimate, rehearsal_grades, thought_of
 
         if not at_least(2).contains(rehearsals):
             raise ParameterError("rehearsals", rehearsals, at_least(2).describe())
@@ -194,11 +194,14 @@ class Reranker:
         prompter = innermost(self.backend, lambda b: isinstance(b, ListwiseLLM))
         models = rehearsal_grades(tasks, qrels)
         persistent = self._session.choice is not None and self._session.choice.backend.pointwise
+        choice = self._session.choice  # a backend given built: its thinking is its own, not rehearsed
+        thought = None if choice is None else thought_of(choice.options, self._session.gate, choice.backend.oracle)
         return estimate(self.methods.for_call(top_k=top_k), tasks, lambda task: by_qid[task.qid], prompter,
                         models=models, noise=noise, seeds=range(rehearsals),
                         prices=None if price_in is None else (float(price_in), float(price_out)),
                         what=f"{rehearsals} rehearsals against the simulated reranker (noise {noise:g}"
-                             f"{PERSISTENT if persistent else ''}; grades: {GRADES[len(models)]})", persistent=persistent)
+                             f"{PERSISTENT if persistent else ''}; grades: {GRADES[len(models)]})", persistent=persistent,
+                        thought=thought)
 
     @property
     def cutoff(self) -> int | None:

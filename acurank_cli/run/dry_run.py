@@ -11,7 +11,8 @@ from rich.console import Console
 
 from ..errors import InputError
 from ..io.plan import replacing
-from .estimate import GRADES, PERSISTENT, REHEARSALS, Bill, QueryBill, Spread, estimate, rehearsal_grades
+from .estimate import (GRADES, PERSISTENT, REHEARSALS, Bill, QueryBill, Spread, estimate, rehearsal_grades,
+                       thought_of)
 from .preflight import check_fit, preflight
 
 
@@ -66,9 +67,14 @@ def run_dry(job: Any, err: Console) -> Bill:
         what = (f"{job.dry_run.rehearsals} rehearsals of {job.strategy.name} against the simulated reranker "
                 f"(noise {noise:g}{PERSISTENT if persistent else ''}, seeds {seeds.start}-{seeds.stop - 1}; grades: "
                 f"{source})")
+        thought = thought_of(options, session.gate, simulated)
+        if thought is not None:
+            what += (f"; thinking {thought.settings.thinking.value}, each thought billed at {thought.tokens} output "
+                     "tokens (" + ("the simulated reranker's cost" if simulated else
+                                   "the most it may take: a bound") + ")")
         bill = estimate(job.strategy, tasks, inputs.docs, prompter, models=models, noise=noise, seeds=seeds,
                         prices=None if job.prices is None else (job.prices.per_million_in, job.prices.per_million_out),
-                        what=what, persistent=persistent)
+                        what=what, persistent=persistent, thought=thought)
     finally:
         if prompter is not None:
             prompter.close()

@@ -28,7 +28,10 @@ answer for each window counted the same way: the line through the two sizes' mea
 document (:class:`Cost`), in and out. Each rehearsal's tokens are its calls and documents sent on that line, so the
 tokens have their own median and interval (an adaptive method's later windows are smaller than its first). Later windows hold
 documents that the answers decide, so even an exact method's tokens are an estimate (within a few percent:
-BENCHMARKS.md 28). Money: tokens times ``--price-in``/``--price-out`` (currency per million tokens).
+BENCHMARKS.md 28). A run that thinks (``--thinking on|gated``) is rehearsed thinking as it would (gated: by its
+own gate): each thought is billed as output tokens at the simulated reranker's cost, or at the most a model's
+thought may take (its ``--thinking-budget``: a bound, as a thought may end sooner). Money: tokens times
+``--price-in``/``--price-out`` (currency per million tokens).
 """
 
 from __future__ import annotations
@@ -135,24 +138,50 @@ def _first_stage(tasks: Sequence[RankingTask]) -> dict[str, dict[str, float]]:
     return out
 
 
+@dataclass(frozen=True)
+class Thought:
+    """How a run thinks, as a rehearsal plays it (``--thinking on|gated``): the settings (which windows think), the
+    gate (gated: the run's own), the factor a thought puts on the rehearsal's noise (the simulated reranker's
+    ``--sim-think-noise``; 1 for a model, of which nothing is assumed) and the tokens a thought is billed at (the
+    simulated reranker's cost; a model's: the most its thought may take, ``--thinking-budget``)."""
+
+    settings: Any
+    gate: Any
+    noise: float
+    tokens: int
+
+
+def thought_of(options: Any, gate: Any, simulated: bool) -> Thought | None:
+    """The run's thinking for its rehearsals, from the backend's options record and the run's gate (None: it does
+    not think)."""
+    from ..rerankers.listwise.thinking import ThinkingOptions, thought_cost
+
+    if getattr(options, "thinking", None) is None or not ThinkingOptions.of(options).thinks:
+        return None
+    factor = float(options.sim_think_noise) if simulated else 1.0
+    return Thought(ThinkingOptions.of(options), gate, factor, thought_cost(options))
+
+
 def rehearse(strategy: Strategy, tasks: Sequence[RankingTask], models: Sequence[Mapping[str, Mapping[str, float]]],
-             noise: float, seeds: Sequence[int], *, persistent: bool = False) -> dict[str, list[tuple[int, int]]]:
-    """Each query's calls and documents sent in each rehearsal (the driver playing the method against the
-    simulated reranker; the n-th seed's grades are ``models[n % len(models)]``; ``persistent``: its error drawn once
-    per query and document, for a pointwise backend)."""
-    calls: dict[str, list[tuple[int, int]]] = {t.qid: [] for t in tasks}
+             noise: float, seeds: Sequence[int], *, persistent: bool = False, thought: Thought | None = None
+             ) -> dict[str, list[tuple[int, int, int]]]:
+    """Each query's calls, documents sent and thought tokens in each rehearsal (the driver playing the method against
+    the simulated reranker; the n-th seed's grades are ``models[n % len(models)]``; ``persistent``: its error drawn
+    once per query and document, for a pointwise backend; ``thought``: the run's thinking, played as it runs)."""
+    calls: dict[str, list[tuple[int, int, int]]] = {t.qid: [] for t in tasks}
     workers = min(len(seeds), os.cpu_count() or 1)
     turns = [(n % len(models), seed) for n, seed in enumerate(seeds)]
     global _REHEARSED
     if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
-        _REHEARSED = (strategy, tasks, models, noise, persistent)  # a forked worker inherits it (a strategy need not pickle)
+        # a forked worker inherits it (a strategy need not pickle)
+        _REHEARSED = (strategy, tasks, models, noise, persistent, thought)
         try:
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
                 played = list(pool.map(_forked, turns))
         finally:
             _REHEARSED = None
     else:
-        played = [_play(strategy, tasks, models[m], noise, persistent, s) for m, s in turns]
+        played = [_play(strategy, tasks, models[m], (noise, persistent), s, thought) for m, s in turns]
     for one in played:
         for qid, n in one.items():
             calls[qid].append(n)
@@ -163,22 +192,26 @@ def rehearse(strategy: Strategy, tasks: Sequence[RankingTask], models: Sequence[
 _REHEARSED: tuple | None = None
 
 
-def _forked(turn: tuple[int, int]) -> dict[str, tuple[int, int]]:
-    strategy, tasks, models, noise, persistent = _REHEARSED
-    return _play(strategy, tasks, models[turn[0]], noise, persistent, turn[1])
+def _forked(turn: tuple[int, int]) -> dict[str, tuple[int, int, int]]:
+    strategy, tasks, models, noise, persistent, thought = _REHEARSED
+    return _play(strategy, tasks, models[turn[0]], (noise, persistent), turn[1], thought)
 
 
-def _play(strategy: Strategy, tasks: Sequence[RankingTask], grades: Mapping[str, Mapping[str, float]], noise: float,
-          persistent: bool, seed: int) -> dict[str, tuple[int, int]]:
-    """One rehearsal: each query's calls and documents sent (``persistent``: the error ``noise`` drawn once per
-    query and document, the same in every window, and none drawn per window)."""
+def _play(strategy: Strategy, tasks: Sequence[RankingTask], grades: Mapping[str, Mapping[str, float]],
+          noise: tuple[float, bool], seed: int, thought: Thought | None = None) -> dict[str, tuple[int, int, int]]:
+    """One rehearsal: each query's calls, documents sent and thought tokens (``noise``: its sd, and whether it is
+    drawn once per query and document, the same in every window, and none per window; ``thought``: the run's
+    thinking, its thoughts billed at :attr:`Thought.tokens` each)."""
     from ..rerankers.backends.simulated import SimulatedReranker
     from .driver import Driver
 
-    oracle = (SimulatedReranker(dict(grades), noise=0.0, seed=seed, persistent=noise) if persistent else
-              SimulatedReranker(dict(grades), noise=noise, seed=seed))
-    return {o.qid: (o.tally.calls, o.tally.docs_sent)
-            for o in Driver(strategy.for_run(), oracle, None, max(1, len(tasks))).run(tasks)}
+    sd, persistent = noise
+    thinks = {} if thought is None else {"thinking": thought.settings, "think_noise": thought.noise,
+                                         "think_tokens": thought.tokens}
+    oracle = (SimulatedReranker(dict(grades), noise=0.0, seed=seed, persistent=sd, **thinks) if persistent else
+              SimulatedReranker(dict(grades), noise=sd, seed=seed, **thinks))
+    driver = Driver(strategy.for_run(), oracle, None, max(1, len(tasks)), gate=None if thought is None else thought.gate)
+    return {o.qid: (o.tally.calls, o.tally.docs_sent, o.tally.reasoning_tokens) for o in driver.run(tasks)}
 
 
 def cost_of(strategy: Strategy, task: RankingTask, docs: Mapping[str, Doc], prompter: Any) -> Cost | None:
@@ -212,22 +245,24 @@ def cost_of(strategy: Strategy, task: RankingTask, docs: Mapping[str, Doc], prom
 
 def estimate(strategy: Strategy, tasks: Sequence[RankingTask], docs: Any, prompter: Any, *,
              models: Sequence[Mapping[str, Mapping[str, float]]], noise: float, seeds: Sequence[int],
-             prices: tuple[float, float] | None, what: str, persistent: bool = False) -> Bill:
+             prices: tuple[float, float] | None, what: str, persistent: bool = False,
+             thought: Thought | None = None) -> Bill:
     """The bill of running ``strategy`` over ``tasks`` (see the module's doc); ``docs``: the passages by id, one
     mapping for every query (a run's), or a function of a task giving its own (the API's); ``models``: the grades
-    the rehearsals take in turn (:func:`rehearsal_grades`)."""
-    played = rehearse(strategy, tasks, models, noise, seeds, persistent=persistent)
+    the rehearsals take in turn (:func:`rehearsal_grades`); ``thought``: the run's thinking (its thought tokens are
+    output tokens, as the stats count them)."""
+    played = rehearse(strategy, tasks, models, noise, seeds, persistent=persistent, thought=thought)
     texts_of = docs if callable(docs) else (lambda task: docs)
     costs = {t.qid: cost_of(strategy, t, texts_of(t), prompter) for t in tasks}
     priced = all(c is not None for c in costs.values())
     rows, totals = [], [[0.0, 0.0, 0.0] for _ in seeds]
     for t in tasks:
         draws = played[t.qid]
-        tokens = [costs[t.qid].of(c, d) for c, d in draws] if priced else None
-        rows.append(QueryBill(t.qid, Spread.of([c for c, _ in draws]),
+        tokens = [_plus(costs[t.qid].of(c, d), r) for c, d, r in draws] if priced else None
+        rows.append(QueryBill(t.qid, Spread.of([c for c, _, _ in draws]),
                               None if tokens is None else Spread.of([x for x, _ in tokens]),
                               None if tokens is None else Spread.of([y for _, y in tokens])))
-        for r, (c, _) in enumerate(draws):
+        for r, (c, _, _) in enumerate(draws):
             totals[r][0] += c
             if tokens is not None:
                 totals[r][1] += tokens[r][0]
@@ -235,8 +270,14 @@ def estimate(strategy: Strategy, tasks: Sequence[RankingTask], docs: Any, prompt
     total = QueryBill("total", Spread.of([t[0] for t in totals]),
                       Spread.of([t[1] for t in totals]) if priced else None,
                       Spread.of([t[2] for t in totals]) if priced else None)
-    exact = all(len({c for c, _ in v}) == 1 for v in played.values())
+    exact = all(len({c for c, _, _ in v}) == 1 for v in played.values())
     return Bill(tuple(rows), total, exact, what, prices)
 
 
-__all__ = ["Bill", "Cost", "GRADES", "QueryBill", "REHEARSALS", "Spread", "estimate", "rehearsal_grades"]
+def _plus(tokens: tuple[float, float], thought: int) -> tuple[float, float]:
+    """A rehearsal's tokens in and out, its thought tokens added to those out."""
+    return tokens[0], tokens[1] + thought
+
+
+__all__ = ["Bill", "Cost", "GRADES", "QueryBill", "REHEARSALS", "Spread", "Thought", "estimate", "rehearsal_grades",
+           "thought_of"]

@@ -163,3 +163,28 @@ def test_the_api_estimates_the_same_bill_before_any_call(tmp_path):
     assert one.input_tokens.median > 9 * 1000 and one.output_tokens.median > 0
     money = bill.money(one)
     assert abs(money.median - (one.input_tokens.median * 2.5 + one.output_tokens.median * 10) / 1e6) < 1e-9
+
+
+def test_a_thinking_runs_thoughts_are_billed_as_output_tokens_as_the_run_counts_them(tmp_path):
+    """--thinking on: each of sw-1's 9 calls a query thinks, its thought billed at the simulated reranker's cost
+    (1000 tokens) or at --thinking-budget where smaller: the output tokens are the bill without thinking plus 9 x the
+    thought, by hand (they were left out: the bill was a fifth of the spend). Gated: each rehearsal thinks by the
+    run's own gate, and the run's thought tokens fall in the bill's interval."""
+    common = ["baseline", DL19 / "bm25.run", "--method", "sw-1", *SIM, "--sim-tokens", "gpt-4o", "--dry-run",
+              "--rehearsals", "3"]
+    outs = {}
+    for name, extra in (("off", []), ("on", ["--thinking", "on"]), ("budget", ["--thinking", "on",
+                                                                              "--thinking-budget", "300"])):
+        acurank(*common, *extra, "--stats", tmp_path / f"{name}.jsonl")
+        outs[name] = {q: r["output_tokens"]["median"] for q, r in _stats(tmp_path / f"{name}.jsonl")[0].items()}
+    assert all(outs["on"][q] == outs["off"][q] + 9 * 1000 for q in outs["off"])
+    assert all(outs["budget"][q] == outs["off"][q] + 9 * 300 for q in outs["off"])
+    bill = tmp_path / "gated.jsonl"
+    gated = ["rerank", DL19 / "bm25.run", "--method", "acurank", *SIM, "--sim-tokens", "gpt-4o", "--thinking", "gated"]
+    ran = acurank(*gated, "--dry-run", "--stats", bill)
+    assert "thinking gated, each thought billed at 1000 output tokens (the simulated reranker's cost)" in ran.stderr
+    stats = tmp_path / "real.jsonl"
+    acurank(*gated, "--no-cache", "-o", tmp_path / "real.run", "--stats", stats)
+    total = _stats(bill)[1]["output_tokens"]
+    spent = sum(r["output_tokens"] + r["reasoning_tokens"] for r in map(json.loads, stats.read_text().splitlines()))
+    assert total["low"] <= spent <= total["high"], (total, spent)
