@@ -295,6 +295,15 @@ class RunFiles:
         written as ``-`` is, with nothing beside it (no stats, no meta file) and nothing to resume."""
         return bool(self.output) and self.output != "-" and is_regular_or_absent(self.output)
 
+    def finished(self, expected: dict[str, int]) -> set[str]:
+        """The queries a rerun of this command would keep and not rerank (none unless it resumes): what a dry run
+        leaves out of its bill, reading the stats beside the run (a dry run's ``--stats`` is its bill: a run whose
+        stats went elsewhere is billed whole). Whether the run may be continued is not checked here (its settings
+        are, by the run)."""
+        if not self.resumable():
+            return set()
+        return set(finished_blocks(Path(self.output), str(stats_path_for(self.output)), expected, self.tag)[0])
+
     def resumable(self) -> bool:
         """The run exists and would be continued (its stats and trace with it): whether it may be, the meta file
         beside it decides (:meth:`check_resume`), before any of them is written."""
@@ -309,9 +318,10 @@ class RunFiles:
             return str(stats_path_for(self.output))
         return self.stats
 
-    def declare(self, plan: FilePlan) -> FilePlan:
+    def declare(self, plan: FilePlan, bill: bool = False) -> FilePlan:
         """Name the run's files in ``plan`` (each with its flag): the run and its meta file, which a resume
-        continues, and the stats and trace, which exist already only on a resume."""
+        continues, and the stats and trace, which exist already only on a resume. ``bill``: a dry run, whose
+        ``--stats`` is its bill, written new (it replaced a finished run's stats, which a resume then lacked)."""
         for flag, path in (("--stats", self.stats), ("--trace", self.trace)):
             if path is not None and str(path) == "-":  # was written as a file named '-', over one that was there
                 raise InputError(f"{flag} -: it is written to a file, not to stdout (the run's stream); give its name")
@@ -319,7 +329,8 @@ class RunFiles:
         plan.write("--output", self.output, may_exist=True)  # continued when its meta file records this command
         if self.to_file:
             plan.write("(the meta file of --output)", MetaFile.path_for(self.output), may_exist=True)
-        plan.write("--stats" if self.stats else "(the stats beside --output)", self.stats_path(), may_exist=resumable)
+        plan.write("--stats" if self.stats else "(the stats beside --output)", self.stats_path(),
+                   may_exist=resumable and not (bill and self.stats))
         return plan.write("--trace", self.trace, may_exist=resumable)
 
     def open(self, expected: dict[str, int], fingerprint=None, described: dict | None = None,
@@ -338,6 +349,21 @@ class RunFiles:
         writer = RunWriter(self.output, self.stats_path(), self.trace)
         writer.open(expected, self.tag, self.overwrite, fingerprint, described)
         return writer
+
+
+def finished_blocks(path: Path, stats: str | None, expected: dict[str, int], tag: str
+                    ) -> tuple[dict[str, str], list[str]]:
+    """A run's finished queries, as a resume keeps them: each complete run block by qid (``expected``: each query's
+    lines) whose stats record is in ``stats`` (None: no stats kept), and the complete ones without a record (a
+    deleted or cut stats file: reranked again)."""
+    recorded = _recorded_qids(Path(stats)) if stats else {}
+    # a query cut where relevance ends (--cut) has the lines its stats record says it kept, maybe none
+    cut = {q: n for q, n in recorded.items() if n is not None and q in expected}
+    kept = complete_run_blocks(path, {**expected, **cut}, tag)
+    kept.update({q: "" for q, n in cut.items() if n == 0})
+    if not stats:
+        return kept, []
+    return {q: b for q, b in kept.items() if q in recorded}, sorted(q for q in kept if q not in recorded)
 
 
 @dataclass
@@ -366,14 +392,7 @@ class RunWriter:
         elif self.output and self.output != "-":
             path = Path(self.output)
             if path.exists() and path.stat().st_size > 0 and not overwrite:  # checked by RunFiles.open first
-                recorded = _recorded_qids(Path(self.stats)) if self.stats else {}
-                # a query cut where relevance ends (--cut) has the lines its stats record says it kept, maybe none
-                cut = {q: n for q, n in recorded.items() if n is not None and q in expected}
-                kept = complete_run_blocks(path, {**expected, **cut}, tag)
-                kept.update({q: "" for q, n in cut.items() if n == 0})
-                if self.stats:  # finished means its stats record is there too (a deleted or cut stats file)
-                    self.without_stats = sorted(q for q in kept if q not in recorded)
-                    kept = {q: block for q, block in kept.items() if q in recorded}
+                kept, self.without_stats = finished_blocks(path, self.stats, expected, tag)
                 self.done = set(kept)
                 self.resumed = True
                 write_whole(path, "".join(kept[q] for q in self.order if q in kept))

@@ -49,6 +49,12 @@ def run_dry(job: Any, err: Console) -> Bill:
     if job.passages is not None:
         raise InputError("--dry-run bills documents ranked whole; rehearse without --passages")
     tasks = list(inputs.tasks)
+    done = set() if job.strategy.lockstep else files.finished(inputs.expected)  # lockstep: a rerun replays them all
+    if done:
+        tasks = [t for t in tasks if t.qid not in done]
+        err.print(f"acurank: {files.output} holds {len(done)} of the {len(inputs.expected)} queries finished (a rerun "
+                  f"resumes it, if its settings are this command's): the bill is of the {len(tasks)} left",
+                  markup=False, soft_wrap=True)
     simulated = session.choice.backend.oracle  # rehearsed with its own noise, seed and qrels
     if simulated and not inputs.qrels:
         raise InputError("the simulated reranker needs qrels: it orders windows by noisy grades (--qrels FILE)")

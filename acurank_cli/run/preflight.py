@@ -75,7 +75,7 @@ def _checked_outputs(job: Any, backend_files: tuple[list, list]) -> FilePlan:
                          "acurank and acurank-auto families do)")
     if job.inputs.shard is not None and job.strategy.lockstep:
         raise InputError(_pooled_shard(job.strategy))
-    plan = files.declare(job.inputs.read_by(FilePlan()))
+    plan = files.declare(job.inputs.read_by(FilePlan()), bill=job.dry_run is not None)
     reads, logs = backend_files
     for flag, path in reads:
         plan.read(flag, path)

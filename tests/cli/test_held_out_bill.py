@@ -3,6 +3,8 @@ or took a number no price can be, and is now one line and exit 2 before anything
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from conftest import SAMPLE, acurank
@@ -44,3 +46,26 @@ def test_the_explorer_never_writes_over_a_runs_meta_file_or_to_a_file_named_dash
     ran = acurank("report", "html", run, "--qrels", DL19 / "qrels.txt", "-o", "-", check=False)
     assert ran.returncode == 2 and "--output -: the explorer is one HTML file" in ran.stderr
     assert not (tmp_path / "-").exists()
+
+
+def test_a_dry_run_never_writes_over_the_runs_stats_and_bills_only_the_queries_a_rerun_would_rerank(tmp_path):
+    """A dry run's --stats is its bill: naming a finished run's stats file was taken as the bill's (the run's stats
+    replaced by it, so its resume reranked every query again); now refused unless --overwrite. With -o naming a run
+    that a rerun would resume, the bill is of the queries left (it billed all 43 where 33 were left)."""
+    qids = ["264014", "104861", "130510", "1114819"]
+    sim = ["rerank", DL19 / "bm25.run", "--method", "acurank", "--reranker", "simulated", "--qrels",
+           DL19 / "qrels.txt", "--no-cache"]
+    run, stats = tmp_path / "r.run", tmp_path / "r.stats.jsonl"
+    acurank(*sim, "--qids", ",".join(qids[:3]), "-o", run)
+    kept = stats.read_bytes()
+    ran = acurank(*sim, "--qids", ",".join(qids), "-o", run, "--stats", stats, "--dry-run", check=False)
+    assert ran.returncode == 2 and ran.stderr.strip() == (
+        f"acurank: error: --stats {stats} exists: pass --overwrite to replace it, or write elsewhere")
+    assert stats.read_bytes() == kept
+    bill = tmp_path / "bill.jsonl"
+    ran = acurank(*sim, "--qids", ",".join(qids), "-o", run, "--stats", bill, "--dry-run")
+    assert f"{run} holds 3 of the 4 queries finished" in ran.stderr and "the bill is of the 1 left" in ran.stderr
+    lines = bill.read_text().splitlines()
+    assert [json.loads(line)["qid"] for line in lines[:-1]] == ["1114819"]
+    assert json.loads(lines[-1])["total"]["queries"] == 1
+    assert stats.read_bytes() == kept
