@@ -349,8 +349,13 @@ class _Flight:
         return act
 
 
+#: what a run's task source gives for "none now, more later" (``--max-cost``'s gate, until a query in flight ends): the
+#: driver takes again after its next answer
+WAIT = object()
+
+
 class _Intake:
-    """The tasks of a run, admitted in input order."""
+    """The tasks of a run, admitted in input order (:data:`WAIT`: none now)."""
 
     def __init__(self, tasks: Iterable[RankingTask], strategy: Strategy,
                  texts_of: Callable[[RankingTask], Mapping[str, Doc]] | None = None):
@@ -363,6 +368,8 @@ class _Intake:
         if self.exhausted:
             return None
         task = next(self.pending, None)
+        if task is WAIT:
+            return None
         if task is None:
             self.exhausted = True
             return None
@@ -371,8 +378,8 @@ class _Intake:
     def withdrawn(self) -> tuple:
         return ()
 
-    def wait(self) -> None:  # pragma: no cover - a task list is never waited for: take() is None only at its end
-        pass
+    def wait(self) -> None:  # nothing in flight: a task list's source has a task, or ends (the cap's gate waits only
+        pass  # while a query is in flight)
 
 
 @dataclass(frozen=True)

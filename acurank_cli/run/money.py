@@ -5,14 +5,13 @@ taken from the call cache counts at what it cost when it was made: the figure is
 
 The cap is a query-set budget in money beside ``--budget-total`` in calls. A query starts only when what is spent
 (the finished queries of this output, resumed ones included), what the queries in flight may still spend (each one's
-bound), and the next query's bound together stay within X; otherwise no further query starts, the queries in
-flight finish, and the summary says how many were left. A query's bound is the most it can cost whatever the
+bound), and the next query's bound together stay within X; a query that does not fit waits for the queries in
+flight, and with none in flight, one that does not fit starts nothing more and the summary says how many were left. A query's bound is the most it can cost whatever the
 answers: the method's most calls (:meth:`~acurank_cli.method.strategy.Strategy.most_calls`) times the most a call
 can cost (the context's tokens at the input price, the answer's budget and the thought's at the output price), so
 the cap holds across kills and resumes: a killed query's paid calls are in the call cache, and its bound, reserved
 again when it restarts, covers them. The bound is far above what a query usually spends (a call's prompt is rarely
-the whole context): a tight cap leaves queries for a resume under a higher one, and ``--batch-queries 1`` keeps
-fewer bounds in flight.
+the whole context): a tight cap leaves queries for a resume under a higher one.
 """
 
 from __future__ import annotations
@@ -83,13 +82,21 @@ class Cap:
             raise InputError(f"--max-cost: method {self.strategy.name!r} does not say the most calls it makes")
         return most * self.prices.cost(*self.per_call)
 
-    def gate(self, tasks: Iterable[RankingTask], count: int) -> Iterator[RankingTask]:
-        """The tasks that may start, in order; the first that would pass the cap ends them (``left``: the rest)."""
+    def gate(self, tasks: Iterable[RankingTask], count: int) -> Iterator[Any]:
+        """The tasks that may start, in order. The next starts when what is spent, what the queries in flight may
+        still spend and its bound stay within the cap; while some query is in flight it waits for them
+        (:data:`~.driver.WAIT`: the driver takes it again once an answer came), and with none in flight the first
+        that would pass the cap ends them (``left``: the rest). (It ended at the first that did not fit beside the
+        queries in flight: with eight in flight, a run stopped after its first wave.)"""
+        from .driver import WAIT
+
         for started, task in enumerate(tasks):
             bound = self.bound(task)
-            if self.spent + sum(self.reserved.values()) + bound > self.limit + 1e-12:
-                self.left = count - started
-                return
+            while self.spent + sum(self.reserved.values()) + bound > self.limit + 1e-12:
+                if not self.reserved:
+                    self.left = count - started
+                    return
+                yield WAIT
             self.reserved[task.qid] = bound
             yield task
 

@@ -260,7 +260,12 @@ class Splitter:
     splits: dict[str, Split] = field(default_factory=dict)
 
     def tasks(self, tasks: Iterable[RankingTask]) -> Iterator[RankingTask]:
+        from .driver import WAIT
+
         for task in tasks:
+            if task is WAIT:  # none now (--max-cost's gate): passed on to the driver
+                yield task
+                continue
             s = self.splits[task.qid] = split(task, self.texts_of(task), self.spec)
             yield s.task
 

@@ -96,3 +96,19 @@ def test_most_calls_is_the_most_a_run_makes(tmp_path):
                       "simulated", "--qrels", DL19 / "qrels.txt", "--sim-noise", "2", "--no-cache", "-o", tmp_path / f"{name}.run")
         calls = [json.loads(l)["calls"] for l in (tmp_path / f"{name}.stats.jsonl").read_text().splitlines()]
         assert calls and max(calls) <= bound, (name, max(calls))
+
+
+def test_with_queries_in_flight_the_next_waits_for_them_rather_than_ending_the_run(tmp_path):
+    """--batch-queries 8: a query that does not fit beside the ones in flight waits for them (it ended the run: a
+    run with eight in flight stopped after its first wave, and said to raise the cap). By hand, as above: at --max-cost
+    50 one query's bound (36.864) leaves no room for a second beside it, so the queries go one at a time and the same
+    15 start, 28 left; at 80 two fit at once while spent <= 6.27, then one, while spent <= 43.136: all 43 (38.7)."""
+    with FakeServer(lambda q, a: ("ok", 0.0)) as srv:
+        args = [a if a != "1" else "8" for a in _args(srv, tmp_path)]  # --batch-queries 8
+        ran = acurank(*args)
+        assert len(_money(tmp_path)) == 15 and "--max-cost 50: 28 queries left unstarted" in ran.stderr, ran.stderr
+        (tmp_path / "x.run").unlink()
+        (tmp_path / "x.stats.jsonl").unlink()
+        ran = acurank(*[a if a != "50" else "80" for a in args])
+        assert len(_money(tmp_path)) == 43 and "every query started within it" in ran.stderr, ran.stderr
+    assert abs(sum(_money(tmp_path)) - 38.7) < 1e-9
