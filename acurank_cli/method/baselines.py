@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ..errors import InputError
 from ..params import Option, at_least, check_domains
 from ..records import Phase, Ranked, RankingTask, Step
-from .strategy import Plan, Strategy, apply, chunks, query_rng, sort_by
+from .strategy import Plan, Strategy, apply, chunks, played_calls, query_rng, sort_by
 from .choices import Init, Updater
 from .shared_options import INIT, SEED, UPDATER, WINDOW
 from .acurank_params import coerce_choices
@@ -67,6 +67,10 @@ class TourRank(Strategy):
     #: (candidates entering, groups, promoted per group, stage runs if n > this)
     STAGES = ((None, 5, 10, 50), (50, 5, 4, 20), (20, 1, 10, 10), (10, 1, 5, 5), (5, 1, 2, 2))
 
+    def most_calls(self, task: RankingTask) -> int:
+        """Each stage's groups are set by the number of candidates alone: the calls never depend on the answers."""
+        return played_calls(self, task)
+
     def plan(self, task: RankingTask) -> Plan:
         """Sum points over tournaments; order by total points, ties by first-stage order."""
         docids = [c.docid for c in task.candidates]
@@ -110,6 +114,10 @@ class TrueSkillStatic(Strategy):
         """Check the domains; accept plain strings for the enum-valued parameters, as AcuRankParams does."""
         check_domains(self)
         coerce_choices(self)
+
+    def most_calls(self, task: RankingTask) -> int:
+        """Each stage reranks the current top m*c_j, whatever the answers: the calls never depend on them."""
+        return played_calls(self, task)
 
     def plan(self, task: RankingTask) -> Plan:
         """No initial pass; stage budgets c_j in windows of m over the current top."""

@@ -130,3 +130,20 @@ def sort_by(order: list[int], key: np.ndarray) -> list[int]:
 def chunks(items: Sequence[int], m: int) -> list[list[int]]:
     """Consecutive groups of m (the last may be shorter): windows and AcuRank's groups."""
     return [list(items[j : j + m]) for j in range(0, len(items), m)]
+
+
+def played_calls(strategy: Strategy, task: RankingTask) -> int:
+    """The calls of ``strategy``'s plan for ``task`` played with every window answered in the order it was sent: its
+    most calls where its windows never depend on the answers (TourRank's groups and the static TrueSkill stages are
+    set by the number of candidates alone). A window of one document is never sent, so it is not counted."""
+    from ..records import Answer
+
+    plan = strategy.plan(task)
+    calls = 0
+    try:
+        step = next(plan)
+        while True:
+            calls += sum(1 for w in step.windows if len(w) >= 2)
+            step = plan.send(tuple(Answer(tuple(range(len(w)))) for w in step.windows))
+    except StopIteration:
+        return calls

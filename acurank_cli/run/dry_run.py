@@ -119,7 +119,8 @@ def _print(bill: Bill, err: Console) -> None:
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(head))]
     for r in rows:
         typer.echo("  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
-    how = ("exact calls: the same in every rehearsal (the method's calls do not depend on the answers)" if bill.exact
+    how = ("exact calls: the same in every rehearsal (for a method whose calls depend on the answers, such as "
+           "acurank-N below its cap, a sign only)" if bill.exact
            else "median [90% interval] of each query's calls")
     err.print(f"acurank: dry run, no model called: {bill.rehearsal}; {how}"
               + ("; tokens counted by the backend's prompts at each rehearsal's calls and documents" if tokens else

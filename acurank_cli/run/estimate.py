@@ -100,7 +100,8 @@ class Bill:
 
     queries: tuple[QueryBill, ...]
     total: QueryBill
-    #: every rehearsal gave every query the same calls: the method's calls do not depend on the answers
+    #: every rehearsal gave every query the same calls (sliding windows, TourRank: their calls never depend on the
+    #: answers; an adaptive method's may agree by chance on a few queries)
     exact: bool
     rehearsal: str
     prices: tuple[float, float] | None = None

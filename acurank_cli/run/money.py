@@ -123,8 +123,9 @@ def check_cap(strategy: Strategy, prices: Prices | None, limit: float | None) ->
     if prices is None:
         raise InputError("--max-cost is money: give --price-in and --price-out (a million tokens' price)")
     if type(strategy).most_calls is Strategy.most_calls:
-        raise InputError(f"--max-cost: method {strategy.name!r} does not say the most calls it makes on a query (the "
-                         "acurank methods and sliding windows do), so no query's cost can be bounded")
+        raise InputError(f"--max-cost: method {strategy.name!r} does not say the most calls it makes on a query "
+                         "(acurank, acurank-N and acurank-H, sliding windows, TourRank and the static TrueSkill methods "
+                         "do), so no query's cost can be bounded")
     if strategy.lockstep:
         raise InputError(f"--max-cost: method {strategy.name!r} advances every query together, so no query can be "
                          "left unstarted; give a per-query budget")

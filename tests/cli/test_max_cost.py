@@ -70,11 +70,11 @@ def test_the_cap_holds_across_a_kill_and_a_resume(tmp_path):
 
 def test_a_cap_without_prices_or_a_bound_is_refused_in_one_line(tmp_path):
     for args, words in ((["--max-cost", "5"], "--max-cost is money: give --price-in and --price-out"),
-                        (["--max-cost", "5", "--price-in", "1", "--price-out", "1", "--method", "tourrank-1"],
-                         "method 'tourrank-1' does not say the most calls it makes"),
+                        (["--max-cost", "5", "--price-in", "1", "--price-out", "1", "--method", "acurank-auto",
+                          "--beta-pool", "query"], "method 'acurank-auto' does not say the most calls it makes"),
                         (["--max-cost", "5", "--price-in", "1", "--price-out", "1"],
                          "reranker simulated(noise=1.0,seed=0) counts none")):
-        ran = acurank("baseline" if "tourrank-1" in args else "rerank", DL19 / "bm25.run", "--reranker", "simulated",
+        ran = acurank("rerank", DL19 / "bm25.run", "--reranker", "simulated",
                       "--qrels", DL19 / "qrels.txt", "--no-cache", "-o", tmp_path / "y.run", *args, check=False)
         said = [l for l in ran.stderr.strip().splitlines() if not l.startswith("acurank: using ")]  # inputs' notes
         assert ran.returncode == 2 and len(said) == 1 and words in said[0], ran.stderr
@@ -83,19 +83,24 @@ def test_a_cap_without_prices_or_a_bound_is_refused_in_one_line(tmp_path):
 
 def test_most_calls_is_the_most_a_run_makes(tmp_path):
     """By hand: acurank over 100 candidates sends 5 initial windows of 20 and at most B = 100 adaptive groups (the
-    final pass among them): 105; acurank-9 at most its cap, 9; sw-1 its 9 windows (starts 80, 70, ..., 0). The
-    simulated runs of DL19 never make more."""
+    final pass among them): 105; acurank-9 at most its cap, 9; sw-1 its 9 windows (starts 80, 70, ..., 0); tourrank-1
+    5 groups of 20, 5 of the top 50, then the top 20, 10 and 5 in one group each: 13 (it was refused under
+    --max-cost, though the dry run billed it exactly); ts-5-2-2-1 5 windows of the 100, 2 of the top 40 twice, 1 of
+    the top 20: 10. The simulated runs of DL19 never make more (the last two make exactly that)."""
     from acurank_cli.records import Candidate, RankingTask
     from acurank_cli.run.pipeline import ScoreSource, method
 
     task = RankingTask("q", "q", tuple(Candidate(f"d{i}", 100.0 - i) for i in range(100)))
-    bounds = {name: method(name, {}, ScoreSource.run_file).most_calls(task) for name in ("acurank", "acurank-9", "sw-1")}
-    assert bounds == {"acurank": 105, "acurank-9": 9, "sw-1": 9}
+    names = ("acurank", "acurank-9", "sw-1", "tourrank-1", "ts-5-2-2-1")
+    bounds = {name: method(name, {}, ScoreSource.run_file).most_calls(task) for name in names}
+    assert bounds == {"acurank": 105, "acurank-9": 9, "sw-1": 9, "tourrank-1": 13, "ts-5-2-2-1": 10}
     for name, bound in bounds.items():
-        acurank("baseline" if name == "sw-1" else "rerank", DL19 / "bm25.run", "--method", name, "--reranker",
+        acurank("rerank" if name.startswith("acurank") else "baseline", DL19 / "bm25.run", "--method", name, "--reranker",
                       "simulated", "--qrels", DL19 / "qrels.txt", "--sim-noise", "2", "--no-cache", "-o", tmp_path / f"{name}.run")
         calls = [json.loads(l)["calls"] for l in (tmp_path / f"{name}.stats.jsonl").read_text().splitlines()]
         assert calls and max(calls) <= bound, (name, max(calls))
+        if name in ("tourrank-1", "ts-5-2-2-1"):
+            assert set(calls) == {bound}, (name, set(calls))
 
 
 def test_with_queries_in_flight_the_next_waits_for_them_rather_than_ending_the_run(tmp_path):
