@@ -228,6 +228,13 @@ def _meta_to_resume(path: Path) -> MetaFile:
                          str(path)) from None
 
 
+def check_settings(run_path: str | Path, fingerprint) -> None:
+    """A dry run's check of the run that a rerun would resume: the settings its meta file records, but the
+    reranker's (the run compares those, and the engines, with the backend it builds; a dry run builds none)."""
+    meta = _meta_to_resume(Path(run_path))
+    refuse_resume(run_path, [d for d in fingerprint.differences(meta.fingerprint) if not d.startswith("reranker")])
+
+
 def refuse_resume(path: str | Path, diffs: list[str]) -> None:
     """The one refusal of a resume: every difference named (the first eight), settings before engines."""
     if diffs:

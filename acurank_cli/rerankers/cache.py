@@ -77,6 +77,21 @@ class CachedReranker(BackendWrapper):
             raise refused("the call cache", exc, path) from None
 
     @classmethod
+    def checked(cls, path: Path) -> None:
+        """A dry run's check of the cache at ``path``: where it exists, readable as a cache (SQLite), opened read-only
+        and closed, nothing made (the run refuses a folder or another kind of file in a line of the same form)."""
+        if not path.exists():
+            return
+        try:
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                db.execute("PRAGMA schema_version").fetchone()
+            finally:
+                db.close()
+        except (OSError, sqlite3.Error) as exc:
+            raise refused("the call cache", exc, path) from None
+
+    @classmethod
     def _open(cls, path: Path) -> sqlite3.Connection:
         """Connect, switch to WAL and create the table. SQLite answers "database is locked" at once
         (without its busy handler) while another process switches a new file to WAL, so retry briefly."""

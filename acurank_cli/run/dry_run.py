@@ -41,55 +41,113 @@ class DryRun:
 def run_dry(job: Any, err: Console) -> Bill:
     """``job``'s bill (a :class:`~.job.RerankJob` with --dry-run: its method, --dry-run settings, prices and files;
     the job imports this module, not the reverse), after every check the run makes before its backend is built
-    (:func:`~.preflight.preflight`): the first window's fit (given the backend's prompt-only form), the rehearsals and
-    the bill; nothing is written but ``--stats``."""
+    (:func:`~.preflight.preflight`; a run at ``-o`` that a rerun would resume, made with other settings; a backend
+    that counts no tokens under --max-cost): the first window's fit (given the backend's prompt-only form), the
+    rehearsals and the bill, of the queries a rerun would rerank; nothing is written but ``--stats``."""
     checked = preflight(job, err)
     session, inputs = checked.session, checked.inputs
     files = job.outputs
     if job.passages is not None:
         raise InputError("--dry-run bills documents ranked whole; rehearse without --passages")
-    tasks = list(inputs.tasks)
+    if job.cache is not None and session.choice.backend.keeps:  # the run's call cache, checked without making it
+        from pathlib import Path
+
+        from ..rerankers.cache import CachedReranker
+        from .pipeline import cache_path
+
+        CachedReranker.checked(Path(cache_path(job.cache)))
+    tasks = _left(job, session, inputs, err)
+    if session.choice.backend.oracle and not inputs.qrels:
+        raise InputError("the simulated reranker needs qrels: it orders windows by noisy grades (--qrels FILE)")
+    prompter = session.choice.prompts()
+    try:
+        if prompter is not None:
+            check_fit(job, prompter, inputs, err)  # the run's own check, on the prompt-only form
+        per_call = None
+        if job.max_cost is not None:  # the run's bound on a call (refused where the backend counts no tokens)
+            from .money import call_bound
+
+            per_call = call_bound(prompter or _Unbuilt(job.backend), int(getattr(job.strategy.parameters(), "m", 20) or 20))
+        bill = _rehearsed(job, session, inputs, tasks, prompter)
+    finally:
+        if prompter is not None:
+            prompter.close()
+    _print(bill, err)
+    capped = None if per_call is None else _capped(job, bill, tasks, per_call)
+    if capped is not None:
+        left = (f"about {capped['start']} of the {len(tasks)} queries would start, {capped['left']} left unstarted "
+                f"(each query's bound, {capped['per_call']:.4g} a call, beside the bill's median money of the ones "
+                "before it)" if capped["left"] else "every query would start within it (at the bill's median money)")
+        err.print(f"acurank: --max-cost {job.max_cost:g}: {left}", markup=False, soft_wrap=True)
+    if files.stats:
+        with replacing(files.stats) as fh:
+            for line in _json_lines(bill, capped):
+                fh.write(line + "\n")
+    return bill
+
+
+def _left(job: Any, session: Any, inputs: Any, err: Console) -> list:
+    """The tasks a rerun of the command would rerank: those not finished in ``-o``'s run where a rerun resumes it
+    (refused, as the run refuses it, where it was made with other settings)."""
+    files, tasks = job.outputs, list(inputs.tasks)
+    if files.resumable():  # as the run refuses a resume made with other settings (it checks the reranker's too)
+        from ..io.run_files import check_settings
+        from .job import fingerprint_of
+
+        check_settings(files.output, fingerprint_of(job, _Unbuilt(job.backend), inputs, session.needs_texts))
     done = set() if job.strategy.lockstep else files.finished(inputs.expected)  # lockstep: a rerun replays them all
     if done:
         tasks = [t for t in tasks if t.qid not in done]
         err.print(f"acurank: {files.output} holds {len(done)} of the {len(inputs.expected)} queries finished (a rerun "
                   f"resumes it, if its settings are this command's): the bill is of the {len(tasks)} left",
                   markup=False, soft_wrap=True)
-    simulated = session.choice.backend.oracle  # rehearsed with its own noise, seed and qrels
-    if simulated and not inputs.qrels:
-        raise InputError("the simulated reranker needs qrels: it orders windows by noisy grades (--qrels FILE)")
-    options = session.choice.options
-    prompter = session.choice.prompts()
-    try:
-        if prompter is not None:
-            check_fit(job, prompter, inputs, err)  # the run's own check, on the prompt-only form
-        models = (inputs.qrels,) if simulated else rehearsal_grades(tasks, inputs.qrels or None)
-        noise = job.dry_run.noise if job.dry_run.noise is not None else (
-            float(options.sim_noise) if simulated else 1.0)
-        base = int(options.sim_seed) + 1 if simulated else 0
-        seeds = range(base, base + job.dry_run.rehearsals)
-        source = "the run's qrels and noise" if simulated else GRADES[len(models)]
-        persistent = session.choice.backend.pointwise
-        what = (f"{job.dry_run.rehearsals} rehearsals of {job.strategy.name} against the simulated reranker "
-                f"(noise {noise:g}{PERSISTENT if persistent else ''}, seeds {seeds.start}-{seeds.stop - 1}; grades: "
-                f"{source})")
-        thought = thought_of(options, session.gate, simulated)
-        if thought is not None:
-            what += (f"; thinking {thought.settings.thinking.value}, each thought billed at {thought.tokens} output "
-                     "tokens (" + ("the simulated reranker's cost" if simulated else
-                                   "the most it may take: a bound") + ")")
-        bill = estimate(job.strategy, tasks, inputs.docs, prompter, models=models, noise=noise, seeds=seeds,
-                        prices=None if job.prices is None else (job.prices.per_million_in, job.prices.per_million_out),
-                        what=what, persistent=persistent, thought=thought)
-    finally:
-        if prompter is not None:
-            prompter.close()
-    _print(bill, err)
-    if files.stats:
-        with replacing(files.stats) as fh:
-            for line in _json_lines(bill):
-                fh.write(line + "\n")
-    return bill
+    return tasks
+
+
+def _rehearsed(job: Any, session: Any, inputs: Any, tasks: list, prompter: Any) -> Bill:
+    """The rehearsals of the run's method over ``tasks`` and the bill they make (:func:`~.estimate.estimate`)."""
+    options, simulated = session.choice.options, session.choice.backend.oracle
+    models = (inputs.qrels,) if simulated else rehearsal_grades(tasks, inputs.qrels or None)
+    noise = job.dry_run.noise if job.dry_run.noise is not None else (float(options.sim_noise) if simulated else 1.0)
+    base = int(options.sim_seed) + 1 if simulated else 0
+    seeds = range(base, base + job.dry_run.rehearsals)
+    source = "the run's qrels and noise" if simulated else GRADES[len(models)]
+    persistent = session.choice.backend.pointwise
+    what = (f"{job.dry_run.rehearsals} rehearsals of {job.strategy.name} against the simulated reranker "
+            f"(noise {noise:g}{PERSISTENT if persistent else ''}, seeds {seeds.start}-{seeds.stop - 1}; grades: "
+            f"{source})")
+    thought = thought_of(options, session.gate, simulated)
+    if thought is not None:
+        what += (f"; thinking {thought.settings.thinking.value}, each thought billed at {thought.tokens} output "
+                 "tokens (" + ("the simulated reranker's cost" if simulated else "the most it may take: a bound") + ")")
+    return estimate(job.strategy, tasks, inputs.docs, prompter, models=models, noise=noise, seeds=seeds,
+                    prices=None if job.prices is None else (job.prices.per_million_in, job.prices.per_million_out),
+                    what=what, persistent=persistent, thought=thought)
+
+
+def _capped(job: Any, bill: Bill, tasks: list, per_call: tuple[int, int]) -> dict[str, Any]:
+    """What --max-cost would leave, one query at a time: the next starts while what the ones before it cost (the
+    bill's medians) and its bound stay within the cap (a resumed run's spend so far is not counted here)."""
+    money = {q.qid: bill.money(q) for q in bill.queries}
+    spent, call = 0.0, job.prices.cost(*per_call)
+    started = 0
+    for task in tasks:
+        if spent + (job.strategy.most_calls(task) or 0) * call > job.max_cost + 1e-12:
+            break
+        spent += money[task.qid].median if money.get(task.qid) is not None else 0.0
+        started += 1
+    return {"limit": job.max_cost, "per_call": call, "start": started, "left": len(tasks) - started}
+
+
+class _Unbuilt:
+    """The backend a dry run does not build: in a fingerprint (its settings are compared by the run) and where a
+    backend that counts no tokens is refused (--max-cost)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def fingerprint(self) -> dict:
+        return {}
 
 
 def _fmt(s: Spread, exact: bool, money: bool = False) -> str:
@@ -138,9 +196,10 @@ def _record(bill: Bill, q: QueryBill) -> dict[str, Any]:
     return rec
 
 
-def _json_lines(bill: Bill) -> list[str]:
+def _json_lines(bill: Bill, capped: dict | None = None) -> list[str]:
     out = [json.dumps({"qid": q.qid, **_record(bill, q)}) for q in bill.queries]
-    total = {"queries": len(bill.queries), **_record(bill, bill.total), "exact": bill.exact, "rehearsal": bill.rehearsal}
+    total = {"queries": len(bill.queries), **_record(bill, bill.total), "exact": bill.exact, "rehearsal": bill.rehearsal,
+             **({} if capped is None else {"max_cost": {k: capped[k] for k in ("limit", "start", "left")}})}
     out.append(json.dumps({"total": total}))
     return out
 

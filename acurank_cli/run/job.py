@@ -108,7 +108,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     checked = preflight(job, err)
     session, plan, inputs, shift, status = checked.session, checked.plan, checked.inputs, checked.shift, checked.status
     backend, per_call = _loaded(job, session, inputs, status, err)
-    fingerprint = _fingerprint(job, backend, inputs, session.needs_texts)
+    fingerprint = fingerprint_of(job, backend, inputs, session.needs_texts)
     read = [(n.flag, n.path) for n in plan.reads]
     made = provenance.collect(backend, read if inputs.source != "<stdin>" else [("RUN", "-"), *read])
     described = _described(job, inputs, shift)
@@ -349,7 +349,7 @@ def _skipped(inputs) -> str:
     return f"skipped {inputs.skipped_queries} queries, {inputs.skipped_docs} docs without text{held}"
 
 
-def _fingerprint(job: RerankJob, backend, inputs, needs_texts: bool) -> RunFingerprint:
+def fingerprint_of(job: RerankJob, backend, inputs, needs_texts: bool) -> RunFingerprint:
     """What made the run: method and parameters, the reranker's identity, the inputs (and shard, kept tail)."""
     shard = {"shard": str(job.inputs.shard)} if job.inputs.shard else {}
     tail = {"tail": "kept"} if inputs.any_tail else {}

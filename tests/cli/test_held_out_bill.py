@@ -56,7 +56,10 @@ def test_a_dry_run_never_writes_over_the_runs_stats_and_bills_only_the_queries_a
     sim = ["rerank", DL19 / "bm25.run", "--method", "acurank", "--reranker", "simulated", "--qrels",
            DL19 / "qrels.txt", "--no-cache"]
     run, stats = tmp_path / "r.run", tmp_path / "r.stats.jsonl"
-    acurank(*sim, "--qids", ",".join(qids[:3]), "-o", run)
+    acurank(*sim, "--qids", ",".join(qids), "-o", run)  # then cut back to its first three queries, as a kill leaves it
+    run.write_text("".join(line + "\n" for line in run.read_text().splitlines() if line.split()[0] != qids[3]))
+    stats.write_text("".join(line + "\n" for line in stats.read_text().splitlines()
+                             if json.loads(line)["qid"] != qids[3]))
     kept = stats.read_bytes()
     ran = acurank(*sim, "--qids", ",".join(qids), "-o", run, "--stats", stats, "--dry-run", check=False)
     assert ran.returncode == 2 and ran.stderr.strip() == (
@@ -69,3 +72,35 @@ def test_a_dry_run_never_writes_over_the_runs_stats_and_bills_only_the_queries_a
     assert [json.loads(line)["qid"] for line in lines[:-1]] == ["1114819"]
     assert json.loads(lines[-1])["total"]["queries"] == 1
     assert stats.read_bytes() == kept
+
+
+def test_a_dry_run_refuses_what_the_run_refuses_and_says_what_the_cap_would_leave(tmp_path):
+    """The dry run passed where the run refuses: a run at -o made with other settings (a rerun refuses to resume
+    it), --max-cost with a reranker that counts no tokens, a call cache that is not one; and it billed as if there
+    were no cap. The cap's prediction, one query at a time at the bill's median money, equals what the run leaves
+    (sw-1 is exact in calls; its tokens are near: DL19, --max-cost 0.5, 27 start and 16 are left)."""
+    sim = ["baseline", DL19 / "bm25.run", "--method", "sw-1", "--reranker", "simulated", "--qrels", DL19 / "qrels.txt",
+           "--no-cache"]
+    acurank(*sim, "--qids", "264014", "-o", tmp_path / "r.run")
+    ran = acurank(*sim, "--qids", "264014", "--window", "10", "-o", tmp_path / "r.run", "--dry-run", check=False)
+    assert ran.returncode == 2 and ran.stderr.strip().splitlines()[-1] == (
+        f"acurank: error: {tmp_path / 'r.run'}: was made with other settings (params.m: 20 -> 10; params.stride: "
+        "10 -> 5); use --overwrite to start afresh, or another --output"), ran.stderr
+    ran = acurank(*sim, "--max-cost", "5", "--price-in", "1", "--price-out", "1", "--dry-run", check=False)
+    assert ran.returncode == 2 and ran.stderr.strip().splitlines()[-1] == (
+        "acurank: error: --max-cost prices tokens, and reranker simulated counts none (a listwise LLM does: hf:, "
+        "vllm:, openai:; the simulated reranker with --sim-tokens)")
+    (tmp_path / "bad.sqlite").write_text("not a cache\n")
+    ran = acurank("baseline", DL19 / "bm25.run", "--qids", "264014", "--topics", DL19 / "topics.tsv", "--corpus",
+                  DL19 / "passages.jsonl.gz", "--method", "sw-1", "--reranker", "openai:gpt-4o-mini", "--base-url",
+                  "http://127.0.0.1:9/v1", "--cache", tmp_path / "bad.sqlite", "--dry-run", check=False)
+    assert ran.returncode == 2 and ran.stderr.strip().splitlines()[-1] == (
+        f"acurank: error: {tmp_path / 'bad.sqlite'}: cannot use the call cache (file is not a database); give "
+        "another --cache or --no-cache")
+    capped = [*sim, "--sim-tokens", "gpt-4o", "--max-cost", "0.5", "--price-in", "1", "--price-out", "1"]
+    ran = acurank(*capped, "--dry-run", "--stats", tmp_path / "bill.jsonl")
+    assert "--max-cost 0.5: about 27 of the 43 queries would start, 16 left unstarted" in ran.stderr
+    total = json.loads((tmp_path / "bill.jsonl").read_text().splitlines()[-1])["total"]
+    assert total["max_cost"] == {"limit": 0.5, "start": 27, "left": 16}
+    ran = acurank(*capped, "-o", tmp_path / "capped.run")
+    assert "--max-cost 0.5: 16 queries left unstarted" in ran.stderr
