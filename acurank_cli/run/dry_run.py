@@ -56,12 +56,14 @@ def run_dry(job: Any, err: Console) -> Bill:
         from .pipeline import cache_path
 
         CachedReranker.checked(Path(cache_path(job.cache)))
-    tasks = _left(job, session, inputs, err)
+    tasks = _left(job, session, inputs, checked.status)
     if session.choice.backend.oracle and not inputs.qrels:
         raise InputError("the simulated reranker needs qrels: it orders windows by noisy grades (--qrels FILE)")
     prompter = session.choice.prompts()
     try:
         if prompter is not None:
+            for note in prompter.notes():  # as the run says its backend's (a tokenizer's fallback, the prompt's form)
+                checked.status.print(f"acurank: {note}", markup=False, soft_wrap=True)
             check_fit(job, prompter, inputs, err)  # the run's own check, on the prompt-only form
         per_call = None
         if job.max_cost is not None:  # the run's bound on a call (refused where the backend counts no tokens)
@@ -72,13 +74,13 @@ def run_dry(job: Any, err: Console) -> Bill:
     finally:
         if prompter is not None:
             prompter.close()
-    _print(bill, err)
+    _print(bill, checked.status)
     capped = None if per_call is None else _capped(job, bill, tasks, per_call)
     if capped is not None:
         left = (f"about {capped['start']} of the {len(tasks)} queries would start, {capped['left']} left unstarted "
                 f"(each query's bound, {capped['per_call']:.4g} a call, beside the bill's median money of the ones "
                 "before it)" if capped["left"] else "every query would start within it (at the bill's median money)")
-        err.print(f"acurank: --max-cost {job.max_cost:g}: {left}", markup=False, soft_wrap=True)
+        checked.status.print(f"acurank: --max-cost {job.max_cost:g}: {left}", markup=False, soft_wrap=True)
     if files.stats:
         with replacing(files.stats) as fh:
             for line in _json_lines(bill, capped):

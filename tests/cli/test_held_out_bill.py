@@ -104,3 +104,17 @@ def test_a_dry_run_refuses_what_the_run_refuses_and_says_what_the_cap_would_leav
     assert total["max_cost"] == {"limit": 0.5, "start": 27, "left": 16}
     ran = acurank(*capped, "-o", tmp_path / "capped.run")
     assert "--max-cost 0.5: 16 queries left unstarted" in ran.stderr
+
+
+def test_a_dry_run_says_the_backends_notes_as_the_run_does_and_quiet_is_quiet(tmp_path):
+    """The run says how it counts tokens where not by the model's own tokenizer; the dry run said nothing of it.
+    With -q the dry run printed its status lines anyway; now only the bill (stdout) and errors."""
+    args = ["baseline", DL19 / "bm25.run", "--qids", "264014", "--method", "sw-1", "--reranker", "simulated",
+            "--qrels", DL19 / "qrels.txt", "--sim-tokens", "gpt-4o"]
+    run = acurank(*args, "--no-cache", "-o", tmp_path / "r.run")
+    said = [line for line in run.stderr.splitlines() if line.startswith("acurank: --sim-tokens: ")]
+    assert len(said) == 1
+    dry = acurank(*args, "--dry-run")
+    assert said[0] in dry.stderr.splitlines() and "dry run, no model called" in dry.stderr
+    quiet = acurank(*args, "--dry-run", "-q")
+    assert quiet.stderr == "" and quiet.stdout.splitlines()[-1].split()[:2] == ["total", "9"]

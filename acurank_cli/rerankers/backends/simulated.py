@@ -212,16 +212,30 @@ class CountedPrompts(ListwiseLLM):
     """The prompts --sim-tokens counts (``acurank prompt render``, ``--dry-run``): no model behind them."""
 
     sends_text = False
+    #: how the tokens are counted where not by MODEL's own tokenizer (the run says it: so does a dry run)
+    note: str | None = None
 
     def generate(self, prompts, deliver) -> None:
         raise InputError("simulated: the counted prompts are never sent")
+
+    def notes(self) -> list[str]:
+        """What the simulated run says of its prompts: the count's fallback, if any."""
+        return [self.note] if self.note else []
 
 
 def _prompts(arg: str, options: SimulatedOptions) -> CountedPrompts | None:
     """The prompts --sim-tokens counts; None without it (the oracle reads no prompt)."""
     if options.sim_tokens is None:
         return None
-    return CountedPrompts("simulated", _token_builder(options.sim_tokens)[0])
+    builder, note = _token_builder(options.sim_tokens)
+    prompts = CountedPrompts("simulated", builder)
+    prompts.note = _counted(builder, note)
+    return prompts
+
+
+def _counted(builder, note: str | None) -> str:
+    """What a simulated run that counts tokens says of its count, once."""
+    return f"--sim-tokens: {note or 'counting with ' + builder.counter.name}"
 
 
 @register("simulated", takes_arg=False, help="noisy qrels oracle (needs --qrels)", needs_texts=False,
@@ -242,7 +256,7 @@ def _factory(arg: str, options: SimulatedOptions) -> SimulatedReranker:
     return SimulatedReranker(qrels, noise=options.sim_noise, seed=options.sim_seed, name=name,
                              persistent=options.sim_persistent, position=options.sim_position,
                              builder=builder,
-                             note=None if builder is None else f"--sim-tokens: {note or 'counting with ' + builder.counter.name}",
+                             note=None if builder is None else _counted(builder, note),
                              thinking=ThinkingOptions.of(options), think_noise=options.sim_think_noise,
                              think_tokens=thought_cost(options),
                              pivot_grade=options.sim_pivot_grade)
