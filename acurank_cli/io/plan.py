@@ -102,9 +102,10 @@ class FilePlan:
             self.writes.append(Output(flag, str(path), may_exist or store, store, folder))
         return self
 
-    def check(self, overwrite: bool = False) -> None:
+    def check(self, overwrite: bool = False, make: bool = True) -> None:
         """One line (an InputError) for the first write that would clobber what the command reads or writes, or for
-        ``--overwrite`` when the command writes no file here (stdout only: nothing it could replace)."""
+        ``--overwrite`` when the command writes no file here (stdout only: nothing it could replace). ``make``: a
+        missing folder is made (a dry run, which writes none of these, only checks that it could be)."""
         if overwrite and not any(not out.store for out in self.writes):
             raise InputError("--overwrite replaces output files, and this command writes none here (its output goes to "
                              "stdout): drop it, or give --output FILE")
@@ -135,7 +136,7 @@ class FilePlan:
                 raise InputError(f"{out} exists: pass --overwrite to replace it, or write elsewhere")
         for out in self.writes:
             if not out.store and not out.folder:
-                _writable(out)
+                _writable(out, make)
 
     def _folder(self, out: Output, overwrite: bool) -> None:
         """An output folder: no input is it or inside it, and one that holds something is replaced only with
@@ -150,13 +151,18 @@ class FilePlan:
             raise InputError(f"{out} holds files: pass --overwrite to replace the index in it, or write elsewhere")
 
 
-def _writable(out: Output) -> None:
+def _writable(out: Output, make: bool = True) -> None:
     """One line now, not a traceback later, for an output that cannot be written; a missing folder is made (as
-    ``mkdir -p``)."""
+    ``mkdir -p``), or with ``make`` False only checked: its nearest existing folder writable."""
     if _special(out.path):
         return
     path = Path(out.path).expanduser()
     folder = path.parent
+    if not folder.is_dir() and not make:
+        nearest = next((p for p in (folder, *folder.parents) if p.exists()), Path("/"))
+        if not nearest.is_dir() or not os.access(nearest, os.W_OK):
+            raise InputError(f"{out}: cannot make folder {str(folder)!r} (in {str(nearest)!r})")
+        return
     if not folder.is_dir():
         try:
             folder.mkdir(parents=True, exist_ok=True)

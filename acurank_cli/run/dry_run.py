@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -50,8 +51,6 @@ def run_dry(job: Any, err: Console) -> Bill:
     if job.passages is not None:
         raise InputError("--dry-run bills documents ranked whole; rehearse without --passages")
     if job.cache is not None and session.choice.backend.keeps:  # the run's call cache, checked without making it
-        from pathlib import Path
-
         from ..rerankers.cache import CachedReranker
         from .pipeline import cache_path
 
@@ -59,7 +58,7 @@ def run_dry(job: Any, err: Console) -> Bill:
     tasks = _left(job, session, inputs, checked.status)
     if session.choice.backend.oracle and not inputs.qrels:
         raise InputError("the simulated reranker needs qrels: it orders windows by noisy grades (--qrels FILE)")
-    prompter = session.choice.prompts()
+    prompter = _unlogged(session.choice).prompts()
     try:
         if prompter is not None:
             for note in prompter.notes():  # as the run says its backend's (a tokenizer's fallback, the prompt's form)
@@ -82,6 +81,7 @@ def run_dry(job: Any, err: Console) -> Bill:
                 "before it)" if capped["left"] else "every query would start within it (at the bill's median money)")
         checked.status.print(f"acurank: --max-cost {job.max_cost:g}: {left}", markup=False, soft_wrap=True)
     if files.stats:
+        Path(files.stats).parent.mkdir(parents=True, exist_ok=True)  # checked it could be, in preflight
         with replacing(files.stats) as fh:
             for line in _json_lines(bill, capped):
                 fh.write(line + "\n")
@@ -139,6 +139,16 @@ def _capped(job: Any, bill: Bill, tasks: list, per_call: tuple[int, int]) -> dic
         spent += money[task.qid].median if money.get(task.qid) is not None else 0.0
         started += 1
     return {"limit": job.max_cost, "per_call": call, "start": started, "left": len(tasks) - started}
+
+
+def _unlogged(choice: Any) -> Any:
+    """The backend's choice without its prompt log (--log-prompts): a dry run sends no prompt, and its prompts
+    opened the log (a file made, a folder refused)."""
+    import dataclasses
+
+    if getattr(choice.options, "log_prompts", None) is None:
+        return choice
+    return dataclasses.replace(choice, options=dataclasses.replace(choice.options, log_prompts=None))
 
 
 class _Unbuilt:

@@ -90,7 +90,7 @@ def _checked_outputs(job: Any, backend_files: tuple[list, list]) -> FilePlan:
     if job.cache is not None:
         cache = default_cache_path() if job.cache == pipeline.DEFAULTS.cache else Path(job.cache)
         plan.write("--cache", cache, store=True).write("(the embedding store beside --cache)", store_path(cache), store=True)
-    plan.check(files.overwrite)
+    plan.check(files.overwrite, make=job.dry_run is None)  # a dry run makes no folder (its bill's, as it writes it)
     for _, log in logs:
         if files.overwrite and Path(log).is_file() and job.dry_run is None:  # a dry run writes no log
             Path(log).write_bytes(b"")

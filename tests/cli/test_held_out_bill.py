@@ -118,3 +118,19 @@ def test_a_dry_run_says_the_backends_notes_as_the_run_does_and_quiet_is_quiet(tm
     assert said[0] in dry.stderr.splitlines() and "dry run, no model called" in dry.stderr
     quiet = acurank(*args, "--dry-run", "-q")
     assert quiet.stderr == "" and quiet.stdout.splitlines()[-1].split()[:2] == ["total", "9"]
+
+
+def test_a_dry_run_makes_no_folder_and_no_prompt_log(tmp_path):
+    """A dry run writes its bill alone: it made the folders of -o and --log-prompts, and its prompts opened the
+    prompt log (an empty file made). A folder that could not be made is still refused; the bill's own is made."""
+    args = ["baseline", DL19 / "bm25.run", "--qids", "264014", "--topics", DL19 / "topics.tsv", "--corpus",
+            DL19 / "passages.jsonl.gz", "--method", "sw-1", "--reranker", "openai:gpt-4o-mini", "--base-url",
+            "http://127.0.0.1:9/v1", "--no-cache", "--dry-run"]
+    (tmp_path / "here").mkdir()
+    acurank(*args, "-o", tmp_path / "new" / "r.run", "--log-prompts", tmp_path / "logs" / "p.jsonl",
+            "--stats", tmp_path / "bills" / "b.jsonl")
+    acurank(*args, "--log-prompts", tmp_path / "here" / "p.jsonl")
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["bills", "bills/b.jsonl", "here"]
+    (tmp_path / "file").write_text("")
+    ran = acurank(*args, "-o", tmp_path / "file" / "r.run", check=False)
+    assert ran.returncode == 2 and f"cannot make folder {str(tmp_path / 'file')!r}" in ran.stderr
