@@ -117,6 +117,8 @@ class FilePlan:
             if out.folder:
                 self._folder(out, overwrite)
                 continue
+            if str(out.path).endswith(("/", os.sep)):  # a folder's name: the file was written as the folder's name
+                raise InputError(f"{out} names a folder (it ends in '/'): give a file's name")
             for source in self.reads:
                 if _special(source.path):
                     continue

@@ -88,6 +88,7 @@ class PromptOptions:
 
     def __post_init__(self) -> None:
         check_text(self.instruction, "instruction")  # as a call's or a request's instruction is checked
+        check_text(self.system_message, "system_message")  # a blank one was sent as a blank system turn
         after = getattr(super(), "__post_init__", None)  # the next group's checks (ThinkingOptions'), in a backend's
         if after is not None:  # record made of several groups
             after()

@@ -1,4 +1,4 @@
-"""Held-out cases of the bill, the cap and the explorer (stop 100): each wrote over a file, wrote a file named '-',
+"""Held-out cases of the bill, the cap, the explorer and the files (stop 100): each wrote over a file, wrote a file named '-',
 or took a number no price can be, and is now one line and exit 2 before anything is written."""
 
 from __future__ import annotations
@@ -134,3 +134,23 @@ def test_a_dry_run_makes_no_folder_and_no_prompt_log(tmp_path):
     (tmp_path / "file").write_text("")
     ran = acurank(*args, "-o", tmp_path / "file" / "r.run", check=False)
     assert ran.returncode == 2 and f"cannot make folder {str(tmp_path / 'file')!r}" in ran.stderr
+
+
+def test_a_folders_name_for_a_file_qrels_of_another_dataset_and_a_blank_system_message_are_refused(tmp_path):
+    """--stats DIR/ was written as a file named DIR; the simulated reranker with qrels that judge none of the run's
+    queries ordered every window by noise alone (101 calls a query, where eval refuses such qrels); a blank
+    --system-message was sent as a blank system turn (a blank --instruction was refused)."""
+    sim = ["rerank", DL19 / "bm25.run", "--reranker", "simulated", "--no-cache"]
+    for args, said in (
+            ([*sim, "--qrels", DL19 / "qrels.txt", "-o", tmp_path / "r.run", "--stats", f"{tmp_path / 'dir'}/"],
+             f"acurank: error: --stats {tmp_path / 'dir'}/ names a folder (it ends in '/'): give a file's name"),
+            ([*sim, "--qrels", SAMPLE / "dl20" / "qrels.txt", "-o", tmp_path / "r.run"],
+             f"acurank: error: --qrels {SAMPLE / 'dl20' / 'qrels.txt'}: it judges none of this run's queries, so the "
+             "simulated reranker would order every window by its noise alone (qrels of another dataset?)"),
+            (["baseline", DL19 / "bm25.run", "--topics", DL19 / "topics.tsv", "--corpus", DL19 / "passages.jsonl.gz",
+              "--method", "sw-1", "--reranker", "openai:gpt-4o-mini", "--base-url", "http://127.0.0.1:9/v1",
+              "--system-message", "  ", "-o", tmp_path / "r.run"],
+             "acurank: error: --system-message: must be a non-blank text, got '  '")):
+        ran = acurank(*args, check=False)
+        assert ran.returncode == 2 and ran.stderr.strip().splitlines()[-1] == said, ran.stderr
+        assert not (tmp_path / "r.run").exists() and not (tmp_path / "dir").exists()
