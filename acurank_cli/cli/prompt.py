@@ -34,6 +34,7 @@ def render(
     index: Annotated[Optional[str], typer.Option("--index", rich_help_panel=IO, help="Take doc texts from a Lucene index (stored raw docs).")] = None,
     dataset: Annotated[Optional[str], typer.Option("--dataset", rich_help_panel=IO, help="irds:<id>: topics and texts from ir_datasets.")] = None,
     depth: Annotated[int, typer.Option("--depth", "--hits", min=1, rich_help_panel=IO, help="Candidates per query, as rerank takes them.")] = DEFAULTS.depth,
+    skip_missing: Annotated[bool, typer.Option("--skip-missing", rich_help_panel=IO, help="Leave out the documents without a text, as rerank does (a query without one: refused).")] = False,
     **generated,
 ) -> None:
     """Print the prompts of a query's first round as the backend would build them, with no model call."""
@@ -51,13 +52,18 @@ def render(
     prompter = choice.prompter()  # before reading: a backend that reads no prompt is refused at once
     try:
         inputs = InputSpec(run=run, depth=depth, topics=topics, corpus=corpus, index=index, dataset=dataset,
-                           qids=qid).load(True)
+                           qids=qid, skip_missing=skip_missing, qids_flag="--qid").load(True)
         task = next(iter(inputs.tasks), None)
         if task is None:
             raise InputError(f"query {qid}: not in the run" if qid else "the run holds no query", run)
+        from ..method.trueskill import check_scores
+
+        check_scores([task], getattr(strategy, "init", None), inputs.source)  # rerank's check, naming the file
         shown = render_windows(strategy, task, inputs.docs, prompter, None if nth is None else [nth])
     finally:
         prompter.close()
+    for note in inputs.notes:  # where the topics and texts came from, what was skipped: as rerank says them
+        typer.echo(f"acurank: {note}", err=True)
     for one in shown:
         if fmt == "json":
             typer.echo(json.dumps(one.record, ensure_ascii=False))

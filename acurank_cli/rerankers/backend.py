@@ -401,10 +401,12 @@ class BackendChoice:
         that reads no prompt."""
         prompts = self.prompts()
         if prompts is None:
-            takers = ", ".join(f"{b.prefix}:" if b.takes_arg else b.prefix
-                               for b in BACKENDS.entries.values() if b.prompts is not None)
-            raise OptionError(f"reranker {self.backend.prefix!r} reads no prompt ({OptionError.literal(self.backend.help)}); prompts are "
-                              f"rendered for {takers}", reranker="--reranker")
+            takers = ", ".join(f"{b.prefix}:" if b.takes_arg else b.prefix for b in BACKENDS.entries.values()
+                               if b.prompts is not None and b is not self.backend)
+            also = " (and for it with other options: see --help)" if self.backend.prompts is not None else ""
+            raise OptionError(f"reranker {self.backend.prefix!r} reads no prompt{' with these options' if also else ''} "
+                              f"({OptionError.literal(self.backend.help)}); prompts are rendered for {takers}{also}",
+                              reranker="--reranker")
         return prompts
 
 

@@ -69,6 +69,8 @@ class InputSpec:
     skip_missing: bool = False
     shard: Shard | None = None  # --shard I/N: only the queries of that shard
     keep_tail: bool = True  # the candidates below --depth follow the reranked head (--drop-tail: not)
+    #: how the command names ``qids`` (``prompt render``'s is --qid)
+    qids_flag: str = "--qids"
 
     def read_by(self, plan: FilePlan) -> FilePlan:
         """Name every file this spec reads in ``plan``: the run, topics, corpus, qrels, a --qids file, the index
@@ -148,7 +150,7 @@ class InputSpec:
             _join(read.spool, later, read.name, read.notes)
         missing = sorted(wanted - seen) if wanted is not None else []
         if missing:
-            raise InputError(f"--qids names {len(missing)} queries the run does not have (e.g. {missing[0]})",
+            raise InputError(f"{self.qids_flag} names {len(missing)} queries the run does not have (e.g. {missing[0]})",
                              read.name)
         return read
 

@@ -89,8 +89,18 @@ def test_refusals_are_one_line_before_any_model(tmp_path):
         (["--reranker", "minilm"], "prompts are rendered for simulated, hf:, vllm:, openai:"),
         (["--nth", "6"], "--nth 6: query 264014's first round under acurank has 5 windows (1-5)"),
         (["--format", "yaml"], "--format yaml: must be text or json"),
+        # held out (stop 100): the flag named as render takes it; a score refused naming its file, as rerank does
+        (["--qid", "999"], "--qid names 1 queries the run does not have (e.g. 999)"),
+        (["--reranker", "simulated"], "reads no prompt with these options"),
+        (["RUN", str(tmp_path / "neg.run")], f"{tmp_path / 'neg.run'}: query 264014 doc "),
     ):
-        ran = acurank("prompt", "render", DL19 / "bm25.run", "--qid", QID, *args, check=False)
+        first = [line.split() for line in (DL19 / "bm25.run").read_text().splitlines()[:2]]  # 264014's top two
+        (tmp_path / "neg.run").write_text("".join(f"{q} Q0 {d} {r} -{s} x\n" for q, _, d, r, s, _ in first))
+        run = args[1] if args[0] == "RUN" else DL19 / "bm25.run"
+        extra = ["--topics", DL19 / "topics.tsv", "--corpus", DL19 / "passages.jsonl.gz", "--skip-missing"] if (
+            args[0] == "RUN") else []
+        args = [] if args[0] == "RUN" else args
+        ran = acurank("prompt", "render", run, "--qid", QID, *extra, *args, check=False)
         assert ran.returncode == 2 and len(ran.stderr.strip().splitlines()) == 1, ran.stderr
         assert words in ran.stderr, ran.stderr
 
