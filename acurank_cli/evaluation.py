@@ -244,6 +244,15 @@ def provider_for(measure: Any) -> str:
 # -- the calibration measures (report calibration, the benchmarks): F1 at a cut, AUC, ECE, Brier ---------------
 
 
+def check_judged(run: Iterable[str], judged: Iterable[str], qrels: str, path: str) -> None:
+    """A run that shares no query with its qrels is refused (``path``: the run's name): qrels of another dataset
+    would score it 0 on every query, in silence (``eval`` and ``report html`` alike)."""
+    run, judged = list(run), list(judged)
+    if run and judged and not set(run) & set(judged):
+        raise InputError(f"shares no query with the qrels {qrels} (run: {len(run)} queries, e.g. {run[0]}; qrels: "
+                         f"{len(judged)}, e.g. {judged[0]}): qrels of another dataset?", path)
+
+
 def f1_at(labels: Sequence[int], k: int) -> float:
     """F1 of keeping the first ``k`` of a ranked list whose 0/1 labels are given, recall over the relevant
     candidates; with none relevant, the empty answer scores 1 and any other 0."""

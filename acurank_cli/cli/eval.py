@@ -107,10 +107,10 @@ def _check_against_qrels(path: str, run: dict, judged: dict, qrels: str, fill: b
     qrels' queries, and an unfinished run (its meta file says it was made for more queries) are warnings."""
     from ..io.run_files import unfinished
 
+    from ..evaluation import check_judged
+
+    check_judged(run, judged, qrels, path)
     shared = len(set(run) & set(judged))
-    if run and judged and shared == 0:
-        raise InputError(f"shares no query with the qrels {qrels} (run: {len(run)} queries, e.g. {next(iter(run))}; "
-                         f"qrels: {len(judged)}, e.g. {next(iter(judged))}): qrels of another dataset?", path)
     if shared < len(run) / 2:
         say(f"warning: {path}: only {shared} of its {len(run)} queries are judged in {qrels}")
     if shared < len(judged):

@@ -404,6 +404,13 @@ def html_cmd(
     from .flags import say
 
     named = [tuple(r.split("=", 1)) if "=" in r else (_method_name(r, i), r) for i, r in enumerate(runs, 1)]
+    for flag, path in (*(("RUN", p) for _, p in named), ("--qrels", qrels)):
+        if path == "-":  # each file is read by name (a run's stats and trace beside it): not one stream
+            raise InputError(f"{flag} -: report html reads its files by name; give a file, or a pipe as <(command)")
+    names = [n for n, _ in named]
+    twice = next((n for n in names if names.count(n) > 1), None)
+    if twice is not None:  # one name for two runs: the page, its title and --baseline could not tell them apart
+        raise InputError(f"two runs are named {twice!r}: give NAME=PATH to name them apart")
     traces = dict(t.split("=", 1) for t in trace or () if "=" in t)
     bad = [t for t in trace or () if "=" not in t] + [n for n in traces if n not in dict(named)]
     if bad:

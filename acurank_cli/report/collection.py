@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import InputError
-from ..evaluation import DEFAULT_MEASURE, evaluate, measure_name
+from ..evaluation import DEFAULT_MEASURE, check_judged, evaluate, measure_name
 from ..io.meta_file import MetaFile
 from ..io.run_files import method_name_of, stats_of_run, stats_path_for
 from ..io.collection_files import read_qrels, read_topics
@@ -314,6 +314,7 @@ def _check_runs(found: dict[str, DatasetRuns]) -> None:
             continue
         judged = set(ds.qrels())
         for method, mr in ds.runs.items():
+            check_judged(mr.run_dict(), ds.qrels(), str(ds.qrels_path), str(mr.run_path))  # none shared: refused
             shared = len(judged & set(mr.run_dict()))
             if shared < len(judged):
                 print(f"acurank: warning: {ds.name}/{method}: {shared} of the {len(judged)} qrels queries are in the "

@@ -154,3 +154,23 @@ def test_a_folders_name_for_a_file_qrels_of_another_dataset_and_a_blank_system_m
         ran = acurank(*args, check=False)
         assert ran.returncode == 2 and ran.stderr.strip().splitlines()[-1] == said, ran.stderr
         assert not (tmp_path / "r.run").exists() and not (tmp_path / "dir").exists()
+
+
+def test_the_explorer_refuses_foreign_qrels_two_runs_of_one_name_and_stdin_in_one_line(tmp_path):
+    """report html (and report table) took qrels sharing no query with the runs (eval refuses them: one owner now,
+    evaluation.check_judged), two runs of one name (a page titled 'bm25, bm25'), and named '-' a '--run' flag that
+    does not exist."""
+    dl20 = SAMPLE / "dl20"
+    for args, said in (
+            ([DL19 / "bm25.run", "--qrels", dl20 / "qrels.txt"],
+             f"acurank: error: {DL19 / 'bm25.run'}: shares no query with the qrels {dl20 / 'qrels.txt'} (run: 43 "
+             "queries, e.g. 264014; qrels: 54, e.g. 23849): qrels of another dataset?"),
+            ([DL19 / "bm25.run", dl20 / "bm25.run", "--qrels", DL19 / "qrels.txt"],
+             "acurank: error: two runs are named 'bm25': give NAME=PATH to name them apart"),
+            (["-", "--qrels", DL19 / "qrels.txt"],
+             "acurank: error: RUN -: report html reads its files by name; give a file, or a pipe as <(command)")):
+        ran = acurank("report", "html", *args, "-o", tmp_path / "x.html", check=False)
+        assert ran.returncode == 2 and ran.stderr.strip() == said, ran.stderr
+        assert not (tmp_path / "x.html").exists()
+    ran = acurank("eval", DL19 / "bm25.run", "--qrels", dl20 / "qrels.txt", check=False)
+    assert ran.returncode == 2 and "qrels of another dataset?" in ran.stderr
