@@ -51,9 +51,9 @@ def preflight(job: Any, err: Console) -> Checked:
     _checked_relevance(job)
     inputs = job.inputs.load(session.needs_texts)
     if session.choice.backend.oracle and inputs.qrels and not any(t.qid in inputs.qrels for t in inputs.tasks):
-        given = f"--qrels {job.inputs.qrels}" if job.inputs.qrels else "the dataset's qrels"
-        raise InputError(f"{given}: it judges none of this run's queries, so the simulated reranker would order "
-                         "every window by its noise alone (qrels of another dataset?)")
+        given = f"--qrels {job.inputs.qrels}" if job.inputs.qrels else "the dataset's qrels"  # said with the notes
+        inputs.notes.append(f"warning: {given} judges none of this run's queries, so the simulated reranker orders "
+                            "every window by its noise alone (qrels of another dataset?)")
     judged, shift = _judged(job, inputs)
     if job.pivot is not None:
         job.pivot.add_texts(session.needs_texts, job.backend, list(inputs.expected), inputs.docs)

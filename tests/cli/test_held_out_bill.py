@@ -136,17 +136,15 @@ def test_a_dry_run_makes_no_folder_and_no_prompt_log(tmp_path):
     assert ran.returncode == 2 and f"cannot make folder {str(tmp_path / 'file')!r}" in ran.stderr
 
 
-def test_a_folders_name_for_a_file_qrels_of_another_dataset_and_a_blank_system_message_are_refused(tmp_path):
-    """--stats DIR/ was written as a file named DIR; the simulated reranker with qrels that judge none of the run's
-    queries ordered every window by noise alone (101 calls a query, where eval refuses such qrels); a blank
-    --system-message was sent as a blank system turn (a blank --instruction was refused)."""
+def test_a_folders_name_for_a_file_and_a_blank_system_message_are_refused_and_foreign_qrels_said(tmp_path):
+    """--stats DIR/ was written as a file named DIR; a blank --system-message was sent as a blank system turn (a
+    blank --instruction was refused); the simulated reranker with qrels that judge none of the run's queries ordered
+    every window by noise alone in silence (101 calls a query): now a warning (a run by noise alone is a null model
+    some studies want; eval refuses such qrels, as no measure holds)."""
     sim = ["rerank", DL19 / "bm25.run", "--reranker", "simulated", "--no-cache"]
     for args, said in (
             ([*sim, "--qrels", DL19 / "qrels.txt", "-o", tmp_path / "r.run", "--stats", f"{tmp_path / 'dir'}/"],
              f"acurank: error: --stats {tmp_path / 'dir'}/ names a folder (it ends in '/'): give a file's name"),
-            ([*sim, "--qrels", SAMPLE / "dl20" / "qrels.txt", "-o", tmp_path / "r.run"],
-             f"acurank: error: --qrels {SAMPLE / 'dl20' / 'qrels.txt'}: it judges none of this run's queries, so the "
-             "simulated reranker would order every window by its noise alone (qrels of another dataset?)"),
             (["baseline", DL19 / "bm25.run", "--topics", DL19 / "topics.tsv", "--corpus", DL19 / "passages.jsonl.gz",
               "--method", "sw-1", "--reranker", "openai:gpt-4o-mini", "--base-url", "http://127.0.0.1:9/v1",
               "--system-message", "  ", "-o", tmp_path / "r.run"],
@@ -174,3 +172,9 @@ def test_the_explorer_refuses_foreign_qrels_two_runs_of_one_name_and_stdin_in_on
         assert not (tmp_path / "x.html").exists()
     ran = acurank("eval", DL19 / "bm25.run", "--qrels", dl20 / "qrels.txt", check=False)
     assert ran.returncode == 2 and "qrels of another dataset?" in ran.stderr
+
+    ran = acurank("rerank", DL19 / "bm25.run", "--qids", "264014", "--reranker", "simulated", "--no-cache", "--qrels",
+                  SAMPLE / "dl20" / "qrels.txt", "-o", tmp_path / "noise.run")
+    assert [line for line in ran.stderr.splitlines() if "warning" in line] == [
+        f"acurank: warning: --qrels {SAMPLE / 'dl20' / 'qrels.txt'} judges none of this run's queries, so the "
+        "simulated reranker orders every window by its noise alone (qrels of another dataset?)"]
