@@ -94,7 +94,7 @@ def _left(job: Any, session: Any, inputs: Any, err: Console) -> list:
     files, tasks = job.outputs, list(inputs.tasks)
     if files.resumable():  # as the run refuses a resume made with other settings (it checks the reranker's too)
         from ..io.run_files import check_settings
-        from .job import fingerprint_of
+        from .fingerprint import fingerprint_of
 
         check_settings(files.output, fingerprint_of(job, _Unbuilt(job.backend), inputs, session.needs_texts))
     done = set() if job.strategy.lockstep else files.finished(inputs.expected)  # lockstep: a rerun replays them all

@@ -98,3 +98,20 @@ class RunFingerprint:
 
         walk("", recorded, self.as_dict())
         return out
+
+
+def fingerprint_of(job: Any, backend: Any, inputs: Any, needs_texts: bool) -> RunFingerprint:
+    """What made a job's run (a :class:`~.job.RerankJob`): method and parameters, the reranker's identity (``backend``:
+    built, or a dry run's stand-in), the inputs (and shard, kept tail, passages, the map, the pivot)."""
+    shard = {"shard": str(job.inputs.shard)} if job.inputs.shard else {}
+    tail = {"tail": "kept"} if inputs.any_tail else {}
+    split = {"passages": job.passages.described()} if job.passages is not None else {}
+    if job.relevance is not None:  # P(relevant), the cut and the score column change what is written
+        split["relevance"] = job.relevance.described()
+    if job.pivot is not None:  # a player in every window: other ratings, another run
+        split["pivot"] = job.pivot.described()
+    return RunFingerprint(
+        job.strategy.name, strategy_params(job.strategy), backend.fingerprint(),
+        {"digest": input_digest(inputs.tasks, inputs.docs, needs_texts), "queries": len(inputs.tasks),
+         "depth": job.inputs.depth, "tag": job.outputs.tag, **shard, **tail, **split},
+    )

@@ -23,7 +23,7 @@ from ..records import (CallTally, ParseStatus, QueryOutcome, Ranked, RankingTask
 from . import pipeline
 from .. import signals
 from . import provenance
-from .fingerprint import RunFingerprint, input_digest, strategy_params
+from .fingerprint import RunFingerprint, fingerprint_of
 from .inputs import InputSpec
 from .dry_run import DryRun
 from .money import Cap, Prices, call_bound
@@ -347,22 +347,6 @@ def _skipped(inputs) -> str:
     """What --skip-missing skipped, and how many of the docs are still in the output (below the reranked ones)."""
     held = f" ({inputs.held_docs} of them in the output below the reranked ones)" if inputs.held_docs else ""
     return f"skipped {inputs.skipped_queries} queries, {inputs.skipped_docs} docs without text{held}"
-
-
-def fingerprint_of(job: RerankJob, backend, inputs, needs_texts: bool) -> RunFingerprint:
-    """What made the run: method and parameters, the reranker's identity, the inputs (and shard, kept tail)."""
-    shard = {"shard": str(job.inputs.shard)} if job.inputs.shard else {}
-    tail = {"tail": "kept"} if inputs.any_tail else {}
-    split = {"passages": job.passages.described()} if job.passages is not None else {}
-    if job.relevance is not None:  # P(relevant), the cut and the score column change what is written
-        split["relevance"] = job.relevance.described()
-    if job.pivot is not None:  # a player in every window: other ratings, another run
-        split["pivot"] = job.pivot.described()
-    return RunFingerprint(
-        job.strategy.name, strategy_params(job.strategy), backend.fingerprint(),
-        {"digest": input_digest(inputs.tasks, inputs.docs, needs_texts), "queries": len(inputs.tasks),
-         "depth": job.inputs.depth, "tag": job.outputs.tag, **shard, **tail, **split},
-    )
 
 
 def _described(job: RerankJob, inputs, shift=None) -> dict | None:
