@@ -40,6 +40,10 @@ class Metrics:
         self.queued = Gauge("acurank_queue_depth", "Requests admitted and waiting for a place in flight", registry=r)
         self.in_flight = Gauge("acurank_in_flight", "Requests admitted and not yet answered, queued ones included",
                                registry=r)
+        self.shifted = Gauge("acurank_calibration_shifted", "1: the requests' first-stage scores differ from the "
+                             "calibration map's fitting queries' (its P(relevant) may not hold here); 0: they do not; "
+                             "-1: not compared (no map, or fewer than 20 requests whose documents carry scores)",
+                             registry=r)
 
     def by_status(self, endpoints: tuple[str, ...] = ("/v1/rerank", "/v2/rerank", "mcp:rerank")) -> dict[str, int]:
         """The rerank requests (HTTP and MCP calls, or those of ``endpoints``) answered so far, by HTTP status."""
@@ -60,6 +64,7 @@ class Metrics:
         """The gauges read the service when scraped."""
         self.queued.set_function(lambda: service.queued)
         self.in_flight.set_function(lambda: service.open)
+        self.shifted.set_function(lambda: getattr(service, "shifted", -1))
 
     def text(self) -> bytes:
         return generate_latest(self.registry)

@@ -12,6 +12,7 @@ not yet sent are dropped. A backend that fails fails the requests in flight (502
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from concurrent.futures import Future
@@ -98,6 +99,11 @@ class RerankService:
         self.tickets: dict[str, Ticket] = {}
         self.calls: dict[str, int] = {}  # the driver thread's count of each request's calls so far
         self.draining = False
+        from ..relevance.shift import ShiftWatch
+
+        #: the requests whose documents carry first-stage scores, against the map's fitting queries (as the API
+        #: watches its calls): compared once, at the 20th such request
+        self.watch = None if session.calibration is None else ShiftWatch(session.calibration.fit)
         self.metrics.watch(self)
         self.thread = threading.Thread(target=self._serve, daemon=True, name="acurank-serve-driver")
         self.thread.start()
@@ -136,8 +142,25 @@ class RerankService:
             self.tickets[call.id] = ticket
         if admitted.prepared.task.n == 0:  # pragma: no cover - protocol.parse refuses an empty list
             raise BadRequest("documents must hold at least one document", "documents")
+        self._watched(admitted.prepared)
         self.feed.admit(Admission(admitted.task, run, admitted.docs, call.id))
         return ticket
+
+    def _watched(self, prepared) -> None:
+        """A request whose documents carry scores counted toward the map's comparison; a shift, once the comparison
+        is made, said once in the server's log (every later answer's meta holds the comparison)."""
+        if self.watch is None or not prepared.scored:
+            return
+        shift = self.watch.see([prepared.task])
+        if shift is not None and shift.shifted:
+            print(f"acurank: {shift.line('--calibration')}", file=sys.stderr)
+
+    @property
+    def shifted(self) -> int:
+        """/metrics' acurank_calibration_shifted: 1 shifted, 0 not, -1 not compared (no map, or too few requests with
+        scores yet)."""
+        shift = None if self.watch is None else self.watch.shift
+        return -1 if shift is None else int(shift.shifted)
 
     def withdraw(self, ticket: Ticket) -> None:
         """The caller is gone: its windows not yet sent are dropped, its answer will not be waited for."""
@@ -165,6 +188,8 @@ class RerankService:
                  "k": out.k, "relevance_score": "p_topk" if out.k is not None else "position"}
         if calibrated is not None:  # relevance_score is P(relevant); P(none) beside it
             usage.update(relevance_score="p_relevant", grade=calibrated.grade, p_none=out.p_none)
+            if self.watch is not None and self.watch.shift is not None:  # the requests against the map's queries
+                usage.update(calibration_shift=self.watch.shift.as_dict())
             if cuts:  # the list stops where relevance ends (maybe empty)
                 usage.update(cut=str(cuts[0]))
         if tally.thought:  # only where the backend thinks: other answers unchanged
