@@ -230,6 +230,9 @@ class BackendSpec:
     #: its answers agree across windows, so ``--dry-run`` rehearses it with an error drawn once per query and document
     #: (the simulated reranker's persistent noise), not once per window as a listwise LLM's
     pointwise: bool = False
+    #: what the backend refuses at start that needs nothing loaded or called (an API key where it talks to OpenAI):
+    #: ``ready(arg, options)`` raises its one line; a dry run, which builds no backend, asks it (None: nothing)
+    ready: Callable[[str, Any], None] | None = None
 
     @property
     def record(self) -> type:
@@ -282,7 +285,7 @@ REGISTRY: dict[str, BackendSpec] = BACKENDS.entries
 
 def register(prefix: str, takes_arg: bool, help: str, needs_texts: bool = True, options: type = NoOptions,
              prompts: Callable[[str, Any], RerankerBase] | None = None, *, oracle: bool = False,
-             keeps: tuple[str, ...] = (), pointwise: bool = False):
+             keeps: tuple[str, ...] = (), pointwise: bool = False, ready: Callable[[str, Any], None] | None = None):
     """Decorator registering a backend: a factory ``factory(arg, options_record) -> RerankerBase``, or a
     :class:`RerankerBase` subclass (built with the options record, see :func:`_as_factory`).
 
@@ -291,13 +294,13 @@ def register(prefix: str, takes_arg: bool, help: str, needs_texts: bool = True, 
     ``ACURANK_BACKENDS`` environment variable (comma-separated module names). ``prompts``: a listwise LLM's
     prompt-only factory (:attr:`BackendSpec.prompts`); ``oracle``: :attr:`BackendSpec.oracle`; ``keeps``:
     :attr:`BackendSpec.keeps` (a backend that keeps none is never wrapped in the call cache before it is built);
-    ``pointwise``: :attr:`BackendSpec.pointwise`.
+    ``pointwise``: :attr:`BackendSpec.pointwise`; ``ready``: :attr:`BackendSpec.ready`.
     """
 
     def deco(factory):
         BACKENDS.register(prefix, BackendSpec(prefix, _as_factory(factory, takes_arg), takes_arg, help,
                                               needs_texts=needs_texts, options=options, prompts=prompts,
-                                              oracle=oracle, keeps=keeps, pointwise=pointwise))
+                                              oracle=oracle, keeps=keeps, pointwise=pointwise, ready=ready))
         return factory
 
     return deco
@@ -395,6 +398,11 @@ class BackendChoice:
     def prompts(self) -> RerankerBase | None:
         """The backend's prompts without its model, or None where it reads none with these options."""
         return None if self.backend.prompts is None else self.backend.prompts(self.arg, self.options)
+
+    def ready(self) -> None:
+        """What the backend refuses at start with nothing loaded (:attr:`BackendSpec.ready`), checked now."""
+        if self.backend.ready is not None:
+            self.backend.ready(self.arg, self.options)
 
     def prompter(self) -> RerankerBase:
         """The backend's prompts without its model (``acurank prompt render``): refused in one line for a backend

@@ -178,3 +178,18 @@ def test_the_explorer_refuses_foreign_qrels_two_runs_of_one_name_and_stdin_in_on
     assert [line for line in ran.stderr.splitlines() if "warning" in line] == [
         f"acurank: warning: --qrels {SAMPLE / 'dl20' / 'qrels.txt'} judges none of this run's queries, so the "
         "simulated reranker orders every window by its noise alone (qrels of another dataset?)"]
+
+
+def test_a_dry_run_refuses_a_missing_api_key_as_the_run_does(tmp_path, monkeypatch):
+    """openai:MODEL talking to OpenAI without OPENAI_API_KEY: the run refused it at start and the dry run billed it
+    (a backend's own start-up check, asked without building it: BackendSpec.ready)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    args = ["baseline", DL19 / "bm25.run", "--qids", "264014", "--topics", DL19 / "topics.tsv", "--corpus",
+            DL19 / "passages.jsonl.gz", "--method", "sw-1", "--reranker", "openai:gpt-4o-mini", "--no-cache"]
+    said = ("acurank: error: reranker openai:gpt-4o-mini talks to https://api.openai.com/v1: set OPENAI_API_KEY (or "
+            "give --base-url of a local server)")
+    for extra in (["--dry-run"], ["-o", tmp_path / "r.run"]):
+        ran = acurank(*args, *extra, check=False)
+        assert ran.returncode == 2 and ran.stderr.strip().splitlines()[-1] == said, ran.stderr
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert "dry run, no model called" in acurank(*args, "--dry-run").stderr

@@ -115,7 +115,7 @@ class OpenAIReranker(ListwiseLLM):
     sends_text = False
 
     def __init__(self, model: str, options: "OpenAIOptions | None" = None):
-        from .openai_transport import DEFAULT_BASE_URL, Transport, base_urls, endpoint_url  # asyncio and httpx: not at the CLI's start
+        from .openai_transport import Transport, base_urls, endpoint_url  # asyncio and httpx: not at the CLI's start
 
         options = options or OpenAIOptions()
         self.model = model
@@ -123,11 +123,8 @@ class OpenAIReranker(ListwiseLLM):
         self.base_url = self.base_urls[0]
         self.endpoint = endpoint_url(self.base_url)
         self.shown_endpoint = redaction.url(self.endpoint)  # for messages
-        self.is_openai = any(urlsplit(u).hostname == urlsplit(DEFAULT_BASE_URL).hostname for u in self.base_urls)
-        key = os.environ.get(API_KEY_ENV) or None
-        if self.is_openai and not key:
-            raise OptionError(f"reranker openai:{OptionError.literal(model)} talks to {OptionError.literal(redaction.url(self.base_url))}: "
-                              f"set {API_KEY_ENV} (or give {{base_url}} of a local server)", base_url="--base-url")
+        self.is_openai = _check_key(model, self.base_urls)
+        key = os.environ.get(API_KEY_ENV) or None  # sent where set (optional for a local server)
 
         fmt, template = template_of(options, "openai")  # a template file's messages are sent as they are
         if fmt not in (None, "", "chat"):
@@ -412,6 +409,26 @@ class OpenAIOptions(PromptOptions, ThinkingOptions):
 UNSENT = "http://127.0.0.1:9/v1"
 
 
+def _check_key(model: str, urls: Sequence[str]) -> bool:
+    """Whether the backend talks to OpenAI itself, where a key is needed: without one, refused in one line (before
+    any call, and by a dry run, which builds no backend)."""
+    from .openai_transport import DEFAULT_BASE_URL
+
+    is_openai = any(urlsplit(u).hostname == urlsplit(DEFAULT_BASE_URL).hostname for u in urls)
+    if is_openai and not os.environ.get(API_KEY_ENV):
+        raise OptionError(f"reranker openai:{OptionError.literal(model)} talks to "
+                          f"{OptionError.literal(redaction.url(urls[0]))}: set {API_KEY_ENV} (or give {{base_url}} of a "
+                          "local server)", base_url="--base-url")
+    return is_openai
+
+
+def _ready(arg: str, options: OpenAIOptions) -> None:
+    """What openai:MODEL refuses at start with nothing called: no key where it talks to OpenAI."""
+    from .openai_transport import base_urls
+
+    _check_key(arg, base_urls(options.base_url))
+
+
 def _prompts(arg: str, options: OpenAIOptions) -> OpenAIReranker:
     """openai:MODEL's prompts (``acurank prompt render``): the backend as a run builds it, which contacts no server
     when built; with neither --base-url nor a key, pointed at a loopback address it never calls (a key is for
@@ -422,7 +439,7 @@ def _prompts(arg: str, options: OpenAIOptions) -> OpenAIReranker:
 
 
 @register("openai", takes_arg=True, help="OpenAI-compatible chat endpoint: openai:MODEL (--base-url for vLLM/SGLang)",
-          options=OpenAIOptions, prompts=_prompts, keeps=("calls",))
+          options=OpenAIOptions, prompts=_prompts, keeps=("calls",), ready=_ready)
 def _factory(arg: str, options: OpenAIOptions) -> OpenAIReranker:
     return OpenAIReranker(arg, options)
 
