@@ -119,7 +119,7 @@ def _rehearsed(job: Any, session: Any, inputs: Any, tasks: list, prompter: Any) 
     what = (f"{job.dry_run.rehearsals} rehearsals of {job.strategy.name} against the simulated reranker "
             f"(noise {noise:g}{PERSISTENT if persistent else ''}, seeds {seeds.start}-{seeds.stop - 1}; grades: "
             f"{source})")
-    thought = thought_of(options, session.gate, simulated)
+    thought = thought_of(options, session.gate, simulated, prompter)
     if thought is not None:
         what += (f"; thinking {thought.settings.thinking.value}, each thought billed at {thought.tokens} output "
                  "tokens (" + ("the simulated reranker's cost" if simulated else "the most it may take: a bound") + ")")

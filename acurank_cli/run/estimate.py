@@ -152,15 +152,24 @@ class Thought:
     tokens: int
 
 
-def thought_of(options: Any, gate: Any, simulated: bool) -> Thought | None:
+def thought_of(options: Any, gate: Any, simulated: bool, prompter: Any = None) -> Thought | None:
     """The run's thinking for its rehearsals, from the backend's options record and the run's gate (None: it does
-    not think)."""
-    from ..rerankers.listwise.thinking import ThinkingOptions, thought_cost
+    not think); ``prompter``: the backend's prompts, whose builder reserves a thought on every call where the model
+    reasons without --thinking (a served reasoning model's --reasoning-effort, bounded by --thinking-budget)."""
+    import dataclasses
 
-    if getattr(options, "thinking", None) is None or not ThinkingOptions.of(options).thinks:
+    from ..rerankers.listwise.thinking import Thinking, ThinkingOptions, thought_cost
+
+    reserved = int(getattr(getattr(prompter, "builder", None), "thought_budget", 0) or 0)
+    if getattr(options, "thinking", None) is None and not reserved:
         return None
-    factor = float(options.sim_think_noise) if simulated else 1.0
-    return Thought(ThinkingOptions.of(options), gate, factor, thought_cost(options))
+    settings = ThinkingOptions.of(options)
+    if settings.thinks:
+        factor = float(options.sim_think_noise) if simulated else 1.0
+        return Thought(settings, gate, factor, thought_cost(options))
+    if reserved:  # every call reasons, its thought at most the budget
+        return Thought(dataclasses.replace(settings, thinking=Thinking.on), None, 1.0, reserved)
+    return None
 
 
 def rehearse(strategy: Strategy, tasks: Sequence[RankingTask], models: Sequence[Mapping[str, Mapping[str, float]]],

@@ -188,3 +188,16 @@ def test_a_thinking_runs_thoughts_are_billed_as_output_tokens_as_the_run_counts_
     total = _stats(bill)[1]["output_tokens"]
     spent = sum(r["output_tokens"] + r["reasoning_tokens"] for r in map(json.loads, stats.read_text().splitlines()))
     assert total["low"] <= spent <= total["high"], (total, spent)
+
+
+def test_a_reasoning_models_thought_is_billed_at_its_budget_on_every_call(tmp_path):
+    """openai: with --reasoning-effort the served model reasons on every call; with --thinking-budget its thought is
+    bounded, and billed at that bound on each of sw-1's 9 calls (by hand: the bill without it plus 9 x 1024)."""
+    args = ["baseline", DL19 / "bm25.run", "--qids", "264014", "--topics", DL19 / "topics.tsv", "--corpus",
+            DL19 / "passages.jsonl.gz", "--method", "sw-1", "--reranker", "openai:gpt-5-mini", "--base-url",
+            "http://127.0.0.1:9/v1", "--no-cache", "--dry-run", "--rehearsals", "2"]
+    outs = []
+    for extra in ([], ["--reasoning-effort", "high", "--thinking-budget", "1024"]):
+        acurank(*args, *extra, "--stats", tmp_path / f"b{len(outs)}.jsonl")
+        outs.append(_stats(tmp_path / f"b{len(outs)}.jsonl")[0]["264014"]["output_tokens"]["median"])
+    assert outs[1] == outs[0] + 9 * 1024
