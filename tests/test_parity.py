@@ -45,6 +45,11 @@ ROWS = (
     Row("a map at another k", ("--calibration", MAP, "--k", "5"), {"calibration": MAP, "k": 5},
         "--calibration: the map was fit on p_topk at k = 10 and this k is 5: give --k 10, or fit a map at k = 5",
         "calibration: the map was fit on p_topk at k = 10 and this k is 5: give k = 10, or fit a map at k = 5"),
+    Row("a map at another init", ("--calibration", MAP, "--init", "zscore"), {"calibration": MAP, "init": "zscore"},
+        "--calibration: the map was fit on ratings started with init score and this init is zscore: give --init "
+        "score, or fit a map with init zscore",
+        "calibration: the map was fit on ratings started with init score and this init is zscore: give init = "
+        "'score', or fit a map with init zscore"),
     Row("a map on a method without ratings", ("--calibration", MAP, "--method", "sw-1"),
         {"calibration": MAP, "method": "sw-1"},
         "--calibration: method 'sw-1' keeps no ratings to calibrate (the acurank and acurank-auto families do)",
@@ -253,7 +258,7 @@ def maps(tmp_path_factory) -> dict[str, str]:
     for name, backend in (("map", "minilm"), ("sim_map", "simulated")):
         paths[name] = str(folder / f"{name}.json")
         CalibrationMap(2, (0.0,) * 3, (1.0,) * 3, (0.8, 1.5, -0.3), -1.0,
-                       {"k": 10, "backend": backend, "method": "acurank"}).save(paths[name])
+                       {"k": 10, "init": "score", "backend": backend, "method": "acurank"}).save(paths[name])
     return paths
 
 
