@@ -83,7 +83,7 @@ class CachedReranker(BackendWrapper):
         if not path.exists():
             return
         try:
-            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)  # a name with ? or # escaped
             try:
                 db.execute("PRAGMA schema_version").fetchone()
             finally:
