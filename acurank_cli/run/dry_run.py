@@ -69,7 +69,7 @@ def run_dry(job: Any, err: Console) -> Bill:
         if job.max_cost is not None:  # the run's bound on a call (refused where the backend counts no tokens)
             from .money import call_bound
 
-            per_call = call_bound(prompter or _Unbuilt(job.backend), int(getattr(job.strategy.parameters(), "m", 20) or 20))
+            per_call = call_bound(prompter or _Unbuilt(job.backend), job.strategy)
         bill = _rehearsed(job, session, inputs, tasks, prompter)
     finally:
         if prompter is not None:

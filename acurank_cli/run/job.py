@@ -223,7 +223,7 @@ def _loaded(job: RerankJob, session: pipeline.Session, inputs, status: Console, 
         check_fit(job, backend, inputs, err)
         if job.max_cost is None:
             return backend, None
-        return backend, call_bound(backend, int(getattr(job.strategy.parameters(), "m", 20) or 20))
+        return backend, call_bound(backend, job.strategy)
     except InputError:
         session.close()
         raise

@@ -51,9 +51,11 @@ class Prices:
         return self.cost(tally.input_tokens, tally.output_tokens + tally.reasoning_tokens)
 
 
-def call_bound(backend: Any, m: int) -> tuple[int, int]:
+def call_bound(backend: Any, strategy: Strategy) -> tuple[int, int]:
     """The most tokens a call can take, in and out: the backend's context, and its answer's budget for a window of
-    ``m`` plus its thought's (a backend that counts no prompt tokens: refused)."""
+    the method's size m (20 where it has none) plus its thought's (a backend that counts no prompt tokens: refused;
+    the run's backend, or a dry run's prompts)."""
+    m = int(getattr(strategy.parameters(), "m", 20) or 20)
     from ..rerankers.backend import innermost
 
     counting = innermost(backend, lambda b: getattr(b, "builder", None) is not None)
