@@ -56,7 +56,7 @@ def run_dry(job: Any, err: Console) -> Bill:
 
         CachedReranker.checked(Path(cache_path(job.cache)))
     session.choice.ready()  # what the backend refuses at start with nothing loaded (an API key)
-    tasks = _left(job, session, inputs, checked.status)
+    tasks, done = _left(job, session, inputs, checked.status)
     if session.choice.backend.oracle and not inputs.qrels:
         raise InputError("the simulated reranker needs qrels: it orders windows by noisy grades (--qrels FILE)")
     prompter = _unlogged(session.choice).prompts()
@@ -75,12 +75,13 @@ def run_dry(job: Any, err: Console) -> Bill:
         if prompter is not None:
             prompter.close()
     _print(bill, checked.status)
-    capped = None if per_call is None else _capped(job, bill, tasks, per_call)
+    capped = None if per_call is None else _capped(job, bill, tasks, per_call, done)
     if capped is not None:
         left = (f"about {capped['start']} of the {len(tasks)} queries would start, {capped['left']} left unstarted "
                 f"(each query's bound, {capped['per_call']:.4g} a call, beside the bill's median money of the ones "
                 "before it)" if capped["left"] else "every query would start within it (at the bill's median money)")
-        checked.status.print(f"acurank: --max-cost {job.max_cost:g}: {left}", markup=False, soft_wrap=True)
+        before = f" ({capped['spent']:.4f} spent already by the {len(done)} finished)" if capped["spent"] else ""
+        checked.status.print(f"acurank: --max-cost {job.max_cost:g}{before}: {left}", markup=False, soft_wrap=True)
     if files.stats:
         Path(files.stats).parent.mkdir(parents=True, exist_ok=True)  # checked it could be, in preflight
         with replacing(files.stats) as fh:
@@ -89,9 +90,9 @@ def run_dry(job: Any, err: Console) -> Bill:
     return bill
 
 
-def _left(job: Any, session: Any, inputs: Any, err: Console) -> list:
-    """The tasks a rerun of the command would rerank: those not finished in ``-o``'s run where a rerun resumes it
-    (refused, as the run refuses it, where it was made with other settings)."""
+def _left(job: Any, session: Any, inputs: Any, err: Console) -> tuple[list, set[str]]:
+    """(the tasks a rerun of the command would rerank, the queries it would keep): those not finished in ``-o``'s run
+    where a rerun resumes it (refused, as the run refuses it, where it was made with other settings)."""
     files, tasks = job.outputs, list(inputs.tasks)
     if files.resumable():  # as the run refuses a resume made with other settings (it checks the reranker's too)
         from ..io.run_files import check_settings
@@ -104,7 +105,7 @@ def _left(job: Any, session: Any, inputs: Any, err: Console) -> list:
         err.print(f"acurank: {files.output} holds {len(done)} of the {len(inputs.expected)} queries finished (a rerun "
                   f"resumes it, if its settings are this command's): the bill is of the {len(tasks)} left",
                   markup=False, soft_wrap=True)
-    return tasks
+    return tasks, done
 
 
 def _rehearsed(job: Any, session: Any, inputs: Any, tasks: list, prompter: Any) -> Bill:
@@ -128,18 +129,24 @@ def _rehearsed(job: Any, session: Any, inputs: Any, tasks: list, prompter: Any) 
                     what=what, persistent=persistent, thought=thought)
 
 
-def _capped(job: Any, bill: Bill, tasks: list, per_call: tuple[int, int]) -> dict[str, Any]:
-    """What --max-cost would leave, one query at a time: the next starts while what the ones before it cost (the
-    bill's medians) and its bound stay within the cap (a resumed run's spend so far is not counted here)."""
+def _capped(job: Any, bill: Bill, tasks: list, per_call: tuple[int, int], done: set[str]) -> dict[str, Any]:
+    """What --max-cost would leave, one query at a time: the next starts while what is spent (a resumed run's
+    finished queries, from the stats beside it, as the run counts them: :func:`~.money.spent_before`), what the ones
+    before it cost (the bill's medians) and its bound stay within the cap."""
+    from ..io.run_files import stats_path_for
+    from .money import spent_before
+
     money = {q.qid: bill.money(q) for q in bill.queries}
-    spent, call = 0.0, job.prices.cost(*per_call)
+    before = spent_before(job.prices, str(stats_path_for(job.outputs.output)), done) if done else 0.0
+    spent, call = before, job.prices.cost(*per_call)
     started = 0
     for task in tasks:
         if spent + (job.strategy.most_calls(task) or 0) * call > job.max_cost + 1e-12:
             break
         spent += money[task.qid].median if money.get(task.qid) is not None else 0.0
         started += 1
-    return {"limit": job.max_cost, "per_call": call, "start": started, "left": len(tasks) - started}
+    return {"limit": job.max_cost, "per_call": call, "spent": round(before, 6), "start": started,
+            "left": len(tasks) - started}
 
 
 def _unlogged(choice: Any) -> Any:
@@ -212,7 +219,7 @@ def _record(bill: Bill, q: QueryBill) -> dict[str, Any]:
 def _json_lines(bill: Bill, capped: dict | None = None) -> list[str]:
     out = [json.dumps({"qid": q.qid, **_record(bill, q)}) for q in bill.queries]
     total = {"queries": len(bill.queries), **_record(bill, bill.total), "exact": bill.exact, "rehearsal": bill.rehearsal,
-             **({} if capped is None else {"max_cost": {k: capped[k] for k in ("limit", "start", "left")}})}
+             **({} if capped is None else {"max_cost": {k: capped[k] for k in ("limit", "spent", "start", "left")}})}
     out.append(json.dumps({"total": total}))
     return out
 

@@ -26,7 +26,7 @@ from . import provenance
 from .fingerprint import RunFingerprint, fingerprint_of
 from .inputs import InputSpec
 from .dry_run import DryRun
-from .money import Cap, Prices, call_bound
+from .money import Cap, Prices, call_bound, spent_before
 from .passages import Passages
 from .preflight import check_fit, preflight
 from ..relevance import Calibrate, Pivot, Relevance
@@ -272,15 +272,8 @@ def _cap(job: RerankJob, per_call: tuple[int, int] | None, outputs: RunWriter) -
     """--max-cost: the cap, with what this output's finished queries cost already (a resume continues under it)."""
     if job.max_cost is None:
         return None
-    cap = Cap(job.max_cost, job.prices, job.strategy, per_call)
-    stats = job.outputs.stats_path()
-    if outputs.done and stats and Path(stats).is_file():
-        from ..io.run_files import read_stats
-
-        for qid, rec in read_stats(stats).items():
-            if qid in outputs.done:
-                cap.spent += job.prices.cost(rec.input_tokens or 0, (rec.output_tokens or 0) + (rec.reasoning_tokens or 0))
-    return cap
+    return Cap(job.max_cost, job.prices, job.strategy, per_call,
+               spent=spent_before(job.prices, job.outputs.stats_path(), outputs.done))
 
 
 def _rerank(running: _Running, tasks: Iterable[RankingTask], count: int, done: set[str], about: RunAbout, *,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..errors import InputError
@@ -108,6 +109,19 @@ class Cap:
         self.reserved.pop(outcome.qid, None)
         self.spent += cost
         return cost
+
+
+def spent_before(prices: Prices, stats: str | None, done: Iterable[str]) -> float:
+    """What an output's finished queries ``done`` cost already, at ``prices``, from their stats records (``stats``:
+    the file; None or missing: nothing recorded), so that a resume continues under the cap (the run's :class:`Cap`)
+    and its dry run predicts what the cap leaves from the same figure."""
+    done = set(done)
+    if not done or not stats or not Path(stats).is_file():
+        return 0.0
+    from ..io.run_files import read_stats
+
+    return sum(prices.cost(rec.input_tokens or 0, (rec.output_tokens or 0) + (rec.reasoning_tokens or 0))
+               for qid, rec in read_stats(stats).items() if qid in done)
 
 
 def check_money(name: str, value: float | None, flag: str) -> None:

@@ -101,7 +101,7 @@ def test_a_dry_run_refuses_what_the_run_refuses_and_says_what_the_cap_would_leav
     ran = acurank(*capped, "--dry-run", "--stats", tmp_path / "bill.jsonl")
     assert "--max-cost 0.5: about 27 of the 43 queries would start, 16 left unstarted" in ran.stderr
     total = json.loads((tmp_path / "bill.jsonl").read_text().splitlines()[-1])["total"]
-    assert total["max_cost"] == {"limit": 0.5, "start": 27, "left": 16}
+    assert total["max_cost"] == {"limit": 0.5, "spent": 0.0, "start": 27, "left": 16}
     ran = acurank(*capped, "-o", tmp_path / "capped.run")
     assert "--max-cost 0.5: 16 queries left unstarted" in ran.stderr
 

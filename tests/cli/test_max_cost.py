@@ -49,6 +49,23 @@ def test_the_cap_stops_starting_queries_where_the_next_bound_would_pass_it(tmp_p
     assert "every query started within it" in ran.stderr and sum(_money(tmp_path)) <= 80
 
 
+def test_the_dry_run_counts_what_a_resumed_run_spent_as_the_run_does(tmp_path):
+    """The bill's prediction of a resume under the cap starts from the finished queries' spend, as the run's cap
+    does: after 15 queries (13.5 spent), the 16th's bound does not fit under 50 (13.5 + 36.864 > 50), so none of the
+    28 left would start, which the rerun then does. (It counted from 0, where the first bound fits: 36.864 <= 50.)"""
+    with FakeServer(lambda q, a: ("ok", 0.0)) as srv:
+        acurank(*_args(srv, tmp_path))
+        sent = len(srv.bodies)
+        billed = acurank(*_args(srv, tmp_path), "--dry-run", "--stats", tmp_path / "bill.jsonl")
+        assert len(srv.bodies) == sent  # the dry run calls nothing
+        ran = acurank(*_args(srv, tmp_path))
+    assert ("--max-cost 50 (13.5000 spent already by the 15 finished): about 0 of the 28 queries would start, 28 left "
+            "unstarted") in billed.stderr, billed.stderr
+    total = json.loads((tmp_path / "bill.jsonl").read_text().splitlines()[-1])["total"]
+    assert total["max_cost"] == {"limit": 50.0, "spent": 13.5, "start": 0, "left": 28}
+    assert "28 queries left unstarted" in ran.stderr
+
+
 def test_the_cap_holds_across_a_kill_and_a_resume(tmp_path):
     """SIGKILL mid-run, then the same command: 15 queries in all, and what the server was paid for (each request
     costs 0.1) never passes the cap; the killed query's answered windows come from the call cache. One window is in
