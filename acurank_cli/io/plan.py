@@ -140,6 +140,13 @@ class FilePlan:
             if not out.store and not out.folder:
                 _writable(out, make)
 
+    def make(self) -> None:
+        """Make each output file's missing folder (as ``mkdir -p``), once :meth:`check` (with ``make`` False) and
+        every other check of the command held: a command refused makes nothing."""
+        for out in self.writes:
+            if not out.store and not out.folder:
+                _writable(out, True)
+
     def _folder(self, out: Output, overwrite: bool) -> None:
         """An output folder: no input is it or inside it, and one that holds something is replaced only with
         ``--overwrite``."""

@@ -2,7 +2,8 @@
 (:func:`~.dry_run.run_dry`): the backend's options (the session made), every output against every input, the
 relevance flags and the pivot, every input read, the calibration map's origin and whether these queries are unlike
 its own, and every task under the method; then, once a backend can build prompts, the first window's fit. Nothing is
-written and no model is called before all of it holds. ``job`` is a :class:`~.job.RerankJob` (read here, not
+written and no model is called before all of it holds (then the outputs' missing folders are made, and with
+--overwrite each prompt log restarted). ``job`` is a :class:`~.job.RerankJob` (read here, not
 imported: the job imports this module)."""
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ def preflight(job: Any, err: Console) -> Checked:
     if job.pivot is not None:
         job.pivot.add_texts(session.needs_texts, job.backend, list(inputs.expected), inputs.docs)
     notes = session.check(inputs.tasks, inputs.source, docs=inputs.docs)
+    if job.dry_run is None:  # every check held: the first things made (a folder) or restarted (a log, --overwrite)
+        _made(plan, session.choice.files[1], job.outputs.overwrite)
     status = text_console(stderr=True, quiet=True) if job.quiet else err  # --quiet: errors and warnings only
     for note in inputs.notes:
         (err if note.startswith("warning:") else status).print(f"acurank: {note}", markup=False)
@@ -65,8 +68,9 @@ def preflight(job: Any, err: Console) -> Checked:
 
 
 def _checked_outputs(job: Any, backend_files: tuple[list, list]) -> FilePlan:
-    """--model-params, and every output against every input and every other output (see :class:`FilePlan`):
-    nothing is opened for writing before this holds. Returns the plan (what the job reads). ``backend_files``: the
+    """--max-cost, --model-params, --trace and --shard, and every output against every input and every other output
+    (see :class:`FilePlan`), checked (nothing made): nothing is opened for writing before this holds. Returns the plan
+    (what the job reads). ``backend_files``: the
     files the backend's options name (:attr:`~acurank_cli.rerankers.backend.BackendChoice.files`: a template and a
     few-shot file read, a --log-prompts log written); with --overwrite, a log restarts with the run (else it is
     continued)."""
@@ -94,11 +98,18 @@ def _checked_outputs(job: Any, backend_files: tuple[list, list]) -> FilePlan:
     if job.cache is not None:
         cache = default_cache_path() if job.cache == pipeline.DEFAULTS.cache else Path(job.cache)
         plan.write("--cache", cache, store=True).write("(the embedding store beside --cache)", store_path(cache), store=True)
-    plan.check(files.overwrite, make=job.dry_run is None)  # a dry run makes no folder (its bill's, as it writes it)
-    for _, log in logs:
-        if files.overwrite and Path(log).is_file() and job.dry_run is None:  # a dry run writes no log
-            Path(log).write_bytes(b"")
+    plan.check(files.overwrite, make=False)  # made once every check held (_made); a dry run makes none
     return plan
+
+
+def _made(plan: FilePlan, logs: list, overwrite: bool) -> None:
+    """The outputs' missing folders made and, with --overwrite, each prompt log restarted with the run (it is
+    continued otherwise), after every check: a run refused for its input (a bad line of the run file, a score under
+    the rating init) left the old log emptied and a folder made."""
+    plan.make()
+    for _, log in logs:
+        if overwrite and Path(log).is_file():
+            Path(log).write_bytes(b"")
 
 
 def _pooled_shard(strategy: Strategy) -> str:

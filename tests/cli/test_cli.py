@@ -196,6 +196,20 @@ def test_unwritable_output_paths_are_one_line(sample, tmp_path, flag):
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
 
 
+def test_a_run_refused_for_its_input_restarts_no_log_and_makes_no_folder(tmp_path):
+    """--overwrite restarts a prompt log with the run, and a missing output folder is made: both only once every
+    check held. A run file whose line is bad was refused after the log had been emptied and the folder made."""
+    (tmp_path / "bad.run").write_text("q1 Q0 d1 1 x bm25\n")
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"earlier": "prompts"}\n')
+    proc = acurank("rerank", tmp_path / "bad.run", "--reranker", "openai:gpt-4o-mini", "--base-url",
+                   "http://127.0.0.1:9/v1", "--log-prompts", log, "--overwrite", "-o", tmp_path / "out" / "x.run",
+                   check=False)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        f"acurank: error: {tmp_path / 'bad.run'}:1: score 'x' is not a number"], proc.stderr
+    assert log.read_text() == '{"earlier": "prompts"}\n' and not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("read, written", [("--few-shot", "--output"), ("--prompt", "--log-prompts"),
                                            ("--few-shot", "--log-prompts")])
 def test_a_file_a_backend_option_reads_is_never_written(sample, tmp_path, read, written):
