@@ -55,7 +55,6 @@ def run_dry(job: Any, err: Console) -> Bill:
         from .pipeline import cache_path
 
         CachedReranker.checked(Path(cache_path(job.cache)))
-    session.choice.ready()  # what the backend refuses at start with nothing loaded (an API key)
     tasks, done = _left(job, session, inputs, checked.status)
     if session.choice.backend.oracle and not inputs.qrels:
         raise InputError("the simulated reranker needs qrels: it orders windows by noisy grades (--qrels FILE)")

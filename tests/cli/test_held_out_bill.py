@@ -193,3 +193,29 @@ def test_a_dry_run_refuses_a_missing_api_key_as_the_run_does(tmp_path, monkeypat
         assert ran.returncode == 2 and ran.stderr.strip().splitlines()[-1] == said, ran.stderr
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     assert "dry run, no model called" in acurank(*args, "--dry-run").stderr
+
+
+def test_a_model_folder_without_weights_is_refused_by_the_dry_run_as_by_the_run(tmp_path):
+    """hf:FOLDER holding a tokenizer and a config but no weights: the dry run read only those two and billed it, and
+    the run refused it in transformers' words after an --overwrite prompt log had been emptied. Both now refuse it
+    in one line before anything is made (BackendSpec.ready); `prompt render`, which needs no weights, renders."""
+    from tiny_models import build_tokenizer
+    from transformers import LlamaConfig
+
+    model = tmp_path / "tokenizer-only"
+    build_tokenizer().save_pretrained(model)
+    LlamaConfig(vocab_size=400, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                max_position_embeddings=4096).save_pretrained(model)
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"earlier": "prompts"}\n')
+    args = ["baseline", DL19 / "bm25.run", "--qids", "264014", "--topics", DL19 / "topics.tsv", "--corpus",
+            DL19 / "passages.jsonl.gz", "--method", "sw-1", "--reranker", f"hf:{model}", "--no-cache"]
+    said = (f"acurank: error: hf: model folder '{model}' holds no weights (no .bin, .gguf, .h5, .msgpack, .pt, .pth, "
+            ".safetensors file): give the folder the model was saved to")
+    for extra in (["--dry-run"], ["-o", tmp_path / "r.run", "--log-prompts", log, "--overwrite"]):
+        ran = acurank(*args, *extra, check=False)
+        assert ran.returncode == 2 and ran.stderr.strip().splitlines()[-1] == said, ran.stderr
+    assert log.read_text() == '{"earlier": "prompts"}\n' and not (tmp_path / "r.run").exists()
+    rendered = acurank("prompt", "render", DL19 / "bm25.run", "--qid", "264014", "--topics", DL19 / "topics.tsv",
+                       "--corpus", DL19 / "passages.jsonl.gz", "--reranker", f"hf:{model}", check=False)
+    assert rendered.returncode == 0 and "264014" in rendered.stdout + rendered.stderr, rendered.stderr

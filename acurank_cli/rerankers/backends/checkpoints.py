@@ -105,6 +105,11 @@ def offline_note(location: str) -> str:
     return f" (no network: {hub_unreachable()}; only the local cache was read)" if hub_kwargs(location) else ""
 
 
+#: the files a model's weights are saved in (safetensors, PyTorch's pickles, TensorFlow's and Flax's, GGUF); a sharded
+#: checkpoint's index is ``*.index.json``
+WEIGHT_SUFFIXES = frozenset({".safetensors", ".bin", ".pt", ".pth", ".h5", ".msgpack", ".gguf"})
+
+
 @dataclass(frozen=True)
 class ModelSource:
     """A model as named on the command line: ``location`` (folder or hub id) and, for GGUF, the file."""
@@ -125,6 +130,17 @@ class ModelSource:
         """``from_pretrained`` keywords beyond the location: ``gguf_file`` for a GGUF file; ``local_files_only``
         for a hub id when the hub cannot be reached."""
         return {"gguf_file": self.gguf_file} if self.gguf_file else hub_kwargs(self.location)
+
+    def check_weights(self, backend: str) -> None:
+        """A local model folder holds weights, in any form a loader reads (refused in one line before any load, by
+        the run and by its dry run alike: the dry run reads only the tokenizer and config, and passed a folder
+        without them, which the run then refused in transformers' words); a hub id or a GGUF file: nothing here."""
+        folder = Path(self.location)
+        if self.gguf_file or not folder.is_dir():
+            return
+        if not any(p.suffix in WEIGHT_SUFFIXES or p.name.endswith(".index.json") for p in folder.iterdir()):
+            raise InputError(f"{backend}: model folder {self.spec!r} holds no weights (no "
+                             f"{', '.join(sorted(WEIGHT_SUFFIXES))} file): give the folder the model was saved to")
 
     def not_loaded(self, backend: str, exc: BaseException) -> InputError:
         """The one-line error for weights that did not load (saying when only the local cache was read)."""

@@ -39,6 +39,7 @@ class HFReranker(ListwiseLLM):
             raise InputError(f"hf: backend needs torch and transformers ({one_line(exc)})") from exc
         self._torch = torch
         self.source = resolve_model(model, "hf")
+        self.source.check_weights("hf")
         self.model_id = self.source.location
 
         self.device = options.torch_device()
@@ -303,7 +304,8 @@ class LocalPrompts(ListwiseLLM):
 
 
 @register("hf", takes_arg=True, help="causal LM through transformers: hf:MODEL_DIR or hf:HUB_ID (greedy, batched)",
-          options=HFOptions, prompts=lambda arg, options: LocalPrompts(arg, options, "hf"), keeps=("calls",))
+          options=HFOptions, prompts=lambda arg, options: LocalPrompts(arg, options, "hf"), keeps=("calls",),
+          ready=lambda arg, options: resolve_model(arg, "hf").check_weights("hf"))
 def _factory(arg: str, options: HFOptions) -> HFReranker:
     return HFReranker(arg, options)
 

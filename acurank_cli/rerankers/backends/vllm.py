@@ -125,6 +125,7 @@ class VLLMReranker(ListwiseLLM):
         vllm = _import_vllm()
 
         self.source = resolve_model(model, "vllm")
+        self.source.check_weights("vllm")
         folder = str(converted_folder(self.source)) if self.source.is_gguf else self.source.location
         on_gpu = torch.cuda.is_available()
         self.dtype_name = dtype_name(options.dtype, on_gpu, on_gpu and torch.cuda.is_bf16_supported())
@@ -304,7 +305,8 @@ class VLLMOptions(PromptOptions, WeightsOptions, ThinkingOptions):
 
 @register("vllm", takes_arg=True, help="vLLM's in-process engine: vllm:MODEL_DIR, vllm:HUB_ID or vllm:FILE.gguf "
           "(continuous batching of every round)", options=VLLMOptions,
-          prompts=lambda arg, options: LocalPrompts(arg, options, "vllm"), keeps=("calls",))
+          prompts=lambda arg, options: LocalPrompts(arg, options, "vllm"), keeps=("calls",),
+          ready=lambda arg, options: resolve_model(arg, "vllm").check_weights("vllm"))
 def _factory(arg: str, options: VLLMOptions) -> VLLMReranker:
     return VLLMReranker(arg, options)
 
