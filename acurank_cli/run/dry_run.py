@@ -56,8 +56,6 @@ def run_dry(job: Any, err: Console) -> Bill:
 
         CachedReranker.checked(Path(cache_path(job.cache)))
     tasks, done = _left(job, session, inputs, checked.status)
-    if session.choice.backend.oracle and not inputs.qrels:
-        raise InputError("the simulated reranker needs qrels: it orders windows by noisy grades (--qrels FILE)")
     prompter = _unlogged(session.choice).prompts()
     try:
         if prompter is not None:

@@ -51,6 +51,10 @@ def preflight(job: Any, err: Console) -> Checked:
     plan = _checked_outputs(job, session.choice.files)
     _checked_relevance(job)
     inputs = job.inputs.load(session.needs_texts)
+    if session.choice.backend.oracle and not inputs.qrels and session.choice.options.qrels is None:
+        from ..rerankers.backends.simulated import needs_qrels
+
+        raise needs_qrels()  # the backend's own refusal, before a folder is made or a log restarted
     if session.choice.backend.oracle and inputs.qrels and not any(t.qid in inputs.qrels for t in inputs.tasks):
         given = f"--qrels {job.inputs.qrels}" if job.inputs.qrels else "the dataset's qrels"  # said with the notes
         inputs.notes.append(f"warning: {given} judges none of this run's queries, so the simulated reranker orders "

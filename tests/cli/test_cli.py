@@ -574,6 +574,8 @@ def test_a_command_mounted_alone_is_the_command_of_the_whole_cli(capsys):
     hence the flags, defaults and panels, it has in the whole CLI, and ``--version`` alone mounts none."""
     from acurank_cli.cli.app import COMMANDS, command, mounted
 
+    command.cache_clear()  # built now from one registry (a test before it in this process may have plugged a backend in)
+
     def help_of(names, argv):
         command(names).main(args=argv, prog_name="acurank", standalone_mode=False)
         return capsys.readouterr().out

@@ -219,3 +219,14 @@ def test_a_model_folder_without_weights_is_refused_by_the_dry_run_as_by_the_run(
     rendered = acurank("prompt", "render", DL19 / "bm25.run", "--qid", "264014", "--topics", DL19 / "topics.tsv",
                        "--corpus", DL19 / "passages.jsonl.gz", "--reranker", f"hf:{model}", check=False)
     assert rendered.returncode == 0 and "264014" in rendered.stdout + rendered.stderr, rendered.stderr
+
+
+def test_the_simulated_reranker_without_qrels_is_one_refusal_before_anything_is_made(tmp_path):
+    """The dry run said it in its own words, and the run in the backend's, after the output's folder was made. One
+    owner now (simulated.needs_qrels), asked by the run's checks before anything is made."""
+    said = ("acurank: error: the simulated reranker needs qrels: it orders windows by noisy grades (CLI: --qrels FILE; "
+            "API: qrels={qid: {docid: grade}} or a qrels file's path)")
+    for extra in (["--dry-run"], ["-o", tmp_path / "out" / "r.run"]):
+        ran = acurank("rerank", DL19 / "bm25.run", "--qids", "264014", "--reranker", "simulated", *extra, check=False)
+        assert ran.returncode == 2 and ran.stderr.strip().splitlines()[-1] == said, ran.stderr
+    assert not (tmp_path / "out").exists()

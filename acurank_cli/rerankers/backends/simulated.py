@@ -233,6 +233,13 @@ def _prompts(arg: str, options: SimulatedOptions) -> CountedPrompts | None:
     return prompts
 
 
+def needs_qrels() -> InputError:
+    """The refusal of a simulated reranker given no qrels (said by its factory, and by the run's checks, which know
+    the run's qrels, before anything is made)."""
+    return InputError("the simulated reranker needs qrels: it orders windows by noisy grades (CLI: --qrels FILE; "
+                      "API: qrels={qid: {docid: grade}} or a qrels file's path)")
+
+
 def _counted(builder, note: str | None) -> str:
     """What a simulated run that counts tokens says of its count, once."""
     return f"--sim-tokens: {note or 'counting with ' + builder.counter.name}"
@@ -244,8 +251,7 @@ def _factory(arg: str, options: SimulatedOptions) -> SimulatedReranker:
     check_thinking(options, "simulated", Effort.refused)
     qrels = {} if options.qrels is None else grades_of(options.qrels)
     if not qrels:
-        raise InputError("the simulated reranker needs qrels: it orders windows by noisy grades (CLI: --qrels FILE; "
-                         "API: qrels={qid: {docid: grade}} or a qrels file's path)")
+        raise needs_qrels()
     builder, note = None, None
     extra = "".join(f",{what}={value}" for what, value in (("persistent", options.sim_persistent),
                                                              ("position", options.sim_position)) if value)
