@@ -303,9 +303,10 @@ def _rerank(running: _Running, tasks: Iterable[RankingTask], count: int, done: s
                     ranked = [ratings[r.docid] for r in outcome.ranking]
                     features.append((outcome.qid, [r.docid for r in ranked], rel.features(ranked, pivot)))
                     stats["calibration_features"] = {"docids": features[-1][1], "x": [list(x) for x in features[-1][2]]}
-                if job.prices is not None:
-                    stats["money"] = round(cap.finished(outcome) if cap is not None else
-                                           job.prices.of_tally(outcome.tally), 6)
+                money = None if job.prices is None else (
+                    cap.finished(outcome) if cap is not None else job.prices.of_tally(outcome.tally))
+                if money is not None:  # None: calls that counted no token (the reranker counts none)
+                    stats["money"] = round(money, 6)
                     totals.money = (totals.money or 0.0) + stats["money"]
                 outputs.write_query(outcome.qid, block, stats, traces.pop(outcome.qid, []))
                 totals.add(outcome)
@@ -418,6 +419,9 @@ def _summary(err: Console, job: RerankJob, t: _Totals, wall: float, inputs) -> N
     if t.money is not None:
         parts.append(f"money {t.money:.4f} (a million tokens in {job.prices.per_million_in:g}, out "
                      f"{job.prices.per_million_out:g})")
+    elif job.prices is not None and t.calls:  # as the dry run's bill says it
+        parts.append("no money: the reranker counted no tokens (a listwise LLM counts them; the simulated reranker "
+                     "with --sim-tokens)")
     if job.max_cost is not None:
         parts.append(f"--max-cost {job.max_cost:g}: " + (
             f"{t.left} queries left unstarted (the next one's bound would pass it; rerun with a higher --max-cost to "

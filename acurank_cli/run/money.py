@@ -47,8 +47,11 @@ class Prices:
     def cost(self, input_tokens: float, output_tokens: float) -> float:
         return (input_tokens * self.per_million_in + output_tokens * self.per_million_out) / 1e6
 
-    def of_tally(self, tally: CallTally) -> float:
-        """What a query's calls cost (thought tokens are output tokens)."""
+    def of_tally(self, tally: CallTally) -> float | None:
+        """What a query's calls cost (thought tokens are output tokens); None where it made calls and counted no
+        token (a reranker that counts none, as the dry run's bill says: no money, not a money of 0)."""
+        if tally.calls and not (tally.input_tokens or tally.output_tokens or tally.reasoning_tokens):
+            return None
         return self.cost(tally.input_tokens, tally.output_tokens + tally.reasoning_tokens)
 
 
@@ -105,7 +108,7 @@ class Cap:
 
     def finished(self, outcome: QueryOutcome) -> float:
         """A query's outcome: its reservation released, its cost spent; returns the cost."""
-        cost = self.prices.of_tally(outcome.tally)
+        cost = self.prices.of_tally(outcome.tally) or 0.0  # under a cap every call counts its tokens
         self.reserved.pop(outcome.qid, None)
         self.spent += cost
         return cost

@@ -230,3 +230,17 @@ def test_the_simulated_reranker_without_qrels_is_one_refusal_before_anything_is_
         ran = acurank("rerank", DL19 / "bm25.run", "--qids", "264014", "--reranker", "simulated", *extra, check=False)
         assert ran.returncode == 2 and ran.stderr.strip().splitlines()[-1] == said, ran.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_reranker_that_counts_no_tokens_has_no_money_in_the_run_as_in_the_bill(tmp_path):
+    """Prices with the simulated reranker (no --sim-tokens): the bill said 'no money either' and the run said
+    'money 0.0000', writing 0.0 in every stats record. Calls that counted no token have no money, in both."""
+    args = ["rerank", DL19 / "bm25.run", "--qids", "264014", "--reranker", "simulated", "--qrels", DL19 / "qrels.txt",
+            "--price-in", "1", "--price-out", "1", "--no-cache"]
+    billed = acurank(*args, "--dry-run")
+    ran = acurank(*args, "-o", tmp_path / "r.run")
+    assert "no money either" in billed.stderr and "money 0.0000" not in ran.stderr
+    assert "no money: the reranker counted no tokens" in ran.stderr, ran.stderr
+    assert "money" not in json.loads((tmp_path / "r.stats.jsonl").read_text())
+    counted = acurank(*args, "--sim-tokens", "gpt-4o", "-o", tmp_path / "t.run")
+    assert json.loads((tmp_path / "t.stats.jsonl").read_text())["money"] > 0 and "no money" not in counted.stderr

@@ -25,7 +25,7 @@ def explorer(tmp_path_factory) -> dict:
     work = tmp_path_factory.mktemp("explorer")
     common = (DL19 / "bm25.run", "--reranker", "simulated", "--qrels", DL19 / "qrels.txt", "--no-cache", "-q")
     acurank("rerank", *common, "--trace", work / "acurank.trace.jsonl", "-o", work / "acurank.run",
-            "--price-in", "2.5", "--price-out", "10")
+            "--price-in", "2.5", "--price-out", "10", "--sim-tokens", "gpt-4o")
     acurank("baseline", *common, "--method", "sw-1", "-o", work / "sw-1.run")
     runs = [DL19 / "bm25.run", work / "acurank.run", work / "sw-1.run"]
     made = acurank("report", "html", *runs, "--qrels", DL19 / "qrels.txt", "--topics", DL19 / "topics.tsv", "--corpus",
@@ -97,7 +97,7 @@ def test_the_page_counts_each_documents_windows_and_each_querys_money(explorer):
     stats = read_stats(explorer["work"] / "acurank.stats.jsonl")
     overview = blocks["overview"]
     assert overview["priced"] and all(q["money"]["acurank"] == stats[q["qid"]].money is not None
-                                      for q in overview["queries"])  # 0.0: the simulated reranker counts no tokens
+                                      for q in overview["queries"])  # its tokens counted (--sim-tokens)
     assert all(q["money"]["sw-1"] is None for q in overview["queries"])
 
 
