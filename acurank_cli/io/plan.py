@@ -50,6 +50,8 @@ class Output(Named):
     store: bool = False
     #: a folder the command fills (a Lucene index): what it holds is replaced, so no input may be in it
     folder: bool = False
+    #: a log the command appends to, restarted (emptied) with --overwrite when the plan is made (a prompt log)
+    log: bool = False
 
 
 def _stat(path: str) -> os.stat_result | None:
@@ -97,9 +99,9 @@ class FilePlan:
         return self
 
     def write(self, flag: str, path: str | Path | None, may_exist: bool = False, store: bool = False,
-              folder: bool = False) -> "FilePlan":
+              folder: bool = False, log: bool = False) -> "FilePlan":
         if path is not None and str(path) != "-":
-            self.writes.append(Output(flag, str(path), may_exist or store, store, folder))
+            self.writes.append(Output(flag, str(path), may_exist or store, store, folder, log))
         return self
 
     def check(self, overwrite: bool = False, make: bool = True) -> None:
@@ -140,12 +142,15 @@ class FilePlan:
             if not out.store and not out.folder:
                 _writable(out, make)
 
-    def make(self) -> None:
-        """Make each output file's missing folder (as ``mkdir -p``), once :meth:`check` (with ``make`` False) and
-        every other check of the command held: a command refused makes nothing."""
+    def make(self, overwrite: bool = False) -> None:
+        """Make each output file's missing folder (as ``mkdir -p``) and, with ``overwrite``, restart each log (emptied:
+        it is continued otherwise), once :meth:`check` (with ``make`` False) and every other check of the command
+        held: a command refused makes and restarts nothing."""
         for out in self.writes:
             if not out.store and not out.folder:
                 _writable(out, True)
+            if out.log and overwrite and Path(out.path).is_file():
+                Path(out.path).write_bytes(b"")
 
     def _folder(self, out: Output, overwrite: bool) -> None:
         """An output folder: no input is it or inside it, and one that holds something is replaced only with

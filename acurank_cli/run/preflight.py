@@ -66,7 +66,7 @@ def preflight(job: Any, err: Console) -> Checked:
     if job.ray is None or job.dry_run is not None:  # a run on Ray: its workers' disks, not this one, hold the model
         session.choice.ready()  # what the backend refuses at start with nothing loaded (an API key, a model's files)
     if job.dry_run is None:  # every check held: the first things made (a folder) or restarted (a log, --overwrite)
-        _made(plan, session.choice.files[1], job.outputs.overwrite)
+        plan.make(job.outputs.overwrite)
     status = text_console(stderr=True, quiet=True) if job.quiet else err  # --quiet: errors and warnings only
     for note in inputs.notes:
         (err if note.startswith("warning:") else status).print(f"acurank: {note}", markup=False)
@@ -94,7 +94,7 @@ def _checked_outputs(job: Any, backend_files: tuple[list, list]) -> FilePlan:
     for flag, path in reads:
         plan.read(flag, path)
     for flag, path in logs:
-        plan.write(flag, path, may_exist=files.resumable())
+        plan.write(flag, path, may_exist=files.resumable(), log=True)  # restarted with --overwrite, once all held
     if job.pivot is not None and job.pivot.texts is not None:
         plan.read("--pivot", job.pivot.source)
     if job.calibrate is not None:
@@ -107,15 +107,6 @@ def _checked_outputs(job: Any, backend_files: tuple[list, list]) -> FilePlan:
     plan.check(files.overwrite, make=False)  # made once every check held (_made); a dry run makes none
     return plan
 
-
-def _made(plan: FilePlan, logs: list, overwrite: bool) -> None:
-    """The outputs' missing folders made and, with --overwrite, each prompt log restarted with the run (it is
-    continued otherwise), after every check: a run refused for its input (a bad line of the run file, a score under
-    the rating init) left the old log emptied and a folder made."""
-    plan.make()
-    for _, log in logs:
-        if overwrite and Path(log).is_file():
-            Path(log).write_bytes(b"")
 
 
 def _pooled_shard(strategy: Strategy) -> str:
