@@ -284,6 +284,10 @@ class RerankResult:
     thinking: bool = False
     #: the thought, kept apart from the answer (``raw``), never read for a ranking
     thought: str = ""
+    #: per presented position, the backend's own score of the document alone, comparable across windows and queries
+    #: (a pointwise backend's: minilm's cosine, ce:'s logit); None for a backend that scores no document alone. A
+    #: calibration map fit with ``--absolute`` reads it (never the method)
+    absolute: tuple[float, ...] | None = None
 
     @property
     def thought_cut(self) -> bool:
@@ -422,6 +426,9 @@ class RelevanceSummary:
     #: the run's queries against the map's fitting queries (``relevance.shift.Shift.as_dict``), where the map recorded
     #: its queries' signals: the same in every record of a run (a run written to stdout has no meta file to hold it)
     shift: Mapping[str, Any] | None = None
+    #: ``--prior em``: the share of relevant candidates the map was moved to, EM's over the run's queries, beside the
+    #: map's own (``{"share", "fit_share", "queries", "steps"}``): the same in every record of a run, read back on resume
+    prior: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -441,6 +448,9 @@ class QueryOutcome:
     final: Callable[[], "RatingsSnapshot"] | None = field(default=None, compare=False, repr=False)
     #: ranked by passages (``--passages``): what was split and each split document's scoring passage; None: by documents
     passages: PassageSummary | None = None
+    #: each document's absolute score, by docid, where the backend gave one (:attr:`RerankResult.absolute`: the last
+    #: answer's, the same in every answer of a pointwise backend); None where it gave none
+    absolute: Mapping[str, float] | None = None
 
     def final_ratings(self) -> dict[str, "DocRating"]:
         """Each document's final rating (mu, sigma, p_topk), by docid (the API's and the server's answers read it);

@@ -25,7 +25,6 @@ and EM's estimate of that share. Results: benchmarks/results/absolute_prior.json
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -41,7 +40,7 @@ import relevance as bench  # noqa: E402  (benchmarks/relevance.py: the runs and 
 from acurank_cli import relevance as rel  # noqa: E402
 from acurank_cli.io.collection_files import read_qrels  # noqa: E402
 
-from common import save  # noqa: E402
+from common import save, work_and_out  # noqa: E402
 
 SETTING = "minilm"
 
@@ -124,11 +123,7 @@ def measure(train: str, test: str, work: Path) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--work", type=Path, default=Path("/tmp/acurank-relevance"))
-    parser.add_argument("--out", default="absolute_prior")
-    args = parser.parse_args()
-    args.work.mkdir(parents=True, exist_ok=True)
+    args = work_and_out(__doc__, "/tmp/acurank-relevance", "absolute_prior")
     started = time.perf_counter()
     results = [measure(a, b, args.work) for a, b in (("dl19", "dl20"), ("dl20", "dl19"))]
     for r in results:

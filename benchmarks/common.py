@@ -104,6 +104,19 @@ def machine() -> dict:
             "processor": platform.processor(), "cores": os.cpu_count()}
 
 
+def work_and_out(doc: str, work: str, out: str):
+    """A benchmark's arguments ``--work DIR`` (its runs, made once and kept; made here) and ``--out NAME`` (its
+    results' name, :func:`save`), with ``doc``'s first paragraph as the description."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--work", type=Path, default=Path(work))
+    parser.add_argument("--out", default=out)
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    return args
+
+
 def save(name: str | Path, payload: dict) -> Path:
     """Write benchmarks/results/<name>.json, or the file ``name`` names when it ends in .json (``--out X.json``)."""
     path = Path(name) if str(name).endswith(".json") else RESULTS / f"{name}.json"

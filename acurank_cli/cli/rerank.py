@@ -15,8 +15,8 @@ from typing import Annotated, Optional
 import typer
 
 from ..run.pipeline import DEFAULTS
-from .flags import (BACKEND, DEPTH_HELP, IO, PERFORMANCE, AllowMapMismatch, BatchQueries, Cache, Calibrate, Calibration, CutFlag, CutTarget, PivotFlag,
-                    DryRunFlag, MaxCost, MaxPassages, NoCache, Overwrite, PriceIn, PriceOut, RehearsalNoise, Rehearsals, RelevantGrade, ScoreColumn,
+from .flags import (BACKEND, DEPTH_HELP, IO, PERFORMANCE, AbsoluteFlag, AllowMapMismatch, BatchQueries, Cache, Calibrate, Calibration, CutFlag, CutTarget, PivotFlag,
+                    DryRunFlag, MaxCost, MaxPassages, NoCache, Overwrite, PriceIn, PriceOut, PriorFlag, RehearsalNoise, Rehearsals, RelevantGrade, ScoreColumn,
                     PanelledCommand, PassageScore, PassagesFlag, Qids, Quiet, RayActors, RayAddress, RayGpus, Reranker, cache_choice, declared, err,
                     method_option, record_parameters, resolved_parameters, with_generated_flags)
 
@@ -49,6 +49,8 @@ class RerankFlags:
     calibration: Calibration = None
     calibrate: Calibrate = None
     allow_map_mismatch: AllowMapMismatch = False
+    absolute: AbsoluteFlag = False
+    prior: PriorFlag = None
     relevant_grade: RelevantGrade = None
     cut: CutFlag = None
     cut_target: CutTarget = None
@@ -109,7 +111,7 @@ def job_of(run: str, flags: RerankFlags, generated: dict, *, baseline_only: bool
     f = flags
     options, backend_options = pipeline.split_options(generated)
     judged, fitted = relevance_options(f.calibration, f.calibrate, f.relevant_grade, f.cut, f.score, f.cut_target,
-                                       allow=f.allow_map_mismatch)
+                                       allow=f.allow_map_mismatch, absolute=f.absolute, prior=f.prior)
     if judged is not None:  # the map's k, kept as at every entrance (relevance.keep_maps_settings)
         keep_maps_settings(judged.calibration, f.method or pipeline.DEFAULTS.method, options, "--calibration")
     strategy = pipeline.method(f.method, options, pipeline.ScoreSource.run_file, baseline_only)

@@ -61,13 +61,16 @@ def stats_line(r: StatsRecord) -> dict[str, Any]:
 
 def _relevance_line(r: RelevanceSummary) -> dict[str, Any]:
     """``relevance``: the grade, P(none), the documents kept by the cut (absent: no cut), P(relevant) per document
-    in rank order (6 decimals) and the run's comparison with the map's fitting queries (absent: none made)."""
+    in rank order (6 decimals), the run's comparison with the map's fitting queries (absent: none made) and the share
+    ``--prior em`` moved the map to (absent: not asked)."""
     out: dict[str, Any] = {"grade": r.grade, "p_none": float(f"{r.p_none:.6g}")}
     if r.kept is not None:
         out["kept"] = r.kept
     out["p"] = {d: round(p, 6) for d, p in r.p.items()}
     if r.shift is not None:
         out["shift"] = dict(r.shift)
+    if r.prior is not None:
+        out["prior"] = dict(r.prior)
     return out
 
 
@@ -77,7 +80,7 @@ def _relevance(rec: Mapping[str, Any] | None) -> RelevanceSummary | None:
     kept = rec.get("kept")
     return RelevanceSummary(grade=int(rec["grade"]), p_none=float(rec["p_none"]),
                             p={str(d): float(v) for d, v in (rec.get("p") or {}).items()},
-                            kept=None if kept is None else int(kept), shift=rec.get("shift"))
+                            kept=None if kept is None else int(kept), shift=rec.get("shift"), prior=rec.get("prior"))
 
 
 def _passages_line(p: PassageSummary) -> dict[str, Any]:

@@ -17,6 +17,11 @@ FEATURES = ("logit_p_topk", "z_mu", "log_rank")
 #: with a pivot in every window (``--pivot``), two more: the document's standardised distance above the pivot,
 #: (mu - mu_pivot) / sqrt(sigma^2 + sigma_pivot^2), and the share of the query's candidates rated above the pivot
 PIVOT_FEATURES = (*FEATURES, "z_pivot", "share_above_pivot")
+#: with ``--absolute``, last: the backend's own score of the document alone (a pointwise backend's: minilm's cosine,
+#: ce:'s logit), which sees what the relative features cannot: how relevant the query's candidates are as a whole
+ABSOLUTE = "absolute"
+#: the feature lists a map may read (each of its own length: a map's coefficients say which it reads)
+FEATURE_SETS = (FEATURES, PIVOT_FEATURES, (*FEATURES, ABSOLUTE), (*PIVOT_FEATURES, ABSOLUTE))
 #: the format's name and version, the file's first key
 FORMAT = "acurank-calibration/1"
 #: p_topk is clipped to [CLIP, 1 - CLIP] before its logit (p_topk is exactly 0 or 1 for settled documents)
@@ -25,22 +30,38 @@ CLIP = 1e-6
 L2 = 1e-4
 
 
-def features(ratings: Sequence[Any], pivot: tuple[float, float] | None = None) -> list[tuple[float, ...]]:
+def features(ratings: Sequence[Any], pivot: tuple[float, float] | None = None,
+             absolute: Sequence[float] | None = None) -> list[tuple[float, ...]]:
     """Each document's features, in the order given: ``ratings`` are a query's final DocRatings (mu, sigma, p_topk,
-    rank); ``pivot`` the pivot's (mu, sigma) where one was rated (then :data:`PIVOT_FEATURES`)."""
+    rank); ``pivot`` the pivot's (mu, sigma) where one was rated (then :data:`PIVOT_FEATURES`); ``absolute`` each
+    document's absolute score (then :data:`ABSOLUTE` last)."""
     if not ratings:
         return []
     x = feature_matrix([r.mu for r in ratings], [0.0 if r.p_topk is None else r.p_topk for r in ratings],
-                       [r.rank for r in ratings], [r.sigma for r in ratings], pivot)
+                       [r.rank for r in ratings], [r.sigma for r in ratings], pivot, absolute)
     return [tuple(map(float, row)) for row in x]
 
 
+def absolute_of(docids: Sequence[str], absolute: Mapping[str, float] | None) -> list[float] | None:
+    """Each document's absolute score, in the order given, from a query's outcome (``absolute``: by docid; None:
+    the backend gave none). A document no window sent (a first pass's last window of one) has none: it gets the
+    query's lowest, as the first stage put it last (said in docs/relevance.md)."""
+    if absolute is None:
+        return None
+    known = [absolute[d] for d in docids if d in absolute]
+    if not known:
+        return None
+    low = min(known)
+    return [float(absolute.get(d, low)) for d in docids]
+
+
 def feature_matrix(mu: Sequence[float], p_topk: Sequence[float], rank: Sequence[int],
-                   sigma: Sequence[float] | None = None, pivot: tuple[float, float] | None = None):
+                   sigma: Sequence[float] | None = None, pivot: tuple[float, float] | None = None,
+                   absolute: Sequence[float] | None = None):
     """The features as a numpy matrix, one row a document: logit(p_topk) (clipped), (mu - mean) / sd within the
     query (population sd; 0 where all mu are equal), log(rank by mu); with a ``pivot`` (mu, sigma), also
-    (mu - mu_pivot) / sqrt(sigma^2 + sigma_pivot^2) and the share of candidates with mu above the pivot's. The one
-    place they are defined."""
+    (mu - mu_pivot) / sqrt(sigma^2 + sigma_pivot^2) and the share of candidates with mu above the pivot's; with
+    ``absolute``, the backend's own score of each document, as it gave it. The one place they are defined."""
     import numpy as np
 
     mu = np.asarray(mu, dtype=float)
@@ -52,6 +73,8 @@ def feature_matrix(mu: Sequence[float], p_topk: Sequence[float], rank: Sequence[
         pmu, psigma = pivot
         spread = np.sqrt(np.asarray(sigma, dtype=float) ** 2 + psigma ** 2)
         columns += [(mu - pmu) / spread, np.full(len(mu), float((mu > pmu).mean()))]
+    if absolute is not None:
+        columns.append(np.asarray(absolute, dtype=float))
     return np.column_stack(columns)
 
 
@@ -68,21 +91,46 @@ class CalibrationMap:
     fit: Mapping[str, Any] = field(default_factory=dict)
 
     @property
+    def names(self) -> tuple[str, ...]:
+        """The features it reads, in order: the one of :data:`FEATURE_SETS` as long as its coefficients (each set is
+        of another length)."""
+        return next(f for f in FEATURE_SETS if len(f) == len(self.coef))
+
+    @property
     def pivoted(self) -> bool:
         """Fit on runs with a pivot in every window (its features need one)."""
-        return len(self.coef) == len(PIVOT_FEATURES)
+        return "z_pivot" in self.names
 
-    def probabilities(self, ratings: Sequence[Any], pivot: tuple[float, float] | None = None) -> list[float]:
+    @property
+    def absolute(self) -> bool:
+        """Fit with the backend's absolute score (``--absolute``): its runs need a backend that gives one."""
+        return ABSOLUTE in self.names
+
+    @property
+    def share(self) -> float | None:
+        """The share of relevant documents among the candidates it was fit on (what ``--prior em`` adjusts from);
+        None where the map does not record it."""
+        n, hits = self.fit.get("documents"), self.fit.get("relevant")
+        if not isinstance(n, int) or not isinstance(hits, int) or not 0 < hits < n:
+            return None
+        return hits / n
+
+    def probabilities(self, ratings: Sequence[Any], pivot: tuple[float, float] | None = None,
+                      absolute: Sequence[float] | None = None) -> list[float]:
         """P(relevant) of each of a query's final ratings, in the order given (``pivot``: its rating, for a map fit
-        with one)."""
+        with one; ``absolute``: each document's absolute score, for a map fit with them)."""
         if self.pivoted != (pivot is not None):
             raise InputError("a calibration map fit " + ("with a pivot needs a run with --pivot" if self.pivoted else
                                                          "without a pivot cannot read a run with --pivot"))
+        if self.absolute and absolute is None:
+            raise InputError("a calibration map fit with --absolute reads the reranker's own score of each document, "
+                             "and these answers carry none (a pointwise reranker's do: minilm, ce:)")
         if not ratings:
             return []
         raw = self.of_matrix(feature_matrix([r.mu for r in ratings],
                                             [0.0 if r.p_topk is None else r.p_topk for r in ratings],
-                                            [r.rank for r in ratings], [r.sigma for r in ratings], pivot))
+                                            [r.rank for r in ratings], [r.sigma for r in ratings], pivot,
+                                            absolute if self.absolute else None))
         return monotone(raw, [r.rank for r in ratings]).tolist()
 
     def of_matrix(self, X):
@@ -101,7 +149,7 @@ class CalibrationMap:
         return float(self.of_matrix([x])[0])
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": FORMAT, "grade": self.grade, "features": list(PIVOT_FEATURES if self.pivoted else FEATURES),
+        return {"format": FORMAT, "grade": self.grade, "features": list(self.names),
                 "center": list(self.center),
                 "scale": list(self.scale), "coef": list(self.coef), "intercept": self.intercept, "fit": dict(self.fit)}
 
@@ -136,9 +184,9 @@ class CalibrationMap:
         if not isinstance(rec, dict) or rec.get("format") != FORMAT:
             raise InputError(f"{flag}: not a calibration map (its \"format\" must be {FORMAT!r})", name)
         names = list(rec.get("features") or ())
-        if names not in (list(FEATURES), list(PIVOT_FEATURES)):
+        if names not in [list(f) for f in FEATURE_SETS]:
             raise InputError(f"{flag}: features {rec.get('features')!r}, this version reads {list(FEATURES)} (with "
-                             f"--pivot: {list(PIVOT_FEATURES)})", name)
+                             f"--pivot: {list(PIVOT_FEATURES)}; with --absolute, {ABSOLUTE!r} last)", name)
         try:
             vectors = [tuple(float(v) for v in rec[key]) for key in ("center", "scale", "coef")]
             grade, intercept = int(rec["grade"]), float(rec["intercept"])
@@ -172,6 +220,39 @@ def monotone(probabilities: Sequence[float], rank: Sequence[int]):
     out = np.empty_like(p)
     out[order] = isotonic_regression(p[order], increasing=False).x
     return out
+
+
+def adjusted(probabilities: Sequence[float], fit_share: float, share: float):
+    """P(relevant) moved from the share of relevant candidates a map was fit on (``fit_share``) to another
+    (``share``), by Bayes' rule on the odds (Saerens, Latinne and Decaestecker 2002): p' = a p / (a p + b (1 - p))
+    with a = share / fit_share and b = (1 - share) / (1 - fit_share). Increasing in p, so a list's order holds."""
+    import numpy as np
+
+    p = np.asarray(probabilities, dtype=float)
+    a, b = share / fit_share, (1.0 - share) / (1.0 - fit_share)
+    return a * p / (a * p + b * (1.0 - p))
+
+
+#: EM stops when the share moves less than this, or after :data:`EM_MOST` steps
+EM_TOL = 1e-7
+EM_MOST = 1000
+
+
+def em_share(probabilities: Sequence[float], fit_share: float) -> tuple[float, int]:
+    """The share of relevant documents among these candidates, their labels unseen, by EM (Saerens, Latinne and
+    Decaestecker 2002): from ``fit_share``, repeat share <- the mean of :func:`adjusted` (the probabilities moved to
+    the share so far) until it moves less than :data:`EM_TOL`; returns (the share, the steps taken). Each p is
+    clipped to [1e-9, 1 - 1e-9] first (a p of exactly 0 or 1 never moves)."""
+    import numpy as np
+
+    p = np.clip(np.asarray(probabilities, dtype=float), 1e-9, 1 - 1e-9)
+    share = fit_share
+    for step in range(1, EM_MOST + 1):
+        new = float(adjusted(p, fit_share, share).mean())
+        if abs(new - share) < EM_TOL:
+            return new, step
+        share = new
+    return share, EM_MOST
 
 
 def _check_both(relevant: int, other: int, grade: int) -> None:

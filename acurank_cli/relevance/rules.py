@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import InputError
 from .cuts import Cut, CutTarget, p_none
-from .maps import CalibrationMap
+from .maps import CalibrationMap, absolute_of, adjusted
 
 
 @dataclass(frozen=True)
@@ -27,10 +27,15 @@ class Relevance:
     #: with a pivot) or at the top k (``topk``, the default without: the cut's target then cost more calls for a lower
     #: F1, BENCHMARKS.md section 25)
     target: bool = False
+    #: ``--prior em``: the map moved to the run's own share of relevant candidates, which EM estimates on every query's
+    #: candidates before any is written ("em"), then that share (a float, fixed for the run); None: the map as fit
+    prior: str | float | None = None
 
     def described(self) -> dict[str, Any]:
         """What the run's fingerprint records."""
         out: dict[str, Any] = {"calibration": self.calibration.digest, "grade": self.calibration.grade}
+        if self.prior is not None:
+            out["prior"] = "em"
         if self.cut is not None:
             out["cut"] = str(self.cut)
         if self.score:
@@ -54,6 +59,8 @@ class Calibrate:
     qrels: str
     grade: int
     output: str
+    #: ``--absolute``: the map also reads the backend's own score of each document (:data:`~.maps.ABSOLUTE`)
+    absolute: bool = False
 
 
 SCORES = ("mu", "p_relevant")
@@ -61,10 +68,11 @@ TARGETS = ("cut", "topk")
 
 
 def options(calibration: str | None, calibrate: str | None = None, grade: int | None = None, cut: str | None = None,
-            score: str | None = None, target: str | None = None, *, allow: bool = False
-            ) -> tuple[Relevance | None, Calibrate | None]:
+            score: str | None = None, target: str | None = None, *, allow: bool = False, absolute: bool = False,
+            prior: str | None = None) -> tuple[Relevance | None, Calibrate | None]:
     """The relevance flags checked (each fault one line naming the flag) and the map read: what the run applies
-    and what it fits (at most one of them); ``allow``: --allow-map-mismatch."""
+    and what it fits (at most one of them); ``allow``: --allow-map-mismatch; ``absolute``: --absolute (fit with the
+    backend's own scores); ``prior``: --prior."""
     from .pivot import SAID
 
     for flag, path, what in (("--calibration", calibration, "the map's file"), ("--calibrate", calibrate, "the qrels")):
@@ -82,6 +90,13 @@ def options(calibration: str | None, calibrate: str | None = None, grade: int | 
     parsed = None if cut is None else Cut.parse(cut)
     if grade is not None and calibrate is None:
         raise InputError("--relevant-grade is the grade --calibrate fits for; a map applied has its own")
+    if absolute and calibrate is None:
+        raise InputError("--absolute is a feature --calibrate fits the map with; a map applied reads what it was fit on")
+    if prior is not None and prior != "em":
+        raise InputError(f"--prior {prior!r}: must be em (the share EM estimates on the run's own candidates)")
+    if prior is not None and (calibration is None or calibrate is not None):
+        raise InputError("--prior em needs --calibration MAP.json (a map fit with --absolute) to move" if calibration is
+                         None else "--prior em moves a map applied to these queries; --calibrate fits one on them")
     if calibration is None:
         for flag, value in (("--calibrate", calibrate), ("--cut", cut), ("--score p_relevant", score == "p_relevant" or None)):
             if value is not None:
@@ -91,9 +106,23 @@ def options(calibration: str | None, calibrate: str | None = None, grade: int | 
         if parsed is not None or score == "p_relevant":
             raise InputError("--calibrate fits --calibration on this run's queries, so it cannot also cut or score them "
                              "(apply the map to other queries: a second run without --calibrate)")
-        return None, Calibrate(calibrate, 1 if grade is None else grade, calibration)
+        return None, Calibrate(calibrate, 1 if grade is None else grade, calibration, absolute)
     fitted = CalibrationMap.load(calibration)
-    return Relevance(fitted, parsed, score == "p_relevant", calibration, aims(fitted, target)), None
+    if prior is not None:
+        check_prior(fitted)
+    return Relevance(fitted, parsed, score == "p_relevant", calibration, aims(fitted, target), prior), None
+
+
+def check_prior(calibration: CalibrationMap) -> None:
+    """``--prior em`` needs a map fit with ``--absolute`` (on its relative features alone EM's share stays at the
+    fit's or moves away from the truth, BENCHMARKS.md 38) that records its fitting share of relevant candidates."""
+    if not calibration.absolute:
+        raise InputError("--prior em moves a map fit with --absolute (the reranker's own score of each document); on "
+                         "a map's relative features alone EM cannot see how many candidates are relevant "
+                         "(BENCHMARKS.md 38): fit the map with --calibrate QRELS --absolute")
+    if calibration.share is None:
+        raise InputError("--prior em: the map records no share of relevant candidates (its fit's documents and "
+                         "relevant); fit it again with --calibrate")
 
 
 def check_target(target: str | None, cut: bool, said: Any) -> None:
@@ -120,7 +149,14 @@ def cut_asked(calibration: CalibrationMap | None, cut: str | None, target: str |
 def aims(calibration: CalibrationMap, target: str | None) -> bool:
     """Whether a cut aims AcuRank's uncertain set at its boundary: as ``target`` says, else by the map (a map fit with
     a pivot: at the cut; without one: at the top k, where the cut's target measured more calls for a lower F1,
-    BENCHMARKS.md section 25). The one rule at every entrance that cuts."""
+    BENCHMARKS.md section 25; a map fit with --absolute: at the top k, as the cut's target reads the map on ratings
+    under way, before every document's absolute score is known). The one rule at every entrance that cuts."""
+    if calibration.absolute:
+        if target == "cut":
+            raise InputError("a cut's target at its boundary reads the map while the ratings move, and a map fit with "
+                             "--absolute needs each document's absolute score, known only once its window is answered: "
+                             "aim at the top k (cut_target topk)", field="cut_target")
+        return False
     return target == "cut" if target is not None else calibration.pivoted
 
 
@@ -179,6 +215,7 @@ def check_origin(calibration: CalibrationMap | None, backend: str | None, method
 
     said = said or SAID["cli"]
     check_allowed(allowed, calibration, said)
+    check_absolute(calibration, backend, said.calibration)
     if calibration is None or allowed:
         return
     flag, allow, this = said.calibration, said.allow, said.applied_to
@@ -193,6 +230,20 @@ def check_origin(calibration: CalibrationMap | None, backend: str | None, method
                          f"fitting queries it looks better calibrated than it is; apply it to other queries, or "
                          f"{allow}")
 
+
+
+def check_absolute(calibration: CalibrationMap | None, backend: str | None, flag: str) -> None:
+    """A map fit with ``--absolute`` reads each document's own score, which only a pointwise reranker gives
+    (:attr:`~acurank_cli.rerankers.backend.BackendSpec.pointwise`): refused with another before any call, at every
+    entrance that names its reranker (``--allow-map-mismatch`` does not lift it: the feature would be missing)."""
+    if calibration is None or not calibration.absolute or backend is None:
+        return
+    from ..rerankers.backend import BACKENDS
+
+    spec = BACKENDS.entries.get(str(backend).split(":", 1)[0])
+    if spec is not None and not spec.pointwise:
+        raise InputError(f"{flag}: the map reads each document's own score from its reranker (fit with --absolute), "
+                         f"and reranker {backend} gives none (a pointwise reranker does: minilm, ce:)")
 
 
 def check_allowed(allowed: Any, calibration: CalibrationMap | None, said: Any) -> None:
@@ -227,12 +278,18 @@ class Judgement:
 
 
 def judge(calibration: CalibrationMap, rated: Sequence[Any], pivot: tuple[float, float] | None = None,
-          cuts: Sequence[Cut] = ()) -> Judgement:
+          cuts: Sequence[Cut] = (), absolute: Mapping[str, float] | None = None, share: float | None = None
+          ) -> Judgement:
     """P(relevant), P(none) and what ``cuts`` keep, of a ranking whose final ratings are ``rated`` (in its order; the
-    pivot's rating where one was rated): the one place a map's answer is composed, for the command line's run
-    (:func:`judged`) and a request's answer (:func:`~acurank_cli.run.documents.output_of`). Each cut is applied to
-    what the cuts before it kept (the API's ``cut`` then its ``min_p_relevant``)."""
-    probs = tuple(calibration.probabilities(list(rated), pivot))
+    pivot's rating where one was rated; ``absolute``: the outcome's absolute scores by docid, for a map fit with
+    them; ``share``: the share of relevant candidates the map is moved to, ``--prior em``'s): the one place a map's
+    answer is composed, for the command line's run (:func:`judged`) and a request's answer
+    (:func:`~acurank_cli.run.documents.output_of`). Each cut is applied to what the cuts before it kept (the API's
+    ``cut`` then its ``min_p_relevant``)."""
+    values = absolute_of([r.docid for r in rated], absolute) if calibration.absolute else None
+    probs = tuple(calibration.probabilities(list(rated), pivot, values))
+    if share is not None:
+        probs = tuple(map(float, adjusted(probs, calibration.share, share)))
     kept = list(range(len(probs)))
     for cut in cuts:
         keep = cut.positions([probs[i] for i in kept])
@@ -241,14 +298,18 @@ def judge(calibration: CalibrationMap, rated: Sequence[Any], pivot: tuple[float,
 
 
 def judged(relevance: Relevance, ranking: Sequence[Any], ratings: Mapping[str, Any],
-           pivot: tuple[float, float] | None = None) -> tuple[list[Any], Any]:
+           pivot: tuple[float, float] | None = None, absolute: Mapping[str, float] | None = None
+           ) -> tuple[list[Any], Any]:
     """A query's ranking (Ranked, by mu) with its final ratings (and the pivot's, where one was rated): the ranking as
     written (ordered by P(relevant) when that is the score column, cut when asked) and its
     :class:`~acurank_cli.records.RelevanceSummary`."""
     from ..records import Ranked, RelevanceSummary
 
     cuts = () if relevance.cut is None else (relevance.cut,)
-    judgement = judge(relevance.calibration, [ratings[r.docid] for r in ranking], pivot, cuts)
+    if relevance.prior == "em":
+        raise ValueError("--prior em: the run's share is estimated before any query is judged (run.job)")
+    judgement = judge(relevance.calibration, [ratings[r.docid] for r in ranking], pivot, cuts, absolute,
+                      relevance.prior)
     probs, kept = judgement.p, set(judgement.kept)
     order = [i for i in range(len(ranking)) if i in kept]
     if relevance.score:

@@ -46,6 +46,9 @@ class RerankerBase:
     lane_batch: int | None = None
     #: whether a request's ``instruction`` reaches the model (a listwise LLM's prompt)
     takes_instruction: bool = False
+    #: whether every answer carries each document's own score (:attr:`~acurank_cli.records.RerankResult.absolute`:
+    #: a pointwise backend's); the call cache answers again an entry kept without them
+    gives_absolute: bool = False
 
     def rerank(self, requests: Sequence[RerankRequest], on_result: ResultSink | None = None) -> list[RerankResult]:
         """Rerank every request (all are independent and may run as one batch)."""

@@ -37,7 +37,8 @@ CREATE TABLE IF NOT EXISTS calls (
 """
 
 #: columns added after the first schema: a cache file written before them gains them (NULL in older rows)
-ADDED_COLUMNS = {"scores": "TEXT", "reasoning_tokens": "INTEGER", "thinking": "INTEGER", "thought": "TEXT"}
+ADDED_COLUMNS = {"scores": "TEXT", "reasoning_tokens": "INTEGER", "thinking": "INTEGER", "thought": "TEXT",
+                 "absolute": "TEXT"}
 
 
 def default_cache_path() -> Path:
@@ -132,17 +133,19 @@ class CachedReranker(BackendWrapper):
         with self._lock:
             rows = [self.db.execute(
                 "SELECT perm, raw, parse, input_tokens, output_tokens, latency, backend, scores, reasoning_tokens, "
-                "thinking, thought FROM calls WHERE key = ?", (key,)).fetchone() for key in keys]
+                "thinking, thought, absolute FROM calls WHERE key = ?", (key,)).fetchone() for key in keys]
+        stale = getattr(self.inner, "gives_absolute", False)  # an entry kept before its absolute scores were
         for i, row in enumerate(rows):
-            if row is None:
+            if row is None or (stale and row[-1] is None):  # answered again (a pointwise backend: from its store)
                 missing.append(i)
                 continue
-            perm, raw, parse, tin, tout, latency, backend, scores, reasoning, thinking, thought = row
+            perm, raw, parse, tin, tout, latency, backend, scores, reasoning, thinking, thought, absolute = row
             results[i] = RerankResult(order=tuple(json.loads(perm)), input_tokens=tin, output_tokens=tout,
                                       latency=latency, parse=ParseStatus(parse), cached=True, raw=raw,
                                       backend=backend,
                                       scores=None if scores is None else tuple(json.loads(scores)),
-                                      reasoning_tokens=reasoning or 0, thinking=bool(thinking), thought=thought or "")
+                                      reasoning_tokens=reasoning or 0, thinking=bool(thinking), thought=thought or "",
+                                      absolute=None if absolute is None else tuple(json.loads(absolute)))
             if on_result is not None:
                 on_result(i, results[i])
         self.hits += len(requests) - len(missing)
@@ -169,11 +172,12 @@ class CachedReranker(BackendWrapper):
         with self._lock, self.db:
             self.db.execute(
                 "INSERT OR REPLACE INTO calls (key, backend, identity, perm, raw, parse, input_tokens, output_tokens, "
-                "latency, created, scores, reasoning_tokens, thinking, thought) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "latency, created, scores, reasoning_tokens, thinking, thought, absolute) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (key, res.backend or self.name, self.identity, json.dumps(list(res.order)),
                  res.raw, str(res.parse), res.input_tokens, res.output_tokens, res.latency, time.time(),
                  None if res.scores is None else json.dumps(list(res.scores)),
-                 res.reasoning_tokens or None, int(res.thinking) if res.thinking else None, res.thought or None),
+                 res.reasoning_tokens or None, int(res.thinking) if res.thinking else None, res.thought or None,
+                 None if res.absolute is None else json.dumps(list(res.absolute))),
             )
 
     def close(self) -> None:

@@ -81,7 +81,16 @@ class _Active:
     pending: int = 0  # windows of its step not yet answered
     withdrawn: bool = False  # its windows not yet sent are dropped, its answers in flight ignored
     scores: dict | None = None  # docid -> first-stage score (made at its first window, for text backends)
+    absolute: dict | None = None  # docid -> the backend's own score of it (RerankResult.absolute), where it gives one
     place: int = 0  # its place in the input (the order of the outcomes)
+
+    def answer(self, j: int, request: RerankRequest, result: RerankResult) -> None:
+        """Window ``j``'s answer for the plan, and its documents' absolute scores where the backend gave them."""
+        self.results[j] = Answer(result.order, result.scores)
+        if result.absolute is not None:
+            if self.absolute is None:
+                self.absolute = {}
+            self.absolute.update(zip(request.docids, result.absolute))
 
     @classmethod
     def of(cls, admission: "Admission", place: int) -> "_Active":
@@ -144,6 +153,7 @@ class Driver:
                 stop=act.stop,
                 beta=act.beta,
                 final=act.final,
+                absolute=act.absolute,
             )
         step = act.step
         if self.gate is not None:
@@ -231,7 +241,7 @@ class Driver:
         results: list[RerankResult] = self.reranker.rerank(requests)
         share = (time.perf_counter() - t0) / len(requests)
         for (act, j), req, res in zip(owners, requests, results):
-            act.results[j] = Answer(res.order, res.scores)
+            act.answer(j, req, res)
             act.tally.record(len(req.docids), res, share)
         for act in {id(a): a for a, _ in owners}.values():
             act.tally.rounds += 1  # this query waited for this batch
@@ -339,7 +349,7 @@ class _Flight:
         act = job.owner
         if act.withdrawn:
             return None
-        act.results[job.j] = Answer(result.order, result.scores)
+        act.answer(job.j, job.request, result)
         act.tally.record(len(job.request.docids), result, seconds)
         act.pending -= 1
         if act.pending:

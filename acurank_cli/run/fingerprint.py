@@ -110,6 +110,8 @@ def fingerprint_of(job: Any, backend: Any, inputs: Any, needs_texts: bool) -> Ru
         split["relevance"] = job.relevance.described()
     if job.pivot is not None:  # a player in every window: other ratings, another run
         split["pivot"] = job.pivot.described()
+    if job.calibrate is not None and job.calibrate.absolute:  # features kept in the stats of another width
+        split["calibrate"] = {"absolute": True}
     return RunFingerprint(
         job.strategy.name, strategy_params(job.strategy), backend.fingerprint(),
         {"digest": input_digest(inputs.tasks, inputs.docs, needs_texts), "queries": len(inputs.tasks),

@@ -3,7 +3,6 @@ with a summary line. The command line's ``rerank`` and ``baseline`` build one :c
 
 from __future__ import annotations
 
-import dataclasses
 import signal
 import time
 from pathlib import Path
@@ -15,10 +14,9 @@ from rich.console import Console
 
 from ..errors import InputError, Stopped
 from ..io.run_files import RunFiles, RunWriter
-from ..io.line_records import stats_line, trace_line
-from ..io.writers import run_lines
+from ..io.line_records import trace_line
 from ..method.strategy import Strategy
-from ..records import (CallTally, ParseStatus, QueryOutcome, Ranked, RankingTask, RunAbout, StatsRecord, Step, StopReason,
+from ..records import (CallTally, ParseStatus, QueryOutcome, RankingTask, RunAbout, Step, StopReason,
                        TraceRecord)
 from . import pipeline
 from .. import signals
@@ -32,6 +30,7 @@ from .preflight import check_fit, preflight
 from ..relevance import Calibrate, Pivot, Relevance
 from ..relevance.shift import by_query, columns
 from .. import relevance as rel
+from .finished import Finisher
 from .progress import ProgressView
 from ..signals import Interrupted
 
@@ -278,10 +277,10 @@ def _cap(job: RerankJob, per_call: tuple[int, int] | None, outputs: RunWriter) -
 
 def _rerank(running: _Running, tasks: Iterable[RankingTask], count: int, done: set[str], about: RunAbout, *,
             cap: Cap | None = None) -> _Totals:
-    """Rerank the tasks, writing each finished query (run block, stats, trace) as it ends; a stop (an input
-    error, an interruption) says its one line and raises :class:`Stopped`, the finished work kept."""
+    """Rerank the tasks, each finished query written (run block, stats, trace) as it ends, or under --prior em once
+    all have (:class:`~.finished.Finisher`); a stop (an input error, an interruption) says its one line and raises
+    :class:`Stopped`, the finished work kept."""
     job, session, outputs, inputs = running.job, running.session, running.outputs, running.inputs
-    err, features = running.err, running.features
     files = job.outputs
     traces: dict[str, list[dict]] = {}
     totals = _Totals()
@@ -292,33 +291,33 @@ def _rerank(running: _Running, tasks: Iterable[RankingTask], count: int, done: s
             if files.trace and step.snapshot is not None:
                 traces.setdefault(task.qid, []).append(trace_line(TraceRecord.of(task.qid, job.strategy.name, step)))
 
+        def settle(outcome: QueryOutcome) -> float | None:
+            """A finished query's cost (its reservation released) and progress; its money (None: no prices, or
+            calls that counted no token)."""
+            money = None if job.prices is None else (
+                cap.finished(outcome) if cap is not None else job.prices.of_tally(outcome.tally))
+            if money is not None:
+                money = round(money, 6)
+                totals.money = (totals.money or 0.0) + money
+            totals.add(outcome)
+            view.query_done(outcome.qid, totals)
+            return money
+
+        finisher = Finisher.of(running, about, traces, settle)
         try:
             for outcome in session.run(tasks, inputs.docs, on_step):
                 if outcome.qid in done:
                     continue  # replayed (set budget): already written
-                block, stats = _written(outcome, inputs.tail(outcome.qid), about, files.tag, job.relevance,
-                                        shift=running.shift)
-                if job.calibrate is not None:  # what the map is fit on, once every query is done (kept in the stats:
-                    ratings, pivot = outcome.rated()  # a resumed run reads the finished queries' back)
-                    ranked = [ratings[r.docid] for r in outcome.ranking]
-                    features.append((outcome.qid, [r.docid for r in ranked], rel.features(ranked, pivot)))
-                    stats["calibration_features"] = {"docids": features[-1][1], "x": [list(x) for x in features[-1][2]]}
-                money = None if job.prices is None else (
-                    cap.finished(outcome) if cap is not None else job.prices.of_tally(outcome.tally))
-                if money is not None:  # None: calls that counted no token (the reranker counts none)
-                    stats["money"] = round(money, 6)
-                    totals.money = (totals.money or 0.0) + stats["money"]
-                outputs.write_query(outcome.qid, block, stats, traces.pop(outcome.qid, []))
-                totals.add(outcome)
-                view.query_done(outcome.qid, totals)
-                signals.check()  # the query is on disk; a signal that could not be raised ends the run here
+                finisher.done(outcome)
+                signals.check()  # the query is on disk (or held); a signal that could not be raised ends the run here
             signals.check()
+            finisher.flush()
             if cap is not None:
                 totals.left = cap.left
         except BaseException as exc:
             signum = signals.received()
             if isinstance(exc, (InputError, Interrupted, KeyboardInterrupt)) or signum is not None:
-                _stopped(err, job, outputs, exc, signum)
+                _stopped(running.err, job, outputs, exc, signum)
                 if signum is not None:  # a library's error raised by the interruption counts as the signal
                     raise Stopped(128 + signum) from None
                 raise Stopped(130 if isinstance(exc, KeyboardInterrupt) else getattr(exc, "exit_code", 2)) from None
@@ -353,27 +352,6 @@ def _described(job: RerankJob, inputs, shift=None) -> dict | None:
     if shift is not None:
         out["calibration_shift"] = shift.as_dict()
     return out or None
-
-
-def _written(outcome: QueryOutcome, tail: tuple, about: RunAbout, tag: str, relevance: Relevance | None = None, *,
-             shift: Any = None) -> tuple[str, dict]:
-    """A finished query's run block and stats record; the candidates below --depth (``tail``) follow the reranked
-    head in first-stage order, with scores below the head's last. With a calibration map the stats hold P(relevant);
-    a cut drops the tail and what it cuts."""
-    record = StatsRecord.of(outcome, about)
-    head = list(outcome.ranking)
-    if relevance is not None:
-        head, summary = rel.judged(relevance, head, *outcome.rated())
-        if shift is not None:  # the run's comparison, in every record (a run to stdout has no meta file)
-            summary = dataclasses.replace(summary, shift=shift.as_dict())
-        record = dataclasses.replace(record, relevance=summary)
-        if relevance.cut is not None:
-            tail = ()
-    stats = stats_line(record)
-    if tail:
-        stats["tail"] = len(tail)
-    ranking = head + [Ranked(c.docid, head[-1].score) for c in tail]
-    return run_lines(outcome.qid, ranking, tag), stats
 
 
 def _stopped(err: Console, job: RerankJob, outputs: RunWriter, exc: BaseException, signum: int | None) -> None:

@@ -49,7 +49,7 @@ def preflight(job: Any, err: Console) -> Checked:
     """Every check before the backend is built (see the module doc); the inputs' own notes said."""
     session = pipeline.Session(job.strategy, job.backend, job.backend_options, job.ray, job.passages)  # options checked
     plan = _checked_outputs(job, session.choice.files)
-    _checked_relevance(job)
+    _checked_relevance(job, session.choice.backend)
     inputs = job.inputs.load(session.needs_texts)
     if session.choice.backend.oracle and not inputs.qrels and session.choice.options.qrels is None:
         from ..rerankers.backends.simulated import needs_qrels
@@ -121,11 +121,18 @@ def _pooled_shard(strategy: Strategy) -> str:
             f"would differ from the unsharded one; {way}, or rerank without --shard")
 
 
-def _checked_relevance(job: Any) -> None:
-    """--calibration, --calibrate, --cut and --score against the method and --passages, and the pivot's rules (before
-    any input is read)."""
+def _checked_relevance(job: Any, spec: Any) -> None:
+    """--calibration, --calibrate, --cut and --score against the method and --passages, --absolute against the
+    backend (``spec``), --prior em against --shard, and the pivot's rules (before any input is read)."""
     if job.relevance is not None or job.calibrate is not None:
         rel.check_applicable(job.strategy, job.passages, "--calibrate" if job.calibrate is not None else "--calibration")
+    if job.calibrate is not None and job.calibrate.absolute and not spec.pointwise:  # an applied map's: check_origin
+        raise InputError(f"--absolute reads the reranker's own score of each document alone, and reranker "
+                         f"{job.backend} gives none (a pointwise reranker does: minilm, ce:)")
+    if job.relevance is not None and job.relevance.prior is not None and job.inputs.shard is not None:
+        raise InputError("--shard with --prior em: EM estimates the share of relevant candidates over the run's "
+                         "queries, so each shard would move its map by its own and the merged run would differ from "
+                         "the unsharded one; rerank without --shard")
     # the pivot's rules as every entrance says them (the method's: where the method was built, Pivot.pivoted)
     rel.check_pivot(job.pivot is not None, job.passages, None if job.relevance is None else job.relevance.calibration,
                     rel.SAID["cli"])

@@ -142,7 +142,8 @@ class CrossEncoderReranker(StoreUser, RerankerBase):
             order = tuple(sorted(range(len(values)), key=lambda i: (-values[i][0], i)))
             raw = " ".join(f"{s:.4f}" for s, _ in values)
             out.append(RerankResult(order=order, input_tokens=sum(n for _, n in values), output_tokens=0,
-                                    latency=share, parse=ParseStatus.ok, cached=False, raw=raw, backend=self.name))
+                                    latency=share, parse=ParseStatus.ok, cached=False, raw=raw, backend=self.name,
+                                    absolute=tuple(float(s) for s, _ in values)))
         return out
 
 

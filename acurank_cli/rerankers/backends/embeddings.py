@@ -98,6 +98,8 @@ class StoreUser:
     beside the call cache, keyed by its ``cache_identity()``; mixed in before :class:`~.base.RerankerBase`."""
 
     store: EmbeddingStore | None = None
+    #: each answer carries every document's own score (its cosine, its logit): RerankResult.absolute
+    gives_absolute = True
 
     def use_store(self, call_cache: str | None) -> None:
         """Open the store beside the call cache (none without a cache)."""

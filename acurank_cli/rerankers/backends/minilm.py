@@ -189,10 +189,11 @@ class MiniLMReranker(StoreUser, RerankerBase):
             scores = [float(qvec @ vec) for vec, _ in docs]
             order = tuple(sorted(range(len(scores)), key=lambda i: (-scores[i], i)))
             tokens = qtok + sum(n for _, n in docs)
-            scored.append((order, tokens, " ".join(f"{s:.4f}" for s in scores)))
+            scored.append((order, tokens, " ".join(f"{s:.4f}" for s in scores), tuple(scores)))
         share = (time.perf_counter() - t0) / max(1, len(requests))
         return [RerankResult(order=order, input_tokens=tokens, output_tokens=0, latency=share, parse=ParseStatus.ok,
-                             cached=False, raw=raw, backend=self.name) for order, tokens, raw in scored]
+                             cached=False, raw=raw, backend=self.name, absolute=cosines)
+                for order, tokens, raw, cosines in scored]
 
 
 @dataclass(frozen=True)
