@@ -39,6 +39,9 @@ class Row:
 
 MAP = "{map}"  # the map fit with minilm and acurank at k = 10 (made per test)
 SIM_MAP = "{sim_map}"  # the same map, fit with the simulated reranker
+ABS_MAP = "{abs_map}"  # a map fit with --absolute (the reranker's own score of each document as a feature)
+ABSOLUTE = ("the map reads each document's own score from its reranker (fit with --absolute), and reranker "
+            "openai:gpt-4o-mini gives none (a pointwise reranker does: minilm, ce:)")
 CALIBRATED = "P(relevant) is calibrated on documents ranked whole; rank them whole, or without a map"
 PASSAGES = "must be WORDS or WORDS:STRIDE, whole numbers of at least 1 (e.g. 150 or 150:75)"
 ROWS = (
@@ -70,6 +73,9 @@ ROWS = (
         "thinking='gated' lets a method's uncertainty decide which windows think: method 'sw-1' has none (use the "
         "acurank family or acurank-auto, or thinking='on' or 'off')",
         reranker="openai:gpt-4o-mini"),
+    Row("a map fit with --absolute on a reranker that scores no document alone", ("--calibration", ABS_MAP),
+        {"calibration": ABS_MAP},
+        f"--calibration: {ABSOLUTE}", f"calibration: {ABSOLUTE}", reranker="openai:gpt-4o-mini"),
     Row("an instruction the reranker cannot take", ("--instruction", "Rank by recency"),
         {"instruction": "Rank by recency"},
         "reranker 'minilm' has no option --instruction (its options: --device, --batch-size)",
@@ -245,8 +251,8 @@ def table() -> str:
                      f"`{call.field}`) | refused: the same line, a tool error | {pyterrier} |")
     for same in SAMES:
         lines.append(f"| {same.rule} | {same.cli} | {same.api} | {same.http} | {same.mcp} | {same.pyterrier} |")
-    return "\n".join(lines).replace("{map}", "MAP").replace("{sim_map}", "MAP").replace("{run}", "RUN").replace(
-        "{corpus}", "CORPUS")
+    return "\n".join(lines).replace("{map}", "MAP").replace("{sim_map}", "MAP").replace("{abs_map}", "MAP").replace(
+        "{run}", "RUN").replace("{corpus}", "CORPUS")
 
 
 @pytest.fixture(scope="module")
@@ -259,6 +265,9 @@ def maps(tmp_path_factory) -> dict[str, str]:
         paths[name] = str(folder / f"{name}.json")
         CalibrationMap(2, (0.0,) * 3, (1.0,) * 3, (0.8, 1.5, -0.3), -1.0,
                        {"k": 10, "init": "score", "backend": backend, "method": "acurank"}).save(paths[name])
+    paths["abs_map"] = str(folder / "abs_map.json")  # fit with --absolute, for minilm (four features)
+    CalibrationMap(2, (0.0,) * 4, (1.0,) * 4, (0.8, 1.5, -0.3, 2.0), -1.0,
+                   {"k": 10, "init": "score", "backend": "minilm", "method": "acurank"}).save(paths["abs_map"])
     return paths
 
 
