@@ -79,6 +79,11 @@ class RerankerBase:
         """What a run records about the reranker (resume continues only when it matches)."""
         return self.cache_identity() or {"backend": self.name}
 
+    def window_tokens(self, request: RerankRequest) -> tuple[int, int] | None:
+        """The tokens a call on ``request``'s window takes, in and out, as the backend counts them, with no call (the
+        bill's, :mod:`acurank_cli.run.estimate`); None: it counts none."""
+        return None
+
     def notes(self) -> list[str]:
         """Lines worth telling the user once at start (how prompts are made, fallbacks taken)."""
         return []
@@ -223,6 +228,10 @@ class BackendSpec:
     #: options)`` -> a :class:`~.listwise.reranker.ListwiseLLM` whose ``prompt`` and ``prompt_record`` work and whose
     #: model was never loaded nor called, or None where those options read no prompt; None: the backend reads none
     prompts: Callable[[str, Any], RerankerBase] | None = None
+    #: the bill's token count without the model, for a backend that reads no prompt but counts tokens (minilm):
+    #: ``counts(arg, options)`` -> a :class:`RerankerBase` whose :meth:`~RerankerBase.window_tokens` works (a
+    #: listwise LLM's is its ``prompts``); None: none
+    counts: Callable[[str, Any], RerankerBase] | None = None
     #: the backend is the rehearsals' own oracle (the simulated reranker): ``--dry-run`` rehearses it with its own
     #: noise, seed and qrels (its options' ``sim_noise``, ``sim_seed``), which its calls then reproduce
     oracle: bool = False
@@ -288,7 +297,8 @@ REGISTRY: dict[str, BackendSpec] = BACKENDS.entries
 
 def register(prefix: str, takes_arg: bool, help: str, needs_texts: bool = True, options: type = NoOptions,
              prompts: Callable[[str, Any], RerankerBase] | None = None, *, oracle: bool = False,
-             keeps: tuple[str, ...] = (), pointwise: bool = False, ready: Callable[[str, Any], None] | None = None):
+             keeps: tuple[str, ...] = (), pointwise: bool = False, ready: Callable[[str, Any], None] | None = None,
+             counts: Callable[[str, Any], RerankerBase] | None = None):
     """Decorator registering a backend: a factory ``factory(arg, options_record) -> RerankerBase``, or a
     :class:`RerankerBase` subclass (built with the options record, see :func:`_as_factory`).
 
@@ -297,13 +307,15 @@ def register(prefix: str, takes_arg: bool, help: str, needs_texts: bool = True, 
     ``ACURANK_BACKENDS`` environment variable (comma-separated module names). ``prompts``: a listwise LLM's
     prompt-only factory (:attr:`BackendSpec.prompts`); ``oracle``: :attr:`BackendSpec.oracle`; ``keeps``:
     :attr:`BackendSpec.keeps` (a backend that keeps none is never wrapped in the call cache before it is built);
-    ``pointwise``: :attr:`BackendSpec.pointwise`; ``ready``: :attr:`BackendSpec.ready`.
+    ``pointwise``: :attr:`BackendSpec.pointwise`; ``ready``: :attr:`BackendSpec.ready`; ``counts``:
+    :attr:`BackendSpec.counts`.
     """
 
     def deco(factory):
         BACKENDS.register(prefix, BackendSpec(prefix, _as_factory(factory, takes_arg), takes_arg, help,
                                               needs_texts=needs_texts, options=options, prompts=prompts,
-                                              oracle=oracle, keeps=keeps, pointwise=pointwise, ready=ready))
+                                              oracle=oracle, keeps=keeps, pointwise=pointwise, ready=ready,
+                                              counts=counts))
         return factory
 
     return deco
@@ -401,6 +413,14 @@ class BackendChoice:
     def prompts(self) -> RerankerBase | None:
         """The backend's prompts without its model, or None where it reads none with these options."""
         return None if self.backend.prompts is None else self.backend.prompts(self.arg, self.options)
+
+    def counter(self) -> RerankerBase | None:
+        """What counts a window's tokens without the model (the bill's: :meth:`RerankerBase.window_tokens`): a
+        listwise LLM's prompts, or a backend's own counter (:attr:`BackendSpec.counts`); None: the backend counts
+        none."""
+        if self.backend.prompts is not None:
+            return self.prompts()
+        return None if self.backend.counts is None else self.backend.counts(self.arg, self.options)
 
     def ready(self) -> None:
         """What the backend refuses at start with nothing loaded (:attr:`BackendSpec.ready`), checked now."""

@@ -56,7 +56,7 @@ def run_dry(job: Any, err: Console) -> Bill:
 
         CachedReranker.checked(Path(cache_path(job.cache)))
     tasks, done = _left(job, session, inputs, checked.status)
-    prompter = _unlogged(session.choice).prompts()
+    prompter = _unlogged(session.choice).counter()  # a listwise LLM's prompts, or minilm's tokenizer: no model
     try:
         if prompter is not None:
             for note in prompter.notes():  # as the run says its backend's (a tokenizer's fallback, the prompt's form)
@@ -198,8 +198,8 @@ def _print(bill: Bill, err: Console) -> None:
            "acurank-N below its cap, a sign only)" if bill.exact
            else "median [90% interval] of each query's calls")
     err.print(f"acurank: dry run, no model called: {bill.rehearsal}; {how}"
-              + ("; tokens counted by the backend's prompts at each rehearsal's calls and documents" if tokens else
-                 "; the backend reads no prompt, so no tokens are counted")
+              + ("; tokens counted as the backend counts them (a listwise LLM's prompts, minilm's tokenizer) at each "
+                 "rehearsal's calls and documents" if tokens else "; the backend counts no tokens, so none are billed")
               + ("" if bill.prices is None or tokens else ": no money either"), markup=False, soft_wrap=True)
 
 

@@ -226,11 +226,11 @@ def _play(strategy: Strategy, tasks: Sequence[RankingTask], grades: Mapping[str,
 
 def cost_of(strategy: Strategy, task: RankingTask, docs: Mapping[str, Doc], prompter: Any) -> Cost | None:
     """A query's tokens a call and a document, in and out: its candidates in windows of the method's size (its first
-    round's) and of half that size, each candidate once in each, prompted by the backend's prompt-only form; the
-    line through the two means (None: no prompter, or no window)."""
+    round's) and of half that size, each candidate once in each, counted by the backend's form without its model
+    (:meth:`~acurank_cli.rerankers.backend.RerankerBase.window_tokens`: a listwise LLM's prompts, minilm's
+    tokenizer); the line through the two means (None: nothing counts, or no window)."""
     if prompter is None:
         return None
-    from ..rerankers.listwise.prompts import answer_text, counted_text
     from .driver import task_scores, window_request
     from .render import first_round
 
@@ -239,13 +239,14 @@ def cost_of(strategy: Strategy, task: RankingTask, docs: Mapping[str, Doc], prom
         return None
     ids = [c.docid for c in task.candidates]
     scores = task_scores(task)
-    counter = prompter.builder.counter
     points = []
     for size in sorted({max(2, max(len(w) for w in first) // 2), max(len(w) for w in first)}):
         windows = [w for w in (tuple(ids[j:j + size]) for j in range(0, len(ids), size)) if len(w) >= 2]
-        prompts = [prompter.prompt(window_request(task, w, docs, scores)) for w in windows]
-        points.append((statistics.fmean(len(w) for w in windows), statistics.fmean(p.tokens for p in prompts),
-                       statistics.fmean(counted_text(answer_text(len(w)), counter) for w in windows)))
+        counts = [prompter.window_tokens(window_request(task, w, docs, scores)) for w in windows]
+        if any(c is None for c in counts):
+            return None
+        points.append((statistics.fmean(len(w) for w in windows), statistics.fmean(i for i, _ in counts),
+                       statistics.fmean(o for _, o in counts)))
     if len(points) == 1:  # windows of two: the whole cost a call
         return Cost((points[0][1], points[0][2]), (0.0, 0.0))
     (s1, i1, o1), (s2, i2, o2) = points

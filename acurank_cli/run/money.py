@@ -64,7 +64,12 @@ def call_bound(backend: Any, strategy: Strategy) -> tuple[int, int]:
 
     counting = innermost(backend, lambda b: getattr(b, "builder", None) is not None)
     if counting is None:
-        raise InputError(f"--max-cost prices tokens, and reranker {backend.name} counts none (a listwise LLM does: "
+        from ..rerankers.backend import RerankerBase
+
+        base = RerankerBase.window_tokens
+        counts = innermost(backend, lambda b: getattr(type(b), "window_tokens", base) is not base) is not None
+        said = "bounds no call's tokens (no context)" if counts else "counts none"
+        raise InputError(f"--max-cost prices tokens, and reranker {backend.name} {said} (a listwise LLM bounds them: "
                          "hf:, vllm:, openai:; the simulated reranker with --sim-tokens)")
     builder = counting.builder
     return int(builder.context_size), int(builder.answer_tokens(m)) + int(builder.thought_budget)

