@@ -86,3 +86,20 @@ def test_cli_rerank_with_ce_and_its_errors(model_dir, sample, tmp_path):
     bad = acurank("rerank", run, "--reranker", f"ce:{tmp_path / 'missing'}", "--topics", sample / "dl19" / "topics.tsv",
                   "--corpus", sample / "dl19" / "passages.jsonl.gz", check=False)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "cannot load the cross-encoder" in bad.stderr
+
+
+def test_the_bills_counter_counts_a_window_as_a_call_reports_it_with_no_weights(model_dir):
+    """ce:'s counter for the bill (its tokenizer and config only) gives each window what the model's call reports in
+    input_tokens, with --max-length too; and the answer carries each pair's logit as its absolute score."""
+    from acurank_cli.rerankers.backend import BACKENDS
+
+    for max_length in (None, 8):
+        options = {"device": "cpu", **({} if max_length is None else {"max_length": max_length})}
+        rr = build_reranker(f"ce:{model_dir}", **options)
+        spec = BACKENDS.entries["ce"]
+        counter = spec.counts(str(model_dir), spec.make_options(options))
+        for window in (TEXTS, TEXTS[:2], TEXTS[1:4]):
+            (res,) = rr.rerank([request(window)])
+            assert counter.window_tokens(request(window)) == (res.input_tokens, 0) == rr.window_tokens(request(window))
+            assert res.absolute == pytest.approx(logits(model_dir, QUERY, window), abs=1e-4) if max_length is None \
+                else len(res.absolute) == len(window)

@@ -90,9 +90,11 @@ class CrossEncoderReranker(StoreUser, RerankerBase):
         return int(sum(p.numel() for p in self.model.model.parameters()))
 
     def _tokens(self, pairs: list[tuple[str, str]]) -> list[int]:
-        enc = self.model.tokenizer([q for q, _ in pairs], [p for _, p in pairs], truncation=True,
-                                   max_length=self.max_length)
-        return [len(ids) for ids in enc["input_ids"]]
+        return pair_tokens(self.model.tokenizer, pairs, self.max_length)
+
+    def window_tokens(self, request: RerankRequest) -> tuple[int, int]:
+        """A call's tokens with no call (the API's bill): each (query, passage) pair's, as a call counts them."""
+        return sum(self._tokens([(request.query, passage_text(d)) for d in request.docs])), 0
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> dict[str, tuple[float, int]]:
         """(score, tokens) per distinct pair, scoring only the pairs not in memory or in the store."""
@@ -147,6 +149,40 @@ class CrossEncoderReranker(StoreUser, RerankerBase):
         return out
 
 
+def pair_tokens(tokenizer: Any, pairs: Sequence[tuple[str, str]], max_length: int) -> list[int]:
+    """Each (query, passage) pair's tokens as the cross-encoder reads it (truncated at ``max_length``)."""
+    enc = tokenizer([q for q, _ in pairs], [p for _, p in pairs], truncation=True, max_length=max_length)
+    return [len(ids) for ids in enc["input_ids"]]
+
+
+class CrossEncoderCounts(RerankerBase):
+    """ce:MODEL without its weights (``--dry-run``'s bill, :attr:`~..backend.BackendSpec.counts`): its tokenizer and
+    config only, the pair length as the model would take it."""
+
+    def __init__(self, model: str, options: "CrossEncoderOptions"):
+        from .checkpoints import hub_kwargs, offline_note, one_line, quiet_loading
+
+        try:
+            from transformers import AutoConfig, AutoTokenizer
+
+            with quiet_loading():
+                self.tokenizer = AutoTokenizer.from_pretrained(model, **hub_kwargs(model))
+                limit = int(getattr(AutoConfig.from_pretrained(model, **hub_kwargs(model)), "max_position_embeddings",
+                                    512) or 512)
+        except Exception as exc:  # noqa: BLE001 - OSError (not found / offline hub), ValueError, ...
+            raise InputError(f"ce:{model}: cannot read the cross-encoder's tokenizer{offline_note(model)}: "
+                             f"{one_line(exc)}") from None
+        self.max_length = options.max_length or min(512, limit)  # as the model takes it (a larger one: refused there)
+        self.name = f"ce:{model}"
+
+    def window_tokens(self, request: RerankRequest) -> tuple[int, int]:
+        return sum(pair_tokens(self.tokenizer, [(request.query, passage_text(d)) for d in request.docs],
+                               self.max_length)), 0
+
+    def rerank_batch(self, requests: Sequence[RerankRequest]) -> list[RerankResult]:  # pragma: no cover
+        raise RuntimeError("the cross-encoder's token counter ranks nothing: it has no weights")
+
+
 @dataclass(frozen=True)
 class CrossEncoderOptions(TorchOptions):
     max_length: Optional[int] = Option(help="tokens per (query, passage) pair (default: the model's positions, "
@@ -155,7 +191,8 @@ class CrossEncoderOptions(TorchOptions):
 
 
 @register("ce", takes_arg=True, help="a sentence-transformers CrossEncoder (local folder or hub id), pointwise",
-          options=CrossEncoderOptions, keeps=("calls", "embeddings"), pointwise=True)
+          options=CrossEncoderOptions, keeps=("calls", "embeddings"), pointwise=True,
+          counts=lambda arg, options: CrossEncoderCounts(arg, options))
 def _factory(arg: str, options: CrossEncoderOptions) -> CrossEncoderReranker:
     return CrossEncoderReranker(arg, options)
 
