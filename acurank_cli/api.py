@@ -56,6 +56,10 @@ class Reranker:
 
         self.method = method
         pipeline.check_batch_queries(batch_queries)
+        if "prior" in options:  # not a backend's option: the command line's, which reads a whole run first
+            raise InputError("prior: --prior em is the command line's (acurank rerank): EM estimates the share of "
+                             "relevant candidates over a run's queries before any is written, and a Reranker answers "
+                             "each call as it comes; apply the map as fit")
         method_options, backend_options = pipeline.split_options(options)
         from .relevance import check_origin, loaded
 

@@ -452,6 +452,11 @@ class QueryOutcome:
     #: answer's, the same in every answer of a pointwise backend); None where it gave none
     absolute: Mapping[str, float] | None = None
 
+    def absolute_scores(self) -> Mapping[str, float] | None:
+        """:attr:`absolute`, or an empty mapping for a query that made no call (one candidate: no window sent, so no
+        score to give, which a map fit with them then reads as unknown); None: the backend gave none."""
+        return self.absolute if self.absolute is not None or self.tally.calls else {}
+
     def final_ratings(self) -> dict[str, "DocRating"]:
         """Each document's final rating (mu, sigma, p_topk), by docid (the API's and the server's answers read it);
         empty for methods without ratings."""

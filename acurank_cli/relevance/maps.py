@@ -42,15 +42,18 @@ def features(ratings: Sequence[Any], pivot: tuple[float, float] | None = None,
     return [tuple(map(float, row)) for row in x]
 
 
-def absolute_of(docids: Sequence[str], absolute: Mapping[str, float] | None) -> list[float] | None:
-    """Each document's absolute score, in the order given, from a query's outcome (``absolute``: by docid; None:
-    the backend gave none). A document no window sent (a first pass's last window of one) has none: it gets the
-    query's lowest, as the first stage put it last (said in docs/relevance.md)."""
+def absolute_of(docids: Sequence[str], absolute: Mapping[str, float] | None, unknown: float | None = None
+                ) -> list[float] | None:
+    """Each document's absolute score, in the order given, from a query's outcome (``absolute``: by docid, from
+    :meth:`~acurank_cli.records.QueryOutcome.absolute_scores`; None: the backend gave none). A document no window
+    sent (a first pass's last window of one) has none: it gets the query's lowest, as the first stage put it last. A
+    query none of whose documents was sent (one candidate) gets ``unknown`` for each (a map's: its mean over the fit;
+    None: none to give). Said in docs/relevance.md."""
     if absolute is None:
         return None
     known = [absolute[d] for d in docids if d in absolute]
     if not known:
-        return None
+        return None if unknown is None else [float(unknown)] * len(docids)
     low = min(known)
     return [float(absolute.get(d, low)) for d in docids]
 
@@ -236,6 +239,12 @@ def adjusted(probabilities: Sequence[float], fit_share: float, share: float):
 #: EM stops when the share moves less than this, or after :data:`EM_MOST` steps
 EM_TOL = 1e-7
 EM_MOST = 1000
+#: ``--prior em`` needs at least this many queries: over 10 or 20 of DL23's its share ran to 0 or 0.019 (0.057 to
+#: 0.088 true), from 30 it held (a held-out trial, 2026-12-01); within one query it fails (BENCHMARKS.md 38)
+EM_MIN_QUERIES = 30
+#: a share EM ends below this (or above 1 minus it) is its boundary: no share in (0, 1) fits the map's probabilities
+#: on these candidates (a map far from its own collection), and the map is left as fit
+EM_BOUNDARY = 1e-3
 
 
 def em_share(probabilities: Sequence[float], fit_share: float) -> tuple[float, int]:

@@ -286,7 +286,7 @@ def judge(calibration: CalibrationMap, rated: Sequence[Any], pivot: tuple[float,
     answer is composed, for the command line's run (:func:`judged`) and a request's answer
     (:func:`~acurank_cli.run.documents.output_of`). Each cut is applied to what the cuts before it kept (the API's
     ``cut`` then its ``min_p_relevant``)."""
-    values = absolute_of([r.docid for r in rated], absolute) if calibration.absolute else None
+    values = absolute_of([r.docid for r in rated], absolute, calibration.center[-1]) if calibration.absolute else None
     probs = tuple(calibration.probabilities(list(rated), pivot, values))
     if share is not None:
         probs = tuple(map(float, adjusted(probs, calibration.share, share)))

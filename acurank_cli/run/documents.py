@@ -131,7 +131,7 @@ def output_of(p: Prepared, outcome: QueryOutcome, ratings: dict[str, Any], k: in
     if relevance is not None:  # P(relevant), P(none) and the cuts (over the whole list, before top_k): one owner
         from ..relevance import judge
 
-        judgement = judge(relevance, [ratings[r.docid] for r in outcome.ranking], pivot, cuts, outcome.absolute)
+        judgement = judge(relevance, [ratings[r.docid] for r in outcome.ranking], pivot, cuts, outcome.absolute_scores())
         relevant = {r.docid: v for r, v in zip(outcome.ranking, judgement.p)}
         p_none, kept = judgement.p_none, set(judgement.kept)
     spans = outcome.passages.best if outcome.passages is not None else {}

@@ -29,7 +29,7 @@ def written(outcome: QueryOutcome, tail: tuple, about: RunAbout, tag: str, relev
     record = StatsRecord.of(outcome, about)
     head = list(outcome.ranking)
     if relevance is not None:
-        head, summary = rel.judged(relevance, head, *outcome.rated(), absolute=outcome.absolute)
+        head, summary = rel.judged(relevance, head, *outcome.rated(), absolute=outcome.absolute_scores())
         if shift is not None:  # the run's comparison, in every record (a run to stdout has no meta file)
             summary = dataclasses.replace(summary, shift=shift.as_dict())
         if prior is not None:
@@ -46,11 +46,14 @@ def written(outcome: QueryOutcome, tail: tuple, about: RunAbout, tag: str, relev
 
 def calibration_row(outcome: QueryOutcome, absolute: bool) -> tuple[str, list[str], list[tuple[float, ...]]]:
     """What ``--calibrate`` fits on from a finished query: (qid, its docids in rank order, their features), with the
-    backend's absolute scores where the map is fit with them (``absolute``)."""
+    backend's absolute scores where the map is fit with them (``absolute``; a query that made no call, one candidate,
+    has none to give and is not fit on: no docids, no features)."""
     ratings, pivot = outcome.rated()
     ranked = [ratings[r.docid] for r in outcome.ranking]
     docids = [r.docid for r in ranked]
-    values = rel.absolute_of(docids, outcome.absolute) if absolute else None
+    values = rel.absolute_of(docids, outcome.absolute_scores()) if absolute else None
+    if absolute and values is None and not outcome.tally.calls:
+        return outcome.qid, [], []
     if absolute and values is None:
         raise InputError(f"--absolute: query {outcome.qid}'s answers carry no absolute score (answers kept by a call "
                          "cache made before acurank kept them): give another --cache, or --no-cache")
@@ -87,12 +90,26 @@ class Finisher:
             made.held = []
         else:
             made.fix(recorded)
+            running.status.print(f"acurank: --prior em: {made.said()} (as this run's finished queries recorded it)",
+                                 markup=False, soft_wrap=True)
         return made
 
     def fix(self, prior: dict) -> None:
-        """Move the map to ``prior``'s share for every query written from now on."""
+        """Move the map to ``prior``'s share for every query written from now on (a share of None: EM found none in
+        (0, 1), and the map is left as fit)."""
         self.prior = prior
-        self.relevance = dataclasses.replace(self.relevance, prior=float(prior["share"]))
+        share = prior.get("share")
+        self.relevance = dataclasses.replace(self.relevance, prior=None if share is None else float(share))
+
+    def said(self) -> str:
+        """What the fixed share is, in words."""
+        p = self.prior
+        if p.get("share") is None:
+            return (f"EM over {p['queries']} queries ran to the edge of (0, 1) ({p['boundary']:.3g}): no share of "
+                    "relevant candidates fits the map's probabilities here (a map far from its own collection?), so "
+                    "P(relevant) is the map's as fit")
+        return (f"{p['share']:.3f} of these queries' candidates are relevant by EM over {p['queries']} queries (the "
+                f"map was fit where {p['fit_share']:.3f} were); P(relevant) moved to it")
 
     def done(self, outcome: QueryOutcome) -> None:
         """A query finished: settled, then written (or held, under --prior em)."""
@@ -122,12 +139,11 @@ class Finisher:
         calibration = self.relevance.calibration
         p = [v for outcome, _ in self.held for v in _probabilities(calibration, outcome)]
         share, steps = rel.em_share(p, calibration.share)
-        self.fix({"share": round(share, 6), "fit_share": round(calibration.share, 6), "queries": len(self.held),
-                  "steps": steps})
-        self.running.status.print(
-            f"acurank: --prior em: {share:.3f} of these queries' candidates are relevant by EM over {len(self.held)} "
-            f"queries (the map was fit where {calibration.share:.3f} were); P(relevant) moved to it", markup=False,
-            soft_wrap=True)
+        edge = not rel.EM_BOUNDARY <= share <= 1 - rel.EM_BOUNDARY
+        self.fix({"share": None if edge else round(share, 6), "fit_share": round(calibration.share, 6),
+                  "queries": len(self.held), "steps": steps, **({"boundary": share} if edge else {})})
+        console = self.running.err if edge else self.running.status  # a warning: said under --quiet too
+        console.print(f"acurank: {'warning: ' if edge else ''}--prior em: {self.said()}", markup=False, soft_wrap=True)
         held, self.held = self.held, []
         for outcome, money in held:
             self.write(outcome, money)
@@ -136,7 +152,7 @@ class Finisher:
 def _probabilities(calibration: Any, outcome: QueryOutcome) -> tuple[float, ...]:
     """The map's P(relevant) of a query's ranked candidates, as fit (what EM reads)."""
     ratings, pivot = outcome.rated()
-    return rel.judge(calibration, [ratings[r.docid] for r in outcome.ranking], pivot, (), outcome.absolute).p
+    return rel.judge(calibration, [ratings[r.docid] for r in outcome.ranking], pivot, (), outcome.absolute_scores()).p
 
 
 def _recorded_prior(job: Any, outputs: Any) -> dict | None:

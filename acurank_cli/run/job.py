@@ -194,7 +194,7 @@ def _fit(calibrate: Calibrate, qrels, features: list, job: RerankJob, backend, s
     rows, labels, queries = [], [], 0
     for qid, docids, xs in features:
         grades = qrels.get(qid)
-        if grades is None:
+        if grades is None or not xs:  # not judged, or nothing to fit on (--absolute: a query that made no call)
             continue
         queries += 1
         rows.extend(xs)

