@@ -200,3 +200,26 @@ def test_em_at_the_edge_leaves_the_map_as_fit_and_says_so(minilm_map, tmp_path):
     assert prior["share"] is None and prior["boundary"] < EM_BOUNDARY and prior["fit_share"] == 0.5
     assert [r["relevance"]["p"] for r in moved] == [r["relevance"]["p"] for r in _stats(tmp_path / "plain.stats.jsonl")]
     assert (tmp_path / "em.run").read_text() == (tmp_path / "plain.run").read_text() and plain.returncode == 0
+
+
+def test_a_query_with_one_candidate_reads_the_maps_mean_absolute_score_and_is_not_fit_on(minilm_map, tmp_path):
+    """One candidate: no window is sent, so no call gives it an absolute score. It failed after the run's calls,
+    blaming the cache; now it reads the map's mean (its center) when applied, and is left out of a --absolute fit."""
+    work = minilm_map
+    m = CalibrationMap.load(work / "map.json")
+    lines = (DL19 / "bm25.run").read_text().splitlines()
+    one, two, lone = OTHER[0], OTHER[1], OTHER[2]
+    run = [l for l in lines if l.split()[0] in (one, two)] + [next(l for l in lines if l.split()[0] == lone)]
+    (tmp_path / "r.run").write_text("\n".join(run) + "\n")
+    ran = acurank("rerank", tmp_path / "r.run", "--reranker", "minilm", "--calibration", work / "map.json", "--qids",
+                  lone, "--cache", work / "c.sqlite", "-o", tmp_path / "a.run", "--topics", DL19 / "topics.tsv",
+                  "--corpus", DL19 / "passages.jsonl.gz")
+    (record,) = _stats(tmp_path / "a.stats.jsonl")
+    assert record["calls"] == 0 and "(0 calls" in ran.stderr
+    x = [math.log((1 - 1e-6) / 1e-6), 0.0, 0.0, m.center[-1]]  # p_topk 1 (clipped), z 0, log rank 0, the mean
+    assert list(record["relevance"]["p"].values()) == pytest.approx([round(m.probability(x), 6)], abs=1e-6)
+    fit = acurank("rerank", tmp_path / "r.run", "--reranker", "minilm", "--calibrate", DL19 / "qrels.txt",
+                  "--relevant-grade", "2", "--calibration", tmp_path / "m2.json", "--absolute", "--cache",
+                  work / "c.sqlite", "-o", tmp_path / "f.run", "--topics", DL19 / "topics.tsv", "--corpus",
+                  DL19 / "passages.jsonl.gz")
+    assert "fit on 2 judged queries, 200 documents" in fit.stderr, fit.stderr
