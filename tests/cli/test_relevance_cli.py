@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -396,7 +397,10 @@ def test_a_calibrate_run_survives_sigkill_and_resumes_to_the_same_map(tmp_path):
     done = len(stats.read_text().splitlines())
     ran = subprocess.run(command(part / "x.run", part / "map.json"), capture_output=True, text=True, env=ENV)
     assert ran.returncode == 0, ran.stderr
-    assert f"{done} of 43 queries already done" in ran.stderr
+    # the kill lands as the 8th record is seen: a 9th may be whole or cut (a cut one is reranked again), so the resume
+    # keeps 8 or 9 (it asserted the lines counted, and failed under load where the 9th was cut)
+    kept = re.search(r"(\d+) of 43 queries already done", ran.stderr)
+    assert kept is not None and 8 <= int(kept.group(1)) <= done, ran.stderr
     assert (part / "map.json").read_bytes().replace(b"part", b"whole") == (whole / "map.json").read_bytes()
 
 
