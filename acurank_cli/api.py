@@ -179,7 +179,7 @@ class Reranker:
         the least and most of ``rehearsals`` rehearsals against the simulated reranker at ``noise``, whose grades are
         ``qrels`` ({qid: {document id: grade}}) and each query's first-stage scores standardised, in turn, where qrels are
         given, else the first-stage scores alone (:func:`~acurank_cli.run.estimate.rehearsal_grades`)."""
-        from .rerankers.backend import RerankerBase, innermost
+        from .rerankers.backend import counts_tokens, innermost
         from .run.estimate import GRADES, PERSISTENT, estimate, rehearsal_grades, thought_of
 
         if not at_least(2).contains(rehearsals):
@@ -194,7 +194,7 @@ class Reranker:
                     for (q, docs), qid in zip(queries, qids)]
         tasks = [p.task for p in prepared if p.task.n > 0]
         by_qid = {p.task.qid: p.docs for p in prepared}
-        prompter = innermost(self.backend, lambda b: type(b).window_tokens is not RerankerBase.window_tokens)
+        prompter = innermost(self.backend, counts_tokens)
         models = rehearsal_grades(tasks, qrels)
         persistent = self._session.choice is not None and self._session.choice.backend.pointwise
         choice = self._session.choice  # a backend given built: its thinking is its own, not rehearsed

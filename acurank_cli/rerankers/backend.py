@@ -172,6 +172,12 @@ class BackendWrapper(RerankerBase):
         return getattr(self.inner, name)
 
 
+def counts_tokens(backend: Any) -> bool:
+    """Whether ``backend`` counts a window's tokens with no call (it gives :meth:`RerankerBase.window_tokens`): the
+    one test the API's bill and ``--max-cost``'s refusal ask (a stand-in without the method counts none)."""
+    return getattr(type(backend), "window_tokens", RerankerBase.window_tokens) is not RerankerBase.window_tokens
+
+
 def innermost(backend: RerankerBase, wanted: Callable[[Any], bool]) -> Any:
     """The first of ``backend`` and the backends it wraps (``inner``: the call cache, counters) that ``wanted``
     accepts, or None."""

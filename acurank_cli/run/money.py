@@ -64,11 +64,9 @@ def call_bound(backend: Any, strategy: Strategy) -> tuple[int, int]:
 
     counting = innermost(backend, lambda b: getattr(b, "builder", None) is not None)
     if counting is None:
-        from ..rerankers.backend import RerankerBase
+        from ..rerankers.backend import counts_tokens
 
-        base = RerankerBase.window_tokens
-        counts = innermost(backend, lambda b: getattr(type(b), "window_tokens", base) is not base) is not None
-        said = "bounds no call's tokens (no context)" if counts else "counts none"
+        said = "bounds no call's tokens (no context)" if innermost(backend, counts_tokens) is not None else "counts none"
         raise InputError(f"--max-cost prices tokens, and reranker {backend.name} {said} (a listwise LLM bounds them: "
                          "hf:, vllm:, openai:; the simulated reranker with --sim-tokens)")
     builder = counting.builder

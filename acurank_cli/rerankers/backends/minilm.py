@@ -130,6 +130,7 @@ class MiniLMReranker(StoreUser, RerankerBase):
         self.cache_size = int(options.embed_cache_size)
         self._cache: LRU = LRU(self.cache_size)  # text -> (unit vector, tokens)
         self._texts: dict[Doc, str] = {}  # formatted once per doc (docs are presented many times)
+        self._counter: TokenCounter | None = None  # the bill's count (window_tokens), made when first asked
         self.encoded = 0  # texts run through the model so far
         self.forward_passes = 0
         try:
@@ -155,7 +156,7 @@ class MiniLMReranker(StoreUser, RerankerBase):
 
     def window_tokens(self, request: RerankRequest) -> tuple[int, int]:
         """A call's tokens with no call (the API's bill), as :class:`TokenCounter` counts them."""
-        if getattr(self, "_counter", None) is None:
+        if self._counter is None:  # made when first asked: a run never asks
             self._counter = TokenCounter(self.path)
         return self._counter.window(request)
 
