@@ -13,6 +13,11 @@ the same function the CLI calls (:func:`~acurank_cli.relevance.shift.compared`):
     PYTHONPATH=. .venv/bin/python benchmarks/shift_alarm.py [--scifact RUN]   (results/shift_alarm.json)
 
 SciFact's BM25 run is not in sample_runs: make it with ``acurank index`` and ``acurank retrieve`` (BENCHMARKS.md 35).
+
+``--absolute WORK`` asks whether the backend's own score would tell more (issue 83, item 3: "the backend's own
+absolute score where it has one"): the same test on each query's top and median MiniLM cosine to its candidates in
+place of its BM25 scores (the cosines MiniLM gives, ``benchmarks/relevance.py``'s, kept in WORK), on the three TREC
+DL years (results/shift_alarm_absolute.json).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, save, table  # noqa: E402
 
 from acurank_cli.io.runs import read_run  # noqa: E402
-from acurank_cli.relevance.shift import by_query, columns, compared  # noqa: E402
+from acurank_cli.relevance.shift import _compared, by_query, columns  # noqa: E402
 
 DRAWS = 50
 
@@ -37,29 +42,41 @@ def tasks(run, qids) -> list[SimpleNamespace]:
     return [SimpleNamespace(qid=q, candidates=run[q]) for q in qids]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--scifact", help="a BM25 run of SciFact's 300 test queries")
-    args = ap.parse_args()
-    runs = {ds: read_run(str(ROOT / "sample_runs" / ds / "bm25.run")) for ds in ("dl19", "dl20", "dl23")}
-    if args.scifact:
-        runs["scifact"] = read_run(args.scifact)
-    rng = random.Random(0)
+def absolute_signals(work: Path) -> dict[str, dict[str, tuple[float, ...]]]:
+    """Each DL year's queries' (top, median) MiniLM cosine to their candidates and their count, by qid: the rows
+    :func:`~acurank_cli.relevance.shift.by_query` makes of first-stage scores, made of the backend's own."""
+    import statistics
+
+    import relevance as bench  # benchmarks/relevance.py: MiniLM's cosines, made once into WORK
+
+    out = {}
+    for ds in ("dl19", "dl20", "dl23"):
+        out[ds] = {q: (max(c.values()), statistics.median(c.values()), len(c))
+                   for q, c in bench.cosines(ds, work).items()}
+    return out
+
+
+def shift_of(fit_rows, here_rows):
+    """The CLI's test (:func:`~acurank_cli.relevance.shift.compared`, each side at least 5 queries here) of the
+    queries ``here_rows`` against the map's fitting queries ``fit_rows``."""
+    return _compared(columns(fit_rows), columns(here_rows))
+
+
+def alarms(signals: dict[str, dict[str, tuple[float, ...]]], rng: random.Random) -> list[dict]:
+    """Per map (a collection, N of its queries drawn): fired of :data:`DRAWS` on the rest of its own queries, and on
+    all of each other collection's (all its queries: one draw, and its p)."""
     rows = []
-    for name, run in runs.items():
-        qids = sorted(run)
-        sig = by_query(tasks(run, qids))
+    for name, sig in signals.items():
+        qids = sorted(sig)
         for n in (5, 10, 20, 40):
             if n > len(qids) - 5:
                 continue
             fired = 0
             for _ in range(DRAWS):
                 fit = set(rng.sample(qids, n))
-                shift = compared({"signals": columns(sig[q] for q in qids if q in fit)},
-                                 tasks(run, [q for q in qids if q not in fit]))
-                fired += bool(shift and shift.shifted)
+                fired += shift_of([sig[q] for q in qids if q in fit], [sig[q] for q in qids if q not in fit]).shifted
             rows.append({"map": name, "N": n, "applied to": f"{name} (the rest)", "fired": f"{fired}/{DRAWS}"})
-        for other, orun in runs.items():
+        for other, osig in signals.items():
             if other == name:
                 continue
             for n in (5, 10, 20, 40, len(qids)):
@@ -69,12 +86,30 @@ def main() -> None:
                 fired, ps = 0, []
                 for _ in range(draws):
                     fit = set(rng.sample(qids, n))
-                    shift = compared({"signals": columns(sig[q] for q in qids if q in fit)}, tasks(orun, sorted(orun)))
-                    fired += bool(shift and shift.shifted)
+                    shift = shift_of([sig[q] for q in qids if q in fit], [osig[q] for q in sorted(osig)])
+                    fired += shift.shifted
                     ps.append(shift.p)
                 rows.append({"map": name, "N": n, "applied to": other, "fired": f"{fired}/{draws}",
                              "p (median)": f"{sorted(ps)[len(ps) // 2]:.2g}"})
-    save("shift_alarm", {"rows": rows, "draws": DRAWS})
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scifact", help="a BM25 run of SciFact's 300 test queries")
+    ap.add_argument("--absolute", type=Path, metavar="WORK",
+                    help="test MiniLM's cosines in place of BM25's scores (made once into WORK)")
+    args = ap.parse_args()
+    if args.absolute:
+        args.absolute.mkdir(parents=True, exist_ok=True)
+        rows = alarms(absolute_signals(args.absolute), random.Random(0))
+        save("shift_alarm_absolute", {"rows": rows, "draws": DRAWS, "signals": "MiniLM cosine: top, median"})
+    else:
+        runs = {ds: read_run(str(ROOT / "sample_runs" / ds / "bm25.run")) for ds in ("dl19", "dl20", "dl23")}
+        if args.scifact:
+            runs["scifact"] = read_run(args.scifact)
+        rows = alarms({ds: by_query(tasks(run, sorted(run))) for ds, run in runs.items()}, random.Random(0))
+        save("shift_alarm", {"rows": rows, "draws": DRAWS})
     print(table(rows, ["map", "N", "applied to", "fired", "p (median)"]))
 
 

@@ -10,8 +10,9 @@ stands in its list, and a list's median first-stage score moves with its length,
 as such (not as another collection).
 
 What it cannot see: a collection with the first stage's scores of the fitting one but another share of relevant
-candidates (DL19 against DL20: even the true share separates them only at p = 0.09, Mann-Whitney); BENCHMARKS.md 35
-measures the alarms."""
+candidates (DL19 against DL20: even the true share separates them only at p = 0.09, Mann-Whitney). The backend's own
+score (MiniLM's cosine: each query's top and median) is not a signal: it separates DL19 from DL20 at p = 0.78 and
+DL23 from either less often than the first stage does. BENCHMARKS.md 35 measures both."""
 
 from __future__ import annotations
 
