@@ -11,7 +11,9 @@ answers: the method's most calls (:meth:`~acurank_cli.method.strategy.Strategy.m
 can cost (the context's tokens at the input price, the answer's budget and the thought's at the output price), so
 the cap holds across kills and resumes: a killed query's paid calls are in the call cache, and its bound, reserved
 again when it restarts, covers them. The bound is far above what a query usually spends (a call's prompt is rarely
-the whole context): a tight cap leaves queries for a resume under a higher one.
+the whole context): a tight cap leaves queries for a resume under a higher one. How many queries start does not
+depend on the order answers arrive in: an answer releases a bound and spends at most that bound, so what a waiting
+query is held against only falls, to its least once the queries before it have finished (:meth:`Cap.gate`).
 """
 
 from __future__ import annotations
