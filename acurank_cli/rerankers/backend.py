@@ -84,6 +84,18 @@ class RerankerBase:
         bill's, :mod:`acurank_cli.run.estimate`); None: it counts none."""
         return None
 
+    def bind_calls(self) -> None:
+        """``--max-cost``: hold every call within the tokens its bound reserved (:func:`~acurank_cli.run.money.call_bound`:
+        the context in, the answer's and the thought's budget out). A backend whose calls stop there already does
+        nothing (hf: and vllm: generate at most the answer's budget; the simulated reranker counts it); one whose
+        server would not stop there caps its requests, or refuses in one line where no cap holds (openai:)."""
+        return None
+
+    def unbounded(self) -> str | None:
+        """Why some call's tokens have no bound, in words (a served model that thinks with no thought budget), or
+        None: what ``--max-cost`` refuses (:meth:`bind_calls`) and the dry run's bill says it cannot count."""
+        return None
+
     def notes(self) -> list[str]:
         """Lines worth telling the user once at start (how prompts are made, fallbacks taken)."""
         return []

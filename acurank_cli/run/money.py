@@ -60,7 +60,8 @@ class Prices:
 def call_bound(backend: Any, strategy: Strategy) -> tuple[int, int]:
     """The most tokens a call can take, in and out: the backend's context, and its answer's budget for a window of
     the method's size m (20 where it has none) plus its thought's (a backend that counts no prompt tokens: refused;
-    the run's backend, or a dry run's prompts)."""
+    the run's backend, or a dry run's prompts), the backend held to it (:meth:`~..rerankers.backend.RerankerBase.
+    bind_calls`: a server's completions capped there, a thought with no budget refused)."""
     m = int(getattr(strategy.parameters(), "m", 20) or 20)
     from ..rerankers.backend import innermost
 
@@ -71,6 +72,7 @@ def call_bound(backend: Any, strategy: Strategy) -> tuple[int, int]:
         said = "bounds no call's tokens (no context)" if innermost(backend, counts_tokens) is not None else "counts none"
         raise InputError(f"--max-cost prices tokens, and reranker {backend.name} {said} (a listwise LLM bounds them: "
                          "hf:, vllm:, openai:; the simulated reranker with --sim-tokens)")
+    counting.bind_calls()  # the bound is what each call may take: a backend whose server would take more caps it
     builder = counting.builder
     return int(builder.context_size), int(builder.answer_tokens(m)) + int(builder.thought_budget)
 

@@ -201,3 +201,21 @@ def test_a_reasoning_models_thought_is_billed_at_its_budget_on_every_call(tmp_pa
         acurank(*args, *extra, "--stats", tmp_path / f"b{len(outs)}.jsonl")
         outs.append(_stats(tmp_path / f"b{len(outs)}.jsonl")[0]["264014"]["output_tokens"]["median"])
     assert outs[1] == outs[0] + 9 * 1024
+
+
+def test_a_thought_with_no_budget_is_said_to_bound_nothing_and_refused_under_a_cap(tmp_path):
+    """openai: a served model that thinks with no --thinking-budget ends its thought where it will: the bill says its
+    thought tokens bound nothing (--reasoning-effort: it counts none; --thinking on: each at hf:'s default budget,
+    which openai: does not enforce), in one warning; under --max-cost the dry run refuses it as the run does."""
+    args = ["baseline", DL19 / "bm25.run", "--qids", "264014", "--topics", DL19 / "topics.tsv", "--corpus",
+            DL19 / "passages.jsonl.gz", "--method", "sw-1", "--reranker", "openai:gpt-5-mini", "--base-url",
+            "http://127.0.0.1:9/v1", "--no-cache", "--dry-run", "--rehearsals", "2", "--price-in", "1", "--price-out", "1"]
+    for extra, said in ((["--reasoning-effort", "low"], "(--reasoning-effort)"), (["--thinking", "on"], "(--thinking on)")):
+        ran = acurank(*args, *extra)
+        warned = [l for l in ran.stderr.splitlines() if "warning" in l]
+        assert len(warned) == 1 and f"thinks {said} with no bound on a thought, so the bill's thought tokens bound " \
+            "nothing" in warned[0], ran.stderr
+        refused = acurank(*args, *extra, "--max-cost", "5", check=False)
+        assert refused.returncode == 2 and "give --thinking-budget N" in refused.stderr.splitlines()[-1], refused.stderr
+    bounded = acurank(*args, "--reasoning-effort", "low", "--thinking-budget", "100")
+    assert "warning" not in bounded.stderr, bounded.stderr

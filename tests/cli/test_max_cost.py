@@ -134,3 +134,43 @@ def test_with_queries_in_flight_the_next_waits_for_them_rather_than_ending_the_r
         ran = acurank(*[a if a != "50" else "80" for a in args])
         assert len(_money(tmp_path)) == 43 and "every query started within it" in ran.stderr, ran.stderr
     assert abs(sum(_money(tmp_path)) - 38.7) < 1e-9
+
+
+def test_under_the_cap_every_completion_is_capped_at_what_its_bound_reserved(tmp_path):
+    """openai: sends no max_tokens by default (as published), so an answer that ran on past the ranking would cost
+    more than the bound the cap reserved for its call. Under --max-cost every request carries max_tokens: the out
+    tokens of that bound (call_bound's, for sw-1's windows of 20); a call that thinks, --thinking-budget plus them
+    (sent as max_completion_tokens to a reasoning model); one that thinks with no budget has no cap, and is refused
+    in one line before any call. By hand, as above: under --max-cost 37 one query starts (0.9 + 36.864 > 37)."""
+    from acurank_cli.method.registry import build_strategy
+    from acurank_cli.rerankers.backend import build_reranker
+    from acurank_cli.run.money import call_bound
+
+    with FakeServer(lambda q, a: ("ok", 0.0)) as srv:
+        free = build_reranker("openai:gpt-4o-mini", base_url=srv.base_url)
+        request = free.prompt(_one_window())
+        assert "max_tokens" not in free.payload(request)  # no cap: as published
+        out = call_bound(build_reranker("openai:gpt-4o-mini", base_url=srv.base_url), build_strategy("sw-1"))[1]
+        (tmp_path / "a").mkdir()
+        acurank(*_args(srv, tmp_path / "a", "37"))
+        assert len(srv.bodies) == 9 and {b["max_tokens"] for b in srv.bodies} == {out}, srv.bodies[0]
+        (tmp_path / "b").mkdir()
+        ran = acurank(*_args(srv, tmp_path / "b", "37"), "--reasoning-effort", "low", check=False)
+        said = [l for l in ran.stderr.strip().splitlines() if "error" in l]  # said after the backend's notes
+        assert ran.returncode == 2 and len(said) == 1 and "give --thinking-budget N" in said[0], ran.stderr
+        assert "Traceback" not in ran.stderr and len(srv.bodies) == 9 and not (tmp_path / "b" / "x.run").exists()
+        acurank(*_args(srv, tmp_path / "b", "37"), "--reasoning-effort", "low", "--thinking-budget", "50")
+        thought = srv.bodies[9:]
+        assert len(thought) == 9 and {b["max_completion_tokens"] for b in thought} == {50 + out}, thought[0]
+    assert 0 < out < 100
+
+
+def _one_window():
+    """DL19's first query's first 20 candidates, as a window the backend builds a prompt of."""
+    from acurank_cli.io.runs import read_run
+    from acurank_cli.records import Doc, RerankRequest
+
+    run = read_run(str(DL19 / "bm25.run"))
+    qid = next(iter(run))
+    ids = tuple(c.docid for c in run[qid][:20])
+    return RerankRequest(qid, "a query", ids, tuple(Doc(d, f"passage {d}") for d in ids))

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 from urllib.parse import urlsplit
 
-from ...errors import OptionError
+from ...errors import InputError, OptionError
 from ...params import Option, at_least, positive
 from ..backend import register
 from .checkpoints import hub_kwargs
@@ -142,6 +142,8 @@ class OpenAIReranker(ListwiseLLM):
                                    retries=max(0, int(options.retries)), retry_base=float(options.retry_base),
                                    retry_cap=float(options.retry_cap), set_aside=float(options.set_aside))
         self.exact_answer_tokens = bool(options.exact_answer_tokens)
+        #: --max-cost: every completion capped at its bound (:meth:`bind_calls`)
+        self.bound = False
         self.top_logprobs = int(options.top_logprobs)
         answer = AnswerMode(options.answer)
         if answer is AnswerMode.constrained and self.is_openai:
@@ -237,6 +239,8 @@ class OpenAIReranker(ListwiseLLM):
             limit = prompt.answer_tokens
         elif self.exact_answer_tokens and not prompt.think:
             body["max_tokens"] = body["min_tokens"] = prompt.answer_tokens
+        elif self.bound and not prompt.think:  # --max-cost: the answer's budget is the most a call may cost
+            limit = prompt.answer_tokens
         if limit is not None and not prompt.think:
             body["max_tokens"] = limit
         body.update(self.think_fields(prompt))
@@ -245,6 +249,24 @@ class OpenAIReranker(ListwiseLLM):
         if "max_tokens" in self.renamed and "max_tokens" in body:
             body["max_completion_tokens"] = body.pop("max_tokens")
         return body
+
+    def bind_calls(self) -> None:
+        """``--max-cost``: every completion capped at what the call's bound reserved (``max_tokens``: the answer's
+        budget; a call that thinks, the thought's budget plus the answer's), where by default none is sent, as
+        published. A call that may think with no ``--thinking-budget`` has no cap, so it is refused."""
+        why = self.unbounded()
+        if why is not None:
+            raise InputError(f"--max-cost bounds what each call may cost, and {why}: give --thinking-budget N (a "
+                             "thought at most N tokens, billed at the output price)")
+        self.bound = True
+
+    def unbounded(self) -> str | None:
+        """A call that may think with no ``--thinking-budget``: the server ends the thought where it will."""
+        t = self.thinking
+        if (t.thinks or t.reasoning_effort is not None) and t.thinking_budget is None:
+            said = "--reasoning-effort" if t.reasoning_effort is not None else f"--thinking {t.thinking.value}"
+            return f"{self.name} thinks ({said}) with no bound on a thought"
+        return None
 
     def think_fields(self, prompt: Prompt) -> dict[str, Any]:
         """What a window's thinking adds to its body: ``chat_template_kwargs.enable_thinking`` whenever ``--thinking``
