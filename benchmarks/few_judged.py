@@ -1,8 +1,8 @@
 """How many judged queries a calibration map needs (issue 83, item 2): maps fit on N = 5, 10, 20 and 40 judged
 queries of a collection, each N drawn at random 20 times, measured on the collection's other queries.
 
-    PYTHONPATH=. python benchmarks/few_judged.py [--settings minilm sim1 sim2] [--datasets dl19 dl20 scifact]
-        [--draws 20] [--work DIR]
+    PYTHONPATH=. python benchmarks/few_judged.py [--settings minilm minilm-abs sim1 sim2]
+        [--datasets dl19 dl20 scifact] [--draws 20] [--work DIR] [--out NAME]
 
 Per reranker setting (MiniLM; the simulated reranker at noise 1 and 2) and collection (TREC DL19 and DL20, grade >= 2
 relevant, as BENCHMARKS.md section 25; SciFact's 300 test queries over their BM25 top 100, grade >= 1), the collection
@@ -20,6 +20,10 @@ features: features do not read labels, and that run's own map is thrown away.
 A draw whose N queries hold no relevant document (or no other) cannot be fit, as ``acurank rerank --calibrate``
 refuses it; such draws are counted, not measured. Figures are means over the draws with their standard errors
 (standard deviation over draws / sqrt(draws)).
+
+Beside each N, ``ece_fit_on_all``: the ECE on the same draws' test queries of a map fit on every judged query, the
+test queries among them: no fit from N queries does better by much, so it says what the test queries' own sampling
+leaves (a collection whose queries differ in their share of relevant candidates has a high floor).
 
 Results: benchmarks/results/few_judged.json, and the tables printed (BENCHMARKS.md section 29).
 """
@@ -47,6 +51,8 @@ from common import save  # noqa: E402
 from method_comparison import dataset_files  # noqa: E402
 
 SETTINGS = {"minilm": ["--reranker", "minilm"],
+            #: MiniLM with its own score of each document as a fourth feature (``--absolute``, issue 83 item 4)
+            "minilm-abs": ["--reranker", "minilm", "--absolute"],
             "sim1": ["--reranker", "simulated", "--sim-noise", "1"],
             "sim2": ["--reranker", "simulated", "--sim-noise", "2"]}
 GRADES = {"dl19": 2, "dl20": 2, "scifact": 1}
@@ -130,13 +136,16 @@ def study(setting: str, ds: str, draws: int, work: Path) -> dict:
     removed = features_of(setting, ds, removed_run, marked, 1, work / f"{setting}.{ds}.removed.run", work)
     labels = lambda q, d: int(judged.get(q, {}).get(d, 0) >= grade)  # noqa: E731
     pool = sorted(q for q in intact if q in judged)
+    # the floor: a map fit on every judged query, the test queries among them, measured on each draw's test queries
+    everyone = rel.fit([r for q in pool for r in intact[q][1]], [labels(q, d) for q in pool for d in intact[q][0]], grade)
     rows = []
     for n in SIZES:
         if n >= len(pool):
             continue
-        measured, unfit = [], 0
+        measured, unfit, floor = [], 0, []
         for draw in range(draws):
             chosen = random.Random(f"few-judged|{setting}|{ds}|{n}|{draw}").sample(pool, n)
+            floor.append(one_draw(everyone, [q for q in pool if q not in set(chosen)], intact, removed, labels)["ece"])
             x = [r for q in chosen for r in intact[q][1]]
             y = [labels(q, d) for q in chosen for d in intact[q][0]]
             try:
@@ -151,6 +160,7 @@ def study(setting: str, ds: str, draws: int, work: Path) -> dict:
             values = [d[key] for d in measured if d[key] is not None]
             row[key] = statistics.fmean(values) if values else None
             row[f"{key}_se"] = statistics.stdev(values) / len(values) ** 0.5 if len(values) > 1 else None
+        row["ece_fit_on_all"] = statistics.fmean(floor)  # what the test queries' own sampling leaves (see above)
         rows.append(row)
     smallest = next((r["n"] for r in rows if r["ece"] is not None and r["ece"] <= TARGET_ECE), None)
     return {"setting": setting, "dataset": ds, "grade": grade, "queries": len(pool), "rows": rows,
@@ -168,26 +178,29 @@ def arguments(description: str, settings: list[str], draws: int) -> argparse.Nam
     ap.add_argument("--datasets", nargs="+", default=list(GRADES), choices=list(GRADES))
     ap.add_argument("--draws", type=int, default=draws)
     ap.add_argument("--work", type=Path, default=Path("/tmp/acurank-few-judged"))
+    ap.add_argument("--out", default=None, help="the results' name (benchmarks/results/NAME.json)")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     return args
 
 
 def main() -> None:
-    args = arguments(__doc__.splitlines()[0], list(SETTINGS), 20)
+    args = arguments(__doc__.splitlines()[0], ["minilm", "sim1", "sim2"], 20)
     results = [study(s, ds, args.draws, args.work) for s in args.settings for ds in args.datasets]
-    print("| setting | dataset | N | draws (unfit) | ECE (s.e.) | Brier (s.e.) | cut F1 / oracle (s.e.) | P(none) AUC (s.e.) |")
-    print("|---|---|---:|---:|---|---|---|---|")
+    print("| setting | dataset | N | draws (unfit) | ECE (s.e.) | Brier (s.e.) | cut F1 / oracle (s.e.) | P(none) AUC (s.e.) "
+          "| ECE, map fit on all |")
+    print("|---|---|---:|---:|---|---|---|---|---|")
     for res in results:
         for r in res["rows"]:
             print(f"| {r['setting']} | {r['dataset']} | {r['n']} | {r['draws']} ({r['unfit_draws']}) | "
                   f"{_cell(r['ece'], r['ece_se'])} | {_cell(r['brier'], r['brier_se'])} | "
-                  f"{_cell(r['f1_over_oracle'], r['f1_over_oracle_se'], 3)} | {_cell(r['auc_p_none'], r['auc_p_none_se'], 3)} |")
+                  f"{_cell(r['f1_over_oracle'], r['f1_over_oracle_se'], 3)} | {_cell(r['auc_p_none'], r['auc_p_none_se'], 3)} | "
+                  f"{r['ece_fit_on_all']:.4f} |")
     for res in results:
         print(f"{res['setting']} {res['dataset']} ({res['queries']} judged queries): smallest N with ECE <= "
               f"{TARGET_ECE}: {res['smallest_n_ece_at_most_0.05']}")
-    save("few_judged", {"draws": args.draws, "sizes": SIZES, "target_ece": TARGET_ECE, "results": results})
-    print(json.dumps({"saved": "benchmarks/results/few_judged.json"}))
+    save(args.out or "few_judged", {"draws": args.draws, "sizes": SIZES, "target_ece": TARGET_ECE, "results": results})
+    print(json.dumps({"saved": f"benchmarks/results/{args.out or 'few_judged'}.json"}))
 
 
 if __name__ == "__main__":
