@@ -61,8 +61,9 @@ def run_dry(job: Any, err: Console) -> Bill:
         if prompter is not None:
             for note in prompter.notes():  # as the run says its backend's (a tokenizer's fallback, the prompt's form)
                 checked.status.print(f"acurank: {note}", markup=False, soft_wrap=True)
-            if job.max_cost is None and prompter.unbounded() is not None:  # under --max-cost: refused (call_bound)
-                err.print(f"acurank: warning: {prompter.unbounded()}, so the bill's thought tokens bound nothing "
+            unbounded = prompter.unbounded()
+            if job.max_cost is None and unbounded is not None:  # under --max-cost: refused (call_bound)
+                err.print(f"acurank: warning: {unbounded}, so the bill's thought tokens bound nothing "
                           "(give --thinking-budget N: each thought at most N tokens, billed so)", markup=False,
                           soft_wrap=True)
             check_fit(job, prompter, inputs, err)  # the run's own check, on the prompt-only form
