@@ -135,9 +135,21 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
         features.sort(key=lambda f: place.get(f[0], len(place)))
         _fit(job.calibrate, checked.judged, features, job, backend, status, signals=signals)
     _summary(status, job, totals, time.perf_counter() - started, inputs)
-    if job.quiet and (inputs.skipped_docs or inputs.skipped_queries):  # the summary says it otherwise
-        err.print(f"acurank: warning: {_skipped(inputs)}", markup=False)
+    _warned(err, job, totals, inputs)
     return totals
+
+
+def _warned(err: Console, job: RerankJob, totals: _Totals, inputs) -> None:
+    """The warnings said after the summary: the inputs skipped (under --quiet; the summary says them otherwise), and
+    thoughts cut by --max-cost's cap on each completion (each such window kept its order: the run asked nothing)."""
+    if job.quiet and (inputs.skipped_docs or inputs.skipped_queries):
+        err.print(f"acurank: warning: {_skipped(inputs)}", markup=False)
+    cut = totals.parse_counts.get(ParseStatus.thought_cut, 0) if job.max_cost is not None else 0
+    if cut:
+        err.print(f"acurank: warning: --max-cost caps each completion at what its bound reserved, and {cut} of the "
+                  f"{totals.calls} calls were a thought cut there (the window kept "
+                  "its order): a model that thinks unasked wants --thinking off, one that thinks a larger "
+                  "--thinking-budget", markup=False, soft_wrap=True)
 
 
 def _resuming(job: RerankJob, backend_cached: bool, outputs: RunWriter, inputs, status: Console, err: Console

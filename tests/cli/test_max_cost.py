@@ -174,3 +174,37 @@ def _one_window():
     qid = next(iter(run))
     ids = tuple(c.docid for c in run[qid][:20])
     return RerankRequest(qid, "a query", ids, tuple(Doc(d, f"passage {d}") for d in ids))
+
+
+def test_a_model_that_thinks_unasked_under_the_cap_is_told_its_thoughts_were_cut(tmp_path):
+    """A served model that thinks by default (no --thinking flag), against a server that honours max_tokens (a word a
+    token here): under --max-cost each completion ends at the answer's budget, inside the thought. Every window then
+    keeps its order (the ranking never comes from the thought: the run is the first stage's), and the run says so
+    in one warning after the summary; without the cap the answer after the thought ranks, and nothing is said."""
+
+    def respond(n, body):
+        text = "<think>" + "weighing [2] against [1] first. " * 50 + "</think>" + " > ".join(f"[{i}]" for i in range(n, 0, -1))
+        words, cap = text.split(" "), body.get("max_tokens")
+        cut = cap is not None and len(words) > cap
+        content = " ".join(words[:cap]) if cut else text
+        return 200, {"id": "x", "object": "chat.completion", "usage": {"prompt_tokens": 100, "completion_tokens": 7},
+                     "choices": [{"index": 0, "finish_reason": "length" if cut else "stop",
+                                  "message": {"role": "assistant", "content": content}}]}
+
+    from acurank_cli.io.runs import read_run
+
+    first = [c.docid for c in read_run(str(DL19 / "bm25.run"))["264014"]]
+    with FakeServer(lambda q, a: ("ok", 0.0), respond=respond) as srv:
+        for cap in (None, "37"):
+            (tmp_path / str(cap)).mkdir()
+            args = _args(srv, tmp_path / str(cap), cap or "37")
+            if cap is None:
+                args = args[:args.index("--max-cost")] + args[args.index("--max-cost") + 2:]
+            ran = acurank(*args, "--qids", "264014")
+            order = [l.split()[2] for l in (tmp_path / str(cap) / "x.run").read_text().splitlines()]
+            warned = [l for l in ran.stderr.splitlines() if "warning" in l]
+            if cap is None:
+                assert not warned and order != first, ran.stderr
+            else:
+                assert order == first and len(warned) == 1, ran.stderr
+                assert "9 of the 9 calls were a thought cut there" in warned[0] and "--thinking off" in warned[0]
