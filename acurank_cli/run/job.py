@@ -81,6 +81,8 @@ class _Totals(CallTally):
     #: with prices: what the queries' calls cost (None: no prices); --max-cost: the queries it left unstarted
     money: float | None = None
     left: int = 0
+    #: --max-cost: the queries that cost more than their bound (:attr:`~.money.Cap.over`)
+    over: int = 0
 
     def add(self, outcome: QueryOutcome) -> None:
         self.queries += 1
@@ -144,12 +146,25 @@ def _warned(err: Console, job: RerankJob, totals: _Totals, inputs) -> None:
     thoughts cut by --max-cost's cap on each completion (each such window kept its order: the run asked nothing)."""
     if job.quiet and (inputs.skipped_docs or inputs.skipped_queries):
         err.print(f"acurank: warning: {_skipped(inputs)}", markup=False)
-    cut = totals.parse_counts.get(ParseStatus.thought_cut, 0) if job.max_cost is not None else 0
+    if job.max_cost is None:
+        return
+    cut = totals.parse_counts.get(ParseStatus.thought_cut, 0)
     if cut:
         err.print(f"acurank: warning: --max-cost caps each completion at what its bound reserved, and {cut} of the "
                   f"{totals.calls} calls were a thought cut there (the window kept "
                   "its order): a model that thinks unasked wants --thinking off, one that thinks a larger "
                   "--thinking-budget", markup=False, soft_wrap=True)
+    truncated = totals.parse_counts.get(ParseStatus.truncated, 0)
+    if truncated:  # a thought the template opened, unseen here, reads as an answer cut short
+        err.print(f"acurank: warning: --max-cost caps each completion at what its bound reserved, and {truncated} of "
+                  f"the {totals.calls} answers were cut there and read as far as they went (a model whose chat "
+                  "template opens its thought: name it with --tokenizer, so that its thought is known)", markup=False,
+                  soft_wrap=True)
+    if totals.over:
+        err.print(f"acurank: warning: --max-cost: {totals.over} queries cost more than their bound (the server "
+                  "reported more tokens than a call may take: it ignores max_tokens, or counts a prompt otherwise "
+                  "than the backend's tokenizer), so no query started after the first of them; the cap may be "
+                  "passed by the queries then in flight", markup=False, soft_wrap=True)
 
 
 def _resuming(job: RerankJob, backend_cached: bool, outputs: RunWriter, inputs, status: Console, err: Console
@@ -325,7 +340,7 @@ def _rerank(running: _Running, tasks: Iterable[RankingTask], count: int, done: s
             signals.check()
             finisher.flush()
             if cap is not None:
-                totals.left = cap.left
+                totals.left, totals.over = cap.left, len(cap.over)
         except BaseException as exc:
             signum = signals.received()
             if isinstance(exc, (InputError, Interrupted, KeyboardInterrupt)) or signum is not None:
@@ -414,8 +429,9 @@ def _summary(err: Console, job: RerankJob, t: _Totals, wall: float, inputs) -> N
                      "with --sim-tokens)")
     if job.max_cost is not None:
         parts.append(f"--max-cost {job.max_cost:g}: " + (
-            f"{t.left} queries left unstarted (the next one's bound would pass it; rerun with a higher --max-cost to "
-            "go on)" if t.left else "every query started within it"))
+            f"{t.left} queries left unstarted (" + ("a query cost more than its bound: see the warning" if t.over else
+                                                   "the next one's bound would pass it; rerun with a higher --max-cost "
+                                                   "to go on") + ")" if t.left else "every query started within it"))
     if inputs.skipped_docs or inputs.skipped_queries:
         parts.append(_skipped(inputs))
     parts.append(f"{wall:.1f} s wall")

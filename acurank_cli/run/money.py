@@ -88,6 +88,9 @@ class Cap:
     spent: float = 0.0
     reserved: dict[str, float] = field(default_factory=dict)
     left: int = 0
+    #: the queries that cost more than their bound (a server that reported more tokens than a call may take: one that
+    #: ignores max_tokens, or counts a prompt otherwise than the backend): from the first, none starts (no bound holds)
+    over: list = field(default_factory=list)
 
     def bound(self, task: RankingTask) -> float:
         most = self.strategy.most_calls(task)
@@ -100,12 +103,13 @@ class Cap:
         still spend and its bound stay within the cap; while some query is in flight it waits for them
         (:data:`~.driver.WAIT`: the driver takes it again once an answer came), and with none in flight the first
         that would pass the cap ends them (``left``: the rest). (It ended at the first that did not fit beside the
-        queries in flight: with eight in flight, a run stopped after its first wave.)"""
+        queries in flight: with eight in flight, a run stopped after its first wave.) Once a query has cost more
+        than its bound (:attr:`over`), none starts: the queries in flight finish, and the rest are left."""
         from .driver import WAIT
 
         for started, task in enumerate(tasks):
             bound = self.bound(task)
-            while self.spent + sum(self.reserved.values()) + bound > self.limit + 1e-12:
+            while self.over or self.spent + sum(self.reserved.values()) + bound > self.limit + 1e-12:
                 if not self.reserved:
                     self.left = count - started
                     return
@@ -116,7 +120,9 @@ class Cap:
     def finished(self, outcome: QueryOutcome) -> float:
         """A query's outcome: its reservation released, its cost spent; returns the cost."""
         cost = self.prices.of_tally(outcome.tally) or 0.0  # under a cap every call counts its tokens
-        self.reserved.pop(outcome.qid, None)
+        bound = self.reserved.pop(outcome.qid, None)
+        if bound is not None and cost > bound * (1 + 1e-9) + 1e-12:
+            self.over.append(outcome.qid)
         self.spent += cost
         return cost
 

@@ -208,3 +208,47 @@ def test_a_model_that_thinks_unasked_under_the_cap_is_told_its_thoughts_were_cut
             else:
                 assert order == first and len(warned) == 1, ran.stderr
                 assert "9 of the 9 calls were a thought cut there" in warned[0] and "--thinking off" in warned[0]
+
+
+def _replying(completion_tokens=None, prefix=""):
+    """A reply shaper: the window reversed after ``prefix``, cut at max_tokens words (finish_reason "length"), with
+    usage 100 in and ``completion_tokens`` out (None: the words sent)."""
+
+    def respond(n, body):
+        words = (prefix + " > ".join(f"[{i}]" for i in range(n, 0, -1))).split(" ")
+        cap = body.get("max_tokens")
+        cut = cap is not None and len(words) > cap
+        sent = words[:cap] if cut else words
+        return 200, {"id": "x", "object": "chat.completion",
+                     "usage": {"prompt_tokens": 100, "completion_tokens": completion_tokens or len(sent)},
+                     "choices": [{"index": 0, "finish_reason": "length" if cut else "stop",
+                                  "message": {"role": "assistant", "content": " ".join(sent)}}]}
+
+    return respond
+
+
+def _priced(args, out_price):
+    return [out_price if a == "0" and args[i - 1] == "--price-out" else a for i, a in enumerate(args)]
+
+
+def test_a_query_that_costs_past_its_bound_stops_the_starts_and_is_said(tmp_path):
+    """A server that ignores max_tokens and reports 5,000 completion tokens a call: by hand a query's bound is 9 x
+    (4,096 x 0.001 + out x 0.001) with out the answer's budget (under 100), at most 37.76, and it costs 9 x (100 +
+    5,000) x 0.001 = 45.9. Under --max-cost 100 the first query starts; once it cost past its bound no other starts
+    (the old rule started a second: 45.9 + its bound <= 100, and spent 91.8), and the run says why."""
+    with FakeServer(lambda q, a: ("ok", 0.0), respond=_replying(completion_tokens=5000)) as srv:
+        ran = acurank(*_priced(_args(srv, tmp_path, "100"), "1000"))
+    assert _money(tmp_path) == [45.9], _money(tmp_path)
+    warned = [l for l in ran.stderr.splitlines() if l.startswith("acurank: warning")]
+    assert len(warned) == 1 and "1 queries cost more than their bound" in warned[0], ran.stderr
+    assert "42 queries left unstarted (a query cost more than its bound: see the warning)" in ran.stderr
+
+
+def test_answers_cut_by_the_cap_are_said(tmp_path):
+    """A reply longer than the answer's budget (prose before the ranking, no thought tag) is cut at max_tokens and
+    read as far as it went (parse status truncated): the run says how many, and how a template that opens a thought
+    is made known."""
+    with FakeServer(lambda q, a: ("ok", 0.0), respond=_replying(prefix="Here is my ranking: " * 12)) as srv:
+        ran = acurank(*_args(srv, tmp_path, "37"), "--qids", "264014")
+    warned = [l for l in ran.stderr.splitlines() if l.startswith("acurank: warning")]
+    assert len(warned) == 1 and "9 of the 9 answers were cut there and read as far as they went" in warned[0], ran.stderr
