@@ -101,7 +101,38 @@ EXTRAS = {"torch": "llm", "transformers": "llm", "tokenizers": "llm", "httpx": "
 def command(names: tuple[str, ...] = tuple(COMMANDS)):
     """The click command Typer builds from the app with ``names`` mounted (built once per process and set of
     commands: flags and help do not change)."""
-    return typer.main.get_command(build(names))
+    return _finite_floats(typer.main.get_command(build(names)))
+
+
+def _finite_floats(command: Any) -> Any:
+    """``command`` with every bounded number flag refusing NaN and infinity, as every other number parameter does
+    (:class:`~acurank_cli.params.Domain`): click's range lets them through, as every comparison with NaN is false
+    (``--gpus-per-actor nan`` and ``eval --max-drop nan`` were taken). Said in the words of :func:`bad_value`."""
+    for sub in getattr(command, "commands", {}).values():
+        _finite_floats(sub)
+    for param in command.params:
+        kind = type(param.type)
+        if getattr(param.type, "name", None) == "float range" and not getattr(kind, "finite", False):
+            bounds = {name: getattr(param.type, name) for name in ("min", "max", "min_open", "max_open", "clamp")}
+            param.type = _finite_range(kind)(**bounds)
+    return command
+
+
+@lru_cache(maxsize=None)
+def _finite_range(kind: type) -> type:
+    """Click's float range (of the click typer vendors) that also refuses a value that is not finite."""
+    import math
+
+    class FiniteRange(kind):
+        finite = True
+
+        def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+            number = super().convert(value, param, ctx)
+            if number is not None and not math.isfinite(number):
+                self.fail(f"{value!r} is not a finite number", param, ctx)
+            return number
+
+    return FiniteRange
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -208,8 +239,8 @@ def _type_words(param: Any) -> tuple[str, str] | None:
     if choices:
         return value, "one of " + ", ".join(repr(str(getattr(c, "value", c))) for c in choices)
     low, high = getattr(param.type, "min", None), getattr(param.type, "max", None)
-    bounds = [f"{'>' if param.type.min_open else '>='} {low}"] if low is not None else []
-    bounds += [f"{'<' if param.type.max_open else '<='} {high}"] if high is not None else []
+    bounds = [f"{'>' if param.type.min_open else '>='} {low:g}"] if low is not None else []
+    bounds += [f"{'<' if param.type.max_open else '<='} {high:g}"] if high is not None else []
     return value, " ".join([_CLICK_KINDS[kind], " and ".join(bounds)]).strip()
 
 

@@ -18,13 +18,12 @@ query is held against only falls, to its least once the queries before it have f
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..errors import InputError
-from ..params import ParameterError
+from ..params import ParameterError, at_least
 from ..method.strategy import Strategy
 from ..records import CallTally, QueryOutcome, RankingTask
 
@@ -141,10 +140,11 @@ def spent_before(prices: Prices, stats: str | None, done: Iterable[str]) -> floa
 
 
 def check_money(name: str, value: float | None, flag: str) -> None:
-    """A price, a cap or a noise: a finite number >= 0 (NaN passes a bound, as every comparison with it is false:
-    ``--max-cost nan`` capped nothing and ``--price-in nan`` billed NaN)."""
-    if value is not None and not (math.isfinite(value) and value >= 0):
-        raise ParameterError(name, value, "a finite number >= 0", flag=flag)
+    """A price, a cap or a noise: a number >= 0, finite as every :class:`~..params.Domain` (NaN passes a bound, as
+    every comparison with it is false: ``--max-cost nan`` capped nothing and ``--price-in nan`` billed NaN)."""
+    domain = at_least(0.0, integer=False)
+    if value is not None and not domain.contains(value):
+        raise ParameterError(name, value, domain.describe(), flag=flag)
 
 
 def check_cap(strategy: Strategy, prices: Prices | None, limit: float | None) -> None:

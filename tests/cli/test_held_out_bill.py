@@ -15,11 +15,13 @@ SIM = ("rerank", DL19 / "bm25.run", "--method", "sw-1", "--reranker", "simulated
 
 
 @pytest.mark.parametrize("extra, said", [
-    (("--max-cost", "nan", "--price-in", "1", "--price-out", "1"), "--max-cost nan: must be a finite number >= 0"),
-    (("--price-in", "nan", "--price-out", "1"), "--price-in nan: must be a finite number >= 0"),
-    (("--price-in", "1", "--price-out", "inf"), "--price-out inf: must be a finite number >= 0"),
-    (("--price-in", "nan"), "--price-in nan: must be a finite number >= 0"),  # the value before the pair's rule
-    (("--dry-run", "--rehearsal-noise", "nan"), "--rehearsal-noise nan: must be a finite number >= 0"),
+    (("--max-cost", "nan", "--price-in", "1", "--price-out", "1"), "--max-cost nan: must be a number >= 0"),
+    (("--price-in", "nan", "--price-out", "1"), "--price-in nan: must be a number >= 0"),
+    (("--price-in", "1", "--price-out", "inf"), "--price-out inf: must be a number >= 0"),
+    (("--price-in", "nan"), "--price-in nan: must be a number >= 0"),  # the value before the pair's rule
+    (("--max-cost", "-1", "--price-in", "1", "--price-out", "1"), "--max-cost -1: must be a number >= 0"),  # as nan
+    (("--ray", "127.0.0.1:1", "--gpus-per-actor", "nan"), "--gpus-per-actor nan: must be a number >= 0"),  # was taken
+    (("--dry-run", "--rehearsal-noise", "nan"), "--rehearsal-noise nan: must be a number >= 0"),
     (("--stats", "-"), "--stats -: it is written to a file, not to stdout (the run's stream); give its name"),
     (("--dry-run", "--stats", "-"), "--stats -: it is written to a file, not to stdout (the run's stream); give its name"),
 ])
@@ -30,6 +32,15 @@ def test_a_price_is_a_finite_number_and_stats_go_to_a_named_file(tmp_path, monke
     ran = acurank(*SIM, "-o", tmp_path / "x.run", *extra, check=False)
     assert ran.returncode == 2 and ran.stderr.strip() == f"acurank: error: {said}", ran.stderr
     assert held.read_text() == "kept\n" and not (tmp_path / "x.run").exists()
+
+
+def test_a_bounded_number_flag_of_any_command_refuses_nan_as_it_refuses_a_number_out_of_bounds():
+    """click's range let NaN through (every comparison with it is false): ``eval --against --max-drop nan`` allowed
+    every drop; now each bounded number flag refuses it in the words of a number out of bounds."""
+    run = DL19 / "bm25.run"
+    for value in ("nan", "-1", "-inf"):
+        ran = acurank("eval", run, "--qrels", DL19 / "qrels.txt", "--against", run, "--max-drop", value, check=False)
+        assert ran.returncode == 2 and ran.stderr.strip() == f"acurank: error: --max-drop {value}: must be a number >= 0"
 
 
 def test_the_explorer_never_writes_over_a_runs_meta_file_or_to_a_file_named_dash(tmp_path, monkeypatch):
