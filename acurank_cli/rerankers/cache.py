@@ -78,21 +78,6 @@ class CachedReranker(BackendWrapper):
             raise refused("the call cache", exc, path) from None
 
     @classmethod
-    def checked(cls, path: Path) -> None:
-        """A dry run's check of the cache at ``path``: where it exists, readable as a cache (SQLite), opened read-only
-        and closed, nothing made (the run refuses a folder or another kind of file in a line of the same form)."""
-        if not path.exists():
-            return
-        try:
-            db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)  # a name with ? or # escaped
-            try:
-                db.execute("PRAGMA schema_version").fetchone()
-            finally:
-                db.close()
-        except (OSError, sqlite3.Error) as exc:
-            raise refused("the call cache", exc, path) from None
-
-    @classmethod
     def _open(cls, path: Path) -> sqlite3.Connection:
         """Connect, switch to WAL and create the table. SQLite answers "database is locked" at once
         (without its busy handler) while another process switches a new file to WAL, so retry briefly."""
@@ -184,6 +169,34 @@ class CachedReranker(BackendWrapper):
         """Close the backend and the database."""
         self.inner.close()
         self.db.close()
+
+
+def usable(path: Path, what: str) -> None:
+    """Check that a cache file (``what``: the call cache, its embedding store) can be opened and written where the
+    run will make or open it, making nothing (a refused run left an empty cache behind): an existing file readable
+    as SQLite (opened read-only and closed) and writable, a missing one in a folder that can be made and written
+    (its nearest existing parent a writable folder). Else the one-line refusal (:func:`refused`)."""
+    try:
+        if path.exists():
+            if path.is_dir():
+                raise IsADirectoryError(f"{path} is a folder")
+            db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)  # a name with ? or # escaped
+            try:
+                db.execute("PRAGMA schema_version").fetchone()
+            finally:
+                db.close()
+            if not os.access(path, os.W_OK):
+                raise PermissionError(f"{path} is not writable")
+            return
+        parent = path.absolute().parent
+        while not parent.exists():
+            parent = parent.parent
+        if not parent.is_dir():
+            raise NotADirectoryError(f"{parent} is not a folder")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise PermissionError(f"{parent} is not writable")
+    except (OSError, sqlite3.Error) as exc:
+        raise refused(what, exc, path) from None
 
 
 def refused(what: str, exc: BaseException, path: str | Path) -> OptionError:

@@ -50,11 +50,11 @@ def run_dry(job: Any, err: Console) -> Bill:
     files = job.outputs
     if job.passages is not None:
         raise InputError("--dry-run bills documents ranked whole; rehearse without --passages")
-    if job.cache is not None and session.choice.backend.keeps:  # the run's call cache, checked without making it
-        from ..rerankers.cache import CachedReranker
+    if job.cache is not None:  # the run's call cache and store, checked as the run checks them (nothing made)
+        from ..rerankers.backends.embeddings import check_usable
         from .pipeline import cache_path
 
-        CachedReranker.checked(Path(cache_path(job.cache)))
+        check_usable(cache_path(job.cache), session.choice.backend.keeps)
     tasks, done = _left(job, session, inputs, checked.status)
     prompter = _unlogged(session.choice).counter()  # a listwise LLM's prompts, or minilm's tokenizer: no model
     try:

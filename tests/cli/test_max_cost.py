@@ -141,7 +141,7 @@ def test_under_the_cap_every_completion_is_capped_at_what_its_bound_reserved(tmp
     more than the bound the cap reserved for its call. Under --max-cost every request carries max_tokens: the out
     tokens of that bound (call_bound's, for sw-1's windows of 20); a call that thinks, --thinking-budget plus them
     (sent as max_completion_tokens to a reasoning model); one that thinks with no budget has no cap, and is refused
-    in one line before any call. By hand, as above: under --max-cost 37 one query starts (0.9 + 36.864 > 37)."""
+    in one line before any call, leaving nothing at --cache (an empty cache was made). By hand, as above: under --max-cost 37 one query starts (0.9 + 36.864 > 37)."""
     from acurank_cli.method.registry import build_strategy
     from acurank_cli.rerankers.backend import build_reranker
     from acurank_cli.run.money import call_bound
@@ -159,6 +159,7 @@ def test_under_the_cap_every_completion_is_capped_at_what_its_bound_reserved(tmp
         said = [l for l in ran.stderr.strip().splitlines() if "error" in l]  # said after the backend's notes
         assert ran.returncode == 2 and len(said) == 1 and "give --thinking-budget N" in said[0], ran.stderr
         assert "Traceback" not in ran.stderr and len(srv.bodies) == 9 and not (tmp_path / "b" / "x.run").exists()
+        assert sorted(p.name for p in (tmp_path / "b").iterdir()) == []  # refused after the backend: no cache made
         acurank(*_args(srv, tmp_path / "b", "37"), "--reasoning-effort", "low", "--thinking-budget", "50")
         thought = srv.bodies[9:]
         assert len(thought) == 9 and {b["max_completion_tokens"] for b in thought} == {50 + out}, thought[0]

@@ -114,14 +114,16 @@ class StoreUser:
 
 
 def check_usable(cache: str | Path | None, keeps: Sequence[str]) -> None:
-    """Open and close what a backend that ``keeps`` them will open at ``cache`` (the call cache, the embedding store
-    beside it) before the backend is built: a path either refuses is the same one line, without first loading a
-    model's weights. Each is made where missing, as the run would make it. (Here, beside the store, so that the call
+    """Check what a backend that ``keeps`` them will open at ``cache`` (the call cache, the embedding store beside
+    it) before the backend is built, making nothing (:func:`~..cache.usable`): a path either refuses is the same one
+    line, without first loading a model's weights, and a run refused after its backend is built (a first window that
+    fits nothing, a thought with no bound under --max-cost) leaves no empty cache behind. Each is made where the
+    run starts (``Session.start``). The run and its dry run check alike. (Here, beside the store, so that the call
     cache's module need not know of it.)"""
-    from ..cache import CachedReranker
+    from ..cache import usable
 
     if cache is None or "calls" not in keeps:
         return
-    CachedReranker.opened(Path(cache)).close()
+    usable(Path(cache), "the call cache")
     if "embeddings" in keeps:
-        opened_store(cache, {}).close()
+        usable(store_path(cache), "the embedding store beside the call cache")
