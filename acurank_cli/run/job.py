@@ -3,6 +3,7 @@ with a summary line. The command line's ``rerank`` and ``baseline`` build one :c
 
 from __future__ import annotations
 
+import math
 import signal
 import time
 from pathlib import Path
@@ -81,8 +82,10 @@ class _Totals(CallTally):
     #: with prices: what the queries' calls cost (None: no prices); --max-cost: the queries it left unstarted
     money: float | None = None
     left: int = 0
-    #: --max-cost: the queries that cost more than their bound (:attr:`~.money.Cap.over`)
+    #: --max-cost: the queries that cost more than their bound (:attr:`~.money.Cap.over`), and the least cap that
+    #: starts the first query left (:attr:`~.money.Cap.least`)
     over: int = 0
+    least: float | None = None
 
     def add(self, outcome: QueryOutcome) -> None:
         self.queries += 1
@@ -139,6 +142,18 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     _summary(status, job, totals, time.perf_counter() - started, inputs)
     _warned(err, job, totals, inputs)
     return totals
+
+
+def _why_left(t: _Totals) -> str:
+    """Why the cap left queries unstarted, and the least cap a rerun needs to start the next (rounded up to what
+    the summary shows of money)."""
+    if t.over:
+        return "a query cost more than its bound: see the warning"
+    if t.least is None:
+        return "the next one's bound would pass it; rerun with a higher --max-cost to go on"
+    least = math.ceil(t.least * 1e4 - 1e-6) / 1e4
+    return (f"what is spent and the next one's bound would pass it; rerun with --max-cost {least:.4f} or more to "
+            "start it")
 
 
 def _warned(err: Console, job: RerankJob, totals: _Totals, inputs) -> None:
@@ -340,7 +355,7 @@ def _rerank(running: _Running, tasks: Iterable[RankingTask], count: int, done: s
             signals.check()
             finisher.flush()
             if cap is not None:
-                totals.left, totals.over = cap.left, len(cap.over)
+                totals.left, totals.over, totals.least = cap.left, len(cap.over), cap.least
         except BaseException as exc:
             signum = signals.received()
             if isinstance(exc, (InputError, Interrupted, KeyboardInterrupt)) or signum is not None:
@@ -429,9 +444,7 @@ def _summary(err: Console, job: RerankJob, t: _Totals, wall: float, inputs) -> N
                      "with --sim-tokens)")
     if job.max_cost is not None:
         parts.append(f"--max-cost {job.max_cost:g}: " + (
-            f"{t.left} queries left unstarted (" + ("a query cost more than its bound: see the warning" if t.over else
-                                                   "the next one's bound would pass it; rerun with a higher --max-cost "
-                                                   "to go on") + ")" if t.left else "every query started within it"))
+            f"{t.left} queries left unstarted (" + _why_left(t) + ")" if t.left else "every query started within it"))
     if inputs.skipped_docs or inputs.skipped_queries:
         parts.append(_skipped(inputs))
     parts.append(f"{wall:.1f} s wall")

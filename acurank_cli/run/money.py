@@ -90,6 +90,9 @@ class Cap:
     #: the queries that cost more than their bound (a server that reported more tokens than a call may take: one that
     #: ignores max_tokens, or counts a prompt otherwise than the backend): from the first, none starts (no bound holds)
     over: list = field(default_factory=list)
+    #: the least cap that starts the first query left (what was spent and its bound; None: none left, or one cost past
+    #: its bound): the summary says it, so a rerun that goes on needs no --dry-run to find it
+    least: float | None = None
 
     def bound(self, task: RankingTask) -> float:
         most = self.strategy.most_calls(task)
@@ -111,6 +114,7 @@ class Cap:
             while self.over or self.spent + sum(self.reserved.values()) + bound > self.limit + 1e-12:
                 if not self.reserved:
                     self.left = count - started
+                    self.least = None if self.over else self.spent + bound
                     return
                 yield WAIT
             self.reserved[task.qid] = bound

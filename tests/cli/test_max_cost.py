@@ -40,9 +40,16 @@ def test_the_cap_stops_starting_queries_where_the_next_bound_would_pass_it(tmp_p
         sent = len(srv.bodies)
         assert _money(tmp_path) == [0.9] * 15 and sent == 15 * 9
         assert "money 13.5000" in ran.stderr and "--max-cost 50: 28 queries left unstarted" in ran.stderr, ran.stderr
+        least = "rerun with --max-cost 50.3640 or more to start it"  # by hand: 15 x 0.9 spent + the bound 36.864
+        assert least in ran.stderr, ran.stderr
         # the same command again: what is spent (13.5) counts, so the next bound still does not fit
         ran = acurank(*_args(srv, tmp_path))
-        assert len(srv.bodies) == sent and "28 queries left unstarted" in ran.stderr
+        assert len(srv.bodies) == sent and "28 queries left unstarted" in ran.stderr and least in ran.stderr
+        # a cap under the first bound starts none, and says the least that starts it: the bound alone
+        (tmp_path / "none").mkdir()
+        ran = acurank(*_args(srv, tmp_path / "none", "0"))
+        assert len(srv.bodies) == sent and "--max-cost 0: 43 queries left unstarted" in ran.stderr
+        assert "rerun with --max-cost 36.8640 or more to start it" in ran.stderr, ran.stderr
         # under a higher cap the resume goes on: k-th query while 13.5 + (k - 1) x 0.9 + 36.864 <= 80, all 28 fit
         ran = acurank(*_args(srv, tmp_path, "80"))
         assert len(srv.bodies) == 43 * 9 and len(_money(tmp_path)) == 43
