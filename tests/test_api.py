@@ -501,6 +501,8 @@ def test_a_call_the_model_could_not_read_is_refused_in_one_line_naming_its_field
     """Held-out entrance cases (stop 99): a lone surrogate in the query or a document was admitted and failed in the
     model's tokenizer; a qid of 7 or a cut of 0.3 failed inside (TypeError, AttributeError); a bad query was said to
     be about the documents. Each is now one line before any call, naming its field."""
+    from acurank_cli.records import Doc
+
     with Reranker("simulated", qrels={"q": {}}, cache=None) as rr:
         cases = [(("a \ud800 b", ["x", "y"]), {}, "query",
                   "the query: not valid Unicode text (a lone surrogate, '\\ud800', at character 2)"),
@@ -510,11 +512,30 @@ def test_a_call_the_model_could_not_read_is_refused_in_one_line_naming_its_field
                   "qid must be a string, got int (a run's query ids are strings: give '7')"),
                  (("q", ["x", "y"]), {"cut": 0.3}, "cut", "cut must be a string, got float (give '0.3')"),
                  ((" ", ["x", "y"]), {}, "query", "the query must be a non-empty string"),
-                 (("q", [{"page_content": "x"}]), {}, "documents", "document 0: needs a 'text' string")]
+                 (("q", [{"page_content": "x"}]), {}, "documents", "document 0: needs a 'text' string"),
+                 # stop 103's trial: a title's lone surrogate raised UnicodeEncodeError in the cache's digest (and,
+                 # with no cache, a TypeError from the tokenizer, its call begun); a Doc record's was not checked
+                 (("q", [{"text": "a", "title": "\ud800"}, "b"]), {}, "documents",
+                  "document 0: title: not valid Unicode text (a lone surrogate, '\\ud800', at character 0)"),
+                 (("q", ["a", Doc("d", "b \udc00")]), {}, "documents",
+                  "document 1: not valid Unicode text (a lone surrogate, '\\udc00', at character 2)"),
+                 # ... and a score or an id of another type was taken by its text or as a number: strict, as said
+                 (("q", [{"text": "a", "score": "3.5"}, {"text": "b", "score": 1}]), {}, "documents",
+                  "document 0: 'score' must be a number, got '3.5'"),
+                 (("q", [{"text": "a", "score": 2}, {"text": "b", "score": True}]), {}, "documents",
+                  "document 1: 'score' must be a number, got True"),
+                 (("q", [{"text": "a", "id": [1]}, "b"]), {}, "documents",
+                  "document 0: 'id' must be a string or an integer, got [1]"),
+                 (("q", [{"text": "a", "id": 1.0}, "b"]), {}, "documents",
+                  "document 0: 'id' must be a string or an integer, got 1.0"),
+                 (("q", [{"text": "a", "id": {"a": 1}}, "b"]), {}, "documents",
+                  "document 0: 'id' must be a string or an integer, got {'a': 1}")]
         for (query, docs), keywords, field, said in cases:
             with pytest.raises(InputError) as refused:
                 rr.rerank(query, docs, **keywords)
             assert (str(refused.value), refused.value.field) == (said, field)
+        ranked = rr.rerank("q", [{"text": "a", "id": None, "score": 2}, {"text": "b", "id": 7, "score": 1.5}])
+        assert sorted(d.id for d in ranked.docs) == ["0", "7"]  # a null id is absent (its place), an int its text
 
 
 def test_a_batchs_k_is_its_top_k_bounded_by_its_largest_query_not_by_its_first():

@@ -8,6 +8,7 @@ import contextlib
 import gzip
 import io
 import json
+import re
 import math
 import os
 import shlex
@@ -181,9 +182,26 @@ def numbered(fh: TextIO) -> Iterator[tuple[int, str]]:
             yield lineno, line
 
 
+#: a JSON escape of a surrogate (half of a pair, as an emoji's, or a lone one, which no UTF-8 encodes)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+class LoneSurrogate(ValueError):
+    """JSON text that escapes a lone surrogate in a string (:func:`parse_json`)."""
+
+
 def parse_json(text: str):
-    """``json.loads`` (its errors are ValueError, or RecursionError for absurd nesting)."""
-    return json.loads(text)
+    """``json.loads`` (its errors are ValueError, or RecursionError for absurd nesting), refusing a lone surrogate
+    escaped in a string (``"\\ud800"``): JSON decodes it to text no UTF-8 encodes, which failed later, in a digest or
+    a tokenizer, with a traceback. Only a text that escapes a surrogate is checked."""
+    value = json.loads(text)
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text):
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise LoneSurrogate(f"not valid Unicode text: a lone surrogate, {exc.object[exc.start]!r}, escaped in "
+                                "a string") from None
+    return value
 
 
 def json_reason(exc: BaseException) -> str:

@@ -12,6 +12,7 @@ n, ..., 1) when no score is given (see :mod:`acurank_cli.api`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+import numbers
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -38,6 +39,8 @@ def _doc(item: DocLike, i: int) -> tuple[Doc, float | None, dict]:
     """(record, first-stage score or None, metadata) for one input document."""
     if isinstance(item, Doc):
         check_id(item.docid, f"document {i}: id", "")
+        _unicode(item.text, f"document {i}")
+        _unicode(item.title or "", f"document {i}: title")
         return item, None, {}
     if isinstance(item, str):
         _unicode(item, f"document {i}")
@@ -51,16 +54,29 @@ def _doc(item: DocLike, i: int) -> tuple[Doc, float | None, dict]:
             title = passage_title(item.get("title"))
         except TypeError as exc:
             raise InputError(f"document {i}: {exc}") from None
-        docid = check_id(str(item.get("id", i)), f"document {i}: id", "")
-        score = item.get("score")
+        _unicode(title or "", f"document {i}: title")
         meta = {k: v for k, v in item.items() if k not in ("text", "title", "id", "score")}
-        if score is not None:
-            try:
-                score = float(score)
-            except (TypeError, ValueError):
-                raise InputError(f"document {i}: 'score' must be a number, got {score!r}") from None
-        return Doc(docid, text, title), score, meta
+        given = item.get("id")  # null as absent, as a score's
+        return Doc(_id(i if given is None else given, i), text, title), _score(item.get("score"), i), meta
     raise InputError(f"document {i}: expected a string, a dict or a Doc, got {type(item).__name__}")
+
+
+def _id(value: Any, i: int) -> str:
+    """A document's id: a string, or an integer (as a run file writes it); a float, a boolean or a list was taken
+    by its text (``[1]``, ``True``) and a dict refused as holding whitespace."""
+    if isinstance(value, bool) or not isinstance(value, (str, numbers.Integral)):
+        raise InputError(f"document {i}: 'id' must be a string or an integer, got {value!r}")
+    return check_id(str(value), f"document {i}: id", "")
+
+
+def _score(value: Any, i: int) -> float | None:
+    """A document's first-stage score: a number (the strict rule of every entrance: ``"3.5"`` is not a number,
+    ``true`` is not 1; a string or a boolean was taken as one), or None where not given."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InputError(f"document {i}: 'score' must be a number, got {value!r}")
+    return float(value)
 
 
 @dataclass(frozen=True)

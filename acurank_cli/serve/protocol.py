@@ -152,6 +152,20 @@ def _union_error(errors: list[Mapping[str, Any]]) -> Mapping[str, Any]:
     return errors[0]
 
 
+def _lone_surrogate(raw: bytes) -> None:
+    """The refusal of a body whose JSON escapes a lone surrogate, in the words of every reader of JSON
+    (:func:`~acurank_cli.io.sources.parse_json`): the server's parser said "unexpected end of hex escape" of a whole
+    escape. Nothing where that is not why the body was refused."""
+    from ..io.sources import LoneSurrogate, parse_json
+
+    try:
+        parse_json(raw.decode("utf-8"))
+    except LoneSurrogate as exc:
+        raise BadRequest(f"the body is not valid JSON ({exc})", "body") from None
+    except (ValueError, RecursionError):
+        return
+
+
 def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
     """A request body as a :class:`RerankCall`, or :class:`BadRequest` naming the field. The body's size is the
     routes' to check (they read it no further than ``limits.max_request_bytes``)."""
@@ -160,7 +174,10 @@ def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
     try:
         body = _Body.model_validate_json(raw)
     except ValidationError as exc:
-        raise explain(_union_error(exc.errors(include_url=False))) from None
+        errors = exc.errors(include_url=False)
+        if errors[0].get("type") == "json_invalid":
+            _lone_surrogate(raw)
+        raise explain(_union_error(errors)) from None
     if not body.query.strip():
         raise BadRequest("query must not be empty", "query")
     if body.pivot is not None and not body.pivot.strip():

@@ -40,6 +40,13 @@ CASES = [
     (read_corpus, "c.jsonl", '{"_id": "a", "text": "x"}\nnot json\n', ":2: bad corpus record (Expecting value)"),
     (read_corpus, "c.jsonl", '{"_id": "a b", "text": "x"}\n', ":1: docid 'a b' is empty or holds whitespace or control characters"),
     (read_corpus, "c.jsonl", "[" * 100_000 + "\n", ":1: bad corpus record (JSON nested too deeply)"),
+    # a lone surrogate escaped in a title or a text: no UTF-8 encodes it (a traceback in the run's digest, stop 103)
+    (read_corpus, "c.jsonl", '{"_id": "a", "text": "\\ud83d\\ude42 ok"}\n{"_id": "b", "title": "\\ud800", "text": "x"}\n',
+     ":2: bad corpus record (not valid Unicode text: a lone surrogate, '\\ud800', escaped in a string)"),
+    (read_corpus, "c.jsonl", '{"_id": "a", "text": "LPS \\uDFFF means"}\n',
+     ":1: bad corpus record (not valid Unicode text: a lone surrogate, '\\udfff', escaped in a string)"),
+    (read_candidates, "c.json", '[{"query": "q \\ud800", "hits": [{"docid": "a", "score": 1}]}]',
+     ": bad JSON (not valid Unicode text: a lone surrogate, '\\ud800', escaped in a string)"),
     (read_candidates, "c.json", "[1,2", ":1: bad JSON (Expecting ',' delimiter)"),
     (read_candidates, "c.json", "[]", ": candidate file holds no queries"),
     (read_candidates, "c.json", '{"a": 1}\n', ":1: unrecognised candidate file (expected a TREC run, RankGPT JSON, "

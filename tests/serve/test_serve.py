@@ -246,6 +246,22 @@ def test_a_number_outside_its_bounds_is_refused_in_the_domains_words(field, valu
     assert (str(refused.value), refused.value.field) == (said, field)
 
 
+def test_a_body_that_escapes_a_lone_surrogate_is_said_so():
+    """A lone surrogate escaped in a body's string was "not valid JSON (unexpected end of hex escape ...)", of an
+    escape that is whole (stop 103's trial); it is now said in the words of every JSON reader. An emoji's escaped
+    pair is text like any other, and a body cut short is still said as the parser says it."""
+    from acurank_cli.serve.limits import Limits
+    from acurank_cli.serve.protocol import BadRequest, parse
+
+    with pytest.raises(BadRequest) as refused:
+        parse(b'{"query": "q", "documents": [{"text": "a", "title": "\\ud800"}, "b"]}', "v2", Limits())
+    assert (str(refused.value), refused.value.field) == (
+        "the body is not valid JSON (not valid Unicode text: a lone surrogate, '\\ud800', escaped in a string)", "body")
+    assert parse(b'{"query": "q", "documents": ["a \\ud83d\\ude42", "b"]}', "v2", Limits()).texts[0] == "a \U0001f642"
+    with pytest.raises(BadRequest, match=r"^the body is not valid JSON \(EOF while parsing"):
+        parse(b'{"query": "q", ', "v2", Limits())
+
+
 def test_every_bad_request_is_a_4xx_naming_its_field(minilm):
     assert len(BAD) >= 25
     headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
