@@ -73,7 +73,7 @@ class Reranker:
         #: the calibration map that gives P(relevant) (``calibration=``: a map file or a
         #: :class:`~acurank_cli.relevance.CalibrationMap`; docs/relevance.md), or None
         self.calibration = _calibration(calibrated, self.strategy, self.passages)
-        check_origin(calibrated, backend if isinstance(backend, str) else None, method, allowed=allow_map_mismatch,
+        check_origin(calibrated, backend if isinstance(backend, str) else None, self.strategy.name, allowed=allow_map_mismatch,
                      said=SAID["api"])  # after its k and its method's ratings: the order of every entrance's checks
         from .relevance.shift import ShiftWatch
 
@@ -133,6 +133,7 @@ class Reranker:
                     for i, ((q, docs), qid) in enumerate(zip(queries, qids))]
         admitted = self._session.admit(requests, SAID["api"])
         self._watched([a.prepared.task for a in admitted if a.prepared.task.n > 0 and a.prepared.scored])
+        self._judged([a.request.qid for a in admitted if a.prepared.task.n > 0])
         outputs = {a.request.qid: self._session.answer(a, outcome) for a, outcome in self._session.drive(admitted)}
         return [outputs[a.request.qid] if a.request.qid in outputs else self._session.answer(a, None)
                 for a in admitted]  # a query without documents: answered with none
@@ -155,6 +156,20 @@ class Reranker:
             from .relevance.shift import CalibrationShiftWarning
 
             warnings.warn(shift.line("calibration"), CalibrationShiftWarning, stacklevel=3)
+
+    def _judged(self, qids: list[str]) -> None:
+        """The simulated reranker's qrels judging none of a call's queries, warned of as the command line warns
+        (:func:`~acurank_cli.rerankers.backends.simulated.unjudged`): its order is then the noise's alone."""
+        qrels = getattr(self.backend, "qrels", None)
+        if qrels is None:
+            return
+        from .rerankers.backends.simulated import unjudged
+
+        said = unjudged(qrels, qids, "qrels=", "this call's")
+        if said is not None:
+            import warnings
+
+            warnings.warn(said, UserWarning, stacklevel=4)
 
     def strategy_for(self, top_k: int | None) -> Strategy:
         """The method that serves a call keeping ``top_k`` documents (:meth:`~acurank_cli.run.pipeline.Methods.for_call`)."""

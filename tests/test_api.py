@@ -551,3 +551,29 @@ def test_a_batchs_k_is_its_top_k_bounded_by_its_largest_query_not_by_its_first()
     assert (alone.k, small.k, large.k, few.k) == (5, 5, 5, 3)
     assert [d.id for d in large] == [d.id for d in alone]
     assert [d.p_topk for d in large] == pytest.approx([d.p_topk for d in alone])
+
+
+def test_a_call_whose_queries_the_simulated_rerankers_qrels_do_not_judge_is_warned_of_as_the_cli_warns():
+    """Stop 103's trial: the API's default qid 'q' is judged by no qrels, so the simulated reranker ordered every
+    window by its noise alone, 101 calls in silence, where the command line warns of the same (one owner of the
+    words: simulated.unjudged). A call with a judged qid is not warned of."""
+    import warnings
+
+    qrels = str(ROOT / "sample_runs" / "dl19" / "qrels.txt")
+    with Reranker("simulated", method="sw-1", qrels=qrels, cache=None) as rr:
+        with pytest.warns(UserWarning, match="^qrels= judges none of this call's queries, so the simulated reranker "
+                                             "orders every window by its noise alone"):
+            rr.rerank("q", ["a", "b", "c"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            rr.rerank("q", ["a", "b", "c"], qid="264014")
+
+
+def test_a_score_init_score_cannot_rate_names_the_way_out_in_the_entrances_words():
+    """Stop 103's trial: a negative score under init score told the API's caller to "use --init zscore", a flag it
+    does not have (and a server's client, a flag of the server's). Each entrance now says its own way out."""
+    with Reranker("simulated", method="acurank", qrels={"q": {}}, cache=None, init="score") as rr:
+        with pytest.raises(InputError) as refused:
+            rr.rerank("q", [{"text": "a", "score": -1}, {"text": "b", "score": 2}])
+    assert str(refused.value) == ("the documents' scores: query q doc 0: first-stage score -1 is not positive "
+                                  "(mu = score, sigma = mu/3 needs a positive score); give init='zscore'")

@@ -211,7 +211,8 @@ class Same:
 
 SAMES = (
     Same("`top_k`/`top_n` with a map (fit at k = 10)",
-         "`--score p_relevant`: the run's first 5 lines are the API's `top_k=5` documents and P(relevant); k = 10",
+         "`--score p_relevant`: the run's first 5 lines are the API's `top_k=5` documents and P(relevant) (values "
+         "that tie written nudged apart, as every run's scores, exact in the stats); k = 10",
          "`rerank(..., top_k=5)`: 5 documents, `out.k` = 10", "`top_n: 5`: the API's 5 (documents without scores), "
          "`relevance_score` = P(relevant), `meta.acurank.k` = 10", "the same results as HTTP",
          "`AcuRankReranker(calibration=MAP) % 5` (PyTerrier's rank cutoff): the API's 5 docnos and `p_relevant`"),
@@ -310,6 +311,29 @@ def test_every_entrance_refuses_in_the_same_line(row, maps, tmp_path):
 def test_the_docs_show_the_parity_table():
     text = (Path(ROOT) / "docs" / "parity.md").read_text(encoding="utf-8")
     assert table() in text, "docs/parity.md: the table differs from tests/test_parity.py's ROWS:\n" + table()
+
+
+def test_a_method_named_in_another_case_or_of_the_sessions_family_is_served_as_the_command_line_serves_it(maps):
+    """Stop 103's trial: ``method="AcuRank"`` with a map fit with acurank was refused by the API and PyTerrier ("fit
+    a map with AcuRank") and taken by the command line and the servers; a server's ``--method acurank-auto
+    --beta-pool query`` refused a request for ``acurank-auto-9`` ("give --beta-pool query"), which the API serves.
+    A name is now its family's spelling at every entrance, and a call naming the session's family takes the session's
+    method options (its name's own parts win: the cap 9); another family takes none."""
+    from acurank_cli.api import Reranker
+    from acurank_cli.integrations.pyterrier import AcuRankReranker
+    from acurank_cli.run.pipeline import Methods
+    from acurank_cli.run.request import check_servable
+
+    with Reranker("minilm", method="AcuRank", calibration=maps["map"], cache=None) as rr:
+        assert rr.strategy.name == "acurank" and rr.calibration is not None
+    AcuRankReranker("minilm", method="ACURANK", calibration=maps["map"], cache=None)
+    auto = Methods("acurank-auto", {"beta_pool": "query"})
+    nine = auto.for_call("ACURANK-AUTO-9")
+    assert (nine.name, nine.parameters().cap, nine.parameters().beta_pool.value) == ("acurank-auto-9", 9, "query")
+    check_servable(nine)  # its queries advance alone: served
+    assert auto.for_call("AcuRank-Auto") is auto.strategy and auto.name == "acurank-auto"
+    assert Methods("acurank-auto-9", {"beta_pool": "query"}).for_call("acurank-auto").parameters().beta_pool.value == "query"
+    assert Methods("acurank", {"eps": 0.001}).for_call("acurank-auto").parameters().eps == 1e-4  # another family
 
 
 @pytest.fixture(scope="module")

@@ -120,6 +120,19 @@ def _spec(name: str) -> tuple[MethodSpec, re.Match] | None:
     return None
 
 
+def spelled(name: str) -> str:
+    """A method name as its family spells it, whatever case it came in (``AcuRank`` -> ``acurank``, the name a built
+    method carries); an unknown name as given (building it says so)."""
+    found = _spec(name)
+    return found[1].group(0) if found else name
+
+
+def same_family(name: str, other: str) -> bool:
+    """Whether two method names are of one family (``acurank-auto`` and ``acurank-auto-9``): one options record."""
+    found, also = _spec(name), _spec(other)
+    return found is not None and also is not None and found[0] is also[0]
+
+
 def method_options(name: str) -> frozenset[str]:
     """The options (keyword names) the method ``name`` uses (none for an unknown name)."""
     found = _spec(name)

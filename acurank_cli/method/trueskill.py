@@ -22,25 +22,26 @@ ENV = trueskill.TrueSkill()
 SCORE_RANGE = (1e-100, 1e100)
 
 
-def score_problem(score: float, init: Init) -> str | None:
-    """Why ``score`` cannot start a rating under ``init`` (None when it can)."""
+def score_problem(score: float, init: Init, way: str = "use --init zscore") -> str | None:
+    """Why ``score`` cannot start a rating under ``init`` (None when it can), with ``way`` out (the entrance's words:
+    :attr:`~acurank_cli.relevance.Spelling.zscore`)."""
     if not math.isfinite(score):
         return "is not a finite number"
     if Init(init) is Init.score and not SCORE_RANGE[0] <= score <= SCORE_RANGE[1]:
         if score <= 0:
-            return "is not positive (mu = score, sigma = mu/3 needs a positive score); use --init zscore"
-        return (f"is outside {SCORE_RANGE[0]:g}..{SCORE_RANGE[1]:g}, where the TrueSkill update stays finite; "
-                "use --init zscore")
+            return f"is not positive (mu = score, sigma = mu/3 needs a positive score); {way}"
+        return f"is outside {SCORE_RANGE[0]:g}..{SCORE_RANGE[1]:g}, where the TrueSkill update stays finite; {way}"
     return None
 
 
-def check_scores(tasks: Sequence[RankingTask], init, source: str) -> None:
-    """Every first-stage score of every query must start a rating under ``init``: checked before any call."""
+def check_scores(tasks: Sequence[RankingTask], init, source: str, way: str = "use --init zscore") -> None:
+    """Every first-stage score of every query must start a rating under ``init``: checked before any call
+    (``way``: the way out, in the entrance's words)."""
     if init is None:
         return
     for task in tasks:
         for c in task.candidates:
-            problem = score_problem(c.score, init)
+            problem = score_problem(c.score, init, way)
             if problem:
                 raise InputError(f"query {task.qid} doc {c.docid}: first-stage score {c.score:g} {problem}", source)
 

@@ -43,6 +43,8 @@ class Spelling:
     #: applied to
     allow: str = "say --allow-map-mismatch"
     applied_to: str = "this run"
+    #: the way out for first-stage scores ``--init score`` cannot start a rating from (negative ones, a cosine's)
+    zscore: str = "use --init zscore"
 
 
 SAID = {
@@ -52,13 +54,15 @@ SAID = {
                     simulated="pivot='simulated'", grade="sim_pivot_grade", texts="each query's pivot passage",
                     cut="cut", target="cut_target",
                     no_map="P(relevant): build the Reranker with calibration=MAP.json (docs/relevance.md)",
-                    own_passages="passages", allow="say allow_map_mismatch=True"),
+                    own_passages="passages", allow="say allow_map_mismatch=True", zscore="give init='zscore'"),
     "request": Spelling(pivot="pivot", calibration="this server's --calibration map", passages="max_chunks_per_doc",
                         this="this request", simulated="pivot \"simulated\"", grade="the server's --sim-pivot-grade",
                         texts="the query's pivot passage", cut="cut", target="cut_target",
                         no_map="P(relevant): this server was started without --calibration MAP.json", top_k="top_n",
                         own_passages="this server's --passages", allow="start the server with --allow-map-mismatch",
-                        applied_to="this request"),
+                        applied_to="this request",
+                        zscore="this server starts ratings from the scores as they are (init score): send positive "
+                               "scores, or none"),
 }
 
 

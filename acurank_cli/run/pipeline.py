@@ -154,19 +154,23 @@ class Methods:
         #: the map whose k every call keeps, whichever method it names (top_k then only cuts the list)
         self.calibration, self.flag = calibration, flag
         self.strategy = method(name, self.options, self.source)
-        self.name = name or self.strategy.name
+        self.name = self.strategy.name  # as the family spells it: a call naming it in another case is its own
         self._chosen: dict[tuple, Strategy] = {}
 
     def for_call(self, name: str | None = None, top_k: int | None = None, budget: int | None = None) -> Strategy:
-        """The method serving one call (see the class doc)."""
+        """The method serving one call (see the class doc): a method of the session's own family takes the session's
+        method options (a server's ``--beta-pool query`` serves a request for ``acurank-auto-9`` as for
+        ``acurank-auto``; its name's own parts, a call cap, still win), another family none."""
+        from ..method.registry import same_family, spelled
         from ..relevance import keep_maps_settings
 
+        name = None if name is None else spelled(name)
         own = name is None or name == self.name
         if own and budget is None and (top_k is None or self.strategy.cutoff is None or "k" in self.options):
             return self.strategy
         key = (self.name if name is None else name, top_k, budget)
         if key not in self._chosen:
-            options = dict(self.options) if own else {}
+            options = dict(self.options) if own or same_family(key[0], self.name) else {}
             keep_maps_settings(self.calibration, key[0], options, self.flag)  # the one rule, for the method the call names
             if budget is not None:
                 options["budget"] = budget

@@ -55,10 +55,13 @@ def preflight(job: Any, err: Console) -> Checked:
         from ..rerankers.backends.simulated import needs_qrels
 
         raise needs_qrels()  # the backend's own refusal, before a folder is made or a log restarted
-    if session.choice.backend.oracle and inputs.qrels and not any(t.qid in inputs.qrels for t in inputs.tasks):
+    if session.choice.backend.oracle:
+        from ..rerankers.backends.simulated import unjudged
+
         given = f"--qrels {job.inputs.qrels}" if job.inputs.qrels else "the dataset's qrels"  # said with the notes
-        inputs.notes.append(f"warning: {given} judges none of this run's queries, so the simulated reranker orders "
-                            "every window by its noise alone (qrels of another dataset?)")
+        said = unjudged(inputs.qrels, (t.qid for t in inputs.tasks), given, "this run's")
+        if said is not None:
+            inputs.notes.append(f"warning: {said}")
     if job.relevance is not None and job.relevance.prior is not None and len(inputs.tasks) < rel.EM_MIN_QUERIES:
         raise InputError(f"--prior em estimates the share of relevant candidates over the run's queries, and this run "
                          f"has {len(inputs.tasks)}: EM needs at least {rel.EM_MIN_QUERIES} (over 10 or 20 it ran to a "

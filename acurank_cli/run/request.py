@@ -278,7 +278,7 @@ def admit(session: "SessionLike", requests: Sequence[Request], said: "Spelling",
         strategy = served[0].strategy
         session.check_gate(strategy)
         with _named(said.documents, of_documents=True):
-            check_scores([a.prepared.task for a in served], strategy.init, "the documents' scores")
+            check_scores([a.prepared.task for a in served], strategy.init, "the documents' scores", said.zscore)
         asked = any(a.split is not None and a.request.max_chunks is not None for a in served)
         with _named(said.passages if asked else said.documents, of_documents=True):
             check_tasks(strategy, [a.task for a in served])
