@@ -511,6 +511,8 @@ def test_a_call_the_model_could_not_read_is_refused_in_one_line_naming_its_field
                  (("q", ["x", "y"]), {"qid": 7}, "qid",
                   "qid must be a string, got int (a run's query ids are strings: give '7')"),
                  (("q", ["x", "y"]), {"cut": 0.3}, "cut", "cut must be a string, got float (give '0.3')"),
+                 (("q", ["x", "y"]), {"qid": None}, "qid",  # said "give 'None'" (stop 103)
+                  "qid must be a string, got NoneType (a run's query ids are strings: leave it out for the default)"),
                  ((" ", ["x", "y"]), {}, "query", "the query must be a non-empty string"),
                  (("q", [{"page_content": "x"}]), {}, "documents", "document 0: needs a 'text' string"),
                  # stop 103's trial: a title's lone surrogate raised UnicodeEncodeError in the cache's digest (and,

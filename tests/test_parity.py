@@ -536,7 +536,8 @@ def test_a_documents_own_id_and_score_are_taken_alike_at_every_entrance(tmp_path
         reply = httpx.post(server.url + "/v2/rerank", headers={"Authorization": f"Bearer {KEY}"}, timeout=60,
                            json={"query": "how long do fleas live", "documents": twice})
         assert reply.status_code == 400 and reply.json()["field"] == "documents", reply.text
-        assert "document id 'a' is given twice (documents 0 and 1)" in reply.json()["message"]
+        assert reply.json()["message"] == ("documents: document id 'a' is given twice (documents 0 and 1): ids must be "
+                                           "unique within a query"), reply.text  # was "query the request: ..."
         import pandas as pd
 
         from acurank_cli.errors import InputError

@@ -18,7 +18,9 @@ def read_topics(src: Source) -> dict[str, str]:
     with open_text(src) as fh:
         for lineno, line in numbered(fh):
             qid, sep, text = line.partition("\t")
-            if not sep or not qid.strip() or not text.strip():
+            if sep and qid.strip() and not text.strip():  # the tab is there: the text is what is missing
+                raise InputError(f"topic {qid.strip()} has no query text after its tab", name, lineno)
+            if not sep or not qid.strip():
                 raise InputError("expected 'qid<TAB>query text'", name, lineno)
             qid = check_id(qid.strip(), "qid", name, lineno)
             if topics.get(qid, text.strip()) != text.strip():

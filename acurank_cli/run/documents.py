@@ -104,8 +104,9 @@ def prepare(query: str, items: Sequence[DocLike], qid: str = "q", instruction: s
         raise InputError("the query must be a non-empty string", field="query")
     _unicode(query, "the query", "query")
     if not isinstance(qid, str):
-        raise InputError(f"qid must be a string, got {type(qid).__name__} (a run's query ids are strings: "
-                         f"give {str(qid)!r})", field="qid")
+        way = "leave it out for the default" if qid is None else f"give {str(qid)!r}"  # not "give 'None'"
+        raise InputError(f"qid must be a string, got {type(qid).__name__} (a run's query ids are strings: {way})",
+                         field="qid")
     check_id(qid, "qid", "")
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
         raise TypeError(f"docs must be a sequence of strings, dicts or Docs, got {type(items).__name__} "

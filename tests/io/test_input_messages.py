@@ -30,7 +30,8 @@ CASES = [
     (read_run, "a.run", "1 Q0 a\x7f 1 1 t\n", ":1: docid 'a\\x7f' is empty or holds whitespace or control characters"),
     (read_run, "a.run", "\n \n", ": run file is empty"),
     (read_topics, "t.tsv", "1 no tab\n", ":1: expected 'qid<TAB>query text'"),
-    (read_topics, "t.tsv", "1\t \n", ":1: expected 'qid<TAB>query text'"),
+    (read_topics, "t.tsv", "1\t \n", ":1: topic 1 has no query text after its tab"),  # was "expected qid<TAB>..."
+    (read_topics, "t.tsv", "\tsome text\n", ":1: expected 'qid<TAB>query text'"),
     (read_topics, "t.tsv", "1\ta\n1\ta\n1\tb\n", ":3: topic 1 given twice with different texts"),
     (read_qrels, "q.txt", "1 0 a\n", ":1: expected 4 columns 'qid iter docid grade', found 3"),
     (read_qrels, "q.txt", "1 0 a x\n", ":1: grade 'x' is not an integer"),
