@@ -60,11 +60,18 @@ class Doc:
 
     @property
     def blank(self) -> bool:
-        """Nothing for a model to read: its text and its title are empty or whitespace. The one rule for an empty
-        document at every entrance: refused where the reranker reads texts (the CLI names it, its query and file,
-        and --skip-missing holds it after the reranked ones; the API, the adapters, serve and MCP name
-        documents[i]); a reranker that reads no texts (simulated) ranks it."""
-        return not (self.text.strip() or self.title.strip())
+        """Nothing for a model to read: its text and its title hold no visible character (:func:`visible`). The one
+        rule for an empty document at every entrance: refused where the reranker reads texts (the CLI names it, its
+        query and file, and --skip-missing holds it after the reranked ones; the API, the adapters, serve and MCP
+        name documents[i]); a reranker that reads no texts (simulated) ranks it."""
+        return not (visible(self.text) or visible(self.title))
+
+
+def visible(text: str) -> bool:
+    """Whether ``text`` holds a character a reader sees: not only whitespace, control or format characters (a NUL, a
+    zero-width space), which a model reads as nothing (such a document or query was ranked where a blank one is
+    refused). The one rule for an empty query or document text."""
+    return any(ch.isprintable() and not ch.isspace() for ch in text)
 
 
 @dataclass(frozen=True)

@@ -514,6 +514,7 @@ def test_a_call_the_model_could_not_read_is_refused_in_one_line_naming_its_field
                  (("q", ["x", "y"]), {"qid": None}, "qid",  # said "give 'None'" (stop 103)
                   "qid must be a string, got NoneType (a run's query ids are strings: leave it out for the default)"),
                  ((" ", ["x", "y"]), {}, "query", "the query must be a non-empty string"),
+                 (("\x00\u200b", ["x", "y"]), {}, "query", "the query must be a non-empty string"),  # nothing to read
                  (("q", [{"page_content": "x"}]), {}, "documents", "document 0: needs a 'text' string"),
                  # stop 103's trial: a title's lone surrogate raised UnicodeEncodeError in the cache's digest (and,
                  # with no cache, a TypeError from the tokenizer, its call begun); a Doc record's was not checked

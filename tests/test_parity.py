@@ -118,6 +118,18 @@ class Call:
     no_frame: str = "no such input (a frame carries no pivot, cut or instruction)"
 
 
+def _blank(rule: str, text: str, corpus: str) -> Call:
+    """An empty document among the call's (the second, ``text``; ``corpus``: the command line's corpus that holds it
+    as doc d2), refused where the reranker reads texts (records.Doc.blank)."""
+    documents = {"documents": ["fleas live for weeks", text, "cats sleep a lot"]}
+    said = "has no text (its text and title are empty): a model cannot judge it; give it a text or leave it out"
+    return Call(rule, (), {}, documents, (), documents,
+                f"{{run}}: doc d2 of query q1 has no text: its text and title are empty in {corpus} (1 without text in "
+                "this query; a model cannot judge it: give it a text, or --skip-missing to keep it after the reranked "
+                "ones)", f"documents[1]: {said}", f"documents[1]: {said}", field="documents[1]",
+                inputs=("{run}", "--topics", "{topics}", "--corpus", corpus), pyterrier=f"query q1, docno d2: {said}")
+
+
 CALLS = (
     Call("a map fit with a pivot, given none", ("--calibration", PIVOT_MAP), {"calibration": PIVOT_MAP}, {},
          ("--calibration", PIVOT_MAP), {},
@@ -140,15 +152,8 @@ CALLS = (
          "--pivot: method 'sw-1' rates no pivot (the acurank methods do)",
          "pivot: method 'sw-1' rates no pivot (the acurank methods do)",
          "pivot: method 'sw-1' rates no pivot (the acurank methods do)"),
-    Call("an empty document", (), {}, {"documents": ["fleas live for weeks", " ", "cats sleep a lot"]}, (),
-         {"documents": ["fleas live for weeks", " ", "cats sleep a lot"]},
-         "{run}: doc d2 of query q1 has no text: its text and title are empty in {corpus} (1 without text in this "
-         "query; a model cannot judge it: give it a text, or --skip-missing to keep it after the reranked ones)",
-         "documents[1]: has no text (its text and title are empty): a model cannot judge it; give it a text or leave it "
-         "out", "documents[1]: has no text (its text and title are empty): a model cannot judge it; give it a text or "
-         "leave it out", field="documents[1]", inputs=("{run}", "--topics", "{topics}", "--corpus", "{corpus}"),
-         pyterrier="query q1, docno d2: has no text (its text and title are empty): a model cannot judge it; give it a "
-         "text or leave it out"),
+    _blank("an empty document", " ", "{corpus}"),
+    _blank("a document of only control or zero-width characters", "\u200b\x00", "{corpus_unseen}"),
     Call("a cut without a map", ("--cut", "f1"), {}, {"cut": "f1"}, (), {"cut": "f1"},
          "--cut needs --calibration MAP.json (the map that gives P(relevant))",
          "cut needs P(relevant): build the Reranker with calibration=MAP.json (docs/relevance.md)",
@@ -253,7 +258,7 @@ def table() -> str:
     for same in SAMES:
         lines.append(f"| {same.rule} | {same.cli} | {same.api} | {same.http} | {same.mcp} | {same.pyterrier} |")
     return "\n".join(lines).replace("{map}", "MAP").replace("{sim_map}", "MAP").replace("{abs_map}", "MAP").replace(
-        "{run}", "RUN").replace("{corpus}", "CORPUS")
+        "{run}", "RUN").replace("{corpus}", "CORPUS").replace("{corpus_unseen}", "CORPUS")
 
 
 @pytest.fixture(scope="module")
@@ -350,8 +355,11 @@ def per_call(tmp_path_factory) -> dict[str, str]:
     (folder / "topics.tsv").write_text("q1\thow long do fleas live\n")
     (folder / "corpus.jsonl").write_text("".join(json.dumps({"id": f"d{i}", "contents": t}) + "\n" for i, t in
                                                  ((1, "fleas live for weeks"), (2, " "), (3, "cats sleep a lot"))))
+    (folder / "unseen.jsonl").write_text("".join(json.dumps({"id": f"d{i}", "contents": t}) + "\n" for i, t in
+                                                 ((1, "fleas live for weeks"), (2, "\u200b\x00"), (3, "cats sleep a lot"))))
     return {"pivot_map": str(folder / "pivoted.json"), "pivots": str(folder / "pivots.tsv"), "text": text,
-            "run": str(folder / "q.run"), "topics": str(folder / "topics.tsv"), "corpus": str(folder / "corpus.jsonl")}
+            "run": str(folder / "q.run"), "topics": str(folder / "topics.tsv"), "corpus": str(folder / "corpus.jsonl"),
+            "corpus_unseen": str(folder / "unseen.jsonl")}
 
 
 def test_every_entrance_refuses_a_call_in_the_same_line(per_call, tmp_path):

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import InputError
-from ..records import Doc
+from ..records import Doc, visible
 from .sources import Source, check_id, json_reason, json_str, numbered, open_text, parse_json, source_name
 
 
@@ -18,7 +18,7 @@ def read_topics(src: Source) -> dict[str, str]:
     with open_text(src) as fh:
         for lineno, line in numbered(fh):
             qid, sep, text = line.partition("\t")
-            if sep and qid.strip() and not text.strip():  # the tab is there: the text is what is missing
+            if sep and qid.strip() and not visible(text):  # the tab is there: the text is what is missing
                 raise InputError(f"topic {qid.strip()} has no query text after its tab", name, lineno)
             if not sep or not qid.strip():
                 raise InputError("expected 'qid<TAB>query text'", name, lineno)

@@ -19,7 +19,7 @@ from typing import Any, Union
 from ..errors import InputError
 from ..io.collection_files import passage_title
 from ..io.sources import check_id
-from ..records import Candidate, Doc, QueryOutcome, RankingTask
+from ..records import Candidate, Doc, QueryOutcome, RankingTask, visible
 from ..results import RankedDoc, RerankOutput
 
 DocLike = Union[str, Mapping[str, Any], Doc]
@@ -90,6 +90,9 @@ class Prepared:
     scored: bool = True
 
 
+#: what every entrance but the command line (a topics file's line) says of a blank query
+QUERY_BLANK = "the query must be a non-empty string"
+
 #: what the API, serve, MCP and PyTerrier say of an empty document (records.Doc.blank) where the reranker reads texts
 BLANK = "has no text (its text and title are empty): a model cannot judge it; give it a text or leave it out"
 
@@ -100,8 +103,8 @@ def prepare(query: str, items: Sequence[DocLike], qid: str = "q", instruction: s
     given with scores are taken in score order, highest first (ties in input order), whatever order they come
     in: the first-stage ranking is the scores', as a run file's is. ``reads_texts``: the reranker reads the texts,
     so an empty document (:attr:`~acurank_cli.records.Doc.blank`) is refused, named ``documents[i]``."""
-    if not isinstance(query, str) or not query.strip():
-        raise InputError("the query must be a non-empty string", field="query")
+    if not isinstance(query, str) or not visible(query):
+        raise InputError(QUERY_BLANK, field="query")
     _unicode(query, "the query", "query")
     if not isinstance(qid, str):
         way = "leave it out for the default" if qid is None else f"give {str(qid)!r}"  # not "give 'None'"

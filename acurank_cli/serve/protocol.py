@@ -20,6 +20,8 @@ from typing import Any, Mapping, Sequence, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..params import Domain
+from ..records import visible
+from ..run.documents import QUERY_BLANK
 from .limits import Limits
 
 
@@ -178,8 +180,8 @@ def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
         if errors[0].get("type") == "json_invalid":
             _lone_surrogate(raw)
         raise explain(_union_error(errors)) from None
-    if not body.query.strip():
-        raise BadRequest("query must not be empty", "query")
+    if not visible(body.query):  # the API's rule and words (run.documents.prepare)
+        raise BadRequest(QUERY_BLANK, "query")
     if body.pivot is not None and not body.pivot.strip():
         raise BadRequest("pivot must not be blank (leave it out for none)", "pivot")
     if not body.documents:
