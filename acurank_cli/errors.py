@@ -14,6 +14,9 @@ class InputError(ValueError):
     #: the refusal is about a call's documents, as a list or as the tasks they make (a server says it of its request's
     #: ``documents``): set where a call is admitted (:func:`acurank_cli.run.request.admit`)
     of_documents = False
+    #: the (query id, document id) a refusal about one first-stage candidate is of, so that a reader that knows the
+    #: file finds its line (:func:`acurank_cli.io.runs.placed`); None: about no one candidate
+    about: tuple[str, str] | None = None
 
     def __init__(self, message: str, source: str | None = None, line: int | None = None, *, field: str | None = None):
         self.message = message

@@ -124,7 +124,7 @@ def _blank(rule: str, text: str, corpus: str) -> Call:
     documents = {"documents": ["fleas live for weeks", text, "cats sleep a lot"]}
     said = "has no text (its text and title are empty): a model cannot judge it; give it a text or leave it out"
     return Call(rule, (), {}, documents, (), documents,
-                f"{{run}}: doc d2 of query q1 has no text: its text and title are empty in {corpus} (1 without text in "
+                f"{{run}}:2: doc d2 of query q1 has no text: its text and title are empty in {corpus} (1 without text in "
                 "this query; a model cannot judge it: give it a text, or --skip-missing to keep it after the reranked "
                 "ones)", f"documents[1]: {said}", f"documents[1]: {said}", field="documents[1]",
                 inputs=("{run}", "--topics", "{topics}", "--corpus", corpus), pyterrier=f"query q1, docno d2: {said}")

@@ -44,6 +44,26 @@ def run_fields(lineno: int, line: str, name: str) -> tuple[str, str, float]:
     return qid, docid, score
 
 
+def placed(exc: InputError, src: Source) -> InputError:
+    """``exc`` with the line of the TREC run file ``src`` that holds the candidate it is about (``exc.about``), where
+    it names that file and no line yet: a refusal made after reading (an empty text, a score the rating init cannot
+    start from) named the file alone. Read again on this error's path only; a stream (stdin) is not."""
+    if exc.about is None or exc.line is not None or exc.source != source_name(src) or exc.source == "<stdin>":
+        return exc
+    qid, docid = exc.about
+    try:
+        with open_text(src) as fh:
+            for lineno, line in numbered(fh):
+                parts = line.split()
+                if len(parts) == 6 and parts[0] == qid and parts[2] == docid:
+                    exc.line = lineno
+                    break
+    except (OSError, InputError):
+        return exc
+    exc.args = (str(exc),)
+    return exc
+
+
 @dataclass(frozen=True)
 class RunBlock:
     """The lines of one query that follow each other in a run file, in file order, as two columns (docids,

@@ -43,7 +43,9 @@ def check_scores(tasks: Sequence[RankingTask], init, source: str, way: str = "us
         for c in task.candidates:
             problem = score_problem(c.score, init, way)
             if problem:
-                raise InputError(f"query {task.qid} doc {c.docid}: first-stage score {c.score:g} {problem}", source)
+                refused = InputError(f"query {task.qid} doc {c.docid}: first-stage score {c.score:g} {problem}", source)
+                refused.about = (task.qid, c.docid)  # the line: the reader's who knows the file (io.runs.placed)
+                raise refused
 
 
 #: The paper's prior holds on the paper's scale: with sigma = mu/3 against TrueSkill's fixed beta (25/6), a window

