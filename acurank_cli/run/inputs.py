@@ -94,7 +94,8 @@ class InputSpec:
         except InputError as exc:
             from ..io.runs import placed
 
-            raise placed(exc, self.run)
+            placed(exc, self.run)  # the same error, its line filled in
+            raise
 
     def load(self, need_texts: bool) -> "Inputs":
         """Read the run/candidate file and complete it with topics, texts and qrels (docs/rerank.md).
