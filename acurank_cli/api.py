@@ -163,9 +163,8 @@ class Reranker:
         qrels = getattr(self.backend, "qrels", None)
         if qrels is None:
             return
-        from .rerankers.backends.simulated import unjudged
-
-        said = unjudged(qrels, qids, "qrels=", "this call's")
+        said = pipeline.unjudged(qrels, qids, "qrels=", "this call's",
+                                 " the qid of a call is its query's in the qrels: give qid=")
         if said is not None:
             import warnings
 

@@ -181,6 +181,19 @@ class Methods:
         return self._chosen[key]
 
 
+def unjudged(qrels: Any, qids: Any, given: str, these: str, way: str = "") -> str | None:
+    """The warning where the simulated reranker's ``qrels`` (``given``: how the entrance names them) judge none of
+    ``these`` queries (their ``qids``): it then orders every window by its noise alone, a run of no meaning said by the
+    run's checks and by the API's calls alike (the API's were silent, its default qid 'q' judged by no qrels); ``way``:
+    the entrance's own way out. Here,
+    beside the servers' refusal of a reranker that orders by qrels (:func:`check_served_backend`)."""
+    qids = list(qids)
+    if not qrels or not qids or any(qid in qrels for qid in qids):
+        return None
+    return (f"{given} judges none of {these} queries, so the simulated reranker orders every window by its noise "
+            f"alone (qrels of another dataset?{way})")
+
+
 def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Keywords (the API's) or flags (the CLI's) split into (method options, backend options): a name any registered
     method takes is the method's, every other the backend's (whose options check their own names). The one place

@@ -57,10 +57,8 @@ def preflight(job: Any, err: Console) -> Checked:
 
         raise needs_qrels()  # the backend's own refusal, before a folder is made or a log restarted
     if session.choice.backend.oracle:
-        from ..rerankers.backends.simulated import unjudged
-
         given = f"--qrels {job.inputs.qrels}" if job.inputs.qrels else "the dataset's qrels"  # said with the notes
-        said = unjudged(inputs.qrels, (t.qid for t in inputs.tasks), given, "this run's")
+        said = pipeline.unjudged(inputs.qrels, (t.qid for t in inputs.tasks), given, "this run's")
         if said is not None:
             inputs.notes.append(f"warning: {said}")
     if job.relevance is not None and job.relevance.prior is not None and len(inputs.tasks) < rel.EM_MIN_QUERIES:

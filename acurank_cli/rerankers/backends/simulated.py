@@ -240,18 +240,6 @@ def needs_qrels() -> InputError:
                       "API: qrels={qid: {docid: grade}} or a qrels file's path)")
 
 
-def unjudged(qrels: Any, qids: Any, given: str, these: str) -> str | None:
-    """The warning where ``qrels`` (``given``: how the entrance names them) judge none of ``these`` queries (their
-    ``qids``): the simulated reranker then orders every window by its noise alone, a run of no meaning said by the
-    run's checks and by the API's calls alike (the API's were silent, its default qid 'q' judged by no qrels)."""
-    qids = list(qids)
-    if not qrels or not qids or any(qid in qrels for qid in qids):
-        return None
-    return (f"{given} judges none of {these} queries, so the simulated reranker orders every window by its noise "
-            "alone (qrels of another dataset?" + (" the qid of a call is its query's in the qrels: give qid=)"
-                                                   if given == "qrels=" else ")"))
-
-
 def _counted(builder, note: str | None) -> str:
     """What a simulated run that counts tokens says of its count, once."""
     return f"--sim-tokens: {note or 'counting with ' + builder.counter.name}"
