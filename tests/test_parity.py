@@ -323,7 +323,7 @@ def test_a_method_named_in_another_case_or_of_the_sessions_family_is_served_as_t
     a map with AcuRank") and taken by the command line and the servers; a server's ``--method acurank-auto
     --beta-pool query`` refused a request for ``acurank-auto-9`` ("give --beta-pool query"), which the API serves.
     A name is now its family's spelling at every entrance, and a call naming the session's family takes the session's
-    method options (its name's own parts win: the cap 9); another family takes none."""
+    method options but those its name sets (the cap 9, -H's eps); another family takes none."""
     from acurank_cli.api import Reranker
     from acurank_cli.integrations.pyterrier import AcuRankReranker
     from acurank_cli.run.pipeline import Methods
@@ -338,7 +338,12 @@ def test_a_method_named_in_another_case_or_of_the_sessions_family_is_served_as_t
     check_servable(nine)  # its queries advance alone: served
     assert auto.for_call("AcuRank-Auto") is auto.strategy and auto.name == "acurank-auto"
     assert Methods("acurank-auto-9", {"beta_pool": "query"}).for_call("acurank-auto").parameters().beta_pool.value == "query"
-    assert Methods("acurank", {"eps": 0.001}).for_call("acurank-auto").parameters().eps == 1e-4  # another family
+    served = Methods("acurank", {"eps": 0.001})
+    assert served.for_call("acurank-auto").parameters().eps == 1e-4  # another family: none of the session's options
+    # a name's own parts win (stop 103's second trial: acurank-H took a server's --eps and was acurank): -H sets eps,
+    # -HH eps and tau; acurank-9 sets neither, so it takes the server's eps
+    assert [served.for_call(n).parameters().eps for n in ("acurank-9", "acurank-H", "ACURANK-HH-9")] == [0.001, 1e-4, 1e-4]
+    assert Methods("acurank", {"tau": 7}).for_call("acurank-HH").parameters().tau == 5
 
 
 @pytest.fixture(scope="module")

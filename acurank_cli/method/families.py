@@ -52,6 +52,12 @@ def _acurank(match: re.Match, opts: dict[str, Any]):
     return AcuRank(name, AcuRankParams(**values))
 
 
+def _acurank_sets(match: re.Match) -> frozenset:
+    """What an acurank name sets: its variant's eps and tau where they differ from acurank's (-H: eps; -HH: both)."""
+    variant = ACURANK_VARIANTS[(match.group("variant") or "").lower()]
+    return frozenset(k for k, v in variant.items() if v != ACURANK_VARIANTS[""][k])
+
+
 #: acurank-auto-N's defaults where they differ from acurank-auto's (AutoParams): within a call cap, acurank's eps.
 AUTO_CAPPED: dict[str, Any] = {"eps": 0.01}
 
@@ -100,10 +106,11 @@ register_method(MethodSpec(r"acurank(?:-(?P<variant>HH|H))?(?:-(?P<cap>\d+)|-r(?
                            "acurank, acurank-H, acurank-HH, acurank-9 (at most 9 calls), acurank-r3 (at most 3 "
                            "rounds)", AcuRankParams, name="acurank",
                            variant_defaults={"eps": "acurank-H, -HH: 0.0001", "tau": "acurank-HH: 5"},
-                           spelling=_acurank_spelling))
+                           spelling=_acurank_spelling, sets=_acurank_sets))
 register_method(MethodSpec(r"acurank-auto(?:-(?P<cap>\d+))?", _auto, False,
                            "acurank-auto (learns the reranker's noise), acurank-auto-9 (at most 9 calls)", AutoParams,
-                           name="acurank-auto", variant_defaults={"eps": "acurank-auto-N: 0.01"}))
+                           name="acurank-auto", variant_defaults={"eps": "acurank-auto-N: 0.01"},
+                           sets=lambda match: frozenset(AUTO_CAPPED) if match.group("cap") else frozenset()))
 register_method(MethodSpec(r"sw-(?P<passes>\d+)", _sw, True, "sw-1, sw-2, sw-3", SlidingWindows, name="sw-x"))
 register_method(MethodSpec(r"tourrank-(?P<tournaments>\d+)", _tourrank, True, "tourrank-1, tourrank-2", TourRank,
                            name="tourrank-x"))

@@ -45,6 +45,9 @@ class MethodSpec:
     #: the name as the family spells it, from a match of any case (one rule for case: names match whatever their
     #: case, and the run, its tag and its stats carry this spelling); default: lower case
     spelling: Callable[[re.Match], str] = lambda match: match.group(0).lower()
+    #: the options a name of the family sets by itself (``acurank-H``: eps), which a session's own options do not
+    #: override for a call naming it (:func:`carried`); default: none
+    sets: Callable[[re.Match], frozenset] = lambda match: frozenset()
 
     @property
     def record(self) -> type:
@@ -127,10 +130,19 @@ def spelled(name: str) -> str:
     return found[1].group(0) if found else name
 
 
-def same_family(name: str, other: str) -> bool:
-    """Whether two method names are of one family (``acurank-auto`` and ``acurank-auto-9``): one options record."""
-    found, also = _spec(name), _spec(other)
-    return found is not None and also is not None and found[0] is also[0]
+def carried(options: Mapping[str, Any], own: str, name: str) -> dict[str, Any]:
+    """Of a session's method options (given for its method ``own``), those a call naming ``name`` takes: all where it
+    names the same method; where it names another of the family (``acurank-auto-9`` on an ``acurank-auto``
+    server), all but those its name sets (:attr:`MethodSpec.sets`: ``acurank-H`` keeps its eps under a server's
+    ``--eps``, as its name says, where ``acurank-9`` takes it; a server's ``--beta-pool query`` is carried); none
+    across families."""
+    if spelled(name) == spelled(own):
+        return dict(options)
+    found, also = _spec(name), _spec(own)
+    if found is None or also is None or found[0] is not also[0]:
+        return {}
+    named = found[0].sets(found[1])
+    return {k: v for k, v in options.items() if k not in named}
 
 
 def method_options(name: str) -> frozenset[str]:

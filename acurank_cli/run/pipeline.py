@@ -159,9 +159,9 @@ class Methods:
 
     def for_call(self, name: str | None = None, top_k: int | None = None, budget: int | None = None) -> Strategy:
         """The method serving one call (see the class doc): a method of the session's own family takes the session's
-        method options (a server's ``--beta-pool query`` serves a request for ``acurank-auto-9`` as for
-        ``acurank-auto``; its name's own parts, a call cap, still win), another family none."""
-        from ..method.registry import same_family, spelled
+        method options but those its name sets (:func:`~acurank_cli.method.registry.carried`: a server's
+        ``--beta-pool query`` serves a request for ``acurank-auto-9`` as for ``acurank-auto``), another family none."""
+        from ..method.registry import carried, spelled
         from ..relevance import keep_maps_settings
 
         name = None if name is None else spelled(name)
@@ -170,7 +170,7 @@ class Methods:
             return self.strategy
         key = (self.name if name is None else name, top_k, budget)
         if key not in self._chosen:
-            options = dict(self.options) if own or same_family(key[0], self.name) else {}
+            options = carried(self.options, self.name, key[0])
             keep_maps_settings(self.calibration, key[0], options, self.flag)  # the one rule, for the method the call names
             if budget is not None:
                 options["budget"] = budget
