@@ -31,6 +31,7 @@ from typing import Any
 
 from .errors import InputError
 from .params import ParameterError, at_least
+from .records import visible
 from .method.strategy import Strategy
 from .relevance.pivot import SAID
 from .rerankers.backend import RerankerBase
@@ -125,7 +126,7 @@ class Reranker:
             raise InputError("give one unique qid per query")
         if pivots is not None:
             pivots = list(pivots)
-            if len(pivots) != len(queries) or not all(isinstance(p, str) and p.strip() for p in pivots):
+            if len(pivots) != len(queries) or not all(isinstance(p, str) and visible(p) for p in pivots):
                 raise InputError("pivot: give one non-empty pivot passage per query")
         requests = [Request(q, docs, qid, instruction=instruction, top_k=top_k, min_p_topk=min_p_topk,
                             min_p_relevant=min_p_relevant, cut=cut, cut_target=cut_target,

@@ -527,6 +527,12 @@ def test_a_call_the_model_could_not_read_is_refused_in_one_line_naming_its_field
                   "document 0: 'score' must be a number, got '3.5'"),
                  (("q", [{"text": "a", "score": 2}, {"text": "b", "score": True}]), {}, "documents",
                   "document 1: 'score' must be a number, got True"),
+                 # stop 103's second trial: an integer no float holds was an OverflowError (a server's 500); a
+                 # pivot's lone surrogate reached the tokenizer, and one of zero-width characters was rated
+                 (("q", [{"text": "a", "score": 10 ** 400}, {"text": "b", "score": 2}]), {}, "documents",
+                  "document 0: 'score' is beyond the range of a 64-bit float"),
+                 (("q", ["x", "y"]), {"pivot": "boundary \ud800"}, "pivot",
+                  "pivot: not valid Unicode text (a lone surrogate, '\\ud800', at character 9)"),
                  (("q", [{"text": "a", "id": [1]}, "b"]), {}, "documents",
                   "document 0: 'id' must be a string or an integer, got [1]"),
                  (("q", [{"text": "a", "id": 1.0}, "b"]), {}, "documents",

@@ -27,6 +27,7 @@ and tokens (the honest accounting of every call).
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import pandas as pd
@@ -37,7 +38,7 @@ from ..errors import InputError
 from ..io.collection_files import passage_text
 from ..method.registry import method_options
 from ..records import Doc
-from ..run.documents import BLANK
+from ..run.documents import BLANK, check_unicode, score_of
 
 #: columns the transformer adds (and returns, empty, for an empty frame)
 OUTPUT_COLUMNS = ("score", "rank", "p_topk", "mu", "sigma")
@@ -75,6 +76,7 @@ class AcuRankReranker(pt.Transformer):
         out_columns = [*inp.columns, *(c for c in added if c not in inp.columns)]
         if len(inp) == 0:
             return pd.DataFrame({c: pd.Series(dtype=inp[c].dtype if c in inp.columns else float) for c in out_columns})
+        _checked(inp)
         texts = self._texts(inp)
         frame = inp.reset_index(drop=True)
         order = list(dict.fromkeys(frame["qid"].astype(str)))
@@ -174,12 +176,31 @@ def _num(value: float | None) -> float:
 
 
 def _numbers(rows: Any, qid: str) -> None:
-    """A frame's ``score`` column holds numbers (the first-stage scores): a text there is refused naming its row,
-    as the API refuses a document's non-numeric ``score``."""
+    """A frame's ``score`` column holds numbers (the first-stage scores), by the API's rule
+    (:func:`~acurank_cli.run.documents.score_of`: a text, a boolean, an integer no float holds are refused, naming
+    their row; ``"3.5"`` and ``True`` were taken)."""
     for docno, value in zip(rows["docno"].astype(str), rows["score"]):
         try:
-            float(value)
-        except (TypeError, ValueError):
+            score_of(value)
+        except TypeError:
             raise InputError(f"query {qid}, docno {docno}: column 'score' {value!r} is not a number") from None
+        except OverflowError:
+            raise InputError(f"query {qid}, docno {docno}: column 'score' is beyond the range of a 64-bit float"
+                             ) from None
+
+
+def _checked(frame: Any) -> None:
+    """Every text cell of the frame is valid Unicode (a lone surrogate in a qid, a docno or a column of its own was a
+    UnicodeEncodeError, as the frame was grouped or the output made), and every docno a string or an integer (a
+    float was taken by its text, ``1.0``), by the API's rules (:func:`~acurank_cli.run.documents.check_unicode`),
+    each refusal naming its row."""
+    for column in frame.columns:
+        if frame[column].dtype == object:
+            for row, value in enumerate(frame[column]):
+                if isinstance(value, str):
+                    check_unicode(value, f"row {row}: column {column!r}")
+    for row, docno in enumerate(frame["docno"]):
+        if isinstance(docno, bool) or not isinstance(docno, (str, numbers.Integral)):
+            raise InputError(f"row {row}: docno {docno!r} must be a string or an integer")
 
 __all__ = ["AcuRankReranker", "OUTPUT_COLUMNS"]

@@ -340,6 +340,12 @@ class RunFiles:
                    may_exist=resumable and not (bill and self.stats))
         return plan.write("--trace", self.trace, may_exist=resumable)
 
+    def check_resume(self, fingerprint=None, provenance: dict | None = None) -> None:
+        """A resume of a run made with other settings, engine or model refused before anything is made (the call
+        cache was, by a run refused here); :meth:`open` checks it again as it opens."""
+        if self.resumable():
+            check_resume(self.output, provenance or {}, fingerprint)
+
     def open(self, expected: dict[str, int], fingerprint=None, described: dict | None = None,
              provenance: dict | None = None) -> "RunWriter":
         """The writer, open: on a resume, a run made with other settings, engine or model refused

@@ -12,6 +12,7 @@ n, ..., 1) when no score is given (see :mod:`acurank_cli.api`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+import decimal
 import numbers
 from dataclasses import dataclass
 from typing import Any, Union
@@ -25,7 +26,7 @@ from ..results import RankedDoc, RerankOutput
 DocLike = Union[str, Mapping[str, Any], Doc]
 
 
-def _unicode(text: str, what: str, field: str | None = None) -> None:
+def check_unicode(text: str, what: str, field: str | None = None) -> None:
     """A text a model can read: refused where it holds a lone surrogate (no UTF-8 encodes it: a tokenizer, a request
     body, a file would fail on it after the call began)."""
     try:
@@ -39,22 +40,22 @@ def _doc(item: DocLike, i: int) -> tuple[Doc, float | None, dict]:
     """(record, first-stage score or None, metadata) for one input document."""
     if isinstance(item, Doc):
         check_id(item.docid, f"document {i}: id", "")
-        _unicode(item.text, f"document {i}")
-        _unicode(item.title or "", f"document {i}: title")
+        check_unicode(item.text, f"document {i}")
+        check_unicode(item.title or "", f"document {i}: title")
         return item, None, {}
     if isinstance(item, str):
-        _unicode(item, f"document {i}")
+        check_unicode(item, f"document {i}")
         return Doc(str(i), item), None, {}
     if isinstance(item, Mapping):
         text = item.get("text")
         if not isinstance(text, str):
             raise InputError(f"document {i}: needs a 'text' string")
-        _unicode(text, f"document {i}")
+        check_unicode(text, f"document {i}")
         try:
             title = passage_title(item.get("title"))
         except TypeError as exc:
             raise InputError(f"document {i}: {exc}") from None
-        _unicode(title or "", f"document {i}: title")
+        check_unicode(title or "", f"document {i}: title")
         meta = {k: v for k, v in item.items() if k not in ("text", "title", "id", "score")}
         given = item.get("id")  # null as absent, as a score's
         return Doc(_id(i if given is None else given, i), text, title), _score(item.get("score"), i), meta
@@ -70,12 +71,24 @@ def _id(value: Any, i: int) -> str:
 
 
 def _score(value: Any, i: int) -> float | None:
-    """A document's first-stage score: a number (the strict rule of every entrance: ``"3.5"`` is not a number,
-    ``true`` is not 1; a string or a boolean was taken as one), or None where not given."""
+    """A document's first-stage score (:func:`score_of`), or None where not given."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InputError(f"document {i}: 'score' must be a number, got {value!r}")
+    try:
+        return score_of(value)
+    except TypeError:
+        raise InputError(f"document {i}: 'score' must be a number, got {value!r}") from None
+    except OverflowError:
+        raise InputError(f"document {i}: 'score' is beyond the range of a 64-bit float") from None
+
+
+def score_of(value: Any) -> float:
+    """A caller's first-stage score as a float, the one rule of every entrance that takes values (the API, serve,
+    MCP, PyTerrier's frame): a real number (an int, a float, numpy's, a Fraction, a Decimal), not a string or a
+    boolean (``"3.5"`` and ``true`` were taken as numbers). TypeError where it is not one; OverflowError where no
+    float holds it (an integer of 400 digits raised it, a server's 500)."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, decimal.Decimal)):
+        raise TypeError(f"not a number: {value!r}")
     return float(value)
 
 
@@ -105,7 +118,7 @@ def prepare(query: str, items: Sequence[DocLike], qid: str = "q", instruction: s
     so an empty document (:attr:`~acurank_cli.records.Doc.blank`) is refused, named ``documents[i]``."""
     if not isinstance(query, str) or not visible(query):
         raise InputError(QUERY_BLANK, field="query")
-    _unicode(query, "the query", "query")
+    check_unicode(query, "the query", "query")
     if not isinstance(qid, str):
         way = "leave it out for the default" if qid is None else f"give {str(qid)!r}"  # not "give 'None'"
         raise InputError(f"qid must be a string, got {type(qid).__name__} (a run's query ids are strings: {way})",

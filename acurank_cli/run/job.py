@@ -117,6 +117,7 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     made = provenance.collect(backend, read if inputs.source != "<stdin>" else [("RUN", "-"), *read])
     described = _described(job, inputs, shift)
     try:
+        files.check_resume(fingerprint, made)  # a resume refused for other settings makes nothing, the cache neither
         session.start(job.cache, job.batch_queries)  # before the outputs: a cache refused leaves no run file behind
         outputs = files.open(inputs.expected, fingerprint, described, made)
     except BaseException:

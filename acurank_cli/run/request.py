@@ -149,6 +149,13 @@ def _typed(request: Request) -> None:
         if value is not None and not isinstance(value, str):
             raise InputError(f"{name} must be a string, got {type(value).__name__}"
                              + (f" (give {str(value)!r})" if isinstance(value, (int, float)) else ""), field=name)
+    if request.pivot is not None:  # a passage the model reads, by the rules of a document's text (stop 103)
+        from ..records import visible
+        from .documents import check_unicode
+
+        if not visible(request.pivot):
+            raise InputError("pivot must not be blank (leave it out for none)", field="pivot")
+        check_unicode(request.pivot, "pivot", "pivot")
 
 
 def _method(session: "SessionLike", request: Request, said: "Spelling", one_at_a_time: bool,

@@ -182,7 +182,7 @@ def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
         raise explain(_union_error(errors)) from None
     if not visible(body.query):  # the API's rule and words (run.documents.prepare)
         raise BadRequest(QUERY_BLANK, "query")
-    if body.pivot is not None and not body.pivot.strip():
+    if body.pivot is not None and not visible(body.pivot):
         raise BadRequest("pivot must not be blank (leave it out for none)", "pivot")
     if not body.documents:
         raise BadRequest("documents must hold at least one document", "documents")

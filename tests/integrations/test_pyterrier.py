@@ -142,3 +142,35 @@ def test_passages_equal_the_clis_and_each_split_document_names_its_passage(tmp_p
     split = [p for p in frame["passage"] if p]
     assert split and all(len(p.split()) == 60 for p in split)  # a split document's passage: 60 words
     assert (frame["passage"] == "").any()  # the documents of at most 60 words: whole
+
+
+def test_a_frames_cells_follow_the_apis_rules_for_text_ids_and_scores():
+    """Stop 103's second trial: a lone surrogate in a docno, a qid or a column of the frame's own was a
+    UnicodeEncodeError (as the frame was grouped, or the output made); a float docno was taken by its text (1.0); a
+    score column of texts ("3.5", "1_0") or of an integer no float holds was taken or an OverflowError. Each is now
+    one line naming its row, by the API's rules (run.documents.check_unicode, score_of); numbers of any kind pass."""
+    ranker = AcuRankReranker("simulated", method="sw-1", qrels={"1": {"a": 1}}, cache=None)
+
+    def frame(**columns):
+        base = {"qid": "1", "query": "how long do fleas live", "docno": ["a", "b"], "text": ["x", "y"]}
+        return pd.DataFrame({k: pd.Series(v, dtype=object) if isinstance(v, list) else v
+                             for k, v in {**base, **columns}.items()})
+
+    cases = [(frame(docno=["a", "b\ud800"]), "row 1: column 'docno': not valid Unicode text (a lone surrogate, "
+                                             "'\\ud800', at character 1)"),
+             (frame(qid=["1\udfff", "1\udfff"]), "row 0: column 'qid': not valid Unicode text (a lone surrogate, '\\udfff', at "
+                                    "character 1)"),
+             (frame(src=["\udc00", "k"]), "row 0: column 'src': not valid Unicode text (a lone surrogate, '\\udc00', "
+                                          "at character 0)"),
+             (frame(docno=[1.0, 2.0]), "row 0: docno 1.0 must be a string or an integer"),
+             (frame(score=["3.5", "2"]), "query 1, docno a: column 'score' '3.5' is not a number"),
+             (frame(score=[10 ** 400, 2]), "query 1, docno a: column 'score' is beyond the range of a 64-bit float")]
+    for given, said in cases:
+        with pytest.raises(InputError) as refused:
+            ranker.transform(given)
+        assert str(refused.value) == said
+    from decimal import Decimal
+    from fractions import Fraction
+
+    out = ranker.transform(frame(score=[Decimal("3.5"), Fraction(1, 2)], docno=["a", 7]))
+    assert list(out["docno"]) == ["a", 7] and len(out) == 2
