@@ -4,7 +4,9 @@ and a docid repeated within a query is refused at its line, whoever reads."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Container, Iterator, Sequence
 
 from ..errors import InputError
@@ -47,8 +49,9 @@ def run_fields(lineno: int, line: str, name: str) -> tuple[str, str, float]:
 def placed(exc: InputError, src: Source) -> InputError:
     """``exc`` with the line of the TREC run file ``src`` that holds the candidate it is about (``exc.about``), where
     it names that file and no line yet: a refusal made after reading (an empty text, a score the rating init cannot
-    start from) named the file alone. Read again on this error's path only; a stream (stdin) is not."""
-    if exc.about is None or exc.line is not None or exc.source != source_name(src) or exc.source == "<stdin>":
+    start from) named the file alone. Read again on this error's path only, and only a regular file: a stream
+    (stdin, a pipe, ``<(...)``, a FIFO) is read once (opened again, a FIFO would hang)."""
+    if exc.about is None or exc.line is not None or exc.source != source_name(src) or not _regular(src):
         return exc
     qid, docid = exc.about
     try:
@@ -62,6 +65,13 @@ def placed(exc: InputError, src: Source) -> InputError:
         return exc
     exc.args = (str(exc),)
     return exc
+
+
+def _regular(src: Source) -> bool:
+    try:
+        return isinstance(src, (str, os.PathLike)) and src != "-" and Path(src).is_file()
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True)

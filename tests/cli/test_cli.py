@@ -353,6 +353,25 @@ def test_resume_with_other_settings_is_refused(sample, tmp_path):
     assert proc.returncode == 2 and "cannot be resumed safely" in proc.stderr
 
 
+def test_a_candidates_line_is_found_again_only_in_a_regular_file(sample, tmp_path):
+    """The line of a refusal about one candidate is found by reading the run again: a FIFO (or a pipe, stdin) is read
+    once, so it is named alone; opened again it hung until killed."""
+    import os
+    import threading
+
+    fifo = tmp_path / "neg.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text("1 Q0 a 1 2.0 t\n1 Q0 b 2 -1.0 t\n"))
+    writer.start()
+    proc = subprocess.run([sys.executable, "-m", "acurank_cli", "rerank", str(fifo), "--reranker", "simulated",
+                           "--qrels", str(sample / "dl19" / "qrels.txt"), "-o", str(tmp_path / "o.run")],
+                          capture_output=True, text=True, env=ENV, timeout=60)
+    writer.join(10)
+    assert proc.returncode == 2 and proc.stderr.strip() == (
+        f"acurank: error: {fifo}: query 1 doc b: first-stage score -1 is not positive (mu = score, sigma = mu/3 needs "
+        "a positive score); use --init zscore"), proc.stderr
+
+
 def test_a_resume_refused_for_other_settings_makes_no_call_cache(sample, tmp_path):
     """Stop 103's second trial: the resume was refused after the call cache (and minilm's store) had been made, so a
     refused run left both behind; the resume is now checked first, and a refused run makes nothing."""
