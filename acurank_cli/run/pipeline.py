@@ -185,8 +185,8 @@ def unjudged(qrels: Any, qids: Any, given: str, these: str, way: str = "") -> st
     """The warning where the simulated reranker's ``qrels`` (``given``: how the entrance names them) judge none of
     ``these`` queries (their ``qids``): it then orders every window by its noise alone, a run of no meaning said by the
     run's checks and by the API's calls alike (the API's were silent, its default qid 'q' judged by no qrels); ``way``:
-    the entrance's own way out. Here,
-    beside the servers' refusal of a reranker that orders by qrels (:func:`check_served_backend`)."""
+    the entrance's own way out. Here, beside the servers' refusal of a reranker that orders by qrels
+    (:func:`check_served_backend`)."""
     qids = list(qids)
     if not qrels or not qids or any(qid in qrels for qid in qids):
         return None

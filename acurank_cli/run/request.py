@@ -62,6 +62,10 @@ def check_servable(strategy: Strategy) -> None:
                             else ""))
 
 
+#: a blank pivot's refusal, by every entrance that takes one in a call (a server's parse says it before admission)
+PIVOT_BLANK = "pivot must not be blank (leave it out for none)"
+
+
 @dataclass(frozen=True)
 class Request:
     """One query to rerank as every entrance asks it: the query and its documents (strings, dicts or
@@ -154,7 +158,7 @@ def _typed(request: Request) -> None:
         from .documents import check_unicode
 
         if not visible(request.pivot):
-            raise InputError("pivot must not be blank (leave it out for none)", field="pivot")
+            raise InputError(PIVOT_BLANK, field="pivot")
         check_unicode(request.pivot, "pivot", "pivot")
 
 

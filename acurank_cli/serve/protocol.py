@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..params import Domain
 from ..records import visible
 from ..run.documents import QUERY_BLANK
+from ..run.request import PIVOT_BLANK
 from .limits import Limits
 
 
@@ -183,7 +184,7 @@ def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
     if not visible(body.query):  # the API's rule and words (run.documents.prepare)
         raise BadRequest(QUERY_BLANK, "query")
     if body.pivot is not None and not visible(body.pivot):
-        raise BadRequest("pivot must not be blank (leave it out for none)", "pivot")
+        raise BadRequest(PIVOT_BLANK, "pivot")
     if not body.documents:
         raise BadRequest("documents must hold at least one document", "documents")
     if len(body.documents) > limits.max_documents:
