@@ -82,6 +82,19 @@ def test_a_batch_reads_each_querys_own_documents(minilm):
     assert batch[0].docs[0].text.startswith("The flea life cycle")
 
 
+def test_a_batch_refusal_names_its_query(minilm):
+    """A refusal about one query of a batch (its text, its documents) names that query, as the command line names a
+    run file's line; one about the batch's shared settings names none (every query has them)."""
+    with pytest.raises(InputError, match=r"^query b: the query must be a non-empty string$"):
+        minilm.rerank_batch([(QUERY, DOCS), (" ", DOCS)], qids=["a", "b"])
+    with pytest.raises(InputError, match=r"^query 1: document 0: 'score' must be a number, got 'x'$"):
+        minilm.rerank_batch([(QUERY, ["a", "b"]), (QUERY, [{"text": "a", "score": "x"}, {"text": "b", "score": 1}])])
+    with pytest.raises(InputError, match=r"^top_k='5': must be an integer >= 1$"):
+        minilm.rerank_batch([(QUERY, DOCS), (QUERY, DOCS)], top_k="5")
+    with pytest.raises(InputError, match=r"^the query must be a non-empty string$"):  # one query: no name needed
+        minilm.rerank(" ", DOCS, qid="b")
+
+
 def test_scores_and_errors():
     with Reranker("minilm", method="sw-1") as rr:
         out = rr.rerank(QUERY, [{"text": t, "score": s} for t, s in (("a flea", 2.0), ("a cat", -1.0))])

@@ -129,6 +129,23 @@ def _named(field: str, of_documents: bool = False):
         raise
 
 
+#: a request's own settings (a batch's queries share the rest: top_k, the cut, the instruction)
+_OWN = ("query", "qid", "pivot")
+
+
+@contextmanager
+def _of_query(qid: str | None):
+    """Name the query (``qid``; None: a call of one query) on a refusal about one request of a batch, its query,
+    pivot or documents, that names no place yet: ``query 1: the query must be a non-empty string`` (a batch's
+    refusal named none of its queries)."""
+    try:
+        yield
+    except InputError as exc:
+        if qid is not None and exc.source is None and (exc.of_documents or exc.field in _OWN):
+            exc.source = f"query {qid}"
+        raise
+
+
 def passages_for(session: "SessionLike", request: Request) -> "Passages | None":
     """How the request's documents are split: the session's passages, with at most the request's ``max_chunks``
     passages a document (never more than the session's --max-passages); ``max_chunks`` where the session splits
@@ -278,12 +295,13 @@ def admit(session: "SessionLike", requests: Sequence[Request], said: "Spelling",
     sized = [len(r.documents) for r in requests if hasattr(r.documents, "__len__")]
     most = max(sized) if len(sized) == len(requests) and sized else None  # one call's queries share one method
     for request in requests:
-        _typed(request)
-        strategy = _method(session, request, said, one_at_a_time, most)
-        _calibrated(session, request, strategy, said)
-        strategy, cuts = _cuts(session, request, _pivoted(session, request, strategy, said), said)
-        prepared = _documents(session, request, said)
-        admitted.append(Admitted(request, prepared, strategy, cuts, _split(session, request, prepared, said)))
+        with _of_query(request.qid if len(requests) > 1 else None):
+            _typed(request)
+            strategy = _method(session, request, said, one_at_a_time, most)
+            _calibrated(session, request, strategy, said)
+            strategy, cuts = _cuts(session, request, _pivoted(session, request, strategy, said), said)
+            prepared = _documents(session, request, said)
+            admitted.append(Admitted(request, prepared, strategy, cuts, _split(session, request, prepared, said)))
     served = [a for a in admitted if a.prepared.task.n > 0]
     if served:
         strategy = served[0].strategy
