@@ -148,10 +148,8 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
 def _why_left(t: _Totals) -> str:
     """Why the cap left queries unstarted, and the least cap a rerun needs to start the next (rounded up to what
     the summary shows of money)."""
-    if t.over:
+    if t.over or t.least is None:  # the cap names no least one once a query cost past its bound (Cap.least)
         return "a query cost more than its bound: see the warning"
-    if t.least is None:
-        return "the next one's bound would pass it; rerun with a higher --max-cost to go on"
     least = math.ceil(t.least * 1e4 - 1e-6) / 1e4
     return (f"what is spent and the next one's bound would pass it; rerun with --max-cost {least:.4f} or more to "
             "start it")
