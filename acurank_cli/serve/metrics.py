@@ -9,11 +9,14 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE  # noqa: F401 - the /metrics response's type
 
 
-#: the counters of the answered requests' work: attribute, metric name, help, labels
+#: the counters of the server's work: attribute, metric name, help, labels. Calls and tokens are counted as each
+#: window is answered, whether its request is answered or not: a request withdrawn (a client gone, a timeout) or
+#: stopped at --max-calls paid for the windows it had sent (they were answered, and went into the cache)
 COUNTERS = (
-    ("calls", "acurank_reranker_calls", "Reranker calls (windows) the answered requests made, cached ones included", ()),
+    ("calls", "acurank_reranker_calls", "Reranker calls (windows) made, cached ones included, for every request: "
+     "those answered, and those withdrawn, timed out or stopped at --max-calls", ()),
     ("cached_calls", "acurank_reranker_cached_calls", "Of those, answered from the call cache", ()),
-    ("tokens", "acurank_tokens", "Tokens of the answered requests' calls (kind input, output, and reasoning: a "
+    ("tokens", "acurank_tokens", "Tokens of those calls (kind input, output, and reasoning: a "
      "thought's, apart from its answer)", ("kind",)),
     ("thinking_calls", "acurank_thinking_calls", "Of the calls, those made thinking", ()),
     ("thought_cut", "acurank_thought_cut", "Of the calls, those whose thought the token limit cut (parse status "

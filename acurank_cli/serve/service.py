@@ -206,14 +206,6 @@ class RerankService:
         if ticket.admitted.split is not None:
             usage["passages"] = {"ranked": ticket.admitted.split.task.n, "split": ticket.admitted.split.split,
                                  "capped": ticket.admitted.split.capped}
-        self.metrics.calls.inc(tally.calls)
-        self.metrics.cached_calls.inc(tally.cached_calls)
-        self.metrics.tokens.labels("input").inc(tally.input_tokens)
-        self.metrics.tokens.labels("output").inc(tally.output_tokens)
-        if tally.reasoning_tokens:
-            self.metrics.tokens.labels("reasoning").inc(tally.reasoning_tokens)
-        self.metrics.thinking_calls.inc(tally.thinking_calls)
-        self.metrics.thought_cut.inc(tally.thoughts_cut)
         return order, scores, usage, passages
 
     # -- the driver thread ------------------------------------------------------------------------
@@ -269,13 +261,25 @@ class RerankService:
         self.session.close()
 
     def _counted(self, backend):
-        """The backend with each of its calls (a batch of windows) counted for /metrics."""
+        """The backend with each of its calls (a batch of windows) and each window's answer counted for /metrics."""
+
+        metrics = self.metrics
 
         def count(windows: int) -> None:
-            self.metrics.batches.inc()
-            self.metrics.windows.inc(windows)
+            metrics.batches.inc()
+            metrics.windows.inc(windows)
 
-        return Counted(backend, count)
+        def each(result) -> None:  # every window's answer, its request answered or not (withdrawn, timed out, capped)
+            metrics.calls.inc()
+            metrics.cached_calls.inc(int(result.cached))
+            metrics.tokens.labels("input").inc(result.input_tokens)
+            metrics.tokens.labels("output").inc(result.output_tokens)
+            if result.reasoning_tokens:
+                metrics.tokens.labels("reasoning").inc(result.reasoning_tokens)
+            metrics.thinking_calls.inc(int(result.thinking))
+            metrics.thought_cut.inc(int(result.thought_cut))
+
+        return Counted(backend, count, each)
 
 
 def _document(text: str, title: str, original: Any) -> dict[str, Any]:

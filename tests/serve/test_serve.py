@@ -358,6 +358,9 @@ def test_a_full_server_says_429_and_a_client_that_leaves_frees_its_windows():
         metrics = httpx.get(server.url + "/metrics", timeout=10).text
         assert _metric(metrics, "acurank_requests_withdrawn_total") == 1
         assert state["requests"] - before <= 3, state["requests"] - before  # of its 9 windows
+        # the windows it had sent were made, and are counted as calls: 9 + 9 answered, and the withdrawn one's
+        assert _metric(metrics, "acurank_reranker_calls_total") == _metric(metrics, "acurank_backend_windows_total")
+        assert _metric(metrics, "acurank_reranker_calls_total") > 18
         assert httpx.get(server.url + "/health", timeout=10).json()["in_flight"] == 0
     finally:
         code = server.stop()
@@ -551,6 +554,10 @@ def test_keys_from_the_environment_calls_capped_and_fields_json_cannot_carry(tmp
             assert client.head(server.url + "/health").status_code == 200
             metrics = client.get(server.url + "/metrics", headers=auth).text
             assert _metric(metrics, "acurank_requests_withdrawn_total") == 0
+            # every window sent is a call counted, the capped request's 5 too (it counted none: only answers did)
+            windows = _metric(metrics, "acurank_backend_windows_total")
+            assert windows >= 2 + 5 + 1 and _metric(metrics, "acurank_reranker_calls_total") == windows, metrics
+            assert _metric(metrics, 'acurank_tokens_total{kind="input"}') > 0
         os.kill(proc.pid, signal.SIGTERM)
         assert proc.wait(60) == 0
     finally:
