@@ -26,6 +26,7 @@ start every rating far below TrueSkill's beta = 25/6, where the reranker's answe
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -227,14 +228,15 @@ class Reranker:
         ``top_k`` and no k given at construction refers to k = top_k (:meth:`strategy_for`)."""
         return self.strategy.cutoff
 
-    async def arerank(self, query: str, docs: Sequence[DocLike], *, qid: str = "q") -> RerankOutput:
-        """:meth:`rerank` for asyncio servers (runs in a worker thread; the event loop stays free)."""
-        return await asyncio.to_thread(self.rerank, query, docs, qid=qid)
+    async def arerank(self, query: str, docs: Sequence[DocLike], **keywords: Any) -> RerankOutput:
+        """:meth:`rerank` for asyncio servers, with its keywords (``qid``, ``top_k``, ``cut``, ...: they took only
+        ``qid``), in a worker thread: the event loop stays free."""
+        return await asyncio.to_thread(functools.partial(self.rerank, query, docs, **keywords))
 
-    async def arerank_batch(self, queries: Iterable[tuple[str, Sequence[DocLike]]], *,
-                            qids: Sequence[str] | None = None) -> list[RerankOutput]:
-        """:meth:`rerank_batch` for asyncio servers."""
-        return await asyncio.to_thread(self.rerank_batch, list(queries), qids=qids)
+    async def arerank_batch(self, queries: Iterable[tuple[str, Sequence[DocLike]]],
+                            **keywords: Any) -> list[RerankOutput]:
+        """:meth:`rerank_batch` for asyncio servers, with its keywords."""
+        return await asyncio.to_thread(functools.partial(self.rerank_batch, list(queries), **keywords))
 
     def close(self) -> None:
         """Release the model, the call cache and any prompt log (closing twice is harmless; reranking after it is

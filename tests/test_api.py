@@ -66,6 +66,13 @@ def test_batch_and_async_forms_equal_single_queries(minilm):
     assert [o.calls for o in batch] == [o.calls for o in single]
     got = asyncio.run(minilm.arerank("capital of France", DOCS, qid="b"))
     assert [d.id for d in got] == [d.id for d in single[1]] and got.docs[0].text == "Paris is the capital of France."
+    # the async forms take rerank's keywords (they took only qid): top_k cuts as it does
+    cut = asyncio.run(minilm.arerank("capital of France", DOCS, qid="b", top_k=2))
+    assert [d.id for d in cut] == [d.id for d in single[1]][:2]
+    both = asyncio.run(minilm.arerank_batch([(QUERY, DOCS), ("capital of France", DOCS)], qids=["a", "b"], top_k=1))
+    assert [[d.id for d in o] for o in both] == [[d.id for d in o][:1] for o in single]
+    with pytest.raises(TypeError, match="topk"):
+        asyncio.run(minilm.arerank(QUERY, DOCS, topk=2))
 
 
 def test_a_batch_reads_each_querys_own_documents(minilm):
