@@ -221,6 +221,20 @@ def test_langchain_contextual_compression_retriever_carries_rank_mu_sigma_p_topk
     assert all(d.metadata["acurank_p_topk"] >= 0.99 for d in confident) and len(confident) == 4  # n = 4 <= k = 10
     sw = AcuRankCompressor(reranker=minilm, top_n=4, method="sw-1")
     assert sw.reranker is minilm  # an instance is used as given
+    # metadata["score"] starts the ratings by the API's rule: numpy's numbers taken (they were dropped in silence),
+    # a boolean or a text refused naming the document (a boolean was taken as 0 or 1)
+    import numpy as np
+
+    texts = [d.page_content for d in docs]
+    scored = [Document(page_content=t, metadata={"score": np.float32(s)}) for t, s in zip(texts, (3.0, 1.0, 2.0, 0.5))]
+    by_api = minilm.rerank(QUERY, [{"id": str(i), "text": t, "score": s} for i, (t, s) in
+                                   enumerate(zip(texts, (3.0, 1.0, 2.0, 0.5)))], top_k=4)
+    got = AcuRankCompressor(reranker=minilm, top_n=4).compress_documents(scored, QUERY)
+    assert [d.metadata["acurank_mu"] for d in got] == [d.mu for d in by_api]
+    for bad, said in ((True, "True"), ("1", "'1'")):
+        odd = [Document(page_content=t, metadata={"score": bad if i == 1 else 1.0}) for i, t in enumerate(texts)]
+        with pytest.raises(InputError, match=rf"^document 1: 'score' must be a number, got {said}$"):
+            AcuRankCompressor(reranker=minilm, top_n=4).compress_documents(odd, QUERY)
 
 
 def test_llamaindex_query_engine_carries_rank_mu_sigma_p_topk(minilm):

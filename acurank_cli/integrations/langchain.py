@@ -11,7 +11,8 @@ relative to the list (it sums to k; for a method without ratings, such as ``sw-1
 ``min_p_topk`` keeps only documents at least that likely to be in the top k (the confidence cut). With a Reranker
 built with a calibration map, ``relevance_score`` is P(relevant) (also ``acurank_p_relevant``) and ``min_p_relevant``
 keeps the documents at least that likely to be relevant (docs/relevance.md). A document's ``metadata["score"]``,
-when every document has one, starts the ratings.
+when every document has one, starts the ratings, held to the API's rule (a number, numpy's too; a text or a boolean
+is refused in one line naming the document).
 """
 
 from __future__ import annotations
@@ -49,11 +50,11 @@ class AcuRankCompressor(BaseDocumentCompressor):
         if not documents:
             return []
         items: list[dict[str, Any]] = []
-        have_scores = all(isinstance(d.metadata.get("score"), (int, float)) for d in documents)
+        have_scores = all(d.metadata.get("score") is not None for d in documents)
         for i, d in enumerate(documents):
             item: dict[str, Any] = {"id": str(i), "text": d.page_content, "title": d.metadata.get("title") or ""}
-            if have_scores:
-                item["score"] = float(d.metadata["score"])
+            if have_scores:  # as it is: the API's rule takes numbers (numpy's too) and refuses a text or a boolean
+                item["score"] = d.metadata["score"]
             items.append(item)
         out = self.reranker.rerank(query, items, top_k=self.top_n, min_p_topk=self.min_p_topk,
                                    min_p_relevant=self.min_p_relevant)
