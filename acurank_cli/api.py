@@ -106,9 +106,9 @@ class Reranker:
         the same game as a reference player in every window (for the simulated reranker, which reads no texts:
         ``"simulated"``; a map fit with ``--pivot`` needs one); ``instruction``: this query's task instruction (a
         listwise LLM's prompt), in place of the Reranker's."""
-        return self.rerank_batch([(query, docs)], qids=[qid], top_k=top_k, min_p_topk=min_p_topk,
-                                 instruction=instruction, min_p_relevant=min_p_relevant, cut=cut,
-                                 pivots=None if pivot is None else [pivot], cut_target=cut_target)[0]
+        request = Request(query, docs, qid, instruction=instruction, top_k=top_k, min_p_topk=min_p_topk,
+                          min_p_relevant=min_p_relevant, cut=cut, cut_target=cut_target, pivot=pivot)
+        return self._answered([request])[0]
 
     def rerank_batch(self, queries: Iterable[tuple[str, Sequence[DocLike]]], *,
                      qids: Sequence[str] | None = None, top_k: int | None = None,
@@ -119,12 +119,13 @@ class Reranker:
         ``top_k``, ``min_p_topk``, ``min_p_relevant`` and ``cut`` cut every query's output (``cut_target``: where the
         cut's calls go); ``pivots``: each query's pivot passage (see :meth:`rerank`). Each query is one
         :class:`~acurank_cli.run.request.Request`, admitted by the session's rules as every entrance's is."""
-        if self.reranker is None:
-            raise InputError("this Reranker is closed: build a new one (Reranker(...)) to rerank again")
         queries = list(queries)
         qids = list(qids) if qids is not None else [str(i) for i in range(len(queries))]
-        if len(set(qids)) != len(qids) or len(qids) != len(queries):
-            raise InputError("give one unique qid per query")
+        if len(qids) != len(queries):
+            raise InputError(f"qids: {len(qids)} for {len(queries)} queries: give one unique qid per query")
+        twice = next((q for i, q in enumerate(qids) if q in qids[:i]), None)
+        if twice is not None:
+            raise InputError(f"qids: {twice!r} is given twice: give one unique qid per query")
         if pivots is not None:
             pivots = list(pivots)
             if len(pivots) != len(queries) or not all(isinstance(p, str) and visible(p) for p in pivots):
@@ -133,6 +134,17 @@ class Reranker:
                             min_p_relevant=min_p_relevant, cut=cut, cut_target=cut_target,
                             pivot=None if pivots is None else pivots[i])
                     for i, ((q, docs), qid) in enumerate(zip(queries, qids))]
+        try:
+            return self._answered(requests)
+        except InputError as exc:  # about one of the queries: named by its qid (the caller's, or its place)
+            if exc.query is not None and exc.source is None:
+                exc.source = f"query {exc.query}"
+            raise
+
+    def _answered(self, requests: list[Request]) -> list[RerankOutput]:
+        """The requests admitted by the session's rules, as every entrance's are, driven and answered."""
+        if self.reranker is None:
+            raise InputError("this Reranker is closed: build a new one (Reranker(...)) to rerank again")
         admitted = self._session.admit(requests, SAID["api"])
         self._watched([a.prepared.task for a in admitted if a.prepared.task.n > 0 and a.prepared.scored])
         self._judged([a.request.qid for a in admitted if a.prepared.task.n > 0])

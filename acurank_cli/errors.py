@@ -17,6 +17,9 @@ class InputError(ValueError):
     #: the (query id, document id) a refusal about one first-stage candidate is of, so that a reader that knows the
     #: file finds its line (:func:`acurank_cli.io.runs.placed`); None: about no one candidate
     about: tuple[str, str] | None = None
+    #: the query (its id) of a call's several that a refusal of one request is about, for an entrance that names it
+    #: (:meth:`acurank_cli.api.Reranker.rerank_batch`: ``query b: ...``); None: about the call
+    query: str | None = None
 
     def __init__(self, message: str, source: str | None = None, line: int | None = None, *, field: str | None = None):
         self.message = message

@@ -100,6 +100,19 @@ def test_a_batch_refusal_names_its_query(minilm):
         minilm.rerank_batch([(QUERY, DOCS), (QUERY, DOCS)], top_k="5")
     with pytest.raises(InputError, match=r"^the query must be a non-empty string$"):  # one query: no name needed
         minilm.rerank(" ", DOCS, qid="b")
+    with pytest.raises(InputError, match=r"^query b: document id 'x' is given twice \(documents 0 and 1\)"):
+        minilm.rerank_batch([(QUERY, [{"id": "x", "text": "a"}, {"id": "x", "text": "b"}])], qids=["b"])
+    # rerank names no query: its qid is the API's own default, never the caller's ("query q: ..." was said)
+    with pytest.raises(InputError, match=r"^document id 'x' is given twice \(documents 0 and 1\): ids must be"):
+        minilm.rerank(QUERY, [{"id": "x", "text": "a"}, {"id": "x", "text": "b"}])
+    # a document without an id is named by its place: meeting another's id there is said so, not "given twice"
+    with pytest.raises(InputError, match=r"^document 1 has no id and is named by its place, '1', which document 0 "
+                                         r"gives as its id: give every document an id, or none$"):
+        minilm.rerank(QUERY, [{"id": "1", "text": "a"}, "b"])
+    with pytest.raises(InputError, match=r"^qids: 1 for 2 queries: give one unique qid per query$"):
+        minilm.rerank_batch([(QUERY, DOCS), (QUERY, DOCS)], qids=["a"])
+    with pytest.raises(InputError, match=r"^qids: 'a' is given twice: give one unique qid per query$"):
+        minilm.rerank_batch([(QUERY, DOCS), (QUERY, DOCS)], qids=["a", "a"])
 
 
 def test_scores_and_errors():

@@ -36,6 +36,7 @@ import pyterrier as pt
 from ..api import Reranker
 from ..errors import InputError
 from ..io.collection_files import passage_text
+from ..io.sources import check_id
 from ..method.registry import method_options
 from ..records import Doc
 from ..run.documents import BLANK, check_unicode, score_of
@@ -192,7 +193,7 @@ def _numbers(rows: Any, qid: str) -> None:
 def _checked(frame: Any) -> None:
     """Every text cell of the frame is valid Unicode (a lone surrogate in a qid, a docno or a column of its own was a
     UnicodeEncodeError, as the frame was grouped or the output made), and every docno a string or an integer (a
-    float was taken by its text, ``1.0``), by the API's rules (:func:`~acurank_cli.run.documents.check_unicode`),
+    float was taken by its text, ``1.0``) of an id's characters, by the API's rules (:func:`~acurank_cli.run.documents.check_unicode`),
     each refusal naming its row."""
     for column in frame.columns:
         if frame[column].dtype == object:
@@ -202,5 +203,6 @@ def _checked(frame: Any) -> None:
     for row, docno in enumerate(frame["docno"]):
         if isinstance(docno, bool) or not isinstance(docno, (str, numbers.Integral)):
             raise InputError(f"row {row}: docno {docno!r} must be a string or an integer")
+        check_id(str(docno), f"row {row}: docno", "")  # the API's rule, said of the row (it named a place in a list)
 
 __all__ = ["AcuRankReranker", "OUTPUT_COLUMNS"]

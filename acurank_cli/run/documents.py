@@ -110,6 +110,19 @@ QUERY_BLANK = "the query must be a non-empty string"
 BLANK = "has no text (its text and title are empty): a model cannot judge it; give it a text or leave it out"
 
 
+def _twice(docid: str, was: int, i: int, items: Sequence[DocLike]) -> str:
+    """Why documents ``was`` and ``i`` share ``docid`` (the query is named by the caller where a call has several:
+    the internal qid was named, ``query q:``, which no caller gave): a document without an id of its own is named by
+    its place, and may meet one that gives that place as its id."""
+    placed = [j for j in (was, i) if not (isinstance(items[j], Doc) or (isinstance(items[j], Mapping)
+                                                                         and items[j].get("id") is not None))]
+    if placed and len(placed) < 2:
+        other = i if placed[0] == was else was
+        return (f"document {placed[0]} has no id and is named by its place, {docid!r}, which document {other} gives "
+                "as its id: give every document an id, or none")
+    return f"document id {docid!r} is given twice (documents {was} and {i}): ids must be unique within a query"
+
+
 def prepare(query: str, items: Sequence[DocLike], qid: str = "q", instruction: str | None = None,
             reads_texts: bool = False) -> Prepared:
     """A RankingTask from API documents (ids unique; scores rank-based when missing, see module doc). Documents
@@ -127,6 +140,7 @@ def prepare(query: str, items: Sequence[DocLike], qid: str = "q", instruction: s
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
         raise TypeError(f"docs must be a sequence of strings, dicts or Docs, got {type(items).__name__} "
                         "(wrap a single document in a list)")
+    items = list(items)
     parsed = [_doc(item, i) for i, item in enumerate(items)]
     blank = next((i for i, (d, _, _) in enumerate(parsed) if d.blank), None) if reads_texts else None
     if blank is not None:  # the CLI's rule for an empty document (run/inputs.py), said of the list
@@ -134,8 +148,7 @@ def prepare(query: str, items: Sequence[DocLike], qid: str = "q", instruction: s
     first: dict[str, int] = {}
     for i, (d, _, _) in enumerate(parsed):
         if first.setdefault(d.docid, i) != i:
-            raise InputError(f"query {qid}: document id {d.docid!r} is given twice (documents {first[d.docid]} and {i}): "
-                             "ids must be unique within a query")
+            raise InputError(_twice(d.docid, first[d.docid], i, items))
     scores = [s for _, s, _ in parsed]
     scored = not all(s is None for s in scores)
     if not scored:

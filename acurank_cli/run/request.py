@@ -129,20 +129,19 @@ def _named(field: str, of_documents: bool = False):
         raise
 
 
-#: a request's own settings (a batch's queries share the rest: top_k, the cut, the instruction)
+#: a request's own settings (a call's queries share the rest: top_k, the cut, the instruction)
 _OWN = ("query", "qid", "pivot")
 
 
 @contextmanager
-def _of_query(qid: str | None):
-    """Name the query (``qid``; None: a call of one query) on a refusal about one request of a batch, its query,
-    pivot or documents, that names no place yet: ``query 1: the query must be a non-empty string`` (a batch's
-    refusal named none of its queries)."""
+def _of_query(qid: str):
+    """Record the query (:attr:`~acurank_cli.errors.InputError.query`) a refusal about one request's query, pivot or
+    documents is about, for an entrance whose call names several (a batch's refusal named none of its queries)."""
     try:
         yield
     except InputError as exc:
-        if qid is not None and exc.source is None and (exc.of_documents or exc.field in _OWN):
-            exc.source = f"query {qid}"
+        if exc.of_documents or exc.field in _OWN:
+            exc.query = qid
         raise
 
 
@@ -295,7 +294,7 @@ def admit(session: "SessionLike", requests: Sequence[Request], said: "Spelling",
     sized = [len(r.documents) for r in requests if hasattr(r.documents, "__len__")]
     most = max(sized) if len(sized) == len(requests) and sized else None  # one call's queries share one method
     for request in requests:
-        with _of_query(request.qid if len(requests) > 1 else None):
+        with _of_query(request.qid):
             _typed(request)
             strategy = _method(session, request, said, one_at_a_time, most)
             _calibrated(session, request, strategy, said)

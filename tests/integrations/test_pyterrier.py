@@ -163,6 +163,8 @@ def test_a_frames_cells_follow_the_apis_rules_for_text_ids_and_scores():
              (frame(src=["\udc00", "k"]), "row 0: column 'src': not valid Unicode text (a lone surrogate, '\\udc00', "
                                           "at character 0)"),
              (frame(docno=[1.0, 2.0]), "row 0: docno 1.0 must be a string or an integer"),
+             # the API's id rule, said of the frame's row (it named "document 0", a place in the sorted list)
+             (frame(docno=["a", "b c"]), "row 1: docno 'b c' is empty or holds whitespace or control characters"),
              (frame(score=["3.5", "2"]), "query 1, docno a: column 'score' '3.5' is not a number"),
              (frame(score=[10 ** 400, 2]), "query 1, docno a: column 'score' is beyond the range of a 64-bit float")]
     for given, said in cases:
