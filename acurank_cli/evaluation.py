@@ -253,6 +253,18 @@ def check_judged(run: Iterable[str], judged: Iterable[str], qrels: str, path: st
                          f"{len(judged)}, e.g. {judged[0]}): qrels of another dataset?", path)
 
 
+def coverage(run: Iterable[str], judged: Iterable[str], fill: bool, no_fill: str) -> str | None:
+    """What the mean is over where the run holds only some of the qrels' queries (None: it holds them all), in every
+    entrance's words but its way of saying "no fill" (``no_fill``: ``--no-fill``, MCP's ``fill: false``)."""
+    judged = set(judged)
+    shared = len(set(run) & judged)
+    if shared >= len(judged):
+        return None
+    how = (f"the mean counts the others as 0 ({no_fill}: over the run's judged queries only)" if fill
+           else f"the mean is over those ({no_fill})")
+    return f"{shared} of the {len(judged)} qrels queries are in the run; {how}"
+
+
 def f1_at(labels: Sequence[int], k: int) -> float:
     """F1 of keeping the first ``k`` of a ranked list whose 0/1 labels are given, recall over the relevant
     candidates; with none relevant, the empty answer scores 1 and any other 0."""

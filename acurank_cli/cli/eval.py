@@ -107,16 +107,15 @@ def _check_against_qrels(path: str, run: dict, judged: dict, qrels: str, fill: b
     qrels' queries, and an unfinished run (its meta file says it was made for more queries) are warnings."""
     from ..io.run_files import unfinished
 
-    from ..evaluation import check_judged
+    from ..evaluation import check_judged, coverage
 
     check_judged(run, judged, qrels, path)
     shared = len(set(run) & set(judged))
     if shared < len(run) / 2:
         say(f"warning: {path}: only {shared} of its {len(run)} queries are judged in {qrels}")
-    if shared < len(judged):
-        how = ("the mean counts the others as 0 (--no-fill: over the run's judged queries only)" if fill
-               else "the mean is over those (--no-fill)")
-        say(f"warning: {path}: {shared} of the {len(judged)} qrels queries are in the run; {how}")
+    covered = coverage(run, judged, fill, "--no-fill")
+    if covered is not None:
+        say(f"warning: {path}: {covered}")
     left = unfinished(path, len(run) if held is None else held) if path != "-" else None  # held: before --qids
     if left:
         say(f"warning: {path} is unfinished ({left}); rerun its rerank command to finish it")

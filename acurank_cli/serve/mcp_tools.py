@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import InputError
 from .exchange import exchange
@@ -50,8 +50,14 @@ EVALUATE_HELP = (
     "files' text (run lines 'qid Q0 docid rank score tag', qrels lines 'qid 0 docid grade') or paths to files in a "
     "folder the server may read. 'measures': trec_eval names (ndcg_cut.10, map, recall.100, P.10, recip_rank) or "
     "ir_measures names (nDCG@10, AP, R@100, P@10, RR); default nDCG@10. 'rel_level': the grade a document needs to "
-    "count as relevant for binary measures (TREC DL uses 2). Returns the mean of each measure over the judged "
-    "queries, and per query values when per_query is true.")
+    "count as relevant for binary measures (TREC DL uses 2). Returns the mean of each measure over the qrels' "
+    "queries, as acurank eval: a query the run lacks scores 0, and 'note' says how many it lacks ('fill': false "
+    "averages over the run's judged queries only, as trec_eval without -c), and per query values when per_query is "
+    "true.")
+
+
+#: ``evaluate``'s measure where none is given (in ir_measures' name, as its answer's key)
+EVALUATE_MEASURE = "nDCG@10"
 
 
 def build_mcp(service: RerankService, model: str, read_dirs: Sequence[str | Path] = ()) -> Any:
@@ -73,7 +79,7 @@ def build_mcp(service: RerankService, model: str, read_dirs: Sequence[str | Path
 
     @server.tool(name="evaluate", description=EVALUATE_HELP)
     def evaluate(run: str, qrels: str, measures: list[str] | None = None, rel_level: int = 1,
-                 per_query: bool = False) -> dict[str, Any]:
+                 per_query: bool = False, fill: bool = True) -> dict[str, Any]:
         raise AssertionError("replaced by _as_sent")  # pragma: no cover
 
     async def rerank_as_sent(sent: dict[str, Any]) -> dict[str, Any]:
@@ -86,7 +92,7 @@ def build_mcp(service: RerankService, model: str, read_dirs: Sequence[str | Path
             args = _EvaluateArguments.model_validate(sent)
         except ValidationError as exc:
             raise ToolError(explain(exc.errors(include_url=False)[0]).message) from None
-        return evaluated(args.run, args.qrels, args.measures or ["nDCG@10"], args.rel_level, args.per_query, roots)
+        return evaluated(args, roots)
 
     _as_sent(server, "rerank", rerank_as_sent)
     _as_sent(server, "evaluate", evaluate_as_sent)
@@ -100,8 +106,10 @@ class _EvaluateArguments(BaseModel):
     run: str
     qrels: str
     measures: Optional[list[str]] = None
-    rel_level: int = 1
+    rel_level: int = Field(1, ge=1)  # refused in the words every entrance uses: "rel_level: must be an integer >= 1"
     per_query: bool = False
+    #: a query of the qrels missing from the run scores 0 in the mean (eval's default; false: eval's --no-fill)
+    fill: bool = True
 
 
 def _as_sent(server: Any, name: str, take: Callable[[dict[str, Any]], Any]) -> None:
@@ -136,33 +144,39 @@ async def reranked(service: RerankService, model: str, body: dict[str, Any]) -> 
         raise ToolError(exc.body()["message"]) from None
 
 
-def evaluated(run: str, qrels: str, measures: list[str], rel_level: int, per_query: bool,
-              roots: Sequence[Path]) -> dict[str, Any]:
-    """The ``evaluate`` tool: the run and qrels read (inline, or a path under ``roots``), measured."""
+def evaluated(args: "_EvaluateArguments", roots: Sequence[Path]) -> dict[str, Any]:
+    """The ``evaluate`` tool: the run and qrels read (inline, or a path under ``roots``), measured as ``acurank eval``
+    measures them (a run of another dataset's queries refused; where it holds only some of the qrels' queries, the
+    result's ``note`` says what the mean is over, as eval warns)."""
     from mcp.server.mcpserver.exceptions import ToolError
 
-    from ..evaluation import evaluate
+    from ..evaluation import check_judged, coverage, evaluate
     from ..io.collection_files import read_qrels
     from ..io.runs import read_run
 
     try:
-        if rel_level < 1:
-            raise InputError(f"rel_level must be at least 1, not {rel_level}")
-        judged = read_qrels(_source(qrels, "qrels", roots))
-        ranked = read_run(_source(run, "run", roots)).scores()
-        result = evaluate(ranked, judged, measures, rel_level)
+        if args.measures is not None and not args.measures:
+            raise InputError(f"measures: give at least one measure (left out: {EVALUATE_MEASURE})")
+        judged = read_qrels(_source(args.qrels, "qrels", roots))
+        ranked = read_run(_source(args.run, "run", roots)).scores()
+        check_judged(ranked, judged, "given", "run")
+        result = evaluate(ranked, judged, args.measures or [EVALUATE_MEASURE], args.rel_level, fill=args.fill)
     except (InputError, ValueError) as exc:
         raise ToolError(" ".join(str(exc).split())) from None
     out: dict[str, Any] = {"measures": {m: result.mean(m) for m in result.measures},
-                           "queries": len(result.per_query), "rel_level": rel_level}
-    if per_query:
+                           "queries": len(result.per_query), "rel_level": args.rel_level}
+    note = coverage(ranked, judged, args.fill, "fill: false")
+    if note is not None:
+        out["note"] = note
+    if args.per_query:
         out["per_query"] = result.per_query
     return out
 
 
 def _source(value: str, what: str, roots: Sequence[Path]) -> Any:
-    """A file's text given inline (it holds a line break, or is no path), or a path under one of ``roots``."""
-    if "\n" in value or not value.strip():
+    """A file's text given inline (it holds a line break, or the 4 or 6 fields of one qrels or run line: a one-line
+    run was read as a path), or a path under one of ``roots``."""
+    if "\n" in value or not value.strip() or len(value.split()) >= 4:
         return io.StringIO(value)
     path = Path(value).expanduser()
     resolved = path.resolve()

@@ -55,12 +55,17 @@ async def exercise(session: ClientSession) -> dict:
     # what POST /v2/rerank refuses, MCP refuses alike (the SDK coerced these and dropped the misspelt field)
     as_http = [await session.call_tool("rerank", {"query": query, "documents": texts, **extra}) for extra in TYPED]
     as_http += [await session.call_tool("evaluate", {"run": "1 Q0 d 1 1 t\n", "qrels": "1 0 d 1\n", **extra})
-                for extra in ({"rel_level": "2"}, {"rel_level": True}, {"rellevel": 2}, {"per_query": "yes"})]
+                for extra in ({"rel_level": "2"}, {"rel_level": True}, {"rellevel": 2}, {"per_query": "yes"},
+                              {"rel_level": 0}, {"measures": []}, {"qrels": "2 0 d 1\n"})]
+    # eval's rules: a run of one query against two judged: the mean counts the other as 0 and the note says so
+    # (fill: false, over the run's); a one-line run and qrels are their text (they were read as paths)
+    partial = {"run": "1 Q0 d 1 1 t", "qrels": "1 0 d 1\n2 0 e 1\n", "measures": ["P@1"]}
+    covered = [text_of(await session.call_tool("evaluate", {**partial, **extra})) for extra in ({}, {"fill": False})]
     again = text_of(await session.call_tool("rerank", {"query": query, "documents": texts, "top_n": 5}))
     long = {"query": query, "documents": [texts[0], " ".join(texts)], "max_chunks_per_doc": 3, "return_documents": True}
     chunked = text_of(await session.call_tool("rerank", long))
     return {"tools": tools, "query": query, "texts": texts, "ranked": ranked, "measured": measured, "bad": bad,
-            "as_http": as_http,
+            "as_http": as_http, "covered": covered,
             "again": again, "run_lines": run_lines, "long": long, "chunked": chunked}
 
 
@@ -101,7 +106,16 @@ def check(seen: dict) -> None:
         assert message == f"Error executing tool rerank: {http.value.message}", (extra, message)  # the SDK's prefix
     assert said[len(TYPED):] == [f"Error executing tool evaluate: {m}" for m in (
         "rel_level: Input should be a valid integer", "rel_level: Input should be a valid integer",
-        "rellevel is not a field of this endpoint", "per_query: Input should be a valid boolean")]
+        "rellevel is not a field of this endpoint", "per_query: Input should be a valid boolean",
+        "rel_level: must be an integer >= 1", "measures: give at least one measure (left out: nDCG@10)",
+        "run: shares no query with the qrels given (run: 1 queries, e.g. 1; qrels: 1, e.g. 2): qrels of another "
+        "dataset?")]
+    filled, over_run = seen["covered"]
+    assert filled["measures"] == {"P@1": 0.5} and filled["queries"] == 2
+    assert filled["note"] == ("1 of the 2 qrels queries are in the run; the mean counts the others as 0 (fill: false: "
+                              "over the run's judged queries only)")
+    assert over_run["measures"] == {"P@1": 1.0} and over_run["queries"] == 1
+    assert over_run["note"] == "1 of the 2 qrels queries are in the run; the mean is over those (fill: false)"
     # a long document by its passages: its scoring passage returned, cut from it
     chunked = {r["index"]: r for r in seen["chunked"]["results"]}
     assert seen["chunked"]["meta"]["acurank"]["passages"] == {"ranked": 4, "split": 1, "capped": 1}
