@@ -169,11 +169,22 @@ def _lone_surrogate(raw: bytes) -> None:
         return
 
 
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose every name is given once (``json.loads``' hook), else the refusal naming the field."""
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise BadRequest(f"the body gives {key!r} twice in one object: give each field once", key)
+        seen[key] = value
+    return seen
+
+
 def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
     """A request body as a :class:`RerankCall`, or :class:`BadRequest` naming the field. The body's size is the
     routes' to check (they read it no further than ``limits.max_request_bytes``)."""
     if not raw.strip():
         raise BadRequest("the body is empty: send a JSON object with query and documents", "body")
+    raw = raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw  # a UTF-8 byte order mark, which JSON may ignore
     try:
         body = _Body.model_validate_json(raw)
     except ValidationError as exc:
@@ -181,6 +192,7 @@ def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
         if errors[0].get("type") == "json_invalid":
             _lone_surrogate(raw)
         raise explain(_union_error(errors)) from None
+    json.loads(raw, object_pairs_hook=_once)  # a field given twice: the parser above kept the last, in silence
     if not visible(body.query):  # the API's rule and words (run.documents.prepare)
         raise BadRequest(QUERY_BLANK, "query")
     if body.pivot is not None and not visible(body.pivot):

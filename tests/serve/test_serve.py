@@ -246,6 +246,23 @@ def test_a_number_outside_its_bounds_is_refused_in_the_domains_words(field, valu
     assert (str(refused.value), refused.value.field) == (said, field)
 
 
+def test_a_field_given_twice_is_refused_and_a_byte_order_mark_is_ignored():
+    """A field given twice in one object was taken as its last value, in silence (the third trial: two queries, the
+    second ranked); it is refused naming the field, at the top and within a document. A UTF-8 byte order mark before
+    the body (PowerShell's) was "not valid JSON (expected value at line 1 column 1)"; JSON lets a reader ignore it."""
+    from acurank_cli.serve.limits import Limits
+    from acurank_cli.serve.protocol import BadRequest, parse
+
+    for body, field in ((b'{"query": "flea", "query": "cat", "documents": ["a"]}', "query"),
+                        (b'{"query": "q", "documents": [{"text": "a", "text": "b"}]}', "text")):
+        with pytest.raises(BadRequest) as refused:
+            parse(body, "v2", Limits())
+        assert (str(refused.value), refused.value.field) == (
+            f"the body gives '{field}' twice in one object: give each field once", field)
+    call = parse(b'\xef\xbb\xbf{"query": "q", "documents": ["a", "b"]}', "v2", Limits())
+    assert call.query == "q" and call.texts == ("a", "b")
+
+
 def test_a_body_that_escapes_a_lone_surrogate_is_said_so():
     """A lone surrogate escaped in a body's string was "not valid JSON (unexpected end of hex escape ...)", of an
     escape that is whole (stop 103's trial); it is now said in the words of every JSON reader. An emoji's escaped
