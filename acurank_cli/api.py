@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -146,6 +147,8 @@ class Reranker:
         if self.reranker is None:
             raise InputError("this Reranker is closed: build a new one (Reranker(...)) to rerank again")
         admitted = self._session.admit(requests, SAID["api"])
+        for said in dict.fromkeys(w for a in admitted for w in a.warnings):  # the command line's warnings, once
+            warnings.warn(said, UserWarning, stacklevel=3)
         self._watched([a.prepared.task for a in admitted if a.prepared.task.n > 0 and a.prepared.scored])
         self._judged([a.request.qid for a in admitted if a.prepared.task.n > 0])
         outputs = {a.request.qid: self._session.answer(a, outcome) for a, outcome in self._session.drive(admitted)}
@@ -165,8 +168,6 @@ class Reranker:
             return
         shift = self._watch.see(tasks)
         if shift is not None and shift.shifted:
-            import warnings
-
             from .relevance.shift import CalibrationShiftWarning
 
             warnings.warn(shift.line("calibration"), CalibrationShiftWarning, stacklevel=3)
@@ -180,8 +181,6 @@ class Reranker:
         said = pipeline.unjudged(qrels, qids, "qrels=", "this call's",
                                  " the qid of a call is its query's in the qrels: give qid=")
         if said is not None:
-            import warnings
-
             warnings.warn(said, UserWarning, stacklevel=4)
 
     def strategy_for(self, top_k: int | None) -> Strategy:

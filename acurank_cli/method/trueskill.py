@@ -74,7 +74,8 @@ def prior_scale_problem(scores: Sequence[float], init, sigma: str = "mu/3", beta
             "for the same order") if small else ("large for the paper's prior", "each window settles the ratings "
                                                  "fast and AcuRank stops early, with fewer calls and a worse order")
     return (f"the first-stage scores are {what[0]} (median {median:.3g}: sigma = mu/{x:g} = {median / x:.3g} against "
-            f"TrueSkill's beta {beta:.3g}), so {what[1]}; --init zscore rates them on the paper's scale (mu = 10 + z), "
+            f"TrueSkill's beta {beta:.3g}), so {what[1]}; init zscore (--init zscore, the API's init='zscore') rates "
+            "them on the paper's scale (mu = 10 + z), "
             f"or scale the scores so that their median is between {low * beta * x:.3g} and {high * beta * x:.3g}")
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
@@ -105,6 +105,9 @@ class Admitted:
     strategy: "Strategy"
     cuts: tuple = ()
     split: "Split | None" = None
+    #: what the method warns of the call's queries before any call, as the command line warns of a run's (first-stage
+    #: scores off the paper's prior under init score): the API warns, a server says it in ``meta.warnings``
+    warnings: tuple[str, ...] = ()
 
     @property
     def task(self):
@@ -149,8 +152,6 @@ def passages_for(session: "SessionLike", request: Request) -> "Passages | None":
     """How the request's documents are split: the session's passages, with at most the request's ``max_chunks``
     passages a document (never more than the session's --max-passages); ``max_chunks`` where the session splits
     none: passages of :data:`~acurank_cli.run.passages.DEFAULT_WORDS` words. None: documents whole."""
-    from dataclasses import replace
-
     from .passages import DEFAULT_WORDS, Passages
 
     own, asked = session.passages, request.max_chunks
@@ -222,8 +223,6 @@ def _calibrated(session: "SessionLike", request: Request, strategy: "Strategy", 
 def _pivoted(session: "SessionLike", request: Request, strategy: "Strategy", said: "Spelling") -> "Strategy":
     """Rule 4: the method with the request's pivot in every window, the pivot's rules as every entrance says them
     (documents ranked whole; a map fit with a pivot needs one, one fit without refuses it)."""
-    from dataclasses import replace
-
     from ..relevance import check_pivot, pivoted
 
     if request.max_chunks is None:  # the passages, if any, are the session's own
@@ -309,8 +308,11 @@ def admit(session: "SessionLike", requests: Sequence[Request], said: "Spelling",
             check_scores([a.prepared.task for a in served], strategy.init, "the documents' scores", said.zscore)
         asked = any(a.split is not None and a.request.max_chunks is not None for a in served)
         with _named(said.passages if asked else said.documents, of_documents=True):
-            check_tasks(strategy, [a.task for a in served])
+            notes = check_tasks(strategy, [a.task for a in served])
         expect_kernels(strategy, [a.task for a in served])
+        warned = tuple(n[len("warning: "):] for n in notes if n.startswith("warning: "))  # the rest: an answer's note
+        if warned:
+            admitted = [replace(a, warnings=warned) if a.prepared.task.n > 0 else a for a in admitted]
     return admitted
 
 

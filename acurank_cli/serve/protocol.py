@@ -279,11 +279,13 @@ def response(call: RerankCall, order: Sequence[int], scores: Sequence[float], us
     tokens = {"input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"]}
     if usage.get("reasoning_tokens"):  # a thought is billed as output, and said apart
         tokens["reasoning_tokens"] = usage["reasoning_tokens"]
+    acurank = {key: value for key, value in usage.items() if key != "warnings"}
     meta: dict[str, Any] = {"api_version": {"version": call.api[1:]},
                             "billed_units": {"search_units": 1, **tokens}, "tokens": tokens,
-                            "acurank": dict(usage)}
-    if call.warnings:
-        meta["warnings"] = list(call.warnings)
+                            "acurank": acurank}
+    warned = [*call.warnings, *usage.get("warnings", ())]  # the request's, then the method's of its documents
+    if warned:
+        meta["warnings"] = warned
     out: dict[str, Any] = {"id": call.id, "results": results, "meta": meta}
     if call.api == "v1":  # Jina's fields beside Cohere's
         out["model"] = model

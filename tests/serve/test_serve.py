@@ -844,3 +844,33 @@ def test_a_served_map_is_checked_for_its_reranker_and_method_as_rerank_checks_it
                 "this server's --calibration map: the map was fit with method acurank and this request's method is "
                 "acurank-9: its P(relevant) reads the ratings one method makes; fit a map with acurank-9, or start "
                 "the server with --allow-map-mismatch"), other.text
+
+
+def test_the_methods_warnings_reach_api_and_server_callers():
+    """The method's warning of a call's documents before any call (first-stage scores too small for the paper's
+    prior under init score) was said by the command line only: admission dropped it. The API warns in the same
+    words, and a server says it in meta.warnings (the third trial). Scores of 0.5 and below: median 0.43."""
+    import warnings
+
+    import httpx
+
+    from acurank_cli.api import Reranker
+
+    docs = [{"text": f"fleas live {i} weeks", "score": round(0.5 - i / 100, 2)} for i in range(15)]
+    with Reranker("minilm", init="score", cache=None) as rr, warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        rr.rerank("how long do fleas live", docs)
+        rr.rerank("how long do fleas live", [{**d, "score": d["score"] * 20} for d in docs])  # median 8.6: none
+    said = [str(w.message) for w in seen if "paper's prior" in str(w.message)]
+    assert len(said) == 1 and said[0].startswith("the first-stage scores are small for the paper's prior (median 0.43")
+    assert "init='zscore'" in said[0] and seen[0].filename == __file__  # the caller's line, not the API's
+    server = Server("--reranker", "minilm", "--no-cache", "--init", "score")
+    try:
+        body = {"query": "how long do fleas live", "documents": docs}
+        meta = httpx.post(server.url + "/v2/rerank", json=body, timeout=60).json()["meta"]
+        assert meta["warnings"] == said and "warnings" not in meta["acurank"], meta
+        fine = httpx.post(server.url + "/v2/rerank", timeout=60,
+                          json={**body, "documents": [{**d, "score": d["score"] * 20} for d in docs]}).json()["meta"]
+        assert "warnings" not in fine, fine
+    finally:
+        server.stop()
