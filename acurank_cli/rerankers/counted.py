@@ -12,16 +12,24 @@ from .backend import BackendWrapper, RerankerBase, ResultSink
 
 
 class Counted(BackendWrapper):
-    """``inner`` with ``count(windows)`` called before each of its calls (a batch of that many windows), and
-    ``each(result)`` once for each window's answer as it arrives (``on_result``) or with the batch."""
+    """``inner`` with ``count(windows)`` called before each of its calls (a batch of that many windows),
+    ``each(result)`` once for each window's answer as it arrives (``on_result``) or with the batch, and
+    ``settled(windows)`` once the call has returned or failed (the windows are no longer in the backend)."""
 
     def __init__(self, inner: RerankerBase, count: Callable[[int], None],
-                 each: Callable[[RerankResult], None] | None = None):
+                 each: Callable[[RerankResult], None] | None = None, settled: Callable[[int], None] | None = None):
         super().__init__(inner)
-        self.count, self.each = count, each
+        self.count, self.each, self.settled = count, each, settled
 
     def rerank(self, requests: Sequence[RerankRequest], on_result: ResultSink | None = None) -> list[RerankResult]:
         self.count(len(requests))
+        try:
+            return self._answered(requests, on_result)
+        finally:
+            if self.settled is not None:
+                self.settled(len(requests))
+
+    def _answered(self, requests: Sequence[RerankRequest], on_result: ResultSink | None) -> list[RerankResult]:
         if self.each is None:
             return self.inner.rerank(requests, on_result)
         seen: set[int] = set()

@@ -43,6 +43,8 @@ class Metrics:
         self.queued = Gauge("acurank_queue_depth", "Requests admitted and waiting for a place in flight", registry=r)
         self.in_flight = Gauge("acurank_in_flight", "Requests admitted and not yet answered, queued ones included",
                                registry=r)
+        self.windows_out = Gauge("acurank_backend_windows_out", "Windows sent to the backend and not yet answered, "
+                                 "a withdrawn request's included (they hold the backend until they finish)", registry=r)
         self.shifted = Gauge("acurank_calibration_shifted", "1: the requests' first-stage scores differ from the "
                              "calibration map's fitting queries' (its P(relevant) may not hold here); 0: they do not; "
                              "-1: not compared (no map, or fewer than 20 requests whose documents carry scores)",
@@ -67,6 +69,7 @@ class Metrics:
         """The gauges read the service when scraped."""
         self.queued.set_function(lambda: service.queued)
         self.in_flight.set_function(lambda: service.open)
+        self.windows_out.set_function(lambda: service.windows_out)
         self.shifted.set_function(lambda: getattr(service, "shifted", -1))
 
     def text(self) -> bytes:

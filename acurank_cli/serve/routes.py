@@ -200,7 +200,8 @@ class _Routes:
     def health(self) -> Response:
         service = self.service
         body = {"status": "draining" if service.draining else "ok", "model": self.model,
-                "method": service.methods.name, "in_flight": service.open - service.queued, "queued": service.queued}
+                "method": service.methods.name, "in_flight": service.open - service.queued, "queued": service.queued,
+                "windows_out": service.windows_out}
         status = 503 if service.draining else 200
         service.metrics.requests.labels("/health", str(status)).inc()
         return JSONResponse(body, status_code=status)

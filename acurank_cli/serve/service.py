@@ -101,6 +101,8 @@ class RerankService:
         self.lock = threading.Lock()
         self.tickets: dict[str, Ticket] = {}
         self.calls: dict[str, int] = {}  # the driver thread's count of each request's calls so far
+        #: windows sent to the backend and not yet answered, a withdrawn request's included (they hold it till done)
+        self.windows_out = 0
         self.draining = False
         from ..relevance.shift import ShiftWatch
 
@@ -270,6 +272,12 @@ class RerankService:
         def count(windows: int) -> None:
             metrics.batches.inc()
             metrics.windows.inc(windows)
+            with self.lock:
+                self.windows_out += windows
+
+        def settled(windows: int) -> None:
+            with self.lock:
+                self.windows_out -= windows
 
         def each(result) -> None:  # every window's answer, its request answered or not (withdrawn, timed out, capped)
             metrics.calls.inc()
@@ -281,7 +289,7 @@ class RerankService:
             metrics.thinking_calls.inc(int(result.thinking))
             metrics.thought_cut.inc(int(result.thought_cut))
 
-        return Counted(backend, count, each)
+        return Counted(backend, count, each, settled)
 
 
 def _document(text: str, title: str, original: Any) -> dict[str, Any]:

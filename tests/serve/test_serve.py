@@ -362,6 +362,8 @@ def test_a_full_server_says_429_and_a_client_that_leaves_frees_its_windows():
         time.sleep(0.5)
         full = httpx.post(server.url + "/v2/rerank", json=body, timeout=30)
         assert full.status_code == 429 and full.headers["retry-after"] == "1", full.text
+        out = [httpx.get(server.url + "/health", timeout=10).json()["windows_out"] for _ in range(20)]
+        assert max(out) >= 1, out  # the first request's window at the LLM server (0.4 s each, 9 in a row)
         assert "in flight" in full.json()["message"]
         first.join(60)
         second.join(60)
@@ -378,7 +380,9 @@ def test_a_full_server_says_429_and_a_client_that_leaves_frees_its_windows():
         # the windows it had sent were made, and are counted as calls: 9 + 9 answered, and the withdrawn one's
         assert _metric(metrics, "acurank_reranker_calls_total") == _metric(metrics, "acurank_backend_windows_total")
         assert _metric(metrics, "acurank_reranker_calls_total") > 18
-        assert httpx.get(server.url + "/health", timeout=10).json()["in_flight"] == 0
+        health = httpx.get(server.url + "/health", timeout=10).json()
+        assert health["in_flight"] == 0 and health["windows_out"] == 0, health  # its windows answered: none held
+        assert _metric(metrics, "acurank_backend_windows_out") == 0
     finally:
         code = server.stop()
         httpd.shutdown()
