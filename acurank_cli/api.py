@@ -170,7 +170,7 @@ class Reranker:
         if shift is not None and shift.shifted:
             from .relevance.shift import CalibrationShiftWarning
 
-            warnings.warn(shift.line("calibration"), CalibrationShiftWarning, stacklevel=3)
+            warnings.warn(shift.line("calibration"), CalibrationShiftWarning, stacklevel=4)  # the caller's line
 
     def _judged(self, qids: list[str]) -> None:
         """The simulated reranker's qrels judging none of a call's queries, warned of as the command line warns

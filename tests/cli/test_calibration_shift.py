@@ -100,3 +100,4 @@ def test_the_api_compares_its_first_20_queries_once(fitted):
             told = [w for w in caught if issubclass(w.category, CalibrationShiftWarning)]
             assert rr.calibration_shift is not None and rr.calibration_shift.shifted is shifted
             assert len(told) == (1 if shifted else 0) and rr.calibration_shift.queries == 20
+            assert all(w.filename == __file__ for w in told)  # the caller's line, not the API's own
