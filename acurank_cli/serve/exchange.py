@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from contextvars import ContextVar
 from typing import Any, Awaitable, Callable
 
 from .. import redaction
@@ -22,14 +23,21 @@ def _stderr(line: str) -> None:
     print(redaction.text(line), file=sys.stderr)
 
 
+#: whether the caller of the request being handled has left, for an entrance that cannot hand it to
+#: :func:`exchange` itself (an MCP tool call over HTTP: the transport's request is set here by the route that guards
+#: ``/mcp``, and its tool's exchange reads it); None: no caller that can leave is known (MCP over stdio)
+CALLER_GONE: ContextVar[Callable[[], Awaitable[bool]] | None] = ContextVar("acurank_caller_gone", default=None)
+
+
 async def exchange(service: RerankService, model: str, body: Callable[[], Awaitable[bytes]], api: str, endpoint: str,
                    *, gone: Callable[[], Awaitable[bool]] | None = None,
                    log: Callable[[str], None] = _stderr) -> dict[str, Any]:
     """The answer to one rerank request (``body``: reads it, its caller's key checked; ``api``: "v1" or "v2"), or
-    :class:`BadRequest` (its status and field); ``gone``: whether the caller has left (HTTP's disconnect; None: it
-    stays); ``log``: where a backend's failure is written whole (the caller gets one line and the request's id).
+    :class:`BadRequest` (its status and field); ``gone``: whether the caller has left (HTTP's disconnect; None: the
+    one :data:`CALLER_GONE` holds, if any); ``log``: where a backend's failure is written whole (the caller gets one line and the request's id).
     Every outcome is counted under ``endpoint``: its status, and the seconds of an answered one."""
     metrics, status, started = service.metrics, "200", time.perf_counter()
+    gone = gone or CALLER_GONE.get()  # an MCP call over HTTP: its client leaving withdraws it, as a REST request's
     try:
         call = parse(await body(), api, service.limits)
         ticket = await asyncio.to_thread(service.submit, call)

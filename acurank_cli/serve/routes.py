@@ -19,7 +19,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import redaction
-from .exchange import exchange
+from .exchange import CALLER_GONE, exchange
 from .metrics import CONTENT_TYPE
 from .protocol import BadRequest
 from .service import RerankService
@@ -117,7 +117,11 @@ class _Guarded:
             self.routes.service.metrics.requests.labels("/mcp", str(exc.status)).inc()
             await JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        token = CALLER_GONE.set(request.is_disconnected)  # a tool call's client that leaves withdraws it (exchange)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            CALLER_GONE.reset(token)
 
 
 class _Routes:

@@ -383,6 +383,17 @@ def test_a_full_server_says_429_and_a_client_that_leaves_frees_its_windows():
         health = httpx.get(server.url + "/health", timeout=10).json()
         assert health["in_flight"] == 0 and health["windows_out"] == 0, health  # its windows answered: none held
         assert _metric(metrics, "acurank_backend_windows_out") == 0
+        # an MCP tool call over /mcp whose client leaves is withdrawn as well (it went on making its 9 paid calls)
+        before = state["requests"]
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "rerank", "arguments": body}}
+        with pytest.raises(httpx.TimeoutException):
+            httpx.post(server.url + "/mcp", json=call, timeout=0.6,
+                       headers={"Accept": "application/json, text/event-stream"})
+        time.sleep(2.5)
+        metrics = httpx.get(server.url + "/metrics", timeout=10).text
+        assert _metric(metrics, "acurank_requests_withdrawn_total") == 2, metrics
+        assert state["requests"] - before <= 3, state["requests"] - before
+        assert httpx.get(server.url + "/health", timeout=10).json()["in_flight"] == 0
     finally:
         code = server.stop()
         httpd.shutdown()
