@@ -33,7 +33,6 @@ from typing import Any
 
 from .errors import InputError
 from .params import ParameterError, at_least
-from .records import visible
 from .method.strategy import Strategy
 from .relevance.pivot import SAID
 from .rerankers.backend import RerankerBase
@@ -43,6 +42,29 @@ from .run.documents import DocLike, Prepared, output_of, prepare
 from .run.request import Request
 
 _Prepared = Prepared  # the name the previous release's callers imported
+
+
+def _of(exc: InputError, qid: str | None) -> None:
+    """Name on ``exc`` the query of a batch it is about (``qid``; None: about the batch), before where in it."""
+    if qid is not None:
+        exc.source = f"query {qid}" + (f": {exc.source}" if exc.source else "")
+
+
+def _batch(queries: Iterable[Any], qids: Sequence[str] | None) -> tuple[list, list]:
+    """A batch's (query, documents) pairs and their qids (given, or their places: "0", "1", ...), each pair a pair
+    and each qid once: one line where not (an item of one element was Python's unpacking error)."""
+    queries = list(queries)
+    for i, item in enumerate(queries):
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise InputError(f"queries[{i}]: give a (query, documents) pair, got {type(item).__name__}"
+                             + (f" of {len(item)}" if isinstance(item, (tuple, list)) else ""))
+    qids = list(qids) if qids is not None else [str(i) for i in range(len(queries))]
+    if len(qids) != len(queries):
+        raise InputError(f"qids: {len(qids)} for {len(queries)} queries: give one unique qid per query")
+    twice = next((q for i, q in enumerate(qids) if q in qids[:i]), None)
+    if twice is not None:
+        raise InputError(f"qids: {twice!r} is given twice: give one unique qid per query")
+    return queries, qids
 
 
 class Reranker:
@@ -120,17 +142,13 @@ class Reranker:
         ``top_k``, ``min_p_topk``, ``min_p_relevant`` and ``cut`` cut every query's output (``cut_target``: where the
         cut's calls go); ``pivots``: each query's pivot passage (see :meth:`rerank`). Each query is one
         :class:`~acurank_cli.run.request.Request`, admitted by the session's rules as every entrance's is."""
-        queries = list(queries)
-        qids = list(qids) if qids is not None else [str(i) for i in range(len(queries))]
-        if len(qids) != len(queries):
-            raise InputError(f"qids: {len(qids)} for {len(queries)} queries: give one unique qid per query")
-        twice = next((q for i, q in enumerate(qids) if q in qids[:i]), None)
-        if twice is not None:
-            raise InputError(f"qids: {twice!r} is given twice: give one unique qid per query")
+        queries, qids = _batch(queries, qids)
         if pivots is not None:
+            if isinstance(pivots, str):  # a string is a sequence of letters: each query got one
+                raise InputError("pivots: give a list of pivot passages, one per query, not a string")
             pivots = list(pivots)
-            if len(pivots) != len(queries) or not all(isinstance(p, str) and visible(p) for p in pivots):
-                raise InputError("pivot: give one non-empty pivot passage per query")
+            if len(pivots) != len(queries):
+                raise InputError(f"pivots: {len(pivots)} for {len(queries)} queries: give one pivot passage per query")
         requests = [Request(q, docs, qid, instruction=instruction, top_k=top_k, min_p_topk=min_p_topk,
                             min_p_relevant=min_p_relevant, cut=cut, cut_target=cut_target,
                             pivot=None if pivots is None else pivots[i])
@@ -138,8 +156,7 @@ class Reranker:
         try:
             return self._answered(requests)
         except InputError as exc:  # about one of the queries: named by its qid (the caller's, or its place)
-            if exc.query is not None and exc.source is None:
-                exc.source = f"query {exc.query}"
+            _of(exc, exc.query)
             raise
 
     def _answered(self, requests: list[Request]) -> list[RerankOutput]:
@@ -213,12 +230,14 @@ class Reranker:
             raise ParameterError("rehearsals", rehearsals, at_least(2).describe())
         if (price_in is None) != (price_out is None):
             raise InputError("price_in and price_out go together (a million input tokens, a million output tokens)")
-        queries = list(queries)
-        qids = list(qids) if qids is not None else [str(i) for i in range(len(queries))]
-        if len(set(qids)) != len(qids) or len(qids) != len(queries):
-            raise InputError("give one unique qid per query")
-        prepared = [self._session.prepared(q, docs, self.strategy, qid=qid)
-                    for (q, docs), qid in zip(queries, qids)]
+        queries, qids = _batch(queries, qids)
+        prepared = []
+        for (q, docs), qid in zip(queries, qids):
+            try:
+                prepared.append(self._session.prepared(q, docs, self.strategy, qid=qid))
+            except InputError as exc:  # named as rerank_batch names it
+                _of(exc, qid)
+                raise
         tasks = [p.task for p in prepared if p.task.n > 0]
         by_qid = {p.task.qid: p.docs for p in prepared}
         prompter = innermost(self.backend, counts_tokens)

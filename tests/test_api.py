@@ -113,6 +113,19 @@ def test_a_batch_refusal_names_its_query(minilm):
         minilm.rerank_batch([(QUERY, DOCS), (QUERY, DOCS)], qids=["a"])
     with pytest.raises(InputError, match=r"^qids: 'a' is given twice: give one unique qid per query$"):
         minilm.rerank_batch([(QUERY, DOCS), (QUERY, DOCS)], qids=["a", "a"])
+    # a batch's pivots by the single call's rules, naming the query (a string was split into letter-pivots)
+    with pytest.raises(InputError, match=r"^query 1: pivot must not be blank \(leave it out for none\)$"):
+        minilm.rerank_batch([(QUERY, DOCS), (QUERY, DOCS)], pivots=["p", " "])
+    with pytest.raises(InputError, match=r"^pivots: give a list of pivot passages, one per query, not a string$"):
+        minilm.rerank_batch([(QUERY, DOCS), (QUERY, DOCS)], pivots="pp")
+    with pytest.raises(InputError, match=r"^queries\[0\]: give a \(query, documents\) pair, got tuple of 1$"):
+        minilm.rerank_batch([(QUERY,)])
+    with pytest.raises(InputError, match=r"^queries\[0\]: give a \(query, documents\) pair, got tuple of 1$"):
+        minilm.estimate([(QUERY,)])
+    with pytest.raises(InputError, match=r"^query b: documents\[1\]: has no text"):  # where in the query, too
+        minilm.rerank_batch([(QUERY, DOCS), (QUERY, ["a", " "])], qids=["a", "b"])
+    with pytest.raises(InputError, match=r"^query b: the query must be a non-empty string$"):  # as rerank_batch
+        minilm.estimate([(QUERY, DOCS), (" ", DOCS)], qids=["a", "b"])
 
 
 def test_scores_and_errors():
