@@ -644,5 +644,10 @@ def test_a_score_init_score_cannot_rate_names_the_way_out_in_the_entrances_words
     with Reranker("simulated", method="acurank", qrels={"q": {}}, cache=None, init="score") as rr:
         with pytest.raises(InputError) as refused:
             rr.rerank("q", [{"text": "a", "score": -1}, {"text": "b", "score": 2}])
-    assert str(refused.value) == ("the documents' scores: query q doc 0: first-stage score -1 is not positive "
+    assert str(refused.value) == ("the documents' scores: document 0: first-stage score -1 is not positive "
                                   "(mu = score, sigma = mu/3 needs a positive score); give init='zscore'")
+    # one call names no query (it named "query q", an id the caller never gave); a batch names the one at fault
+    with Reranker("minilm", method="acurank", cache=None, init="score") as rr, pytest.raises(InputError) as refused:
+        rr.rerank_batch([("q", [{"text": "a", "score": 1}]), ("q", [{"text": "a", "score": float("nan")}])],
+                        qids=["a", "b"])
+    assert str(refused.value).startswith("query b: the documents' scores: document 0: first-stage score nan is not")

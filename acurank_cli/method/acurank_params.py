@@ -114,8 +114,8 @@ class _CallCap:
         first = self.initial_calls(n)
         if self.cap is not None and self.cap < first:
             raise InputError(f"{self.family}-{self.cap}: query {qid} has {n} candidates, whose initial pass alone "
-                             f"takes {first} calls of m = {self.m}; use {self.family}-N with N >= {first} or a "
-                             "smaller --depth")
+                             f"takes {first} calls of m = {self.m}; use {self.family}-N with N >= {first}, or fewer "
+                             "candidates (the command line's --depth)")
 
 
 @dataclass(frozen=True)

@@ -34,16 +34,17 @@ def score_problem(score: float, init: Init, way: str = "use --init zscore") -> s
     return None
 
 
-def check_scores(tasks: Sequence[RankingTask], init, source: str, way: str = "use --init zscore") -> None:
+def check_scores(tasks: Sequence[RankingTask], init, source: str, way: str = "use --init zscore",
+                 who: Callable[[str, str], str] = lambda qid, docid: f"query {qid} doc {docid}") -> None:
     """Every first-stage score of every query must start a rating under ``init``: checked before any call
-    (``way``: the way out, in the entrance's words)."""
+    (``way``: the way out, in the entrance's words; ``who``: how it names a query's document, a run's by both ids)."""
     if init is None:
         return
     for task in tasks:
         for c in task.candidates:
             problem = score_problem(c.score, init, way)
             if problem:
-                refused = InputError(f"query {task.qid} doc {c.docid}: first-stage score {c.score:g} {problem}", source)
+                refused = InputError(f"{who(task.qid, c.docid)}: first-stage score {c.score:g} {problem}", source)
                 refused.about = (task.qid, c.docid)  # the line: the reader's who knows the file (io.runs.placed)
                 raise refused
 

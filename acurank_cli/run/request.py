@@ -304,8 +304,10 @@ def admit(session: "SessionLike", requests: Sequence[Request], said: "Spelling",
     if served:
         strategy = served[0].strategy
         session.check_gate(strategy)
-        with _named(said.documents, of_documents=True):
-            check_scores([a.prepared.task for a in served], strategy.init, "the documents' scores", said.zscore)
+        for a in served:  # each call's documents named as the call gave them, its query by the batch (not "query q")
+            with _of_query(a.request.qid), _named(said.documents, of_documents=True):
+                check_scores([a.prepared.task], strategy.init, "the documents' scores", said.zscore,
+                             who=lambda qid, docid: f"document {docid}")
         asked = any(a.split is not None and a.request.max_chunks is not None for a in served)
         with _named(said.passages if asked else said.documents, of_documents=True):
             notes = check_tasks(strategy, [a.task for a in served])

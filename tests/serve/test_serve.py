@@ -217,7 +217,7 @@ def test_a_request_the_sessions_rules_refuse_is_one_line_naming_its_field(minilm
              "the run's queries) and cannot be served a request at a time (acurank-auto: give --beta-pool query)"),
             ({"method": "acurank-1", "documents": many}, "documents",
              "documents: acurank-1: the request has 21 candidates, whose initial pass alone takes 2 calls of m = 20; "
-             "use acurank-N with N >= 2 or a smaller --depth")):
+             "use acurank-N with N >= 2, or fewer candidates (the command line's --depth)")):
         body = {"query": "how long do fleas live", "documents": ["a flea", "a cat"], **extra}
         reply = httpx.post(minilm.url + "/v2/rerank", headers={"Authorization": f"Bearer {KEY}"}, json=body, timeout=60)
         assert (reply.status_code, reply.json()) == (400, {"message": said, "field": field}), reply.text
@@ -501,7 +501,8 @@ def test_a_failing_backend_is_a_502_and_serving_goes_on():
         assert said.is_error and said.content[0].text.startswith(
             "Error executing tool rerank: the reranker failed (request ") and "127.0.0.1" not in said.content[0].text
         assert httpx.get(server.url + "/health", timeout=10).json() == {
-            "status": "ok", "model": "openai:fake", "method": "sw-1", "in_flight": 0, "queued": 0}
+            "status": "ok", "model": "openai:fake", "method": "sw-1", "in_flight": 0, "queued": 0,
+            "windows_out": 0}  # the failed windows hold nothing
         metrics = httpx.get(server.url + "/metrics", timeout=10).text
         assert _metric(metrics, "acurank_backend_failures_total") == 3
         assert 'acurank_requests_total{endpoint="mcp:rerank",status="502"} 1.0' in metrics
