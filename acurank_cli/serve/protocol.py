@@ -169,14 +169,24 @@ def _lone_surrogate(raw: bytes) -> None:
         return
 
 
-def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose every name is given once (``json.loads``' hook), else the refusal naming the field."""
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise BadRequest(f"the body gives {key!r} twice in one object: give each field once", key)
-        seen[key] = value
-    return seen
+class _Pairs(list):
+    """A JSON object as the parser read it: its (name, value) pairs, a name given twice kept twice."""
+
+
+def _once(node: Any, where: str = "") -> None:
+    """Every JSON object in ``node`` (read with :class:`_Pairs`) gives each name once, else the refusal naming where
+    (``documents[0].text``): a parser keeps the last one, in silence."""
+    if isinstance(node, _Pairs):
+        seen = set()
+        for key, value in node:
+            path = f"{where}.{key}" if where else key
+            if key in seen:
+                raise BadRequest(f"{path} is given twice in one object: give each field once", path)
+            seen.add(key)
+            _once(value, path)
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            _once(value, f"{where}[{i}]")
 
 
 def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
@@ -192,7 +202,7 @@ def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
         if errors[0].get("type") == "json_invalid":
             _lone_surrogate(raw)
         raise explain(_union_error(errors)) from None
-    json.loads(raw, object_pairs_hook=_once)  # a field given twice: the parser above kept the last, in silence
+    _once(json.loads(raw, object_pairs_hook=_Pairs))  # a field given twice: the parser above kept the last
     if not visible(body.query):  # the API's rule and words (run.documents.prepare)
         raise BadRequest(QUERY_BLANK, "query")
     if body.pivot is not None and not visible(body.pivot):

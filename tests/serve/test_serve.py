@@ -254,11 +254,12 @@ def test_a_field_given_twice_is_refused_and_a_byte_order_mark_is_ignored():
     from acurank_cli.serve.protocol import BadRequest, parse
 
     for body, field in ((b'{"query": "flea", "query": "cat", "documents": ["a"]}', "query"),
-                        (b'{"query": "q", "documents": [{"text": "a", "text": "b"}]}', "text")):
+                        (b'{"query": "q", "documents": ["z", {"text": "a", "text": "b"}]}', "documents[1].text"),
+                        (b'{"query": "q", "documents": [{"text": "a", "m": {"k": 1, "k": 2}}]}', "documents[0].m.k")):
         with pytest.raises(BadRequest) as refused:
             parse(body, "v2", Limits())
         assert (str(refused.value), refused.value.field) == (
-            f"the body gives '{field}' twice in one object: give each field once", field)
+            f"{field} is given twice in one object: give each field once", field)
     call = parse(b'\xef\xbb\xbf{"query": "q", "documents": ["a", "b"]}', "v2", Limits())
     assert call.query == "q" and call.texts == ("a", "b")
 
