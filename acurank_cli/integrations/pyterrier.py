@@ -200,9 +200,18 @@ def _checked(frame: Any) -> None:
             for row, value in enumerate(frame[column]):
                 if isinstance(value, str):
                     check_unicode(value, f"row {row}: column {column!r}")
-    for row, docno in enumerate(frame["docno"]):
-        if isinstance(docno, bool) or not isinstance(docno, (str, numbers.Integral)):
-            raise InputError(f"row {row}: docno {docno!r} must be a string or an integer")
-        check_id(str(docno), f"row {row}: docno", "")  # the API's rule, said of the row (it named a place in a list)
+    for column in ("docno", "qid"):  # ids: a float, a boolean or a missing one (None, NaN) was taken by its text
+        for row, value in enumerate(frame[column]):
+            if isinstance(value, bool) or not isinstance(value, (str, numbers.Integral)):
+                raise InputError(f"row {row}: {column} {value!r} must be a string or an integer")
+            check_id(str(value), f"row {row}: {column}", "")  # the API's rule, said of the row (not a list's place)
+    for row, query in enumerate(frame["query"]):
+        if not isinstance(query, str):  # the API's rule: a number was ranked as its text, a None as no query
+            raise InputError(f"row {row}: query {query!r} must be a string")
+    seen: dict[tuple[str, str], int] = {}
+    for row, key in enumerate(zip(frame["qid"].astype(str), frame["docno"].astype(str))):
+        if seen.setdefault(key, row) != row:  # named by the frame's rows (it named places in the sorted list)
+            raise InputError(f"rows {seen[key]} and {row}: query {key[0]} gives docno {key[1]} twice: docnos must be "
+                             "unique within a query")
 
 __all__ = ["AcuRankReranker", "OUTPUT_COLUMNS"]

@@ -98,7 +98,7 @@ def test_pyterrier_names_query_and_docno_of_a_repeated_docno():
     from acurank_cli.errors import InputError
     from acurank_cli.integrations.pyterrier import AcuRankReranker
 
-    with pytest.raises(InputError, match=r"query 19335: document id 'a' is given twice"):
+    with pytest.raises(InputError, match=r"^rows 0 and 2: query 19335 gives docno a twice: docnos must be unique"):
         AcuRankReranker("minilm", method="sw-1", cache=None).transform(_frame(pd, ["x", "y", "z"], ("a", "b", "a")))
 
 

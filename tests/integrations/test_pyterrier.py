@@ -165,6 +165,13 @@ def test_a_frames_cells_follow_the_apis_rules_for_text_ids_and_scores():
              (frame(docno=[1.0, 2.0]), "row 0: docno 1.0 must be a string or an integer"),
              # the API's id rule, said of the frame's row (it named "document 0", a place in the sorted list)
              (frame(docno=["a", "b c"]), "row 1: docno 'b c' is empty or holds whitespace or control characters"),
+             # ids and the query by the API's rules, each named by its row (a missing qid was a KeyError, a float
+             # one taken by its text, a query of 5 ranked as "5"; a repeated docno named places of the sorted list)
+             (frame(qid=[None, None]), "row 0: qid None must be a string or an integer"),
+             (frame(qid=[1.5, 1.5]), "row 0: qid 1.5 must be a string or an integer"),
+             (frame(query=["q", 5]), "row 1: query 5 must be a string"),
+             (frame(docno=["a", "a"], score=[0.1, 0.9]), "rows 0 and 1: query 1 gives docno a twice: docnos must be "
+                                                         "unique within a query"),
              (frame(score=["3.5", "2"]), "query 1, docno a: column 'score' '3.5' is not a number"),
              (frame(score=[10 ** 400, 2]), "query 1, docno a: column 'score' is beyond the range of a 64-bit float")]
     for given, said in cases:
