@@ -177,7 +177,9 @@ def _source(value: str, what: str, roots: Sequence[Path]) -> Any:
     """A file's text given inline (it holds a line break, or the 4 or 6 fields of one qrels or run line: a one-line
     run was read as a path), or a path under one of ``roots``."""
     if "\n" in value or not value.strip() or len(value.split()) >= 4:
-        return io.StringIO(value)
+        given = io.StringIO(value)
+        given.name = what  # its refusals name the argument (they named "<stream>"), as eval's name the file
+        return given
     path = Path(value).expanduser()
     resolved = path.resolve()
     if not any(resolved == root or root in resolved.parents for root in roots):

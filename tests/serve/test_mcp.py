@@ -56,7 +56,7 @@ async def exercise(session: ClientSession) -> dict:
     as_http = [await session.call_tool("rerank", {"query": query, "documents": texts, **extra}) for extra in TYPED]
     as_http += [await session.call_tool("evaluate", {"run": "1 Q0 d 1 1 t\n", "qrels": "1 0 d 1\n", **extra})
                 for extra in ({"rel_level": "2"}, {"rel_level": True}, {"rellevel": 2}, {"per_query": "yes"},
-                              {"rel_level": 0}, {"measures": []}, {"qrels": "2 0 d 1\n"})]
+                              {"rel_level": 0}, {"measures": []}, {"qrels": "2 0 d 1\n"}, {"run": ""})]
     # eval's rules: a run of one query against two judged: the mean counts the other as 0 and the note says so
     # (fill: false, over the run's); a one-line run and qrels are their text (they were read as paths)
     partial = {"run": "1 Q0 d 1 1 t", "qrels": "1 0 d 1\n2 0 e 1\n", "measures": ["P@1"]}
@@ -109,7 +109,7 @@ def check(seen: dict) -> None:
         "rellevel is not a field of this endpoint", "per_query: Input should be a valid boolean",
         "rel_level: must be an integer >= 1", "measures: give at least one measure (left out: nDCG@10)",
         "run: shares no query with the qrels given (run: 1 queries, e.g. 1; qrels: 1, e.g. 2): qrels of another "
-        "dataset?")]
+        "dataset?", "run: run file is empty")]  # named by its argument, as eval names the file (it said "<stream>")
     filled, over_run = seen["covered"]
     assert filled["measures"] == {"P@1": 0.5} and filled["queries"] == 2
     assert filled["note"] == ("1 of the 2 qrels queries are in the run; the mean counts the others as 0 (fill: false: "
