@@ -313,7 +313,7 @@ def admit(session: "SessionLike", requests: Sequence[Request], said: "Spelling",
             notes = check_tasks(strategy, [a.task for a in served])
         expect_kernels(strategy, [a.task for a in served])
         warned = tuple(n[len("warning: "):] for n in notes if n.startswith("warning: "))  # the rest: an answer's note
-        if warned:
+        if warned and any(a.prepared.scored for a in served):  # of scores given (not the places n .. 1 that stand in)
             admitted = [replace(a, warnings=warned) if a.prepared.task.n > 0 else a for a in admitted]
     return admitted
 

@@ -889,5 +889,8 @@ def test_the_methods_warnings_reach_api_and_server_callers():
         fine = httpx.post(server.url + "/v2/rerank", timeout=60,
                           json={**body, "documents": [{**d, "score": d["score"] * 20} for d in docs]}).json()["meta"]
         assert "warnings" not in fine, fine
+        # documents without scores: their places (4 .. 1) stand in, and no score of the caller's is warned of
+        unscored = httpx.post(server.url + "/v2/rerank", timeout=60, json={**body, "documents": ["a", "b", "c", "d"]})
+        assert "warnings" not in unscored.json()["meta"], unscored.text
     finally:
         server.stop()
