@@ -231,6 +231,8 @@ class Reranker:
         if (price_in is None) != (price_out is None):
             raise InputError("price_in and price_out go together (a million input tokens, a million output tokens)")
         queries, qids = _batch(queries, qids)
+        if top_k is not None and not at_least(1).contains(top_k):  # in rerank_batch's words (it said k=0)
+            raise ParameterError("top_k", top_k, at_least(1).describe())
         prepared = []
         for (q, docs), qid in zip(queries, qids):
             try:

@@ -124,6 +124,8 @@ def test_a_batch_refusal_names_its_query(minilm):
         minilm.estimate([(QUERY,)])
     with pytest.raises(InputError, match=r"^query b: documents\[1\]: has no text"):  # where in the query, too
         minilm.rerank_batch([(QUERY, DOCS), (QUERY, ["a", " "])], qids=["a", "b"])
+    with pytest.raises(InputError, match=r"^top_k=0: must be an integer >= 1$"):  # as rerank_batch (it said k=0)
+        minilm.estimate([(QUERY, DOCS)], top_k=0)
     with pytest.raises(InputError, match=r"^query b: the query must be a non-empty string$"):  # as rerank_batch
         minilm.estimate([(QUERY, DOCS), (" ", DOCS)], qids=["a", "b"])
 
