@@ -169,6 +169,21 @@ def _lone_surrogate(raw: bytes) -> None:
         return
 
 
+def without_mark(raw: bytes) -> bytes:
+    """A body without the UTF-8 byte order mark before it, which JSON lets a reader ignore (PowerShell sends one)."""
+    return raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw
+
+
+def fields_once(raw: bytes) -> None:
+    """A JSON body (an MCP message too) whose every object gives each name once: refused naming where one is given
+    twice (a parser keeps the last); a body that is not JSON is left to its parser to say so."""
+    try:
+        parsed = json.loads(raw, object_pairs_hook=_Pairs)
+    except (ValueError, RecursionError):
+        return
+    _once(parsed)
+
+
 class _Pairs(list):
     """A JSON object as the parser read it: its (name, value) pairs, a name given twice kept twice."""
 
@@ -194,7 +209,7 @@ def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
     routes' to check (they read it no further than ``limits.max_request_bytes``)."""
     if not raw.strip():
         raise BadRequest("the body is empty: send a JSON object with query and documents", "body")
-    raw = raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw  # a UTF-8 byte order mark, which JSON may ignore
+    raw = without_mark(raw)
     try:
         body = _Body.model_validate_json(raw)
     except ValidationError as exc:
@@ -202,7 +217,7 @@ def parse(raw: bytes, api: str, limits: Limits) -> RerankCall:
         if errors[0].get("type") == "json_invalid":
             _lone_surrogate(raw)
         raise explain(_union_error(errors)) from None
-    _once(json.loads(raw, object_pairs_hook=_Pairs))  # a field given twice: the parser above kept the last
+    fields_once(raw)  # a field given twice: the parser above kept the last
     if not visible(body.query):  # the API's rule and words (run.documents.prepare)
         raise BadRequest(QUERY_BLANK, "query")
     if body.pivot is not None and not visible(body.pivot):

@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import redaction
 from .exchange import CALLER_GONE, exchange
 from .metrics import CONTENT_TYPE
-from .protocol import BadRequest
+from .protocol import BadRequest, fields_once, without_mark
 from .service import RerankService
 
 #: how long a request's body may take to arrive (then 408): a client that sends half a body and waits holds a
@@ -113,6 +113,10 @@ class _Guarded:
             request = Request(scope, receive)
             self.routes.authorised(request)
             self.routes.within_limit(request)  # a body declared too large: the REST routes' JSON 413, not plain text
+            if scope.get("method") == "POST":  # the message by the REST body's rules: a field given twice refused
+                raw = without_mark(await self.routes.body_of(request))
+                fields_once(raw)
+                receive = _replaying(raw, receive)
         except BadRequest as exc:
             self.routes.service.metrics.requests.labels("/mcp", str(exc.status)).inc()
             await JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)(scope, receive, send)
@@ -122,6 +126,20 @@ class _Guarded:
             await self.app(scope, receive, send)
         finally:
             CALLER_GONE.reset(token)
+
+
+def _replaying(raw: bytes, receive: Callable) -> Callable:
+    """An ASGI ``receive`` that gives ``raw`` as the whole body, then what ``receive`` gives (a disconnect)."""
+    sent = False
+
+    async def replay() -> dict:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": raw, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 class _Routes:

@@ -863,7 +863,7 @@ def test_a_served_map_is_checked_for_its_reranker_and_method_as_rerank_checks_it
                 "the server with --allow-map-mismatch"), other.text
 
 
-def test_the_methods_warnings_reach_api_and_server_callers():
+def test_the_methods_warnings_reach_api_and_server_callers_and_mcp_bodies_follow_the_rest_rules():
     """The method's warning of a call's documents before any call (first-stage scores too small for the paper's
     prior under init score) was said by the command line only: admission dropped it. The API warns in the same
     words, and a server says it in meta.warnings (the third trial). Scores of 0.5 and below: median 0.43."""
@@ -892,5 +892,17 @@ def test_the_methods_warnings_reach_api_and_server_callers():
         # documents without scores: their places (4 .. 1) stand in, and no score of the caller's is warned of
         unscored = httpx.post(server.url + "/v2/rerank", timeout=60, json={**body, "documents": ["a", "b", "c", "d"]})
         assert "warnings" not in unscored.json()["meta"], unscored.text
+        # /mcp's messages by the REST body's rules: a field given twice refused naming where (MCP kept the last), a
+        # byte order mark ignored (it was a parse error)
+        mcp = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        call = ('{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "rerank", "arguments": '
+                '{"query": "x", "query": "fleas", "documents": ["cats", "fleas"]}}}')
+        twice = httpx.post(server.url + "/mcp", content=call.encode(), headers=mcp, timeout=60)
+        assert twice.status_code == 400 and twice.json() == {
+            "message": "params.arguments.query is given twice in one object: give each field once",
+            "field": "params.arguments.query"}, twice.text
+        marked = httpx.post(server.url + "/mcp", headers=mcp, timeout=60,
+                            content=b"\xef\xbb\xbf" + call.replace('"query": "x", ', "").encode())
+        assert marked.status_code == 200 and "results" in marked.json()["result"]["content"][0]["text"], marked.text
     finally:
         server.stop()
