@@ -38,7 +38,8 @@ from .relevance.pivot import SAID
 from .rerankers.backend import RerankerBase
 from .results import RankedDoc, RerankOutput, Tokens, relevance_scores
 from .run import pipeline
-from .run.documents import DocLike, Prepared, output_of, prepare
+from .io.sources import check_id
+from .run.documents import DocLike, Prepared, check_sequence, output_of, prepare
 from .run.request import Request
 
 _Prepared = Prepared  # the name the previous release's callers imported
@@ -50,6 +51,19 @@ def _of(exc: InputError, qid: str | None) -> None:
         exc.source = f"query {qid}" + (f": {exc.source}" if exc.source else "")
 
 
+def _check_qrels(qrels: Any) -> None:
+    """``estimate``'s qrels: {qid: {document id: grade}}, grades integers (a list was an AttributeError, a grade of
+    text taken)."""
+    if qrels is None:
+        return
+    if not isinstance(qrels, Mapping) or not all(isinstance(g, Mapping) for g in qrels.values()):
+        raise InputError("qrels: give {qid: {document id: grade}}, a mapping of mappings")
+    for qid, grades in qrels.items():
+        for docid, grade in grades.items():
+            if isinstance(grade, bool) or not isinstance(grade, int):
+                raise InputError(f"qrels: query {qid} doc {docid}: grade {grade!r} is not an integer")
+
+
 def _batch(queries: Iterable[Any], qids: Sequence[str] | None) -> tuple[list, list]:
     """A batch's (query, documents) pairs and their qids (given, or their places: "0", "1", ...), each pair a pair
     and each qid once: one line where not (an item of one element was Python's unpacking error)."""
@@ -58,7 +72,18 @@ def _batch(queries: Iterable[Any], qids: Sequence[str] | None) -> tuple[list, li
         if not isinstance(item, (tuple, list)) or len(item) != 2:
             raise InputError(f"queries[{i}]: give a (query, documents) pair, got {type(item).__name__}"
                              + (f" of {len(item)}" if isinstance(item, (tuple, list)) else ""))
+    if isinstance(qids, (str, bytes)):  # a string is a sequence of letters: each query got one
+        raise InputError("qids: give a list of query ids, one per query, not a string")
     qids = list(qids) if qids is not None else [str(i) for i in range(len(queries))]
+    for i, qid in enumerate(qids):  # named by its place: a bad qid is no name for its query
+        if not isinstance(qid, str):
+            raise InputError(f"qids[{i}]: must be a string, got {type(qid).__name__}")
+        check_id(qid, f"qids[{i}]:", "")
+    for (_, docs), qid in zip(queries, qids):
+        try:
+            check_sequence(docs)
+        except TypeError as exc:
+            raise TypeError(f"query {qid}: {exc}") from None
     if len(qids) != len(queries):
         raise InputError(f"qids: {len(qids)} for {len(queries)} queries: give one unique qid per query")
     twice = next((q for i, q in enumerate(qids) if q in qids[:i]), None)
@@ -228,6 +253,10 @@ class Reranker:
 
         if not at_least(2).contains(rehearsals):
             raise ParameterError("rehearsals", rehearsals, at_least(2).describe())
+        noisy = at_least(0.0, integer=False)
+        if not noisy.contains(noise):  # --rehearsal-noise's domain (a negative one was taken)
+            raise ParameterError("noise", noise, noisy.describe())
+        _check_qrels(qrels)
         if (price_in is None) != (price_out is None):
             raise InputError("price_in and price_out go together (a million input tokens, a million output tokens)")
         queries, qids = _batch(queries, qids)

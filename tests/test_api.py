@@ -124,6 +124,22 @@ def test_a_batch_refusal_names_its_query(minilm):
         minilm.estimate([(QUERY,)])
     with pytest.raises(InputError, match=r"^query b: documents\[1\]: has no text"):  # where in the query, too
         minilm.rerank_batch([(QUERY, DOCS), (QUERY, ["a", " "])], qids=["a", "b"])
+    # qids: a string was split into letters; a bad one named its query by itself (on two lines, for a line break)
+    with pytest.raises(InputError, match=r"^qids: give a list of query ids, one per query, not a string$"):
+        minilm.rerank_batch([(QUERY, DOCS), (QUERY, DOCS)], qids="ab")
+    with pytest.raises(InputError, match=r"^qids\[1\]: 'b\\nc' is empty or holds whitespace or control characters$"):
+        minilm.rerank_batch([(QUERY, DOCS), (QUERY, DOCS)], qids=["a", "b\nc"])
+    with pytest.raises(InputError, match=r"^qids\[1\]: must be a string, got NoneType$"):
+        minilm.estimate([(QUERY, DOCS), (QUERY, DOCS)], qids=["a", None])
+    with pytest.raises(TypeError, match=r"^query b: docs must be a sequence of strings, dicts or Docs, got str"):
+        minilm.rerank_batch([(QUERY, DOCS), (QUERY, "abc")], qids=["a", "b"])
+    # estimate's rehearsal settings in their domains (a negative noise and qrels of a list were taken, or a traceback)
+    with pytest.raises(InputError, match=r"^noise=-1: must be a number >= 0$"):
+        minilm.estimate([(QUERY, DOCS)], noise=-1)
+    with pytest.raises(InputError, match=r"^qrels: give \{qid: \{document id: grade\}\}, a mapping of mappings$"):
+        minilm.estimate([(QUERY, DOCS)], qrels=[1, 2])
+    with pytest.raises(InputError, match=r"^qrels: query 0 doc x: grade 'hi' is not an integer$"):
+        minilm.estimate([(QUERY, DOCS)], qrels={"0": {"x": "hi"}})
     with pytest.raises(InputError, match=r"^top_k=0: must be an integer >= 1$"):  # as rerank_batch (it said k=0)
         minilm.estimate([(QUERY, DOCS)], top_k=0)
     with pytest.raises(InputError, match=r"^query b: the query must be a non-empty string$"):  # as rerank_batch

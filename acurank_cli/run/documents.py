@@ -123,6 +123,13 @@ def _twice(docid: str, was: int, i: int, items: Sequence[DocLike]) -> str:
     return f"document id {docid!r} is given twice (documents {was} and {i}): ids must be unique within a query"
 
 
+def check_sequence(items: Any) -> None:
+    """A call's documents are a sequence of them (a string is one document, not a list: TypeError, the API's)."""
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+        raise TypeError(f"docs must be a sequence of strings, dicts or Docs, got {type(items).__name__} "
+                        "(wrap a single document in a list)")
+
+
 def prepare(query: str, items: Sequence[DocLike], qid: str = "q", instruction: str | None = None,
             reads_texts: bool = False) -> Prepared:
     """A RankingTask from API documents (ids unique; scores rank-based when missing, see module doc). Documents
@@ -137,9 +144,7 @@ def prepare(query: str, items: Sequence[DocLike], qid: str = "q", instruction: s
         raise InputError(f"qid must be a string, got {type(qid).__name__} (a run's query ids are strings: {way})",
                          field="qid")
     check_id(qid, "qid", "")
-    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
-        raise TypeError(f"docs must be a sequence of strings, dicts or Docs, got {type(items).__name__} "
-                        "(wrap a single document in a list)")
+    check_sequence(items)
     items = list(items)
     parsed = [_doc(item, i) for i, item in enumerate(items)]
     blank = next((i for i, (d, _, _) in enumerate(parsed) if d.blank), None) if reads_texts else None

@@ -133,7 +133,7 @@ def _named(field: str, of_documents: bool = False):
 
 
 #: a request's own settings (a call's queries share the rest: top_k, the cut, the instruction)
-_OWN = ("query", "qid", "pivot")
+_OWN = ("query", "pivot")  # a qid's refusal names it itself (named by it, a bad one read twice or on two lines)
 
 
 @contextmanager
