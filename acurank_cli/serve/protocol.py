@@ -179,9 +179,12 @@ def fields_once(raw: bytes) -> None:
     twice (a parser keeps the last); a body that is not JSON is left to its parser to say so."""
     try:
         parsed = json.loads(raw, object_pairs_hook=_Pairs)
-    except (ValueError, RecursionError):
+    except (ValueError, RecursionError):  # not JSON, or nested past what Python reads: the parser's to say
         return
-    _once(parsed)
+    try:
+        _once(parsed)
+    except RecursionError:  # nested past what the walk can follow: left to the parser, as above
+        return
 
 
 class _Pairs(list):
