@@ -51,19 +51,6 @@ def _of(exc: InputError, qid: str | None) -> None:
         exc.source = f"query {qid}" + (f": {exc.source}" if exc.source else "")
 
 
-def _check_qrels(qrels: Any) -> None:
-    """``estimate``'s qrels: {qid: {document id: grade}}, grades integers (a list was an AttributeError, a grade of
-    text taken)."""
-    if qrels is None:
-        return
-    if not isinstance(qrels, Mapping) or not all(isinstance(g, Mapping) for g in qrels.values()):
-        raise InputError("qrels: give {qid: {document id: grade}}, a mapping of mappings")
-    for qid, grades in qrels.items():
-        for docid, grade in grades.items():
-            if isinstance(grade, bool) or not isinstance(grade, int):
-                raise InputError(f"qrels: query {qid} doc {docid}: grade {grade!r} is not an integer")
-
-
 def _batch(queries: Iterable[Any], qids: Sequence[str] | None) -> tuple[list, list]:
     """A batch's (query, documents) pairs and their qids (given, or their places: "0", "1", ...), each pair a pair
     and each qid once: one line where not (an item of one element was Python's unpacking error)."""
@@ -256,7 +243,10 @@ class Reranker:
         noisy = at_least(0.0, integer=False)
         if not noisy.contains(noise):  # --rehearsal-noise's domain (a negative one was taken)
             raise ParameterError("noise", noise, noisy.describe())
-        _check_qrels(qrels)
+        if qrels is not None:  # the simulated reranker's qrels= rule, the one owner (a path is read as --qrels)
+            from .rerankers.backends.simulated import grades_of
+
+            qrels = grades_of(qrels)
         if (price_in is None) != (price_out is None):
             raise InputError("price_in and price_out go together (a million input tokens, a million output tokens)")
         queries, qids = _batch(queries, qids)
