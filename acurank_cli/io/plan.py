@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, Iterator
 
 from ..errors import InputError, WriteFailed
+from .stores import usable
 
 
 @dataclass(frozen=True)
@@ -46,12 +47,14 @@ class Output(Named):
     run's stats, the call cache, a run's meta file), not replaced by surprise."""
 
     may_exist: bool = False
-    #: a store its own code opens and reports on (the call cache, the embedding store): only the clash checks
+    #: a store its own code opens and reports on (the call cache, the embedding store): the clash checks, and where
+    #: the command will open it (``opened_as``: what a refusal calls it), that it can be opened (:func:`.stores.usable`)
     store: bool = False
     #: a folder the command fills (a Lucene index): what it holds is replaced, so no input may be in it
     folder: bool = False
     #: a log the command appends to, restarted (emptied) with --overwrite when the plan is made (a prompt log)
     log: bool = False
+    opened_as: str | None = None
 
 
 def _stat(path: str) -> os.stat_result | None:
@@ -98,10 +101,10 @@ class FilePlan:
             self.reads.append(Named(flag, str(path)))
         return self
 
-    def write(self, flag: str, path: str | Path | None, may_exist: bool = False, store: bool = False,
-              folder: bool = False, log: bool = False) -> "FilePlan":
+    def write(self, flag: str, path: str | Path | None, may_exist: bool = False, *, store: bool = False,
+              folder: bool = False, log: bool = False, opened_as: str | None = None) -> "FilePlan":
         if path is not None and str(path) != "-":
-            self.writes.append(Output(flag, str(path), may_exist or store, store, folder, log))
+            self.writes.append(Output(flag, str(path), may_exist or store, store, folder, log, opened_as=opened_as))
         return self
 
     def check(self, overwrite: bool = False, make: bool = True) -> None:
@@ -141,6 +144,9 @@ class FilePlan:
         for out in self.writes:
             if not out.store and not out.folder:
                 _writable(out, make)
+        for out in self.writes:  # last, as the run checked them where its backend loaded: a clash says so first
+            if out.opened_as is not None:
+                usable(Path(out.path), out.opened_as)
 
     def make(self, overwrite: bool = False) -> None:
         """Make each output file's missing folder (as ``mkdir -p``) and, with ``overwrite``, restart each log (emptied:

@@ -147,3 +147,19 @@ def played_calls(strategy: Strategy, task: RankingTask) -> int:
             step = plan.send(tuple(Answer(tuple(range(len(w)))) for w in step.windows))
     except StopIteration:
         return calls
+
+
+def first_round(strategy: Strategy, task: RankingTask) -> list[tuple[str, ...]]:
+    """The windows (two documents or more: a window of one is never sent) of the method's first round for
+    ``task``, decided with no answer (a step without windows, a wait for the other queries, is passed)."""
+    strategy.check(task)
+    plan = strategy.for_run().plan(task)
+    try:
+        step = next(plan)
+        while not any(len(w) >= 2 for w in step.windows):
+            step = plan.send(tuple(tuple(range(len(w))) for w in step.windows))
+    except StopIteration:
+        return []
+    finally:
+        plan.close()
+    return [w for w in step.windows if len(w) >= 2]

@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import OptionError, WriteFailed
+from ..errors import WriteFailed
+from ..io.stores import refused
 from ..records import ParseStatus, RerankRequest, RerankResult
 from .backend import BackendWrapper, RerankerBase, ResultSink
 
@@ -169,40 +170,6 @@ class CachedReranker(BackendWrapper):
         """Close the backend and the database."""
         self.inner.close()
         self.db.close()
-
-
-def usable(path: Path, what: str) -> None:
-    """Check that a cache file (``what``: the call cache, its embedding store) can be opened and written where the
-    run will make or open it, making nothing (a refused run left an empty cache behind): an existing file readable
-    as SQLite (opened read-only and closed) and writable, a missing one in a folder that can be made and written
-    (its nearest existing parent a writable folder). Else the one-line refusal (:func:`refused`)."""
-    try:
-        if path.exists():
-            if path.is_dir():
-                raise IsADirectoryError(f"{path} is a folder")
-            db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)  # a name with ? or # escaped
-            try:
-                db.execute("PRAGMA schema_version").fetchone()
-            finally:
-                db.close()
-            if not os.access(path, os.W_OK):
-                raise PermissionError(f"{path} is not writable")
-            return
-        parent = path.absolute().parent
-        while not parent.exists():
-            parent = parent.parent
-        if not parent.is_dir():
-            raise NotADirectoryError(f"{parent} is not a folder")
-        if not os.access(parent, os.W_OK | os.X_OK):
-            raise PermissionError(f"{parent} is not writable")
-    except (OSError, sqlite3.Error) as exc:
-        raise refused(what, exc, path) from None
-
-
-def refused(what: str, exc: BaseException, path: str | Path) -> OptionError:
-    """The error for a cache file that cannot be opened or made (``what``: the call cache, its embedding store)."""
-    return OptionError(f"cannot use {what} ({OptionError.literal(str(exc))}); give another {{cache}} or {{no_cache}}",
-                       str(path), cache="--cache", no_cache={"api": "cache=None", "cli": "--no-cache"})
 
 
 def with_cache(reranker: RerankerBase, cache: str | None) -> RerankerBase:

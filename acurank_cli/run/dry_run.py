@@ -14,7 +14,7 @@ from ..errors import InputError
 from ..io.plan import replacing
 from .estimate import (GRADES, PERSISTENT, REHEARSALS, Bill, QueryBill, Spread, estimate, rehearsal_grades,
                        thought_of)
-from .preflight import check_fit, preflight
+from .preflight import preflight
 
 
 @dataclass(frozen=True)
@@ -50,11 +50,6 @@ def run_dry(job: Any, err: Console) -> Bill:
     files = job.outputs
     if job.passages is not None:
         raise InputError("--dry-run bills documents ranked whole; rehearse without --passages")
-    if job.cache is not None:  # the run's call cache and store, checked as the run checks them (nothing made)
-        from ..rerankers.backends.embeddings import check_usable
-        from .pipeline import cache_path
-
-        check_usable(cache_path(job.cache), session.choice.backend.keeps)
     tasks, done = _left(job, session, inputs, checked.status)
     prompter = _unlogged(session.choice).counter()  # a listwise LLM's prompts, or minilm's tokenizer: no model
     try:
@@ -66,12 +61,17 @@ def run_dry(job: Any, err: Console) -> Bill:
                 err.print(f"acurank: warning: {unbounded}, so the bill's thought tokens bound nothing "
                           "(give --thinking-budget N: each thought at most N tokens, billed so)", markup=False,
                           soft_wrap=True)
-            check_fit(job, prompter, inputs, err)  # the run's own check, on the prompt-only form
         per_call = None
         if job.max_cost is not None:  # the run's bound on a call (refused where the backend counts no tokens)
             from .money import call_bound
 
             per_call = call_bound(prompter or _Unbuilt(job.backend), job.strategy)
+        if prompter is not None:  # the run's own check, in the run's order, on the prompt-only form
+            from ..rerankers.listwise.reranker import first_window_fit
+
+            said = first_window_fit(prompter, job.strategy, inputs.tasks, inputs.docs)
+            if said is not None:
+                err.print(f"acurank: warning: {said}", markup=False, soft_wrap=True)
         bill = _rehearsed(job, session, inputs, tasks, prompter)
     finally:
         if prompter is not None:

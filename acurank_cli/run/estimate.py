@@ -21,7 +21,7 @@ Rehearsals run in parallel processes, one a core. A method whose calls are the s
 ``acurank-N`` at its budget, TourRank, the static TrueSkill methods) is marked exact: its calls never depend on the
 answers.
 
-**Tokens.** Each query's candidates, in windows of the method's size (its first round's, :func:`~.render.first_round`)
+**Tokens.** Each query's candidates, in windows of the method's size (its first round's, :func:`~acurank_cli.method.strategy.first_round`)
 and of half that size, each candidate once, are prompted by the backend's prompt-only form
 (:meth:`~acurank_cli.rerankers.backend.BackendChoice.prompter`, counted with the backend's own tokenizer), and a full
 answer for each window counted the same way: the line through the two sizes' means gives the tokens a call and a
@@ -232,7 +232,7 @@ def cost_of(strategy: Strategy, task: RankingTask, docs: Mapping[str, Doc], prom
     if prompter is None:
         return None
     from .driver import task_scores, window_request
-    from .render import first_round
+    from ..method.strategy import first_round
 
     first = first_round(strategy, task)
     if not first:

@@ -27,7 +27,8 @@ from .inputs import InputSpec
 from .dry_run import DryRun
 from .money import Cap, Prices, call_bound, spent_before
 from .passages import Passages
-from .preflight import check_fit, preflight
+from .preflight import preflight
+from ..rerankers.listwise.reranker import first_window_fit
 from ..relevance import Calibrate, Pivot, Relevance
 from ..relevance.shift import by_query, columns
 from .. import relevance as rel
@@ -108,21 +109,9 @@ def run_job(job: RerankJob, err: Console) -> _Totals:
     if job.dry_run is not None:
         raise ValueError("a --dry-run job is run_dry's: it bills the run, run_job runs it")
     started = time.perf_counter()
-    files = job.outputs
     checked = preflight(job, err)
-    session, plan, inputs, shift, status = checked.session, checked.plan, checked.inputs, checked.shift, checked.status
-    backend, per_call = _loaded(job, session, inputs, status, err)
-    fingerprint = fingerprint_of(job, backend, inputs, session.needs_texts)
-    read = [(n.flag, n.path) for n in plan.reads]
-    made = provenance.collect(backend, read if inputs.source != "<stdin>" else [("RUN", "-"), *read])
-    described = _described(job, inputs, shift)
-    try:
-        files.check_resume(fingerprint, made)  # a resume refused for other settings makes nothing, the cache neither
-        session.start(job.cache, job.batch_queries)  # before the outputs: a cache refused leaves no run file behind
-        outputs = files.open(inputs.expected, fingerprint, described, made)
-    except BaseException:
-        session.close()
-        raise
+    session, inputs, shift, status = checked.session, checked.inputs, checked.shift, checked.status
+    backend, outputs, fingerprint, per_call = _opened(job, checked, err)
     if shift is not None and shift.shifted:
         err.print(f"acurank: {shift.line()}", markup=False, soft_wrap=True)
     for note in checked.notes:  # about the run: said once it starts (a backend or cache refused says only its error)
@@ -253,18 +242,30 @@ def _fit(calibrate: Calibrate, qrels, features: list, job: RerankJob, backend, s
                  soft_wrap=True)
 
 
-def _loaded(job: RerankJob, session: pipeline.Session, inputs, status: Console, err: Console):
-    """(the backend built, its notes said, the prompt's fit checked; under --max-cost, the most tokens a call can take
-    in and out, else None): a backend that counts no tokens refused under --max-cost, before the outputs open."""
-    backend = session.load(context={"qrels": inputs.qrels}, cache=job.cache)
-    for note in backend.notes():
-        status.print(f"acurank: {note}", markup=False, soft_wrap=True)
-    try:  # the backend built and refused: closed here (its model, its server's connections)
-        check_fit(job, backend, inputs, err)
-        if job.max_cost is None:
-            return backend, None
-        return backend, call_bound(backend, job.strategy)
-    except InputError:
+def _opened(job: RerankJob, checked, err: Console) -> tuple:
+    """(the backend built, the outputs open, the run's fingerprint, and under --max-cost the most tokens a call can
+    take in and out, else None), after the checks that need the backend, each before anything is written: a backend
+    that counts no tokens under --max-cost (:func:`~.money.call_bound`), the first window's fit
+    (:func:`~acurank_cli.rerankers.listwise.reranker.first_window_fit`), a resume made with other settings; the call
+    cache opened before the outputs (one it refuses leaves no run file behind). Whatever is refused closes the
+    backend (its model, its server's connections)."""
+    session, inputs, plan, status = checked.session, checked.inputs, checked.plan, checked.status
+    backend = session.load(context={"qrels": inputs.qrels})  # its call cache checked with the outputs (preflight)
+    try:
+        for note in backend.notes():
+            status.print(f"acurank: {note}", markup=False, soft_wrap=True)
+        fingerprint = fingerprint_of(job, backend, inputs, session.needs_texts)
+        read = [(n.flag, n.path) for n in plan.reads]
+        made = provenance.collect(backend, read if inputs.source != "<stdin>" else [("RUN", "-"), *read])
+        described = _described(job, inputs, checked.shift)
+        per_call = None if job.max_cost is None else call_bound(backend, job.strategy)
+        said = first_window_fit(backend, job.strategy, inputs.tasks, inputs.docs, job.passages)
+        if said is not None:
+            err.print(f"acurank: warning: {said}", markup=False, soft_wrap=True)
+        job.outputs.check_resume(fingerprint, made)  # a resume refused for other settings makes nothing
+        session.start(job.cache, job.batch_queries)
+        return backend, job.outputs.open(inputs.expected, fingerprint, described, made), fingerprint, per_call
+    except BaseException:
         session.close()
         raise
 

@@ -1,8 +1,9 @@
 """What a rerank job checks before its backend is built, the same for the run (:func:`~.job.run_job`) and its dry run
 (:func:`~.dry_run.run_dry`): the backend's options (the session made), every output against every input, the
 relevance flags and the pivot, every input read, the calibration map's origin and whether these queries are unlike
-its own, and every task under the method; then, once a backend can build prompts, the first window's fit. Nothing is
-written and no model is called before all of it holds (then the outputs' missing folders are made, and with
+its own, and every task under the method (the first window's fit, once a backend can build prompts, is
+:func:`~acurank_cli.rerankers.listwise.reranker.first_window_fit`'s). Nothing is written and no model is called before
+all of it holds (then the outputs' missing folders are made, and with
 --overwrite each prompt log restarted). ``job`` is a :class:`~.job.RerankJob` (read here, not
 imported: the job imports this module)."""
 
@@ -19,11 +20,9 @@ from ..console import text_console
 from ..errors import InputError
 from ..io.plan import FilePlan
 from ..params import ParameterError, positive
-from ..records import RerankRequest
 from ..relevance.shift import Shift, compared
-from ..rerankers.backends.embeddings import store_path
+from ..rerankers.backends.embeddings import store_path, stores_of
 from ..rerankers.cache import default_cache_path
-from ..rerankers.listwise.reranker import fit_problem
 from ..method.strategy import Strategy
 from . import pipeline
 from .money import check_cap
@@ -48,7 +47,7 @@ class Checked:
 def preflight(job: Any, err: Console) -> Checked:
     """Every check before the backend is built (see the module doc); the inputs' own notes said."""
     session = pipeline.Session(job.strategy, job.backend, job.backend_options, job.ray, job.passages)  # options checked
-    plan = _checked_outputs(job, session.choice.files)
+    plan = _checked_outputs(job, session.choice)
     _checked_relevance(job, session.choice.backend)
     with job.inputs.placing():  # a refusal about one candidate names its line
         inputs = job.inputs.load(session.needs_texts)
@@ -80,13 +79,13 @@ def preflight(job: Any, err: Console) -> Checked:
     return Checked(session, plan, judged, inputs, shift=shift, notes=notes, status=status)
 
 
-def _checked_outputs(job: Any, backend_files: tuple[list, list]) -> FilePlan:
+def _checked_outputs(job: Any, choice: Any) -> FilePlan:
     """--max-cost, --model-params, --trace and --shard, and every output against every input and every other output
     (see :class:`FilePlan`), checked (nothing made): nothing is opened for writing before this holds. Returns the plan
-    (what the job reads). ``backend_files``: the
-    files the backend's options name (:attr:`~acurank_cli.rerankers.backend.BackendChoice.files`: a template and a
-    few-shot file read, a --log-prompts log written); with --overwrite, a log restarts with the run (else it is
-    continued)."""
+    (what the job reads). ``choice``: the backend chosen, whose options name files
+    (:attr:`~acurank_cli.rerankers.backend.BackendChoice.files`: a template and a few-shot file read, a --log-prompts
+    log written; with --overwrite, a log restarts with the run, else it is continued) and which keeps its calls, and
+    its embeddings, in the stores at --cache."""
     files = job.outputs
     check_cap(job.strategy, job.prices, job.max_cost)
     if job.model_params is not None and not positive().contains(job.model_params):
@@ -97,7 +96,7 @@ def _checked_outputs(job: Any, backend_files: tuple[list, list]) -> FilePlan:
     if job.inputs.shard is not None and job.strategy.lockstep:
         raise InputError(_pooled_shard(job.strategy))
     plan = files.declare(job.inputs.read_by(FilePlan()), bill=job.dry_run is not None)
-    reads, logs = backend_files
+    (reads, logs), keeps = choice.files, choice.backend.keeps
     for flag, path in reads:
         plan.read(flag, path)
     for flag, path in logs:
@@ -108,9 +107,11 @@ def _checked_outputs(job: Any, backend_files: tuple[list, list]) -> FilePlan:
         plan.read("--calibrate", job.calibrate.qrels).write("--calibration", job.calibrate.output)
     elif job.relevance is not None:
         plan.read("--calibration", job.relevance.source)
-    if job.cache is not None:
+    if job.cache is not None:  # what the backend will open there checked usable with the rest (nothing made)
         cache = default_cache_path() if job.cache == pipeline.DEFAULTS.cache else Path(job.cache)
-        plan.write("--cache", cache, store=True).write("(the embedding store beside --cache)", store_path(cache), store=True)
+        opened = {str(path): what for path, what in stores_of(cache, keeps)}
+        for flag, path in (("--cache", cache), ("(the embedding store beside --cache)", store_path(cache))):
+            plan.write(flag, path, store=True, opened_as=opened.get(str(path)))
     plan.check(files.overwrite, make=False)  # made once every check held (_made); a dry run makes none
     return plan
 
@@ -163,29 +164,4 @@ def _judged(job: Any, inputs: Any) -> tuple[dict[str, dict[str, int]] | None, Sh
     return qrels, None
 
 
-def check_fit(job: Any, backend, inputs, err: Console) -> None:
-    """Before any call: the longest window (in characters) of the method's first round for the run's first query,
-    fitted to the context as an LLM backend fits it; passages cut below the floor are said once (a warning), and a
-    fit that leaves nothing useful is refused (both were silent)."""
-    if job.passages is not None or not inputs.tasks or not getattr(backend, "needs_texts", False):
-        return
-    from .render import first_round
-
-    task = inputs.tasks[0]
-    score = {c.docid: c.score for c in task.candidates}
-    windows = [[d for d in w if d in inputs.docs and d in score] for w in first_round(job.strategy, task)]  # no pivot
-    window = max(windows, key=lambda w: sum(len(inputs.docs[d].text) for d in w), default=[])
-    if len(window) < 2:
-        return
-    request = RerankRequest(task.qid, task.query, tuple(window), tuple(inputs.docs[d] for d in window),
-                            scores=tuple(score[d] for d in window), instruction=task.instruction)
-    problem = fit_problem(backend, request)
-    if problem is None:
-        return
-    text, useless = problem
-    if useless:  # the caller closes the session
-        raise InputError(text)
-    err.print(f"acurank: warning: {text}", markup=False, soft_wrap=True)
-
-
-__all__ = ["Checked", "check_fit", "preflight"]
+__all__ = ["Checked", "preflight"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..errors import InputError
-from ..method.strategy import Strategy
+from ..method.strategy import Strategy, first_round
 from ..records import Doc, RankingTask
 from .driver import task_scores, window_request
 
@@ -29,22 +29,6 @@ class Rendered:
     #: the messages, and the model text (local models; a chat endpoint's with --tokenizer: through its chat template)
     messages: tuple[dict[str, str], ...]
     text: str | None
-
-
-def first_round(strategy: Strategy, task: RankingTask) -> list[tuple[str, ...]]:
-    """The windows (two documents or more: a window of one is never sent) of the method's first round for
-    ``task``, decided with no answer (a step without windows, a wait for the other queries, is passed)."""
-    strategy.check(task)
-    plan = strategy.for_run().plan(task)
-    try:
-        step = next(plan)
-        while not any(len(w) >= 2 for w in step.windows):
-            step = plan.send(tuple(tuple(range(len(w))) for w in step.windows))
-    except StopIteration:
-        return []
-    finally:
-        plan.close()
-    return [w for w in step.windows if len(w) >= 2]
 
 
 def render(strategy: Strategy, task: RankingTask, docs: Mapping[str, Doc], prompter: Any,
@@ -71,4 +55,4 @@ def render(strategy: Strategy, task: RankingTask, docs: Mapping[str, Doc], promp
     return out
 
 
-__all__ = ["Rendered", "first_round", "render"]
+__all__ = ["Rendered", "render"]

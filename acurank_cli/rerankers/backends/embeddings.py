@@ -15,7 +15,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..cache import refused
+from ...io.stores import refused, usable
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (
@@ -113,17 +113,22 @@ class StoreUser:
         super().close()
 
 
-def check_usable(cache: str | Path | None, keeps: Sequence[str]) -> None:
-    """Check what a backend that ``keeps`` them will open at ``cache`` (the call cache, the embedding store beside
-    it) before the backend is built, making nothing (:func:`~..cache.usable`): a path either refuses is the same one
-    line, without first loading a model's weights, and a run refused after its backend is built (a first window that
-    fits nothing, a thought with no bound under --max-cost) leaves no empty cache behind. Each is made where the
-    run starts (``Session.start``). The run and its dry run check alike. (Here, beside the store, so that the call
-    cache's module need not know of it.)"""
-    from ..cache import usable
-
+def stores_of(cache: str | Path | None, keeps: Sequence[str]) -> list[tuple[Path, str]]:
+    """The stores a backend that ``keeps`` them opens at ``cache`` (the call cache, the embedding store beside it), each
+    with what a refusal calls it; none without a cache."""
     if cache is None or "calls" not in keeps:
-        return
-    usable(Path(cache), "the call cache")
+        return []
+    out = [(Path(cache), "the call cache")]
     if "embeddings" in keeps:
-        usable(store_path(cache), "the embedding store beside the call cache")
+        out.append((store_path(cache), "the embedding store beside the call cache"))
+    return out
+
+
+def check_usable(cache: str | Path | None, keeps: Sequence[str]) -> None:
+    """Check what a backend that ``keeps`` them will open at ``cache`` (:func:`stores_of`) before the backend is
+    built, making nothing (:func:`~acurank_cli.io.stores.usable`): a path either refuses is the same one line,
+    without first loading a model's weights, and a call refused after its backend is built leaves no empty cache
+    behind. Each is made where the session starts (``Session.start``). (The command line's file plan checks the same
+    stores with its outputs: :class:`~acurank_cli.io.plan.FilePlan`.)"""
+    for path, what in stores_of(cache, keeps):
+        usable(path, what)

@@ -86,6 +86,34 @@ def fit_problem(backend: RerankerBase, request) -> tuple[str, bool] | None:
     return f"{text}; a larger --context-size or a smaller --window keeps more", False
 
 
+def first_window_fit(backend: RerankerBase, strategy: Any, tasks: Sequence[Any], docs: Any,
+                     passages: Any = None) -> str | None:
+    """Before any call: the longest window (in characters) of ``strategy``'s first round for the first of ``tasks``,
+    fitted to the context as the backend fits it (:func:`fit_problem`): a fit that leaves nothing useful refused
+    (:class:`~acurank_cli.errors.InputError`), passages cut below the floor returned as the warning to say once (both
+    were silent); None where nothing is cut, no prompt is fitted, or documents are split (``passages``)."""
+    if passages is not None or not tasks or not getattr(backend, "needs_texts", False):
+        return None
+    from ...errors import InputError
+    from ...method.strategy import first_round
+
+    task = tasks[0]
+    score = {c.docid: c.score for c in task.candidates}
+    windows = [[d for d in w if d in docs and d in score] for w in first_round(strategy, task)]  # no pivot
+    window = max(windows, key=lambda w: sum(len(docs[d].text) for d in w), default=[])
+    if len(window) < 2:
+        return None
+    request = RerankRequest(task.qid, task.query, tuple(window), tuple(docs[d] for d in window),
+                            scores=tuple(score[d] for d in window), instruction=task.instruction)
+    problem = fit_problem(backend, request)
+    if problem is None:
+        return None
+    text, useless = problem
+    if useless:  # the caller closes what it built
+        raise InputError(text)
+    return text
+
+
 class ListwiseLLM(RerankerBase):
     """A model that reads the RankLLM prompt and writes ``[i] > [j] > ...``."""
 
