@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 #: the per-query first-stage statistics a map records and a run compares
 SIGNALS = ("top", "median")
@@ -32,14 +32,14 @@ MIN_QUERIES = 5
 LENGTH_RATIO = 0.9
 
 
-def by_query(tasks: Iterable[Any]) -> dict[str, tuple[float, ...]]:
+def by_query(tasks: Iterable[Any], key: Callable[[Any], Any] = lambda task: task.qid) -> dict[Any, tuple[float, ...]]:
     """Each query's signals (:data:`SIGNALS`: its first-stage top and median score) and its number of candidates,
-    by qid (tasks with candidates): three numbers a query, kept while a run's tasks stream by."""
+    by ``key`` (its qid; tasks with candidates): three numbers a query, kept while a run's tasks stream by."""
     out: dict[str, tuple[float, ...]] = {}
     for task in tasks:
         scores = [c.score for c in task.candidates]
         if scores:
-            out[task.qid] = (float(max(scores)), float(statistics.median(scores)), len(scores))
+            out[key(task)] = (float(max(scores)), float(statistics.median(scores)), len(scores))
     return out
 
 
@@ -135,23 +135,25 @@ class ShiftWatch:
         import threading
 
         self.fit = fit
-        self.rows: dict[str, tuple[float, ...]] = {}
+        self.rows: dict[Any, tuple[float, ...]] = {}
         self.shift: Shift | None = None
         self.lock = threading.Lock()
         #: whether the map recorded signals (a map written before it did is not watched)
         self.watching = all(len((fit.get("signals") or {}).get(name) or ()) >= MIN_QUERIES for name in SIGNALS)
 
-    def see(self, tasks: Iterable[Any]) -> Shift | None:
-        """Gather these queries' signals (keyed by qid: a query seen twice counts once); returns the comparison the
-        moment it is made (None before and after: it is made once)."""
+    def see(self, tasks: Iterable[Any], key: Callable[[Any], Any] = lambda task: task.qid) -> Shift | None:
+        """Gather these queries' signals, each query once by ``key`` (its qid; a server's request, which has no qid of
+        its own, by its text; the API's calls, which share a default qid, by qid and text): a query asked again
+        counts once, as 20 copies of one query are no sample of a collection. Returns the comparison the moment it
+        is made (None before and after: it is made once)."""
         if not self.watching:
             return None
         with self.lock:
             if self.shift is not None:
                 return None
-            for qid, row in by_query(tasks).items():
+            for seen, row in by_query(tasks, key).items():
                 if len(self.rows) < WATCH_QUERIES:
-                    self.rows.setdefault(qid, row)
+                    self.rows.setdefault(seen, row)
             if len(self.rows) < WATCH_QUERIES:
                 return None
             self.shift = _compared(self.fit.get("signals"), columns(self.rows.values()))

@@ -101,3 +101,32 @@ def test_the_api_compares_its_first_20_queries_once(fitted):
             assert rr.calibration_shift is not None and rr.calibration_shift.shifted is shifted
             assert len(told) == (1 if shifted else 0) and rr.calibration_shift.queries == 20
             assert all(w.filename == __file__ for w in told)  # the caller's line, not the API's own
+
+
+def test_the_api_counts_each_query_once_by_its_text_under_the_default_qid(fitted):
+    """A RAG caller's calls share the default qid: each question is a query of its own (20 questions of DL23, each
+    asked through rerank() without a qid, are compared at the 20th), and one question asked again is one query."""
+    from acurank_cli.api import Reranker
+    from acurank_cli.relevance.shift import CalibrationShiftWarning
+
+    tmp, _, _ = fitted
+    blocks: dict[str, list[dict]] = {}
+    for line in (DL23 / "bm25.run").read_text().splitlines():
+        q, _, d, _, s, _ = line.split()
+        blocks.setdefault(q, []).append({"id": d, "text": d, "score": float(s)})
+    grades: dict[str, dict[str, int]] = {}
+    for line in (DL23 / "qrels.txt").read_text().splitlines():
+        q, _, d, g = line.split()
+        grades.setdefault("q", {})[d] = int(g)  # the default qid's grades (the simulated reranker orders by them)
+    batch = list(blocks.items())[:20]
+    with Reranker("simulated", method="acurank-9", cache=None, qrels=grades, calibration=str(tmp / "map.json"),
+                  init="score") as rr, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(25):  # one question, again and again: one query
+            rr.rerank(f"question {batch[0][0]}", batch[0][1])
+        assert rr.calibration_shift is None
+        for qid, docs in batch[1:]:
+            rr.rerank(f"question {qid}", docs)
+        told = [w for w in caught if issubclass(w.category, CalibrationShiftWarning)]
+    assert rr.calibration_shift is not None and rr.calibration_shift.queries == 20 and rr.calibration_shift.shifted
+    assert len(told) == 1
