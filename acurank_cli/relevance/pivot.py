@@ -45,6 +45,8 @@ class Spelling:
     applied_to: str = "this run"
     #: the way out for first-stage scores ``--init score`` cannot start a rating from (negative ones, a cosine's)
     zscore: str = "use --init zscore"
+    #: how a map to apply is given
+    give_map: str = "--calibration MAP.json (without --calibrate)"
 
 
 SAID = {
@@ -54,7 +56,8 @@ SAID = {
                     simulated="pivot='simulated'", grade="sim_pivot_grade", texts="each query's pivot passage",
                     cut="cut", target="cut_target",
                     no_map="P(relevant): build the Reranker with calibration=MAP.json (docs/relevance.md)",
-                    own_passages="passages", allow="say allow_map_mismatch=True", zscore="give init='zscore'"),
+                    own_passages="passages", allow="say allow_map_mismatch=True", zscore="give init='zscore'",
+                    give_map="calibration=MAP.json"),
     "request": Spelling(pivot="pivot", calibration="this server's --calibration map", passages="max_chunks_per_doc",
                         this="this request", simulated="pivot \"simulated\"", grade="the server's --sim-pivot-grade",
                         texts="the query's pivot passage", cut="cut", target="cut_target",
@@ -62,7 +65,8 @@ SAID = {
                         own_passages="this server's --passages", allow="start the server with --allow-map-mismatch",
                         applied_to="this request",
                         zscore="this server starts ratings from the scores as they are (init score): send positive "
-                               "scores, or none"),
+                               "scores, or none",
+                        give_map="--calibration MAP.json"),
 }
 
 

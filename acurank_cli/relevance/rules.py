@@ -80,10 +80,7 @@ def options(calibration: str | None, calibrate: str | None = None, grade: int | 
             raise InputError(f"{flag} {path!r}: give {what}")
     if calibrate is not None and Path(calibrate).is_dir():
         raise InputError(f"--calibrate {calibrate}: is a directory, expected the qrels file the map is fit on")
-    if allow and (calibration is None or calibrate is not None):
-        raise InputError("--allow-map-mismatch without a map to apply: it lets a map apply with another reranker or "
-                         "method, or to its own fitting queries; give --calibration MAP.json (without --calibrate), or "
-                         "drop it")
+    check_allowed(allow, calibration is not None and calibrate is None, SAID["cli"])
     if score is not None and score not in SCORES:
         raise InputError(f"--score {score!r}: must be one of {', '.join(SCORES)}")
     check_target(target, cut is not None, SAID["cli"])
@@ -214,7 +211,7 @@ def check_origin(calibration: CalibrationMap | None, backend: str | None, method
     from .pivot import SAID
 
     said = said or SAID["cli"]
-    check_allowed(allowed, calibration, said)
+    check_allowed(allowed, calibration is not None, said)
     check_absolute(calibration, backend, said.calibration)
     if calibration is None or allowed:
         return
@@ -246,13 +243,14 @@ def check_absolute(calibration: CalibrationMap | None, backend: str | None, flag
                          f"and reranker {backend} gives none (a pointwise reranker does: minilm, ce:)")
 
 
-def check_allowed(allowed: Any, calibration: CalibrationMap | None, said: Any) -> None:
-    """The API's ``allow_map_mismatch`` (a server's --allow-map-mismatch) is True or False, and only with a map."""
+def check_allowed(allowed: Any, applied: Any, said: Any) -> None:
+    """--allow-map-mismatch (the API's ``allow_map_mismatch``) is True or False, and only with a map to apply
+    (``applied``: a map, or whether one is applied), in every entrance's words (``said``)."""
     if not isinstance(allowed, bool):
         raise InputError(f"allow_map_mismatch={allowed!r}: must be True or False", field="allow_map_mismatch")
-    if allowed and calibration is None:
-        raise InputError(f"{said.allow.removeprefix('say ')} without a map: it lets a map apply with another reranker "
-                         "or method, or to its own fitting queries; give a map, or drop it")
+    if allowed and not applied:
+        raise InputError(f"{said.allow.removeprefix('say ')} without a map to apply: it lets a map apply with another "
+                         f"reranker or method, or to its own fitting queries; give {said.give_map}, or drop it")
 
 
 def check_applicable(strategy: Any, passages: Any, flag: str = "--calibration", split_by: str | None = None) -> None:
