@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import warnings
+from dataclasses import replace
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -312,15 +313,26 @@ def _calibration(value: Any, strategy: Strategy, passages: Any):
     return value
 
 
-def as_reranker(value: Any, method: str) -> "Reranker":
+def as_reranker(value: Any, method: str, adapter: str = "this adapter", **settings: Any) -> "Reranker":
     """A framework adapter's ``reranker`` field: a Reranker as given, or one built from a backend spec string
-    with ``method`` (TypeError otherwise)."""
+    with ``method`` (TypeError otherwise), checked for the adapter (:func:`adapted`)."""
     if isinstance(value, str):
-        return Reranker(value, method=method)
+        value = Reranker(value, method=method)
     if not isinstance(value, Reranker):
         raise TypeError("reranker must be an acurank_cli.Reranker or a backend spec such as 'minilm'")
-    return value
+    return adapted(value, adapter, **settings)
 
 
-__all__ = ["DocLike", "RankedDoc", "RerankOutput", "Reranker", "Tokens", "as_reranker", "output_of", "prepare",
+def adapted(reranker: "Reranker", adapter: str, **settings: Any) -> "Reranker":
+    """``reranker`` for a framework adapter, refused when the adapter is built, not at its first call, where no call
+    of the adapter's could be answered: the ``settings`` it passes to every call (``top_k``: its ``top_n``; the cuts),
+    by the session's own rules in the API's words, and a map fit with a pivot (an adapter carries none). The rules
+    are asked of a call without documents, which calls no model."""
+    said = replace(SAID["api"], top_k="top_n", this=f"{adapter}'s call",
+                   pivot=f"a map fit without --pivot ({adapter} carries no pivot)")
+    reranker._session.admit([Request("q", [], **settings)], said)
+    return reranker
+
+
+__all__ = ["DocLike", "RankedDoc", "RerankOutput", "Reranker", "Tokens", "adapted", "as_reranker", "output_of", "prepare",
            "relevance_scores"]

@@ -5,6 +5,7 @@ LangChain and LlamaIndex report it as their relevance score; PyTerrier adds a ``
 from __future__ import annotations
 
 import json
+import re
 import math
 
 import pytest
@@ -243,3 +244,63 @@ def test_a_maps_init_is_kept_at_the_api_and_a_server_and_its_allow_flag_needs_a_
     with pytest.raises(InputError) as served:  # serve and mcp at start: the command line's words, as every flag's
         pipeline.served_methods(None, {}, None, reranker="minilm", allow_map_mismatch=True)
     assert str(served.value) == f"--allow-map-mismatch {why}--calibration MAP.json (without --calibrate), or drop it"
+
+
+def test_langchain_and_llamaindex_take_the_apis_settings_and_refuse_what_it_refuses_when_built(rr):
+    """The adapters are entrances of the API: a field they do not have is refused (a misspelt ``topn`` and ``cut``
+    were dropped in silence), a value of the wrong type is refused in the API's words (``top_n="5"`` was taken as 5,
+    ``True`` as 1), both when the adapter is built; ``cut`` and ``cut_target`` reach the call as the API's."""
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("llama_index.core")
+    from pydantic import ValidationError
+    from langchain_core.documents import Document
+
+    from acurank_cli.integrations.langchain import AcuRankCompressor
+    from acurank_cli.integrations.llamaindex import AcuRankNodePostprocessor
+
+    qid, docs = first_queries(1, depth=12)[0]
+    with Reranker("simulated", method="acurank", cache=None, qrels=str(DL19 / "qrels.txt")) as plain:
+        for adapter in (AcuRankCompressor, AcuRankNodePostprocessor):
+            for given, said in (({"topn": 3}, "Extra inputs are not permitted"),
+                                ({"top_n": "5"}, "top_n='5': must be an integer >= 1"),
+                                ({"top_n": True}, "top_n=True: must be an integer >= 1"),
+                                ({"top_n": 5.0}, "top_n=5.0: must be an integer >= 1"),
+                                ({"min_p_topk": 2}, "min_p_topk=2: must be a number in [0, 1]")):
+                with pytest.raises(ValidationError, match=re.escape(said)):
+                    adapter(reranker=plain, **given)
+            with pytest.raises(ValidationError, match=re.escape("cut needs P(relevant): build the Reranker with "
+                                                                "calibration=MAP.json")):
+                adapter(reranker=plain, cut="f1")  # without a map
+            with pytest.raises(ValidationError, match=re.escape("min_p_relevant='0.3': must be a number in [0, 1]")):
+                adapter(reranker=rr, min_p_relevant="0.3")
+    lc = AcuRankCompressor(reranker=rr, top_n=12, cut="p:0.3", cut_target="topk")
+    got = lc.compress_documents([Document(page_content=d["text"], metadata={"score": d["score"]}) for d in docs], "q")
+    direct = rr.rerank("q", [{"id": str(i), "text": d["text"], "score": d["score"]} for i, d in enumerate(docs)],
+                       top_k=12, cut="p:0.3", cut_target="topk")
+    assert [g.metadata["acurank_p_relevant"] for g in got] == [d.p_relevant for d in direct]
+    assert all(d.p_relevant >= 0.3 for d in direct)
+
+
+def test_every_adapter_refuses_a_map_fit_with_a_pivot_when_built():
+    """A map fit with a pivot needs one at every call, and a LangChain, LlamaIndex or PyTerrier call carries none:
+    refused when the adapter is built (every call was refused, saying to give a pivot it cannot carry)."""
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("llama_index.core")
+    pytest.importorskip("pyterrier")
+    from pydantic import ValidationError
+
+    from acurank_cli.integrations.langchain import AcuRankCompressor
+    from acurank_cli.integrations.llamaindex import AcuRankNodePostprocessor
+    from acurank_cli.integrations.pyterrier import AcuRankReranker
+
+    pivoted = CalibrationMap(2, (0.0,) * 5, (1.0,) * 5, (0.0, 0.0, 0.0, 1.0, 0.0), 0.0)
+    with Reranker("simulated", cache=None, qrels=str(DL19 / "qrels.txt"), calibration=pivoted, init="score") as rr:
+        for adapter, build, error in ((AcuRankCompressor, lambda: AcuRankCompressor(reranker=rr), ValidationError),
+                                      (AcuRankNodePostprocessor, lambda: AcuRankNodePostprocessor(reranker=rr),
+                                       ValidationError),
+                                      (AcuRankReranker, lambda: AcuRankReranker(rr), InputError)):
+            name = adapter.__name__
+            with pytest.raises(error, match=re.escape(
+                    f"calibration: the map was fit with a pivot in every window, and {name}'s call has none: give a "
+                    f"map fit without --pivot ({name} carries no pivot)")):
+                build()

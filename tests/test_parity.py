@@ -136,7 +136,9 @@ CALLS = (
          "--calibration: the map was fit with a pivot in every window, and this run has none: give --pivot",
          "calibration: the map was fit with a pivot in every window, and this call has none: give pivot",
          "this server's --calibration map: the map was fit with a pivot in every window, and this request has none: "
-         "give pivot"),
+         "give pivot",
+         pyterrier="calibration: the map was fit with a pivot in every window, and AcuRankReranker's call has none: "
+                   "give a map fit without --pivot (AcuRankReranker carries no pivot)"),
     Call("a pivot with passages", ("--pivot", "{pivots}", "--passages", "100"), {"passages": "100"},
          {"pivot": "{text}"}, (), {"pivot": "{text}", "max_chunks_per_doc": 2},
          f"--pivot with --passages: {JOINS}", f"pivot with passages: {JOINS}", f"pivot with max_chunks_per_doc: {JOINS}"),
@@ -413,10 +415,10 @@ def test_every_entrance_refuses_a_call_in_the_same_line(per_call, tmp_path):
                 texts = fill(row.call["documents"]) if "documents" in row.call else docs
                 frame = pd.DataFrame({"qid": "q1", "query": "how long do fleas live", "text": texts,
                                       "docno": [f"d{i + 1}" for i in range(len(texts))]})
-                with pytest.raises(row.error) as refused:
-                    AcuRankReranker(row.reranker[0], cache=None, **backend).transform(frame)
+                with pytest.raises(row.error) as refused:  # the Reranker's settings: refused when built, or a call
+                    AcuRankReranker(row.reranker[0], cache=None, **backend, **fields(row.keywords)).transform(frame)
                 assert str(refused.value) == row.pyterrier
-                if "--corpus" in row.inputs:  # the same documents looked up in the command line's corpus file
+                if row.inputs and "--corpus" in row.inputs:  # the same documents looked up in the command line's corpus file
                     with pytest.raises(row.error) as refused:
                         AcuRankReranker(row.reranker[0], cache=None, corpus=per_call["corpus"], **backend).transform(
                             frame.drop(columns="text"))

@@ -31,19 +31,29 @@ class AcuRankCompressor(BaseDocumentCompressor):
     """Reranks retrieved documents with an :class:`~acurank_cli.api.Reranker` (or a backend spec string, built
     with ``method``); keeps the best ``top_n`` (and, with ``min_p_topk``, only the confident ones)."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    #: a field it does not have is refused (a misspelt ``topn`` was dropped in silence), and so is a value of the
+    #: wrong type: each is held as given and checked by the API's own rules when the compressor is built
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     reranker: Any = "minilm"
     method: str = "acurank"
-    top_n: int = 3
-    min_p_topk: float | None = None
-    #: with a Reranker built with a calibration map: keep documents whose P(relevant) is at least this
-    min_p_relevant: float | None = None
+    top_n: Any = 3
+    min_p_topk: Any = None
+    #: with a Reranker built with a calibration map: keep documents whose P(relevant) is at least this, or stop the
+    #: list where relevance ends (``cut``: "p:X" or "f1", its calls aimed as ``cut_target`` says; docs/relevance.md)
+    min_p_relevant: Any = None
+    cut: Any = None
+    cut_target: Any = None
 
     @model_validator(mode="after")
     def _build(self) -> "AcuRankCompressor":
-        self.reranker = as_reranker(self.reranker, self.method)
+        self.reranker = as_reranker(self.reranker, self.method, "AcuRankCompressor", **self._settings())
         return self
+
+    def _settings(self) -> dict[str, Any]:
+        """What every call asks (``top_n`` as the API's ``top_k``: it cuts the list, never k)."""
+        return {"top_k": self.top_n, "min_p_topk": self.min_p_topk, "min_p_relevant": self.min_p_relevant,
+                "cut": self.cut, "cut_target": self.cut_target}
 
     def compress_documents(self, documents: Sequence[Document], query: str,
                            callbacks: Callbacks | None = None) -> Sequence[Document]:
@@ -56,8 +66,7 @@ class AcuRankCompressor(BaseDocumentCompressor):
             if have_scores:  # as it is: the API's rule takes numbers (numpy's too) and refuses a text or a boolean
                 item["score"] = d.metadata["score"]
             items.append(item)
-        out = self.reranker.rerank(query, items, top_k=self.top_n, min_p_topk=self.min_p_topk,
-                                   min_p_relevant=self.min_p_relevant)
+        out = self.reranker.rerank(query, items, **self._settings())
         kept = []
         for r, score in zip(out.docs, relevance_scores(out, len(documents))):
             src = documents[int(r.id)]

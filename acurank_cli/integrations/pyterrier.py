@@ -33,7 +33,7 @@ from typing import Any
 import pandas as pd
 import pyterrier as pt
 
-from ..api import Reranker
+from ..api import Reranker, adapted
 from ..errors import InputError
 from ..io.collection_files import passage_text
 from ..io.sources import check_id
@@ -58,6 +58,7 @@ class AcuRankReranker(pt.Transformer):
             if "init" not in options and "init" in method_options(method):
                 options["init"] = "score"  # a result frame's scores are a run's: the CLI's default init
             self.reranker = Reranker(reranker, method, batch_queries=batch_queries, **options)
+        adapted(self.reranker, "AcuRankReranker")  # a map fit with a pivot refused here: a frame carries none
         self.text_field, self.corpus, self.dataset, self.verbose = text_field, corpus, dataset, verbose
         self.batch_queries = batch_queries
         #: qid -> {"calls", "cached_calls", "docs_sent", "input_tokens", "output_tokens", "seconds"} of the last run
