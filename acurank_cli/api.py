@@ -45,6 +45,9 @@ from .run.request import Request
 
 _Prepared = Prepared  # the name the previous release's callers imported
 
+#: how ``rerank_batch`` names its settings: its queries' pivots are ``pivots`` (``pivot`` is ``rerank``'s keyword)
+BATCH_SAID = replace(SAID["api"], pivot="pivots")
+
 
 def _of(exc: InputError, qid: str | None) -> None:
     """Name on ``exc`` the query of a batch it is about (``qid``; None: about the batch), before where in it."""
@@ -167,16 +170,17 @@ class Reranker:
                             pivot=None if pivots is None else pivots[i])
                     for i, ((q, docs), qid) in enumerate(zip(queries, qids))]
         try:
-            return self._answered(requests)
+            return self._answered(requests, BATCH_SAID)
         except InputError as exc:  # about one of the queries: named by its qid (the caller's, or its place)
             _of(exc, exc.query)
             raise
 
-    def _answered(self, requests: list[Request]) -> list[RerankOutput]:
-        """The requests admitted by the session's rules, as every entrance's are, driven and answered."""
+    def _answered(self, requests: list[Request], said=SAID["api"]) -> list[RerankOutput]:
+        """The requests admitted by the session's rules, as every entrance's are (``said``: in the call's keywords),
+        driven and answered."""
         if self.reranker is None:
             raise InputError("this Reranker is closed: build a new one (Reranker(...)) to rerank again")
-        admitted = self._session.admit(requests, SAID["api"])
+        admitted = self._session.admit(requests, said)
         for said in dict.fromkeys(w for a in admitted for w in a.warnings):  # the command line's warnings, once
             warnings.warn(said, UserWarning, stacklevel=3)
         self._watched([a.prepared.task for a in admitted if a.prepared.task.n > 0 and a.prepared.scored])

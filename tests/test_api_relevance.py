@@ -107,6 +107,10 @@ def test_a_pivot_per_call_and_a_map_fit_with_one():
             rr.rerank("q", docs, qid=qid)
         assert str(refused.value) == ("calibration: the map was fit with a pivot in every window, and this call has "
                                       "none: give pivot")
+        with pytest.raises(InputError) as refused:  # a batch's keyword is pivots (it said pivot, which it refuses)
+            rr.rerank_batch([("q", docs)], qids=[qid])
+        assert str(refused.value) == (f"query {qid}: calibration: the map was fit with a pivot in every window, and "
+                                      "this call has none: give pivots")
         with pytest.raises(InputError) as refused:  # a passage for a reranker that reads none (the CLI's rule)
             rr.rerank("q", docs, qid=qid, pivot="a passage at the boundary")
         assert str(refused.value) == ("pivot: the simulated reranker reads no texts; give pivot='simulated' (its "

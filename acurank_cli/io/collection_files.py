@@ -11,20 +11,22 @@ from ..records import Doc, visible
 from .sources import Source, check_id, json_reason, json_str, numbered, open_text, parse_json, source_name
 
 
-def read_topics(src: Source) -> dict[str, str]:
-    """Read topics ``qid<TAB>text``, one per line."""
+def read_topics(src: Source, what: tuple[str, str] = ("topic", "query text")) -> dict[str, str]:
+    """Read topics ``qid<TAB>text``, one per line (``what``: what a line and its text are called in a refusal; a
+    pivot file's are a pivot and its passage)."""
     name = source_name(src)
     topics: dict[str, str] = {}
+    line_is, text_is = what
     with open_text(src) as fh:
         for lineno, line in numbered(fh):
             qid, sep, text = line.partition("\t")
             if sep and qid.strip() and not visible(text):  # the tab is there: the text is what is missing
-                raise InputError(f"topic {qid.strip()} has no query text after its tab", name, lineno)
+                raise InputError(f"{line_is} {qid.strip()} has no {text_is} after its tab", name, lineno)
             if not sep or not qid.strip():
-                raise InputError("expected 'qid<TAB>query text'", name, lineno)
+                raise InputError(f"expected 'qid<TAB>{text_is}'", name, lineno)
             qid = check_id(qid.strip(), "qid", name, lineno)
             if topics.get(qid, text.strip()) != text.strip():
-                raise InputError(f"topic {qid} given twice with different texts", name, lineno)
+                raise InputError(f"{line_is} {qid} given twice with different texts", name, lineno)
             topics[qid] = text.strip()
     return topics
 

@@ -47,6 +47,8 @@ class Spelling:
     zscore: str = "use --init zscore"
     #: how a map to apply is given
     give_map: str = "--calibration MAP.json (without --calibrate)"
+    #: the way out for such scores where a map fit with init score keeps it (init zscore would be refused)
+    map_zscore: str = "the map (--calibration) was fit with init score: give positive scores, or fit a map with --init zscore"
 
 
 SAID = {
@@ -57,7 +59,9 @@ SAID = {
                     cut="cut", target="cut_target",
                     no_map="P(relevant): build the Reranker with calibration=MAP.json (docs/relevance.md)",
                     own_passages="passages", allow="say allow_map_mismatch=True", zscore="give init='zscore'",
-                    give_map="calibration=MAP.json"),
+                    give_map="calibration=MAP.json",
+                    map_zscore="the map (calibration) was fit with init score: give positive scores, or fit a map with "
+                               "init='zscore'"),
     "request": Spelling(pivot="pivot", calibration="this server's --calibration map", passages="max_chunks_per_doc",
                         this="this request", simulated="pivot \"simulated\"", grade="the server's --sim-pivot-grade",
                         texts="the query's pivot passage", cut="cut", target="cut_target",
@@ -66,8 +70,18 @@ SAID = {
                         applied_to="this request",
                         zscore="this server starts ratings from the scores as they are (init score): send positive "
                                "scores, or none",
-                        give_map="--calibration MAP.json"),
+                        give_map="--calibration MAP.json",
+                        map_zscore="this server's --calibration map was fit with init score, so its ratings start from "
+                                   "the scores as they are: send positive scores, or none"),
 }
+
+
+def zscore_way(calibration: Any, said: Spelling) -> str:
+    """The way out for first-stage scores that init score cannot start a rating from (negative ones, a cosine's), in
+    the entrance's words: init zscore, or where a map fit with init score keeps it, other scores or another map."""
+    if calibration is not None and calibration.fit.get("init") == "score":
+        return said.map_zscore
+    return said.zscore
 
 
 def pivoted(strategy: Any, said: Spelling) -> Any:
@@ -112,7 +126,7 @@ class Pivot:
             raise InputError(f"--pivot {value!r}: give simulated or a file of 'qid<TAB>pivot passage'")
         from ..io.collection_files import read_topics
 
-        return cls(value, read_topics(value))
+        return cls(value, read_topics(value, ("the pivot of query", "pivot passage")))
 
     @classmethod
     def given(cls, texts: Mapping[str, str], said: Spelling) -> "Pivot":

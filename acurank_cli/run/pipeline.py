@@ -283,7 +283,8 @@ class Session:
 
     def check(self, tasks: Sequence[RankingTask], source: str, strategy: Strategy | None = None,
               docs: Mapping[str, Doc] | None = None,
-              texts_of: Callable[[RankingTask], Mapping[str, Doc]] | None = None) -> list[str]:
+              texts_of: Callable[[RankingTask], Mapping[str, Doc]] | None = None, *,
+              way: str = "use --init zscore") -> list[str]:
         """Before any call: every first-stage score under the method's rating init (``source`` names where they
         were read), every task and the set of them (by passages, when documents are split: their texts from
         ``docs`` or ``texts_of``, as :meth:`run` takes them); returns notes for the user (:func:`check_tasks`)."""
@@ -291,7 +292,7 @@ class Session:
 
         strategy = strategy or self.strategy
         self.check_gate(strategy)
-        check_scores(tasks, strategy.init, source)
+        check_scores(tasks, strategy.init, source, way)  # way: the way out of a score init score cannot rate
         if self.passages is not None:
             splitter = self._splitter(docs, texts_of)
             tasks = list(splitter.tasks(tasks))

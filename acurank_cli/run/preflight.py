@@ -68,7 +68,8 @@ def preflight(job: Any, err: Console) -> Checked:
     if job.pivot is not None:
         job.pivot.add_texts(session.needs_texts, job.backend, list(inputs.expected), inputs.docs)
     with job.inputs.placing():
-        notes = session.check(inputs.tasks, inputs.source, docs=inputs.docs)
+        notes = session.check(inputs.tasks, inputs.source, docs=inputs.docs,
+                              way=rel.zscore_way(job.relevance and job.relevance.calibration, rel.SAID["cli"]))
     if job.ray is None or job.dry_run is not None:  # a run on Ray: its workers' disks, not this one, hold the model
         session.choice.ready()  # what the backend refuses at start with nothing loaded (an API key, a model's files)
     if job.dry_run is None:  # every check held: the first things made (a folder) or restarted (a log, --overwrite)

@@ -133,7 +133,7 @@ def _named(field: str, of_documents: bool = False):
 
 
 #: a request's own settings (a call's queries share the rest: top_k, the cut, the instruction)
-_OWN = ("query", "pivot")  # a qid's refusal names it itself (named by it, a bad one read twice or on two lines)
+_OWN = ("query", "pivot", "pivots")  # a qid's refusal names it itself (named by it, a bad one read twice or on two lines)
 
 
 @contextmanager
@@ -288,6 +288,7 @@ def admit(session: "SessionLike", requests: Sequence[Request], said: "Spelling",
     whose queries advance together refused)."""
     from ..method.trueskill import check_scores  # numpy: not at the CLI's start
     from ..method.strategy import check_tasks, expect_kernels
+    from ..relevance import zscore_way
 
     admitted = []
     sized = [len(r.documents) for r in requests if hasattr(r.documents, "__len__")]
@@ -306,7 +307,7 @@ def admit(session: "SessionLike", requests: Sequence[Request], said: "Spelling",
         session.check_gate(strategy)
         for a in served:  # each call's documents named as the call gave them, its query by the batch (not "query q")
             with _of_query(a.request.qid), _named(said.documents, of_documents=True):
-                check_scores([a.prepared.task], strategy.init, "the documents' scores", said.zscore,
+                check_scores([a.prepared.task], strategy.init, "the documents' scores", zscore_way(session.calibration, said),
                              who=lambda qid, docid: f"document {docid}")
         asked = any(a.split is not None and a.request.max_chunks is not None for a in served)
         with _named(said.passages if asked else said.documents, of_documents=True):

@@ -71,7 +71,7 @@ class _Body(BaseModel):
     #: a task instruction for this request's prompts (listwise LLM backends)
     instruction: str | None = None  # bounded where every entrance's is (Session.check_instruction)
     #: a reference passage at the relevance boundary, rated in every window ("simulated": the simulated reranker's)
-    pivot: str | None = Field(default=None, min_length=1)
+    pivot: str | None = None  # a blank one refused below, in the API's words
     #: with this server's --calibration map: where the list stops ("p:X" or "f1", as rerank's --cut) and where the
     #: cut's calls go ("cut" or "topk", as --cut-target)
     cut: str | None = None

@@ -459,3 +459,29 @@ def test_report_calibration_refuses_a_plot_it_cannot_write_before_its_work(fitte
                   tmp_path / "r.txt", check=False)
     assert ran.returncode == 2 and ran.stderr.strip() == (
         f"acurank: error: --plot {tmp_path / 'r.txt'}: plot files must end in .png, .svg, .pdf")
+
+
+def test_a_score_init_score_cannot_rate_under_a_map_that_keeps_it_names_a_way_out_the_map_takes(fitted, tmp_path):
+    """Under a map fit with init score (which keeps its init), a negative first-stage score was told "use --init
+    zscore" (the API: "give init='zscore'"), which the map then refuses: the way out names what the map takes."""
+    tmp, _ = fitted
+    lines = [line for line in (DL19 / "bm25.run").read_text().splitlines() if line.startswith("264014 ")][:20]
+    q, it, d, r, _, tag = lines[5].split()
+    lines[5] = f"{q} {it} {d} {r} -5 {tag}"
+    run = tmp_path / "neg.run"
+    run.write_text("\n".join(lines) + "\n")
+    ran = acurank("rerank", run, "--reranker", "simulated", "--qrels", DL19 / "qrels.txt", "--no-cache",
+                  "--calibration", tmp / "map.json", "--allow-map-mismatch", "-o", tmp_path / "x.run", check=False)
+    assert ran.returncode == 2 and len(ran.stderr.strip().splitlines()) == 1, ran.stderr
+    assert ran.stderr.strip() == (f"acurank: error: {run}:6: query 264014 doc {d}: first-stage score -5 is not "
+                                  "positive (mu = score, sigma = mu/3 needs a positive score); the map (--calibration) "
+                                  "was fit with init score: give positive scores, or fit a map with --init zscore")
+    from acurank_cli import Reranker
+    from acurank_cli.errors import InputError
+
+    docs = [{"id": x.split()[2], "text": "t", "score": float(x.split()[4])} for x in lines]
+    with Reranker("simulated", cache=None, qrels=str(DL19 / "qrels.txt"), calibration=str(tmp / "map.json"),
+                  allow_map_mismatch=True) as rr, pytest.raises(InputError) as refused:
+        rr.rerank("q", docs)
+    assert str(refused.value).endswith("the map (calibration) was fit with init score: give positive scores, or fit "
+                                       "a map with init='zscore'"), str(refused.value)

@@ -13,6 +13,7 @@ from acurank_cli.errors import InputError
 from acurank_cli.io.candidates import read_candidates
 from acurank_cli.io.collection_files import read_corpus, read_qids, read_qrels, read_topics
 from acurank_cli.io.runs import read_run, read_scores
+from acurank_cli.relevance import Pivot
 
 CASES = [
     # reader, file name, content, expected message after "FILE"
@@ -33,6 +34,9 @@ CASES = [
     (read_topics, "t.tsv", "1\t \n", ":1: topic 1 has no query text after its tab"),  # was "expected qid<TAB>..."
     (read_topics, "t.tsv", "\tsome text\n", ":1: expected 'qid<TAB>query text'"),
     (read_topics, "t.tsv", "1\ta\n1\ta\n1\tb\n", ":3: topic 1 given twice with different texts"),
+    # --pivot's file has topics' form, and its refusals speak of pivots (they spoke of a topic's query text)
+    (lambda path: Pivot.of(str(path)), "p.tsv", "1\t \n", ":1: the pivot of query 1 has no pivot passage after its tab"),
+    (lambda path: Pivot.of(str(path)), "p.tsv", "1 no tab\n", ":1: expected 'qid<TAB>pivot passage'"),
     (read_qrels, "q.txt", "1 0 a\n", ":1: expected 4 columns 'qid iter docid grade', found 3"),
     (read_qrels, "q.txt", "1 0 a x\n", ":1: grade 'x' is not an integer"),
     (read_qrels, "q.txt", "1 0 a 1\n1 0 a 1\n1 0 a 2\n", ":3: query 1 doc a judged twice with different grades"),

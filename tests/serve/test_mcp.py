@@ -271,12 +271,13 @@ def test_a_pivot_per_request_through_http_and_mcp_as_the_api_rates_it(tmp_path):
             "simulated": ('pivot "simulated" is the simulated reranker\'s pivot; reranker minilm reads texts: give the '
                           "query's pivot passage"),
             " ": "pivot must not be blank (leave it out for none)",
+            "": "pivot must not be blank (leave it out for none)",
         }
         for case, said in refusals.items():
             reply = post() if case == "none" else post(pivot=case)
             assert (reply.status_code, reply.json()) == (400, {"message": said, "field": "pivot"}), reply.text
         answered, *refused = [mcp_rerank(server.url, KEY, {"query": query, "documents": texts, "top_n": 5, **extra})
-                              for extra in ({"pivot": pivot}, {}, {"pivot": "simulated"}, {"pivot": " "})]
+                              for extra in ({"pivot": pivot}, {}, {"pivot": "simulated"}, {"pivot": " "}, {"pivot": ""})]
         assert text_of(answered)["results"] == body["results"]
         assert [(r.is_error, r.content[0].text) for r in refused] == [  # the SDK's prefix, then the same line
             (True, f"Error executing tool rerank: {said}") for said in refusals.values()]

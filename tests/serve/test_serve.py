@@ -278,7 +278,8 @@ def test_a_body_that_escapes_a_lone_surrogate_is_said_so():
     assert parse(b'{"query": "q", "documents": ["a \\ud83d\\ude42", "b"]}', "v2", Limits()).texts[0] == "a \U0001f642"
     with pytest.raises(BadRequest, match=r"^the body is not valid JSON \(EOF while parsing"):
         parse(b'{"query": "q", ', "v2", Limits())
-    for blank in ('"\\u200b"', '"\\u0000 "'):  # nothing to read: blank by records.visible, as a document's text
+    for blank in ('""', '"\\u200b"', '"\\u0000 "'):  # nothing to read: blank by records.visible, as a document's text
+        # (an empty one was the schema's "String should have at least 1 character", where the API says this)
         with pytest.raises(BadRequest) as refused:
             parse(b'{"query": "q", "documents": ["a"], "pivot": ' + blank.encode() + b'}', "v2", Limits())
         assert (str(refused.value), refused.value.field) == ("pivot must not be blank (leave it out for none)", "pivot")
