@@ -158,17 +158,8 @@ class Reranker:
         ``top_k``, ``min_p_topk``, ``min_p_relevant`` and ``cut`` cut every query's output (``cut_target``: where the
         cut's calls go); ``pivots``: each query's pivot passage (see :meth:`rerank`). Each query is one
         :class:`~acurank_cli.run.request.Request`, admitted by the session's rules as every entrance's is."""
-        queries, qids = _batch(queries, qids)
-        if pivots is not None:
-            if isinstance(pivots, str):  # a string is a sequence of letters: each query got one
-                raise InputError("pivots: give a list of pivot passages, one per query, not a string")
-            pivots = list(pivots)
-            if len(pivots) != len(queries):
-                raise InputError(f"pivots: {len(pivots)} for {len(queries)} queries: give one pivot passage per query")
-        requests = [Request(q, docs, qid, instruction=instruction, top_k=top_k, min_p_topk=min_p_topk,
-                            min_p_relevant=min_p_relevant, cut=cut, cut_target=cut_target,
-                            pivot=None if pivots is None else pivots[i])
-                    for i, ((q, docs), qid) in enumerate(zip(queries, qids))]
+        requests = _requests(queries, qids, pivots, instruction=instruction, top_k=top_k, min_p_topk=min_p_topk,
+                             min_p_relevant=min_p_relevant, cut=cut, cut_target=cut_target)
         try:
             return self._answered(requests, BATCH_SAID)
         except InputError as exc:  # about one of the queries: named by its qid (the caller's, or its place)
@@ -233,13 +224,17 @@ class Reranker:
 
     def estimate(self, queries: Iterable[tuple[str, Sequence[DocLike]]], *, qids: Sequence[str] | None = None,
                  qrels: Mapping[str, Mapping[str, int]] | None = None, rehearsals: int = 20, noise: float = 1.0,
-                 price_in: float | None = None, price_out: float | None = None, top_k: int | None = None):
-        """The bill of :meth:`rerank_batch` over ``queries`` before any call (``rerank --dry-run``'s,
+                 price_in: float | None = None, price_out: float | None = None, top_k: int | None = None,
+                 pivots: Sequence[str] | None = None, min_p_relevant: float | None = None, cut: str | None = None,
+                 cut_target: str | None = None):
+        """The bill of :meth:`rerank_batch` over ``queries`` with the same ``top_k``, ``pivots`` and cuts (which aim
+        the calls and add a player to every window), before any call (``rerank --dry-run``'s,
         :mod:`acurank_cli.run.estimate`): a :class:`~acurank_cli.run.estimate.Bill` of calls, tokens (a listwise
         LLM's own prompts, built with no call) and, with both prices (a million tokens'), money; each a median and
         the least and most of ``rehearsals`` rehearsals against the simulated reranker at ``noise``, whose grades are
         ``qrels`` ({qid: {document id: grade}}) and each query's first-stage scores standardised, in turn, where qrels are
-        given, else the first-stage scores alone (:func:`~acurank_cli.run.estimate.rehearsal_grades`)."""
+        given, else the first-stage scores alone (:func:`~acurank_cli.run.estimate.rehearsal_grades`). The queries
+        are admitted by the session's rules, as :meth:`rerank_batch` admits them."""
         from .rerankers.backend import counts_tokens, innermost
         from .run.estimate import GRADES, PERSISTENT, estimate, rehearsal_grades, thought_of
 
@@ -254,24 +249,23 @@ class Reranker:
             qrels = grades_of(qrels)
         if (price_in is None) != (price_out is None):
             raise InputError("price_in and price_out go together (a million input tokens, a million output tokens)")
-        queries, qids = _batch(queries, qids)
-        if top_k is not None and not at_least(1).contains(top_k):  # in rerank_batch's words (it said k=0)
-            raise ParameterError("top_k", top_k, at_least(1).describe())
-        prepared = []
-        for (q, docs), qid in zip(queries, qids):
-            try:
-                prepared.append(self._session.prepared(q, docs, self.strategy, qid=qid))
-            except InputError as exc:  # named as rerank_batch names it
-                _of(exc, qid)
-                raise
+        requests = _requests(queries, qids, pivots, top_k=top_k, min_p_relevant=min_p_relevant, cut=cut,
+                             cut_target=cut_target)
+        try:
+            admitted = self._session.admit(requests, BATCH_SAID)
+        except InputError as exc:  # named as rerank_batch names it
+            _of(exc, exc.query)
+            raise
+        prepared = [a.prepared for a in admitted]  # documents whole (a pivot's passage among them)
         tasks = [p.task for p in prepared if p.task.n > 0]
         by_qid = {p.task.qid: p.docs for p in prepared}
+        strategy = next((a.strategy for a in admitted if a.prepared.task.n > 0), None)
         prompter = innermost(self.backend, counts_tokens)
         models = rehearsal_grades(tasks, qrels)
         persistent = self._session.choice is not None and self._session.choice.backend.pointwise
         choice = self._session.choice  # a backend given built: its thinking is its own, not rehearsed
         thought = None if choice is None else thought_of(choice.options, self._session.gate, choice.backend.oracle)
-        return estimate(self.methods.for_call(top_k=top_k), tasks, lambda task: by_qid[task.qid], prompter,
+        return estimate(strategy or self.methods.for_call(top_k=top_k), tasks, lambda task: by_qid[task.qid], prompter,
                         models=models, noise=noise, seeds=range(rehearsals),
                         prices=None if price_in is None else (float(price_in), float(price_out)),
                         what=f"{rehearsals} rehearsals against the simulated reranker (noise {noise:g}"
@@ -315,6 +309,20 @@ def _calibration(value: Any, strategy: Strategy, passages: Any):
     if value is not None:
         check_applicable(strategy, passages, "calibration")
     return value
+
+
+def _requests(queries: Any, qids: Any, pivots: Any, **settings: Any) -> list[Request]:
+    """A batch's queries as requests (:func:`_batch`'s checks), each with its pivot (one a query) and the
+    ``settings`` they share."""
+    queries, qids = _batch(queries, qids)
+    if pivots is not None:
+        if isinstance(pivots, str):  # a string is a sequence of letters: each query got one
+            raise InputError("pivots: give a list of pivot passages, one per query, not a string")
+        pivots = list(pivots)
+        if len(pivots) != len(queries):
+            raise InputError(f"pivots: {len(pivots)} for {len(queries)} queries: give one pivot passage per query")
+    return [Request(q, docs, qid, pivot=None if pivots is None else pivots[i], **settings)
+            for i, ((q, docs), qid) in enumerate(zip(queries, qids))]
 
 
 def as_reranker(value: Any, method: str, adapter: str = "this adapter", **settings: Any) -> "Reranker":

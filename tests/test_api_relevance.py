@@ -308,3 +308,21 @@ def test_every_adapter_refuses_a_map_fit_with_a_pivot_when_built():
                     f"calibration: the map was fit with a pivot in every window, and {name}'s call has none: give a "
                     f"map fit without --pivot ({name} carries no pivot)")):
                 build()
+
+
+def test_estimate_bills_the_calls_of_rerank_batch_with_its_pivots_and_cuts():
+    """estimate takes rerank_batch's pivots and cuts and admits its queries by the same rules: under a map fit with a
+    pivot it asks for pivots (it billed calls without one, which every call refuses), and a cut aims the rehearsed
+    calls as it aims the run's (a cut's bill differs from the bill without it)."""
+    pivoted = CalibrationMap(2, (0.0,) * 5, (1.0,) * 5, (0.0, 0.0, 0.0, 1.0, 0.0), 0.0)
+    batch = first_queries(3, depth=40)
+    queries, qids = [("q", docs) for _, docs in batch], [qid for qid, _ in batch]
+    with Reranker("simulated", cache=None, qrels=str(DL19 / "qrels.txt"), calibration=pivoted, init="score") as rr:
+        with pytest.raises(InputError) as refused:
+            rr.estimate(queries, qids=qids, rehearsals=3)
+        assert str(refused.value) == (f"query {qids[0]}: calibration: the map was fit with a pivot in every window, "
+                                      "and this call has none: give pivots")
+        billed = rr.estimate(queries, qids=qids, rehearsals=3, pivots=["simulated"] * 3)
+        cut = rr.estimate(queries, qids=qids, rehearsals=3, pivots=["simulated"] * 3, cut="p:0.5", cut_target="cut")
+    assert [q.qid for q in billed.queries] == qids
+    assert [q.calls.median for q in cut.queries] != [q.calls.median for q in billed.queries]
