@@ -219,13 +219,18 @@ def _meta_to_resume(path: Path) -> MetaFile:
     unreadable or records no fingerprint: the run cannot be resumed safely)."""
     name = MetaFile.path_for(path).name
     try:
-        return MetaFile.read(path)
+        meta = MetaFile.read(path)
     except FileNotFoundError:
         raise InputError(f"exists, but {name} (what made it) does not, so it cannot be resumed safely; "
                          f"{RESUME_ADVICE}", str(path)) from None
     except (OSError, Unreadable):
         raise InputError(f"{name} is unreadable, so the run cannot be resumed safely; {RESUME_ADVICE}",
                          str(path)) from None
+    merged = meta.other.get("merged")
+    if merged:  # complete as merged, and made by no one command whose inputs it could check
+        raise InputError(f"is the merge of {merged.get('of')} shards (acurank merge), complete and made by no one "
+                         f"command, so it is not resumed; {RESUME_ADVICE}", str(path))
+    return meta
 
 
 def check_settings(run_path: str | Path, fingerprint) -> None:

@@ -65,6 +65,10 @@ class Part:
     shard: Shard
     queries: tuple[str, ...]  # every query of the unsharded input, in its order
     fingerprint: dict
+    #: the digest of the command that made it, without its query set (every part of one command shares it)
+    command_digest: str | None = None
+    #: the software and model it was made with (None: not recorded)
+    provenance: dict | None = None
 
 
 def read_part(path: str) -> Part:
@@ -76,7 +80,8 @@ def read_part(path: str) -> Part:
         recorded = MetaFile.read(run)
         shard = recorded.shard
         part = Part(run, stats_path_for(run) if stats_path_for(run).exists() else None,
-                    Shard(int(shard["index"]), int(shard["of"])), tuple(shard["queries"]), recorded.fingerprint)
+                    Shard(int(shard["index"]), int(shard["of"])), tuple(shard["queries"]), recorded.fingerprint,
+                    recorded.command_digest, recorded.provenance)
     except (OSError, ValueError, KeyError, TypeError):
         name = MetaFile.path_for(run).name
         raise InputError(f"{name} does not describe a shard (was the run made with --shard I/N?)", path) from None
@@ -136,7 +141,7 @@ def merge(paths: list[str], output: str, overwrite: bool = False) -> tuple[int, 
     for p in parts:
         plan.read("PART", p.run).read("(the stats beside PART)", p.stats).read("(the meta file beside PART)",
                                                                                 MetaFile.path_for(p.run))
-    plan.write("--output", output)
+    plan.write("--output", output).write("(the meta file of --output)", MetaFile.path_for(output), may_exist=True)
     if all(p.stats is not None for p in parts):
         plan.write("(the stats beside --output)", stats_path_for(output))
     plan.check(overwrite)
@@ -170,7 +175,35 @@ def merge(paths: list[str], output: str, overwrite: bool = False) -> tuple[int, 
     if all(p.stats is not None for p in parts):
         with replacing(stats_path_for(output)) as fh:
             fh.writelines(_joined(parts, order, stats_key, lambda p: p.stats))
+    merged_meta(parts, queries).write(output)
     return queries, len(parts)
 
 
-__all__ = ["Part", "Shard", "merge", "read_part", "shard_of"]
+def merged_meta(parts: list[Part], queries: int) -> MetaFile:
+    """The meta file of a merged run: the command every part was made by (its fingerprint without the query set, and
+    its digest, which the stats records carry: eval and report refuse another run's stats against it), the number of
+    queries, and the parts it was merged from (``merged``: a run no one command made, which a resume refuses); the
+    software and model, where every part's agree."""
+    first = parts[0]
+    fingerprint = command_part(first.fingerprint)
+    fingerprint["inputs"]["queries"] = queries
+    merged = {"of": first.shard.of, "parts": [str(p.run) for p in sorted(parts, key=lambda p: p.shard.index)]}
+    return MetaFile(fingerprint, None, first.command_digest, _shared(parts), other={"merged": merged})
+
+
+#: what each part's provenance holds of its own job (when and how it was started, its inputs' files)
+_OWN_JOB = ("started", "resumed", "command", "inputs")
+
+
+def _shared(parts: list[Part]) -> dict | None:
+    """The software and model every part was made with, where they all agree (then with the first part's start);
+    None where they differ (parts made on other machines or engines: each part's meta file says its own)."""
+    kept = [None if p.provenance is None else {k: v for k, v in p.provenance.items() if k not in _OWN_JOB}
+            for p in parts]
+    if kept[0] is None or any(k != kept[0] for k in kept):
+        return None
+    first = min(parts, key=lambda p: p.shard.index)
+    return {**kept[0], **({"started": first.provenance["started"]} if "started" in first.provenance else {})}
+
+
+__all__ = ["Part", "Shard", "merge", "merged_meta", "read_part", "shard_of"]

@@ -48,6 +48,19 @@ def test_three_shards_merge_into_the_unsharded_run(sample, tmp_path, command, me
     assert "merged 3 shards: 43 queries" in merged.stderr
     assert (tmp_path / "merged.run").read_bytes() == (tmp_path / "full.run").read_bytes()
     assert _stats(tmp_path / "merged.stats.jsonl") == _stats(tmp_path / "full.stats.jsonl")
+    # the meta file beside it: the command every part was made by, so another run's stats are refused against it
+    # (it had none: eval took sw-1's stats for acurank's run and printed their calls), and a resume is refused
+    meta, full = (json.loads((tmp_path / f"{n}.run.meta.json").read_text()) for n in ("merged", "full"))
+    assert meta["command_digest"] == full["command_digest"] and meta["fingerprint"]["inputs"]["queries"] == 43
+    assert meta["merged"]["of"] == 3 and meta["provenance"]["reranker"] == full["provenance"]["reranker"]
+    other_method = "sw-1" if method != "sw-1" else "sw-2"
+    acurank("baseline", run, *[a if a != method else other_method for a in common], "-o", tmp_path / "o.run")
+    foreign = acurank("eval", tmp_path / "merged.run", "--qrels", qrels, "--stats", tmp_path / "o.stats.jsonl",
+                      check=False)
+    assert foreign.returncode == 2 and "was written by another command than the run" in foreign.stderr, foreign.stderr
+    assert acurank("eval", tmp_path / "merged.run", "--qrels", qrels, "--stats", tmp_path / "merged.stats.jsonl")
+    again = acurank(command, run, *common, "-o", tmp_path / "merged.run", check=False)
+    assert again.returncode == 2 and "is the merge of 3 shards (acurank merge)" in again.stderr, again.stderr
     # the merge refuses what is not the whole of one command
     missing = acurank("merge", parts[0], parts[1], "-o", tmp_path / "x.run", check=False)
     assert missing.returncode == 2 and "missing [3]" in missing.stderr
