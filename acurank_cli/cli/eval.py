@@ -135,8 +135,8 @@ def eval_cmd(
     out: Rendering = None,
     floor: Annotated[Optional[List[str]], typer.Option("--min", metavar="MEASURE=VALUE", help="CI gate, repeatable: fail (exit 1) when a run's mean of MEASURE is below VALUE.")] = None,
     base_run: Annotated[Optional[str], typer.Option("--against", metavar="BASE.run", help="CI gate: fail (exit 1) when a run is worse than BASE.run on a measure by more than --max-drop, or significantly (paired t at --alpha).")] = None,
-    max_drop: Annotated[float, typer.Option("--max-drop", min=0.0, help="--against: the largest drop of a mean allowed.")] = 0.0,
-    alpha: Annotated[float, typer.Option("--alpha", min=0.0, max=1.0, help="--against: a drop with a paired t-test p below this fails.")] = 0.05,
+    max_drop: Annotated[Optional[float], typer.Option("--max-drop", min=0.0, show_default=False, help="--against: the largest drop of a mean allowed (default 0).")] = None,
+    alpha: Annotated[Optional[float], typer.Option("--alpha", min=0.0, max=1.0, show_default=False, help="--against: a drop with a paired t-test p below this fails (default 0.05).")] = None,
 ) -> None:
     """Evaluate runs through ir_measures/pytrec_eval (trec_eval semantics); with --min or --against, gate them
     (exit 1 and one line per failed gate; exit 0 and a "gates held" line per run, naming each gate)."""
@@ -147,6 +147,10 @@ def eval_cmd(
 
     if stats and len(runs) != 1:
         raise InputError("--stats goes with a single run")
+    for flag, value in (("--max-drop", max_drop), ("--alpha", alpha)):  # a gate's setting without the gate: refused
+        if value is not None and base_run is None:
+            raise InputError(f"{flag} sets the gate against a baseline run; give --against BASE.run, or drop it")
+    max_drop, alpha = (0.0 if max_drop is None else max_drop), (0.05 if alpha is None else alpha)
     shown = {str(m.measure): m.label for m in parse_measures(measure, rel_level)}
     floor_gates = [_floor(text, rel_level, shown) for text in floor or []]
     measure = list(measure) + [g.name for g in floor_gates if g.label not in shown.values()]

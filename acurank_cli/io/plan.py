@@ -181,7 +181,8 @@ def _writable(out: Output, make: bool = True) -> None:
     if not folder.is_dir() and not make:
         nearest = next((p for p in (folder, *folder.parents) if p.exists()), Path("/"))
         if not nearest.is_dir() or not os.access(nearest, os.W_OK):
-            raise InputError(f"{out}: cannot make folder {str(folder)!r} (in {str(nearest)!r})")
+            why = "is a file, not a folder" if not nearest.is_dir() else "is not writable"
+            raise InputError(f"{out}: cannot make folder {str(folder)!r} ({str(nearest)!r} {why})")
         return
     if not folder.is_dir():
         try:

@@ -164,8 +164,10 @@ class InputSpec:
             _join(read.spool, later, read.name, read.notes)
         missing = sorted(wanted - seen) if wanted is not None else []
         if missing:
-            raise InputError(f"{self.qids_flag} names {len(missing)} queries the run does not have (e.g. {missing[0]})",
-                             read.name)
+            listed = ("; a qid holds ',': an @FILE gives one qid a line, the flag a comma-separated list"
+                      if any("," in q for q in missing) else "")
+            raise InputError(f"{self.qids_flag} names {len(missing)} quer{'y' if len(missing) == 1 else 'ies'} the run "
+                             f"does not have (e.g. {missing[0]}){listed}", read.name)
         return read
 
     def _sources(self, read: "_Read", need_texts: bool) -> "_Sources":

@@ -191,7 +191,9 @@ def test_unwritable_output_paths_are_one_line(sample, tmp_path, flag):
     run, _ = small_run(sample, tmp_path, queries=1, depth=5)
     (tmp_path / "plain").write_text("")  # a file where a folder would have to be
     backend = ["--reranker", "hf:/nonexistent"] if flag == "--log-prompts" else ["--reranker", "simulated"]
-    for target, fragment in ((tmp_path / "plain" / "x.out", "cannot make folder"), (tmp_path, "is a directory")):
+    for target, fragment in ((tmp_path / "plain" / "x.out", f"cannot make folder {str(tmp_path / 'plain')!r} "
+                                                               f"({str(tmp_path / 'plain')!r} is a file, not a folder)"),
+                             (tmp_path, "is a directory")):
         proc = acurank("rerank", run, *backend, "--qrels", sample / "dl19" / "qrels.txt", flag, target, check=False)
         assert proc.returncode == 2 and fragment in proc.stderr and flag in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
@@ -633,3 +635,15 @@ def test_a_k_every_candidate_list_is_within_is_said_before_the_run(tmp_path):
                      "the method decide a top k"]
     assert "note:" not in acurank(*common, "--k", "99").stderr  # one candidate more than k: nothing to say
     assert acurank(*common, "--k", "100", "--quiet").stderr == ""
+
+
+def test_a_qids_file_with_a_comma_separated_line_is_said_so(sample, tmp_path):
+    """``--qids @FILE`` reads one qid a line: a line of comma-separated qids was one qid, refused as a query the run
+    lacks with no word of why (and "1 queries")."""
+    listed = tmp_path / "qids.txt"
+    listed.write_text("264014,104861\n")
+    ran = acurank("rerank", sample / "dl19" / "bm25.run", "--reranker", "simulated", "--qrels",
+                  sample / "dl19" / "qrels.txt", "--qids", f"@{listed}", "-o", tmp_path / "x.run", check=False)
+    assert ran.returncode == 2 and ran.stderr.strip().endswith(
+        "--qids names 1 query the run does not have (e.g. 264014,104861); a qid holds ',': an @FILE gives one qid a "
+        "line, the flag a comma-separated list"), ran.stderr

@@ -90,7 +90,7 @@ def test_refusals_are_one_line_before_any_model(tmp_path):
         (["--nth", "6"], "--nth 6: query 264014's first round under acurank has 5 windows (1-5)"),
         (["--format", "yaml"], "--format yaml: must be text or json"),
         # held out (stop 100): the flag named as render takes it; a score refused naming its file, as rerank does
-        (["--qid", "999"], "--qid names 1 queries the run does not have (e.g. 999)"),
+        (["--qid", "999"], "--qid names 1 query the run does not have (e.g. 999)"),
         (["--reranker", "simulated"], "reads no prompt with these options"),
         (["RUN", str(tmp_path / "neg.run")], f"{tmp_path / 'neg.run'}: query 264014 doc "),
     ):

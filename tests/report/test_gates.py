@@ -64,3 +64,13 @@ def test_gate_usage_errors_exit_2(tmp_path):
                                   ("--min", "Nonsense@3=1", "unknown measure"), ("--max-drop", "-1", "--max-drop")):
         bad = acurank("eval", cand, "--qrels", qrels, "--against", base, flag, value, check=False)
         assert bad.returncode == 2 and fragment in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+
+
+def test_a_gates_setting_without_its_gate_is_refused(tmp_path):
+    """--alpha and --max-drop set the gate --against makes: without it they were taken and did nothing."""
+    qrels, base, cand = _files(tmp_path)
+    for flag, value in (("--alpha", "0.1"), ("--max-drop", "0.2")):
+        bad = acurank("eval", cand, "--qrels", qrels, flag, value, check=False)
+        assert (bad.returncode, bad.stderr.strip()) == (2, f"acurank: error: {flag} sets the gate against a baseline "
+                                                           "run; give --against BASE.run, or drop it")
+
