@@ -48,6 +48,8 @@ def _record_cost(rec: StatsRecord, kind: str) -> float | None:
     if kind == "window":  # the mean size of the windows sent (a query without calls has none)
         sizes = rec.window_sizes
         return sum(sizes) / len(sizes) if sizes else None
+    if kind in ("tokens", "input_tokens", "output_tokens") and rec.calls and not (rec.input_tokens or rec.output_tokens):
+        return None  # calls that counted no token (a reranker that counts none): unknown, not 0, as its money is
     value = {"calls": rec.calls, "cached": rec.cached_calls, "tokens": rec.tokens, "seconds": rec.seconds, "rounds": rec.rounds, "flops": rec.flops,
              "input_tokens": rec.input_tokens, "output_tokens": rec.output_tokens,
              "thinking_tokens": rec.reasoning_tokens or 0}[kind]

@@ -64,7 +64,8 @@ def build_efficiency(coll: Collection, baseline: str | None = None) -> Report:
         table.notes = [
             "Means over the judged queries in the stats files. Cached: of the calls, those answered from the call "
             "cache (no model time: where there are any, latency is not the model's; --no-cache measures it). "
-            "Window: mean size of the windows sent. Latency: wall seconds per query as recorded (batching across "
+            f"Window: mean size of the windows sent. Tokens: {MISSING} where the reranker counts none (the "
+            "simulated reranker without --sim-tokens). Latency: wall seconds per query as recorded (batching across "
             "queries shares them). TFLOPs: estimate 2 x parameters x "
             f"(input + output tokens) / 1e12, {MISSING} where the run did not know its model's size "
             "(--model-params sets it)."

@@ -74,3 +74,16 @@ def test_cli_writes_flops_with_model_params_and_report_efficiency(sample, tmp_pa
     assert "| sw-1 | 9.00 | 0.00 | 20.00 |" in md and "FLOPs vs sw-1" in md
     bad = acurank("rerank", run, "--reranker", "simulated", "--qrels", qrels, "--model-params", "0", check=False)
     assert bad.returncode == 2 and bad.stderr.strip() == "acurank: error: --model-params 0: must be a number > 0"
+
+
+def test_a_reranker_that_counts_no_tokens_has_none_in_the_reports_not_zero():
+    """Calls that counted no token (the simulated reranker without --sim-tokens) have unknown tokens, as their money is
+    none, not 0: the efficiency table shows –, report table's JSON null, a tokens Pareto leaves the run out. A query
+    without calls has 0 tokens, known."""
+    from acurank_cli.report.collection import _record_cost
+
+    counted, uncounted, idle = (StatsRecord.of(outcome("q", i, o, sizes)) for i, o, sizes in
+                                ((1000, 50, (20,)), (0, 0, (20, 20)), (0, 0, (1,))))
+    assert [_record_cost(counted, k) for k in ("tokens", "input_tokens", "output_tokens")] == [1050.0, 1000.0, 50.0]
+    assert [_record_cost(uncounted, k) for k in ("tokens", "input_tokens", "output_tokens")] == [None, None, None]
+    assert _record_cost(uncounted, "calls") == 2.0 and _record_cost(idle, "tokens") == 0.0
