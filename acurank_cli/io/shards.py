@@ -81,7 +81,7 @@ def read_part(path: str) -> Part:
         shard = recorded.shard
         part = Part(run, stats_path_for(run) if stats_path_for(run).exists() else None,
                     Shard(int(shard["index"]), int(shard["of"])), tuple(shard["queries"]), recorded.fingerprint,
-                    recorded.command_digest, recorded.provenance)
+                    command_digest=recorded.command_digest, provenance=recorded.provenance)
     except (OSError, ValueError, KeyError, TypeError):
         name = MetaFile.path_for(run).name
         raise InputError(f"{name} does not describe a shard (was the run made with --shard I/N?)", path) from None
