@@ -191,7 +191,7 @@ class Reranker:
         """The queries counted toward the shift's comparison; the comparison made, a shift is warned of once."""
         if self._watch is None:
             return
-        shift = self._watch.see(tasks, key=lambda task: (task.qid, task.query))  # calls share the default qid
+        shift = self._watch.see(tasks)
         if shift is not None and shift.shifted:
             from .relevance.shift import CalibrationShiftWarning
 

@@ -126,6 +126,11 @@ class CalibrationShiftWarning(UserWarning):
 WATCH_QUERIES = 20
 
 
+def asked(task: Any) -> str:
+    """The question a task asks, as the watch counts it: its text with its spacing and case let go."""
+    return " ".join(str(task.query).split()).casefold()
+
+
 class ShiftWatch:
     """A stream of calls watched for a shift (the API's ``Reranker`` and ``serve``: queries come a few at a time): the
     first :data:`WATCH_QUERIES` queries' signals are gathered, then compared once with the map's (one test, so the
@@ -141,17 +146,17 @@ class ShiftWatch:
         #: whether the map recorded signals (a map written before it did is not watched)
         self.watching = all(len((fit.get("signals") or {}).get(name) or ()) >= MIN_QUERIES for name in SIGNALS)
 
-    def see(self, tasks: Iterable[Any], key: Callable[[Any], Any] = lambda task: task.qid) -> Shift | None:
-        """Gather these queries' signals, each query once by ``key`` (its qid; a server's request, which has no qid of
-        its own, by its text; the API's calls, which share a default qid, by qid and text): a query asked again
-        counts once, as 20 copies of one query are no sample of a collection. Returns the comparison the moment it
-        is made (None before and after: it is made once)."""
+    def see(self, tasks: Iterable[Any]) -> Shift | None:
+        """Gather these queries' signals, each question once by its text (:func:`asked`: a server's request has no
+        qid of its own, and the API's calls and batches give default ones), so that a question asked again, under
+        any qid, in any spacing or case, counts once: 20 copies of one query are no sample of a collection. Returns
+        the comparison the moment it is made (None before and after: it is made once)."""
         if not self.watching:
             return None
         with self.lock:
             if self.shift is not None:
                 return None
-            for seen, row in by_query(tasks, key).items():
+            for seen, row in by_query(tasks, asked).items():
                 if len(self.rows) < WATCH_QUERIES:
                     self.rows.setdefault(seen, row)
             if len(self.rows) < WATCH_QUERIES:

@@ -156,7 +156,7 @@ class RerankService:
         is made, said once in the server's log (every later answer's meta holds the comparison)."""
         if self.watch is None or not prepared.scored:
             return
-        shift = self.watch.see([prepared.task], key=lambda task: task.query)  # a request's qid is its call's id
+        shift = self.watch.see([prepared.task])
         if shift is not None and shift.shifted:
             print(f"acurank: {shift.line('--calibration')}", file=sys.stderr)
 

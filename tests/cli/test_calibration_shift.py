@@ -93,10 +93,10 @@ def test_the_api_compares_its_first_20_queries_once(fitted):
             batch = queries(data, qids)[:20]
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                rr.rerank_batch([("q", docs) for _, docs in batch[:10]], qids=[q for q, _ in batch[:10]])
+                rr.rerank_batch([(f"question {q}", docs) for q, docs in batch[:10]], qids=[q for q, _ in batch[:10]])
                 assert rr.calibration_shift is None  # 10 queries: not compared yet
-                rr.rerank_batch([("q", docs) for _, docs in batch[10:]], qids=[q for q, _ in batch[10:]])
-                rr.rerank_batch([("q", docs) for _, docs in batch[:3]], qids=[q for q, _ in batch[:3]])
+                rr.rerank_batch([(f"question {q}", docs) for q, docs in batch[10:]], qids=[q for q, _ in batch[10:]])
+                rr.rerank_batch([(f"question {q}", docs) for q, docs in batch[:3]], qids=[q for q, _ in batch[:3]])
             told = [w for w in caught if issubclass(w.category, CalibrationShiftWarning)]
             assert rr.calibration_shift is not None and rr.calibration_shift.shifted is shifted
             assert len(told) == (1 if shifted else 0) and rr.calibration_shift.queries == 20
@@ -104,8 +104,9 @@ def test_the_api_compares_its_first_20_queries_once(fitted):
 
 
 def test_the_api_counts_each_query_once_by_its_text_under_the_default_qid(fitted):
-    """A RAG caller's calls share the default qid: each question is a query of its own (20 questions of DL23, each
-    asked through rerank() without a qid, are compared at the 20th), and one question asked again is one query."""
+    """A RAG caller's calls share the default qid, a batch's are its places: each question is a query of its own (20
+    questions of DL23, each asked through rerank() without a qid, are compared at the 20th), and one question asked
+    again, in a batch or in other spacing and case, is one query (a batch of 20 copies was a false alarm)."""
     from acurank_cli.api import Reranker
     from acurank_cli.relevance.shift import CalibrationShiftWarning
 
@@ -122,9 +123,10 @@ def test_the_api_counts_each_query_once_by_its_text_under_the_default_qid(fitted
     with Reranker("simulated", method="acurank-9", cache=None, qrels=grades, calibration=str(tmp / "map.json"),
                   init="score") as rr, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for _ in range(25):  # one question, again and again: one query
-            rr.rerank(f"question {batch[0][0]}", batch[0][1])
-        assert rr.calibration_shift is None
+        for n in range(25):  # one question, again and again, in other spacing and case: one query
+            rr.rerank(f"Question  {batch[0][0]}" + " " * n if n % 2 else f"question {batch[0][0]}", batch[0][1])
+        rr.rerank_batch([(f"question {batch[0][0]}", batch[0][1])] * 20)  # at 20 places of a batch: one query
+        assert rr.calibration_shift is None and len(rr._watch.rows) == 1
         for qid, docs in batch[1:]:
             rr.rerank(f"question {qid}", docs)
         told = [w for w in caught if issubclass(w.category, CalibrationShiftWarning)]

@@ -65,8 +65,8 @@ def test_one_query_asked_again_and_again_is_one_query_not_a_sample(tmp_path):
     service = start_service("minilm", "acurank-9", {"init": "zscore"}, Limits(), None, calibration=str(path))
     try:
         scored = [{"text": f"cats eat food number {i}", "score": 16.0 - 0.3 * i} for i in range(20)]
-        for _ in range(25):
-            answer = _ask(service, scored)
+        for n in range(25):  # the same question, sent again with other spacing and case
+            answer = _ask(service, scored, "What do cats eat" + " " * n if n % 2 else "what  do cats eat")
         assert "calibration_shift" not in answer["meta"]["acurank"] and _gauge(service) == -1
         assert service.watch.rows and len(service.watch.rows) == 1
     finally:
