@@ -73,7 +73,8 @@ def call_bound(backend: Any, strategy: Strategy) -> tuple[int, int]:
                          "hf:, vllm:, openai:; the simulated reranker with --sim-tokens)")
     counting.bind_calls()  # the bound is what each call may take: a backend whose server would take more caps it
     builder = counting.builder
-    return int(builder.context_size), int(builder.answer_tokens(m)) + int(builder.thought_budget)
+    allowance = counting.answer_allowance(m) if hasattr(counting, "answer_allowance") else builder.answer_tokens(m)
+    return int(builder.context_size), int(allowance) + int(builder.thought_budget)
 
 
 @dataclass

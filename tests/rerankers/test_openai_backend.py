@@ -290,3 +290,23 @@ def test_constrained_sends_the_format_as_a_regex_and_openai_falls_back(caplog, m
         assert direct.payload(direct.prompt(_reqs(["alpha"])[0])).keys() == {"model", "messages", "temperature"}
     warned = [r for r in caplog.records if "falls back to text" in r.getMessage()]
     assert len(warned) == 1 and "answer" not in direct.cache_identity()
+
+
+def test_a_capped_completion_holds_the_whole_answer_and_the_bound_reserves_it():
+    """--max-cost caps a chat completion at its bound: the whole answer ``[20] > ... > [1]`` as the server counts it
+    (tiktoken's count, by hand below), not the published out(num), which is that count minus 1 for the start token a
+    local tokenizer adds (every capped answer was cut one token short and read as truncated). The bill's output
+    tokens and the bound reserve the same whole answer; the published fitting still uses out(num)."""
+    from acurank_cli.rerankers.listwise.prompts import answer_text
+    from acurank_cli.run.money import call_bound
+    from acurank_cli.method.registry import build_strategy
+
+    with FakeServer(lambda q, a: ("ok", 0.0)) as srv:
+        rr = _build(srv)
+        request = _reqs(["alpha"], n=20)[0]
+        whole = rr.builder.counter.count(answer_text(20))  # what the server counts of the whole answer
+        assert rr.builder.answer_tokens(20) == whole - 1  # the published out(num), the fitting's
+        assert "max_tokens" not in rr.payload(rr.prompt(request))  # no cap unless --max-cost, as published
+        context, out = call_bound(rr, build_strategy("sw-1"))
+        assert rr.payload(rr.prompt(request))["max_tokens"] == whole == out and context == rr.builder.context_size
+        assert rr.window_tokens(request)[1] == whole

@@ -239,8 +239,8 @@ class OpenAIReranker(ListwiseLLM):
             limit = prompt.answer_tokens
         elif self.exact_answer_tokens and not prompt.think:
             body["max_tokens"] = body["min_tokens"] = prompt.answer_tokens
-        elif self.bound and not prompt.think:  # --max-cost: the answer's budget is the most a call may cost
-            limit = prompt.answer_tokens
+        elif self.bound and not prompt.think:  # --max-cost: the whole answer is the most a call may cost
+            limit = self.answer_allowance(prompt.num)
         if limit is not None and not prompt.think:
             body["max_tokens"] = limit
         body.update(self.think_fields(prompt))
@@ -281,7 +281,7 @@ class OpenAIReranker(ListwiseLLM):
         if t.reasoning_effort is not None:
             out["reasoning_effort"] = (t.reasoning_effort if prompt.think is not False else GATED_OFF_EFFORT).value
         if t.thinking_budget is not None and (prompt.think or t.reasoning_effort is not None):
-            out["max_tokens"] = int(t.thinking_budget) + prompt.answer_tokens
+            out["max_tokens"] = int(t.thinking_budget) + self.answer_allowance(prompt.num)
         return out
 
     def revise(self, body: dict[str, Any], resp: Any) -> dict[str, Any] | None:

@@ -88,6 +88,16 @@ class PromptBuilder:
             return counted_text(self.template.answer_sample(num), self.counter)
         return self.format.answer_tokens(num, self.counter)
 
+    def whole_answer_tokens(self, num: int) -> int:
+        """The tokens of a whole answer for a window of ``num`` as a served model writes it: out(num) where that
+        count is the answer's own (one token under ``--answer logits``, constrained's characters, a tokenizer's own
+        count); else the published count without its minus 1, which stands for the start token a local tokenizer
+        adds to what it counts and a completion does not carry (a cap at out(num) cut every such answer one token
+        short)."""
+        if self.answer is not AnswerMode.text or getattr(self.counter, "answer_count", None) is not None:
+            return self.answer_tokens(num)
+        return self.counter.count(self.template.answer_sample(num) if self.template.is_file else answer_text(num))
+
     def parse(self, answer: str, n: int) -> Any:
         """The window's order from an answer (:class:`~.parsing.ParsedRanking`), as the template reads it (the
         published prompt's: the published parser)."""

@@ -155,10 +155,18 @@ class ListwiseLLM(RerankerBase):
 
     def window_tokens(self, request: RerankRequest) -> tuple[int, int]:
         """A call's tokens with no call: its prompt's, and its answer's (the whole permutation, as the answer's
-        budget counts it)."""
+        budget counts it; a chat endpoint's as the server counts its completion: :meth:`answer_allowance`)."""
         from .prompts import answer_text, counted_text
 
-        return self.prompt(request).tokens, counted_text(answer_text(len(request.docids)), self.builder.counter)
+        n = len(request.docids)
+        out = counted_text(answer_text(n), self.builder.counter) if self.sends_text else self.answer_allowance(n)
+        return self.prompt(request).tokens, out
+
+    def answer_allowance(self, num: int) -> int:
+        """The most answer tokens a call on a window of ``num`` takes, as ``--max-cost``'s bound reserves them and a
+        capped call is held to: out(num) where the model generates at most that (hf:, vllm:); a chat endpoint's whole
+        answer, as its server counts the completion (:meth:`~.prompt_builder.PromptBuilder.whole_answer_tokens`)."""
+        return self.builder.answer_tokens(num) if self.sends_text else self.builder.whole_answer_tokens(num)
 
     def prompt_key(self, request: RerankRequest) -> str:
         """Exactly what the model reads: the text, or the messages as canonical JSON (and, where the thinking switch
