@@ -38,6 +38,11 @@ class InputError(ValueError):
         """The message as the command line shows it (subclasses name flags where the API names keywords)."""
         return str(self)
 
+    @property
+    def flag_message(self) -> str:
+        """The message without its file, as an entrance whose settings are flags says it (a server's)."""
+        return self.message
+
 
 class WriteFailed(InputError):
     """An output that could not be written (a full disk, a quota, a read-only file system, an I/O error): one line
@@ -80,6 +85,10 @@ class OptionError(InputError):
 
     def cli(self) -> str:
         return str(InputError(self._text(api=False), self.source, self.line))
+
+    @property
+    def flag_message(self) -> str:
+        return self._text(api=False)
 
     @staticmethod
     def literal(text: str) -> str:

@@ -45,6 +45,8 @@ class Spelling:
     applied_to: str = "this run"
     #: the way out for first-stage scores ``--init score`` cannot start a rating from (negative ones, a cosine's)
     zscore: str = "use --init zscore"
+    #: whether the entrance's settings are flags (the command line's, a server's): an OptionError said as ``.cli()``
+    flags: bool = True
     #: how a map to apply is given
     give_map: str = "--calibration MAP.json (without --calibrate)"
     #: the way out for such scores where a map fit with init score keeps it (init zscore would be refused)
@@ -59,7 +61,7 @@ SAID = {
                     cut="cut", target="cut_target",
                     no_map="P(relevant): build the Reranker with calibration=MAP.json (docs/relevance.md)",
                     own_passages="passages", allow="say allow_map_mismatch=True", zscore="give init='zscore'",
-                    give_map="calibration=MAP.json",
+                    give_map="calibration=MAP.json", flags=False,
                     map_zscore="the map (calibration) was fit with init score: give positive scores, or fit a map with "
                                "init='zscore'"),
     "request": Spelling(pivot="pivot", calibration="this server's --calibration map", passages="max_chunks_per_doc",

@@ -71,7 +71,7 @@ def run_dry(job: Any, err: Console) -> Bill:
 
             said = first_window_fit(prompter, job.strategy, inputs.tasks, inputs.docs)
             if said is not None:
-                err.print(f"acurank: warning: {said}", markup=False, soft_wrap=True)
+                err.print(f"acurank: warning: {said.cli()}", markup=False, soft_wrap=True)
         bill = _rehearsed(job, session, inputs, tasks, prompter)
     finally:
         if prompter is not None:

@@ -261,7 +261,7 @@ def _opened(job: RerankJob, checked, err: Console) -> tuple:
         per_call = None if job.max_cost is None else call_bound(backend, job.strategy)
         said = first_window_fit(backend, job.strategy, inputs.tasks, inputs.docs, job.passages)
         if said is not None:
-            err.print(f"acurank: warning: {said}", markup=False, soft_wrap=True)
+            err.print(f"acurank: warning: {said.cli()}", markup=False, soft_wrap=True)
         job.outputs.check_resume(fingerprint, made)  # a resume refused for other settings makes nothing
         session.start(job.cache, job.batch_queries)
         return backend, job.outputs.open(inputs.expected, fingerprint, described, made), fingerprint, per_call

