@@ -38,9 +38,9 @@ class InputError(ValueError):
         """The message as the command line shows it (subclasses name flags where the API names keywords)."""
         return str(self)
 
-    @property
-    def flag_message(self) -> str:
-        """The message without its file, as an entrance whose settings are flags says it (a server's)."""
+    def said_to(self, fields: Any = ()) -> str:
+        """The message without its file, as a server says it: its own settings as the flags it was started with, a
+        request's ``fields`` by their names (a plain message as it is)."""
         return self.message
 
 
@@ -86,9 +86,8 @@ class OptionError(InputError):
     def cli(self) -> str:
         return str(InputError(self._text(api=False), self.source, self.line))
 
-    @property
-    def flag_message(self) -> str:
-        return self._text(api=False)
+    def said_to(self, fields: Any = ()) -> str:
+        return name_options(self.template, self.options, False, api_keys=frozenset(fields))
 
     @staticmethod
     def literal(text: str) -> str:
@@ -99,17 +98,19 @@ class OptionError(InputError):
 _UNSET = object()
 
 
-def name_options(template: str, options: dict[str, Any], api: bool) -> str:
-    """``template`` with each ``{keyword}`` written as the API names it (``api``) or as the CLI does (its flag)."""
+def name_options(template: str, options: dict[str, Any], api: bool, api_keys: frozenset = frozenset()) -> str:
+    """``template`` with each ``{keyword}`` written as the API names it (``api``, or a keyword of ``api_keys``: a
+    request's own fields) or as the CLI does (its flag)."""
     if not options:
         return template
     names = {}
     for keyword, spec in options.items():
+        named = api or keyword in api_keys
         if isinstance(spec, dict):  # spelt out both ways: {"api": "cache=None", "cli": "--no-cache"}
-            names[keyword] = spec["api" if api else "cli"]
+            names[keyword] = spec["api" if named else "cli"]
             continue
         flag, value = spec if isinstance(spec, tuple) else (spec, _UNSET)
-        if api:
+        if named:
             names[keyword] = keyword if value is _UNSET else f"{keyword}={value!r}"
         else:
             names[keyword] = flag if value is _UNSET else f"{flag} {value}"

@@ -46,10 +46,20 @@ def _acurank(match: re.Match, opts: dict[str, Any]):
                           budget_wave="--budget-wave", budget_total="--budget-total")
     values = {**ACURANK_VARIANTS[(match.group("variant") or "").lower()], **opts}
     if match.group("cap"):
+        _capped(name, opts)
         values["cap"] = count(name, match.group("cap"), "the call cap N")
     if match.group("rounds"):
         values["max_rounds"] = count(name, match.group("rounds"), "the round cap R")
     return AcuRank(name, AcuRankParams(**values))
+
+
+def _capped(name: str, opts: dict[str, Any]) -> None:
+    """A call cap N (acurank-N, acurank-auto-N) spends what is left of N after the first pass: a budget B given with
+    it would be dropped in silence (it was), so it is refused."""
+    if opts.get("budget") is not None:
+        raise OptionError(f"method {name!r} caps its calls at the N of its name, which sets its budget: {{budget}} "
+                          "is for a method without a cap (acurank, acurank-H, acurank-auto); drop it, or give one of "
+                          "those", budget="--budget")
 
 
 def _acurank_sets(match: re.Match) -> frozenset:
@@ -67,6 +77,7 @@ def _auto(match: re.Match, opts: dict[str, Any]):
 
     values = dict(opts)
     if match.group("cap"):
+        _capped(match.group(0), opts)
         values = {**AUTO_CAPPED, **values, "cap": count(match.group(0), match.group("cap"), "the call cap N")}
     return AcuRankAuto(match.group(0), AutoParams(**values))
 

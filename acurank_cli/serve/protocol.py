@@ -78,6 +78,10 @@ class _Body(BaseModel):
     cut_target: str | None = None
 
 
+#: a request's own fields, named as such where a refusal speaks of them (the server's settings are its flags)
+REQUEST_FIELDS = frozenset(_Body.model_fields)
+
+
 @dataclass(frozen=True, kw_only=True)
 class RerankCall:
     """One parsed rerank request."""

@@ -31,22 +31,23 @@ from ..run.request import Admitted, Request
 from .admission import Admission, Feed
 from ..run.pipeline import Session
 from .metrics import Metrics
-from .protocol import BadRequest, Limits, RerankCall
+from .protocol import REQUEST_FIELDS, BadRequest, Limits, RerankCall
 
 
 def _refused(exc: InputError, call: RerankCall) -> BadRequest:
-    """A refusal of the session's as the server says it: one line naming the request's field (``exc.field``); said
-    of the request, not of its internal query id, where it is about its documents."""
+    """A refusal of the session's as the server says it: one line naming the request's field (``exc.field``), the
+    server's own settings as its flags and the request's by their names; said of the request, not of its internal
+    query id, where it is about its documents."""
     field = exc.field or "documents"
     if (exc.source or "").startswith("documents["):  # one document: named
         return BadRequest(" ".join(str(exc).split()), exc.source)
     if exc.of_documents:
-        said = " ".join(exc.cli().split())  # the server's own settings named as its flags, as at its start
+        said = " ".join(str(InputError(exc.said_to(REQUEST_FIELDS), exc.source, exc.line)).split())
         for internal, words in ((f"query {call.id}: ", ""), (f"query {call.id} doc ", "document "),
                                 (f"query {call.id} ", "the request "), (call.id, "the request")):
             said = said.replace(internal, words)  # "query the request: document id ..." read as a query's name
         return BadRequest(f"documents: {said}", field)
-    return BadRequest(" ".join(exc.flag_message.split()), field)
+    return BadRequest(" ".join(exc.said_to(REQUEST_FIELDS).split()), field)
 
 
 class BackendFailed(Exception):

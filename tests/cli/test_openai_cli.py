@@ -268,3 +268,33 @@ def _asked(service, body: dict) -> dict:
 
     return asyncio.run(exchange(service, "acurank", read, "v2", "/v2/rerank"))
 
+
+
+def test_a_budget_given_to_a_capped_method_is_refused_at_every_entrance():
+    """acurank-N spends what is left of N after the first pass: a budget given with it was dropped in silence (9 calls,
+    stopped by the call cap) on the command line, in the API and in a request; now each refuses it, in its words."""
+    from conftest import acurank
+
+    from acurank_cli.api import Reranker
+    from acurank_cli.errors import InputError
+    from acurank_cli.serve.limits import Limits
+    from acurank_cli.serve.protocol import BadRequest
+    from acurank_cli.serve.service import start_service
+
+    why = ("method 'acurank-9' caps its calls at the N of its name, which sets its budget: {} is for a method without "
+           "a cap (acurank, acurank-H, acurank-auto); drop it, or give one of those")
+    dl19 = ROOT / "sample_runs" / "dl19"
+    ran = acurank("rerank", dl19 / "bm25.run", "--reranker", "simulated", "--qrels", dl19 / "qrels.txt", "--method",
+                  "acurank-9", "--budget", "2", "--no-cache", "-o", "/dev/null", check=False)
+    assert (ran.returncode, ran.stderr.strip()) == (2, "acurank: error: " + why.format("--budget"))
+    with pytest.raises(InputError) as refused:
+        Reranker("minilm", "acurank-9", budget=2)
+    assert str(refused.value) == why.format("budget")
+    with FakeServer(lambda q, attempt: ("ok", 0.0)) as server:
+        service = start_service("openai:m", "acurank-9", {"base_url": server.base_url}, Limits(), None)
+        try:
+            with pytest.raises(BadRequest) as request:
+                _asked(service, {"query": "q", "documents": ["a", "b", "c"], "budget": 2})
+        finally:
+            service.close()
+    assert (request.value.field, str(request.value)) == ("budget", why.format("budget"))

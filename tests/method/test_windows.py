@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from acurank_cli.errors import InputError
+
 from acurank_cli.run.driver import Driver
 from acurank_cli.method.uncertainty import Z_999, threshold
 from acurank_cli.records import Candidate, RankingTask, RerankResult, Step
@@ -251,8 +253,11 @@ def test_snapshot_ranks_and_fields():
 def test_acurank_variants(name, eps, tau, cap, rounds):
     p = build_strategy(name).params
     assert (p.eps, p.tau, p.cap, p.max_rounds, p.k, p.m, p.budget) == (eps, tau, cap, rounds, 10, 20, 100)
-    q = build_strategy(name, eps=0.2, tau=3, k=5, m=10, budget=7, seed=4).params
-    assert (q.eps, q.tau, q.k, q.m, q.budget, q.seed, q.cap) == (0.2, 3, 5, 10, 7, 4, cap)
+    q = build_strategy(name, eps=0.2, tau=3, k=5, m=10, seed=4, **({} if cap else {"budget": 7})).params
+    assert (q.eps, q.tau, q.k, q.m, q.budget, q.seed, q.cap) == (0.2, 3, 5, 10, 100 if cap else 7, 4, cap)
+    if cap:  # the cap N sets the budget: one given with it was dropped in silence
+        with pytest.raises(InputError, match=f"^method '{name}' caps its calls at the N of its name"):
+            build_strategy(name, budget=7)
 
 
 def test_baseline_options():
