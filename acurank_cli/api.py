@@ -325,13 +325,19 @@ def _requests(queries: Any, qids: Any, pivots: Any, **settings: Any) -> list[Req
             for i, ((q, docs), qid) in enumerate(zip(queries, qids))]
 
 
-def as_reranker(value: Any, method: str, adapter: str = "this adapter", **settings: Any) -> "Reranker":
+def as_reranker(value: Any, method: str | None, adapter: str = "this adapter", **settings: Any) -> "Reranker":
     """A framework adapter's ``reranker`` field: a Reranker as given, or one built from a backend spec string
-    with ``method`` (TypeError otherwise), checked for the adapter (:func:`adapted`)."""
+    with ``method`` (None: the default, acurank; TypeError otherwise), checked for the adapter (:func:`adapted`). A
+    ``method`` given beside a built Reranker that runs another is refused (it was ignored in silence)."""
+    from .method.registry import spelled
+
     if isinstance(value, str):
-        value = Reranker(value, method=method)
+        value = Reranker(value, method=method or "acurank")
     if not isinstance(value, Reranker):
         raise TypeError("reranker must be an acurank_cli.Reranker or a backend spec such as 'minilm'")
+    if method is not None and spelled(method) != spelled(value.method):
+        raise InputError(f"method={method!r}: the Reranker given runs {value.method!r}, which the adapter uses; build "
+                         "the Reranker with that method, or leave method out")
     return adapted(value, adapter, **settings)
 
 

@@ -263,8 +263,11 @@ def test_langchain_contextual_compression_retriever_carries_rank_mu_sigma_p_topk
     assert isinstance(by_spec.reranker, Reranker) and by_spec.reranker.method == "acurank"
     confident = by_spec.compress_documents(docs, QUERY)
     assert all(d.metadata["acurank_p_topk"] >= 0.99 for d in confident) and len(confident) == 4  # n = 4 <= k = 10
-    sw = AcuRankCompressor(reranker=minilm, top_n=4, method="sw-1")
-    assert sw.reranker is minilm  # an instance is used as given
+    assert AcuRankCompressor(reranker=minilm, top_n=4).reranker is minilm  # an instance is used as given
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="the Reranker given runs 'acurank'"):  # not its method=: ignored once
+        AcuRankCompressor(reranker=minilm, top_n=4, method="sw-1")
     # metadata["score"] starts the ratings by the API's rule: numpy's numbers taken (they were dropped in silence),
     # a boolean or a text refused naming the document (a boolean was taken as 0 or 1)
     import numpy as np

@@ -275,6 +275,14 @@ def test_langchain_and_llamaindex_take_the_apis_settings_and_refuse_what_it_refu
             with pytest.raises(ValidationError, match=re.escape("cut needs P(relevant): build the Reranker with "
                                                                 "calibration=MAP.json")):
                 adapter(reranker=plain, cut="f1")  # without a map
+            with pytest.raises(ValidationError, match=re.escape(  # a method beside a built Reranker was ignored
+                    "method='sw-1': the Reranker given runs 'acurank', which the adapter uses")):
+                adapter(reranker=plain, method="sw-1")
+            built = adapter(reranker=plain, method="acurank", top_n=3)
+            with pytest.raises(ValidationError, match=re.escape("top_n='5': must be an integer >= 1")):
+                built.top_n = "5"  # set after building: checked as when built (it reached the call as top_k='5')
+            built.top_n = 4
+            assert built.top_n == 4 and built.reranker is plain
             with pytest.raises(ValidationError, match=re.escape("min_p_relevant='0.3': must be a number in [0, 1]")):
                 adapter(reranker=rr, min_p_relevant="0.3")
     lc = AcuRankCompressor(reranker=rr, top_n=12, cut="p:0.3", cut_target="topk")

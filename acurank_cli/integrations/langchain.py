@@ -32,8 +32,8 @@ class AcuRankCompressor(BaseDocumentCompressor):
     with ``method``); keeps the best ``top_n`` (and, with ``min_p_topk``, only the confident ones)."""
 
     #: a field it does not have is refused (a misspelt ``topn`` was dropped in silence), and so is a value of the
-    #: wrong type: each is held as given and checked by the API's own rules when the compressor is built
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    #: wrong type: each is held as given and checked by the API's own rules when set and when the compressor is built
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", validate_assignment=True)
 
     reranker: Any = "minilm"
     method: str = "acurank"
@@ -47,7 +47,10 @@ class AcuRankCompressor(BaseDocumentCompressor):
 
     @model_validator(mode="after")
     def _build(self) -> "AcuRankCompressor":
-        self.reranker = as_reranker(self.reranker, self.method, "AcuRankCompressor", **self._settings())
+        method = self.method if "method" in self.model_fields_set else None  # given, or the default
+        built = as_reranker(self.reranker, method, "AcuRankCompressor", **self._settings())
+        if built is not self.reranker:  # set as it is: an assignment is validated again (validate_assignment)
+            object.__setattr__(self, "reranker", built)
         return self
 
     def _settings(self) -> dict[str, Any]:

@@ -30,8 +30,8 @@ class AcuRankNodePostprocessor(BaseNodePostprocessor):
     ``method``); keeps the best ``top_n`` (and, with ``min_p_topk``, only the confident ones)."""
 
     #: a field it does not have is refused (a misspelt ``topn`` was dropped in silence), and so is a value of the
-    #: wrong type: each is held as given and checked by the API's own rules when the postprocessor is built
-    model_config = ConfigDict(extra="forbid")
+    #: wrong type: each is held as given and checked by the API's own rules when set and when the postprocessor is built
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     reranker: Any = Field(default="minilm", description="an acurank_cli.Reranker or a backend spec", exclude=True)
     method: str = "acurank"
@@ -45,7 +45,10 @@ class AcuRankNodePostprocessor(BaseNodePostprocessor):
 
     @model_validator(mode="after")
     def _build(self) -> "AcuRankNodePostprocessor":
-        self.reranker = as_reranker(self.reranker, self.method, "AcuRankNodePostprocessor", **self._settings())
+        method = self.method if "method" in self.model_fields_set else None  # given, or the default
+        built = as_reranker(self.reranker, method, "AcuRankNodePostprocessor", **self._settings())
+        if built is not self.reranker:  # set as it is: an assignment is validated again (validate_assignment)
+            object.__setattr__(self, "reranker", built)
         return self
 
     def _settings(self) -> dict[str, Any]:
