@@ -88,6 +88,9 @@ class RankingTask:
     #: document split into more passages than a window holds starts with the query's widest prior sigma
     #: (:func:`~acurank_cli.method.trueskill.task_priors`)
     passages: tuple[int, ...] = ()
+    #: whether the candidates' scores are first-stage scores given with them; False: their places n .. 1 stand in
+    #: (documents given without scores), which a prompt's ``{score}`` does not show as a retriever's
+    scored: bool = True
 
     @property
     def n(self) -> int:

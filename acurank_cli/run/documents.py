@@ -162,7 +162,7 @@ def prepare(query: str, items: Sequence[DocLike], qid: str = "q", instruction: s
         raise InputError("give a score for every document or for none")
     order = sorted(range(len(parsed)), key=lambda i: -scores[i])  # stable: ties keep the input order
     cands = tuple(Candidate(parsed[i][0].docid, float(scores[i])) for i in order)
-    return Prepared(RankingTask(qid, query, cands, instruction), {d.docid: d for d, _, _ in parsed},
+    return Prepared(RankingTask(qid, query, cands, instruction, scored=scored), {d.docid: d for d, _, _ in parsed},
                     {d.docid: m for d, _, m in parsed}, scored)
 
 

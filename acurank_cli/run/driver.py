@@ -27,9 +27,11 @@ from .budget_grants import BudgetGrants
 from .lanes import Job, Lanes
 
 
-def task_scores(task: RankingTask) -> dict[str, float]:
+def task_scores(task: RankingTask) -> dict[str, float | None]:
     """Each candidate's first-stage score, the prompt's view of it; a pivot (--pivot) is scored as its prior is rated:
-    the candidates' mean."""
+    the candidates' mean. None for each where no score was given (the places that stand in are no retriever's)."""
+    if not task.scored:
+        return {c.docid: None for c in task.candidates} | {pivot_id(task.qid): None}
     scores = {c.docid: c.score for c in task.candidates}
     if task.candidates:
         scores[pivot_id(task.qid)] = sum(scores.values()) / len(scores)

@@ -298,3 +298,20 @@ def test_a_budget_given_to_a_capped_method_is_refused_at_every_entrance():
         finally:
             service.close()
     assert (request.value.field, str(request.value)) == ("budget", why.format("budget"))
+
+
+def test_documents_given_without_scores_show_none_in_a_templates_score():
+    """A template's {score} is the first-stage score (docs/rerankers.md): documents given as strings carry none, and
+    the places n .. 1 that start their ratings were shown as a lexical retriever's scores (20.000, 19.000, ...)."""
+    from acurank_cli.api import Reranker
+
+    template = ROOT / "docs" / "templates" / "scientific-claim.yaml"
+    with FakeServer(lambda q, attempt: ("ok", 0.0)) as server:
+        with Reranker("openai:m", "sw-1", cache=None, base_url=server.base_url, prompt_format=str(template)) as rr:
+            rr.rerank("a claim", ["first abstract", "second abstract", "third abstract"])
+            plain = json.dumps(server.bodies[-1]["messages"])
+            rr.rerank("a claim", [{"id": "a", "text": "first abstract", "score": 3.5},
+                                  {"id": "b", "text": "second abstract", "score": 1.25}])
+            scored = json.dumps(server.bodies[-1]["messages"])
+    assert "retriever score: )" in plain and "3.000" not in plain and "1.000" not in plain
+    assert "retriever score: 3.500)" in scored and "retriever score: 1.250)" in scored
