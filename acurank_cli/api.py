@@ -223,7 +223,8 @@ class Reranker:
         return self._session.prepared(query, docs, strategy, qid)
 
     def estimate(self, queries: Iterable[tuple[str, Sequence[DocLike]]], *, qids: Sequence[str] | None = None,
-                 qrels: Mapping[str, Mapping[str, int]] | None = None, rehearsals: int = 20, noise: float = 1.0,
+                 qrels: Mapping[str, Mapping[str, int]] | None = None, rehearsals: int = 20,
+                 noise: float | None = None,
                  price_in: float | None = None, price_out: float | None = None, top_k: int | None = None,
                  pivots: Sequence[str] | None = None, min_p_relevant: float | None = None, cut: str | None = None,
                  cut_target: str | None = None):
@@ -231,17 +232,19 @@ class Reranker:
         the calls and add a player to every window), before any call (``rerank --dry-run``'s,
         :mod:`acurank_cli.run.estimate`): a :class:`~acurank_cli.run.estimate.Bill` of calls, tokens (a listwise
         LLM's own prompts, built with no call) and, with both prices (a million tokens'), money; each a median and
-        the least and most of ``rehearsals`` rehearsals against the simulated reranker at ``noise``, whose grades are
-        ``qrels`` ({qid: {document id: grade}}) and each query's first-stage scores standardised, in turn, where qrels are
-        given, else the first-stage scores alone (:func:`~acurank_cli.run.estimate.rehearsal_grades`). The queries
-        are admitted by the session's rules, as :meth:`rerank_batch` admits them."""
+        the least and most of ``rehearsals`` rehearsals against the simulated reranker at ``noise`` (None: 1), whose
+        grades are ``qrels`` ({qid: {document id: grade}}) and each query's first-stage scores standardised, in turn,
+        where qrels are given, else the first-stage scores alone; a Reranker of the simulated reranker rehearses as
+        its run goes, with its qrels, noise and seeds, as ``rerank --dry-run`` does
+        (:func:`~acurank_cli.run.estimate.rehearsal`). The queries are admitted by the session's rules, as
+        :meth:`rerank_batch` admits them."""
         from .rerankers.backend import counts_tokens, innermost
-        from .run.estimate import GRADES, PERSISTENT, estimate, rehearsal_grades, thought_of
+        from .run.estimate import PERSISTENT, estimate, rehearsal, thought_of
 
         if not at_least(2).contains(rehearsals):
             raise ParameterError("rehearsals", rehearsals, at_least(2).describe())
         noisy = at_least(0.0, integer=False)
-        if not noisy.contains(noise):  # --rehearsal-noise's domain (a negative one was taken)
+        if noise is not None and not noisy.contains(noise):  # --rehearsal-noise's domain (a negative one was taken)
             raise ParameterError("noise", noise, noisy.describe())
         if qrels is not None:  # the simulated reranker's qrels= rule, the one owner (a path is read as --qrels)
             from .rerankers.backends.simulated import grades_of
@@ -261,15 +264,19 @@ class Reranker:
         by_qid = {p.task.qid: p.docs for p in prepared}
         strategy = next((a.strategy for a in admitted if a.prepared.task.n > 0), None)
         prompter = innermost(self.backend, counts_tokens)
-        models = rehearsal_grades(tasks, qrels)
-        persistent = self._session.choice is not None and self._session.choice.backend.pointwise
         choice = self._session.choice  # a backend given built: its thinking is its own, not rehearsed
-        thought = None if choice is None else thought_of(choice.options, self._session.gate, choice.backend.oracle)
+        simulated = choice is not None and choice.backend.oracle
+        models, noise, seeds, source = rehearsal(None if choice is None else choice.options, simulated, tasks,
+                                                 qrels if qrels is not None or not simulated else
+                                                 getattr(self.backend, "qrels", None),
+                                                 noise, rehearsals)
+        persistent = choice is not None and choice.backend.pointwise
+        thought = None if choice is None else thought_of(choice.options, self._session.gate, simulated)
         return estimate(strategy or self.methods.for_call(top_k=top_k), tasks, lambda task: by_qid[task.qid], prompter,
-                        models=models, noise=noise, seeds=range(rehearsals),
+                        models=models, noise=noise, seeds=seeds,
                         prices=None if price_in is None else (float(price_in), float(price_out)),
                         what=f"{rehearsals} rehearsals against the simulated reranker (noise {noise:g}"
-                             f"{PERSISTENT if persistent else ''}; grades: {GRADES[len(models)]})", persistent=persistent,
+                             f"{PERSISTENT if persistent else ''}; grades: {source})", persistent=persistent,
                         thought=thought)
 
     @property

@@ -12,8 +12,7 @@ from rich.console import Console
 
 from ..errors import InputError
 from ..io.plan import replacing
-from .estimate import (GRADES, PERSISTENT, REHEARSALS, Bill, QueryBill, Spread, estimate, rehearsal_grades,
-                       thought_of)
+from .estimate import (PERSISTENT, REHEARSALS, Bill, QueryBill, Spread, estimate, rehearsal, thought_of)
 from .preflight import preflight
 
 
@@ -113,11 +112,8 @@ def _left(job: Any, session: Any, inputs: Any, err: Console) -> tuple[list, set[
 def _rehearsed(job: Any, session: Any, inputs: Any, tasks: list, prompter: Any) -> Bill:
     """The rehearsals of the run's method over ``tasks`` and the bill they make (:func:`~.estimate.estimate`)."""
     options, simulated = session.choice.options, session.choice.backend.oracle
-    models = (inputs.qrels,) if simulated else rehearsal_grades(tasks, inputs.qrels or None)
-    noise = job.dry_run.noise if job.dry_run.noise is not None else (float(options.sim_noise) if simulated else 1.0)
-    base = int(options.sim_seed) + 1 if simulated else 0
-    seeds = range(base, base + job.dry_run.rehearsals)
-    source = "the run's qrels and noise" if simulated else GRADES[len(models)]
+    models, noise, seeds, source = rehearsal(options, simulated, tasks, inputs.qrels, job.dry_run.noise,
+                                             job.dry_run.rehearsals)
     persistent = session.choice.backend.pointwise
     what = (f"{job.dry_run.rehearsals} rehearsals of {job.strategy.name} against the simulated reranker "
             f"(noise {noise:g}{PERSISTENT if persistent else ''}, seeds {seeds.start}-{seeds.stop - 1}; grades: "

@@ -114,6 +114,20 @@ class Bill:
                       t_in.high * p_in + t_out.high * p_out)
 
 
+def rehearsal(options: Any, simulated: bool, tasks: Sequence[RankingTask], qrels: Any, noise: float | None,
+              rehearsals: int) -> tuple[tuple, float, range, str]:
+    """How a bill rehearses a run (``rerank --dry-run``'s and the API's ``estimate``): (the grades, the noise, the
+    seeds, what the grades are). Against the simulated reranker, as a run of it goes: its qrels, its ``--sim-noise``
+    (``noise``: another) and seeds after its ``--sim-seed``; else the grades of :func:`rehearsal_grades` at ``noise``
+    (None: 1), seeds from 0."""
+    if simulated:
+        base = int(options.sim_seed) + 1
+        return (qrels,), float(options.sim_noise) if noise is None else noise, range(base, base + rehearsals), \
+            "the run's qrels and noise"
+    models = rehearsal_grades(tasks, qrels or None)
+    return models, 1.0 if noise is None else noise, range(rehearsals), GRADES[len(models)]
+
+
 def rehearsal_grades(tasks: Sequence[RankingTask], qrels: Mapping[str, Mapping[str, int]] | None
                      ) -> tuple[dict[str, dict[str, float]], ...]:
     """The rehearsals' grades, one mapping a model of the reranker, the rehearsals taking them in turn: with qrels,

@@ -219,3 +219,21 @@ def test_a_thought_with_no_budget_is_said_to_bound_nothing_and_refused_under_a_c
         assert refused.returncode == 2 and "give --thinking-budget N" in refused.stderr.splitlines()[-1], refused.stderr
     bounded = acurank(*args, "--reasoning-effort", "low", "--thinking-budget", "100")
     assert "warning" not in bounded.stderr, bounded.stderr
+
+
+def test_the_apis_bill_of_the_simulated_reranker_is_the_dry_runs(tmp_path):
+    """Reranker.estimate of a simulated Reranker rehearses as its run goes, as rerank --dry-run does (its qrels, its
+    noise, the seeds after its own): the same bill, query by query (it rehearsed with grades from the first-stage
+    scores at noise 1, and under-billed a trial's 390 calls at 285)."""
+    from acurank_cli.api import Reranker
+
+    qids = ["264014", "104861", "130510"]
+    run = [line.split() for line in (DL19 / "bm25.run").read_text().splitlines()]
+    queries = [("q", [{"id": d, "text": "t", "score": float(s)} for qq, _, d, _, s, _ in run if qq == q]) for q in qids]
+    with Reranker("simulated", "acurank", cache=None, qrels=str(DL19 / "qrels.txt"), init="score") as rr:
+        bill = rr.estimate(queries, qids=qids, rehearsals=5)
+    acurank("rerank", DL19 / "bm25.run", "--reranker", "simulated", "--qrels", DL19 / "qrels.txt", "--qids",
+            ",".join(qids), "--dry-run", "--rehearsals", "5", "--stats", tmp_path / "bill.jsonl", "--no-cache")
+    dry = [json.loads(line) for line in (tmp_path / "bill.jsonl").read_text().splitlines()]
+    assert [(q.qid, q.calls.low, q.calls.median, q.calls.high) for q in bill.queries] == [
+        (r["qid"], r["calls"]["low"], r["calls"]["median"], r["calls"]["high"]) for r in dry if "qid" in r]
