@@ -62,8 +62,8 @@ SAID = {
                     no_map="P(relevant): build the Reranker with calibration=MAP.json (docs/relevance.md)",
                     own_passages="passages", allow="say allow_map_mismatch=True", zscore="give init='zscore'",
                     give_map="calibration=MAP.json", flags=False,
-                    map_zscore="the map (calibration) was fit with init score: give positive scores, or fit a map with "
-                               "init='zscore'"),
+                    map_zscore="the map (calibration) was fit with init score: give positive scores, or none (the "
+                               "documents' order then stands in), or a map fit with --init zscore"),
     "request": Spelling(pivot="pivot", calibration="this server's --calibration map", passages="max_chunks_per_doc",
                         this="this request", simulated="pivot \"simulated\"", grade="the server's --sim-pivot-grade",
                         texts="the query's pivot passage", cut="cut", target="cut_target",

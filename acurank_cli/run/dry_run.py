@@ -64,7 +64,7 @@ def run_dry(job: Any, err: Console) -> Bill:
         if job.max_cost is not None:  # the run's bound on a call (refused where the backend counts no tokens)
             from .money import call_bound
 
-            per_call = call_bound(prompter or _Unbuilt(job.backend), job.strategy)
+            per_call = call_bound(prompter or _Unbuilt(job.backend), job.strategy, job.backend)
         if prompter is not None:  # the run's own check, in the run's order, on the prompt-only form
             from ..rerankers.listwise.reranker import first_window_fit
 

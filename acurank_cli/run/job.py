@@ -258,7 +258,7 @@ def _opened(job: RerankJob, checked, err: Console) -> tuple:
         read = [(n.flag, n.path) for n in plan.reads]
         made = provenance.collect(backend, read if inputs.source != "<stdin>" else [("RUN", "-"), *read])
         described = _described(job, inputs, checked.shift)
-        per_call = None if job.max_cost is None else call_bound(backend, job.strategy)
+        per_call = None if job.max_cost is None else call_bound(backend, job.strategy, job.backend)
         said = first_window_fit(backend, job.strategy, inputs.tasks, inputs.docs, job.passages)
         if said is not None:
             err.print(f"acurank: warning: {said.cli()}", markup=False, soft_wrap=True)

@@ -56,11 +56,12 @@ class Prices:
         return self.cost(tally.input_tokens, tally.output_tokens + tally.reasoning_tokens)
 
 
-def call_bound(backend: Any, strategy: Strategy) -> tuple[int, int]:
+def call_bound(backend: Any, strategy: Strategy, named: str | None = None) -> tuple[int, int]:
     """The most tokens a call can take, in and out: the backend's context, and its answer's budget for a window of
     the method's size m (20 where it has none) plus its thought's (a backend that counts no prompt tokens: refused;
     the run's backend, or a dry run's prompts), the backend held to it (:meth:`~..rerankers.backend.RerankerBase.
-    bind_calls`: a server's completions capped there, a thought with no budget refused)."""
+    bind_calls`: a server's completions capped there, a thought with no budget refused); ``named``: the reranker as the
+    command named it (the run's and its dry run's refusal say it alike)."""
     m = int(getattr(strategy.parameters(), "m", 20) or 20)
     from ..rerankers.backend import innermost
 
@@ -69,7 +70,7 @@ def call_bound(backend: Any, strategy: Strategy) -> tuple[int, int]:
         from ..rerankers.backend import counts_tokens
 
         said = "bounds no call's tokens (no context)" if innermost(backend, counts_tokens) is not None else "counts none"
-        raise InputError(f"--max-cost prices tokens, and reranker {backend.name} {said} (a listwise LLM bounds them: "
+        raise InputError(f"--max-cost prices tokens, and reranker {named or backend.name} {said} (a listwise LLM bounds them: "
                          "hf:, vllm:, openai:; the simulated reranker with --sim-tokens)")
     counting.bind_calls()  # the bound is what each call may take: a backend whose server would take more caps it
     builder = counting.builder

@@ -65,6 +65,8 @@ def preflight(job: Any, err: Console) -> Checked:
                          f"has {len(inputs.tasks)}: EM needs at least {rel.EM_MIN_QUERIES} (over 10 or 20 it ran to a "
                          "share of 0 or a third of the truth); apply the map as fit, without --prior")
     judged, shift = _judged(job, inputs)
+    if job.cache not in (None, pipeline.DEFAULTS.cache) and "calls" not in session.choice.backend.keeps:
+        inputs.notes.append(f"--cache {job.cache} is not used: reranker {job.backend} keeps no calls (it pays for none)")
     if job.pivot is not None:
         job.pivot.add_texts(session.needs_texts, job.backend, list(inputs.expected), inputs.docs)
     with job.inputs.placing():

@@ -191,3 +191,15 @@ def test_an_unusable_cache_is_refused_before_the_backend_is_built_by_the_cli_and
     assert ran.returncode == 2 and ran.stderr.startswith(f"acurank: error: {named}: cannot use "), ran.stderr
     with pytest.raises(OptionError, match="cannot use the (call cache|embedding store beside the call cache)"):
         Reranker("minilm", "acurank-9", cache=str(cache))
+
+
+def test_a_cache_given_to_a_reranker_that_keeps_no_calls_is_said_unused(sample, tmp_path):
+    """--cache with a reranker that keeps no calls (the simulated reranker) did nothing and said nothing: said once."""
+    from conftest import acurank
+
+    run, _ = small_run(sample, tmp_path, queries=1, depth=5)
+    ran = acurank("rerank", run, "--reranker", "simulated", "--qrels", sample / "dl19" / "qrels.txt", "--cache",
+                  tmp_path / "c.sqlite", "-o", tmp_path / "x.run")
+    said = [line for line in ran.stderr.splitlines() if "is not used" in line]
+    assert said == [f"acurank: --cache {tmp_path / 'c.sqlite'} is not used: reranker simulated keeps no calls (it pays "
+                    "for none)"] and not (tmp_path / "c.sqlite").exists()
