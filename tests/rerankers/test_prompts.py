@@ -88,9 +88,18 @@ def test_fixed_templates():
     assert CHAT_MESSAGES.render(msgs, None) == f"{SYSTEM_MESSAGE}\n{user}"
     with pytest.raises(InputError, match="chat template"):
         get_format("chat").render(msgs, None)
-    with pytest.raises(InputError, match="unknown prompt format"):
+    with pytest.raises(InputError, match=r"^unknown prompt format 'rankgpt5'; known: rankzephyr, rankvicuna, chat \(and "
+                                         r"openai:'s messages\)$"):
         get_format("rankgpt5")
+    with pytest.raises(InputError, match=r"^prompt format 'messages' is a chat endpoint's \(openai:"):
+        get_format("messages")  # listed by `acurank prompt list`: was "unknown"
     assert default_format(None) == "rankvicuna"
+    from acurank_cli.api import Reranker  # openai: takes its own format, and an unknown one is said so
+
+    with Reranker("openai:m", "sw-1", base_url="http://127.0.0.1:9/v1", prompt_format="messages", cache=None):
+        pass
+    with pytest.raises(InputError, match=r"^unknown prompt format 'bogus'"):
+        Reranker("openai:m", "sw-1", base_url="http://127.0.0.1:9/v1", prompt_format="bogus", cache=None)
 
 
 def test_fitting_loop_by_hand():

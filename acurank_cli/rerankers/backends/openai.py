@@ -34,6 +34,7 @@ from ..listwise.reranker import Deliver, ListwiseLLM, Reply
 from ..listwise.prompts import (
     CHAT_MESSAGES,
     PROMPT_FORMATS,
+    get_format,
     ApproxTokenCounter,
     HFTokenCounter,
     TiktokenCounter,
@@ -127,7 +128,8 @@ class OpenAIReranker(ListwiseLLM):
         key = os.environ.get(API_KEY_ENV) or None  # sent where set (optional for a local server)
 
         fmt, template = template_of(options, "openai")  # a template file's messages are sent as they are
-        if fmt not in (None, "", "chat"):
+        if fmt not in (None, "", "chat", CHAT_MESSAGES.name):
+            get_format(fmt)  # a name no backend knows: said so, with the ones known
             raise OptionError("openai: sends chat messages (the server applies its template); {prompt_format} is for hf: "
                               "models", prompt_format=("--prompt", fmt))
         self.temperature = float(options.temperature)

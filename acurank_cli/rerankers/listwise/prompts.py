@@ -360,8 +360,12 @@ CHAT_MESSAGES = PromptFormat("messages", "OpenAI chat messages (system + user)",
 def get_format(name: str) -> PromptFormat:
     """The registered format ``name`` (InputError listing the known ones otherwise)."""
     fmt = PROMPT_FORMATS.get((name or "").lower())
+    if fmt is None and (name or "").lower() == CHAT_MESSAGES.name:
+        raise InputError(f"prompt format {name!r} is a chat endpoint's (openai:, which sends the messages); a local "
+                         f"model renders one of: {', '.join(PROMPT_FORMATS)}")
     if fmt is None:
-        raise InputError(f"unknown prompt format {name!r}; known: {', '.join(PROMPT_FORMATS)}")
+        raise InputError(f"unknown prompt format {name!r}; known: {', '.join(PROMPT_FORMATS)} (and openai:'s "
+                         f"{CHAT_MESSAGES.name})")
     return fmt
 
 
