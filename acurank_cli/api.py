@@ -239,7 +239,7 @@ class Reranker:
         (:func:`~acurank_cli.run.estimate.rehearsal`). The queries are admitted by the session's rules, as
         :meth:`rerank_batch` admits them."""
         from .rerankers.backend import counts_tokens, innermost
-        from .run.estimate import PERSISTENT, estimate, rehearsal, thought_of
+        from .run.estimate import PERSISTENT, UNBOUNDED, estimate, rehearsal, thought_of, unbounded
 
         if not at_least(2).contains(rehearsals):
             raise ParameterError("rehearsals", rehearsals, at_least(2).describe())
@@ -264,6 +264,9 @@ class Reranker:
         by_qid = {p.task.qid: p.docs for p in prepared}
         strategy = next((a.strategy for a in admitted if a.prepared.task.n > 0), None)
         prompter = innermost(self.backend, counts_tokens)
+        why = unbounded(prompter)
+        if why is not None:  # as rerank --dry-run warns
+            warnings.warn(f"{why}{UNBOUNDED}", UserWarning, stacklevel=2)
         choice = self._session.choice  # a backend given built: its thinking is its own, not rehearsed
         simulated = choice is not None and choice.backend.oracle
         models, noise, seeds, source = rehearsal(None if choice is None else choice.options, simulated, tasks,

@@ -12,7 +12,8 @@ from rich.console import Console
 
 from ..errors import InputError
 from ..io.plan import replacing
-from .estimate import (PERSISTENT, REHEARSALS, Bill, QueryBill, Spread, estimate, rehearsal, thought_of)
+from .estimate import (PERSISTENT, REHEARSALS, UNBOUNDED, Bill, QueryBill, Spread, estimate, rehearsal,
+                       thought_of, unbounded)
 from .preflight import preflight
 
 
@@ -55,11 +56,9 @@ def run_dry(job: Any, err: Console) -> Bill:
         if prompter is not None:
             for note in prompter.notes():  # as the run says its backend's (a tokenizer's fallback, the prompt's form)
                 checked.status.print(f"acurank: {note}", markup=False, soft_wrap=True)
-            unbounded = prompter.unbounded()
-            if job.max_cost is None and unbounded is not None:  # under --max-cost: refused (call_bound)
-                err.print(f"acurank: warning: {unbounded}, so the bill's thought tokens bound nothing "
-                          "(give --thinking-budget N: each thought at most N tokens, billed so)", markup=False,
-                          soft_wrap=True)
+            why = prompter.unbounded()
+            if job.max_cost is None and why is not None:  # under --max-cost: refused (call_bound)
+                err.print(f"acurank: warning: {why}{UNBOUNDED}", markup=False, soft_wrap=True)
         per_call = None
         if job.max_cost is not None:  # the run's bound on a call (refused where the backend counts no tokens)
             from .money import call_bound
@@ -120,8 +119,10 @@ def _rehearsed(job: Any, session: Any, inputs: Any, tasks: list, prompter: Any) 
             f"{source})")
     thought = thought_of(options, session.gate, simulated, prompter)
     if thought is not None:
-        what += (f"; thinking {thought.settings.thinking.value}, each thought billed at {thought.tokens} output "
-                 "tokens (" + ("the simulated reranker's cost" if simulated else "the most it may take: a bound") + ")")
+        held = ("the simulated reranker's cost" if simulated else "the most it may take: a bound"
+                if unbounded(prompter) is None else "a local model's default budget, which a served model does not "
+                "keep: an estimate, no bound")
+        what += f"; thinking {thought.settings.thinking.value}, each thought billed at {thought.tokens} output tokens ({held})"
     return estimate(job.strategy, tasks, inputs.docs, prompter, models=models, noise=noise, seeds=seeds,
                     prices=None if job.prices is None else (job.prices.per_million_in, job.prices.per_million_out),
                     what=what, persistent=persistent, thought=thought)

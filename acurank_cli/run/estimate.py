@@ -166,6 +166,17 @@ class Thought:
     tokens: int
 
 
+#: what a bill says of a model whose thoughts have no bound (:func:`unbounded`), after why
+UNBOUNDED = (", so the bill's thought tokens bound nothing (give --thinking-budget N: each thought at most N tokens, "
+             "billed so)")
+
+
+def unbounded(prompter: Any) -> str | None:
+    """Why some call's thought has no bound (a served model that thinks with no --thinking-budget), or None."""
+    said = getattr(prompter, "unbounded", None)
+    return None if said is None else said()
+
+
 def thought_of(options: Any, gate: Any, simulated: bool, prompter: Any = None) -> Thought | None:
     """The run's thinking for its rehearsals, from the backend's options record and the run's gate (None: it does
     not think); ``prompter``: the backend's prompts, whose builder reserves a thought on every call where the model

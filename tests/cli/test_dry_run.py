@@ -215,10 +215,24 @@ def test_a_thought_with_no_budget_is_said_to_bound_nothing_and_refused_under_a_c
         warned = [l for l in ran.stderr.splitlines() if "warning" in l]
         assert len(warned) == 1 and f"thinks {said} with no bound on a thought, so the bill's thought tokens bound " \
             "nothing" in warned[0], ran.stderr
+        if extra == ["--thinking", "on"]:  # its footer called hf:'s default budget "the most it may take: a bound"
+            assert "billed at 1024 output tokens (a local model's default budget, which a served model does not " \
+                "keep: an estimate, no bound)" in " ".join(ran.stderr.split()), ran.stderr
         refused = acurank(*args, *extra, "--max-cost", "5", check=False)
         assert refused.returncode == 2 and "give --thinking-budget N" in refused.stderr.splitlines()[-1], refused.stderr
     bounded = acurank(*args, "--reasoning-effort", "low", "--thinking-budget", "100")
     assert "warning" not in bounded.stderr, bounded.stderr
+    import warnings
+
+    from acurank_cli.api import Reranker  # the API's bill warns as the dry run does (it said nothing)
+
+    with Reranker("openai:gpt-5-mini", "sw-1", base_url="http://127.0.0.1:9/v1", cache=None, thinking="on") as rr, \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rr.estimate([("q", ["a", "b", "c"])], rehearsals=2)
+    assert [str(w.message) for w in caught if "bound nothing" in str(w.message)] == [
+        "openai:gpt-5-mini thinks (--thinking on) with no bound on a thought, so the bill's thought tokens bound nothing "
+        "(give --thinking-budget N: each thought at most N tokens, billed so)"]
 
 
 def test_the_apis_bill_of_the_simulated_reranker_is_the_dry_runs(tmp_path):
