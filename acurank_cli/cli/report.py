@@ -56,7 +56,7 @@ QrelsOpt = Annotated[Optional[list[str]], typer.Option("--qrels", help="DATASET=
 StatsOpt = Annotated[Optional[list[str]], typer.Option("--stats", help="DATASET:METHOD=PATH stats JSONL (default: X.stats.jsonl beside X.run).")]
 TopicsOpt = Annotated[Optional[list[str]], typer.Option("--topics", help="DATASET=PATH topics qid<TAB>text (for WIG's |q|; default DIR/<dataset>/topics.tsv).")]
 DatasetOpt = Annotated[Optional[list[str]], typer.Option("--dataset", "-d", help="Datasets to show, in this order (repeatable; default all).")]
-FirstOpt = Annotated[str, typer.Option("--first-stage", help="Method name of the first-stage run (0 calls; WIG scores).")]
+FirstOpt = Annotated[str, typer.Option("--first-stage", help="Method name of the first-stage run among the runs (0 calls; WIG scores); a file is named by --run DATASET:NAME=PATH.")]
 MeasureOpt = measure_option(str, "Measure: {names}.")
 RelOpt = rel_level_option()
 BaselineOpt = Annotated[Optional[list[str]], typer.Option("--baseline", "-b", help="Baseline METHOD for every dataset, or DATASET=METHOD (repeatable).")]

@@ -72,6 +72,9 @@ def analyse(
     Queries analysed: judged, present in the method's stats and in the first-stage run."""
     label = measure_label(coll.measure, coll.rel_level)
     if not coll.has(dataset, coll.first_stage):
+        if "/" in coll.first_stage or coll.first_stage.endswith(".run"):  # a file: the flag names a method
+            raise InputError(f"--first-stage {coll.first_stage!r} names the first stage's method among the runs (e.g. "
+                             f"bm25), not a file: give the file as --run {dataset}:bm25=PATH and --first-stage bm25")
         raise InputError(
             f"dataset {dataset!r} has no first-stage run {coll.first_stage!r} for WIG "
             f"(put {coll.first_stage}.run beside the runs or use --first-stage)"

@@ -94,3 +94,15 @@ def test_allocation_without_topics_is_unnormalised(tmp_path):
         analyse(coll, "alpha", "fancy")
 
 
+
+
+def test_a_first_stage_given_as_a_file_is_said_to_be_a_method_name(runs_dir):
+    """--first-stage names a method among the runs: a path was read as a name, and told to put 'PATH.run' beside."""
+    from acurank_cli.errors import InputError
+
+    path = str(runs_dir / "alpha" / "bm25.run")
+    coll = build_collection(dirs=[runs_dir], first_stage=path)
+    with pytest.raises(InputError) as refused:
+        analyse(coll, "alpha", "fancy", "base", k=5)
+    assert str(refused.value) == (f"--first-stage {path!r} names the first stage's method among the runs (e.g. bm25), "
+                                  "not a file: give the file as --run alpha:bm25=PATH and --first-stage bm25")
