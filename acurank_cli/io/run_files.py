@@ -83,6 +83,30 @@ def _recorded_qids(path: Path) -> dict[str, int | None]:
     return found
 
 
+def _lines_by_qid(path: Path) -> dict[str, list[dict]]:
+    """A JSON-lines file's complete records by qid (none when it is gone; a torn last line left out)."""
+    found: dict[str, list[dict]] = {}
+    if not path.is_file():
+        return found
+    for line in written_lines(path):
+        try:
+            rec = json.loads(line)
+            found.setdefault(str(rec["qid"]), []).append(rec)
+        except (ValueError, KeyError, TypeError):
+            break
+    return found
+
+
+def _traced(trace: Path, stats: Path | None) -> set[str]:
+    """The queries a trace holds whole: a line for each step their stats record lists (a trace cut within a query
+    holds some); without stats, every query it holds a line of."""
+    lines = {q: len(recs) for q, recs in _lines_by_qid(trace).items()}
+    if stats is None:
+        return set(lines)
+    steps = {q: len(recs[-1].get("iterations") or ()) for q, recs in _lines_by_qid(stats).items()}
+    return {q for q, n in lines.items() if n == steps.get(q, n)}
+
+
 def stats_of_run(stats: str | Path, run: str | Path, queries: set[str], over: set[str] | None = None
                  ) -> tuple[dict[str, StatsRecord], str | None]:
     """The stats of a run (``queries``: its qids), checked to belong to it, and the records of the queries ``over``
@@ -397,6 +421,8 @@ class RunWriter:
     resumed: bool = False
     #: on resume, the finished queries whose stats record was missing (reranked again: calls from the call cache)
     without_stats: list[str] = field(default_factory=list)
+    #: on resume with a trace, the finished queries the trace holds no line of (cut or deleted: reranked again)
+    without_trace: list[str] = field(default_factory=list)
 
     def open(self, expected: dict[str, int], tag: str, overwrite: bool, fingerprint=None,
              described: dict | None = None) -> set[str]:
@@ -411,6 +437,10 @@ class RunWriter:
             path = Path(self.output)
             if path.exists() and path.stat().st_size > 0 and not overwrite:  # checked by RunFiles.open first
                 kept, self.without_stats = finished_blocks(path, self.stats, expected, tag)
+                if self.trace:  # a trace cut or deleted: its queries are traced again, as a stats record's are
+                    traced = _traced(Path(self.trace), Path(self.stats) if self.stats else None)
+                    self.without_trace = [q for q in self.order if q in kept and q not in traced]
+                    kept = {q: block for q, block in kept.items() if q in traced}
                 self.done = set(kept)
                 self.resumed = True
                 write_whole(path, "".join(kept[q] for q in self.order if q in kept))

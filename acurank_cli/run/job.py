@@ -183,6 +183,11 @@ def _resuming(job: RerankJob, backend_cached: bool, outputs: RunWriter, inputs, 
                   f"in {files.stats_path()} (e.g. {outputs.without_stats[0]}: the stats file was cut or deleted): they "
                   "are reranked again" + (", their calls from the call cache" if job.cache else ""), markup=False,
                   soft_wrap=True)
+    if outputs.without_trace:
+        err.print(f"acurank: warning: {len(outputs.without_trace)} finished queries of {files.output} are not whole "
+                  f"in {files.trace} (e.g. {outputs.without_trace[0]}: the trace was cut or deleted): they are "
+                  "reranked again" + (", their calls from the call cache" if job.cache else ""), markup=False,
+                  soft_wrap=True)
     if done:
         status.print(f"acurank: resuming {files.output}: {len(done)} of {len(inputs.expected)} queries already done",
                      markup=False)

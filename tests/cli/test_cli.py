@@ -647,3 +647,22 @@ def test_a_qids_file_with_a_comma_separated_line_is_said_so(sample, tmp_path):
     assert ran.returncode == 2 and ran.stderr.strip().endswith(
         "--qids names 1 query the run does not have (e.g. 264014,104861); a qid holds ',': an @FILE gives one qid a "
         "line, the flag a comma-separated list"), ran.stderr
+
+
+def test_a_resume_traces_again_the_queries_a_cut_trace_lacks(sample, tmp_path):
+    """A trace cut within a query or deleted (by hand: a kill cannot, as a query's trace is written before its run
+    block) was left so by a resume, which said the run was done: a query's trace is whole when it holds a line for
+    each step its stats record lists; the others are reranked again and said, and the trace equals the whole one."""
+    run, qrels = sample / "dl19" / "bm25.run", sample / "dl19" / "qrels.txt"
+    common = ["rerank", run, "--reranker", "simulated", "--qrels", qrels, "--method", "acurank-9", "--qids",
+              "264014,104861,130510,1133167"]
+    acurank(*common, "--trace", tmp_path / "whole.trace.jsonl", "-o", tmp_path / "whole.run")
+    whole = (tmp_path / "whole.trace.jsonl").read_text().splitlines()
+    acurank(*common, "--trace", tmp_path / "t.trace.jsonl", "-o", tmp_path / "t.run")
+    (tmp_path / "t.trace.jsonl").write_text("\n".join(whole[:4]) + "\n")  # the first query whole, the second cut
+    again = acurank(*common, "--trace", tmp_path / "t.trace.jsonl", "-o", tmp_path / "t.run")
+    assert f"acurank: warning: 3 finished queries of {tmp_path / 't.run'} are not whole in" in again.stderr, again.stderr
+    assert sorted((tmp_path / "t.trace.jsonl").read_text().splitlines()) == sorted(whole)
+    assert (tmp_path / "t.run").read_bytes() == (tmp_path / "whole.run").read_bytes()
+    quiet = acurank(*common, "--trace", tmp_path / "t.trace.jsonl", "-o", tmp_path / "t.run")
+    assert "warning" not in quiet.stderr and "4 of 4 queries already done" in quiet.stderr
