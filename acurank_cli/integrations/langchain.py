@@ -22,41 +22,17 @@ from typing import Any
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
-from pydantic import ConfigDict, model_validator
 
-from ..api import as_reranker, relevance_scores
+from ..api import relevance_scores
+from .settings import CallSettings
 
 
-class AcuRankCompressor(BaseDocumentCompressor):
+class AcuRankCompressor(CallSettings, BaseDocumentCompressor):
     """Reranks retrieved documents with an :class:`~acurank_cli.api.Reranker` (or a backend spec string, built
-    with ``method``); keeps the best ``top_n`` (and, with ``min_p_topk``, only the confident ones)."""
-
-    #: a field it does not have is refused (a misspelt ``topn`` was dropped in silence), and so is a value of the
-    #: wrong type: each is held as given and checked by the API's own rules when set and when the compressor is built
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", validate_assignment=True)
+    with ``method``); keeps the best ``top_n`` (and, with ``min_p_topk``, only the confident ones); the settings of
+    every call are :class:`~.settings.CallSettings`'."""
 
     reranker: Any = "minilm"
-    method: str = "acurank"
-    top_n: Any = 3
-    min_p_topk: Any = None
-    #: with a Reranker built with a calibration map: keep documents whose P(relevant) is at least this, or stop the
-    #: list where relevance ends (``cut``: "p:X" or "f1", its calls aimed as ``cut_target`` says; docs/relevance.md)
-    min_p_relevant: Any = None
-    cut: Any = None
-    cut_target: Any = None
-
-    @model_validator(mode="after")
-    def _build(self) -> "AcuRankCompressor":
-        method = self.method if "method" in self.model_fields_set else None  # given, or the default
-        built = as_reranker(self.reranker, method, "AcuRankCompressor", **self._settings())
-        if built is not self.reranker:  # set as it is: an assignment is validated again (validate_assignment)
-            object.__setattr__(self, "reranker", built)
-        return self
-
-    def _settings(self) -> dict[str, Any]:
-        """What every call asks (``top_n`` as the API's ``top_k``: it cuts the list, never k)."""
-        return {"top_k": self.top_n, "min_p_topk": self.min_p_topk, "min_p_relevant": self.min_p_relevant,
-                "cut": self.cut, "cut_target": self.cut_target}
 
     def compress_documents(self, documents: Sequence[Document], query: str,
                            callbacks: Callbacks | None = None) -> Sequence[Document]:
@@ -69,7 +45,7 @@ class AcuRankCompressor(BaseDocumentCompressor):
             if have_scores:  # as it is: the API's rule takes numbers (numpy's too) and refuses a text or a boolean
                 item["score"] = d.metadata["score"]
             items.append(item)
-        out = self.reranker.rerank(query, items, **self._settings())
+        out = self.reranker.rerank(query, items, **self.call_settings())
         kept = []
         for r, score in zip(out.docs, relevance_scores(out, len(documents))):
             src = documents[int(r.id)]

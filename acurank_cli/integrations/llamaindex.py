@@ -17,44 +17,21 @@ from typing import Any, List, Optional
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import Field
 
-from ..api import as_reranker, relevance_scores
+from ..api import relevance_scores
+from .settings import CallSettings
 
 #: the metadata keys the postprocessor adds (hidden from the LLM and the embedder)
 KEYS = ("acurank_rank", "acurank_mu", "acurank_sigma", "acurank_p_topk", "acurank_p_relevant")
 
 
-class AcuRankNodePostprocessor(BaseNodePostprocessor):
+class AcuRankNodePostprocessor(CallSettings, BaseNodePostprocessor):
     """Reranks retrieved nodes with an :class:`~acurank_cli.api.Reranker` (or a backend spec string, built with
-    ``method``); keeps the best ``top_n`` (and, with ``min_p_topk``, only the confident ones)."""
-
-    #: a field it does not have is refused (a misspelt ``topn`` was dropped in silence), and so is a value of the
-    #: wrong type: each is held as given and checked by the API's own rules when set and when the postprocessor is built
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    ``method``); keeps the best ``top_n`` (and, with ``min_p_topk``, only the confident ones); the settings of every
+    call are :class:`~.settings.CallSettings`'."""
 
     reranker: Any = Field(default="minilm", description="an acurank_cli.Reranker or a backend spec", exclude=True)
-    method: str = "acurank"
-    top_n: Any = 3
-    min_p_topk: Any = None
-    #: with a Reranker built with a calibration map: keep nodes whose P(relevant) is at least this, or stop the list
-    #: where relevance ends (``cut``: "p:X" or "f1", its calls aimed as ``cut_target`` says; docs/relevance.md)
-    min_p_relevant: Any = None
-    cut: Any = None
-    cut_target: Any = None
-
-    @model_validator(mode="after")
-    def _build(self) -> "AcuRankNodePostprocessor":
-        method = self.method if "method" in self.model_fields_set else None  # given, or the default
-        built = as_reranker(self.reranker, method, "AcuRankNodePostprocessor", **self._settings())
-        if built is not self.reranker:  # set as it is: an assignment is validated again (validate_assignment)
-            object.__setattr__(self, "reranker", built)
-        return self
-
-    def _settings(self) -> dict[str, Any]:
-        """What every call asks (``top_n`` as the API's ``top_k``: it cuts the list, never k)."""
-        return {"top_k": self.top_n, "min_p_topk": self.min_p_topk, "min_p_relevant": self.min_p_relevant,
-                "cut": self.cut, "cut_target": self.cut_target}
 
     @classmethod
     def class_name(cls) -> str:
@@ -73,7 +50,7 @@ class AcuRankNodePostprocessor(BaseNodePostprocessor):
             if have_scores:
                 item["score"] = float(n.score)
             items.append(item)
-        out = self.reranker.rerank(query_bundle.query_str, items, **self._settings())
+        out = self.reranker.rerank(query_bundle.query_str, items, **self.call_settings())
         kept = []
         for r, score in zip(out.docs, relevance_scores(out, len(nodes))):
             node = nodes[int(r.id)].node
