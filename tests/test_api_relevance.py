@@ -281,8 +281,11 @@ def test_langchain_and_llamaindex_take_the_apis_settings_and_refuse_what_it_refu
             built = adapter(reranker=plain, method="acurank", top_n=3)
             with pytest.raises(ValidationError, match=re.escape("top_n='5': must be an integer >= 1")):
                 built.top_n = "5"  # set after building: checked as when built (it reached the call as top_k='5')
+            assert built.top_n == 3  # a refused setting leaves the one before (it stayed, and every call failed)
             built.top_n = 4
             assert built.top_n == 4 and built.reranker is plain
+            with Reranker("simulated", method="sw-1", cache=None, qrels=str(DL19 / "qrels.txt")) as sw:
+                assert adapter(reranker=sw).method == "sw-1"  # the method its calls run (it read acurank)
             with pytest.raises(ValidationError, match=re.escape("min_p_relevant='0.3': must be a number in [0, 1]")):
                 adapter(reranker=rr, min_p_relevant="0.3")
     lc = AcuRankCompressor(reranker=rr, top_n=12, cut="p:0.3", cut_target="topk")

@@ -32,7 +32,19 @@ class CallSettings(BaseModel):
         built = as_reranker(self.reranker, method, type(self).__name__, **self.call_settings())
         if built is not self.reranker:  # set as it is: an assignment is validated again (validate_assignment)
             object.__setattr__(self, "reranker", built)
+        if self.method != built.method:  # the method the calls run, as a Reranker given without method= runs it
+            object.__setattr__(self, "method", built.method)
         return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """A setting set after building, checked as when built; one refused leaves the one before (pydantic had kept
+        it, and every later call, or assignment, failed on it)."""
+        before = self.__dict__.get(name)
+        try:
+            super().__setattr__(name, value)
+        except ValueError:
+            object.__setattr__(self, name, before)
+            raise
 
     def call_settings(self) -> dict[str, Any]:
         """What every call asks (``top_n`` as the API's ``top_k``: it cuts the list, never k)."""

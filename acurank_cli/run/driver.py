@@ -28,14 +28,11 @@ from .lanes import Job, Lanes
 
 
 def task_scores(task: RankingTask) -> dict[str, float | None]:
-    """Each candidate's first-stage score, the prompt's view of it; a pivot (--pivot) is scored as its prior is rated:
-    the candidates' mean. None for each where no score was given (the places that stand in are no retriever's)."""
+    """Each candidate's first-stage score, the prompt's view of it (``{score}``); None for a pivot (--pivot), which no
+    retriever scored, and for each where no score was given (the places that stand in are no retriever's)."""
     if not task.scored:
         return {c.docid: None for c in task.candidates} | {pivot_id(task.qid): None}
-    scores = {c.docid: c.score for c in task.candidates}
-    if task.candidates:
-        scores[pivot_id(task.qid)] = sum(scores.values()) / len(scores)
-    return scores
+    return {c.docid: c.score for c in task.candidates} | {pivot_id(task.qid): None}  # no retriever scored a pivot
 
 
 def window_request(task: RankingTask, window: Sequence[str], texts: Mapping[str, Doc], scores: Mapping[str, float],

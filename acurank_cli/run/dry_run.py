@@ -66,8 +66,9 @@ def run_dry(job: Any, err: Console) -> Bill:
             per_call = call_bound(prompter or _Unbuilt(job.backend), job.strategy, job.backend)
         if prompter is not None:  # the run's own check, in the run's order, on the prompt-only form
             from ..rerankers.listwise.reranker import first_window_fit
+            from .driver import task_scores
 
-            said = first_window_fit(prompter, job.strategy, inputs.tasks, inputs.docs)
+            said = first_window_fit(prompter, job.strategy, inputs.tasks, inputs.docs, scores=task_scores)
             if said is not None:
                 err.print(f"acurank: warning: {said.cli()}", markup=False, soft_wrap=True)
         bill = _rehearsed(job, session, inputs, tasks, prompter)

@@ -29,6 +29,7 @@ from .money import Cap, Prices, call_bound, spent_before
 from .passages import Passages
 from .preflight import preflight
 from ..rerankers.listwise.reranker import first_window_fit
+from .driver import task_scores
 from ..relevance import Calibrate, Pivot, Relevance
 from ..relevance.shift import by_query, columns
 from .. import relevance as rel
@@ -265,7 +266,7 @@ def _opened(job: RerankJob, checked, err: Console) -> tuple:
         described = _described(job, inputs, checked.shift)
         first, texts = _first_as_run(job, inputs)
         per_call = None if job.max_cost is None else call_bound(backend, job.strategy, job.backend)
-        said = first_window_fit(backend, job.strategy, first, texts)
+        said = first_window_fit(backend, job.strategy, first, texts, scores=task_scores)
         if said is not None:
             err.print(f"acurank: warning: {said.cli()}", markup=False, soft_wrap=True)
         job.outputs.check_resume(fingerprint, made)  # a resume refused for other settings makes nothing

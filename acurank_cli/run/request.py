@@ -329,14 +329,16 @@ def _fitted(session: "SessionLike", strategy: "Strategy", served: Sequence[Admit
     anything useful refused, passages cut below the floor warned of, once (they were silent but on the command
     line); by its passages where the documents are split."""
     from ..rerankers.listwise.reranker import first_window_fit
+    from .driver import task_scores
 
     backend = session.pipeline.reranker if session.pipeline is not None else session.backend
     out: list[str] = []
     for a in served:
         with _of_query(a.request.qid), _named(said.documents, of_documents=True):
-            fit = first_window_fit(backend, strategy, [a.task], a.docs)
-        if fit is not None:
-            text = fit.cli() if said.flags else str(fit)
+            fit = first_window_fit(backend, strategy, [a.task], a.docs, scores=task_scores)
+        if fit is not None:  # a batch's named by its query, as its refusals are
+            text = (fit.cli() if said.flags else str(fit))
+            text = f"query {a.request.qid}: {text}" if len(served) > 1 else text
             out += [text] if text not in out else []
     return tuple(out)
 

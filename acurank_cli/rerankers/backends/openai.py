@@ -128,6 +128,7 @@ class OpenAIReranker(ListwiseLLM):
         key = os.environ.get(API_KEY_ENV) or None  # sent where set (optional for a local server)
 
         fmt, template = template_of(options, "openai")  # a template file's messages are sent as they are
+        fmt = fmt.lower() if isinstance(fmt, str) else fmt  # a format's name in any case, as get_format reads it
         if fmt not in (None, "", "chat", CHAT_MESSAGES.name):
             get_format(fmt)  # a name no backend knows: said so, with the ones known
             raise OptionError("openai: sends chat messages (the server applies its template); {prompt_format} is for hf: "
@@ -239,8 +240,8 @@ class OpenAIReranker(ListwiseLLM):
             pattern = permutation_regex(prompt.num)
             body.update(structured_outputs={"regex": pattern}, regex=pattern)
             limit = prompt.answer_tokens
-        elif self.exact_answer_tokens and not prompt.think:
-            body["max_tokens"] = body["min_tokens"] = prompt.answer_tokens
+        elif self.exact_answer_tokens and not prompt.think:  # the whole answer, as a local model's out(num) is
+            body["max_tokens"] = body["min_tokens"] = self.answer_allowance(prompt.num)
         elif self.bound and not prompt.think:  # --max-cost: the whole answer is the most a call may cost
             limit = self.answer_allowance(prompt.num)
         if limit is not None and not prompt.think:

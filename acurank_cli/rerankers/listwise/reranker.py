@@ -79,8 +79,10 @@ def fit_problem(backend: RerankerBase, request) -> tuple[Any, bool] | None:
     if not prompt.clipped or prompt.max_length >= SQUEEZE_FLOOR:
         return None
     b = backend.builder
-    instruction = b.template.additions.instruction
-    why = (f"the instruction ({len(instruction):,} characters) and " if instruction else "") + "the prompt's own words"
+    instruction = request.instruction or b.template.additions.instruction
+    why = ((f"the instruction ({len(instruction):,} characters), " if instruction else "")
+           + (f"a thought's budget ({prompt.thought_budget:,} tokens) " if prompt.thought_budget else "")
+           + "and the prompt's own words").replace(", and", " and")
     words = f"{prompt.max_length} word{'' if prompt.max_length == 1 else 's'}"
     text = (f"fitting a window of {prompt.num} passages into {{context_size}} cuts each passage to {words} (the "
             f"longest window of the first round; {why} take the rest)")
@@ -89,28 +91,31 @@ def fit_problem(backend: RerankerBase, request) -> tuple[Any, bool] | None:
             "{instruction}" if useless else "; a larger {context} or a smaller {window} keeps more")
     return OptionError(OptionError.literal(text).replace("{{context_size}}", "{context_size}") + tail,
                        context_size=("--context-size", b.context_size),
-                       context={"api": "context_size", "cli": "--context-size"}, window="--window",
+                       context={"api": "context_size", "cli": "--context-size"}, window={"api": "window (m)", "cli": "--window"},
                        instruction="--instruction"), useless
 
 
 def first_window_fit(backend: RerankerBase, strategy: Any, tasks: Sequence[Any], docs: Any,
-                     passages: Any = None) -> Any:
+                     passages: Any = None, scores: Callable[[Any], Any] | None = None) -> Any:
     """Before any call: the longest window (in characters) of ``strategy``'s first round for the first of ``tasks``,
     fitted to the context as the backend fits it (:func:`fit_problem`): a fit that leaves nothing useful refused
     (the :class:`~acurank_cli.errors.OptionError` raised), passages cut below the floor returned as the warning to
     say (both were silent; an OptionError, said with flags or keywords); None where nothing is cut, no prompt is
-    fitted, or documents are split (``passages``: the command line's, whose tasks are documents)."""
+    fitted, or documents are split (``passages``: the command line's, whose tasks are documents). ``scores``: a
+    task's scores as the driver gives a prompt them (a pivot's among them, so that its passage is fitted too)."""
     if passages is not None or not tasks or not getattr(backend, "needs_texts", False):
         return None
     from ...method.strategy import first_round
 
     task = tasks[0]
-    score = {c.docid: c.score for c in task.candidates}
-    windows = [[d for d in w if d in docs and d in score] for w in first_round(strategy, task)]  # no pivot
+    score = scores(task) if scores is not None else {c.docid: c.score for c in task.candidates}
+    windows = [[d for d in w if d in docs and d in score] for w in first_round(strategy, task)]  # a pivot's too
     window = max(windows, key=lambda w: sum(len(docs[d].text) for d in w), default=[])
     if len(window) < 2:
         return None
-    request = RerankRequest(task.qid, task.query, tuple(window), tuple(docs[d] for d in window),
+    settings = getattr(innermost(backend, lambda b: isinstance(b, ListwiseLLM)), "thinking", None)
+    think = True if settings is not None and settings.thinks else None  # a gated window may think: its thought fits
+    request = RerankRequest(task.qid, task.query, tuple(window), tuple(docs[d] for d in window), think,
                             scores=tuple(score[d] for d in window), instruction=task.instruction)
     problem = fit_problem(backend, request)
     if problem is None:
