@@ -264,6 +264,10 @@ class Reranker:
         by_qid = {p.task.qid: p.docs for p in prepared}
         strategy = next((a.strategy for a in admitted if a.prepared.task.n > 0), None)
         prompter = innermost(self.backend, counts_tokens)
+        if prompter is None and self._session.choice is not None:  # counts by a form of its own (--sim-tokens)
+            from .run.dry_run import unlogged
+
+            prompter = unlogged(self._session.choice).counter()  # as the dry run bills: its prompts logged nowhere
         why = unbounded(prompter)
         if why is not None:  # as rerank --dry-run warns
             warnings.warn(f"{why}{UNBOUNDED}", UserWarning, stacklevel=2)

@@ -51,7 +51,7 @@ def run_dry(job: Any, err: Console) -> Bill:
     if job.passages is not None:
         raise InputError("--dry-run bills documents ranked whole; rehearse without --passages")
     tasks, done = _left(job, session, inputs, checked.status)
-    prompter = _unlogged(session.choice).counter()  # a listwise LLM's prompts, or minilm's tokenizer: no model
+    prompter = unlogged(session.choice).counter()  # a listwise LLM's prompts, or minilm's tokenizer: no model
     try:
         if prompter is not None:
             for note in prompter.notes():  # as the run says its backend's (a tokenizer's fallback, the prompt's form)
@@ -149,7 +149,7 @@ def _capped(job: Any, bill: Bill, tasks: list, per_call: tuple[int, int], done: 
             "left": len(tasks) - started}
 
 
-def _unlogged(choice: Any) -> Any:
+def unlogged(choice: Any) -> Any:
     """The backend's choice without its prompt log (--log-prompts): a dry run sends no prompt, and its prompts
     opened the log (a file made, a folder refused)."""
     import dataclasses

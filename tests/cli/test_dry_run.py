@@ -244,6 +244,9 @@ def test_the_apis_bill_of_the_simulated_reranker_is_the_dry_runs(tmp_path):
     qids = ["264014", "104861", "130510"]
     run = [line.split() for line in (DL19 / "bm25.run").read_text().splitlines()]
     queries = [("q", [{"id": d, "text": "t", "score": float(s)} for qq, _, d, _, s, _ in run if qq == q]) for q in qids]
+    (tmp_path / "topics.tsv").write_text("".join(f"{q}\tq\n" for q in qids))  # the texts the API's calls carry
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "text": "t"}) + "\n" for _, docs in queries
+                                                   for d in {x["id"] for x in docs}))
     with Reranker("simulated", "acurank", cache=None, qrels=str(DL19 / "qrels.txt"), init="score") as rr:
         bill = rr.estimate(queries, qids=qids, rehearsals=5)
     acurank("rerank", DL19 / "bm25.run", "--reranker", "simulated", "--qrels", DL19 / "qrels.txt", "--qids",
@@ -251,3 +254,14 @@ def test_the_apis_bill_of_the_simulated_reranker_is_the_dry_runs(tmp_path):
     dry = [json.loads(line) for line in (tmp_path / "bill.jsonl").read_text().splitlines()]
     assert [(q.qid, q.calls.low, q.calls.median, q.calls.high) for q in bill.queries] == [
         (r["qid"], r["calls"]["low"], r["calls"]["median"], r["calls"]["high"]) for r in dry if "qid" in r]
+    # with --sim-tokens its tokens and money too (the API's bill had none: it looked for the built backend's count)
+    with Reranker("simulated", "sw-1", cache=None, qrels=str(DL19 / "qrels.txt"), sim_tokens="gpt-4o") as rr:
+        priced = rr.estimate(queries[:1], qids=qids[:1], rehearsals=2, price_in=1, price_out=1)
+    acurank("baseline", DL19 / "bm25.run", "--method", "sw-1", "--reranker", "simulated", "--qrels",
+            DL19 / "qrels.txt", "--sim-tokens", "gpt-4o", "--qids", qids[0], "--dry-run", "--rehearsals", "2",
+            "--price-in", "1", "--price-out", "1", "--stats", tmp_path / "priced.jsonl", "--no-cache",
+            "--topics", tmp_path / "topics.tsv", "--corpus", tmp_path / "corpus.jsonl")
+    dry = json.loads((tmp_path / "priced.jsonl").read_text().splitlines()[0])
+    one = priced.queries[0]
+    assert (one.input_tokens.median, one.output_tokens.median) == (dry["input_tokens"]["median"],
+                                                                  dry["output_tokens"]["median"])
