@@ -28,13 +28,18 @@ def _gauge(service) -> float:
     return float(line.split()[1])
 
 
-def test_a_server_compares_its_scored_requests_with_the_maps_queries_once(tmp_path, capsys):
-    # the map's 25 fitting queries: 20 candidates each, first-stage top 15 and median 9 (BM25 on MS MARCO's scale)
+def _served(tmp_path):
+    """A server of a map whose 25 fitting queries had 20 candidates each, first-stage top 15 and median 9 (BM25 on
+    MS MARCO's scale)."""
     signals = {"top": [15.0 + 0.1 * i for i in range(25)], "median": [9.0 + 0.05 * i for i in range(25)],
                "candidates": [20] * 25}
     path = tmp_path / "map.json"
     CalibrationMap(2, (0.0,) * 3, (1.0,) * 3, (0.8, 1.5, -0.3), -1.0, {"k": 10, "signals": signals}).save(path)
-    service = start_service("minilm", "acurank-9", {"init": "zscore"}, Limits(), None, calibration=str(path))
+    return start_service("minilm", "acurank-9", {"init": "zscore"}, Limits(), None, calibration=str(path))
+
+
+def test_a_server_compares_its_scored_requests_with_the_maps_queries_once(tmp_path, capsys):
+    service = _served(tmp_path)
     try:
         texts = [f"cats eat food number {i}" for i in range(20)]
         plain = _ask(service, texts)  # no scores: not counted
@@ -58,11 +63,7 @@ def test_one_query_asked_again_and_again_is_one_query_not_a_sample(tmp_path):
     """A request repeated (a client's retries, a popular question) is one query of the collection: 25 copies of one
     query, on the map's own scale, are never compared as 20 (their one value against the map's spread was a false
     alarm, held for the server's life)."""
-    signals = {"top": [15.0 + 0.1 * i for i in range(25)], "median": [9.0 + 0.05 * i for i in range(25)],
-               "candidates": [20] * 25}
-    path = tmp_path / "map.json"
-    CalibrationMap(2, (0.0,) * 3, (1.0,) * 3, (0.8, 1.5, -0.3), -1.0, {"k": 10, "signals": signals}).save(path)
-    service = start_service("minilm", "acurank-9", {"init": "zscore"}, Limits(), None, calibration=str(path))
+    service = _served(tmp_path)
     try:
         scored = [{"text": f"cats eat food number {i}", "score": 16.0 - 0.3 * i} for i in range(20)]
         for n in range(25):  # the same question, sent again with other spacing and case
