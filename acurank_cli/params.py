@@ -204,6 +204,10 @@ class NotAnOption(InputError):
     def cli(self) -> str:
         return self._text(lambda k: self.flags.get(k) or flag_of(k))
 
+    def said_to(self, fields: Any = ()) -> str:
+        """As a server says it: a request's ``fields`` by their names, the options it cannot set as the flags."""
+        return self._text(lambda k: k if k in fields else (self.flags.get(k) or flag_of(k)))
+
 
 def check_domains(record: Any, owner: str = "") -> None:
     """Raise :class:`ParameterError` for the first field of ``record`` outside its declared domain

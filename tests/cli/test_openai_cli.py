@@ -295,9 +295,13 @@ def test_a_budget_given_to_a_capped_method_is_refused_at_every_entrance():
         try:
             with pytest.raises(BadRequest) as request:
                 _asked(service, {"query": "q", "documents": ["a", "b", "c"], "budget": 2})
+            with pytest.raises(BadRequest) as unused:  # an option a request cannot set: the server's flag (it said m)
+                _asked(service, {"query": "q", "documents": ["a", "b", "c"], "method": "sw-2", "budget": 3})
         finally:
             service.close()
     assert (request.value.field, str(request.value)) == ("budget", why.format("budget"))
+    assert (unused.value.field, str(unused.value)) == ("budget", "method 'sw-2' does not use budget (its options: "
+                                                                "--window)")
 
 
 def test_documents_given_without_scores_show_none_in_a_templates_score():
