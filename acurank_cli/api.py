@@ -239,7 +239,6 @@ class Reranker:
         (:func:`~acurank_cli.run.estimate.rehearsal`). The queries are admitted by the session's rules, as
         :meth:`rerank_batch` admits them."""
         from .rerankers.backend import counts_tokens, innermost
-        from .run.estimate import PERSISTENT, UNBOUNDED, estimate, rehearsal, thought_of, unbounded
 
         if not at_least(2).contains(rehearsals):
             raise ParameterError("rehearsals", rehearsals, at_least(2).describe())
@@ -263,14 +262,26 @@ class Reranker:
         tasks = [p.task for p in prepared if p.task.n > 0]
         by_qid = {p.task.qid: p.docs for p in prepared}
         strategy = next((a.strategy for a in admitted if a.prepared.task.n > 0), None)
-        prompter = innermost(self.backend, counts_tokens)
+        prompter, owned = innermost(self.backend, counts_tokens), None
         if prompter is None and self._session.choice is not None:  # counts by a form of its own (--sim-tokens)
             from .run.dry_run import unlogged
 
-            prompter = unlogged(self._session.choice).counter()  # as the dry run bills: its prompts logged nowhere
+            prompter = owned = unlogged(self._session.choice).counter()  # as the dry run bills: logged nowhere
+        try:
+            return self._billed(strategy or self.methods.for_call(top_k=top_k), tasks, by_qid, prompter, qrels=qrels,
+                                noise=noise, rehearsals=rehearsals, prices=(price_in, price_out))
+        finally:
+            if owned is not None:  # the counter made for the bill, closed as the dry run closes its own
+                owned.close()
+
+    def _billed(self, strategy: Strategy, tasks: list, by_qid: dict, prompter: Any, *, qrels: Any,
+                noise: float | None, rehearsals: int, prices: tuple):
+        """The bill of :meth:`estimate`'s admitted queries (see there), by ``prompter``'s counts."""
+        from .run.estimate import PERSISTENT, UNBOUNDED, estimate, rehearsal, thought_of, unbounded
+
         why = unbounded(prompter)
         if why is not None:  # as rerank --dry-run warns
-            warnings.warn(f"{why}{UNBOUNDED}", UserWarning, stacklevel=2)
+            warnings.warn(f"{why}{UNBOUNDED}", UserWarning, stacklevel=3)  # estimate's caller
         choice = self._session.choice  # a backend given built: its thinking is its own, not rehearsed
         simulated = choice is not None and choice.backend.oracle
         models, noise, seeds, source = rehearsal(None if choice is None else choice.options, simulated, tasks,
@@ -279,9 +290,9 @@ class Reranker:
                                                  noise, rehearsals)
         persistent = choice is not None and choice.backend.pointwise
         thought = None if choice is None else thought_of(choice.options, self._session.gate, simulated)
-        return estimate(strategy or self.methods.for_call(top_k=top_k), tasks, lambda task: by_qid[task.qid], prompter,
+        return estimate(strategy, tasks, lambda task: by_qid[task.qid], prompter,
                         models=models, noise=noise, seeds=seeds,
-                        prices=None if price_in is None else (float(price_in), float(price_out)),
+                        prices=None if prices[0] is None else (float(prices[0]), float(prices[1])),
                         what=f"{rehearsals} rehearsals against the simulated reranker (noise {noise:g}"
                              f"{PERSISTENT if persistent else ''}; grades: {source})", persistent=persistent,
                         thought=thought)

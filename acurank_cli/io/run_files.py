@@ -68,42 +68,40 @@ def read_stats(path: str | Path) -> dict[str, StatsRecord]:
     return out
 
 
+def _complete_records(path: Path) -> Iterator[tuple[str, dict]]:
+    """(qid, record) of each complete record of a JSON-lines output (none when it is gone), streamed: up to a torn
+    last line."""
+    if not path.is_file():
+        return
+    for line in written_lines(path):
+        try:
+            rec = json.loads(line)
+            yield str(rec["qid"]), rec
+        except (ValueError, KeyError, TypeError):
+            return
+
+
 def _recorded_qids(path: Path) -> dict[str, int | None]:
     """The queries a stats file holds a complete record of (none when it is gone), each with the lines its run
     block kept when a cut was asked (``relevance.kept``; None: no cut, the block holds every candidate)."""
-    if not path.is_file():
-        return {}
     found: dict[str, int | None] = {}
-    for line in written_lines(path):
-        try:
-            rec = json.loads(line)
-            found[str(rec["qid"])] = (rec.get("relevance") or {}).get("kept")
-        except (ValueError, KeyError, TypeError, AttributeError):
-            break  # a torn last record
-    return found
-
-
-def _lines_by_qid(path: Path) -> dict[str, list[dict]]:
-    """A JSON-lines file's complete records by qid (none when it is gone; a torn last line left out)."""
-    found: dict[str, list[dict]] = {}
-    if not path.is_file():
-        return found
-    for line in written_lines(path):
-        try:
-            rec = json.loads(line)
-            found.setdefault(str(rec["qid"]), []).append(rec)
-        except (ValueError, KeyError, TypeError):
+    for qid, rec in _complete_records(path):
+        relevance = rec.get("relevance") or {}
+        if not isinstance(relevance, dict):  # not a record this command wrote: read as a torn end
             break
+        found[qid] = relevance.get("kept")
     return found
 
 
 def _traced(trace: Path, stats: Path | None) -> set[str]:
     """The queries a trace holds whole: a line for each step their stats record lists (a trace cut within a query
-    holds some); without stats, every query it holds a line of."""
-    lines = {q: len(recs) for q, recs in _lines_by_qid(trace).items()}
+    holds some); without stats, every query it holds a line of. Both read as streams, counts kept (memory flat)."""
+    lines: dict[str, int] = {}
+    for qid, _ in _complete_records(trace):
+        lines[qid] = lines.get(qid, 0) + 1
     if stats is None:
         return set(lines)
-    steps = {q: len(recs[-1].get("iterations") or ()) for q, recs in _lines_by_qid(stats).items()}
+    steps = {qid: len(rec.get("iterations") or ()) for qid, rec in _complete_records(stats)}
     return {q for q, n in lines.items() if n == steps.get(q, n)}
 
 

@@ -22,7 +22,6 @@ from ..io.plan import FilePlan
 from ..params import ParameterError, positive
 from ..relevance.shift import Shift, compared
 from ..rerankers.backends.embeddings import store_path, stores_of
-from ..rerankers.cache import default_cache_path
 from ..method.strategy import Strategy
 from . import pipeline
 from .money import check_cap
@@ -111,7 +110,7 @@ def _checked_outputs(job: Any, choice: Any) -> FilePlan:
     elif job.relevance is not None:
         plan.read("--calibration", job.relevance.source)
     if job.cache is not None:  # what the backend will open there checked usable with the rest (nothing made)
-        cache = default_cache_path() if job.cache == pipeline.DEFAULTS.cache else Path(job.cache)
+        cache = Path(pipeline.cache_path(job.cache))  # "default": the default path, the one owner of it
         opened = {str(path): what for path, what in stores_of(cache, keeps)}
         for flag, path in (("--cache", cache), ("(the embedding store beside --cache)", store_path(cache))):
             plan.write(flag, path, store=True, opened_as=opened.get(str(path)))

@@ -80,30 +80,29 @@ def fit_problem(backend: RerankerBase, request) -> tuple[Any, bool] | None:
         return None
     b = backend.builder
     instruction = request.instruction or b.template.additions.instruction
-    why = ((f"the instruction ({len(instruction):,} characters), " if instruction else "")
-           + (f"a thought's budget ({prompt.thought_budget:,} tokens) " if prompt.thought_budget else "")
-           + "and the prompt's own words").replace(", and", " and")
+    takers = [f"the instruction ({len(instruction):,} characters)"] if instruction else []
+    takers += [f"a thought's budget ({prompt.thought_budget:,} tokens)"] if prompt.thought_budget else []
+    why = ", ".join(takers) + (" and " if takers else "") + "the prompt's own words"  # numbers and words: no braces
     words = f"{prompt.max_length} word{'' if prompt.max_length == 1 else 's'}"
-    text = (f"fitting a window of {prompt.num} passages into {{context_size}} cuts each passage to {words} (the "
-            f"longest window of the first round; {why} take the rest)")
     useless = prompt.max_length < USEFUL_FLOOR
     tail = (": nothing useful is left to rank; give a larger {context}, a smaller {window}, or a shorter "
             "{instruction}" if useless else "; a larger {context} or a smaller {window} keeps more")
-    return OptionError(OptionError.literal(text).replace("{{context_size}}", "{context_size}") + tail,
+    return OptionError(f"fitting a window of {prompt.num} passages into {{context_size}} cuts each passage to {words} "
+                       f"(the longest window of the first round; {why} take the rest){tail}",
                        context_size=("--context-size", b.context_size),
-                       context={"api": "context_size", "cli": "--context-size"}, window={"api": "window (m)", "cli": "--window"},
-                       instruction="--instruction"), useless
+                       context={"api": "context_size", "cli": "--context-size"},
+                       window={"api": "window (m)", "cli": "--window"}, instruction="--instruction"), useless
 
 
 def first_window_fit(backend: RerankerBase, strategy: Any, tasks: Sequence[Any], docs: Any,
-                     passages: Any = None, scores: Callable[[Any], Any] | None = None) -> Any:
+                     scores: Callable[[Any], Any] | None = None) -> Any:
     """Before any call: the longest window (in characters) of ``strategy``'s first round for the first of ``tasks``,
     fitted to the context as the backend fits it (:func:`fit_problem`): a fit that leaves nothing useful refused
     (the :class:`~acurank_cli.errors.OptionError` raised), passages cut below the floor returned as the warning to
-    say (both were silent; an OptionError, said with flags or keywords); None where nothing is cut, no prompt is
-    fitted, or documents are split (``passages``: the command line's, whose tasks are documents). ``scores``: a
+    say (both were silent; an OptionError, said with flags or keywords); None where nothing is cut or no prompt is
+    fitted. ``tasks`` are as the method ranks them (by passages, where documents are split). ``scores``: a
     task's scores as the driver gives a prompt them (a pivot's among them, so that its passage is fitted too)."""
-    if passages is not None or not tasks or not getattr(backend, "needs_texts", False):
+    if not tasks or not getattr(backend, "needs_texts", False):
         return None
     from ...method.strategy import first_round
 
