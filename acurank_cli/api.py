@@ -41,7 +41,7 @@ from .results import RankedDoc, RerankOutput, Tokens, relevance_scores
 from .run import pipeline
 from .io.sources import check_id
 from .run.documents import DocLike, Prepared, check_sequence, output_of, prepare
-from .run.request import Request
+from .run.request import Asked, Request
 
 _Prepared = Prepared  # the name the previous release's callers imported
 
@@ -145,8 +145,9 @@ class Reranker:
         the same game as a reference player in every window (for the simulated reranker, which reads no texts:
         ``"simulated"``; a map fit with ``--pivot`` needs one); ``instruction``: this query's task instruction (a
         listwise LLM's prompt), in place of the Reranker's."""
-        request = Request(query, docs, qid, instruction=instruction, top_k=top_k, min_p_topk=min_p_topk,
-                          min_p_relevant=min_p_relevant, cut=cut, cut_target=cut_target, pivot=pivot)
+        request = Request(query, docs, qid, instruction=instruction, pivot=pivot,
+                          asked=Asked(top_k=top_k, min_p_topk=min_p_topk, min_p_relevant=min_p_relevant, cut=cut,
+                                      cut_target=cut_target))
         return self._answered([request])[0]
 
     def rerank_batch(self, queries: Iterable[tuple[str, Sequence[DocLike]]], *,
@@ -158,8 +159,9 @@ class Reranker:
         ``top_k``, ``min_p_topk``, ``min_p_relevant`` and ``cut`` cut every query's output (``cut_target``: where the
         cut's calls go); ``pivots``: each query's pivot passage (see :meth:`rerank`). Each query is one
         :class:`~acurank_cli.run.request.Request`, admitted by the session's rules as every entrance's is."""
-        requests = _requests(queries, qids, pivots, instruction=instruction, top_k=top_k, min_p_topk=min_p_topk,
-                             min_p_relevant=min_p_relevant, cut=cut, cut_target=cut_target)
+        asked = Asked(top_k=top_k, min_p_topk=min_p_topk, min_p_relevant=min_p_relevant, cut=cut,
+                      cut_target=cut_target)
+        requests = _requests(queries, qids, pivots, instruction=instruction, asked=asked)
         try:
             return self._answered(requests, BATCH_SAID)
         except InputError as exc:  # about one of the queries: named by its qid (the caller's, or its place)
@@ -251,8 +253,8 @@ class Reranker:
             qrels = grades_of(qrels)
         if (price_in is None) != (price_out is None):
             raise InputError("price_in and price_out go together (a million input tokens, a million output tokens)")
-        requests = _requests(queries, qids, pivots, top_k=top_k, min_p_relevant=min_p_relevant, cut=cut,
-                             cut_target=cut_target)
+        requests = _requests(queries, qids, pivots,
+                             asked=Asked(top_k=top_k, min_p_relevant=min_p_relevant, cut=cut, cut_target=cut_target))
         try:
             admitted = self._session.admit(requests, BATCH_SAID)
         except InputError as exc:  # named as rerank_batch names it
@@ -336,9 +338,10 @@ def _calibration(value: Any, strategy: Strategy, passages: Any):
     return value
 
 
-def _requests(queries: Any, qids: Any, pivots: Any, **settings: Any) -> list[Request]:
-    """A batch's queries as requests (:func:`_batch`'s checks), each with its pivot (one a query) and the
-    ``settings`` they share."""
+def _requests(queries: Any, qids: Any, pivots: Any, *, instruction: str | None = None, asked: Asked = Asked()
+              ) -> list[Request]:
+    """A batch's queries as requests (:func:`_batch`'s checks), each with its pivot (one a query), and the
+    ``instruction`` and what the call asks (``asked``) they share."""
     queries, qids = _batch(queries, qids)
     if pivots is not None:
         if isinstance(pivots, str):  # a string is a sequence of letters: each query got one
@@ -346,7 +349,7 @@ def _requests(queries: Any, qids: Any, pivots: Any, **settings: Any) -> list[Req
         pivots = list(pivots)
         if len(pivots) != len(queries):
             raise InputError(f"pivots: {len(pivots)} for {len(queries)} queries: give one pivot passage per query")
-    return [Request(q, docs, qid, pivot=None if pivots is None else pivots[i], **settings)
+    return [Request(q, docs, qid, instruction=instruction, pivot=None if pivots is None else pivots[i], asked=asked)
             for i, ((q, docs), qid) in enumerate(zip(queries, qids))]
 
 
@@ -373,7 +376,7 @@ def adapted(reranker: "Reranker", adapter: str, **settings: Any) -> "Reranker":
     are asked of a call without documents, which calls no model."""
     said = replace(SAID["api"], top_k="top_n", this=f"{adapter}'s call",
                    pivot=f"a map fit without --pivot ({adapter} carries no pivot)")
-    reranker._session.admit([Request("q", [], **settings)], said)
+    reranker._session.admit([Request("q", [], asked=Asked(**settings))], said)
     return reranker
 
 

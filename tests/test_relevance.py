@@ -207,18 +207,26 @@ def test_the_flags_are_checked_together(tmp_path):
     m.save(tmp_path / "m.json")
     assert options(None) == (None, None)
     rel, fitted = options(str(tmp_path / "m.json"), cut="f1", score="p_relevant")
-    assert fitted is None and rel.cut == Cut("f1") and rel.score and rel.calibration == m
+    assert fitted is None and rel.cut is None and rel.score and rel.calibration == m  # the cut is settle's (below)
     rel, fitted = options("out.json", calibrate="q.txt", grade=2)
     assert rel is None and (fitted.qrels, fitted.grade, fitted.output) == ("q.txt", 2, "out.json")
     assert options("out.json", calibrate="q.txt")[1].grade == 1
-    for kwargs, said in [({"calibration": None, "cut": "f1"}, "--cut needs --calibration"),
-                         ({"calibration": None, "score": "p_relevant"}, "--score p_relevant needs --calibration"),
+    for kwargs, said in [({"calibration": None, "score": "p_relevant"}, "--score p_relevant needs --calibration"),
                          ({"calibration": None, "calibrate": "q"}, "--calibrate needs --calibration"),
                          ({"calibration": "m", "grade": 2}, "--relevant-grade is the grade --calibrate fits"),
                          ({"calibration": "m", "calibrate": "q", "cut": "f1"}, "cannot also cut"),
                          ({"calibration": "m", "score": "rank"}, "--score 'rank'")]:
         with pytest.raises(InputError, match=said):
             options(**kwargs)
+    from acurank_cli.run.pipeline import Methods, ScoreSource
+    from acurank_cli.relevance import SAID
+    from acurank_cli.run.request import Asked, settle
+
+    run_file = Methods(None, source=ScoreSource.run_file)  # the run's cut: the rules every entrance's call meets
+    with pytest.raises(InputError, match="^--cut needs --calibration MAP.json"):
+        settle(run_file, Asked(cut="f1"), SAID["cli"])
+    settled = settle(Methods(None, source=ScoreSource.run_file, calibration=m), Asked(cut="f1"), SAID["cli"])
+    assert settled.cuts == (Cut("f1"),) and settled.strategy.name == "acurank"
 
 
 def test_the_stats_line_holds_p_relevant_and_reads_back():

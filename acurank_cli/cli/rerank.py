@@ -9,7 +9,7 @@ records and the backends' options records). A flag left out is None: the default
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Annotated, Optional
 
 import typer
@@ -106,20 +106,23 @@ def job_of(run: str, flags: RerankFlags, generated: dict, *, baseline_only: bool
     from ..run.ray_executor import ray_options
     from ..run.passages import Passages
     from ..io.shards import Shard
-    from ..relevance import Pivot, keep_maps_settings, options as relevance_options
+    from ..relevance import SAID, Pivot, aims, options as relevance_options
+    from ..run.request import Asked, settle
 
     f = flags
     options, backend_options = pipeline.split_options(generated)
-    judged, fitted = relevance_options(f.calibration, f.calibrate, f.relevant_grade, f.cut, f.score, f.cut_target,
+    judged, fitted = relevance_options(f.calibration, f.calibrate, f.relevant_grade, f.cut, f.score,
                                        allow=f.allow_map_mismatch, absolute=f.absolute, prior=f.prior)
-    if judged is not None:  # the map's k, kept as at every entrance (relevance.keep_maps_settings)
-        keep_maps_settings(judged.calibration, f.method or pipeline.DEFAULTS.method, options, "--calibration")
-    strategy = pipeline.method(f.method, options, pipeline.ScoreSource.run_file, baseline_only)
+    calibration = None if judged is None else judged.calibration
+    methods = pipeline.Methods(f.method, options, pipeline.ScoreSource.run_file, calibration, "--calibration",
+                               baseline_only=baseline_only)  # the map's k kept, as at every entrance
     pivoted = Pivot.of(f.pivot)
-    if pivoted is not None:
-        strategy = pivoted.pivoted(strategy)
-    if judged is not None:
-        strategy = judged.aimed(strategy)
+    passages = Passages.of(f.passages, f.passage_score, f.max_passages)
+    settled = settle(methods, Asked(cut=f.cut, cut_target=f.cut_target), SAID["cli"], passages=passages,
+                     pivot=pivoted is not None, allow_map_mismatch=f.allow_map_mismatch)  # the rules every entrance's call meets
+    strategy = settled.strategy
+    if judged is not None:  # the run's cut as the rules read it, aimed as they aimed it
+        judged = replace(judged, cut=settled.cuts[0] if settled.cuts else None, target=aims(calibration, f.cut_target))
     return RerankJob(
         inputs=InputSpec(run=run, depth=f.depth, topics=f.topics, corpus=f.corpus, index=f.index, dataset=f.dataset,
                          qrels=f.qrels, qids=f.qids, skip_missing=f.skip_missing,
@@ -134,7 +137,7 @@ def job_of(run: str, flags: RerankFlags, generated: dict, *, baseline_only: bool
         quiet=f.quiet,
         model_params=f.model_params,
         ray=ray_options(f.ray, f.actors, f.gpus_per_actor, flags=True),
-        passages=Passages.of(f.passages, f.passage_score, f.max_passages),
+        passages=passages,
         relevance=judged,
         calibrate=fitted,
         pivot=pivoted,

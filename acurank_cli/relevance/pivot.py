@@ -144,10 +144,6 @@ class Pivot:
             return "simulated"
         return hashlib.sha256(json.dumps(self.texts, sort_keys=True).encode()).hexdigest()[:16]
 
-    def pivoted(self, strategy: Any) -> Any:
-        """The strategy with a pivot in every window (the command line's: :func:`pivoted`)."""
-        return pivoted(strategy, SAID["cli"])
-
     def add_texts(self, needs_texts: bool, backend: str, qids: Sequence[str], docs: dict,
                   said: Spelling = SAID["cli"]) -> None:
         """Checked against the backend and the queries (one line each, before any call); for passages, every query's

@@ -68,11 +68,12 @@ TARGETS = ("cut", "topk")
 
 
 def options(calibration: str | None, calibrate: str | None = None, grade: int | None = None, cut: str | None = None,
-            score: str | None = None, target: str | None = None, *, allow: bool = False, absolute: bool = False,
+            score: str | None = None, *, allow: bool = False, absolute: bool = False,
             prior: str | None = None) -> tuple[Relevance | None, Calibrate | None]:
-    """The relevance flags checked (each fault one line naming the flag) and the map read: what the run applies
-    and what it fits (at most one of them); ``allow``: --allow-map-mismatch; ``absolute``: --absolute (fit with the
-    backend's own scores); ``prior``: --prior."""
+    """The command line's own relevance flags checked (each fault one line naming the flag) and the map read: what the
+    run applies and what it fits (at most one of them); ``cut``: --cut given (its rules and its target's, the rules
+    every entrance's call meets: :func:`~acurank_cli.run.request.settle`, which gives the Relevance its cut);
+    ``allow``: --allow-map-mismatch; ``absolute``: --absolute (fit with the backend's own scores); ``prior``: --prior."""
     from .pivot import SAID
 
     for flag, path, what in (("--calibration", calibration, "the map's file"), ("--calibrate", calibrate, "the qrels")):
@@ -83,8 +84,6 @@ def options(calibration: str | None, calibrate: str | None = None, grade: int | 
     check_allowed(allow, calibration is not None and calibrate is None, SAID["cli"])
     if score is not None and score not in SCORES:
         raise InputError(f"--score {score!r}: must be one of {', '.join(SCORES)}")
-    check_target(target, cut is not None, SAID["cli"])
-    parsed = None if cut is None else Cut.parse(cut)
     if grade is not None and calibrate is None:
         raise InputError("--relevant-grade is the grade --calibrate fits for; a map applied has its own")
     if absolute and calibrate is None:
@@ -95,19 +94,19 @@ def options(calibration: str | None, calibrate: str | None = None, grade: int | 
         raise InputError("--prior em needs --calibration MAP.json (a map fit with --absolute) to move" if calibration is
                          None else "--prior em moves a map applied to these queries; --calibrate fits one on them")
     if calibration is None:
-        for flag, value in (("--calibrate", calibrate), ("--cut", cut), ("--score p_relevant", score == "p_relevant" or None)):
+        for flag, value in (("--calibrate", calibrate), ("--score p_relevant", score == "p_relevant" or None)):
             if value is not None:
                 raise InputError(f"{flag} needs --calibration MAP.json (the map {'to write' if flag == '--calibrate' else 'that gives P(relevant)'})")
         return None, None
     if calibrate is not None:
-        if parsed is not None or score == "p_relevant":
+        if cut is not None or score == "p_relevant":
             raise InputError("--calibrate fits --calibration on this run's queries, so it cannot also cut or score them "
                              "(apply the map to other queries: a second run without --calibrate)")
         return None, Calibrate(calibrate, 1 if grade is None else grade, calibration, absolute)
     fitted = CalibrationMap.load(calibration)
     if prior is not None:
         check_prior(fitted)
-    return Relevance(fitted, parsed, score == "p_relevant", calibration, aims(fitted, target), prior), None
+    return Relevance(fitted, None, score == "p_relevant", calibration, prior=prior), None
 
 
 def check_prior(calibration: CalibrationMap) -> None:

@@ -139,21 +139,24 @@ class Methods:
     """The methods a session's calls use: its own method as built, with k = ``top_k`` where the method has a cutoff
     and k was not given (so that its uncertainty, its stop and p_topk are about the documents kept), or another
     method by its ``--method`` name with a ``budget`` (a server's request); each built once. Documents' scores
-    (``ScoreSource.documents``) decide the default rating init. With a calibration map, the one owner of the map's
-    k at every entrance that serves calls (the API, serve, MCP): the map's k for every call, another k given refused
+    (``ScoreSource.documents``) decide the default rating init (a run file's, ``ScoreSource.run_file``, the command
+    line's; ``baseline_only``: ``baseline``'s methods). With a calibration map, the one owner of the map's k at every
+    entrance (the command line, the API, serve, MCP): the map's k for every call, another k given refused
     (:func:`~acurank_cli.relevance.keep_maps_settings`, the rule; ``flag``: how the map was named)."""
 
     def __init__(self, name: str | None, options: Mapping[str, Any] | None = None,
-                 source: ScoreSource | None = None, calibration: Any = None, flag: str = "calibration"):
+                 source: ScoreSource | None = None, calibration: Any = None, flag: str = "calibration", *,
+                 baseline_only: bool = False):
         from ..relevance import keep_maps_settings
 
         check_method_name(name)
         self.source = source or ScoreSource.documents
         self.options = {k: v for k, v in (options or {}).items() if v is not None}
-        keep_maps_settings(calibration, name or DEFAULTS.method, self.options, flag)
+        keep_maps_settings(calibration, name or (DEFAULTS.baseline if baseline_only else DEFAULTS.method),
+                           self.options, flag)
         #: the map whose k every call keeps, whichever method it names (top_k then only cuts the list)
         self.calibration, self.flag = calibration, flag
-        self.strategy = method(name, self.options, self.source)
+        self.strategy = method(name, self.options, self.source, baseline_only)
         self.name = self.strategy.name  # as the family spells it: a call naming it in another case is its own
         self._chosen: dict[tuple, Strategy] = {}
 

@@ -132,10 +132,11 @@ def _pooled_shard(strategy: Strategy) -> str:
 
 
 def _checked_relevance(job: Any, spec: Any) -> None:
-    """--calibration, --calibrate, --cut and --score against the method and --passages, --absolute against the
-    backend (``spec``), --prior em against --shard, and the pivot's rules (before any input is read)."""
-    if job.relevance is not None or job.calibrate is not None:
-        rel.check_applicable(job.strategy, job.passages, "--calibrate" if job.calibrate is not None else "--calibration")
+    """--calibrate against the method and --passages, --absolute against the backend (``spec``), --prior em against
+    --shard (before any input is read). A map applied, the cut and the pivot met the rules every entrance's call meets
+    where the job was made (:func:`~acurank_cli.run.request.settle`)."""
+    if job.calibrate is not None:  # a map fit: the command line's alone
+        rel.check_applicable(job.strategy, job.passages, "--calibrate")
     if job.calibrate is not None and job.calibrate.absolute and not spec.pointwise:  # an applied map's: check_origin
         raise InputError(f"--absolute reads the reranker's own score of each document alone, and reranker "
                          f"{job.backend} gives none (a pointwise reranker does: minilm, ce:)")
@@ -143,9 +144,6 @@ def _checked_relevance(job: Any, spec: Any) -> None:
         raise InputError("--shard with --prior em: EM estimates the share of relevant candidates over the run's "
                          "queries, so each shard would move its map by its own and the merged run would differ from "
                          "the unsharded one; rerank without --shard")
-    # the pivot's rules as every entrance says them (the method's: where the method was built, Pivot.pivoted)
-    rel.check_pivot(job.pivot is not None, job.passages, None if job.relevance is None else job.relevance.calibration,
-                    rel.SAID["cli"])
 
 
 def _judged(job: Any, inputs: Any) -> tuple[dict[str, dict[str, int]] | None, Shift | None]:

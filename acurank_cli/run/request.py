@@ -1,8 +1,6 @@
-"""One request, whichever entrance it came through: the Python API's ``rerank``/``rerank_batch`` (and the PyTerrier,
-LangChain and LlamaIndex adapters, which call it), a server's ``POST /v1/rerank`` and ``/v2/rerank`` and the MCP
-``rerank`` tool each translate their own form into :class:`Request` records, and
-:meth:`~acurank_cli.run.pipeline.Session.admit` applies every rule about a request, each in one place, in one order
-(:func:`admit`):
+"""One request, whichever entrance it came through. What a call asks of the session's method is one record,
+:class:`Asked` (top_k, the cuts, another method and its budget, passages a document), and :func:`settle` decides what
+it comes to, each rule in one place, in one order:
 
 1. the method serving it: the session's own, or another by name with a budget (a server's request), with the map's
    k kept whatever ``top_k`` says (:class:`~acurank_cli.run.pipeline.Methods`); a request served alone refuses a
@@ -11,18 +9,27 @@ LangChain and LlamaIndex adapters, which call it), a server's ``POST /v1/rerank`
 3. whether the session's calibration map applies: a method with ratings, the map's own method (unless allowed),
    documents ranked whole;
 4. the pivot's rules (:mod:`acurank_cli.relevance.pivot`);
-5. the cut (``cut``, and ``min_p_relevant`` as the cut ``p:X``) and where its calls go;
+5. the cut (``cut``, and ``min_p_relevant`` as the cut ``p:X``) and where its calls go.
+
+The command line settles its run's flags there once (``rerank``/``baseline``: :func:`acurank_cli.cli.rerank.job_of`;
+its queries stream from a run file, with flat memory, and meet rules 6 to 9 as a run's:
+:mod:`acurank_cli.run.preflight`, :func:`~acurank_cli.rerankers.listwise.reranker.first_window_fit`). Every other
+entrance translates its own form into :class:`Request` records (a query, its documents, its instruction and pivot,
+and its call's :class:`Asked`): the Python API's ``rerank``/``rerank_batch`` (and the PyTerrier, LangChain and
+LlamaIndex adapters, which call it), a server's ``POST /v1/rerank`` and ``/v2/rerank`` and the MCP ``rerank`` tool;
+:meth:`~acurank_cli.run.pipeline.Session.admit` settles each and applies the rest (:func:`admit`):
+
 6. the query's instruction, the documents (:func:`~acurank_cli.run.documents.prepare`), the pivot's passage;
 7. the passages (the session's, or at most ``max_chunks`` a document);
 8. the set's check: every first-stage score under the method's rating init, every task (as the method runs it:
-   by passages where documents are split).
+   by passages where documents are split);
+9. each query's first window fitted to the backend's context.
 
 A refusal is an :class:`~acurank_cli.errors.InputError` whose ``field`` names the request's setting it is about, in
-the entrance's words (:class:`~acurank_cli.relevance.Spelling`); the API raises it as it is, a server answers 400
-naming the field. :meth:`~acurank_cli.run.pipeline.Session.answer` turns an admitted request's outcome into its
-:class:`~acurank_cli.results.RerankOutput` (passages gathered back to documents, P(relevant), the cuts, top_k). The
-command line's run is a batch of a run file's queries (:mod:`acurank_cli.run.job`): the same owners decide its rules
-for the whole run."""
+the entrance's words (:class:`~acurank_cli.relevance.Spelling`); the command line says it as its flag, the API raises
+it as it is, a server answers 400 naming the field. :meth:`~acurank_cli.run.pipeline.Session.answer` turns an
+admitted request's outcome into its :class:`~acurank_cli.results.RerankOutput` (passages gathered back to documents,
+P(relevant), the cuts, top_k)."""
 
 from __future__ import annotations
 
@@ -41,6 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..results import RerankOutput
     from .documents import Prepared
     from .passages import Passages, Split
+    from .pipeline import Methods
 
 
 #: the :class:`~acurank_cli.run.pipeline.Session` whose rules a request meets (its methods, map, passages, backend):
@@ -67,15 +75,11 @@ PIVOT_BLANK = "pivot must not be blank (leave it out for none)"
 
 
 @dataclass(frozen=True)
-class Request:
-    """One query to rerank as every entrance asks it: the query and its documents (strings, dicts or
-    :class:`~acurank_cli.records.Doc` records), and what the call asks of the session's method."""
+class Asked:
+    """What a call asks of the session's method, one for all of its queries, whichever entrance it came through: the
+    command line's flags (one for the run: ``--cut``, ``--cut-target``), the API's keywords (one for a call), a
+    server's request fields. :func:`settle` decides what it comes to, the one place each rule about it is said."""
 
-    query: str
-    documents: Sequence[Any]
-    qid: str = "q"
-    #: this query's task instruction (a listwise LLM's prompt), in place of the backend's
-    instruction: str | None = None
     #: keep the best top_k (the API's ``top_k``, a request's ``top_n``): it cuts the list, never changes k
     top_k: int | None = None
     #: keep the documents whose p_topk is at least this
@@ -85,14 +89,37 @@ class Request:
     #: with a map: where the list stops ("p:X" or "f1") and where the cut's calls go ("cut" or "topk")
     cut: str | None = None
     cut_target: str | None = None
-    #: a passage at the relevance boundary written for this query, rated in every window ("simulated": the simulated
-    #: reranker's)
-    pivot: str | None = None
     #: another of the session's methods by its ``--method`` name (a server's request), and its budget
     method: str | None = None
     budget: int | None = None
     #: at most this many passages a document (a server's ``max_chunks_per_doc``); None: the session's passages
     max_chunks: int | None = None
+
+
+@dataclass(frozen=True)
+class Request:
+    """One query to rerank as every entrance asks it: the query and its documents (strings, dicts or
+    :class:`~acurank_cli.records.Doc` records), its own instruction and pivot, and what its call asks of the session's
+    method (:class:`Asked`, shared by a call's queries)."""
+
+    query: str
+    documents: Sequence[Any]
+    qid: str = "q"
+    #: this query's task instruction (a listwise LLM's prompt), in place of the backend's
+    instruction: str | None = None
+    #: a passage at the relevance boundary written for this query, rated in every window ("simulated": the simulated
+    #: reranker's)
+    pivot: str | None = None
+    asked: Asked = Asked()
+
+
+@dataclass(frozen=True)
+class Settled:
+    """What a call's :class:`Asked` comes to under the session's rules: the method serving it (k, budget, pivot and the
+    cut's aim decided) and its cuts, in the order they apply."""
+
+    strategy: "Strategy"
+    cuts: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -148,106 +175,128 @@ def _of_query(qid: str):
         raise
 
 
-def passages_for(session: "SessionLike", request: Request) -> "Passages | None":
-    """How the request's documents are split: the session's passages, with at most the request's ``max_chunks``
-    passages a document (never more than the session's --max-passages); ``max_chunks`` where the session splits
-    none: passages of :data:`~acurank_cli.run.passages.DEFAULT_WORDS` words. None: documents whole."""
+def passages_for(session: "SessionLike", asked: Asked) -> "Passages | None":
+    """How a call's documents are split: the session's passages, with at most the call's ``max_chunks`` passages a
+    document (never more than the session's --max-passages); ``max_chunks`` where the session splits none: passages
+    of :data:`~acurank_cli.run.passages.DEFAULT_WORDS` words. None: documents whole."""
     from .passages import DEFAULT_WORDS, Passages
 
-    own, asked = session.passages, request.max_chunks
-    if asked is None or not session.needs_texts:
+    own, most = session.passages, asked.max_chunks
+    if most is None or not session.needs_texts:
         return own
     if own is None:
-        return Passages(DEFAULT_WORDS, DEFAULT_WORDS // 2, max_per_doc=asked)
-    return replace(own, max_per_doc=min(asked, own.max_per_doc))
+        return Passages(DEFAULT_WORDS, DEFAULT_WORDS // 2, max_per_doc=most)
+    return replace(own, max_per_doc=min(most, own.max_per_doc))
 
 
-def _typed(request: Request) -> None:
-    """Rule 0: the request's text settings are strings where given (a number or a list was taken by some entrances
-    and failed inside, after admission: a cut of 0.3; the qid is prepare's)."""
-    for name in ("cut", "cut_target", "pivot"):
-        value = getattr(request, name)
-        if value is not None and not isinstance(value, str):
-            raise InputError(f"{name} must be a string, got {type(value).__name__}"
-                             + (f" (give {str(value)!r})" if isinstance(value, (int, float)) else ""), field=name)
-    if request.pivot is not None:  # a passage the model reads, by the rules of a document's text (stop 103)
+def settle(methods: "Methods", asked: Asked, said: "Spelling", *, passages: "Passages | None" = None,
+           pivot: bool = False, allow_map_mismatch: bool = False, one_at_a_time: bool = False,
+           most: int | None = None) -> Settled:
+    """Rules 1 to 5 (see the module doc), in that order, for what a call asks (``asked``) of a session's ``methods``
+    (their map: ``methods.calibration``): the method serving it, ``top_k`` and ``min_p_topk``, whether the map applies,
+    the pivot's rules (``pivot``: the call gives one), the cuts and where their calls go. ``passages``: how the call's
+    documents are split (:func:`passages_for`); ``allow_map_mismatch``: a call may name another method than the map's;
+    ``one_at_a_time``: a server's request; ``most``: the most documents of one of the call's queries. The command line
+    settles its run's flags here once, each other entrance each request (:func:`admit`)."""
+    for name in ("cut", "cut_target"):  # rule 0: a number or a list was taken by some entrances, failing inside
+        _a_string(name, getattr(asked, name))
+    strategy = _method(methods, asked, said, one_at_a_time, most)
+    _calibrated(methods.calibration, asked, strategy, said, (passages, allow_map_mismatch))
+    strategy = _pivoted(methods.calibration, asked, strategy, said, (passages, pivot))
+    return Settled(*_cuts(methods.calibration, asked, strategy, said))
+
+
+def _a_string(name: str, value: Any) -> None:
+    if value is not None and not isinstance(value, str):
+        raise InputError(f"{name} must be a string, got {type(value).__name__}"
+                         + (f" (give {str(value)!r})" if isinstance(value, (int, float)) else ""), field=name)
+
+
+def _pivot_text(pivot: Any) -> None:
+    """A request's pivot passage, by the rules of a document's text (stop 103)."""
+    _a_string("pivot", pivot)
+    if pivot is not None:
         from ..records import visible
         from .documents import check_unicode
 
-        if not visible(request.pivot):
+        if not visible(pivot):
             raise InputError(PIVOT_BLANK, field="pivot")
-        check_unicode(request.pivot, "pivot", "pivot")
+        check_unicode(pivot, "pivot", "pivot")
 
 
-def _method(session: "SessionLike", request: Request, said: "Spelling", one_at_a_time: bool,
+def _method(methods: "Methods", asked: Asked, said: "Spelling", one_at_a_time: bool,
             most: int | None = None) -> "Strategy":
     """Rules 1 and 2: the method by its name, then with its budget, then with the call's top_k (each choice built
     once), each refusal naming the setting that caused it."""
-    if request.top_k is not None and not at_least(1).contains(request.top_k):
-        raise ParameterError(said.top_k, request.top_k, at_least(1).describe())
-    top_k = request.top_k  # k from top_k: never beyond the call's most documents (a top_n of 10**26 sets no such k)
+    if asked.top_k is not None and not at_least(1).contains(asked.top_k):
+        raise ParameterError(said.top_k, asked.top_k, at_least(1).describe())
+    top_k = asked.top_k  # k from top_k: never beyond the call's most documents (a top_n of 10**26 sets no such k)
     if top_k is not None and most is not None:
         top_k = min(top_k, max(1, most))
-    steps = (("method", (request.method, None, None)), ("budget", (request.method, None, request.budget)),
-             (said.top_k, (request.method, top_k, request.budget)))
+    steps = (("method", (asked.method, None, None)), ("budget", (asked.method, None, asked.budget)),
+             (said.top_k, (asked.method, top_k, asked.budget)))
     for field, (name, top_k, budget) in steps:
         with _named(field):
-            strategy = session.methods.for_call(name, top_k, budget)
+            strategy = methods.for_call(name, top_k, budget)
     if one_at_a_time:
         with _named("method"):
             check_servable(strategy)
-    if request.min_p_topk is not None:
-        if not between(0.0, 1.0).contains(request.min_p_topk):
-            raise ParameterError("min_p_topk", request.min_p_topk, between(0.0, 1.0).describe())
+    if asked.min_p_topk is not None:
+        if not between(0.0, 1.0).contains(asked.min_p_topk):
+            raise ParameterError("min_p_topk", asked.min_p_topk, between(0.0, 1.0).describe())
         if strategy.cutoff is None:
             raise InputError(f"min_p_topk needs a method with ratings and a cutoff k (acurank...), not "
                              f"{strategy.name!r}", field="min_p_topk")
     return strategy
 
 
-def _calibrated(session: "SessionLike", request: Request, strategy: "Strategy", said: "Spelling") -> None:
-    """Rule 3: with a map, a request it cannot apply to is refused, never answered with another quantity under the
-    name of P(relevant): a method without ratings or another method than the map's (a request naming one; the
-    session's own was checked when it was built), or documents split into passages."""
+def _calibrated(calibration: Any, asked: Asked, strategy: "Strategy", said: "Spelling", split: tuple) -> None:
+    """Rule 3: with a map, a call it cannot apply to is refused, never answered with another quantity under the name
+    of P(relevant): a method without ratings or another method than the map's (a call naming one, unless allowed:
+    ``split`` is (the passages, whether a mismatch is allowed); the session's own was checked when it was built), or
+    documents split into passages."""
     from ..relevance import check_applicable, check_origin
 
-    if session.calibration is None:
+    passages, allowed = split
+    if calibration is None:
         return
-    if request.method is not None:
+    if asked.method is not None:
         with _named("method"):
             check_applicable(strategy, None, said.calibration)
-            check_origin(session.calibration, None, strategy.name, allowed=session.allow_map_mismatch, said=said)
-    check_applicable(strategy, passages_for(session, request), said.calibration, said.passages)
+            check_origin(calibration, None, strategy.name, allowed=allowed, said=said)
+    check_applicable(strategy, passages, said.calibration, said.passages)
 
 
-def _pivoted(session: "SessionLike", request: Request, strategy: "Strategy", said: "Spelling") -> "Strategy":
-    """Rule 4: the method with the request's pivot in every window, the pivot's rules as every entrance says them
-    (documents ranked whole; a map fit with a pivot needs one, one fit without refuses it)."""
+def _pivoted(calibration: Any, asked: Asked, strategy: "Strategy", said: "Spelling", given: tuple) -> "Strategy":
+    """Rule 4: the method with the call's pivot in every window (``given``: (the passages, whether a pivot is given)),
+    the pivot's rules as every entrance says them (documents ranked whole; a map fit with a pivot needs one, one fit
+    without refuses it)."""
     from ..relevance import check_pivot, pivoted
 
-    if request.max_chunks is None:  # the passages, if any, are the session's own
+    passages, pivot = given
+    if asked.max_chunks is None:  # the passages, if any, are the session's own
         said = replace(said, passages=said.own_passages)
     with _named(said.pivot):
-        if request.pivot is not None:
+        if pivot:
             strategy = pivoted(strategy, said)
-        check_pivot(request.pivot is not None, passages_for(session, request), session.calibration, said)
+        check_pivot(pivot, passages, calibration, said)
     return strategy
 
 
-def _cuts(session: "SessionLike", request: Request, strategy: "Strategy", said: "Spelling") -> tuple["Strategy", tuple]:
-    """Rule 5: the request's cuts (``cut``, then ``min_p_relevant`` as the cut ``p:X``: one rule), both needing the
-    map, and the method with the cut's calls aimed as every entrance aims them (:func:`~acurank_cli.relevance.aims`:
-    the first cut's boundary)."""
+def _cuts(calibration: Any, asked: Asked, strategy: "Strategy", said: "Spelling") -> tuple["Strategy", tuple]:
+    """Rule 5: the call's cuts (``cut``, then ``min_p_relevant`` as the cut ``p:X``: one rule), both needing the map,
+    and the method with the cut's calls aimed as every entrance aims them (:func:`~acurank_cli.relevance.aims`: the
+    first cut's boundary)."""
     from ..relevance import Cut, aim_cut, cut_asked
 
-    also = None if request.min_p_relevant is None else "min_p_relevant"
-    parsed = cut_asked(session.calibration, request.cut, request.cut_target, said, also=also)
-    if request.min_p_relevant is not None and not between(0.0, 1.0).contains(request.min_p_relevant):
-        raise ParameterError("min_p_relevant", request.min_p_relevant, between(0.0, 1.0).describe())
-    cuts = tuple(c for c in (parsed, None if also is None else Cut("p", float(request.min_p_relevant)))
+    also = None if asked.min_p_relevant is None else "min_p_relevant"
+    parsed = cut_asked(calibration, asked.cut, asked.cut_target, said, also=also)
+    if asked.min_p_relevant is not None and not between(0.0, 1.0).contains(asked.min_p_relevant):
+        raise ParameterError("min_p_relevant", asked.min_p_relevant, between(0.0, 1.0).describe())
+    cuts = tuple(c for c in (parsed, None if also is None else Cut("p", float(asked.min_p_relevant)))
                  if c is not None)
     if cuts:
-        strategy = aim_cut(strategy, session.calibration, cuts[0], request.cut_target)
+        strategy = aim_cut(strategy, calibration, cuts[0], asked.cut_target)
     return strategy, cuts
 
 
@@ -274,10 +323,10 @@ def _split(session: "SessionLike", request: Request, prepared: "Prepared", said:
     """Rule 7: the request's documents as passages (None: whole)."""
     from .passages import split
 
-    spec = passages_for(session, request)
+    spec = passages_for(session, request.asked)
     if spec is None or prepared.task.n == 0:
         return None
-    with _named(said.passages if request.max_chunks is not None else said.documents, of_documents=True):
+    with _named(said.passages if request.asked.max_chunks is not None else said.documents, of_documents=True):
         return split(prepared.task, prepared.docs, spec)
 
 
@@ -295,12 +344,13 @@ def admit(session: "SessionLike", requests: Sequence[Request], said: "Spelling",
     most = max(sized) if len(sized) == len(requests) and sized else None  # one call's queries share one method
     for request in requests:
         with _of_query(request.qid):
-            _typed(request)
-            strategy = _method(session, request, said, one_at_a_time, most)
-            _calibrated(session, request, strategy, said)
-            strategy, cuts = _cuts(session, request, _pivoted(session, request, strategy, said), said)
+            _pivot_text(request.pivot)
+            settled = settle(session.methods, request.asked, said, passages=passages_for(session, request.asked),
+                             pivot=request.pivot is not None, allow_map_mismatch=session.allow_map_mismatch,
+                             one_at_a_time=one_at_a_time, most=most)
             prepared = _documents(session, request, said)
-            admitted.append(Admitted(request, prepared, strategy, cuts, _split(session, request, prepared, said)))
+            admitted.append(Admitted(request, prepared, settled.strategy, settled.cuts,
+                                     _split(session, request, prepared, said)))
     served = [a for a in admitted if a.prepared.task.n > 0]
     if served:
         strategy = served[0].strategy
@@ -310,7 +360,7 @@ def admit(session: "SessionLike", requests: Sequence[Request], said: "Spelling",
             with _of_query(a.request.qid), _named(said.documents, of_documents=True):
                 check_scores([a.prepared.task], strategy.init, "the documents' scores", zscore_way(session.calibration, said),
                              who=lambda qid, docid: f"document {docid}")
-        asked = any(a.split is not None and a.request.max_chunks is not None for a in served)
+        asked = any(a.split is not None and a.request.asked.max_chunks is not None for a in served)
         with _named(said.passages if asked else said.documents, of_documents=True):
             notes = check_tasks(strategy, [a.task for a in served])
         expect_kernels(strategy, [a.task for a in served])
@@ -359,8 +409,9 @@ def answer(session: "SessionLike", admitted: Admitted, outcome: "QueryOutcome | 
     if admitted.split is not None:
         outcome = admitted.split.gather(outcome)
     ratings, pivot = outcome.rated()
-    return output_of(admitted.prepared, outcome, ratings, admitted.strategy.cutoff, top_k=request.top_k,
-                     min_p_topk=request.min_p_topk, relevance=calibration, cuts=admitted.cuts, pivot=pivot)
+    return output_of(admitted.prepared, outcome, ratings, admitted.strategy.cutoff, top_k=request.asked.top_k,
+                     min_p_topk=request.asked.min_p_topk, relevance=calibration, cuts=admitted.cuts, pivot=pivot)
 
 
-__all__ = ["Admitted", "Request", "Unservable", "admit", "answer", "check_servable", "passages_for"]
+__all__ = ["Admitted", "Asked", "Request", "Settled", "Unservable", "admit", "answer", "check_servable", "passages_for",
+           "settle"]

@@ -27,7 +27,7 @@ from ..records import QueryOutcome, RankingTask, Step
 from ..rerankers.counted import Counted
 from ..results import relevance_scores
 from ..run.passages import Passages
-from ..run.request import Admitted, Request
+from ..run.request import Admitted, Asked, Request
 from .admission import Admission, Feed
 from ..run.pipeline import Session
 from .metrics import Metrics
@@ -131,9 +131,9 @@ class RerankService:
             raise BadRequest("the server is shutting down", None, 503, {"Retry-After": "5"})
         docs = [_document(text, title, original) for text, title, original in zip(call.texts, call.titles,
                                                                                 call.originals)]
-        request = Request(call.query, docs, call.id, instruction=call.instruction, top_k=call.top_n, cut=call.cut,
-                          cut_target=call.cut_target, pivot=call.pivot, method=call.method, budget=call.budget,
-                          max_chunks=call.max_chunks_per_doc)
+        request = Request(call.query, docs, call.id, instruction=call.instruction, pivot=call.pivot,
+                          asked=Asked(top_k=call.top_n, cut=call.cut, cut_target=call.cut_target, method=call.method,
+                                      budget=call.budget, max_chunks=call.max_chunks_per_doc))
         try:
             [admitted] = self.session.admit([request], SAID["request"], one_at_a_time=True)
         except InputError as exc:
