@@ -176,9 +176,9 @@ def keep_maps_settings(calibration: CalibrationMap | None, method: str, options:
     """A map is fit at one k (p_topk's) on ratings started one way (the method's ``init``: a run file's scores as
     they are, or their z-scores): a method that takes them and was given none keeps the map's for every call (a
     call's ``top_k`` or ``top_n`` then cuts the list but does not change k; documents, which start from z-scores
-    where no init is given, start as the map's did); another given is refused. The one owner of the rule at every
-    entrance: ``rerank``/``baseline`` (``--calibration``), the API, serve and MCP (through
-    :class:`~acurank_cli.run.pipeline.Methods`). A map written before it recorded its init keeps only its k."""
+    where no init is given, start as the map's did); another given is refused. The one owner of the rule, asked by
+    :class:`~acurank_cli.run.pipeline.Methods` at every entrance: ``rerank``/``baseline`` (``--calibration``), the
+    API, serve and MCP. A map written before it recorded its init keeps only its k."""
     from ..method.registry import method_options
 
     if calibration is None:

@@ -295,10 +295,12 @@ def _text_of(doc: Union[str, _Document], i: int, rank_fields: list[str] | None) 
 
 
 def response(call: RerankCall, order: Sequence[int], scores: Sequence[float], usage: Mapping[str, Any],
-             model: str, passages: Sequence[Mapping[str, Any] | None] = ()) -> dict[str, Any]:
+             model: str, passages: Sequence[Mapping[str, Any] | None] = (), *, warned: Sequence[str] = ()
+             ) -> dict[str, Any]:
     """The answer in the endpoint's shape: ``results`` (index into the request's documents, relevance_score,
     the document itself when asked for, and then a split document's scoring ``passage``), ``id``, ``meta`` (billed
-    units, tokens, acurank's accounting); on v1 also Jina's ``model`` and ``usage``."""
+    units, tokens, acurank's accounting in ``meta.acurank``, and ``meta.warnings``: the request's own, then
+    ``warned``, what the method warns of its documents at admission); on v1 also Jina's ``model`` and ``usage``."""
     results = []
     for j, (index, score) in enumerate(zip(order, scores)):
         item: dict[str, Any] = {"index": index, "relevance_score": score}
@@ -311,11 +313,10 @@ def response(call: RerankCall, order: Sequence[int], scores: Sequence[float], us
     tokens = {"input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"]}
     if usage.get("reasoning_tokens"):  # a thought is billed as output, and said apart
         tokens["reasoning_tokens"] = usage["reasoning_tokens"]
-    acurank = {key: value for key, value in usage.items() if key != "warnings"}
     meta: dict[str, Any] = {"api_version": {"version": call.api[1:]},
                             "billed_units": {"search_units": 1, **tokens}, "tokens": tokens,
-                            "acurank": acurank}
-    warned = [*call.warnings, *usage.get("warnings", ())]  # the request's, then the method's of its documents
+                            "acurank": dict(usage)}
+    warned = [*call.warnings, *warned]  # the request's, then the method's of its documents
     if warned:
         meta["warnings"] = warned
     out: dict[str, Any] = {"id": call.id, "results": results, "meta": meta}

@@ -204,8 +204,6 @@ class RerankService:
             usage["thought_cut"] = tally.thoughts_cut
         if out.note is not None:
             usage["note"] = out.note
-        if ticket.admitted.warnings:  # the method's, of these documents (said in meta.warnings)
-            usage["warnings"] = list(ticket.admitted.warnings)
         if ticket.call.truncated:
             usage["truncated_documents"] = ticket.call.truncated
         if ticket.admitted.split is not None:
