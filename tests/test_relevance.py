@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 
 import pytest
 
@@ -269,3 +270,36 @@ def test_a_map_is_fittable_is_checked_before_any_call_by_hand():
         check_fittable({"b": {"d3": 1}}, tasks, 1, "Q")
     with pytest.raises(InputError, match="^--calibrate Q: it judges none of this run's queries"):
         check_fittable({"c": {"d1": 2}}, tasks, 1, "Q")
+
+
+@pytest.mark.parametrize("options", [{"k": "10"}, {"k": 10.0}, {"k": 10.5}, {"k": "abc"}, {"k": True}, {"k": 0},
+                                     {"init": "SCORE"}, {"init": "bogus"}, {"init": 1}])
+def test_a_map_refuses_a_methods_option_out_of_its_domain_as_without_one(options):
+    """Held-out case (stop 106): with a map, k = "10", 10.0 and 10.5 were taken as 10, "abc" raised a bare ValueError,
+    True and 0 were blamed on the map ("this k is 1: give k = 10"), init "bogus" too: the option's own domain is
+    said first, as without a map, then the map's k and init."""
+    from acurank_cli.params import ParameterError
+    from acurank_cli.run.pipeline import Methods
+
+    m = CalibrationMap(1, (0.0,) * 3, (1.0,) * 3, (1.0, 0.0, 0.0), 0.0, {"k": 10, "init": "score"})
+    with pytest.raises(ParameterError) as alone:
+        Methods("acurank", options)
+    with pytest.raises(ParameterError) as mapped:
+        Methods("acurank", options, calibration=m)
+    assert str(mapped.value) == str(alone.value) and "must be" in str(alone.value)
+    assert Methods("acurank", {}, calibration=m).strategy.cutoff == 10  # valid: the map's k kept
+    with pytest.raises(InputError, match="^calibration: the map was fit on p_topk at k = 10 and this k is 5"):
+        Methods("acurank", {"k": 5}, calibration=m)
+
+
+@pytest.mark.parametrize("fit, said", [({"k": "ten"}, "the map's fit.k is 'ten'"), ({"k": 0}, "the map's fit.k is 0"),
+                                       ({"k": 10.7}, "the map's fit.k is 10.7"), ({"k": True}, "the map's fit.k is True"),
+                                       ({"init": "bogus"}, "the map's fit.init is 'bogus'"), ([1], 'a calibration map\'s "fit" must be an object')])
+def test_a_maps_fit_is_checked_when_it_is_read(fit, said):
+    """An edited map's k or init is its own fault, named with the map (it crashed, or was blamed on --k or --init)."""
+    rec = CalibrationMap(1, (0.0,) * 3, (1.0,) * 3, (1.0, 0.0, 0.0), 0.0, {}).to_json()
+    rec["fit"] = fit
+    with pytest.raises(InputError, match=f"^m.json: --calibration: {re.escape(said)}"):
+        CalibrationMap.of(rec, "m.json", "--calibration")
+    rec["fit"] = {"k": 10, "init": "zscore"}
+    assert CalibrationMap.of(rec).fit == {"k": 10, "init": "zscore"}

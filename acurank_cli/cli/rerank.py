@@ -119,7 +119,7 @@ def job_of(run: str, flags: RerankFlags, generated: dict, *, baseline_only: bool
     pivoted = Pivot.of(f.pivot)
     passages = Passages.of(f.passages, f.passage_score, f.max_passages)
     settled = settle(methods, Asked(cut=f.cut, cut_target=f.cut_target), SAID["cli"], passages=passages,
-                     pivot=pivoted is not None, allow_map_mismatch=f.allow_map_mismatch)  # the rules every entrance's call meets
+                     pivot=f.pivot, allow_map_mismatch=f.allow_map_mismatch)  # the rules every entrance's call meets
     strategy = settled.strategy
     if judged is not None:  # the run's cut as the rules read it, aimed as they aimed it
         judged = replace(judged, cut=settled.cuts[0] if settled.cuts else None, target=aims(calibration, f.cut_target))

@@ -202,7 +202,27 @@ class CalibrationMap:
             raise InputError(f"{flag}: a calibration map's numbers must be finite", name)
         if grade < 1:  # P(grade >= 0) is 1 for every document, judged or not: no map to fit or apply
             raise InputError(f"{flag}: a calibration map's grade is {grade}; relevant means a grade of at least 1", name)
-        return cls(grade, *vectors, intercept, dict(rec.get("fit") or {}))
+        return cls(grade, *vectors, intercept, _fit_of(rec.get("fit"), name, flag))
+
+
+def _fit_of(fit: Any, name: str, flag: str) -> dict:
+    """A map's record of its fit, checked where every entrance keeps what it says (the k and init a method keeps:
+    :func:`~acurank_cli.relevance.keep_maps_settings`): a k that is no whole number of at least 1, or an init no method
+    starts ratings with, is the map's fault, said naming the file (an edited map crashed, or was blamed on a flag
+    never given)."""
+    from ..method.choices import Init
+
+    if fit is None:
+        return {}
+    if not isinstance(fit, dict):
+        raise InputError(f"{flag}: a calibration map's \"fit\" must be an object, got {type(fit).__name__}", name)
+    k, init = fit.get("k"), fit.get("init")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise InputError(f"{flag}: the map's fit.k is {k!r}: a map is fit at a whole number k of at least 1", name)
+    if init is not None and init not in {i.value for i in Init}:
+        raise InputError(f"{flag}: the map's fit.init is {init!r}: ratings start with one of "
+                         f"{', '.join(i.value for i in Init)}", name)
+    return dict(fit)
 
 
 def monotone(probabilities: Sequence[float], rank: Sequence[int]):

@@ -152,11 +152,12 @@ class Methods:
         check_method_name(name)
         self.source = source or ScoreSource.documents
         self.options = {k: v for k, v in (options or {}).items() if v is not None}
-        keep_maps_settings(calibration, name or (DEFAULTS.baseline if baseline_only else DEFAULTS.method),
-                           self.options, flag)
         #: the map whose k every call keeps, whichever method it names (top_k then only cuts the list)
         self.calibration, self.flag = calibration, flag
-        self.strategy = method(name, self.options, self.source, baseline_only)
+        self.strategy = method(name, self.options, self.source, baseline_only)  # its options in their domains first
+        if calibration is not None and self.strategy.cutoff is not None:  # one without ratings: the map's refusal
+            keep_maps_settings(calibration, self.strategy.name, self.options, flag)
+            self.strategy = method(name, self.options, self.source, baseline_only)
         self.name = self.strategy.name  # as the family spells it: a call naming it in another case is its own
         self._chosen: dict[tuple, Strategy] = {}
 

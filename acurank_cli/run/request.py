@@ -2,6 +2,8 @@
 :class:`Asked` (top_k, the cuts, another method and its budget, passages a document), and :func:`settle` decides what
 it comes to, each rule in one place, in one order:
 
+0. the settings in their types, in the order a server's schema checks them (``top_k``, the pivot, the cut), and the
+   pivot's text as a document's;
 1. the method serving it: the session's own, or another by name with a budget (a server's request), with the map's
    k kept whatever ``top_k`` says (:class:`~acurank_cli.run.pipeline.Methods`); a request served alone refuses a
    method whose queries advance together;
@@ -190,31 +192,34 @@ def passages_for(session: "SessionLike", asked: Asked) -> "Passages | None":
 
 
 def settle(methods: "Methods", asked: Asked, said: "Spelling", *, passages: "Passages | None" = None,
-           pivot: bool = False, allow_map_mismatch: bool = False, one_at_a_time: bool = False,
+           pivot: str | None = None, allow_map_mismatch: bool = False, one_at_a_time: bool = False,
            most: int | None = None) -> Settled:
-    """Rules 1 to 5 (see the module doc), in that order, for what a call asks (``asked``) of a session's ``methods``
-    (their map: ``methods.calibration``): the method serving it, ``top_k`` and ``min_p_topk``, whether the map applies,
-    the pivot's rules (``pivot``: the call gives one), the cuts and where their calls go. ``passages``: how the call's
-    documents are split (:func:`passages_for`); ``allow_map_mismatch``: a call may name another method than the map's;
-    ``one_at_a_time``: a server's request; ``most``: the most documents of one of the call's queries. The command line
-    settles its run's flags here once, each other entrance each request (:func:`admit`)."""
-    for name in ("cut", "cut_target"):  # rule 0: a number or a list was taken by some entrances, failing inside
-        _a_string(name, getattr(asked, name))
+    """Rules 0 to 5 (see the module doc), in that order, for what a call asks (``asked``) of a session's ``methods``
+    (their map: ``methods.calibration``): the settings in their types, the method serving it, ``top_k`` and
+    ``min_p_topk``, whether the map applies, the pivot's rules, the cuts and where their calls go. ``pivot``: the
+    call's pivot as given (None: none; a request's passage, checked as a document's text; the command line's
+    --pivot); ``passages``: how the call's documents are split (:func:`passages_for`); ``allow_map_mismatch``: a call
+    may name another method than the map's; ``one_at_a_time``: a server's request; ``most``: the most documents of
+    one of the call's queries. The command line settles its run's flags here once, each other entrance each request
+    (:func:`admit`)."""
+    _typed(asked, said, pivot)
     strategy = _method(methods, asked, said, one_at_a_time, most)
     _calibrated(methods.calibration, asked, strategy, said, (passages, allow_map_mismatch))
-    strategy = _pivoted(methods.calibration, asked, strategy, said, (passages, pivot))
+    strategy = _pivoted(methods.calibration, asked, strategy, said, (passages, pivot is not None))
     return Settled(*_cuts(methods.calibration, asked, strategy, said))
 
 
-def _a_string(name: str, value: Any) -> None:
-    if value is not None and not isinstance(value, str):
-        raise InputError(f"{name} must be a string, got {type(value).__name__}"
-                         + (f" (give {str(value)!r})" if isinstance(value, (int, float)) else ""), field=name)
-
-
-def _pivot_text(pivot: Any) -> None:
-    """A request's pivot passage, by the rules of a document's text (stop 103)."""
-    _a_string("pivot", pivot)
+def _typed(asked: Asked, said: "Spelling", pivot: str | None) -> None:
+    """Rule 0: the settings a server's schema types, in its order, so that a call with two faults is refused for the
+    same one at every entrance: ``top_k`` in its domain, the pivot, the cut and its target strings (a number or a list
+    was taken by some entrances and failed inside, after admission: a cut of 0.3), then the pivot's text by the rules
+    of a document's (stop 103)."""
+    if asked.top_k is not None and not at_least(1).contains(asked.top_k):
+        raise ParameterError(said.top_k, asked.top_k, at_least(1).describe())
+    for name, value in (("pivot", pivot), ("cut", asked.cut), ("cut_target", asked.cut_target)):
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"{name} must be a string, got {type(value).__name__}"
+                             + (f" (give {str(value)!r})" if isinstance(value, (int, float)) else ""), field=name)
     if pivot is not None:
         from ..records import visible
         from .documents import check_unicode
@@ -228,8 +233,6 @@ def _method(methods: "Methods", asked: Asked, said: "Spelling", one_at_a_time: b
             most: int | None = None) -> "Strategy":
     """Rules 1 and 2: the method by its name, then with its budget, then with the call's top_k (each choice built
     once), each refusal naming the setting that caused it."""
-    if asked.top_k is not None and not at_least(1).contains(asked.top_k):
-        raise ParameterError(said.top_k, asked.top_k, at_least(1).describe())
     top_k = asked.top_k  # k from top_k: never beyond the call's most documents (a top_n of 10**26 sets no such k)
     if top_k is not None and most is not None:
         top_k = min(top_k, max(1, most))
@@ -344,9 +347,8 @@ def admit(session: "SessionLike", requests: Sequence[Request], said: "Spelling",
     most = max(sized) if len(sized) == len(requests) and sized else None  # one call's queries share one method
     for request in requests:
         with _of_query(request.qid):
-            _pivot_text(request.pivot)
             settled = settle(session.methods, request.asked, said, passages=passages_for(session, request.asked),
-                             pivot=request.pivot is not None, allow_map_mismatch=session.allow_map_mismatch,
+                             pivot=request.pivot, allow_map_mismatch=session.allow_map_mismatch,
                              one_at_a_time=one_at_a_time, most=most)
             prepared = _documents(session, request, said)
             admitted.append(Admitted(request, prepared, settled.strategy, settled.cuts,

@@ -303,12 +303,25 @@ def test_a_cut_run_is_resumed_with_its_empty_queries_done(fitted, tmp_path):
     (("--calibration", "MAP", "--init", "zscore"), "acurank: error: --calibration: the map was fit on ratings started "
                                                     "with init score and this init is zscore: give --init score, or "
                                                     "fit a map with init zscore"),
+    # held-out cases (stop 106): a k out of its domain was blamed on the map; a method without ratings was told to
+    # give the map's k first; an edited map's fit crashed (exit 1) or was blamed on a flag never given
+    (("--calibration", "MAP", "--k", "0"), "acurank: error: --k 0: must be an integer >= 1"),
+    (("--calibration", "MAP", "--method", "blitz-k20", "--k", "5"),
+     "acurank: error: --calibration: method 'blitz-k20' keeps no ratings to calibrate"),
+    (("--calibration", "BADK"), "--calibration: the map's fit.k is 'ten': a map is fit at a whole number k of at "
+                                "least 1"),
+    (("--calibration", "BADINIT"), "--calibration: the map's fit.init is 'bogus': ratings start with one of score, "
+                                   "zscore, uniform"),
 ])
 def test_faults_are_one_line_and_exit_2_before_any_call(fitted, tmp_path, extra, said):
     tmp, _ = fitted
     other = tmp_path / "other.qrels"  # qrels of other queries: no run query judged
     other.write_text("".join(f"X{line}\n" for line in (DL19 / "qrels.txt").read_text().splitlines()))
-    subst = {"MAP": str(tmp / "map.json"), "QRELS": str(DL19 / "qrels.txt"), "TOPICS": str(DL19 / "topics.tsv"), "missing.json": str(tmp_path / "missing.json"),
+    for name, key, value in (("badk.json", "k", "ten"), ("badinit.json", "init", "bogus")):  # a map edited by hand
+        edited = json.loads((tmp / "map.json").read_text())
+        edited["fit"][key] = value
+        (tmp_path / name).write_text(json.dumps(edited))
+    subst = {"BADK": str(tmp_path / "badk.json"), "BADINIT": str(tmp_path / "badinit.json"),"MAP": str(tmp / "map.json"), "QRELS": str(DL19 / "qrels.txt"), "TOPICS": str(DL19 / "topics.tsv"), "missing.json": str(tmp_path / "missing.json"),
              "new.json": str(tmp_path / "new.json"), "DIR": str(tmp_path), "OTHER": str(other)}
     said = said.replace("DIR", str(tmp_path)).replace("OTHER", str(other))
     args = [subst.get(a, a) for a in extra]
