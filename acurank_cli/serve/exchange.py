@@ -47,7 +47,7 @@ async def exchange(service: RerankService, model: str, body: Callable[[], Awaita
             log(f"serve: request {call.id}: the reranker failed: {exc}")
             raise BadRequest(f"the reranker failed (request {call.id}; the server's log says why)", None, 502) from None
         order, scores, usage, passages = service.answer(ticket, outcome)
-        return response(call, order, scores, usage, model, passages)
+        return response(call, order, scores, usage, model, passages, warned=ticket.admitted.warnings)
     except BadRequest as exc:
         status = str(exc.status)
         raise
