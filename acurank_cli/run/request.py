@@ -50,12 +50,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..results import RerankOutput
     from .documents import Prepared
     from .passages import Passages, Split
-    from .pipeline import Methods
 
 
 #: the :class:`~acurank_cli.run.pipeline.Session` whose rules a request meets (its methods, map, passages, backend):
 #: named, not imported, as the session imports this module
 SessionLike = Any
+#: the :class:`~acurank_cli.run.pipeline.Methods` a call's method is chosen from (with their map): named, not imported,
+#: for the same reason
+MethodsLike = Any
 
 
 class Unservable(InputError):
@@ -191,7 +193,7 @@ def passages_for(session: "SessionLike", asked: Asked) -> "Passages | None":
     return replace(own, max_per_doc=min(most, own.max_per_doc))
 
 
-def settle(methods: "Methods", asked: Asked, said: "Spelling", *, passages: "Passages | None" = None,
+def settle(methods: MethodsLike, asked: Asked, said: "Spelling", *, passages: "Passages | None" = None,
            pivot: str | None = None, allow_map_mismatch: bool = False, one_at_a_time: bool = False,
            most: int | None = None) -> Settled:
     """Rules 0 to 5 (see the module doc), in that order, for what a call asks (``asked``) of a session's ``methods``
@@ -229,7 +231,7 @@ def _typed(asked: Asked, said: "Spelling", pivot: str | None) -> None:
         check_unicode(pivot, "pivot", "pivot")
 
 
-def _method(methods: "Methods", asked: Asked, said: "Spelling", one_at_a_time: bool,
+def _method(methods: MethodsLike, asked: Asked, said: "Spelling", one_at_a_time: bool,
             most: int | None = None) -> "Strategy":
     """Rules 1 and 2: the method by its name, then with its budget, then with the call's top_k (each choice built
     once), each refusal naming the setting that caused it."""
