@@ -294,7 +294,11 @@ def test_a_map_refuses_a_methods_option_out_of_its_domain_as_without_one(options
 
 @pytest.mark.parametrize("fit, said", [({"k": "ten"}, "the map's fit.k is 'ten'"), ({"k": 0}, "the map's fit.k is 0"),
                                        ({"k": 10.7}, "the map's fit.k is 10.7"), ({"k": True}, "the map's fit.k is True"),
-                                       ({"init": "bogus"}, "the map's fit.init is 'bogus'"), ([1], 'a calibration map\'s "fit" must be an object')])
+                                       ({"init": "bogus"}, "the map's fit.init is 'bogus'"), ([1], 'a calibration map\'s "fit" must be an object'),
+                                       ({"signals": "oops"}, "the map's fit.signals is 'oops'"),
+                                       ({"signals": {"top": ["a"]}}, "the map's fit.signals.top must be a list of finite"),
+                                       ({"qids": "23849"}, "the map's fit.qids is '23849'"),
+                                       ({"method": 42}, "the map's fit.method is 42")])
 def test_a_maps_fit_is_checked_when_it_is_read(fit, said):
     """An edited map's k or init is its own fault, named with the map (it crashed, or was blamed on --k or --init)."""
     rec = CalibrationMap(1, (0.0,) * 3, (1.0,) * 3, (1.0, 0.0, 0.0), 0.0, {}).to_json()

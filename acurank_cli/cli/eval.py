@@ -189,14 +189,15 @@ def _evaluated(runs: list[str], judged: dict, qrels: str, wanted: set[str] | Non
     """Each run evaluated (checked against the qrels, its mean calls from its stats), and the queries of each
     (what --against must cover)."""
     from ..evaluation import evaluate
-    from ..io.run_files import stats_path_for
+    from ..io.run_files import cut_to_nothing, stats_path_for
 
     rows, gated = [], {}
     for path in runs:
         run, held = _scores(path, wanted)
         gated[path] = set(run)
-        _check_against_qrels(path, run, judged, qrels, fill, len(held))
         beside = stats_path_for(path) if path != "-" else None
+        emptied = cut_to_nothing(stats or beside) - set(held)  # finished with no line (--cut): the run's queries
+        _check_against_qrels(path, run, judged, qrels, fill, len(held) + len(emptied))
         calls = _mean_calls(Path(stats) if stats else beside, path, held, wanted) if stats or beside else None
         rows.append(EvalRow(path, evaluate(run, judged, measure, rel_level, fill=fill), calls))
     return rows, gated

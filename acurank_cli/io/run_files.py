@@ -93,6 +93,21 @@ def _recorded_qids(path: Path) -> dict[str, int | None]:
     return found
 
 
+def started(run: Path) -> bool:
+    """Whether a run file was started by a rerank, and so is continued: it holds lines, or it is empty beside its meta
+    file (every query finished so far was cut to no document, ``--cut``: an empty run was refused as existing)."""
+    return run.is_file() and (run.stat().st_size > 0 or MetaFile.path_for(run).is_file())
+
+
+def cut_to_nothing(stats: str | Path | None) -> set[str]:
+    """The queries a run's stats record as cut to no document (``--cut``: a query whose ranking holds no relevant
+    document, ``relevance.kept`` 0): finished, with no line in the run (valid TREC). A run's queries are its lines'
+    and these, for eval, report, merge and a resume alike (each counted them as missing: the run unfinished)."""
+    if stats is None or not Path(stats).is_file():
+        return set()
+    return {q for q, kept in _recorded_qids(Path(stats)).items() if kept == 0}
+
+
 def _traced(trace: Path, stats: Path | None) -> set[str]:
     """The queries a trace holds whole: a line for each step their stats record lists (a trace cut within a query
     holds some); without stats, every query it holds a line of. Both read as streams, counts kept (memory flat)."""
@@ -113,6 +128,8 @@ def stats_of_run(stats: str | Path, run: str | Path, queries: set[str], over: se
     warning (what a mean over the records covers)."""
     records = read_stats(stats)
     meta = MetaFile.find(run)  # read once
+    queries = set(queries) | {q for q, r in records.items()  # a query cut to nothing is the run's, with no line
+                              if r.relevance is not None and r.relevance.kept == 0}
     foreign = [q for q in records if q not in queries]
     if foreign and meta is not None and meta.unfinished(len(queries)):  # a run cut short (a kill writes the stats before the run block)
         foreign = []
@@ -343,8 +360,7 @@ class RunFiles:
         beside it decides (:meth:`check_resume`), before any of them is written."""
         if not self.to_file or self.overwrite:
             return False
-        path = Path(self.output)
-        return path.is_file() and path.stat().st_size > 0
+        return started(Path(self.output))
 
     def stats_path(self) -> str | None:
         """--stats, or X.stats.jsonl beside --output X.run."""
@@ -433,7 +449,7 @@ class RunWriter:
             self._fh["run"] = _appender(self.output, "w")  # a device or FIFO: no resume, no meta
         elif self.output and self.output != "-":
             path = Path(self.output)
-            if path.exists() and path.stat().st_size > 0 and not overwrite:  # checked by RunFiles.open first
+            if started(path) and not overwrite:  # checked by RunFiles.open first
                 kept, self.without_stats = finished_blocks(path, self.stats, expected, tag)
                 if self.trace:  # a trace cut or deleted: its queries are traced again, as a stats record's are
                     traced = _traced(Path(self.trace), Path(self.stats) if self.stats else None)

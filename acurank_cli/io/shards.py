@@ -23,7 +23,7 @@ from typing import Iterator
 from ..errors import InputError
 from .plan import FilePlan, replacing
 from .meta_file import MetaFile
-from .run_files import command_part, stats_path_for
+from .run_files import command_part, cut_to_nothing, stats_path_for
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ def merge(paths: list[str], output: str, overwrite: bool = False) -> tuple[int, 
     queries = 0
     for p in parts:  # every part finished: checked before anything is written, holding only query ids
         wanted = [q for q in order if p.shard.holds(q)]
-        have = {q for q, _ in _blocks(p.run, run_key)}
+        have = {q for q, _ in _blocks(p.run, run_key)} | cut_to_nothing(p.stats)  # a query cut to nothing: done
         lacking = [q for q in wanted if q not in have]
         if lacking:
             raise InputError(f"is unfinished: {len(lacking)} of its {len(wanted)} queries are missing (e.g. "

@@ -222,7 +222,27 @@ def _fit_of(fit: Any, name: str, flag: str) -> dict:
     if init is not None and init not in {i.value for i in Init}:
         raise InputError(f"{flag}: the map's fit.init is {init!r}: ratings start with one of "
                          f"{', '.join(i.value for i in Init)}", name)
+    for key in ("method", "backend"):
+        if fit.get(key) is not None and not isinstance(fit[key], str):
+            raise InputError(f"{flag}: the map's fit.{key} is {fit[key]!r}: the name it was fit with", name)
+    qids = fit.get("qids")
+    if qids is not None and (not isinstance(qids, list) or not all(isinstance(q, str) for q in qids)):
+        raise InputError(f"{flag}: the map's fit.qids is {qids!r}: the list of its fitting queries' ids", name)
+    _signals_of(fit.get("signals"), name, flag)
     return dict(fit)
+
+
+def _signals_of(signals: Any, name: str, flag: str) -> None:
+    """A map's recorded first-stage signals (what :func:`~acurank_cli.relevance.shift.compared` reads): an object of
+    lists of finite numbers (a hand-edited one crashed the comparison)."""
+    if signals is None:
+        return
+    if not isinstance(signals, dict):
+        raise InputError(f"{flag}: the map's fit.signals is {signals!r}: an object of lists of numbers", name)
+    for key, values in signals.items():
+        if not isinstance(values, list) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values):
+            raise InputError(f"{flag}: the map's fit.signals.{key} must be a list of finite numbers", name)
 
 
 def monotone(probabilities: Sequence[float], rank: Sequence[int]):

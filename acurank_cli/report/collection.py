@@ -29,7 +29,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..evaluation import DEFAULT_MEASURE, check_judged, evaluate, measure_name
 from ..io.meta_file import MetaFile
-from ..io.run_files import method_name_of, stats_of_run, stats_path_for
+from ..io.run_files import cut_to_nothing, method_name_of, stats_of_run, stats_path_for
 from ..io.collection_files import read_qrels, read_topics
 from ..io.runs import read_run, read_scores
 from ..io.plan import FilePlan
@@ -306,7 +306,8 @@ def _check_runs(found: dict[str, DatasetRuns]) -> None:
             meta = MetaFile.find(mr.run_path)
             if meta is None:
                 continue
-            left = meta.unfinished(len(mr.run_dict()))
+            held = set(mr.run_dict()) | cut_to_nothing(mr.stats_path)  # a query cut to nothing is finished
+            left = meta.unfinished(len(held))
             if left:
                 raise InputError(f"{ds.name}/{method}: {mr.run_path} is unfinished ({left}); finish it (rerun its "
                                  "rerank command) or leave it out, so that every column covers the same queries")

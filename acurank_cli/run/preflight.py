@@ -140,6 +140,10 @@ def _checked_relevance(job: Any, spec: Any) -> None:
     if job.calibrate is not None and job.calibrate.absolute and not spec.pointwise:  # an applied map's: check_origin
         raise InputError(f"--absolute reads the reranker's own score of each document alone, and reranker "
                          f"{job.backend} gives none (a pointwise reranker does: minilm, ce:)")
+    if job.calibrate is not None and job.inputs.shard is not None:  # merge fits none: each shard's map its own
+        raise InputError("--shard with --calibrate: the map is fit on the run's judged queries when it ends, so each "
+                         "shard would fit one on its own queries and write it to the same --calibration file; fit "
+                         "the map without --shard")
     if job.relevance is not None and job.relevance.prior is not None and job.inputs.shard is not None:
         raise InputError("--shard with --prior em: EM estimates the share of relevant candidates over the run's "
                          "queries, so each shard would move its map by its own and the merged run would differ from "

@@ -265,6 +265,35 @@ def test_a_cut_run_is_resumed_with_its_empty_queries_done(fitted, tmp_path):
     assert (tmp_path / "c.run").read_text() == before
 
 
+def test_queries_cut_to_nothing_are_finished_for_eval_report_merge_and_a_resume(fitted, tmp_path):
+    """Held-out case (stop 106): a query cut to no document has no line in the run (valid TREC) and a stats record
+    saying it kept 0. eval called such a run unfinished and averaged its calls over the other queries only, report
+    refused it, merge refused its shards, and a run whose every query so far was cut to nothing (an empty file) was
+    refused as existing on a rerun instead of resumed."""
+    tmp, _ = fitted
+    args = sim(DL20, "--calibration", tmp / "map.json", "--cut", "p:0.95")
+    acurank(*args, "-o", tmp_path / "c.run")
+    records = stats(tmp_path / "c.stats.jsonl")
+    empty = {q for q, r in records.items() if r["relevance"]["kept"] == 0}
+    lines = {line.split()[0] for line in (tmp_path / "c.run").read_text().splitlines()}
+    assert empty and lines and not empty & lines and len(records) == len(lines | empty) == 54
+    ran = acurank("eval", tmp_path / "c.run", "--qrels", DL20 / "qrels.txt")
+    assert "unfinished" not in ran.stderr, ran.stderr
+    mean = sum(r["calls"] for r in records.values()) / 54  # over every query, the ones cut to nothing too
+    assert f"mean_calls\tall\t{mean:.2f}" in ran.stdout, ran.stdout
+    assert acurank("report", "table", tmp_path / "c.run", "--qrels", DL20 / "qrels.txt", check=False).returncode == 0
+    for i in (1, 2):
+        acurank(*args, "--shard", f"{i}/2", "-o", tmp_path / f"s{i}.run")
+    acurank("merge", tmp_path / "s1.run", tmp_path / "s2.run", "-o", tmp_path / "m.run")
+    assert (tmp_path / "m.run").read_bytes() == (tmp_path / "c.run").read_bytes()
+    every = sim(DL20, "--calibration", tmp / "map.json", "--cut", "p:1", "--qids", ",".join(sorted(empty)[:2]),
+                "-o", tmp_path / "e.run")
+    acurank(*every)
+    assert (tmp_path / "e.run").read_bytes() == b""  # every query cut to nothing
+    again = acurank(*every)
+    assert again.returncode == 0 and "2 of 2 queries already done" in again.stderr, again.stderr
+
+
 @pytest.mark.parametrize("extra, said", [
     (("--cut", "f1"), "--cut needs --calibration"),
     (("--score", "p_relevant"), "--score p_relevant needs --calibration"),
@@ -312,6 +341,8 @@ def test_a_cut_run_is_resumed_with_its_empty_queries_done(fitted, tmp_path):
                                 "least 1"),
     (("--calibration", "BADINIT"), "--calibration: the map's fit.init is 'bogus': ratings start with one of score, "
                                    "zscore, uniform"),
+    (("--calibration", "new.json", "--calibrate", "QRELS", "--shard", "1/2"),
+     "acurank: error: --shard with --calibrate: the map is fit on the run's judged queries when it ends"),
 ])
 def test_faults_are_one_line_and_exit_2_before_any_call(fitted, tmp_path, extra, said):
     tmp, _ = fitted
