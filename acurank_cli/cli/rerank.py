@@ -118,8 +118,9 @@ def job_of(run: str, flags: RerankFlags, generated: dict, *, baseline_only: bool
                                baseline_only=baseline_only)  # the map's k kept, as at every entrance
     pivoted = Pivot.of(f.pivot)
     passages = Passages.of(f.passages, f.passage_score, f.max_passages)
+    given = True if pivoted is not None else None  # the pivot's file read and checked above (Pivot.of)
     settled = settle(methods, Asked(cut=f.cut, cut_target=f.cut_target), SAID["cli"], passages=passages,
-                     pivot=f.pivot, allow_map_mismatch=f.allow_map_mismatch)  # the rules every entrance's call meets
+                     pivot=given, allow_map_mismatch=f.allow_map_mismatch)  # the rules every entrance's call meets
     strategy = settled.strategy
     if judged is not None:  # the run's cut as the rules read it, aimed as they aimed it
         judged = replace(judged, cut=settled.cuts[0] if settled.cuts else None, target=aims(calibration, f.cut_target))

@@ -211,13 +211,14 @@ def _fit_of(fit: Any, name: str, flag: str) -> dict:
     starts ratings with, is the map's fault, said naming the file (an edited map crashed, or was blamed on a flag
     never given)."""
     from ..method.choices import Init
+    from ..params import at_least
 
     if fit is None:
         return {}
     if not isinstance(fit, dict):
         raise InputError(f"{flag}: a calibration map's \"fit\" must be an object, got {type(fit).__name__}", name)
     k, init = fit.get("k"), fit.get("init")
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+    if k is not None and not at_least(1).contains(k):  # the domain of a method's k
         raise InputError(f"{flag}: the map's fit.k is {k!r}: a map is fit at a whole number k of at least 1", name)
     if init is not None and init not in {i.value for i in Init}:
         raise InputError(f"{flag}: the map's fit.init is {init!r}: ratings start with one of "

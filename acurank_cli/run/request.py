@@ -194,17 +194,17 @@ def passages_for(session: "SessionLike", asked: Asked) -> "Passages | None":
 
 
 def settle(methods: MethodsLike, asked: Asked, said: "Spelling", *, passages: "Passages | None" = None,
-           pivot: str | None = None, allow_map_mismatch: bool = False, one_at_a_time: bool = False,
+           pivot: Any = None, allow_map_mismatch: bool = False, one_at_a_time: bool = False,
            most: int | None = None) -> Settled:
     """Rules 0 to 5 (see the module doc), in that order, for what a call asks (``asked``) of a session's ``methods``
     (their map: ``methods.calibration``): the settings in their types, the method serving it, ``top_k`` and
     ``min_p_topk``, whether the map applies, the pivot's rules, the cuts and where their calls go. ``pivot``: the
-    call's pivot as given (None: none; a request's passage, checked as a document's text; the command line's
-    --pivot); ``passages``: how the call's documents are split (:func:`passages_for`); ``allow_map_mismatch``: a call
+    call's pivot as given (None: none; a request's passage, checked as a document's text; True: one given otherwise,
+    the command line's --pivot, read and checked as its file); ``passages``: how the call's documents are split (:func:`passages_for`); ``allow_map_mismatch``: a call
     may name another method than the map's; ``one_at_a_time``: a server's request; ``most``: the most documents of
     one of the call's queries. The command line settles its run's flags here once, each other entrance each request
     (:func:`admit`)."""
-    _typed(asked, said, pivot)
+    _typed(asked, said, None if pivot is True else pivot)
     strategy = _method(methods, asked, said, one_at_a_time, most)
     _calibrated(methods.calibration, asked, strategy, said, (passages, allow_map_mismatch))
     strategy = _pivoted(methods.calibration, asked, strategy, said, (passages, pivot is not None))
