@@ -400,7 +400,8 @@ def html_cmd(
     from ..io.collection_files import read_topics
     from ..io.meta_file import MetaFile
     from ..io.run_files import stats_path_for
-    from ..report.explorer import ExplorerRun, write_explorer
+    from ..report.collection import MethodRun
+    from ..report.explorer import DATASET, write_explorer
     from .flags import say
 
     named = [tuple(r.split("=", 1)) if "=" in r else (_method_name(r, i), r) for i, r in enumerate(runs, 1)]
@@ -423,9 +424,10 @@ def html_cmd(
         plan.read("RUN", path)
         stats, beside = stats_path_for(path), str(Path(path).with_suffix(".trace.jsonl"))
         found = traces.get(name) or (beside if Path(beside).is_file() else None)
-        chosen.append(ExplorerRun(name, path, stats if stats and Path(stats).is_file() else None, found))
+        chosen.append(MethodRun(DATASET, name, Path(path), stats if stats and Path(stats).is_file() else None,
+                                trace_path=None if found is None else Path(found)))
         meta = MetaFile.path_for(path)  # read for the run's settings: never written over
-        for flag, extra in (("--stats", chosen[-1].stats), ("--trace", found),
+        for flag, extra in (("--stats", chosen[-1].stats_path), ("--trace", found),
                             ("(the meta file beside RUN)", str(meta) if meta.is_file() else None)):
             if extra:
                 plan.read(flag, extra)

@@ -58,13 +58,15 @@ def _record_cost(rec: StatsRecord, kind: str) -> float | None:
 
 @dataclass
 class MethodRun:
-    """One method's run on one dataset, with its stats file if any (both read lazily)."""
+    """One method's run on one dataset, with its stats file if any (both read lazily) and its trace, where a report
+    draws one (``report html``)."""
 
     dataset: str
     method: str
     run_path: Path
     stats_path: Path | None = None
     first_stage: bool = False
+    trace_path: Path | None = None
     _scores: dict | None = field(default=None, repr=False)
     _stats: dict | None = field(default=None, repr=False)
 
@@ -404,6 +406,13 @@ def build_collection(
             else:
                 found[name] = ds
     _named_files(found, qrels, topics, runs, stats)
+    return assembled(found, datasets, methods, first_stage=first_stage, measure=measure, rel_level=rel_level)
+
+
+def assembled(found: dict[str, DatasetRuns], datasets: Sequence[str] = (), methods: Sequence[str] = (), *,
+              first_stage: str = "bm25", measure: str = DEFAULT_MEASURE, rel_level: int = 1) -> Collection:
+    """The :class:`Collection` of the datasets ``found`` (by :func:`build_collection`, or given as records: ``report
+    html``'s runs), each run checked (:func:`_check_runs`); ``datasets`` and ``methods`` restrict and order them."""
     if datasets:
         missing = [d for d in datasets if d not in found]
         if missing:

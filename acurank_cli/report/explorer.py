@@ -20,7 +20,10 @@ import html
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .collection import MethodRun
 
 #: how many documents of each ranking the per-query view lists, and how many documents' ratings a trace keeps
 SHOWN, TRACE_TOP = 20, 8
@@ -28,14 +31,8 @@ SHOWN, TRACE_TOP = 20, 8
 OPENING = 100
 
 
-@dataclass(frozen=True)
-class ExplorerRun:
-    """One run of the explorer: its name, its file, its stats (None: none) and its trace (None: none)."""
-
-    name: str
-    path: str
-    stats: str | None = None
-    trace: str | None = None
+#: the one dataset of the page's collection: its runs name it (:class:`~.collection.MethodRun`)
+DATASET = "runs"
 
 
 def _ordered(scores: dict[str, float]) -> list[str]:
@@ -54,7 +51,7 @@ class _Traced:
     windows: dict[str, int]
 
 
-def _trace_of(path: str | None) -> dict[str, _Traced]:
+def _trace_of(path: str | Path | None) -> dict[str, _Traced]:
     """Each query's trace (the one trace reader), read a query at a time: a query's lines are written together, and
     only what the page shows of them is kept (a later block of a qid wins, as in the stats), so a trace of any
     length costs the memory of one query's steps."""
@@ -118,40 +115,39 @@ def _summary(table, measure: str) -> list[dict[str, Any]]:
     return out
 
 
-def build_explorer(runs: Sequence[ExplorerRun], qrels_path: str, *, measure: str, rel_level: int = 1,
+def build_explorer(runs: Sequence[MethodRun], qrels_path: str, *, measure: str, rel_level: int = 1,
                    baseline: str | None = None, topics: dict[str, str] | None = None,
                    corpus: str | None = None) -> tuple[dict, dict]:
     """The overview and every query's view, as the page reads them: the runs, their stats and per-query measures
     held and read once by ``report table``'s :class:`~.collection.Collection` (the first run without stats is the
     first stage, 0 calls); ``corpus``: the documents' texts (see the module's doc)."""
-    from .collection import build_collection
+    from .collection import DatasetRuns, assembled
     from .tables import build_table, measure_label
 
-    base = baseline or runs[0].name
-    first = next((r.name for r in runs if r.stats is None), "")
-    coll = build_collection(runs=[f"runs:{r.name}={r.path}" for r in runs], qrels=[f"runs={qrels_path}"],
-                            stats=[f"runs:{r.name}={r.stats}" for r in runs if r.stats], first_stage=first,
-                            measure=measure, rel_level=rel_level)
-    judged = coll.datasets["runs"].qrels()
-    scores = {r.name: coll.run("runs", r.name).run_dict() for r in runs}
-    per_query = {r.name: coll.per_query("runs", r.name) for r in runs}
-    stats = {r.name: coll.run("runs", r.name).stats() or {} for r in runs}
-    traces = {r.name: _trace_of(r.trace) for r in runs}
-    table = build_table([coll], {"runs": base})
+    base = baseline or runs[0].method
+    first = next((r.method for r in runs if r.stats_path is None), "")
+    coll = assembled({DATASET: DatasetRuns(DATASET, Path(qrels_path), runs={r.method: r for r in runs})},
+                     first_stage=first, measure=measure, rel_level=rel_level)
+    judged = coll.datasets[DATASET].qrels()
+    scores = {r.method: r.run_dict() for r in runs}
+    per_query = {r.method: coll.per_query(DATASET, r.method) for r in runs}
+    stats = {r.method: r.stats() or {} for r in runs}
+    traces = {r.method: _trace_of(r.trace_path) for r in runs}
+    table = build_table([coll], {DATASET: base})
     label = measure_label(measure, rel_level)
     qids = sorted(set().union(*(set(s) for s in scores.values())) & set(judged))
-    other = next((r.name for r in runs if r.name != base), base)  # the run the page compares with the baseline
+    other = next((r.method for r in runs if r.method != base), base)  # the run the page compares with the baseline
 
     queries, views = [], {}
     for q in qids:
         row: dict[str, Any] = {"qid": q, "text": (topics or {}).get(q, ""), "values": {}, "calls": {}, "tokens": {},
                                "money": {}}
         for r in runs:
-            row["values"][r.name] = per_query[r.name].get(q)
-            rec = stats[r.name].get(q)
-            row["calls"][r.name] = None if rec is None else rec.calls
-            row["tokens"][r.name] = None if rec is None else (rec.input_tokens or 0) + (rec.output_tokens or 0)
-            row["money"][r.name] = None if rec is None else rec.money
+            row["values"][r.method] = per_query[r.method].get(q)
+            rec = stats[r.method].get(q)
+            row["calls"][r.method] = None if rec is None else rec.calls
+            row["tokens"][r.method] = None if rec is None else (rec.input_tokens or 0) + (rec.output_tokens or 0)
+            row["money"][r.method] = None if rec is None else rec.money
         top = _ordered(scores[other].get(q, {}))[:10]
         row["unjudged_top10"] = sum(1 for d in top if d not in judged.get(q, {}))
         queries.append(row)
@@ -164,7 +160,7 @@ def build_explorer(runs: Sequence[ExplorerRun], qrels_path: str, *, measure: str
     if corpus is not None:
         _add_texts(views, stats, corpus)
     priced = any(m is not None for row in queries for m in row["money"].values())
-    overview = {"measure": label, "baseline": base, "runs": [r.name for r in runs],
+    overview = {"measure": label, "baseline": base, "runs": [r.method for r in runs],
                 "summary": _summary(table, coll.measure), "priced": priced,
                 "queries": queries}
     return overview, views
@@ -175,25 +171,25 @@ def _scoring_passages(rec) -> dict:
     return dict(rec.passages.best) if rec is not None and rec.passages is not None else {}
 
 
-def _query_view(q: str, runs: Sequence[ExplorerRun], scores: dict, judged: dict, stats: dict, base: str) -> dict:
+def _query_view(q: str, runs: Sequence[MethodRun], scores: dict, judged: dict, stats: dict, base: str) -> dict:
     base_rank = {d: i + 1 for i, d in enumerate(_ordered(scores[base].get(q, {})))}
     view: dict[str, Any] = {"qid": q, "rankings": {}, "iterations": {}, "thinking": {}, "relevance": {}, "trace": {}}
     for r in runs:
-        order = _ordered(scores[r.name].get(q, {}))[:SHOWN]
-        view["rankings"][r.name] = [{"docid": d, "grade": judged.get(q, {}).get(d), "was": base_rank.get(d)}
+        order = _ordered(scores[r.method].get(q, {}))[:SHOWN]
+        view["rankings"][r.method] = [{"docid": d, "grade": judged.get(q, {}).get(d), "was": base_rank.get(d)}
                                     for d in order]
-        rec = stats[r.name].get(q)
+        rec = stats[r.method].get(q)
         best = _scoring_passages(rec)
-        for d in view["rankings"][r.name]:  # --passages: the passage that scored a split document, by its words
+        for d in view["rankings"][r.method]:  # --passages: the passage that scored a split document, by its words
             if d["docid"] in best:
                 span = best[d["docid"]]
                 d["passage"] = [span.index, span.start, span.end]
         if rec is not None:
-            view["iterations"][r.name] = [{"step": it.step, "phase": it.phase.value, "uncertain": it.uncertain,
+            view["iterations"][r.method] = [{"step": it.step, "phase": it.phase.value, "uncertain": it.uncertain,
                                            "windows": len(it.window_sizes)} for it in rec.iterations]
-            view["thinking"][r.name] = rec.reasoning_tokens
+            view["thinking"][r.method] = rec.reasoning_tokens
             if rec.relevance is not None:
-                view["relevance"][r.name] = {"p": dict(rec.relevance.p), "kept": rec.relevance.kept,
+                view["relevance"][r.method] = {"p": dict(rec.relevance.p), "kept": rec.relevance.kept,
                                              "p_none": rec.relevance.p_none}
     return view
 
@@ -235,13 +231,13 @@ def render_explorer(overview: dict, views: dict[str, dict], title: str) -> str:
             .replace("__DATA__", "\n".join(blocks)).replace("__SCRIPT__", _SCRIPT))
 
 
-def write_explorer(runs: Sequence[ExplorerRun], qrels: str, output: str | Path, *, measure: str, rel_level: int = 1,
+def write_explorer(runs: Sequence[MethodRun], qrels: str, output: str | Path, *, measure: str, rel_level: int = 1,
                    baseline: str | None = None, topics: dict[str, str] | None = None,
                    corpus: str | None = None) -> int:
     """Build and write the page; returns its size in bytes."""
     overview, views = build_explorer(runs, qrels, measure=measure, rel_level=rel_level, baseline=baseline,
                                      topics=topics, corpus=corpus)
-    text = render_explorer(overview, views, f"acurank runs: {', '.join(r.name for r in runs)}")
+    text = render_explorer(overview, views, f"acurank runs: {', '.join(r.method for r in runs)}")
     Path(output).write_text(text, encoding="utf-8")
     return len(text.encode("utf-8"))
 
