@@ -210,20 +210,6 @@ class Reranker:
         if said is not None:
             warnings.warn(said, UserWarning, stacklevel=4)
 
-    def strategy_for(self, top_k: int | None) -> Strategy:
-        """The method that serves a call keeping ``top_k`` documents (:meth:`~acurank_cli.run.pipeline.Methods.for_call`)."""
-        return self.methods.for_call(top_k=top_k)
-
-    def method_for(self, method: str | None = None, top_k: int | None = None, budget: int | None = None) -> Strategy:
-        """The method serving one call: another method by its ``--method`` name, ``budget`` calls a query
-        (:meth:`~acurank_cli.run.pipeline.Methods.for_call`)."""
-        return self.methods.for_call(method, top_k, budget)
-
-    def prepared(self, query: str, docs: Sequence[DocLike], strategy: Strategy, *, qid: str = "q") -> Prepared:
-        """One query's documents as a task, checked under ``strategy`` before any call
-        (:meth:`~acurank_cli.run.pipeline.Session.prepared`)."""
-        return self._session.prepared(query, docs, strategy, qid)
-
     def estimate(self, queries: Iterable[tuple[str, Sequence[DocLike]]], *, qids: Sequence[str] | None = None,
                  qrels: Mapping[str, Mapping[str, int]] | None = None, rehearsals: int = 20,
                  noise: float | None = None,
@@ -302,7 +288,7 @@ class Reranker:
     @property
     def cutoff(self) -> int | None:
         """The method's cutoff k as built, which p_topk refers to (None for a method without one); a call with
-        ``top_k`` and no k given at construction refers to k = top_k (:meth:`strategy_for`)."""
+        ``top_k`` and no k given at construction refers to k = top_k (:meth:`~acurank_cli.run.pipeline.Methods.for_call`)."""
         return self.strategy.cutoff
 
     async def arerank(self, query: str, docs: Sequence[DocLike], **keywords: Any) -> RerankOutput:

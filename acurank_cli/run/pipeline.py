@@ -29,7 +29,6 @@ from .request import Unservable, check_servable
 
 if TYPE_CHECKING:
     from ..results import RerankOutput
-    from .documents import Prepared
     from .passages import Passages
     from .request import Admitted, Request
 
@@ -309,19 +308,6 @@ class Session:
         from .passages import Splitter
 
         return Splitter(self.passages, texts_of or (lambda task: docs or {}))
-
-    def prepared(self, query: str, docs: Sequence[Any], strategy: Strategy, qid: str = "q",
-                 instruction: str | None = None) -> "Prepared":
-        """One query's documents (strings, dicts, Docs) as a task, checked under ``strategy`` before any call: what
-        the API does first for each query, and the server's admission of a request (``instruction``: the query's
-        own, refused where the backend puts none in a prompt)."""
-        from .documents import prepare
-
-        self.check_instruction(instruction)
-        p = prepare(query, docs, qid, instruction, reads_texts=self.needs_texts)
-        if p.task.n > 0:
-            self.check([p.task], "the documents' scores", strategy)
-        return p
 
     def admit(self, requests: Sequence["Request"], said: Any, *, one_at_a_time: bool = False) -> list["Admitted"]:
         """Every rule about each request, in one order, before any call (:func:`acurank_cli.run.request.admit`):
