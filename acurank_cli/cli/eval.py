@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, List, Optional
@@ -102,9 +103,12 @@ def _mean_calls(path: Path, run: str, queries: set[str], wanted: set[str] | None
 
 
 def _check_against_qrels(path: str, run: dict, judged: dict, qrels: str, fill: bool = True,
-                         held: int | None = None) -> None:
+                         held: int | None = None, emptied: Sequence[str] = ()) -> None:
     """Foreign qrels (no query in common) are an error; few shared queries, a run that covers only part of the
-    qrels' queries, and an unfinished run (its meta file says it was made for more queries) are warnings."""
+    qrels' queries, and an unfinished run (its meta file says it was made for more queries) are warnings.
+    ``emptied``: the run's queries cut to nothing (no line): its queries with the others, and counted 0 where the mean
+    fills (without --no-fill, as trec_eval, a query with no line is out of the mean)."""
+    run = [*run, *emptied] if fill else list(run)
     from ..io.run_files import unfinished
 
     from ..evaluation import check_judged, coverage
@@ -164,8 +168,8 @@ def eval_cmd(
         judged = {q: v for q, v in judged.items() if q in wanted}
     fill = not no_fill
     rows, gated = _evaluated(runs, judged, qrels, wanted, stats=stats, measure=measure, rel_level=rel_level, fill=fill)
-    base = None if base_run is None else evaluate(_covering(base_run, _scores(base_run, wanted)[0], gated), judged,
-                                                   measure, rel_level, fill=fill)
+    base = None if base_run is None else evaluate(_covering(base_run, _scores(base_run, wanted, _emptied(base_run))[0],
+                                                            gated), judged, measure, rel_level, fill=fill)
     averaging = rows[0].evaluation.averaging if rows else ""
     if out.fmt in (Format.tsv, Format.trec_eval):
         say(f"{qrels}: averaged over {averaging}")
@@ -175,13 +179,21 @@ def eval_cmd(
         _gate(rows, floor_gates, base_run, base, [(m.name, m.label) for m in parsed], max_drop=max_drop, alpha=alpha)
 
 
-def _scores(path: str, wanted: set[str] | None) -> tuple[dict, set[str]]:
+def _scores(path: str, wanted: set[str] | None, emptied: set[str]) -> tuple[dict, set[str]]:
     """The run's scores (of the --qids queries) and the queries the file holds: one run in memory at a time, as
-    one qid -> docid -> score mapping (what ir_measures takes)."""
+    one qid -> docid -> score mapping (what ir_measures takes); ``emptied``: the queries its stats record as cut to
+    nothing (with some, a file with no line is a run, not an empty file)."""
     from ..io.runs import read_scores
 
-    parsed = read_scores(path)
+    parsed = read_scores(path, empty_ok=bool(emptied))
     return ({q: d for q, d in parsed.items() if q in wanted} if wanted is not None else parsed), set(parsed)
+
+
+def _emptied(path: str, stats: str | None = None) -> set[str]:
+    """The queries a run's stats (``stats``, else X.stats.jsonl beside the run) record as cut to nothing."""
+    from ..io.run_files import cut_to_nothing, stats_path_for
+
+    return cut_to_nothing(stats or (stats_path_for(path) if path != "-" else None))
 
 
 def _evaluated(runs: list[str], judged: dict, qrels: str, wanted: set[str] | None, *, stats: str | None,
@@ -189,15 +201,17 @@ def _evaluated(runs: list[str], judged: dict, qrels: str, wanted: set[str] | Non
     """Each run evaluated (checked against the qrels, its mean calls from its stats), and the queries of each
     (what --against must cover)."""
     from ..evaluation import evaluate
-    from ..io.run_files import cut_to_nothing, stats_path_for
+    from ..io.run_files import stats_path_for
 
     rows, gated = [], {}
     for path in runs:
-        run, held = _scores(path, wanted)
-        gated[path] = set(run)
         beside = stats_path_for(path) if path != "-" else None
-        emptied = cut_to_nothing(stats or beside) - set(held)  # finished with no line (--cut): the run's queries
-        _check_against_qrels(path, run, judged, qrels, fill, len(held) + len(emptied))
+        emptied = _emptied(path, stats)  # finished with no line (--cut): the run's queries
+        run, held = _scores(path, wanted, emptied)
+        gated[path] = set(run)
+        emptied -= held
+        shown = sorted(q for q in emptied if wanted is None or q in wanted)
+        _check_against_qrels(path, run, judged, qrels, fill, len(held) + len(emptied), shown)
         calls = _mean_calls(Path(stats) if stats else beside, path, held, wanted) if stats or beside else None
         rows.append(EvalRow(path, evaluate(run, judged, measure, rel_level, fill=fill), calls))
     return rows, gated

@@ -118,23 +118,24 @@ def run_blocks(lines: Iterator[tuple[int, str]], name: str, keep: Callable[[str]
         yield RunBlock(qid, tuple(docids), tuple(scores), start, qid in done)
 
 
-def run_scores(lines: Iterator[tuple[int, str]], name: str) -> dict[str, dict[str, float]]:
+def run_scores(lines: Iterator[tuple[int, str]], name: str, empty_ok: bool = False) -> dict[str, dict[str, float]]:
     """A run's numbered lines folded into qid -> docid -> score (the blocks of a query that is not grouped
-    joined); "run file is empty" when there are none."""
+    joined); "run file is empty" when there are none, unless ``empty_ok`` (a run whose every query was cut to no
+    document: :func:`~acurank_cli.io.run_files.cut_to_nothing`)."""
     runs: dict[str, dict[str, float]] = {}
     for block in run_blocks(lines, name, earlier=lambda q: runs.get(q, ())):
         runs.setdefault(block.qid, {}).update(zip(block.docids, block.scores))
-    if not runs:
+    if not runs and not empty_ok:
         raise InputError("run file is empty", name)
     return runs
 
 
-def read_scores(src: Source) -> dict[str, dict[str, float]]:
+def read_scores(src: Source, empty_ok: bool = False) -> dict[str, dict[str, float]]:
     """A TREC run as evaluation takes it, qid -> docid -> score (no record per line is kept): what ``eval`` holds
-    of a run."""
+    of a run; ``empty_ok``: its stats say its queries were cut to nothing (:func:`run_scores`)."""
     name = source_name(src)
     with open_text(src) as fh:
-        return run_scores(numbered(fh), name)
+        return run_scores(numbered(fh), name, empty_ok)
 
 
 def as_run(runs: dict[str, dict[str, float]], depth: int | None) -> Run:

@@ -77,7 +77,7 @@ class MethodRun:
     def run_dict(self) -> dict[str, dict[str, float]]:
         """qid -> docid -> score, for evaluation: the one copy of the run a report holds (read once, kept)."""
         if self._scores is None:
-            self._scores = read_scores(self.run_path)
+            self._scores = read_scores(self.run_path, empty_ok=bool(cut_to_nothing(self.stats_path)))
         return self._scores
 
     def stats(self) -> dict[str, StatsRecord] | None:
@@ -319,8 +319,9 @@ def _check_runs(found: dict[str, DatasetRuns]) -> None:
             continue
         judged = set(ds.qrels())
         for method, mr in ds.runs.items():
-            check_judged(mr.run_dict(), ds.qrels(), str(ds.qrels_path), str(mr.run_path))  # none shared: refused
-            shared = len(judged & set(mr.run_dict()))
+            held = [*mr.run_dict(), *sorted(cut_to_nothing(mr.stats_path) - set(mr.run_dict()))]  # a query cut to
+            check_judged(held, ds.qrels(), str(ds.qrels_path), str(mr.run_path))  # nothing counts 0; none shared: refused
+            shared = len(judged & set(held))
             if shared < len(judged):
                 print(f"acurank: warning: {ds.name}/{method}: {shared} of the {len(judged)} qrels queries are in the "
                       "run; the others count as 0", file=sys.stderr)

@@ -292,6 +292,16 @@ def test_queries_cut_to_nothing_are_finished_for_eval_report_merge_and_a_resume(
     assert (tmp_path / "e.run").read_bytes() == b""  # every query cut to nothing
     again = acurank(*every)
     assert again.returncode == 0 and "2 of 2 queries already done" in again.stderr, again.stderr
+    # and it is evaluated and reported (stop 107: "run file is empty"): its two queries hold nothing relevant in
+    # their top 10 and count 0 with the other judged queries the run does not hold; its calls are its two queries'
+    ran = acurank("eval", tmp_path / "e.run", "--qrels", DL20 / "qrels.txt", "-m", "ndcg_cut_10")
+    two = sorted(empty)[:2]
+    mean = sum(records[q]["calls"] for q in two) / 2
+    assert "ndcg_cut_10\tall\t0.0000" in ran.stdout and f"mean_calls\tall\t{mean:.2f}" in ran.stdout, ran.stdout
+    assert "unfinished" not in ran.stderr and "2 of the 54 qrels queries" in ran.stderr, ran.stderr
+    table = acurank("report", "table", tmp_path / "e.run", "--qrels", DL20 / "qrels.txt", "-f", "json")
+    cell = next(iter(json.loads(table.stdout)["methods"][0]["datasets"].values()))
+    assert cell["ndcg_cut_10"] == 0 and cell["calls"] == pytest.approx(mean) and cell["stats_queries"] == 2, cell
 
 
 @pytest.mark.parametrize("extra, said", [
