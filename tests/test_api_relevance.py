@@ -162,6 +162,9 @@ def test_a_cut_aims_its_calls_where_the_command_line_aims_them(tmp_path):
         for target in ("cut", "topk", None):
             out = rr.rerank("q", docs, qid=qid, pivot="simulated", cut="f1", cut_target=target)
             assert ([d.id for d in out], out.calls) == runs[target], target
+        for target, spelt in (("cut", " CUT"), ("topk", "TopK")):  # in any case, as cut's F1 (stop 107: refused)
+            out = rr.rerank("q", docs, qid=qid, pivot="simulated", cut="F1", cut_target=spelt)
+            assert ([d.id for d in out], out.calls) == runs[target], spelt
         kept = rr.rerank("q", docs, qid=qid, pivot="simulated", min_p_relevant=0.5)  # the cut p:0.5, aimed alike
         assert kept.calls == rr.rerank("q", docs, qid=qid, pivot="simulated", cut="p:0.5").calls
         with pytest.raises(InputError) as refused:

@@ -106,7 +106,7 @@ def job_of(run: str, flags: RerankFlags, generated: dict, *, baseline_only: bool
     from ..run.ray_executor import ray_options
     from ..run.passages import Passages
     from ..io.shards import Shard
-    from ..relevance import SAID, Pivot, aims, options as relevance_options
+    from ..relevance import SAID, Pivot, options as relevance_options
     from ..run.request import Asked, settle
 
     f = flags
@@ -123,7 +123,7 @@ def job_of(run: str, flags: RerankFlags, generated: dict, *, baseline_only: bool
                      pivot=given, allow_map_mismatch=f.allow_map_mismatch)  # the rules every entrance's call meets
     strategy = settled.strategy
     if judged is not None:  # the run's cut as the rules read it, aimed as they aimed it
-        judged = replace(judged, cut=settled.cuts[0] if settled.cuts else None, target=aims(calibration, f.cut_target))
+        judged = replace(judged, cut=settled.cuts[0] if settled.cuts else None, target=settled.aimed)
     return RerankJob(
         inputs=InputSpec(run=run, depth=f.depth, topics=f.topics, corpus=f.corpus, index=f.index, dataset=f.dataset,
                          qrels=f.qrels, qids=f.qids, skip_missing=f.skip_missing,

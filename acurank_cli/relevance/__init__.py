@@ -36,10 +36,10 @@ from .maps import (ABSOLUTE, EM_BOUNDARY, EM_MIN_QUERIES, CLIP, FEATURES, FORMAT
 from .maps import _sigmoid  # noqa: F401 - the tests check it against the library
 from .pivot import SAID, Pivot, Spelling, check_pivot, pivoted, zscore_way
 from .shift import Shift, signals_of
-from .rules import (SCORES, TARGETS, Calibrate, Relevance, aim_cut, aims, check_applicable, check_origin, check_target,
+from .rules import (SCORES, TARGETS, Calibrate, Relevance, aims, check_applicable, check_origin, check_target,
                     cut_asked, judge, judged, Judgement, keep_maps_settings, loaded, options)
 
 __all__ = ["ABSOLUTE", "EM_BOUNDARY", "EM_MIN_QUERIES", "absolute_of", "adjusted", "em_share", "CLIP", "FEATURES", "FORMAT", "L2", "PIVOT_FEATURES", "SAID", "SCORES", "TARGETS", "Calibrate", "check_fittable",
-           "CalibrationMap", "Cut", "CutTarget", "Pivot", "Relevance", "Shift", "Spelling", "aim_cut", "aims", "auc", "brier", "calibration_error",
+           "CalibrationMap", "Cut", "CutTarget", "Pivot", "Relevance", "Shift", "Spelling", "aims", "auc", "brier", "calibration_error",
            "check_applicable", "check_origin", "check_pivot", "check_target", "cut_asked", "expected_f1_cut", "f1_at", "f1_kept", "feature_matrix",
            "features", "fit", "judge", "judged", "Judgement", "keep_maps_settings", "loaded", "monotone", "oracle_f1", "options", "p_none", "pivoted", "signals_of", "zscore_way"]

@@ -121,25 +121,29 @@ def check_prior(calibration: CalibrationMap) -> None:
                          "relevant); fit it again with --calibrate")
 
 
-def check_target(target: str | None, cut: bool, said: Any) -> None:
-    """Where a cut's calls go (``--cut-target``, the API's and a request's ``cut_target``): ``cut`` or ``topk``, and
-    only with a cut (``said``: the entrance's :class:`~acurank_cli.relevance.Spelling`)."""
-    if target is not None and target not in TARGETS:
+def check_target(target: str | None, cut: bool, said: Any) -> str | None:
+    """Where a cut's calls go (``--cut-target``, the API's and a request's ``cut_target``): ``cut`` or ``topk`` in any
+    case, as a cut's ``f1`` and a method's name are read, and only with a cut (``said``: the entrance's
+    :class:`~acurank_cli.relevance.Spelling`). Returns it as it is spelt in :data:`TARGETS` (None: not given)."""
+    spelt = None if target is None else target.strip().lower()
+    if spelt is not None and spelt not in TARGETS:
         raise InputError(f"{said.target} {target!r}: must be one of {', '.join(TARGETS)}", field=said.target)
-    if target is not None and not cut:
+    if spelt is not None and not cut:
         raise InputError(f"{said.target} says where a cut's calls go; give {said.cut}", field=said.target)
+    return spelt
 
 
 def cut_asked(calibration: CalibrationMap | None, cut: str | None, target: str | None, said: Any,
-              also: str | None = None) -> Cut | None:
+              also: str | None = None) -> tuple[Cut | None, str | None]:
     """A call's cut (the API's and a request's ``cut``; ``also``: another setting that cuts, the API's
     ``min_p_relevant``), checked in one order: where its calls go (:func:`check_target`), that a map gives P(relevant),
-    the cut's spelling (:meth:`Cut.parse`). None: no ``cut``."""
-    check_target(target, cut is not None or also is not None, said)
+    the cut's spelling (:meth:`Cut.parse`). Returns (the cut, None: no ``cut``; its target as spelt in
+    :data:`TARGETS`)."""
+    target = check_target(target, cut is not None or also is not None, said)
     for name in (said.cut if cut is not None else None, also):
         if name is not None and calibration is None:
             raise InputError(f"{name} needs {said.no_map}", field=name)
-    return None if cut is None else Cut.parse(cut, said.cut)
+    return (None if cut is None else Cut.parse(cut, said.cut)), target
 
 
 def aims(calibration: CalibrationMap, target: str | None) -> bool:
@@ -154,12 +158,6 @@ def aims(calibration: CalibrationMap, target: str | None) -> bool:
                              "aim at the top k (cut_target topk)", field="cut_target")
         return False
     return target == "cut" if target is not None else calibration.pivoted
-
-
-def aim_cut(strategy, calibration: CalibrationMap, cut: Cut, target: str | None):
-    """A call's method with its cut's calls aimed where :func:`aims` says (the API's ``cut=`` and a request's
-    ``cut``, as :meth:`Relevance.aimed` aims ``--cut``'s)."""
-    return Relevance(calibration, cut, target=aims(calibration, target)).aimed(strategy)
 
 
 def loaded(value: Any, flag: str = "calibration") -> CalibrationMap | None:

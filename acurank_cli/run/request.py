@@ -124,6 +124,8 @@ class Settled:
 
     strategy: "Strategy"
     cuts: tuple = ()
+    #: whether the first cut's calls are aimed at its boundary (:func:`~acurank_cli.relevance.aims`)
+    aimed: bool = False
 
 
 @dataclass(frozen=True)
@@ -288,21 +290,22 @@ def _pivoted(calibration: Any, asked: Asked, strategy: "Strategy", said: "Spelli
     return strategy
 
 
-def _cuts(calibration: Any, asked: Asked, strategy: "Strategy", said: "Spelling") -> tuple["Strategy", tuple]:
+def _cuts(calibration: Any, asked: Asked, strategy: "Strategy", said: "Spelling") -> tuple["Strategy", tuple, bool]:
     """Rule 5: the call's cuts (``cut``, then ``min_p_relevant`` as the cut ``p:X``: one rule), both needing the map,
     and the method with the cut's calls aimed as every entrance aims them (:func:`~acurank_cli.relevance.aims`: the
     first cut's boundary)."""
-    from ..relevance import Cut, aim_cut, cut_asked
+    from ..relevance import Cut, Relevance, aims, cut_asked
 
     also = None if asked.min_p_relevant is None else "min_p_relevant"
-    parsed = cut_asked(calibration, asked.cut, asked.cut_target, said, also=also)
+    parsed, target = cut_asked(calibration, asked.cut, asked.cut_target, said, also=also)
     if asked.min_p_relevant is not None and not between(0.0, 1.0).contains(asked.min_p_relevant):
         raise ParameterError("min_p_relevant", asked.min_p_relevant, between(0.0, 1.0).describe())
     cuts = tuple(c for c in (parsed, None if also is None else Cut("p", float(asked.min_p_relevant)))
                  if c is not None)
-    if cuts:
-        strategy = aim_cut(strategy, calibration, cuts[0], asked.cut_target)
-    return strategy, cuts
+    if not cuts:
+        return strategy, cuts, False
+    aimed = aims(calibration, target)
+    return Relevance(calibration, cuts[0], target=aimed).aimed(strategy), cuts, aimed
 
 
 def _documents(session: "SessionLike", request: Request, said: "Spelling") -> "Prepared":
