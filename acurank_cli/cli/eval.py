@@ -102,7 +102,7 @@ def _mean_calls(path: Path, run: str, queries: set[str], wanted: set[str] | None
     return statistics.fmean(r.calls for r in records.values()) if records else None
 
 
-def _check_against_qrels(path: str, run: dict, judged: dict, qrels: str, fill: bool = True,
+def _check_against_qrels(path: str, run: dict, judged: dict, qrels: str, *, fill: bool = True,
                          held: int | None = None, emptied: Sequence[str] = ()) -> None:
     """Foreign qrels (no query in common) are an error; few shared queries, a run that covers only part of the
     qrels' queries, and an unfinished run (its meta file says it was made for more queries) are warnings.
@@ -211,7 +211,7 @@ def _evaluated(runs: list[str], judged: dict, qrels: str, wanted: set[str] | Non
         gated[path] = set(run)
         emptied -= held
         shown = sorted(q for q in emptied if wanted is None or q in wanted)
-        _check_against_qrels(path, run, judged, qrels, fill, len(held) + len(emptied), shown)
+        _check_against_qrels(path, run, judged, qrels, fill=fill, held=len(held) + len(emptied), emptied=shown)
         calls = _mean_calls(Path(stats) if stats else beside, path, held, wanted) if stats or beside else None
         rows.append(EvalRow(path, evaluate(run, judged, measure, rel_level, fill=fill), calls))
     return rows, gated
