@@ -168,8 +168,7 @@ def eval_cmd(
         judged = {q: v for q, v in judged.items() if q in wanted}
     fill = not no_fill
     rows, gated = _evaluated(runs, judged, qrels, wanted, stats=stats, measure=measure, rel_level=rel_level, fill=fill)
-    base = None if base_run is None else evaluate(_covering(base_run, _scores(base_run, wanted, _emptied(base_run))[0],
-                                                            gated), judged, measure, rel_level, fill=fill)
+    base = None if base_run is None else evaluate(_covering(base_run, gated, wanted), judged, measure, rel_level, fill=fill)
     averaging = rows[0].evaluation.averaging if rows else ""
     if out.fmt in (Format.tsv, Format.trec_eval):
         say(f"{qrels}: averaged over {averaging}")
@@ -203,14 +202,21 @@ def _evaluated(runs: list[str], judged: dict, qrels: str, wanted: set[str] | Non
     from ..evaluation import evaluate
     from ..io.run_files import stats_path_for
 
+    if stats is not None and stats != "-" and not Path(stats).is_file():  # a stats file named is read, never passed by
+        raise InputError("--stats: " + ("is a directory, expected a file" if Path(stats).is_dir() else "no such file"),
+                         stats)
     rows, gated = [], {}
     for path in runs:
         beside = stats_path_for(path) if path != "-" else None
         emptied = _emptied(path, stats)  # finished with no line (--cut): the run's queries
         run, held = _scores(path, wanted, emptied)
-        gated[path] = set(run)
         emptied -= held
         shown = sorted(q for q in emptied if wanted is None or q in wanted)
+        gated[path] = set(run) | set(shown)
+        if not fill and not set(run) & set(judged):  # a mean of nothing, which a gate would read as 0
+            raise InputError("--no-fill averages over the run's judged queries that have a line, and it has none"
+                             + (f" ({len(shown)} cut to nothing)" if shown else "")
+                             + ": leave out --no-fill to count the qrels' queries it lacks as 0", path)
         _check_against_qrels(path, run, judged, qrels, fill=fill, held=len(held) + len(emptied), emptied=shown)
         calls = _mean_calls(Path(stats) if stats else beside, path, held, wanted) if stats or beside else None
         rows.append(EvalRow(path, evaluate(run, judged, measure, rel_level, fill=fill), calls))
@@ -243,11 +249,14 @@ def _plan(runs: list[str], qrels: str, qids: str | None, stats: str | None, base
     return plan.read("--against", base_run)
 
 
-def _covering(base_run: str, base: dict, gated: dict[str, set]) -> dict:
-    """The base run of --against, refused when it lacks queries a gated run has (``gated``: path -> its qids): its
-    missing queries would score 0 and every gate against it would hold by default."""
+def _covering(base_run: str, gated: dict[str, set], wanted: set[str] | None = None) -> dict:
+    """The base run of --against (its scores, of the --qids queries), refused when it lacks queries a gated run has
+    (``gated``: path -> its qids, those cut to nothing too): its missing queries would score 0 and every gate against
+    it would hold by default. A query the base cut to nothing is one of its queries (it scores 0 there)."""
+    emptied = _emptied(base_run)
+    base = _scores(base_run, wanted, emptied)[0]
     for path, run in gated.items():
-        lacking = [q for q in run if q not in base]
+        lacking = [q for q in run if q not in base and q not in emptied]
         if lacking:
             raise InputError(f"--against {base_run} lacks {len(lacking)} of the {len(run)} queries of {path} (e.g. "
                              f"{lacking[0]}): a gate against it would hold by default; give a base run of the same "

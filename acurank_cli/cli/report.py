@@ -399,7 +399,7 @@ def html_cmd(
 ) -> None:
     from ..io.collection_files import read_topics
     from ..io.meta_file import MetaFile
-    from ..io.run_files import stats_path_for
+    from ..io.run_files import stats_path_for, trace_path_for
     from ..report.collection import MethodRun
     from ..report.explorer import DATASET, write_explorer
     from .flags import say
@@ -422,7 +422,7 @@ def html_cmd(
     plan = FilePlan().read("--qrels", qrels)
     for name, path in named:
         plan.read("RUN", path)
-        stats, beside = stats_path_for(path), str(Path(path).with_suffix(".trace.jsonl"))
+        stats, beside = stats_path_for(path), str(trace_path_for(path))  # beside X.run or X.run.gz
         found = traces.get(name) or (beside if Path(beside).is_file() else None)
         chosen.append(MethodRun(DATASET, name, Path(path), stats if stats and Path(stats).is_file() else None,
                                 trace_path=None if found is None else Path(found)))

@@ -50,6 +50,13 @@ def stats_path_for(run_path: str | Path) -> Path:
     return p.with_name((method_name_of(p) or p.name) + ".stats.jsonl")
 
 
+def trace_path_for(run_path: str | Path) -> Path:
+    """The trace a report looks for beside a run: ``X.run`` (or ``X.run.gz``) -> ``X.trace.jsonl`` (a run of another
+    name: its name without its last suffix)."""
+    p = Path(run_path)
+    return p.with_name((method_name_of(p) or p.stem) + ".trace.jsonl")
+
+
 def read_stats(path: str | Path) -> dict[str, StatsRecord]:
     """The one stats reader: a per-query stats JSONL file -> {qid: StatsRecord}; a later record for a qid
     wins (a resumed run appends)."""

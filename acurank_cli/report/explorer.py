@@ -57,6 +57,7 @@ def _trace_of(path: str | Path | None) -> dict[str, _Traced]:
     length costs the memory of one query's steps."""
     if path is None:
         return {}
+    from ..errors import InputError
     from ..io.line_records import trace_record
     from ..io.sources import open_text
 
@@ -70,12 +71,17 @@ def _trace_of(path: str | Path | None) -> dict[str, _Traced]:
             steps.clear()
 
     with open_text(path) as lines:
-        for line in lines:
-            if line.strip():
+        for lineno, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
                 rec = trace_record(json.loads(line))
-                if steps and rec.qid != steps[0].qid:
-                    done()
-                steps.append(rec)
+            except (ValueError, KeyError, TypeError, AttributeError):  # JSONDecodeError is a ValueError
+                raise InputError("--trace: not a trace record (a line of rerank --trace: qid, iteration, phase, t, "
+                                 "docs)", str(path), lineno) from None
+            if steps and rec.qid != steps[0].qid:
+                done()
+            steps.append(rec)
     done()
     return out
 

@@ -299,6 +299,16 @@ def test_queries_cut_to_nothing_are_finished_for_eval_report_merge_and_a_resume(
     mean = sum(records[q]["calls"] for q in two) / 2
     assert "ndcg_cut_10\tall\t0.0000" in ran.stdout and f"mean_calls\tall\t{mean:.2f}" in ran.stdout, ran.stdout
     assert "unfinished" not in ran.stderr and "2 of the 54 qrels queries" in ran.stderr, ran.stderr
+    # a second held-out trial (stop 107): --against a base whose queries were cut to nothing called them missing, a
+    # --stats that is no file was passed by (a false "unfinished"), --no-fill over no line printed a mean of nothing
+    gate = acurank("eval", tmp_path / "e.run", "--qrels", DL20 / "qrels.txt", "--against", tmp_path / "c.run",
+                   check=False)  # c.run cut both of e.run's queries to nothing too: it covers them (and e.run drops)
+    assert gate.returncode == 1 and "gate failed" in gate.stderr and "lacks" not in gate.stderr, gate.stderr
+    for extra, said in ((("--stats", tmp_path / "none.jsonl"), f"{tmp_path / 'none.jsonl'}: --stats: no such file"),
+                        (("--no-fill",), f"{tmp_path / 'e.run'}: --no-fill averages over the run's judged queries "
+                                         "that have a line, and it has none (2 cut to nothing)")):
+        refused = acurank("eval", tmp_path / "e.run", "--qrels", DL20 / "qrels.txt", *extra, check=False)
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and said in refused.stderr, refused.stderr
     table = acurank("report", "table", tmp_path / "e.run", "--qrels", DL20 / "qrels.txt", "-f", "json")
     cell = next(iter(json.loads(table.stdout)["methods"][0]["datasets"].values()))
     assert cell["ndcg_cut_10"] == 0 and cell["calls"] == pytest.approx(mean) and cell["stats_queries"] == 2, cell

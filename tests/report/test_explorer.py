@@ -230,3 +230,25 @@ def test_a_gzipped_run_is_named_as_the_run(tmp_path):
         fh.write((DL19 / "bm25.run").read_text())
     acurank("report", "html", DL19 / "bm25.run", packed, "--qrels", DL19 / "qrels.txt", "-o", tmp_path / "p.html")
     assert _blocks(tmp_path / "p.html")["overview"]["runs"] == ["bm25", "acurank"]
+
+
+def test_the_trace_beside_a_gzipped_run_is_found_and_a_bad_trace_is_one_line(explorer, tmp_path):
+    """Held-out case (stop 107): beside ``acurank.run.gz`` the page looked for ``acurank.run.trace.jsonl``, so its
+    trace (``acurank.trace.jsonl``, as the help says) was left out; a --trace that is not a trace crashed with a
+    traceback."""
+    work = explorer["work"]
+    with gzip.open(tmp_path / "acurank.run.gz", "wt") as fh:
+        fh.write((work / "acurank.run").read_text())
+    for name in ("acurank.stats.jsonl", "acurank.trace.jsonl"):
+        shutil.copy(work / name, tmp_path / name)
+    acurank("report", "html", DL19 / "bm25.run", tmp_path / "acurank.run.gz", "--qrels", DL19 / "qrels.txt",
+            "-o", tmp_path / "p.html")
+    views = [b for key, b in _blocks(tmp_path / "p.html").items() if key != "overview"]
+    assert views and all("acurank" in view["trace"] for view in views if view["iterations"].get("acurank"))
+    assert sum("acurank" in view["trace"] for view in views) == 43
+    bad = acurank("report", "html", DL19 / "bm25.run", work / "acurank.run", "--trace", f"acurank={DL19 / 'qrels.txt'}",
+                  "--qrels", DL19 / "qrels.txt", "-o", tmp_path / "q.html", check=False)
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
+        f"acurank: error: {DL19 / 'qrels.txt'}:1: --trace: not a trace record (a line of rerank --trace: qid, iteration, "
+        "phase, t, docs)"], bad.stderr
+    assert not (tmp_path / "q.html").exists()
