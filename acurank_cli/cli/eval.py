@@ -213,12 +213,13 @@ def _evaluated(runs: list[str], judged: dict, qrels: str, wanted: set[str] | Non
         emptied -= held
         shown = sorted(q for q in emptied if wanted is None or q in wanted)
         gated[path] = set(run) | set(shown)
+        # the stats checked to be the run's first: another run's would count its queries in the lines below
+        calls = _mean_calls(Path(stats) if stats else beside, path, held, wanted) if stats or beside else None
         if not fill and not set(run) & set(judged):  # a mean of nothing, which a gate would read as 0
             raise InputError("--no-fill averages over the run's judged queries that have a line, and it has none"
                              + (f" ({len(shown)} cut to nothing)" if shown else "")
                              + ": leave out --no-fill to count the qrels' queries it lacks as 0", path)
         _check_against_qrels(path, run, judged, qrels, fill=fill, held=len(held) + len(emptied), emptied=shown)
-        calls = _mean_calls(Path(stats) if stats else beside, path, held, wanted) if stats or beside else None
         rows.append(EvalRow(path, evaluate(run, judged, measure, rel_level, fill=fill), calls))
     return rows, gated
 

@@ -308,6 +308,7 @@ def _check_runs(found: dict[str, DatasetRuns]) -> None:
             meta = MetaFile.find(mr.run_path)
             if meta is None:
                 continue
+            mr.stats()  # checked to be the run's first: another run's would count its queries as the run's
             held = set(mr.run_dict()) | cut_to_nothing(mr.stats_path)  # a query cut to nothing is finished
             left = meta.unfinished(len(held))
             if left:

@@ -305,6 +305,7 @@ def test_queries_cut_to_nothing_are_finished_for_eval_report_merge_and_a_resume(
                    check=False)  # c.run cut both of e.run's queries to nothing too: it covers them (and e.run drops)
     assert gate.returncode == 1 and "gate failed" in gate.stderr and "lacks" not in gate.stderr, gate.stderr
     for extra, said in ((("--stats", tmp_path / "none.jsonl"), f"{tmp_path / 'none.jsonl'}: --stats: no such file"),
+                        (("--stats", tmp_path / "c.stats.jsonl"), f"{tmp_path / 'c.stats.jsonl'}: "),  # not e.run's
                         (("--no-fill",), f"{tmp_path / 'e.run'}: --no-fill averages over the run's judged queries "
                                          "that have a line, and it has none (2 cut to nothing)")):
         refused = acurank("eval", tmp_path / "e.run", "--qrels", DL20 / "qrels.txt", *extra, check=False)
