@@ -86,6 +86,20 @@ def _trace_of(path: str | Path | None) -> dict[str, _Traced]:
     return out
 
 
+def _own_trace(run: "MethodRun") -> dict[str, _Traced]:
+    """The run's trace, refused when it holds a query the run does not (another run's: another dataset's, or the
+    first stage given a reranker's trace); a query cut to nothing is the run's (its stats say so)."""
+    from ..errors import InputError
+    from ..io.run_files import cut_to_nothing
+
+    traced = _trace_of(run.trace_path)
+    foreign = sorted(set(traced) - set(run.run_dict()) - cut_to_nothing(run.stats_path))
+    if foreign:
+        raise InputError(f"--trace: holds {len(foreign)} queries that the run {run.method} does not have (e.g. "
+                         f"{foreign[0]}): the trace of another run? give its own", str(run.trace_path))
+    return traced
+
+
 def _windows_of(steps: list) -> dict[str, list[int]]:
     """The steps (1, 2, ... as the trace lists them) at which each document was sent in a window, once per window."""
     out: dict[str, list[int]] = {}
@@ -132,13 +146,13 @@ def build_explorer(runs: Sequence[MethodRun], qrels_path: str, *, measure: str, 
 
     base = baseline or runs[0].method
     first = next((r.method for r in runs if r.stats_path is None), "")
+    traces = {r.method: _own_trace(r) for r in runs}  # before the runs' warnings: another run's trace is refused
     coll = assembled({DATASET: DatasetRuns(DATASET, Path(qrels_path), runs={r.method: r for r in runs})},
                      first_stage=first, measure=measure, rel_level=rel_level)
     judged = coll.datasets[DATASET].qrels()
     scores = {r.method: r.run_dict() for r in runs}
     per_query = {r.method: coll.per_query(DATASET, r.method) for r in runs}
     stats = {r.method: r.stats() or {} for r in runs}
-    traces = {r.method: _trace_of(r.trace_path) for r in runs}
     table = build_table([coll], {DATASET: base})
     label = measure_label(measure, rel_level)
     qids = sorted(set().union(*(set(s) for s in scores.values())) & set(judged))

@@ -235,7 +235,7 @@ def test_a_gzipped_run_is_named_as_the_run(tmp_path):
 def test_the_trace_beside_a_gzipped_run_is_found_and_a_bad_trace_is_one_line(explorer, tmp_path):
     """Held-out case (stop 107): beside ``acurank.run.gz`` the page looked for ``acurank.run.trace.jsonl``, so its
     trace (``acurank.trace.jsonl``, as the help says) was left out; a --trace that is not a trace crashed with a
-    traceback."""
+    traceback; another run's trace (another dataset's queries) was drawn beside the run."""
     work = explorer["work"]
     with gzip.open(tmp_path / "acurank.run.gz", "wt") as fh:
         fh.write((work / "acurank.run").read_text())
@@ -252,3 +252,12 @@ def test_the_trace_beside_a_gzipped_run_is_found_and_a_bad_trace_is_one_line(exp
         f"acurank: error: {DL19 / 'qrels.txt'}:1: --trace: not a trace record (a line of rerank --trace: qid, iteration, "
         "phase, t, docs)"], bad.stderr
     assert not (tmp_path / "q.html").exists()
+    first = (DL19 / "bm25.run").read_text().splitlines()  # a run of one query given the 43 queries' trace
+    (tmp_path / "one.run").write_text("\n".join(line for line in first if line.split()[0] == first[0].split()[0]) + "\n")
+    other = acurank("report", "html", DL19 / "bm25.run", tmp_path / "one.run", "--trace",
+                    f"one={work / 'acurank.trace.jsonl'}", "--qrels", DL19 / "qrels.txt", "-o", tmp_path / "q.html",
+                    check=False)
+    assert other.returncode == 2 and other.stderr.strip().splitlines() == [
+        f"acurank: error: {work / 'acurank.trace.jsonl'}: --trace: holds 42 queries that the run one does not have "
+        f"(e.g. {sorted(set(line.split()[0] for line in first) - {first[0].split()[0]})[0]}): the trace of another "
+        "run? give its own"], other.stderr
