@@ -69,6 +69,14 @@ class MethodRun:
     trace_path: Path | None = None
     _scores: dict | None = field(default=None, repr=False)
     _stats: dict | None = field(default=None, repr=False)
+    _emptied: set | None = field(default=None, repr=False)
+
+    def emptied(self) -> set[str]:
+        """The queries its stats record as cut to nothing (:func:`~acurank_cli.io.run_files.cut_to_nothing`: finished,
+        with no line), read once."""
+        if self._emptied is None:
+            self._emptied = cut_to_nothing(self.stats_path)
+        return self._emptied
 
     def candidates(self) -> Run:
         """Per query, the run's documents in trec_eval order (read again at each call: WIG's first stage)."""
@@ -77,7 +85,7 @@ class MethodRun:
     def run_dict(self) -> dict[str, dict[str, float]]:
         """qid -> docid -> score, for evaluation: the one copy of the run a report holds (read once, kept)."""
         if self._scores is None:
-            self._scores = read_scores(self.run_path, empty_ok=bool(cut_to_nothing(self.stats_path)))
+            self._scores = read_scores(self.run_path, empty_ok=bool(self.emptied()))
         return self._scores
 
     def stats(self) -> dict[str, StatsRecord] | None:
@@ -309,7 +317,7 @@ def _check_runs(found: dict[str, DatasetRuns]) -> None:
             if meta is None:
                 continue
             mr.stats()  # checked to be the run's first: another run's would count its queries as the run's
-            held = set(mr.run_dict()) | cut_to_nothing(mr.stats_path)  # a query cut to nothing is finished
+            held = set(mr.run_dict()) | mr.emptied()  # a query cut to nothing is finished
             left = meta.unfinished(len(held))
             if left:
                 raise InputError(f"{ds.name}/{method}: {mr.run_path} is unfinished ({left}); finish it (rerun its "
@@ -320,7 +328,7 @@ def _check_runs(found: dict[str, DatasetRuns]) -> None:
             continue
         judged = set(ds.qrels())
         for method, mr in ds.runs.items():
-            held = [*mr.run_dict(), *sorted(cut_to_nothing(mr.stats_path) - set(mr.run_dict()))]  # a query cut to
+            held = [*mr.run_dict(), *sorted(mr.emptied() - set(mr.run_dict()))]  # a query cut to
             check_judged(held, ds.qrels(), str(ds.qrels_path), str(mr.run_path))  # nothing counts 0; none shared: refused
             shared = len(judged & set(held))
             if shared < len(judged):

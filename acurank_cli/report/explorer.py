@@ -90,10 +90,9 @@ def _own_trace(run: "MethodRun") -> dict[str, _Traced]:
     """The run's trace, refused when it holds a query the run does not (another run's: another dataset's, or the
     first stage given a reranker's trace); a query cut to nothing is the run's (its stats say so)."""
     from ..errors import InputError
-    from ..io.run_files import cut_to_nothing
 
     traced = _trace_of(run.trace_path)
-    foreign = sorted(set(traced) - set(run.run_dict()) - cut_to_nothing(run.stats_path))
+    foreign = sorted(set(traced) - set(run.run_dict()) - run.emptied())
     if foreign:
         raise InputError(f"--trace: holds {len(foreign)} queries that the run {run.method} does not have (e.g. "
                          f"{foreign[0]}): the trace of another run? give its own", str(run.trace_path))
