@@ -202,10 +202,10 @@ def settle(methods: MethodsLike, asked: Asked, said: "Spelling", *, passages: "P
     (their map: ``methods.calibration``): the settings in their types, the method serving it, ``top_k`` and
     ``min_p_topk``, whether the map applies, the pivot's rules, the cuts and where their calls go. ``pivot``: the
     call's pivot as given (None: none; a request's passage, checked as a document's text; True: one given otherwise,
-    the command line's --pivot, read and checked as its file); ``passages``: how the call's documents are split (:func:`passages_for`); ``allow_map_mismatch``: a call
-    may name another method than the map's; ``one_at_a_time``: a server's request; ``most``: the most documents of
-    one of the call's queries. The command line settles its run's flags here once, each other entrance each request
-    (:func:`admit`)."""
+    the command line's --pivot, read and checked as its file); ``passages``: how the call's documents are split
+    (:func:`passages_for`); ``allow_map_mismatch``: a call may name another method than the map's;
+    ``one_at_a_time``: a server's request; ``most``: the most documents of one of the call's queries. The command line
+    settles its run's flags here once, each other entrance each request (:func:`admit`)."""
     _typed(asked, said, None if pivot is True else pivot)
     strategy = _method(methods, asked, said, one_at_a_time, most)
     _calibrated(methods.calibration, asked, strategy, said, (passages, allow_map_mismatch))
